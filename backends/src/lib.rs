@@ -1,0 +1,1 @@
+//! Renders loam plans into Kubernetes, Slurm and bare-metal manifests (placeholder).

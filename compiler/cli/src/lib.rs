@@ -1,0 +1,1 @@
+//! The loam command-line interface (placeholder).

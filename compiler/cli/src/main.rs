@@ -1,0 +1,2 @@
+//! The `loam` binary.
+fn main() {}

@@ -1,0 +1,1 @@
+//! (placeholder: calibrate phase, not written yet)

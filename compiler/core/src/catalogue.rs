@@ -1,0 +1,1 @@
+//! (placeholder: catalogue phase, not written yet)

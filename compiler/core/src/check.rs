@@ -1,0 +1,1 @@
+//! (placeholder: check phase, not written yet)

@@ -1,0 +1,1 @@
+//! (placeholder: cost phase, not written yet)

@@ -1,0 +1,3 @@
+//! Diagnostic codes of the catalogue phase.
+
+super::codes! {}

@@ -1,0 +1,3 @@
+//! Diagnostic codes of the check phase.
+
+super::codes! {}

@@ -1,0 +1,3 @@
+//! Diagnostic codes of the emit phase.
+
+super::codes! {}

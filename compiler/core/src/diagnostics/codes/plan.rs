@@ -1,0 +1,3 @@
+//! Diagnostic codes of the plan phase.
+
+super::codes! {}

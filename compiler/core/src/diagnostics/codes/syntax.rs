@@ -1,0 +1,3 @@
+//! Diagnostic codes of the syntax phase.
+
+super::codes! {}

@@ -1,0 +1,1 @@
+//! (placeholder: fmt phase, not written yet)

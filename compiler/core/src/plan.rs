@@ -1,0 +1,1 @@
+//! (placeholder: plan phase, not written yet)

@@ -1,0 +1,1 @@
+//! (placeholder: syntax phase, not written yet)

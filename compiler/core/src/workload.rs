@@ -1,0 +1,1 @@
+//! (placeholder: workload phase, not written yet)

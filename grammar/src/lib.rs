@@ -1,0 +1,1 @@
+//! The pest grammar of the loam language (placeholder until the grammar lands).

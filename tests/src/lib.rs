@@ -1,0 +1,1 @@
+//! Fixture harness for loam's end-to-end tests (placeholder).
