@@ -17,6 +17,7 @@ pub mod check;
 pub mod cost;
 pub mod diagnostics;
 pub mod fmt;
+pub mod hardware;
 pub mod plan;
 pub mod span;
 pub mod suggest;

@@ -2,8 +2,8 @@
 //!
 //! Similarity is normalised Damerau–Levenshtein (`strsim::normalized_damerau_levenshtein`, 1.0 =
 //! identical), compared case-insensitively. A candidate is suggested only when its similarity is
-//! at least [`MIN_SIMILARITY`]; ties go to the candidate listed first, so suggestions are
-//! deterministic.
+//! at least [`MIN_SIMILARITY`]; ties go to the candidate closer in case-sensitive similarity,
+//! then to the one listed first, so suggestions are deterministic.
 
 /// The least similarity at which a known name is offered as a suggestion.
 ///
@@ -16,11 +16,13 @@ pub const MIN_SIMILARITY: f64 = 0.5;
 /// The known name most similar to `unknown`, if any is similar enough.
 pub fn closest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let unknown_lower = unknown.to_lowercase();
-    let mut best: Option<(&'a str, f64)> = None;
+    let mut best: Option<(&'a str, (f64, f64))> = None;
     for candidate in known {
-        let score =
+        let folded =
             strsim::normalized_damerau_levenshtein(&unknown_lower, &candidate.to_lowercase());
-        if score >= MIN_SIMILARITY && best.is_none_or(|(_, s)| score > s) {
+        let exact = strsim::normalized_damerau_levenshtein(unknown, candidate);
+        let score = (folded, exact);
+        if folded >= MIN_SIMILARITY && best.is_none_or(|(_, s)| score > s) {
             best = Some((candidate, score));
         }
     }

@@ -181,6 +181,9 @@ pub fn parse_quantity(text: &str) -> Result<Quantity, UnitError> {
     let (digits, rest) = split_number(text);
     let value = parse_number(digits)?;
     let rest_trimmed = rest.trim_start();
+    if let Some(u) = UNITS.iter().find(|u| u.suffix == rest_trimmed) {
+        return finite(value * u.factor, u.dimension.clone());
+    }
     // Money: `<number>[KMBT] <CUR>`; the currency follows white space.
     if let Some((suffix, currency)) = money_parts(rest) {
         let factor = if suffix.is_empty() {
@@ -196,10 +199,7 @@ pub fn parse_quantity(text: &str) -> Result<Quantity, UnitError> {
     if rest_trimmed.is_empty() {
         return finite(value, Dimension::Count);
     }
-    match UNITS.iter().find(|u| u.suffix == rest_trimmed) {
-        Some(u) => finite(value * u.factor, u.dimension.clone()),
-        None => Err(unknown_unit(rest_trimmed)),
-    }
+    Err(unknown_unit(rest_trimmed))
 }
 
 /// The `(count suffix, currency)` of a money tail such as `M CNY` or ` USD`.
