@@ -4,12 +4,18 @@
 //! This crate only recognises text. Lowering the parse tree to an AST with spans lives in
 //! `loam-compiler::syntax`.
 
-use pest_derive::Parser;
+mod generated {
+    // pest_derive generates the undocumented `Rule` enum; its variants are the grammar's rules.
+    #![allow(missing_docs)]
+    use pest_derive::Parser;
 
-/// The parser generated from `loam.pest`.
-#[derive(Parser)]
-#[grammar = "loam.pest"]
-pub struct LoamParser;
+    /// The parser generated from `loam.pest`.
+    #[derive(Parser)]
+    #[grammar = "loam.pest"]
+    pub struct LoamParser;
+}
+
+pub use generated::{LoamParser, Rule};
 
 /// The words a user knows for each rule, used when pest reports what it expected.
 pub fn describe(rule: Rule) -> &'static str {

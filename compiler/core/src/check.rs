@@ -1,1 +1,366 @@
-//! (placeholder: check phase, not written yet)
+//! Checking a syntax tree into typed jobs: known blocks and fields, value kinds and dimensions,
+//! keywords, required fields, model and layout consistency. Needs no catalogue; the checks against
+//! the catalogue live in [`crate::catalogue`].
+//!
+//! Checking never stops at the first problem: every job and block is read to the end and all
+//! diagnostics are returned, sorted by position.
+
+mod job;
+mod model;
+mod parallel;
+mod reader;
+
+pub use job::{
+    CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
+};
+pub use model::parameter_count;
+
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::span::{Span, Spanned};
+use crate::suggest::closest;
+use crate::syntax::ast::{Block, File};
+use crate::types::{Optimize, Optimizer, Precision, Priority};
+use crate::units::Dimension;
+use reader::{BlockSpec, LabelRule, duplicate, read_block};
+use std::collections::BTreeMap;
+
+const JOB: BlockSpec = BlockSpec {
+    name: "job",
+    fields: &["tenant", "priority"],
+    blocks: &["model", "train", "parallel", "data", "resources", "goal", "checkpoint"],
+    label: LabelRule::Required,
+};
+const MODEL: BlockSpec = BlockSpec {
+    name: "model",
+    fields: &[
+        "arch", "mlp", "layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "seq_len",
+        "params", "experts", "top_k", "tie_embeddings", "sensitive",
+    ],
+    blocks: &[],
+    label: LabelRule::None,
+};
+const TRAIN: BlockSpec = BlockSpec {
+    name: "train",
+    fields: &["tokens", "global_batch", "precision", "optimizer"],
+    blocks: &[],
+    label: LabelRule::None,
+};
+const PARALLEL: BlockSpec = BlockSpec {
+    name: "parallel",
+    fields: &[
+        "tensor", "pipeline", "data", "context", "expert", "virtual_stages", "micro_batch",
+        "zero", "recompute", "sequence_parallel",
+    ],
+    blocks: &[],
+    label: LabelRule::None,
+};
+const DATA: BlockSpec =
+    BlockSpec { name: "data", fields: &["site", "size"], blocks: &[], label: LabelRule::Required };
+const RESOURCES: BlockSpec = BlockSpec {
+    name: "resources",
+    fields: &[
+        "pool", "devices", "sites", "max_devices", "interruptible", "features", "software",
+        "max_latency",
+    ],
+    blocks: &[],
+    label: LabelRule::None,
+};
+const GOAL: BlockSpec = BlockSpec {
+    name: "goal",
+    fields: &["optimize", "deadline", "budget"],
+    blocks: &[],
+    label: LabelRule::None,
+};
+const CHECKPOINT: BlockSpec = BlockSpec {
+    name: "checkpoint",
+    fields: &["path", "interval"],
+    blocks: &[],
+    label: LabelRule::None,
+};
+
+/// Operations a spec may name in `model { sensitive = [...] }`.
+pub const OPERATIONS: &[&str] =
+    &["embedding", "attention", "mlp", "router", "norm", "softmax", "lm_head", "loss"];
+
+/// The largest parallel degree or layer count loam accepts; far beyond any real job, small
+/// enough that products of degrees never overflow.
+const MAX_DIM: u64 = 1 << 24;
+
+/// The result of checking one file: the jobs that are complete enough to plan, and everything
+/// found wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// Jobs with every required part present (a job with errors may still be here).
+    pub jobs: Vec<Job>,
+    /// All problems, sorted by position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Checks one parsed file.
+pub fn check_file(file: &File) -> Checked {
+    let mut diags = Diagnostics::new();
+    let mut jobs = Vec::new();
+    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+    for block in &file.blocks {
+        if block.name.name != "job" {
+            let help = match closest(&block.name.name, ["job"]) {
+                Some(near) => format!("did you mean `{near}`?"),
+                None => "a file holds `job \"name\" { … }` blocks".to_string(),
+            };
+            diags.push(
+                Diagnostic::error(
+                    "L1001",
+                    format!("unknown block `{}` at the top level", block.name.name),
+                    block.name.span,
+                    "only `job` blocks may stand here",
+                )
+                .with_help(help),
+            );
+            continue;
+        }
+        if let Some(label) = &block.label {
+            if let Some(first) = seen.get(&label.value) {
+                diags.push(
+                    Diagnostic::error(
+                        "L1006",
+                        format!("duplicate job name `{}`", label.value),
+                        label.span,
+                        "this name is taken",
+                    )
+                    .with_related(*first, "first used here")
+                    .with_help("give each job its own name"),
+                );
+            } else {
+                seen.insert(label.value.clone(), label.span);
+            }
+        }
+        if let Some(job) = check_job(block, &mut diags) {
+            jobs.push(job);
+        }
+    }
+    if file.blocks.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "L1016",
+                "expected a `job` block, found none",
+                Span { end: file.span.start, ..file.span },
+                "this file defines no job",
+            )
+            .with_help("add a `job \"name\" { … }` block, or remove the file"),
+        );
+    }
+    Checked { jobs, diagnostics: diags.into_sorted() }
+}
+
+/// Reports job names used more than once across files (each file is checked on its own first).
+pub fn check_unique_job_names<'a>(jobs: impl IntoIterator<Item = &'a Job>) -> Vec<Diagnostic> {
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    let mut diags = Vec::new();
+    for job in jobs {
+        match seen.get(job.name.value.as_str()) {
+            Some(first) if first.file != job.name.span.file => diags.push(
+                Diagnostic::error(
+                    "L1006",
+                    format!("duplicate job name `{}`", job.name.value),
+                    job.name.span,
+                    "this name is taken",
+                )
+                .with_related(*first, "first used here")
+                .with_help("give each job its own name; plans and manifests are keyed by it"),
+            ),
+            Some(_) => {}
+            None => {
+                seen.insert(&job.name.value, job.name.span);
+            }
+        }
+    }
+    diags
+}
+
+/// The single nested block of kind `name`, reporting duplicates.
+fn single_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) -> Option<&'a Block> {
+    let mut found: Option<&Block> = None;
+    for block in parent.blocks().filter(|b| b.name.name == name) {
+        match found {
+            Some(first) => diags.push(duplicate(&block.name, "block", first.name.span)),
+            None => found = Some(block),
+        }
+    }
+    found
+}
+
+fn missing_block(parent: &Block, name: &str, diags: &mut Diagnostics) {
+    diags.push(
+        Diagnostic::error(
+            "L1003",
+            format!("missing block `{name}` in `{}`", parent.name.name),
+            parent.label.as_ref().map_or(parent.name.span, |l| l.span),
+            format!("this {} has no `{name}` block", parent.name.name),
+        )
+        .with_help(format!("add a `{name} {{ … }}` block; see docs/language.md")),
+    );
+}
+
+fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
+    let mut fields = read_block(block, &JOB, diags);
+    let tenant = fields.string("tenant");
+    let tenant = fields.require("tenant", tenant, "\"team-name\"");
+    let priority = fields
+        .keyword("priority", Priority::from_keyword, &Priority::keywords(), false)
+        .map_or(Priority::Normal, |p| p.value);
+    let name = block.label.as_ref().map(|l| Spanned::new(l.value.clone(), l.span));
+
+    let model = required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
+    let train = required_block(block, "train", diags).and_then(|b| check_train(b, diags));
+    let resources = required_block(block, "resources", diags).and_then(|b| check_resources(b, diags));
+    let parallel = single_block(block, "parallel", diags)
+        .map(|b| parallel::read_parallel(b, &PARALLEL, diags))
+        .unwrap_or_default();
+    let goal = check_goal(single_block(block, "goal", diags), diags);
+    let checkpoint = check_checkpoint(single_block(block, "checkpoint", diags), diags);
+    let data = check_data(block, diags);
+
+    if let (Some(model), Some(train)) = (&model, &train) {
+        parallel::check_consistency(&parallel, model, train, resources.as_ref(), diags);
+    }
+    Some(Job {
+        name: name?,
+        file: block.span.file,
+        tenant: tenant?,
+        priority,
+        model: model?,
+        train: train?,
+        parallel,
+        data,
+        resources: resources?,
+        goal,
+        checkpoint,
+        span: block.span,
+    })
+}
+
+fn required_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) -> Option<&'a Block> {
+    let found = single_block(parent, name, diags);
+    if found.is_none() {
+        missing_block(parent, name, diags);
+    }
+    found
+}
+
+fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<TrainSpec> {
+    let mut f = read_block(block, &TRAIN, diags);
+    let tokens = f.count("tokens");
+    let tokens = f.require("tokens", tokens, "2T");
+    let global_batch = f.integer("global_batch", 1, MAX_DIM, false);
+    let global_batch = f.require("global_batch", global_batch, "1024");
+    let precision = f.keyword("precision", Precision::from_keyword, &Precision::keywords(), false);
+    let precision = f.require("precision", precision, "bf16");
+    let optimizer = f
+        .keyword("optimizer", Optimizer::from_keyword, &Optimizer::keywords(), false)
+        .map_or(Optimizer::Adamw, |o| o.value);
+    Some(TrainSpec {
+        tokens: tokens?.value,
+        global_batch: global_batch?.value,
+        precision: precision?,
+        optimizer,
+        span: block.span,
+    })
+}
+
+fn check_resources(block: &Block, diags: &mut Diagnostics) -> Option<ResourcesSpec> {
+    let mut f = read_block(block, &RESOURCES, diags);
+    let pool = f.name("pool");
+    let pool = f.require("pool", pool, "xirang");
+    let devices = f.names("devices");
+    let sites = f.names("sites");
+    let max_devices = f.integer("max_devices", 1, MAX_DIM, false);
+    let interruptible = f.boolean("interruptible").is_some_and(|b| b.value);
+    let features = f.names("features");
+    let software = f.strings("software");
+    let max_latency = f.quantity("max_latency", &Dimension::Duration);
+    Some(ResourcesSpec {
+        pool: pool?,
+        devices,
+        sites,
+        max_devices,
+        interruptible,
+        features,
+        software,
+        max_latency,
+        span: block.span,
+    })
+}
+
+fn check_goal(block: Option<&Block>, diags: &mut Diagnostics) -> GoalSpec {
+    let Some(block) = block else {
+        return GoalSpec { optimize: Optimize::Balanced, deadline: None, budget: None, span: None };
+    };
+    let mut f = read_block(block, &GOAL, diags);
+    let optimize = f
+        .keyword("optimize", Optimize::from_keyword, &Optimize::keywords(), false)
+        .map_or(Optimize::Balanced, |o| o.value);
+    let deadline = f.quantity("deadline", &Dimension::Duration);
+    let budget = f.money("budget");
+    GoalSpec { optimize, deadline, budget, span: Some(block.span) }
+}
+
+fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> CheckpointSpec {
+    let Some(block) = block else { return CheckpointSpec::default() };
+    let mut f = read_block(block, &CHECKPOINT, diags);
+    let path = f.string("path");
+    let interval = match f.get("interval") {
+        Some(a) if reader::is_auto(&a.value) => None,
+        _ => f.quantity("interval", &Dimension::Duration),
+    };
+    if let Some(path) = &path {
+        if let Some(problem) = checkpoint_path_problem(&path.value) {
+            f.diags.push(
+                Diagnostic::error("L1018", format!("invalid checkpoint path: {problem}"), path.span, problem)
+                    .with_help("write an absolute path below your tenant's checkpoint root, e.g. \"/ckpt/nlp/run-1\""),
+            );
+        }
+    }
+    CheckpointSpec { path, interval, span: Some(block.span) }
+}
+
+/// What is wrong with a checkpoint path on its own (the tenant root is checked against the
+/// catalogue later).
+pub fn checkpoint_path_problem(path: &str) -> Option<&'static str> {
+    if !path.starts_with('/') {
+        Some("the path is not absolute")
+    } else if path.split('/').any(|part| part == ".." || part == ".") {
+        Some("the path contains `.` or `..`")
+    } else if path.contains("//") {
+        Some("the path contains an empty component")
+    } else if path.chars().any(|c| c.is_control()) {
+        Some("the path contains a control character")
+    } else {
+        None
+    }
+}
+
+fn check_data(job: &Block, diags: &mut Diagnostics) -> Vec<DataSpec> {
+    let mut data: Vec<DataSpec> = Vec::new();
+    for block in job.blocks().filter(|b| b.name.name == "data") {
+        let mut f = read_block(block, &DATA, diags);
+        let site = f.name("site");
+        let site = f.require("site", site, "guiyang");
+        let size = f.quantity("size", &Dimension::Bytes);
+        let size = f.require("size", size, "48TB");
+        let Some(label) = &block.label else { continue };
+        if let Some(first) = data.iter().find(|d| d.name.value == label.value) {
+            let name = crate::syntax::ast::Ident { name: label.value.clone(), span: label.span };
+            diags.push(duplicate(&name, "data set", first.name.span));
+            continue;
+        }
+        if let (Some(site), Some(size)) = (site, size) {
+            data.push(DataSpec {
+                name: Spanned::new(label.value.clone(), label.span),
+                site,
+                size,
+                span: block.span,
+            });
+        }
+    }
+    data
+}

@@ -1,1 +1,59 @@
-//! (placeholder: syntax phase, not written yet)
+//! From text to syntax tree: the pest parser, lowering to an AST with spans, and syntax errors in
+//! words a user knows.
+//!
+//! Parsing is the one phase that stops at the first error (pest cannot recover); it returns the
+//! tree together with the non-fatal problems it found (such as a bad escape in a string).
+
+pub mod ast;
+mod error;
+mod lower;
+mod trivia;
+
+pub use trivia::{Comment, comments};
+
+use crate::diagnostics::Diagnostic;
+use crate::span::{FileId, Span};
+use loam_grammar::{LoamParser, Rule};
+use pest::Parser;
+
+/// Blocks and lists nest at most this deep. pest descends recursively, so unbounded nesting
+/// would overflow the stack; real specs nest three levels.
+pub const MAX_NESTING: usize = 64;
+
+/// The syntax tree of one file and the problems found while building it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The tree, absent when the text does not parse.
+    pub file: Option<ast::File>,
+    /// Syntax errors (at most one fatal one) and non-fatal lowering errors.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Parses the text of one `.loam` file.
+pub fn parse(file: FileId, text: &str) -> Parsed {
+    if let Some(diagnostic) = error::check_nesting(file, text) {
+        return Parsed { file: None, diagnostics: vec![diagnostic] };
+    }
+    match LoamParser::parse(Rule::file, text) {
+        Ok(mut pairs) => {
+            let mut diagnostics = Vec::new();
+            let tree = pairs.next().map(|pair| lower::file(file, pair, &mut diagnostics));
+            Parsed { file: tree, diagnostics }
+        }
+        Err(err) => Parsed { file: None, diagnostics: vec![error::from_pest(file, text, &err)] },
+    }
+}
+
+/// Decodes file bytes as UTF-8, or explains where they stop being UTF-8.
+pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Diagnostic> {
+    std::str::from_utf8(bytes).map_err(|err| {
+        let at = err.valid_up_to();
+        Diagnostic::error(
+            "L0002",
+            "file is not valid UTF-8",
+            Span::new(file, at, at + 1),
+            format!("invalid byte at offset {at}"),
+        )
+        .with_help("save the file as UTF-8; job specs are text files")
+    })
+}
