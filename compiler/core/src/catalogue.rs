@@ -1,1 +1,36 @@
-//! (placeholder: catalogue phase, not written yet)
+//! The hardware catalogue: what each accelerator can do, where the devices are, how sites are
+//! linked and what things cost, loaded from the YAML files under `specs/`.
+//!
+//! ```text
+//!  (path, text) ──yaml──▶ raw records ──load──▶ Device / Pool ──validate──▶ Catalogue
+//!                serde-saphyr            units, ranges           references, reachability
+//! ```
+//!
+//! The core never reads files: the caller passes `(FileId, display path, text)` triples to
+//! [`load`], or uses [`builtin_sources`] for the catalogue compiled into the binary. Lookups for
+//! the checker and the planner live on [`Catalogue`], [`Pool`] and [`Device`]; the text and JSON
+//! reports of `loam catalogue list|show` are [`list_text`], [`list_json`], [`show_text`] and
+//! [`show_json`].
+
+mod builtin;
+pub mod codes;
+mod digest;
+mod load;
+mod lookup;
+pub mod model;
+mod raw;
+mod report;
+mod validate;
+mod yaml;
+
+#[cfg(test)]
+mod tests;
+
+pub use builtin::{builtin, builtin_sources};
+pub use load::{compare_versions, load, parse_version};
+pub use lookup::{Found, route};
+pub use model::{
+    Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site, SliceProfile, SlicingKind, Stack,
+    Status, Tenant,
+};
+pub use report::{UnknownId, list_json, list_text, show_json, show_text};

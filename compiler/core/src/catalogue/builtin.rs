@@ -1,0 +1,49 @@
+//! The catalogue shipped in `specs/`, compiled into the binary so loam works with no flags.
+//!
+//! A test compares this list with the files on disk, so a new YAML file cannot be forgotten.
+
+use super::model::Catalogue;
+use crate::span::FileId;
+
+/// Declares the shipped files, each as `(display path, text)`.
+macro_rules! shipped {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../../../", $path)))),*]
+    };
+}
+
+const SHIPPED: &[(&str, &str)] = shipped![
+    "specs/devices/A100_SXM_40GB.yaml",
+    "specs/devices/A100_SXM_80GB.yaml",
+    "specs/devices/Ascend910B.yaml",
+    "specs/devices/DCU_K100_AI.yaml",
+    "specs/devices/Gaudi2.yaml",
+    "specs/devices/Gaudi3.yaml",
+    "specs/devices/H100_SXM.yaml",
+    "specs/devices/H200_SXM.yaml",
+    "specs/devices/H20.yaml",
+    "specs/devices/H800_SXM.yaml",
+    "specs/devices/L40S.yaml",
+    "specs/devices/MI250X.yaml",
+    "specs/devices/MI300X.yaml",
+    "specs/pools/lab.yaml",
+    "specs/pools/xirang.yaml",
+];
+
+/// `(display path, text)` of every shipped catalogue file, sorted by path.
+pub fn builtin_sources() -> Vec<(&'static str, &'static str)> {
+    SHIPPED.to_vec()
+}
+
+/// The shipped catalogue, loaded with file ids `0..n` in the order of [`builtin_sources`].
+///
+/// A test proves it loads without diagnostics; should that ever fail, this returns an empty
+/// catalogue rather than panicking.
+pub fn builtin() -> Catalogue {
+    let sources: Vec<(FileId, &str, &str)> = builtin_sources()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (path, text))| (FileId(u32::try_from(i).unwrap_or(u32::MAX)), path, text))
+        .collect();
+    super::load(&sources).0.unwrap_or_default()
+}

@@ -1,0 +1,651 @@
+//! Reading catalogue files: YAML → [`super::raw`] records → [`super::model`] values in base units.
+//!
+//! Everything a single file can get wrong is found here (schema, units, ranges, currencies,
+//! identifiers); what needs several files (references, reachability, quotas) is in
+//! [`super::validate`].
+
+use super::codes;
+use super::model::{self, Catalogue, Device, Pool, spanned};
+use super::raw::{self, Loc};
+use super::yaml::{Source, schema_error};
+use crate::diagnostics::Diagnostic;
+use crate::span::{FileId, Span, Spanned};
+use crate::units::{Dimension, UnitError, parse_quantity};
+use std::collections::BTreeMap;
+
+/// What a catalogue file describes, decided by the folder it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Device,
+    Pool,
+}
+
+fn kind_of(path: &str) -> Option<Kind> {
+    let normal = path.replace('\\', "/");
+    let parent = normal.rsplit('/').nth(1).unwrap_or("");
+    match parent {
+        "devices" => Some(Kind::Device),
+        "pools" => Some(Kind::Pool),
+        _ => None,
+    }
+}
+
+/// The file name without folder and `.yaml` / `.yml` extension.
+pub(crate) fn stem(path: &str) -> &str {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).unwrap_or(name)
+}
+
+/// Loads and validates a whole catalogue from `(file id, display path, text)` triples.
+///
+/// A file under a `devices/` folder is a device, one under `pools/` a pool. Returns the
+/// catalogue when nothing is wrong, and every diagnostic found, sorted by path and position so
+/// the result does not depend on the order of `sources`.
+pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let mut devices: Vec<Device> = Vec::new();
+    let mut pools: Vec<(Pool, Source<'_>)> = Vec::new();
+    let mut ordered: Vec<&(FileId, &str, &str)> = sources.iter().collect();
+    ordered.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
+    for (file, path, text) in ordered.iter().copied() {
+        let source = Source { file: *file, path, text };
+        match kind_of(path) {
+            Some(Kind::Device) => {
+                let mut cx = Cx { source, diags: &mut diags };
+                if let Some(device) = cx.device() {
+                    devices.push(device);
+                }
+            }
+            Some(Kind::Pool) => {
+                let mut cx = Cx { source, diags: &mut diags };
+                if let Some(pool) = cx.pool() {
+                    pools.push((pool, source));
+                }
+            }
+            None => diags.push(
+                Diagnostic::error(
+                    codes::UNKNOWN_FILE,
+                    format!("expected a file under `devices/` or `pools/`, found `{path}`"),
+                    Span::new(*file, 0, 0),
+                    "not a device or pool file",
+                )
+                .with_help("move the file into the catalogue's `devices/` or `pools/` folder"),
+            ),
+        }
+    }
+    let catalogue = super::validate::assemble(devices, pools, &mut diags);
+    let mut paths: BTreeMap<FileId, &str> = BTreeMap::new();
+    for (file, path, _) in sources {
+        paths.insert(*file, path);
+    }
+    diags.sort_by(|a, b| {
+        let key = |d: &Diagnostic| (paths.get(&d.span.file).copied(), d.span.start, d.span.end, d.code);
+        key(a).cmp(&key(b)).then_with(|| a.message.cmp(&b.message))
+    });
+    diags.dedup();
+    let has_errors = diags.iter().any(Diagnostic::is_error);
+    let mut catalogue = catalogue;
+    let mut texts: Vec<(String, String)> =
+        sources.iter().map(|(_, p, t)| ((*p).to_string(), (*t).to_string())).collect();
+    texts.sort();
+    catalogue.sources = texts;
+    ((!has_errors).then_some(catalogue), diags)
+}
+
+/// The loading context of one file.
+struct Cx<'a, 'd> {
+    source: Source<'a>,
+    diags: &'d mut Vec<Diagnostic>,
+}
+
+impl Cx<'_, '_> {
+    fn span<T>(&self, loc: &Loc<T>) -> Span {
+        self.source.span(&loc.referenced)
+    }
+
+    fn spanned<T: Clone>(&self, loc: &Loc<T>) -> Spanned<T> {
+        spanned(loc.value.clone(), self.span(loc))
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn device(&mut self) -> Option<Device> {
+        let raw: raw::DeviceFile = match serde_saphyr::from_str(self.source.text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let d = schema_error(&self.source, &e, "device");
+                self.push(d);
+                return None;
+            }
+        };
+        self.check_file_id(&raw.id, "device");
+        self.identifier(&raw.id, "device id");
+        let mut peak_flops = BTreeMap::new();
+        for (precision, text) in &raw.peak_dense {
+            if let Some(v) = self.positive_quantity(text, Dimension::FlopRate, "peak_dense") {
+                peak_flops.insert(*precision, spanned(v, self.span(text)));
+            }
+        }
+        let precisions: Vec<_> = raw.precisions.iter().map(|p| p.value).collect();
+        for (precision, text) in &raw.peak_dense {
+            if !precisions.contains(precision) {
+                let d = Diagnostic::error(
+                    codes::INCONSISTENT,
+                    format!("peak figure for `{precision}`, which `precisions` does not list"),
+                    self.span(text),
+                    "a figure for an unlisted precision",
+                )
+                .with_help(format!("add `{precision}` to `precisions` or remove this figure"));
+                self.push(d);
+            }
+        }
+        let precisions_span = match (raw.precisions.first(), raw.precisions.last()) {
+            (Some(a), Some(b)) => self.span(a).join(self.span(b)),
+            _ => self.span(&raw.id),
+        };
+        let features_span = match (raw.features.first(), raw.features.last()) {
+            (Some(a), Some(b)) => self.span(a).join(self.span(b)),
+            _ => self.span(&raw.id),
+        };
+        let memory = self.positive_quantity(&raw.memory, Dimension::Bytes, "memory");
+        let memory_bandwidth = self.positive_quantity(&raw.memory_bandwidth, Dimension::Bandwidth, "memory_bandwidth");
+        let scale_up = self.positive_quantity(&raw.scale_up.bandwidth, Dimension::Bandwidth, "scale_up.bandwidth");
+        let devices_per_node = self.count(&raw.devices_per_node, 1, "devices_per_node");
+        let tdp = self.positive_quantity(&raw.power.tdp, Dimension::Power, "power.tdp");
+        let typical = self.positive_quantity(&raw.power.typical, Dimension::Power, "power.typical");
+        if let (Some(tdp), Some(typical)) = (tdp, typical)
+            && typical > tdp
+        {
+            let d = Diagnostic::error(
+                codes::INCONSISTENT,
+                format!("typical power above the power limit: expected at most {tdp} W, found {typical} W"),
+                self.span(&raw.power.typical),
+                "more than `power.tdp`",
+            )
+            .with_related(self.span(&raw.power.tdp), "the power limit")
+            .with_help("typical draw under load cannot exceed the board power limit; check both figures");
+            self.push(d);
+        }
+        let mtbf = self.positive_quantity(&raw.reliability.mtbf, Dimension::Duration, "reliability.mtbf");
+        self.version(&raw.software.min_version, "software.min_version");
+        let mut slice_profiles = Vec::new();
+        for profile in raw.slicing.iter().flat_map(|s| &s.profiles) {
+            let slice_memory = self.positive_quantity(&profile.memory, Dimension::Bytes, "memory");
+            if !(profile.compute.value > 0.0 && profile.compute.value <= 1.0) {
+                let d = out_of_range(
+                    self.span(&profile.compute),
+                    "compute",
+                    "a fraction in (0, 1]",
+                    &profile.compute.value.to_string(),
+                );
+                self.push(d);
+            }
+            if let (Some(slice), Some(total)) = (slice_memory, memory)
+                && slice > total
+            {
+                let d = Diagnostic::error(
+                    codes::INCONSISTENT,
+                    format!(
+                        "slice memory above the device memory: expected at most {}, found {}",
+                        crate::units::format_bytes(total),
+                        crate::units::format_bytes(slice)
+                    ),
+                    self.span(&profile.memory),
+                    "more than the whole device",
+                )
+                .with_related(self.span(&raw.memory), "the device memory")
+                .with_help("a slice holds part of the device's memory; correct the profile");
+                self.push(d);
+            }
+            if let Some(slice) = slice_memory {
+                slice_profiles.push(model::SliceProfile {
+                    name: profile.name.value.clone(),
+                    memory_bytes: slice,
+                    compute_fraction: profile.compute.value,
+                });
+            }
+        }
+        Some(Device {
+            id: self.spanned(&raw.id),
+            name: raw.name.value,
+            vendor: raw.vendor.value,
+            status: spanned(raw.status.value, self.source.span(&raw.status.referenced)),
+            source: raw.source.value,
+            peak_flops,
+            precisions: spanned(precisions, precisions_span),
+            features: spanned(raw.features.iter().map(|f| f.value).collect(), features_span),
+            memory_bytes: spanned(memory?, self.span(&raw.memory)),
+            memory_bandwidth: memory_bandwidth?,
+            fabric: raw.scale_up.fabric.value,
+            scale_up_bandwidth_bidir: scale_up?,
+            devices_per_node: spanned(devices_per_node?, self.span(&raw.devices_per_node)),
+            tdp_watts: tdp?,
+            typical_watts: typical?,
+            stack: raw.software.stack.value,
+            min_version: self.spanned(&raw.software.min_version),
+            kubernetes_resource: raw.kubernetes_resource.value,
+            slicing: raw.slicing.as_ref().map(|s| s.kind.value),
+            slice_profiles,
+            mtbf_s: mtbf?,
+            mtbf_basis: raw.reliability.basis.value,
+            file: self.source.path.to_string(),
+        })
+    }
+
+    fn pool(&mut self) -> Option<Pool> {
+        let raw: raw::PoolFile = match serde_saphyr::from_str(self.source.text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let d = schema_error(&self.source, &e, "pool");
+                self.push(d);
+                return None;
+            }
+        };
+        self.check_file_id(&raw.id, "pool");
+        self.identifier(&raw.id, "pool id");
+        let base = raw.currency.base.value.clone();
+        if !crate::units::is_currency_code(&base) {
+            let d = Diagnostic::error(
+                codes::UNKNOWN_CURRENCY,
+                format!("expected an ISO 4217 currency code, found `{base}`"),
+                self.span(&raw.currency.base),
+                "not a currency code",
+            )
+            .with_help("write three capital letters such as `CNY`, `USD` or `EUR`");
+            self.push(d);
+        }
+        let mut rates = BTreeMap::new();
+        for (code, rate) in &raw.currency.rates {
+            if !crate::units::is_currency_code(code) {
+                let d = Diagnostic::error(
+                    codes::UNKNOWN_CURRENCY,
+                    format!("expected an ISO 4217 currency code, found `{code}`"),
+                    self.span(rate),
+                    "rate of a malformed currency code",
+                )
+                .with_help("write three capital letters such as `USD` or `EUR`");
+                self.push(d);
+            }
+            if rate.value > 0.0 {
+                rates.insert(code.clone(), rate.value);
+            } else {
+                let d = out_of_range(self.span(rate), "rates", "a positive exchange rate", &rate.value.to_string());
+                self.push(d);
+            }
+        }
+        let money = Money { base: base.clone(), rates: rates.clone() };
+        let sites: Vec<_> = raw.sites.iter().filter_map(|s| self.site(s, &money)).collect();
+        let links: Vec<_> = raw.links.iter().filter_map(|l| self.link(l, &money)).collect();
+        let tenants: Vec<_> = raw.tenants.iter().filter_map(|t| self.tenant(t)).collect();
+        if sites.len() != raw.sites.len() || links.len() != raw.links.len() || tenants.len() != raw.tenants.len() {
+            return None;
+        }
+        Some(Pool {
+            id: self.spanned(&raw.id),
+            name: raw.name.value,
+            currency: self.spanned(&raw.currency.base),
+            rates,
+            sites,
+            links,
+            tenants,
+            file: self.source.path.to_string(),
+        })
+    }
+
+    fn site(&mut self, raw: &raw::Site, money: &Money) -> Option<model::Site> {
+        self.identifier(&raw.name, "site name");
+        let storage = self.positive_quantity(&raw.storage_bandwidth, Dimension::Bandwidth, "storage_bandwidth");
+        if raw.carbon_intensity.value < 0.0 {
+            let d = out_of_range(self.span(&raw.carbon_intensity), "carbon_intensity", "grams of CO2 per kWh, at least 0", &raw.carbon_intensity.value.to_string());
+            self.push(d);
+        }
+        if !(1.0..=3.0).contains(&raw.pue.value) {
+            let d = out_of_range(self.span(&raw.pue), "pue", "a power usage effectiveness between 1 and 3", &raw.pue.value.to_string());
+            self.push(d);
+        }
+        let hours = &raw.power_price.per_kwh;
+        if hours.value.len() != 24 {
+            let d = Diagnostic::error(
+                codes::OUT_OF_RANGE,
+                format!("expected 24 hourly power prices, found {}", hours.value.len()),
+                self.span(hours),
+                "one price per hour of the day, 0 to 23",
+            )
+            .with_help("list the price per kWh for each of the 24 hours, starting at midnight");
+            self.push(d);
+        }
+        for price in &hours.value {
+            if price.value < 0.0 {
+                let d = out_of_range(self.span(price), "per_kwh", "a price of at least 0", &price.value.to_string());
+                self.push(d);
+            }
+        }
+        let rate = money.rate(&raw.power_price.currency.value);
+        if rate.is_none() {
+            let d = money.unknown(&raw.power_price.currency.value, self.span(&raw.power_price.currency));
+            self.push(d);
+        }
+        let nodes_per_block = self.count(&raw.topology.nodes_per_block, 1, "nodes_per_block");
+        let uplink = self.positive_quantity(&raw.topology.block_uplink, Dimension::Bandwidth, "block_uplink");
+        let latency = self.positive_quantity(&raw.topology.latency, Dimension::Duration, "latency");
+        let mut datasets = Vec::new();
+        for dataset in &raw.datasets {
+            if let Some(size) = self.positive_quantity(&dataset.size, Dimension::Bytes, "size") {
+                datasets.push(model::Dataset { name: dataset.name.value.clone(), size_bytes: size });
+            }
+        }
+        let groups: Vec<_> = raw.node_groups.iter().filter_map(|g| self.node_group(g, money)).collect();
+        let complete = groups.len() == raw.node_groups.len() && datasets.len() == raw.datasets.len();
+        let reaches = raw.reaches.iter().flatten().map(|r| self.spanned(r)).collect();
+        let rate = rate?;
+        complete.then_some(())?;
+        Some(model::Site {
+            name: self.spanned(&raw.name),
+            region: raw.region.value.clone(),
+            city: raw.city.value.clone(),
+            carbon_g_per_kwh: raw.carbon_intensity.value,
+            pue: raw.pue.value,
+            storage_bandwidth: storage?,
+            power_price_per_kwh: hours.value.iter().map(|p| p.value * rate).collect(),
+            nodes_per_block: nodes_per_block?,
+            block_uplink: uplink?,
+            latency_s: latency?,
+            datasets,
+            node_groups: groups,
+            reaches,
+        })
+    }
+
+    fn node_group(&mut self, raw: &raw::NodeGroup, money: &Money) -> Option<model::NodeGroup> {
+        let nodes = self.count(&raw.nodes, 1, "nodes");
+        let per_node = self.count(&raw.devices_per_node, 1, "devices_per_node");
+        let free = self.count(&raw.free_devices, 0, "free_devices");
+        if let (Some(nodes), Some(per_node), Some(free)) = (nodes, per_node, free) {
+            let total = u64::from(nodes) * u64::from(per_node);
+            if u64::from(free) > total {
+                let d = Diagnostic::error(
+                    codes::INCONSISTENT,
+                    format!("more free devices than the group has: expected at most {total}, found {free}"),
+                    self.span(&raw.free_devices),
+                    format!("more than {nodes} nodes × {per_node} devices"),
+                )
+                .with_related(self.span(&raw.nodes), "the group's nodes")
+                .with_help("free devices are a part of `nodes` × `devices_per_node`; correct one of them");
+                self.push(d);
+            }
+        }
+        let nics = self.count(&raw.nics.count, 1, "nics.count");
+        let nic_bandwidth = self.positive_quantity(&raw.nics.bandwidth, Dimension::Bandwidth, "nics.bandwidth");
+        let price = self.money(&raw.price, money, "price");
+        self.version(&raw.software.version, "software.version");
+        Some(model::NodeGroup {
+            name: self.spanned(&raw.name),
+            device: self.spanned(&raw.device),
+            nodes: nodes?,
+            devices_per_node: spanned(per_node?, self.span(&raw.devices_per_node)),
+            free_devices: free?,
+            nics: nics?,
+            nic_bandwidth: nic_bandwidth?,
+            price_per_device_hour: price?,
+            price_written: self.spanned(&raw.price),
+            driver: raw.software.driver.value.clone(),
+            software_version: self.spanned(&raw.software.version),
+            slurm_partition: raw.slurm_partition.value.clone(),
+            node_labels: raw.node_labels.clone(),
+        })
+    }
+
+    fn link(&mut self, raw: &raw::Link, money: &Money) -> Option<model::Link> {
+        let latency = self.positive_quantity(&raw.latency, Dimension::Duration, "latency");
+        let bandwidth = self.positive_quantity(&raw.bandwidth, Dimension::Bandwidth, "bandwidth");
+        let egress = self.money(&raw.egress_price, money, "egress_price");
+        let ends = match raw.between.value.as_slice() {
+            [a, b] => Some((self.spanned(a), self.spanned(b))),
+            other => {
+                let d = Diagnostic::error(
+                    codes::OUT_OF_RANGE,
+                    format!("expected 2 sites in `between`, found {}", other.len()),
+                    self.span(&raw.between),
+                    "a link joins exactly two sites",
+                )
+                .with_help("write `between: [site_a, site_b]`; a link works in both directions");
+                self.push(d);
+                None
+            }
+        };
+        let (a, b) = ends?;
+        Some(model::Link { a, b, latency_s: latency?, bandwidth: bandwidth?, egress_per_gb: egress? })
+    }
+
+    fn tenant(&mut self, raw: &raw::Tenant) -> Option<model::Tenant> {
+        self.identifier(&raw.name, "tenant name");
+        let root = &raw.checkpoint_root.value;
+        let clean = root.starts_with('/') && !root.split('/').any(|part| part == ".." || part == ".");
+        if !clean || (root.len() > 1 && root.ends_with('/')) {
+            let d = Diagnostic::error(
+                codes::INVALID_NAME,
+                format!("expected an absolute path without `.` or `..` parts, found `{root}`"),
+                self.span(&raw.checkpoint_root),
+                "not a clean absolute path",
+            )
+            .with_help("write the checkpoint root like `/ckpt/nlp`, with no trailing `/`");
+            self.push(d);
+        }
+        let mut quota = Vec::new();
+        for q in &raw.quota {
+            let guaranteed = self.count(&q.guaranteed, 0, "guaranteed");
+            let elastic = self.count(&q.elastic, 0, "elastic");
+            if let (Some(g), Some(e)) = (guaranteed, elastic) {
+                quota.push(model::Quota {
+                    device: self.spanned(&q.device),
+                    guaranteed: spanned(g, self.span(&q.guaranteed)),
+                    elastic: spanned(e, self.span(&q.elastic)),
+                });
+            }
+        }
+        (quota.len() == raw.quota.len()).then_some(())?;
+        Some(model::Tenant {
+            name: self.spanned(&raw.name),
+            checkpoint_root: self.spanned(&raw.checkpoint_root),
+            kubernetes_namespace: raw.kubernetes_namespace.value.clone(),
+            slurm_account: raw.slurm_account.value.clone(),
+            queue: raw.queue.value.clone(),
+            sites: raw.sites.iter().flatten().map(|s| self.spanned(s)).collect(),
+            quota,
+        })
+    }
+
+    /// Checks that a device or pool id matches its file name.
+    fn check_file_id(&mut self, id: &Loc<String>, what: &str) {
+        let stem = stem(self.source.path);
+        if id.value != stem {
+            let d = Diagnostic::error(
+                codes::ID_MISMATCH,
+                format!("{what} id `{}` does not match the file name `{stem}`", id.value),
+                self.span(id),
+                format!("expected `{stem}`"),
+            )
+            .with_help(format!("rename the file to `{}.yaml` or the id to `{stem}`", id.value));
+            self.push(d);
+        }
+    }
+
+    /// Checks that a name the language refers to is an identifier.
+    fn identifier(&mut self, name: &Loc<String>, what: &str) {
+        let text = &name.value;
+        let mut chars = text.chars();
+        let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            let d = Diagnostic::error(
+                codes::INVALID_NAME,
+                format!("expected an identifier for the {what}, found `{text}`"),
+                self.span(name),
+                "specs cannot refer to this name",
+            )
+            .with_help("use letters, digits and `_`, starting with a letter, e.g. `guiyang` or `H100_SXM`");
+            self.push(d);
+        }
+    }
+
+    /// Checks a dotted version such as `12.4` or `550.54.15`.
+    fn version(&mut self, version: &Loc<String>, field: &str) {
+        if parse_version(&version.value).is_none() {
+            let d = Diagnostic::error(
+                codes::WRONG_TYPE,
+                format!("expected a dotted version in `{field}`, found `{}`", version.value),
+                self.span(version),
+                "not a version",
+            )
+            .with_help("write the version as numbers separated by dots, in quotes, e.g. \"12.4\"");
+            self.push(d);
+        }
+    }
+
+    /// A whole number at least `min` that fits a `u32`.
+    fn count(&mut self, value: &Loc<i64>, min: i64, field: &str) -> Option<u32> {
+        match u32::try_from(value.value) {
+            Ok(n) if value.value >= min => Some(n),
+            _ => {
+                let expected = if min == 0 { "a count of at least 0".to_string() } else { format!("a count of at least {min}") };
+                let d = out_of_range(self.span(value), field, &expected, &value.value.to_string());
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    /// A quantity of `dimension` greater than zero, in base units.
+    fn positive_quantity(&mut self, text: &Loc<String>, dimension: Dimension, field: &str) -> Option<f64> {
+        let span = self.span(text);
+        let q = match parse_quantity(&text.value) {
+            Ok(q) => q,
+            Err(e) => {
+                let d = bad_unit(span, &text.value, &e, &dimension, field);
+                self.push(d);
+                return None;
+            }
+        };
+        if !q.dimension.same_kind(&dimension) {
+            let d = Diagnostic::error(
+                codes::WRONG_DIMENSION,
+                format!("expected {} in `{field}`, found {}", dimension.describe(), q.dimension.describe()),
+                span,
+                format!("`{}` is {}", text.value, q.dimension.describe()),
+            )
+            .with_help(format!("write {} such as {}", dimension.describe(), dimension.example()));
+            self.push(d);
+            return None;
+        }
+        if q.value <= 0.0 {
+            let d = out_of_range(span, field, &format!("{} above zero", dimension.describe()), &text.value);
+            self.push(d);
+            return None;
+        }
+        Some(q.value)
+    }
+
+    /// An amount of money, converted to the pool's base currency.
+    fn money(&mut self, text: &Loc<String>, money: &Money, field: &str) -> Option<f64> {
+        let span = self.span(text);
+        let dimension = Dimension::Money(money.base.clone());
+        let q = match parse_quantity(&text.value) {
+            Ok(q) => q,
+            Err(e) => {
+                let d = bad_unit(span, &text.value, &e, &dimension, field);
+                self.push(d);
+                return None;
+            }
+        };
+        let Dimension::Money(currency) = &q.dimension else {
+            let d = Diagnostic::error(
+                codes::WRONG_DIMENSION,
+                format!("expected an amount of money in `{field}`, found {}", q.dimension.describe()),
+                span,
+                "no currency",
+            )
+            .with_help(format!("write the amount with its currency, e.g. `{} {}`", text.value.trim(), money.base));
+            self.push(d);
+            return None;
+        };
+        let Some(rate) = money.rate(currency) else {
+            let d = money.unknown(currency, span);
+            self.push(d);
+            return None;
+        };
+        if q.value < 0.0 {
+            let d = out_of_range(span, field, "an amount of at least 0", &text.value);
+            self.push(d);
+            return None;
+        }
+        Some(q.value * rate)
+    }
+}
+
+/// The pool's currencies while its file is loaded.
+struct Money {
+    base: String,
+    rates: BTreeMap<String, f64>,
+}
+
+impl Money {
+    fn rate(&self, currency: &str) -> Option<f64> {
+        if currency == self.base { Some(1.0) } else { self.rates.get(currency).copied() }
+    }
+
+    fn unknown(&self, currency: &str, span: Span) -> Diagnostic {
+        let mut known: Vec<&str> = vec![self.base.as_str()];
+        known.extend(self.rates.keys().map(String::as_str));
+        let mut d = Diagnostic::error(
+            codes::UNKNOWN_CURRENCY,
+            format!("unknown currency `{currency}`"),
+            span,
+            "no exchange rate for this currency",
+        );
+        d = match crate::suggest::closest(currency, known.iter().copied()) {
+            Some(s) => d.with_help(format!("did you mean `{s}`? or add `{currency}` under `currency.rates`")),
+            None => d.with_help(format!(
+                "add `{currency}` under `currency.rates`; the pool knows {}",
+                super::yaml::one_of(&known)
+            )),
+        };
+        d
+    }
+}
+
+fn out_of_range(span: Span, field: &str, expected: &str, found: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::OUT_OF_RANGE,
+        format!("expected {expected} in `{field}`, found `{found}`"),
+        span,
+        "out of range",
+    )
+    .with_help(format!("write {expected} here"))
+}
+
+fn bad_unit(span: Span, text: &str, error: &UnitError, dimension: &Dimension, field: &str) -> Diagnostic {
+    let help = match error {
+        UnitError::UnknownUnit { suggestion: Some(s), .. } => {
+            format!("did you mean `{s}`? write {} such as {}", dimension.describe(), dimension.example())
+        }
+        _ => format!("write {} such as {}", dimension.describe(), dimension.example()),
+    };
+    Diagnostic::error(codes::BAD_UNIT, format!("{error} in `{field}`"), span, format!("`{text}` cannot be read"))
+        .with_help(help)
+}
+
+/// The numeric parts of a dotted version (`12.4` → `[12, 4]`), if it is one.
+pub fn parse_version(text: &str) -> Option<Vec<u64>> {
+    let parts: Option<Vec<u64>> = text.trim().split('.').map(|p| p.parse().ok()).collect();
+    parts.filter(|p| !p.is_empty())
+}
+
+/// Compares dotted versions numerically (`12.10` > `12.4`); missing parts count as 0.
+pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let (a, b) = (parse_version(a)?, parse_version(b)?);
+    let n = a.len().max(b.len());
+    let pad = |v: &[u64]| (0..n).map(|i| v.get(i).copied().unwrap_or(0)).collect::<Vec<_>>();
+    Some(pad(&a).cmp(&pad(&b)))
+}

@@ -1,0 +1,341 @@
+//! The validated catalogue: devices and pools in base units, with the spans of their fields.
+//!
+//! Quantities are `f64` in the base units of [`crate::units`] (bytes, bytes/s, FLOP/s, watts,
+//! seconds). Every field a later phase may point at carries its [`Span`] in the YAML file, so a
+//! check can add "required by the catalogue here" as a secondary label.
+
+use crate::span::{Span, Spanned};
+use crate::types::Precision;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How trustworthy a device's figures are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Status {
+    /// Taken from the vendor's datasheet.
+    #[serde(rename = "datasheet")]
+    Datasheet,
+    /// Taken from other vendor documentation (docs pages, MLPerf system descriptions).
+    #[serde(rename = "vendor-docs")]
+    VendorDocs,
+    /// Taken from vendor conference slides.
+    #[serde(rename = "vendor-slides")]
+    VendorSlides,
+    /// No vendor source; figures come from third parties.
+    #[serde(rename = "third-party")]
+    ThirdParty,
+    /// Estimates that sources disagree on.
+    #[serde(rename = "unverified")]
+    Unverified,
+}
+
+impl Status {
+    /// The keyword as written in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Datasheet => "datasheet",
+            Status::VendorDocs => "vendor-docs",
+            Status::VendorSlides => "vendor-slides",
+            Status::ThirdParty => "third-party",
+            Status::Unverified => "unverified",
+        }
+    }
+
+    /// Whether the figures are estimates rather than vendor-published numbers.
+    pub fn is_estimate(self) -> bool {
+        matches!(self, Status::ThirdParty | Status::Unverified)
+    }
+}
+
+/// A capability a job may require of its devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// A fused attention kernel (FlashAttention or the vendor's equivalent) is available.
+    FlashAttention,
+    /// 8-bit floating point matrix units.
+    Fp8,
+    /// NVIDIA Transformer Engine (automatic fp8 scaling).
+    TransformerEngine,
+    /// 2:4 structured sparsity in the matrix units.
+    Sparsity,
+    /// NIC-to-device RDMA without a host copy (GPUDirect RDMA or equivalent).
+    GpudirectRdma,
+}
+
+impl Feature {
+    /// The keyword as written in YAML and specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feature::FlashAttention => "flash_attention",
+            Feature::Fp8 => "fp8",
+            Feature::TransformerEngine => "transformer_engine",
+            Feature::Sparsity => "sparsity",
+            Feature::GpudirectRdma => "gpudirect_rdma",
+        }
+    }
+}
+
+/// The vendor software stack a device runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stack {
+    /// NVIDIA CUDA.
+    Cuda,
+    /// AMD ROCm.
+    Rocm,
+    /// Huawei CANN.
+    Cann,
+    /// Hygon DTK.
+    Dtk,
+    /// Intel Gaudi SynapseAI.
+    Synapseai,
+}
+
+impl Stack {
+    /// The keyword as written in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stack::Cuda => "cuda",
+            Stack::Rocm => "rocm",
+            Stack::Cann => "cann",
+            Stack::Dtk => "dtk",
+            Stack::Synapseai => "synapseai",
+        }
+    }
+}
+
+/// How a device is partitioned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlicingKind {
+    /// NVIDIA Multi-Instance GPU.
+    Mig,
+    /// Huawei static virtual NPUs.
+    Vnpu,
+    /// Time-sliced or mediated virtual GPUs.
+    Vgpu,
+}
+
+/// One partition profile of a device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceProfile {
+    /// Profile name, e.g. `1g.10gb`.
+    pub name: String,
+    /// Memory of one slice in bytes.
+    pub memory_bytes: f64,
+    /// Share of the device's compute, in (0, 1].
+    pub compute_fraction: f64,
+}
+
+/// One accelerator type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Device {
+    /// Catalogue id, e.g. `H100_SXM`.
+    pub id: Spanned<String>,
+    /// Marketing name.
+    pub name: String,
+    /// Vendor, lowercase (`nvidia`, `amd`, `huawei`, `hygon`, `intel`).
+    pub vendor: String,
+    /// Where the figures come from and how sure they are.
+    pub status: Spanned<Status>,
+    /// The sources of the figures.
+    pub source: String,
+    /// Peak dense FLOP/s per precision (no sparsity).
+    pub peak_flops: BTreeMap<Precision, Spanned<f64>>,
+    /// Precisions the device trains in.
+    pub precisions: Spanned<Vec<Precision>>,
+    /// Capabilities.
+    pub features: Spanned<Vec<Feature>>,
+    /// Memory capacity in bytes.
+    pub memory_bytes: Spanned<f64>,
+    /// Memory bandwidth in bytes/s.
+    pub memory_bandwidth: f64,
+    /// Intra-node fabric name (`NVLink4`, `HCCS` …).
+    pub fabric: String,
+    /// Intra-node fabric bandwidth per device in bytes/s, both directions together.
+    pub scale_up_bandwidth_bidir: f64,
+    /// Devices in one scale-up domain.
+    pub devices_per_node: Spanned<u32>,
+    /// Board power limit in watts.
+    pub tdp_watts: f64,
+    /// Typical draw under training load in watts.
+    pub typical_watts: f64,
+    /// Software stack.
+    pub stack: Stack,
+    /// Oldest stack version the device works with.
+    pub min_version: Spanned<String>,
+    /// Kubernetes extended-resource name.
+    pub kubernetes_resource: String,
+    /// Partitioning scheme, if any.
+    pub slicing: Option<SlicingKind>,
+    /// Partition profiles (empty when the device cannot be partitioned).
+    pub slice_profiles: Vec<SliceProfile>,
+    /// Assumed mean time between job-interrupting failures of one device, in seconds.
+    pub mtbf_s: f64,
+    /// Why that MTBF was assumed.
+    pub mtbf_basis: String,
+    /// The file it was read from.
+    pub file: String,
+}
+
+/// A cached dataset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dataset {
+    /// Dataset name.
+    pub name: String,
+    /// Size in bytes.
+    pub size_bytes: f64,
+}
+
+/// A homogeneous group of nodes at one site.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeGroup {
+    /// Group name, unique in its pool.
+    pub name: Spanned<String>,
+    /// Device type id.
+    pub device: Spanned<String>,
+    /// Number of nodes.
+    pub nodes: u32,
+    /// Devices in each node.
+    pub devices_per_node: Spanned<u32>,
+    /// Devices not allocated right now.
+    pub free_devices: u32,
+    /// NICs per node.
+    pub nics: u32,
+    /// Bandwidth of one NIC in bytes/s, one direction.
+    pub nic_bandwidth: f64,
+    /// Price per device-hour, in the pool's base currency.
+    pub price_per_device_hour: f64,
+    /// The price as written, with its currency.
+    pub price_written: Spanned<String>,
+    /// Driver version.
+    pub driver: String,
+    /// Software stack version installed.
+    pub software_version: Spanned<String>,
+    /// Slurm partition.
+    pub slurm_partition: String,
+    /// Kubernetes node labels.
+    pub node_labels: BTreeMap<String, String>,
+}
+
+impl NodeGroup {
+    /// All devices of the group.
+    pub fn devices(&self) -> u64 {
+        u64::from(self.nodes) * u64::from(self.devices_per_node.value)
+    }
+}
+
+/// One data-centre site of a pool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Site {
+    /// Site name, unique in its pool.
+    pub name: Spanned<String>,
+    /// Region code.
+    pub region: String,
+    /// City.
+    pub city: String,
+    /// Grid carbon intensity in gCO2 per kWh.
+    pub carbon_g_per_kwh: f64,
+    /// Power usage effectiveness (facility power / IT power).
+    pub pue: f64,
+    /// Aggregate storage read bandwidth in bytes/s.
+    pub storage_bandwidth: f64,
+    /// Electricity price per kWh for each hour 0..23, in the pool's base currency.
+    pub power_price_per_kwh: Vec<f64>,
+    /// Nodes per switch block (devices in a block talk at full bisection).
+    pub nodes_per_block: u32,
+    /// Uplink bandwidth of one block in bytes/s.
+    pub block_uplink: f64,
+    /// One-way node-to-node latency inside the site, in seconds.
+    pub latency_s: f64,
+    /// Datasets cached here.
+    pub datasets: Vec<Dataset>,
+    /// Node groups.
+    pub node_groups: Vec<NodeGroup>,
+    /// Sites this site claims to reach over WAN links (all others when not written).
+    pub reaches: Vec<Spanned<String>>,
+}
+
+/// A WAN link between two sites, usable in both directions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    /// The two ends.
+    pub a: Spanned<String>,
+    /// The other end.
+    pub b: Spanned<String>,
+    /// One-way latency in seconds.
+    pub latency_s: f64,
+    /// Bandwidth in bytes/s, each direction.
+    pub bandwidth: f64,
+    /// Egress price per GB, in the pool's base currency.
+    pub egress_per_gb: f64,
+}
+
+/// A tenant's share of one device type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quota {
+    /// Device type id.
+    pub device: Spanned<String>,
+    /// Devices always available to the tenant.
+    pub guaranteed: Spanned<u32>,
+    /// Extra devices the tenant may borrow when free (preemptible).
+    pub elastic: Spanned<u32>,
+}
+
+/// A team that runs jobs on the pool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tenant {
+    /// Tenant name.
+    pub name: Spanned<String>,
+    /// Checkpoints of this tenant's jobs must live under this path.
+    pub checkpoint_root: Spanned<String>,
+    /// Kubernetes namespace.
+    pub kubernetes_namespace: String,
+    /// Slurm account.
+    pub slurm_account: String,
+    /// Scheduler queue.
+    pub queue: String,
+    /// Sites the tenant may use (all when empty).
+    pub sites: Vec<Spanned<String>>,
+    /// Quotas by device type.
+    pub quota: Vec<Quota>,
+}
+
+/// A pool of sites under one scheduler and currency.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pool {
+    /// Pool id.
+    pub id: Spanned<String>,
+    /// Display name.
+    pub name: String,
+    /// Base currency (ISO 4217).
+    pub currency: Spanned<String>,
+    /// Value of one unit of each other currency in the base currency.
+    pub rates: BTreeMap<String, f64>,
+    /// Sites, in file order.
+    pub sites: Vec<Site>,
+    /// WAN links.
+    pub links: Vec<Link>,
+    /// Tenants.
+    pub tenants: Vec<Tenant>,
+    /// The file it was read from.
+    pub file: String,
+}
+
+/// The whole catalogue: every device and pool, keyed by id.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Catalogue {
+    /// Devices by id.
+    pub devices: BTreeMap<String, Device>,
+    /// Pools by id.
+    pub pools: BTreeMap<String, Pool>,
+    /// `(display path, text)` of every source, sorted by path, for the digest.
+    #[serde(skip)]
+    pub(crate) sources: Vec<(String, String)>,
+}
+
+/// The span-less location helper used by the loader.
+pub(crate) fn spanned<T>(value: T, span: Span) -> Spanned<T> {
+    Spanned::new(value, span)
+}

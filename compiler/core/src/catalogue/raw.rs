@@ -1,0 +1,220 @@
+//! The catalogue YAML exactly as written: serde structs with source locations, no units parsed.
+//!
+//! Every struct denies unknown fields, and `serde-saphyr` rejects duplicate keys, so a typo is
+//! an error rather than a silently ignored line. Units stay strings here; [`super::load`] parses
+//! them with [`crate::units::parse_quantity`] and turns these records into the [`super::model`].
+
+use serde::Deserialize;
+use serde_saphyr::Spanned as S;
+use std::collections::BTreeMap;
+
+/// Source-located scalar as `serde-saphyr` reports it.
+pub(crate) type Loc<T> = S<T>;
+
+/// One device file, `specs/devices/<id>.yaml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeviceFile {
+    pub id: Loc<String>,
+    pub name: Loc<String>,
+    pub vendor: Loc<String>,
+    pub status: Loc<super::model::Status>,
+    pub source: Loc<String>,
+    pub peak_dense: BTreeMap<crate::types::Precision, Loc<String>>,
+    pub precisions: Vec<Loc<crate::types::Precision>>,
+    #[serde(default)]
+    pub features: Vec<Loc<super::model::Feature>>,
+    pub memory: Loc<String>,
+    pub memory_bandwidth: Loc<String>,
+    pub scale_up: ScaleUp,
+    pub devices_per_node: Loc<i64>,
+    pub power: Power,
+    pub software: DeviceSoftware,
+    pub kubernetes_resource: Loc<String>,
+    #[serde(default)]
+    pub slicing: Option<Slicing>,
+    pub reliability: Reliability,
+}
+
+/// Intra-node fabric.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScaleUp {
+    pub fabric: Loc<String>,
+    pub bandwidth: Loc<String>,
+}
+
+/// Power draw.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Power {
+    pub tdp: Loc<String>,
+    pub typical: Loc<String>,
+}
+
+/// Software stack a device needs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeviceSoftware {
+    pub stack: Loc<super::model::Stack>,
+    pub min_version: Loc<String>,
+}
+
+/// Partitioning of one device.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Slicing {
+    pub kind: Loc<super::model::SlicingKind>,
+    pub profiles: Vec<SliceProfile>,
+}
+
+/// One partition profile.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SliceProfile {
+    pub name: Loc<String>,
+    pub memory: Loc<String>,
+    pub compute: Loc<f64>,
+}
+
+/// Failure assumptions for checkpoint planning.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Reliability {
+    pub mtbf: Loc<String>,
+    pub basis: Loc<String>,
+}
+
+/// One pool file, `specs/pools/<id>.yaml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PoolFile {
+    pub id: Loc<String>,
+    pub name: Loc<String>,
+    pub currency: Currency,
+    pub sites: Vec<Site>,
+    #[serde(default)]
+    pub links: Vec<Link>,
+    #[serde(default)]
+    pub tenants: Vec<Tenant>,
+}
+
+/// Base currency and exchange rates.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Currency {
+    pub base: Loc<String>,
+    #[serde(default)]
+    pub rates: BTreeMap<String, Loc<f64>>,
+}
+
+/// One site.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Site {
+    pub name: Loc<String>,
+    pub region: Loc<String>,
+    pub city: Loc<String>,
+    pub carbon_intensity: Loc<f64>,
+    pub pue: Loc<f64>,
+    pub storage_bandwidth: Loc<String>,
+    pub power_price: PowerPrice,
+    pub topology: Topology,
+    #[serde(default)]
+    pub datasets: Vec<Dataset>,
+    pub node_groups: Vec<NodeGroup>,
+    #[serde(default)]
+    pub reaches: Option<Vec<Loc<String>>>,
+}
+
+/// Electricity price by hour of day.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PowerPrice {
+    pub currency: Loc<String>,
+    pub per_kwh: Loc<Vec<Loc<f64>>>,
+}
+
+/// Network shape inside a site.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Topology {
+    pub nodes_per_block: Loc<i64>,
+    pub block_uplink: Loc<String>,
+    pub latency: Loc<String>,
+}
+
+/// A dataset cached at a site.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Dataset {
+    pub name: Loc<String>,
+    pub size: Loc<String>,
+}
+
+/// A homogeneous group of nodes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeGroup {
+    pub name: Loc<String>,
+    pub device: Loc<String>,
+    pub nodes: Loc<i64>,
+    pub devices_per_node: Loc<i64>,
+    pub free_devices: Loc<i64>,
+    pub nics: Nics,
+    pub price: Loc<String>,
+    pub software: NodeSoftware,
+    pub slurm_partition: Loc<String>,
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+}
+
+/// Scale-out network interfaces of one node.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Nics {
+    pub count: Loc<i64>,
+    pub bandwidth: Loc<String>,
+}
+
+/// Installed software on a node group.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeSoftware {
+    pub driver: Loc<String>,
+    pub version: Loc<String>,
+}
+
+/// A WAN link between two sites (both directions).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Link {
+    pub between: Loc<Vec<Loc<String>>>,
+    pub latency: Loc<String>,
+    pub bandwidth: Loc<String>,
+    pub egress_price: Loc<String>,
+}
+
+/// A tenant of the pool.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Tenant {
+    pub name: Loc<String>,
+    pub checkpoint_root: Loc<String>,
+    pub kubernetes_namespace: Loc<String>,
+    pub slurm_account: Loc<String>,
+    pub queue: Loc<String>,
+    #[serde(default)]
+    pub sites: Option<Vec<Loc<String>>>,
+    #[serde(default)]
+    pub quota: Vec<Quota>,
+}
+
+/// A tenant's share of one device type.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Quota {
+    pub device: Loc<String>,
+    pub guaranteed: Loc<i64>,
+    pub elastic: Loc<i64>,
+}

@@ -1,0 +1,234 @@
+//! Whole-catalogue checks: unique names, references that resolve, quotas that fit, sites that
+//! reach each other, software new enough for its devices.
+//!
+//! Every check runs on every item and reports everything; the caller sorts the result.
+
+use super::codes;
+use super::load::compare_versions;
+use super::model::{Catalogue, Device, Pool};
+use super::yaml::Source;
+use crate::diagnostics::Diagnostic;
+use crate::span::{Span, Spanned};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Builds the catalogue from the loaded files, checking what spans several of them.
+pub(crate) fn assemble(devices: Vec<Device>, pools: Vec<(Pool, Source<'_>)>, diags: &mut Vec<Diagnostic>) -> Catalogue {
+    let mut catalogue = Catalogue::default();
+    for device in devices {
+        if let Some(first) = catalogue.devices.get(&device.id.value) {
+            diags.push(duplicate("device", &device.id, first.id.span));
+        } else {
+            catalogue.devices.insert(device.id.value.clone(), device);
+        }
+    }
+    for (pool, _source) in pools {
+        check_pool(&pool, &catalogue.devices, diags);
+        if let Some(first) = catalogue.pools.get(&pool.id.value) {
+            diags.push(duplicate("pool", &pool.id, first.id.span));
+        } else {
+            catalogue.pools.insert(pool.id.value.clone(), pool);
+        }
+    }
+    catalogue
+}
+
+fn duplicate(what: &str, name: &Spanned<String>, first: Span) -> Diagnostic {
+    Diagnostic::error(
+        codes::DUPLICATE_NAME,
+        format!("duplicate {what} `{}`", name.value),
+        name.span,
+        format!("a second {what} with this name"),
+    )
+    .with_related(first, "first defined here")
+    .with_help(format!("rename one of them; {what} names must be unique"))
+}
+
+/// Remembers the first span of each name and reports the repeats.
+fn unique<'a>(what: &str, names: impl IntoIterator<Item = &'a Spanned<String>>, diags: &mut Vec<Diagnostic>) {
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+    for name in names {
+        match seen.get(name.value.as_str()) {
+            Some(first) => diags.push(duplicate(what, name, *first)),
+            None => {
+                seen.insert(&name.value, name.span);
+            }
+        }
+    }
+}
+
+fn unknown(code: &'static str, what: &str, name: &Spanned<String>, known: &[&str], where_: &str) -> Diagnostic {
+    let d = Diagnostic::error(code, format!("unknown {what} `{}`", name.value), name.span, format!("no {what} of this name {where_}"));
+    match crate::suggest::closest(&name.value, known.iter().copied()) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        None => d.with_help(format!("use one of {}", super::yaml::one_of(known))),
+    }
+}
+
+fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<Diagnostic>) {
+    let device_ids: Vec<&str> = devices.keys().map(String::as_str).collect();
+    let site_names: Vec<&str> = pool.sites.iter().map(|s| s.name.value.as_str()).collect();
+    unique("site", pool.sites.iter().map(|s| &s.name), diags);
+    unique("node group", pool.sites.iter().flat_map(|s| &s.node_groups).map(|g| &g.name), diags);
+    unique("tenant", pool.tenants.iter().map(|t| &t.name), diags);
+
+    // Node groups: known device, no more devices per node than a node of it holds, software.
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for group in pool.sites.iter().flat_map(|s| &s.node_groups) {
+        let Some(device) = devices.get(&group.device.value) else {
+            diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &group.device, &device_ids, "in the catalogue"));
+            continue;
+        };
+        *totals.entry(device.id.value.as_str()).or_default() += group.devices();
+        if group.devices_per_node.value > device.devices_per_node.value {
+            diags.push(
+                Diagnostic::error(
+                    codes::INCONSISTENT,
+                    format!(
+                        "more devices per node than a `{}` node holds: expected at most {}, found {}",
+                        device.id.value, device.devices_per_node.value, group.devices_per_node.value
+                    ),
+                    group.devices_per_node.span,
+                    "too many devices in one node",
+                )
+                .with_related(device.devices_per_node.span, "the device's scale-up domain")
+                .with_help("a node group cannot hold more devices per node than the device's `devices_per_node`"),
+            );
+        }
+        if compare_versions(&group.software_version.value, &device.min_version.value)
+            .is_some_and(|o| o == std::cmp::Ordering::Less)
+        {
+            diags.push(
+                Diagnostic::error(
+                    codes::SOFTWARE_TOO_OLD,
+                    format!(
+                        "{} {} is older than `{}` needs: expected at least {}, found {}",
+                        device.stack.as_str(),
+                        group.software_version.value,
+                        device.id.value,
+                        device.min_version.value,
+                        group.software_version.value
+                    ),
+                    group.software_version.span,
+                    "too old for this device",
+                )
+                .with_related(device.min_version.span, "the device's minimum version")
+                .with_help(format!("upgrade the node group to {} {} or newer", device.stack.as_str(), device.min_version.value)),
+            );
+        }
+    }
+
+    // Links: both ends known, not a loop.
+    for link in &pool.links {
+        for end in [&link.a, &link.b] {
+            if !site_names.contains(&end.value.as_str()) {
+                diags.push(unknown(codes::UNKNOWN_SITE, "site", end, &site_names, "in this pool"));
+            }
+        }
+        if link.a.value == link.b.value {
+            diags.push(
+                Diagnostic::error(
+                    codes::INCONSISTENT,
+                    format!("link from `{}` to itself", link.a.value),
+                    link.b.span,
+                    "the same site at both ends",
+                )
+                .with_help("a WAN link joins two different sites; remove it or correct an end"),
+            );
+        }
+    }
+
+    // Reachability: each site reaches the sites it claims (all others when it claims none).
+    let mut adjacent: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for link in &pool.links {
+        adjacent.entry(&link.a.value).or_default().insert(&link.b.value);
+        adjacent.entry(&link.b.value).or_default().insert(&link.a.value);
+    }
+    for site in &pool.sites {
+        let reached = reachable(&site.name.value, &adjacent);
+        if site.reaches.is_empty() {
+            let missing: Vec<&str> =
+                site_names.iter().copied().filter(|n| !reached.contains(n)).collect();
+            if !missing.is_empty() {
+                diags.push(
+                    Diagnostic::error(
+                        codes::UNREACHABLE_SITE,
+                        format!("site `{}` cannot reach {} over any link", site.name.value, super::yaml::one_of(&missing)),
+                        site.name.span,
+                        "no path of links to some sites",
+                    )
+                    .with_help("add a link under `links`, or list the sites it does reach under `reaches`"),
+                );
+            }
+        }
+        for target in &site.reaches {
+            if !site_names.contains(&target.value.as_str()) {
+                diags.push(unknown(codes::UNKNOWN_SITE, "site", target, &site_names, "in this pool"));
+            } else if !reached.contains(target.value.as_str()) {
+                diags.push(
+                    Diagnostic::error(
+                        codes::UNREACHABLE_SITE,
+                        format!("site `{}` cannot reach `{}` over any link", site.name.value, target.value),
+                        target.span,
+                        "claimed here, but no path of links leads there",
+                    )
+                    .with_related(site.name.span, "the site that claims it")
+                    .with_help(format!("add a link between `{}` and `{}` (or via another site) under `links`", site.name.value, target.value)),
+                );
+            }
+        }
+    }
+
+    // Tenants: known sites, known devices present in the pool, guaranteed quotas that fit.
+    let mut guaranteed: BTreeMap<&str, (u64, Vec<Span>)> = BTreeMap::new();
+    for tenant in &pool.tenants {
+        for site in &tenant.sites {
+            if !site_names.contains(&site.value.as_str()) {
+                diags.push(unknown(codes::UNKNOWN_SITE, "site", site, &site_names, "in this pool"));
+            }
+        }
+        for quota in &tenant.quota {
+            if !devices.contains_key(&quota.device.value) {
+                diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &quota.device, &device_ids, "in the catalogue"));
+            } else if !totals.contains_key(quota.device.value.as_str()) {
+                let in_pool: Vec<&str> = totals.keys().copied().collect();
+                diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &quota.device, &in_pool, "in this pool's node groups"));
+            } else {
+                let entry = guaranteed.entry(&quota.device.value).or_default();
+                entry.0 += u64::from(quota.guaranteed.value);
+                entry.1.push(quota.guaranteed.span);
+            }
+        }
+    }
+    for (device, (sum, spans)) in &guaranteed {
+        let total = totals.get(device).copied().unwrap_or(0);
+        if *sum > total
+            && let Some((last, earlier)) = spans.split_last()
+        {
+            let mut d = Diagnostic::error(
+                codes::INCONSISTENT,
+                format!("guaranteed quotas of `{device}` exceed the pool: expected at most {total}, found {sum}"),
+                *last,
+                "this quota brings the sum over the pool's devices",
+            )
+            .with_help(format!("lower the guaranteed quotas of `{device}` to {total} in all, or move the excess to `elastic`"));
+            for span in earlier {
+                d = d.with_related(*span, "also guaranteed here");
+            }
+            diags.push(d);
+        }
+    }
+}
+
+/// Every site reachable from `start` over links, `start` included.
+fn reachable<'a>(start: &'a str, adjacent: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::from([start]);
+    let mut queue = VecDeque::from([start]);
+    while let Some(site) = queue.pop_front() {
+        for next in adjacent.get(site).into_iter().flatten() {
+            if seen.insert(next) {
+                queue.push_back(next);
+            }
+        }
+    }
+    seen
+}
