@@ -1,1 +1,3 @@
-//! (placeholder: plan phase, not written yet)
+//! Planning: from a checked job and the catalogue to the Plan IR.
+
+pub mod search;

@@ -1,1 +1,198 @@
-//! (placeholder: workload phase, not written yet)
+//! The workload model: what a training job asks of the hardware, from the model dims alone.
+//!
+//! Pure functions of [`ModelDims`], [`Layout`] and [`TrainSetup`]: parameter counts, FLOPs per
+//! token under a named convention, memory per device and the bytes each parallel dimension moves.
+//! Nothing here knows about a device; the cost model (`crate::cost`) turns these into seconds.
+//! Formulas and their sources: `docs/cost-model.md`.
+
+mod comm;
+mod memory;
+mod params;
+
+pub use comm::{CommSizes, comm_sizes};
+pub use memory::{
+    MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
+};
+pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
+
+use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
+use serde::Serialize;
+
+/// The shape of a decoder-only transformer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelDims {
+    /// Transformer blocks.
+    pub layers: u32,
+    /// Model (residual stream) width.
+    pub hidden: u32,
+    /// MLP inner width (per expert for MoE).
+    pub ffn: u32,
+    /// Attention (query) heads.
+    pub heads: u32,
+    /// Key/value heads (`heads` for MHA, fewer for GQA, 1 for MQA).
+    pub kv_heads: u32,
+    /// Vocabulary size.
+    pub vocab: u32,
+    /// Training sequence length in tokens.
+    pub seq_len: u32,
+    /// MLP shape.
+    pub mlp: Mlp,
+    /// Dense or mixture of experts.
+    pub arch: Arch,
+    /// Experts per MoE layer (1 for dense).
+    pub experts: u32,
+    /// Experts each token runs (1 for dense).
+    pub top_k: u32,
+    /// Whether the output head shares the input embedding matrix.
+    pub tied_embeddings: bool,
+    /// Whether training applies dropout (GPT-3-era models do, Llama-class models do not); dropout
+    /// masks cost one byte per element of activation memory.
+    pub dropout: bool,
+}
+
+impl ModelDims {
+    /// A dense model with the given dims, untied embeddings and no dropout (Llama-class defaults).
+    #[allow(clippy::too_many_arguments)]
+    pub fn dense(
+        layers: u32,
+        hidden: u32,
+        ffn: u32,
+        heads: u32,
+        kv_heads: u32,
+        vocab: u32,
+        seq_len: u32,
+        mlp: Mlp,
+    ) -> Self {
+        ModelDims {
+            layers,
+            hidden,
+            ffn,
+            heads,
+            kv_heads,
+            vocab,
+            seq_len,
+            mlp,
+            arch: Arch::Dense,
+            experts: 1,
+            top_k: 1,
+            tied_embeddings: false,
+            dropout: false,
+        }
+    }
+
+    /// Width of one attention head.
+    pub fn head_dim(&self) -> f64 {
+        f64::from(self.hidden) / f64::from(self.heads.max(1))
+    }
+
+    /// Total width of the key (or value) projection: `kv_heads · head_dim`.
+    pub fn kv_dim(&self) -> f64 {
+        f64::from(self.kv_heads) * self.head_dim()
+    }
+
+    /// Experts each token runs (1 for dense models).
+    pub fn active_experts(&self) -> f64 {
+        match self.arch {
+            Arch::Dense => 1.0,
+            Arch::Moe => f64::from(self.top_k.max(1)),
+        }
+    }
+
+    /// Experts stored per MoE layer (1 for dense models).
+    pub fn total_experts(&self) -> f64 {
+        match self.arch {
+            Arch::Dense => 1.0,
+            Arch::Moe => f64::from(self.experts.max(1)),
+        }
+    }
+
+    /// Number of `hidden × ffn` matrices in one MLP (3 for SwiGLU, 2 for GeLU).
+    pub fn mlp_matrices(&self) -> f64 {
+        match self.mlp {
+            Mlp::Swiglu => 3.0,
+            Mlp::Gelu => 2.0,
+        }
+    }
+}
+
+/// How one model replica is split and how each device runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Layout {
+    /// Tensor-parallel degree (Megatron column/row split), inside a node.
+    pub tensor: u32,
+    /// Pipeline stages.
+    pub pipeline: u32,
+    /// Data-parallel replicas.
+    pub data: u32,
+    /// Context-parallel degree (ring attention over sequence chunks).
+    pub context: u32,
+    /// Expert-parallel degree (MoE experts spread over data-parallel ranks).
+    pub expert: u32,
+    /// Model chunks per pipeline stage (interleaved 1F1B when above 1).
+    pub virtual_stages: u32,
+    /// Sequences per micro-batch on one data-parallel rank.
+    pub micro_batch: u32,
+    /// ZeRO stage 0..=3 (3 = fully sharded parameters, FSDP).
+    pub zero: u8,
+    /// Activation recomputation.
+    pub recompute: Recompute,
+    /// Megatron sequence parallelism (norms and dropout split over the tensor group).
+    pub sequence_parallel: bool,
+}
+
+impl Layout {
+    /// A layout with every degree 1: one device, micro-batch 1, no ZeRO, no recomputation.
+    pub fn single() -> Self {
+        Layout {
+            tensor: 1,
+            pipeline: 1,
+            data: 1,
+            context: 1,
+            expert: 1,
+            virtual_stages: 1,
+            micro_batch: 1,
+            zero: 0,
+            recompute: Recompute::None,
+            sequence_parallel: false,
+        }
+    }
+
+    /// Devices the layout occupies: `tensor · pipeline · data · context` (experts reuse data ranks).
+    pub fn devices(&self) -> u64 {
+        u64::from(self.tensor)
+            * u64::from(self.pipeline)
+            * u64::from(self.data)
+            * u64::from(self.context)
+    }
+
+    /// Micro-batches per pipeline per step: `global_batch / (data · micro_batch)`.
+    pub fn micro_batches(&self, global_batch: u32) -> f64 {
+        f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
+    }
+}
+
+/// What the training run does per step and in total.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainSetup {
+    /// Sequences per optimizer step.
+    pub global_batch: u32,
+    /// Arithmetic precision of the GEMMs.
+    pub precision: Precision,
+    /// Optimizer (decides optimizer-state bytes).
+    pub optimizer: Optimizer,
+    /// Total training tokens.
+    pub tokens: f64,
+    /// Whether attention runs as a fused flash kernel (no `s²` scores in memory). Modern stacks
+    /// do; GPT-3-era Megatron materialised the scores to apply dropout to them.
+    pub flash_attention: bool,
+}
+
+impl TrainSetup {
+    /// Tokens per optimizer step.
+    pub fn tokens_per_step(&self, model: &ModelDims) -> f64 {
+        f64::from(self.global_batch) * f64::from(model.seq_len)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,58 @@
+//! Plain-text rendering of a calibration report.
+
+use super::CalibrationReport;
+use crate::workload::Layout;
+use std::fmt::Write;
+
+fn layout_text(layout: Option<&Layout>) -> String {
+    match layout {
+        None => "infeasible".into(),
+        Some(l) => format!(
+            "t{} p{} d{} c{} v{} b{} z{} {}",
+            l.tensor,
+            l.pipeline,
+            l.data,
+            l.context,
+            l.virtual_stages,
+            l.micro_batch,
+            l.zero,
+            l.recompute
+        ),
+    }
+}
+
+/// Renders the report as an aligned table with a summary line; pure, no colour.
+pub fn render_table(report: &CalibrationReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<28} {:>12} {:>12} {:>8} {:>6}  {:<30} auto >= published",
+        "run", "predicted", "measured", "error", "mfu", "layout (costed)"
+    );
+    for row in &report.rows {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>12.1} {:>12.1} {:>+7.1}% {:>5.1}%  {:<30} {}",
+            row.run_id,
+            row.predicted_tokens_per_s_per_device,
+            row.measured_tokens_per_s_per_device,
+            row.error_pct,
+            100.0 * row.mfu,
+            layout_text(row.layout.as_ref()),
+            if row.auto_at_least_as_fast {
+                "yes"
+            } else {
+                "no"
+            },
+        );
+    }
+    let _ = writeln!(
+        out,
+        "median |error| {:.1}%, mean |error| {:.1}%, within ±20%: {:.0}% of {} runs (tokens/s per device)",
+        report.median_abs_error_pct,
+        report.mean_abs_error_pct,
+        100.0 * report.within_20_pct_share,
+        report.rows.len()
+    );
+    out
+}

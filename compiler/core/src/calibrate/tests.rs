@@ -1,0 +1,138 @@
+//! Calibration against the shared published-run file, and CSV error handling.
+
+use super::*;
+use crate::hardware::DeviceFigures;
+use std::collections::BTreeMap;
+
+const CSV: &str = include_str!("../../../../tests/data/training_runs_calibration.csv");
+
+/// The accuracy this model reaches on the calibration file, rounded up a little; a change that
+/// makes the median worse than this fails.
+const MEDIAN_BOUND_PCT: f64 = 5.5;
+
+/// Datasheet figures from `devices.csv` (NVIDIA A100 and H100 datasheets) until the catalogue
+/// lookup is available to tests.
+pub(crate) fn test_device(id: &str) -> Option<DeviceFigures> {
+    let (bf16, fp8, tf32, fp32, mem_gb, bw_tb_s, up_bidir_gb_s, tdp) = match id {
+        "A100_SXM_80GB" => (312.0, None, 156.0, 19.5, 80.0, 2.039, 600.0, 400.0),
+        "H100_SXM" => (989.4, Some(1978.9), 494.7, 66.9, 80.0, 3.35, 900.0, 700.0),
+        _ => return None,
+    };
+    let mut peak = BTreeMap::new();
+    peak.insert(Precision::Bf16, bf16 * 1e12);
+    peak.insert(Precision::Fp16, bf16 * 1e12);
+    peak.insert(Precision::Tf32, tf32 * 1e12);
+    peak.insert(Precision::Fp32, fp32 * 1e12);
+    if let Some(fp8) = fp8 {
+        peak.insert(Precision::Fp8, fp8 * 1e12);
+    }
+    Some(DeviceFigures {
+        id: id.to_string(),
+        peak_flops: peak,
+        memory_bytes: mem_gb * 1e9,
+        memory_bandwidth: bw_tb_s * 1e12,
+        scale_up_bandwidth: up_bidir_gb_s * 1e9 / 2.0,
+        devices_per_node: 8,
+        tdp_watts: tdp,
+    })
+}
+
+fn report() -> CalibrationReport {
+    calibrate(CSV, test_device).unwrap()
+}
+
+#[test]
+fn prints_the_calibration_table() {
+    let r = report();
+    println!("{}", render_table(&r));
+    println!("mean signed {:.1}%", r.mean_signed_error_pct());
+}
+
+#[test]
+fn median_error_stays_within_bound() {
+    let r = report();
+    assert!(
+        r.median_abs_error_pct <= MEDIAN_BOUND_PCT,
+        "median |error| {:.2}% > {MEDIAN_BOUND_PCT}%\n{}",
+        r.median_abs_error_pct,
+        render_table(&r)
+    );
+}
+
+#[test]
+fn errors_are_not_biased_to_one_side() {
+    let r = report();
+    assert!(
+        r.mean_signed_error_pct().abs() < 8.0,
+        "{}",
+        r.mean_signed_error_pct()
+    );
+    let over = r.over_prediction_share();
+    assert!(
+        (0.2..=0.8).contains(&over),
+        "share predicted faster: {over}"
+    );
+}
+
+#[test]
+fn every_published_layout_is_feasible_and_auto_is_at_least_as_fast() {
+    let r = report();
+    for row in &r.rows {
+        assert!(row.layout.is_some(), "{} infeasible", row.run_id);
+        assert!(row.auto_at_least_as_fast, "{}", row.run_id);
+    }
+}
+
+#[test]
+fn report_serializes_to_the_contract_shape() {
+    let r = report();
+    let json = serde_json::to_value(&r).unwrap();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "rows",
+            "median_abs_error_pct",
+            "mean_abs_error_pct",
+            "within_20_pct_share"
+        ]
+    );
+    let row = &json["rows"][0];
+    for key in [
+        "run_id",
+        "predicted_tokens_per_s_per_device",
+        "measured_tokens_per_s_per_device",
+        "error_pct",
+    ] {
+        assert!(row.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn bad_rows_name_line_and_column() {
+    let header = CSV.lines().next().unwrap();
+    let good = CSV.lines().nth(1).unwrap();
+    let broken = good.replacen(",24,", ",twenty-four,", 1);
+    let text = format!("{header}\n{good}\n{broken}\n");
+    match calibrate(&text, test_device) {
+        Err(CalibrationError::BadRow { line, column, .. }) => {
+            assert_eq!(line, 3);
+            assert_eq!(column, "layers");
+        }
+        other => panic!("{other:?}"),
+    }
+    let unknown = good.replace("A100_SXM_80GB", "B300");
+    assert!(matches!(
+        calibrate(&format!("{header}\n{unknown}\n"), test_device),
+        Err(CalibrationError::UnknownDevice { line: 2, .. })
+    ));
+    assert_eq!(
+        calibrate(&format!("{header}\n"), test_device),
+        Err(CalibrationError::Empty)
+    );
+}

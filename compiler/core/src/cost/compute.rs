@@ -1,0 +1,151 @@
+//! Compute time of one transformer block and of the output head on one device.
+//!
+//! Every GEMM is timed from its own dimensions after tensor (and expert) splitting: tensor-core
+//! time at the sustained fraction of peak, plus the DRAM traffic of its tiles (which bounds small
+//! and skinny GEMMs, and devices whose FLOP/byte balance is high), plus reading its operands once.
+//! Work outside GEMMs (norms, activations, residuals, dropout) is memory-bound.
+
+use super::{GEMM_PEAK_FRACTION, GEMM_TILE_INTENSITY, NONGEMM_H_ELEMENTS, attention_peak};
+use crate::hardware::DeviceFigures;
+use crate::types::{Mlp, Precision, Recompute};
+use crate::workload::{Layout, ModelDims};
+
+/// Device rates a timing needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rates {
+    /// Peak dense FLOP/s of the GEMM precision.
+    pub gemm_peak: f64,
+    /// Peak dense FLOP/s of the attention kernels (16-bit even under FP8).
+    pub attention_peak: f64,
+    /// Memory bandwidth in bytes/s.
+    pub memory_bandwidth: f64,
+    /// Bytes per GEMM operand element.
+    pub gemm_elt: f64,
+    /// Bytes per activation element.
+    pub act_elt: f64,
+}
+
+impl Rates {
+    /// The rates of `device` under `precision`, if the device supports it.
+    pub(crate) fn new(device: &DeviceFigures, precision: Precision) -> Option<Rates> {
+        let gemm_peak = *device.peak_flops.get(&precision)?;
+        let gemm_elt = match precision {
+            Precision::Fp8 => 1.0,
+            other => other.bytes(),
+        };
+        Some(Rates {
+            gemm_peak,
+            attention_peak: attention_peak(device, precision),
+            memory_bandwidth: device.memory_bandwidth,
+            gemm_elt,
+            act_elt: precision.bytes(),
+        })
+    }
+
+    /// Seconds of one `M×K · K×N` GEMM.
+    pub(crate) fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        let tensor = flops / (GEMM_PEAK_FRACTION * self.gemm_peak);
+        // Tile reloads: GEMM_TILE_INTENSITY is FLOP per DRAM byte at 2-byte operands.
+        let tiles = flops * self.gemm_elt / (2.0 * GEMM_TILE_INTENSITY * self.memory_bandwidth);
+        let operands = self.gemm_elt * (m * k + k * n) + self.act_elt * m * n;
+        tensor + tiles + operands / self.memory_bandwidth
+    }
+}
+
+/// Forward, backward and recompute seconds of one block for one micro-batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct BlockTime {
+    /// Forward pass.
+    pub forward: f64,
+    /// Backward pass.
+    pub backward: f64,
+    /// Forward work replayed by recomputation (runs inside the backward).
+    pub recompute: f64,
+    /// Attention-core forward seconds (what context-parallel rings hide under).
+    pub attention_forward: f64,
+}
+
+impl BlockTime {
+    /// Everything.
+    pub(crate) fn total(&self) -> f64 {
+        self.forward + self.backward + self.recompute
+    }
+}
+
+/// Timing of one block on one device.
+pub(crate) fn block_time(
+    model: &ModelDims,
+    layout: &Layout,
+    rates: &Rates,
+    flash_attention: bool,
+) -> BlockTime {
+    let t = f64::from(layout.tensor.max(1));
+    let cp = f64::from(layout.context.max(1));
+    let ep = f64::from(layout.expert.max(1));
+    let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len) / cp;
+    let h = f64::from(model.hidden);
+    let f = f64::from(model.ffn);
+    let kv = model.kv_dim();
+    let k = model.active_experts();
+    let experts = model.total_experts();
+    // Tokens each local expert sees when routing is balanced.
+    let expert_tokens = tokens * k * ep / experts;
+    let local_experts = experts / ep;
+    let up_width = (model.mlp_matrices() - 1.0) * f / t;
+    let gemm_fwd = rates.gemm(tokens, (h + 2.0 * kv) / t, h)
+        + rates.gemm(tokens, h, h / t)
+        + local_experts
+            * (rates.gemm(expert_tokens, up_width, h) + rates.gemm(expert_tokens, h, f / t));
+    let s = f64::from(model.seq_len);
+    let (attn_fwd, attn_bwd) = if flash_attention {
+        // Flash attention: causal, so half of the `4·T·s·h` score and value FLOPs are done.
+        let attn_flops = 4.0 * tokens * s * h / t * 0.5;
+        let fwd = attn_flops / (GEMM_PEAK_FRACTION * rates.attention_peak);
+        // Backward recomputes the scores inside the kernel: 2.5× the forward FLOPs.
+        (fwd, 2.5 * fwd)
+    } else {
+        // Materialised scores: batched `QKᵀ` and `AV` GEMMs over heads (K = head_dim), then
+        // fused scale-mask-softmax and dropout passes over the `a·s` scores of each token
+        // (forward 4.5 element passes, backward 5.5).
+        let heads = f64::from(model.heads) / t;
+        let hd = model.head_dim();
+        let bmm = heads * (rates.gemm(tokens, s, hd) + rates.gemm(tokens, hd, s));
+        let pass = tokens * heads * s * rates.act_elt / rates.memory_bandwidth;
+        (bmm + 4.5 * pass, 2.0 * bmm + 5.5 * pass)
+    };
+    let sp_div = if layout.sequence_parallel { t } else { 1.0 };
+    let act_elems = match model.mlp {
+        Mlp::Gelu => 5.0 * f * k / t,
+        Mlp::Swiglu => 8.0 * f * k / t,
+    };
+    let nongemm_total = tokens * rates.act_elt * (NONGEMM_H_ELEMENTS * h / sp_div + act_elems)
+        / rates.memory_bandwidth;
+    let nongemm_fwd = nongemm_total / 3.0;
+    let forward = gemm_fwd + attn_fwd + nongemm_fwd;
+    let backward = 2.0 * gemm_fwd + attn_bwd + 2.0 * nongemm_fwd;
+    let recompute = match layout.recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => attn_fwd,
+        Recompute::Full => forward,
+    };
+    BlockTime {
+        forward,
+        backward,
+        recompute,
+        attention_forward: attn_fwd,
+    }
+}
+
+/// Seconds of the output head (logits GEMM, forward and backward, and the loss) for one
+/// micro-batch on the last pipeline stage.
+pub(crate) fn head_time(model: &ModelDims, layout: &Layout, rates: &Rates) -> f64 {
+    let t = f64::from(layout.tensor.max(1));
+    let tokens =
+        f64::from(layout.micro_batch) * f64::from(model.seq_len) / f64::from(layout.context.max(1));
+    let v = f64::from(model.vocab) / t;
+    let gemm = 3.0 * rates.gemm(tokens, v, f64::from(model.hidden));
+    // Softmax cross-entropy over fp32 logits: about four passes over them.
+    let loss = 4.0 * tokens * v * 4.0 / rates.memory_bandwidth;
+    gemm + loss
+}

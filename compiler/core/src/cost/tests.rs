@@ -1,0 +1,169 @@
+//! Tests of the cost model's physics (not of its calibrated outputs).
+
+use super::*;
+use crate::calibrate::tests::test_device;
+use crate::types::{Mlp, Optimizer, Recompute};
+
+fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
+    ClusterFigures {
+        device: test_device(device).unwrap(),
+        devices_per_node: 8,
+        nodes,
+        node_network_bandwidth: nic_gbps * 1e9 / 8.0,
+        nics_per_node: 8,
+        network_latency_s: 5e-6,
+    }
+}
+
+fn setup(batch: u32, precision: Precision) -> TrainSetup {
+    TrainSetup {
+        global_batch: batch,
+        precision,
+        optimizer: Optimizer::Adamw,
+        tokens: 1e12,
+        flash_attention: true,
+    }
+}
+
+fn llama70b() -> ModelDims {
+    ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Swiglu)
+}
+
+#[test]
+fn pipeline_bubble_is_p_minus_1_over_v_m() {
+    let model = llama70b();
+    let c = cluster("H100_SXM", 16, 3200.0);
+    for v in [1, 2, 5] {
+        let layout = Layout {
+            tensor: 8,
+            pipeline: 4,
+            data: 4,
+            virtual_stages: v,
+            recompute: Recompute::Full,
+            sequence_parallel: true,
+            ..Layout::single()
+        };
+        let s = setup(128, Precision::Bf16);
+        let e = estimate(&model, &s, &layout, &c).unwrap();
+        let m = 128.0 / 4.0;
+        let steady = e.breakdown.compute + e.breakdown.tensor_comm;
+        let expect = 3.0 / (f64::from(v) * m);
+        assert!(
+            (e.breakdown.pipeline_bubble / steady - expect).abs() < 1e-12,
+            "v={v}"
+        );
+    }
+}
+
+#[test]
+fn fp8_speeds_up_gemms_only() {
+    let model = llama70b();
+    let c = cluster("H100_SXM", 8, 3200.0);
+    let layout = Layout {
+        tensor: 8,
+        pipeline: 2,
+        data: 4,
+        recompute: Recompute::Selective,
+        sequence_parallel: true,
+        ..Layout::single()
+    };
+    let bf16 = estimate(&model, &setup(64, Precision::Bf16), &layout, &c).unwrap();
+    let fp8 = estimate(&model, &setup(64, Precision::Fp8), &layout, &c).unwrap();
+    assert!(fp8.step_time_s < bf16.step_time_s);
+    assert!(fp8.step_time_s > 0.5 * bf16.step_time_s);
+    assert!((fp8.breakdown.tensor_comm - bf16.breakdown.tensor_comm).abs() < 1e-12);
+}
+
+#[test]
+fn bigger_gemms_run_closer_to_peak() {
+    let c = cluster("A100_SXM_80GB", 1, 1600.0);
+    let layout = Layout {
+        recompute: Recompute::Full,
+        ..Layout::single()
+    };
+    let mfu = |hidden: u32| {
+        let m = ModelDims::dense(
+            4,
+            hidden,
+            4 * hidden,
+            hidden / 128,
+            hidden / 128,
+            32000,
+            2048,
+            Mlp::Gelu,
+        );
+        estimate(&m, &setup(8, Precision::Bf16), &layout, &c)
+            .unwrap()
+            .mfu
+    };
+    assert!(mfu(1024) < mfu(4096));
+    assert!(mfu(4096) < mfu(8192));
+    // Datasheet peak is never reached.
+    assert!(mfu(8192) < 0.8);
+}
+
+#[test]
+fn h100_sustains_a_lower_share_of_peak_than_a100() {
+    // H100's FLOP/byte balance is twice A100's, so the same GEMMs are more memory-bound.
+    let model = ModelDims::dense(8, 4096, 16384, 32, 32, 50368, 2048, Mlp::Gelu);
+    let layout = Layout {
+        micro_batch: 4,
+        ..Layout::single()
+    };
+    let a = estimate(
+        &model,
+        &setup(4, Precision::Bf16),
+        &layout,
+        &cluster("A100_SXM_80GB", 1, 1600.0),
+    )
+    .unwrap();
+    let h = estimate(
+        &model,
+        &setup(4, Precision::Bf16),
+        &layout,
+        &cluster("H100_SXM", 1, 3200.0),
+    )
+    .unwrap();
+    assert!(h.mfu < a.mfu);
+    assert!(h.tokens_per_s > 2.0 * a.tokens_per_s);
+}
+
+#[test]
+fn slower_nics_expose_fsdp_traffic() {
+    let model = ModelDims::dense(32, 4096, 11008, 32, 32, 32000, 4096, Mlp::Swiglu);
+    let layout = Layout {
+        data: 128,
+        micro_batch: 2,
+        zero: 3,
+        ..Layout::single()
+    };
+    let fast = estimate(
+        &model,
+        &setup(256, Precision::Bf16),
+        &layout,
+        &cluster("H100_SXM", 16, 3200.0),
+    )
+    .unwrap();
+    let slow = estimate(
+        &model,
+        &setup(256, Precision::Bf16),
+        &layout,
+        &cluster("H100_SXM", 16, 200.0),
+    )
+    .unwrap();
+    assert!(slow.breakdown.data_comm > fast.breakdown.data_comm);
+    assert!(slow.step_time_s > 1.2 * fast.step_time_s);
+    assert_eq!(fast.flops_convention, FlopConvention::ModelPalm);
+}
+
+#[test]
+fn unsupported_precision_is_an_error() {
+    let model = llama70b();
+    let err = estimate(
+        &model,
+        &setup(8, Precision::Fp8),
+        &Layout::single(),
+        &cluster("A100_SXM_80GB", 1, 1600.0),
+    );
+    assert!(matches!(err, Err(CostError::UnsupportedPrecision { .. })));
+}

@@ -1,0 +1,144 @@
+//! Parameter counts and FLOPs per token, with the FLOP convention named.
+
+use super::{Layout, ModelDims};
+use crate::types::{Mlp, Recompute};
+use serde::Serialize;
+
+/// Parameter counts of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ParamCount {
+    /// Every stored parameter (all experts, embeddings, norms).
+    pub total: f64,
+    /// Parameters a token touches (`top_k` experts of each MoE layer; equals `total` for dense).
+    pub active: f64,
+    /// Input embedding (and the output head when untied).
+    pub embedding: f64,
+    /// Parameters of one transformer block (all experts).
+    pub per_layer: f64,
+    /// Parameters of one transformer block that one token touches.
+    pub per_layer_active: f64,
+    /// Of `per_layer`, the expert MLP weights (0 for dense).
+    pub per_layer_experts: f64,
+}
+
+/// Counts parameters: attention with GQA (`h·(2h + 2·kv_dim)`), MLP (3 or 2 matrices of
+/// `h × ffn`, times experts for MoE, plus the router), norms, biases for GeLU (GPT-style) blocks,
+/// and the embedding (doubled when untied).
+pub fn param_count(model: &ModelDims) -> ParamCount {
+    let h = f64::from(model.hidden);
+    let f = f64::from(model.ffn);
+    let kv = model.kv_dim();
+    let attn = h * (2.0 * h + 2.0 * kv);
+    let mlp_one = model.mlp_matrices() * h * f;
+    let (norms, biases) = match model.mlp {
+        // RMSNorm weight only, no biases (Llama class).
+        Mlp::Swiglu => (2.0 * h, 0.0),
+        // LayerNorm weight and bias; QKV, output, MLP-in and MLP-out biases (GPT class).
+        Mlp::Gelu => (
+            4.0 * h,
+            2.0 * h + 2.0 * kv + h + f * model.active_experts().max(1.0),
+        ),
+    };
+    let router = match model.arch {
+        crate::types::Arch::Dense => 0.0,
+        crate::types::Arch::Moe => h * model.total_experts(),
+    };
+    let experts_total = mlp_one * model.total_experts();
+    let experts_active = mlp_one * model.active_experts();
+    let per_layer = attn + experts_total + norms + biases + router;
+    let per_layer_active = attn + experts_active + norms + biases + router;
+    let embed_one = f64::from(model.vocab) * h;
+    let embedding = if model.tied_embeddings {
+        embed_one
+    } else {
+        2.0 * embed_one
+    };
+    let layers = f64::from(model.layers);
+    let final_norm = match model.mlp {
+        Mlp::Swiglu => h,
+        Mlp::Gelu => 2.0 * h,
+    };
+    ParamCount {
+        total: layers * per_layer + embedding + final_norm,
+        active: layers * per_layer_active + embedding + final_norm,
+        embedding,
+        per_layer,
+        per_layer_active,
+        per_layer_experts: match model.arch {
+            crate::types::Arch::Dense => 0.0,
+            crate::types::Arch::Moe => experts_total,
+        },
+    }
+}
+
+/// Which FLOP count a number follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FlopConvention {
+    /// Model FLOPs, PaLM / Megatron-LM / Llama 3 convention: 3 × (2 × matmul parameters a token
+    /// touches, output head included, input embedding lookup excluded) + 12·layers·hidden·seq for
+    /// attention scores, no causal halving, no recomputation. Used for MFU.
+    ModelPalm,
+    /// Hardware FLOPs: model FLOPs plus the forward passes repeated by activation recomputation.
+    HardwareWithRecompute,
+}
+
+/// FLOPs one token of training costs (forward + backward).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FlopsPerToken {
+    /// Model FLOPs ([`FlopConvention::ModelPalm`]).
+    pub model: f64,
+    /// Hardware FLOPs including recomputation ([`FlopConvention::HardwareWithRecompute`]).
+    pub hardware: f64,
+    /// Forward FLOPs of the dense matrix multiplications of all blocks (per token).
+    pub block_gemm_forward: f64,
+    /// Forward FLOPs of the attention core (`QKᵀ` and `AV`, no causal halving) of all blocks.
+    pub attention_forward: f64,
+    /// Forward FLOPs of the output head (`2·hidden·vocab`).
+    pub head_forward: f64,
+}
+
+/// FLOPs per token of training for `model` under `recompute` (see [`FlopConvention`]).
+pub fn flops_per_token(model: &ModelDims, recompute: Recompute) -> FlopsPerToken {
+    let h = f64::from(model.hidden);
+    let f = f64::from(model.ffn);
+    let s = f64::from(model.seq_len);
+    let layers = f64::from(model.layers);
+    let matmul_per_layer = h * (2.0 * h + 2.0 * model.kv_dim())
+        + model.mlp_matrices() * h * f * model.active_experts();
+    let block_gemm_forward = 2.0 * matmul_per_layer * layers;
+    let attention_forward = 4.0 * s * h * layers;
+    let head_forward = 2.0 * h * f64::from(model.vocab);
+    let model_flops = 3.0 * (block_gemm_forward + attention_forward + head_forward);
+    let extra = match recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => attention_forward,
+        Recompute::Full => block_gemm_forward + attention_forward,
+    };
+    FlopsPerToken {
+        model: model_flops,
+        hardware: model_flops + extra,
+        block_gemm_forward,
+        attention_forward,
+        head_forward,
+    }
+}
+
+/// Parameters one device holds before ZeRO sharding, on the heaviest pipeline stage: its share
+/// of the blocks split over tensor (and expert) ranks, plus the embedding or output head.
+pub fn params_per_device(model: &ModelDims, layout: &Layout) -> f64 {
+    let count = param_count(model);
+    let t = f64::from(layout.tensor.max(1));
+    let p = f64::from(layout.pipeline.max(1));
+    let ep = f64::from(layout.expert.max(1));
+    let layers_per_stage = f64::from(model.layers) / p;
+    let dense_part = count.per_layer - count.per_layer_experts;
+    let block = dense_part / t + count.per_layer_experts / (t * ep);
+    // The first stage holds the input embedding, the last the head; with one stage both.
+    let embed_one = f64::from(model.vocab) * f64::from(model.hidden);
+    let embed = if layout.pipeline <= 1 {
+        count.embedding
+    } else {
+        embed_one
+    };
+    layers_per_stage * block + embed / t
+}
