@@ -1,1 +1,84 @@
-//! Fixture harness for loam's end-to-end tests (placeholder).
+//! The fixture harness of loam's end-to-end tests: splits multi-file fixtures, runs the phases
+//! through one helper each, renders results without colour at width 80.
+//!
+//! A fixture is a text file. Several virtual files are separated by header lines
+//! `--- name.loam ---`; a fixture without a header is one file named after the fixture.
+
+use loam_cli::render::diagnostics::render_text;
+use loam_cli::session::{Specs, add_spec};
+use loam_compiler::check::check_unique_job_names;
+use loam_compiler::span::SourceMap;
+
+/// One virtual file of a fixture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VirtualFile {
+    /// Its name, e.g. `main.loam`.
+    pub name: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Splits a fixture into its virtual files (`--- name ---` headers).
+pub fn split_fixture(default_name: &str, fixture: &str) -> Vec<VirtualFile> {
+    let mut files: Vec<VirtualFile> = Vec::new();
+    for line in fixture.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if let Some(name) =
+            trimmed.strip_prefix("--- ").and_then(|rest| rest.strip_suffix(" ---"))
+        {
+            files.push(VirtualFile { name: name.to_string(), text: String::new() });
+        } else if let Some(last) = files.last_mut() {
+            last.text.push_str(line);
+        } else {
+            files.push(VirtualFile { name: default_name.to_string(), text: line.to_string() });
+        }
+    }
+    if files.is_empty() {
+        files.push(VirtualFile { name: default_name.to_string(), text: String::new() });
+    }
+    files
+}
+
+/// Parses and checks every `.loam` file of a fixture; returns the specs with their diagnostics.
+pub fn check_files(files: &[VirtualFile]) -> Specs {
+    let mut specs =
+        Specs { sources: SourceMap::new(), files: Vec::new(), jobs: Vec::new(), diagnostics: Vec::new() };
+    for file in files.iter().filter(|f| f.name.ends_with(".loam")) {
+        add_spec(&mut specs, file.name.clone(), file.text.as_bytes());
+    }
+    let duplicates = check_unique_job_names(&specs.jobs);
+    specs.diagnostics.extend(duplicates);
+    specs.diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    specs
+}
+
+/// The one helper every check fixture goes through: the rendered diagnostics of the fixture,
+/// no colour, width 80.
+pub fn check(default_name: &str, fixture: &str) -> String {
+    let specs = check_files(&split_fixture(default_name, fixture));
+    if specs.diagnostics.is_empty() {
+        return format!("no diagnostics ({} jobs)\n", specs.jobs.len());
+    }
+    render_text(&specs.diagnostics, &specs.sources, false)
+}
+
+/// The snapshot body of a fixture: the source and the rendered output together.
+pub fn snapshot(source: &str, output: &str) -> String {
+    format!("----- SOURCE\n{source}\n----- OUTPUT\n{output}")
+}
+
+/// Runs the CLI in-process: exit code, stdout, stderr.
+pub fn run_cli(args: &[&str], stdin: &str) -> (u8, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut input = stdin.as_bytes();
+    let mut argv = vec!["loam", "--color", "never"];
+    argv.extend_from_slice(args);
+    let code = loam_cli::run(argv, &mut out, &mut err, &mut input);
+    (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+}
+
+/// The repository root (the parent of this crate's folder).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+}

@@ -1,1 +1,95 @@
-//! The loam command-line interface (placeholder).
+//! The loam command-line interface as a library: `run` takes the arguments and the output
+//! streams and returns the exit code, so tests drive the CLI in-process.
+//!
+//! This crate is the only place that touches files, the terminal and the environment; the
+//! compiler core receives text and returns values and diagnostics.
+
+pub mod args;
+mod commands;
+pub mod io;
+pub mod render;
+pub mod session;
+
+use args::{Cli, Color, Command};
+use clap::Parser;
+use std::ffi::OsString;
+use std::io::{IsTerminal, Read, Write};
+
+/// Where a command writes and reads, and how.
+pub struct Context<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    stdin: &'a mut dyn Read,
+    /// Whether to colour diagnostics.
+    pub color: bool,
+}
+
+impl Context<'_> {
+    /// Writes to standard output.
+    pub fn print(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// Writes to standard error.
+    pub fn eprint(&mut self, text: &str) {
+        let _ = self.err.write_all(text.as_bytes());
+    }
+
+    /// Writes a JSON document to standard output, pretty and with a final newline.
+    pub fn print_json(&mut self, value: &serde_json::Value) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+        self.print(&text);
+        self.print("\n");
+    }
+
+    /// Reads all of standard input as UTF-8 text.
+    pub fn read_stdin(&mut self) -> Result<String, io::IoError> {
+        let mut text = String::new();
+        self.stdin
+            .read_to_string(&mut text)
+            .map_err(|e| io::IoError(format!("cannot read standard input: {e}")))?;
+        Ok(text)
+    }
+}
+
+/// Runs loam with `args` (program name first). Returns the exit code: 0 success, 1 problems in
+/// the specs, 2 usage or I/O errors.
+pub fn run(
+    args: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    stdin: &mut dyn Read,
+) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let rendered = e.render().to_string();
+            if e.use_stderr() {
+                let _ = err.write_all(rendered.as_bytes());
+            } else {
+                let _ = out.write_all(rendered.as_bytes());
+            }
+            return code;
+        }
+    };
+    let color = match cli.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let mut cx = Context { out, err, stdin, color };
+    let result = match &cli.command {
+        Command::Check(a) => commands::check::run(a, &mut cx),
+        Command::Fmt(a) => commands::fmt::run(a, &mut cx),
+        Command::Explain(a) => Ok(commands::explain::run(a, &mut cx)),
+        Command::Completions(a) => Ok(commands::completions::run(a, &mut cx)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            cx.eprint(&format!("error: {e}\n"));
+            2
+        }
+    }
+}

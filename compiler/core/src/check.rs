@@ -209,6 +209,7 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         .keyword("priority", Priority::from_keyword, &Priority::keywords(), false)
         .map_or(Priority::Normal, |p| p.value);
     let name = block.label.as_ref().map(|l| Spanned::new(l.value.clone(), l.span));
+    drop(fields);
 
     let model = required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
     let train = required_block(block, "train", diags).and_then(|b| check_train(b, diags));
@@ -347,6 +348,7 @@ fn check_data(job: &Block, diags: &mut Diagnostics) -> Vec<DataSpec> {
         let site = f.require("site", site, "guiyang");
         let size = f.quantity("size", &Dimension::Bytes);
         let size = f.require("size", size, "48TB");
+        drop(f);
         let Some(label) = &block.label else { continue };
         if let Some(first) = data.iter().find(|d| d.name.value == label.value) {
             let name = crate::syntax::ast::Ident { name: label.value.clone(), span: label.span };

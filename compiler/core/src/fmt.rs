@@ -71,7 +71,8 @@ impl Printer<'_> {
             self.indent(depth);
             self.out.push_str(&comment.text);
             self.out.push('\n');
-            if before != u32::MAX && self.blank_line_between(comment.span.end, before) {
+            let next = self.comments.get(self.next_comment).map_or(before, |c| c.span.start.min(before));
+            if next != u32::MAX && self.blank_line_between(comment.span.end, next) {
                 self.ensure_blank_line();
             }
         }
@@ -100,8 +101,11 @@ impl Printer<'_> {
         before.get(code_end..).is_some_and(|gap| gap.matches('\n').count() >= 2)
     }
 
+    /// Whether a blank line (not merely a comment line) stands between two offsets.
     fn blank_line_between(&self, from: u32, to: u32) -> bool {
-        self.text.get(from as usize..to as usize).is_some_and(|gap| gap.matches('\n').count() >= 2)
+        let Some(gap) = self.text.get(from as usize..to as usize) else { return false };
+        let lines: Vec<&str> = gap.split('\n').collect();
+        lines.len() > 2 && lines.iter().skip(1).take(lines.len() - 2).any(|l| l.trim().is_empty())
     }
 
     fn indent(&mut self, depth: usize) {

@@ -44,6 +44,7 @@ pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnosti
             );
         }
     }
+    drop(f);
     let (layers, hidden, ffn, heads, vocab, seq_len) = (layers?, hidden?, ffn?, heads?, vocab?, seq_len?);
     let kv = kv_heads.clone();
     let model = ModelSpec {

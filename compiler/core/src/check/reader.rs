@@ -36,7 +36,31 @@ pub(super) enum LabelRule {
 pub(super) struct Fields<'a> {
     block: &'a Block,
     attributes: BTreeMap<&'a str, &'a Attribute>,
+    /// Required fields found absent, with an example value each; reported together as one
+    /// diagnostic when the reader is dropped, so a block missing five fields gets one message.
+    missing: Vec<(String, String)>,
     pub diags: &'a mut Diagnostics,
+}
+
+impl Drop for Fields<'_> {
+    fn drop(&mut self) {
+        if self.missing.is_empty() {
+            return;
+        }
+        let names: Vec<String> = self.missing.iter().map(|(n, _)| format!("`{n}`")).collect();
+        let (what, verb) = if names.len() == 1 { ("field", "is") } else { ("fields", "are") };
+        let example: Vec<String> =
+            self.missing.iter().map(|(n, e)| format!("`{n} = {e}`")).collect();
+        self.diags.push(
+            Diagnostic::error(
+                "L1004",
+                format!("missing {what} {} in `{}`", names.join(", "), self.block.name.name),
+                self.block.name.span,
+                format!("{} {verb} required here", names.join(", ")),
+            )
+            .with_help(format!("add {} to the block", example.join(", "))),
+        );
+    }
 }
 
 /// Checks the shape of `block` against `spec` (unknown and duplicate entries, label) and indexes
@@ -85,7 +109,7 @@ pub(super) fn read_block<'a>(
         ),
         _ => {}
     }
-    Fields { block, attributes, diags }
+    Fields { block, attributes, missing: Vec::new(), diags }
 }
 
 fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static str]) -> Diagnostic {
@@ -131,18 +155,10 @@ impl<'a> Fields<'a> {
         self.attributes.get(name).copied()
     }
 
-    /// Reports that a required field is absent.
+    /// Notes that a required field is absent (reported when the reader is dropped).
     pub fn require<T>(&mut self, name: &str, found: Option<T>, example: &str) -> Option<T> {
         if found.is_none() && self.get(name).is_none() {
-            self.diags.push(
-                Diagnostic::error(
-                    "L1004",
-                    format!("missing field `{name}` in `{}`", self.block.name.name),
-                    self.block.name.span,
-                    format!("`{name}` is required here"),
-                )
-                .with_help(format!("add `{name} = {example}` to the block")),
-            );
+            self.missing.push((name.to_string(), example.to_string()));
         }
         found
     }

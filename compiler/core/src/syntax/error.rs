@@ -37,7 +37,12 @@ pub(super) fn from_pest(file: FileId, text: &str, err: &Error<Rule>) -> Diagnost
 /// The human words for pest's expected rules, deduplicated, in a fixed order.
 fn expected_words(positives: &[Rule]) -> Vec<String> {
     let mut rules: Vec<Rule> = positives.to_vec();
-    rules.sort();
+    // `=` and `{` first: after a name, that is what a user most likely meant.
+    rules.sort_by_key(|rule| match rule {
+        Rule::assign => (0, *rule),
+        Rule::open_brace => (1, *rule),
+        _ => (2, *rule),
+    });
     let mut words: Vec<String> = Vec::new();
     for rule in rules {
         let word = describe(rule).to_string();

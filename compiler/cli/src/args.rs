@@ -1,0 +1,101 @@
+//! The command line, declared with clap; doc comments are the help text.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// loam: a compiler for AI-job specs.
+///
+/// It checks job specs (`*.loam`) against a hardware catalogue, plans where and how each job runs
+/// on a heterogeneous accelerator pool, and writes the manifests that run it.
+#[derive(Debug, Parser)]
+#[command(name = "loam", version, propagate_version = true)]
+pub struct Cli {
+    /// When to colour output.
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true)]
+    pub color: Color,
+
+    /// The catalogue folder (`devices/`, `pools/`); default: `./specs` if present, else the
+    /// catalogue built into loam.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub catalogue: Option<PathBuf>,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// Colour when writing to a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Output format of diagnostics and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// loam's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and type-check job specs (files, or folders searched for `*.loam`).
+    #[command(visible_alias = "validate")]
+    Check(CheckArgs),
+    /// Rewrite job specs in the canonical layout.
+    Fmt(FmtArgs),
+    /// Print the explanation of a diagnostic code, e.g. `loam explain L1002`.
+    Explain(ExplainArgs),
+    /// Print shell completions.
+    Completions(CompletionsArgs),
+}
+
+/// Arguments of `loam check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files or folders to check; folders are searched for `*.loam` recursively. Default: `.`.
+    pub paths: Vec<PathBuf>,
+    /// Output format of diagnostics.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+/// Arguments of `loam fmt`.
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Files or folders to format; `-` reads standard input and writes standard output.
+    /// Default: `.`.
+    pub paths: Vec<PathBuf>,
+    /// Write nothing; exit 1 and list the files that are not formatted.
+    #[arg(long)]
+    pub check: bool,
+    /// Write nothing; print a unified diff of what would change (exit 1 when something would).
+    #[arg(long)]
+    pub diff: bool,
+    /// Read standard input and write the formatted text to standard output.
+    #[arg(long)]
+    pub stdin: bool,
+}
+
+/// Arguments of `loam explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A diagnostic code such as `L1002`.
+    pub code: String,
+}
+
+/// Arguments of `loam completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

@@ -1,0 +1,45 @@
+//! `loam check`: parse and type-check spec files, report every problem.
+
+use crate::Context;
+use crate::args::{CheckArgs, OutputFormat};
+use crate::render::diagnostics::{render_text, to_json};
+use crate::session::load_specs;
+use serde_json::json;
+
+/// Runs `loam check`; exit 0 when clean, 1 on errors in specs.
+pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoError> {
+    let specs = load_specs(&args.paths)?;
+    let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
+    match args.format {
+        OutputFormat::Json => {
+            let diagnostics: Vec<_> =
+                specs.diagnostics.iter().map(|d| to_json(d, &specs.sources)).collect();
+            let doc = json!({
+                "files": specs.files.len(), "jobs": specs.jobs.len(),
+                "errors": errors, "diagnostics": diagnostics,
+            });
+            cx.print_json(&doc);
+        }
+        OutputFormat::Text => {
+            cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
+            let summary = format!(
+                "checked {} {}, {} {}: ",
+                specs.files.len(),
+                plural(specs.files.len(), "file"),
+                specs.jobs.len(),
+                plural(specs.jobs.len(), "job")
+            );
+            if errors == 0 {
+                cx.print(&format!("{summary}no problems\n"));
+            } else {
+                cx.eprint(&format!("{summary}{errors} {}\n", plural(errors, "error")));
+            }
+        }
+    }
+    Ok(u8::from(errors > 0))
+}
+
+/// `word` or `words`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_string() } else { format!("{word}s") }
+}

@@ -1,0 +1,3 @@
+//! Turning results into text for people and JSON for tools.
+
+pub mod diagnostics;

@@ -1,0 +1,121 @@
+//! The CLI contract, in-process: exit codes, formats, and `fmt` writing nothing on failure.
+
+use loam_tests::{repo_root, run_cli};
+
+fn example(name: &str) -> String {
+    repo_root().join("examples").join(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn check_examples_is_clean() {
+    let dir = repo_root().join("examples");
+    let (code, out, err) = run_cli(&["check", dir.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("no problems"), "{out}");
+}
+
+#[test]
+fn three_mistakes_give_three_located_coded_diagnostics() {
+    let path = repo_root().join("tests/cases/check/three-mistakes.loam");
+    let (code, _, err) = run_cli(&["check", path.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    for expected in ["L1002", "L1008", "L1009", "three-mistakes.loam:6:5", "three-mistakes.loam:11:15", "three-mistakes.loam:17:20"] {
+        assert!(err.contains(expected), "missing {expected} in:\n{err}");
+    }
+    assert!(err.contains("3 errors"), "{err}");
+}
+
+#[test]
+fn check_json_lists_every_diagnostic_with_its_location() {
+    let path = repo_root().join("tests/cases/check/three-mistakes.loam");
+    let (code, out, _) = run_cli(&["check", "--format", "json", path.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 3);
+    for d in diagnostics {
+        for key in ["file", "line", "column", "end_line", "end_column", "code", "severity", "message", "help"] {
+            assert!(!d[key].is_null(), "{key} missing in {d}");
+        }
+    }
+    assert_eq!(diagnostics[0]["code"], "L1002");
+    assert_eq!(diagnostics[0]["line"], 6);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, _, err) = run_cli(&["check", "--format", "yaml"], "");
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = run_cli(&["frobnicate"], "");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let (code, out, _) = run_cli(&["--help"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("check") && out.contains("fmt"), "{out}");
+    let (code, out, _) = run_cli(&["fmt", "--help"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("--check"), "{out}");
+}
+
+#[test]
+fn fmt_check_reports_and_writes_nothing() {
+    let dir = std::env::temp_dir().join(format!("loam-fmt-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("messy.loam");
+    let messy = "job \"a\" {\ntenant=\"t\"\n   model {layers=1}\n}\n";
+    std::fs::write(&path, messy).unwrap();
+    let (code, _, err) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("would reformat"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), messy);
+
+    let (code, out, _) = run_cli(&["fmt", "--diff", path.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    assert!(out.contains("+  tenant = \"t\""), "{out}");
+
+    let (code, _, _) = run_cli(&["fmt", dir.to_str().unwrap()], "");
+    assert_eq!(code, 0);
+    let formatted = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(formatted, "job \"a\" {\n  tenant = \"t\"\n  model {\n    layers = 1\n  }\n}\n");
+    let (code, _, _) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn fmt_leaves_every_file_alone_when_one_does_not_parse() {
+    let dir = std::env::temp_dir().join(format!("loam-fmt-atomic-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = "job \"a\" {\ntenant=\"t\"\n}\n";
+    std::fs::write(dir.join("a.loam"), good).unwrap();
+    std::fs::write(dir.join("b.loam"), "job \"b\" {\n").unwrap();
+    let (code, _, err) = run_cli(&["fmt", dir.to_str().unwrap()], "");
+    assert_eq!(code, 1);
+    assert!(err.contains("L0001") && err.contains("nothing was written"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("a.loam")).unwrap(), good);
+}
+
+#[test]
+fn fmt_reads_standard_input() {
+    let (code, out, _) = run_cli(&["fmt", "-"], "job \"a\" {tenant=\"t\"}");
+    assert_eq!(code, 0);
+    assert_eq!(out, "job \"a\" {\n  tenant = \"t\"\n}\n");
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, out, _) = run_cli(&["completions", shell], "");
+        assert_eq!(code, 0);
+        assert!(out.contains("loam"), "{shell}");
+    }
+}
+
+#[test]
+fn validate_is_an_alias_of_check() {
+    let (code, out, _) = run_cli(&["validate", &example("llama3-8b-finetune.loam")], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("no problems"));
+}
