@@ -30,7 +30,7 @@ pub use builtin::{builtin, builtin_sources};
 pub use load::{compare_versions, load, parse_version};
 pub use lookup::{Found, route};
 pub use model::{
-    Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site, SliceProfile, SlicingKind, Stack,
-    Status, Tenant,
+    Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site, SliceProfile,
+    SlicingKind, Stack, Status, Tenant,
 };
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};

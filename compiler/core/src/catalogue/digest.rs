@@ -18,7 +18,10 @@ fn relative(path: &str) -> String {
 
 /// `sha256:<hex>` over `(path, text)` pairs, in any order.
 pub(crate) fn digest(sources: &[(String, String)]) -> String {
-    let mut sorted: Vec<(String, &str)> = sources.iter().map(|(p, t)| (relative(p), t.as_str())).collect();
+    let mut sorted: Vec<(String, &str)> = sources
+        .iter()
+        .map(|(p, t)| (relative(p), t.as_str()))
+        .collect();
     sorted.sort();
     let mut hasher = Sha256::new();
     for (path, text) in &sorted {

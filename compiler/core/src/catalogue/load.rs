@@ -33,7 +33,9 @@ fn kind_of(path: &str) -> Option<Kind> {
 /// The file name without folder and `.yaml` / `.yml` extension.
 pub(crate) fn stem(path: &str) -> &str {
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
-    name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).unwrap_or(name)
+    name.strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .unwrap_or(name)
 }
 
 /// Loads and validates a whole catalogue from `(file id, display path, text)` triples.
@@ -48,16 +50,26 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     let mut ordered: Vec<&(FileId, &str, &str)> = sources.iter().collect();
     ordered.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
     for (file, path, text) in ordered.iter().copied() {
-        let source = Source { file: *file, path, text };
+        let source = Source {
+            file: *file,
+            path,
+            text,
+        };
         match kind_of(path) {
             Some(Kind::Device) => {
-                let mut cx = Cx { source, diags: &mut diags };
+                let mut cx = Cx {
+                    source,
+                    diags: &mut diags,
+                };
                 if let Some(device) = cx.device() {
                     devices.push(device);
                 }
             }
             Some(Kind::Pool) => {
-                let mut cx = Cx { source, diags: &mut diags };
+                let mut cx = Cx {
+                    source,
+                    diags: &mut diags,
+                };
                 if let Some(pool) = cx.pool() {
                     pools.push((pool, source));
                 }
@@ -79,14 +91,23 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         paths.insert(*file, path);
     }
     diags.sort_by(|a, b| {
-        let key = |d: &Diagnostic| (paths.get(&d.span.file).copied(), d.span.start, d.span.end, d.code);
+        let key = |d: &Diagnostic| {
+            (
+                paths.get(&d.span.file).copied(),
+                d.span.start,
+                d.span.end,
+                d.code,
+            )
+        };
         key(a).cmp(&key(b)).then_with(|| a.message.cmp(&b.message))
     });
     diags.dedup();
     let has_errors = diags.iter().any(Diagnostic::is_error);
     let mut catalogue = catalogue;
-    let mut texts: Vec<(String, String)> =
-        sources.iter().map(|(_, p, t)| ((*p).to_string(), (*t).to_string())).collect();
+    let mut texts: Vec<(String, String)> = sources
+        .iter()
+        .map(|(_, p, t)| ((*p).to_string(), (*t).to_string()))
+        .collect();
     texts.sort();
     catalogue.sources = texts;
     ((!has_errors).then_some(catalogue), diags)
@@ -137,7 +158,9 @@ impl Cx<'_, '_> {
                     self.span(text),
                     "a figure for an unlisted precision",
                 )
-                .with_help(format!("add `{precision}` to `precisions` or remove this figure"));
+                .with_help(format!(
+                    "add `{precision}` to `precisions` or remove this figure"
+                ));
                 self.push(d);
             }
         }
@@ -150,8 +173,16 @@ impl Cx<'_, '_> {
             _ => self.span(&raw.id),
         };
         let memory = self.positive_quantity(&raw.memory, Dimension::Bytes, "memory");
-        let memory_bandwidth = self.positive_quantity(&raw.memory_bandwidth, Dimension::Bandwidth, "memory_bandwidth");
-        let scale_up = self.positive_quantity(&raw.scale_up.bandwidth, Dimension::Bandwidth, "scale_up.bandwidth");
+        let memory_bandwidth = self.positive_quantity(
+            &raw.memory_bandwidth,
+            Dimension::Bandwidth,
+            "memory_bandwidth",
+        );
+        let scale_up = self.positive_quantity(
+            &raw.scale_up.bandwidth,
+            Dimension::Bandwidth,
+            "scale_up.bandwidth",
+        );
         let devices_per_node = self.count(&raw.devices_per_node, 1, "devices_per_node");
         let tdp = self.positive_quantity(&raw.power.tdp, Dimension::Power, "power.tdp");
         let typical = self.positive_quantity(&raw.power.typical, Dimension::Power, "power.typical");
@@ -168,7 +199,11 @@ impl Cx<'_, '_> {
             .with_help("typical draw under load cannot exceed the board power limit; check both figures");
             self.push(d);
         }
-        let mtbf = self.positive_quantity(&raw.reliability.mtbf, Dimension::Duration, "reliability.mtbf");
+        let mtbf = self.positive_quantity(
+            &raw.reliability.mtbf,
+            Dimension::Duration,
+            "reliability.mtbf",
+        );
         self.version(&raw.software.min_version, "software.min_version");
         let mut slice_profiles = Vec::new();
         for profile in raw.slicing.iter().flat_map(|s| &s.profiles) {
@@ -215,7 +250,10 @@ impl Cx<'_, '_> {
             source: raw.source.value,
             peak_flops,
             precisions: spanned(precisions, precisions_span),
-            features: spanned(raw.features.iter().map(|f| f.value).collect(), features_span),
+            features: spanned(
+                raw.features.iter().map(|f| f.value).collect(),
+                features_span,
+            ),
             memory_bytes: spanned(memory?, self.span(&raw.memory)),
             memory_bandwidth: memory_bandwidth?,
             fabric: raw.scale_up.fabric.value,
@@ -271,15 +309,34 @@ impl Cx<'_, '_> {
             if rate.value > 0.0 {
                 rates.insert(code.clone(), rate.value);
             } else {
-                let d = out_of_range(self.span(rate), "rates", "a positive exchange rate", &rate.value.to_string());
+                let d = out_of_range(
+                    self.span(rate),
+                    "rates",
+                    "a positive exchange rate",
+                    &rate.value.to_string(),
+                );
                 self.push(d);
             }
         }
-        let money = Money { base: base.clone(), rates: rates.clone() };
-        let sites: Vec<_> = raw.sites.iter().filter_map(|s| self.site(s, &money)).collect();
-        let links: Vec<_> = raw.links.iter().filter_map(|l| self.link(l, &money)).collect();
+        let money = Money {
+            base: base.clone(),
+            rates: rates.clone(),
+        };
+        let sites: Vec<_> = raw
+            .sites
+            .iter()
+            .filter_map(|s| self.site(s, &money))
+            .collect();
+        let links: Vec<_> = raw
+            .links
+            .iter()
+            .filter_map(|l| self.link(l, &money))
+            .collect();
         let tenants: Vec<_> = raw.tenants.iter().filter_map(|t| self.tenant(t)).collect();
-        if sites.len() != raw.sites.len() || links.len() != raw.links.len() || tenants.len() != raw.tenants.len() {
+        if sites.len() != raw.sites.len()
+            || links.len() != raw.links.len()
+            || tenants.len() != raw.tenants.len()
+        {
             return None;
         }
         Some(Pool {
@@ -296,20 +353,37 @@ impl Cx<'_, '_> {
 
     fn site(&mut self, raw: &raw::Site, money: &Money) -> Option<model::Site> {
         self.identifier(&raw.name, "site name");
-        let storage = self.positive_quantity(&raw.storage_bandwidth, Dimension::Bandwidth, "storage_bandwidth");
+        let storage = self.positive_quantity(
+            &raw.storage_bandwidth,
+            Dimension::Bandwidth,
+            "storage_bandwidth",
+        );
         if raw.carbon_intensity.value < 0.0 {
-            let d = out_of_range(self.span(&raw.carbon_intensity), "carbon_intensity", "grams of CO2 per kWh, at least 0", &raw.carbon_intensity.value.to_string());
+            let d = out_of_range(
+                self.span(&raw.carbon_intensity),
+                "carbon_intensity",
+                "grams of CO2 per kWh, at least 0",
+                &raw.carbon_intensity.value.to_string(),
+            );
             self.push(d);
         }
         if !(1.0..=3.0).contains(&raw.pue.value) {
-            let d = out_of_range(self.span(&raw.pue), "pue", "a power usage effectiveness between 1 and 3", &raw.pue.value.to_string());
+            let d = out_of_range(
+                self.span(&raw.pue),
+                "pue",
+                "a power usage effectiveness between 1 and 3",
+                &raw.pue.value.to_string(),
+            );
             self.push(d);
         }
         let hours = &raw.power_price.per_kwh;
         if hours.value.len() != 24 {
             let d = Diagnostic::error(
                 codes::OUT_OF_RANGE,
-                format!("expected 24 hourly power prices, found {}", hours.value.len()),
+                format!(
+                    "expected 24 hourly power prices, found {}",
+                    hours.value.len()
+                ),
                 self.span(hours),
                 "one price per hour of the day, 0 to 23",
             )
@@ -318,27 +392,52 @@ impl Cx<'_, '_> {
         }
         for price in &hours.value {
             if price.value < 0.0 {
-                let d = out_of_range(self.span(price), "per_kwh", "a price of at least 0", &price.value.to_string());
+                let d = out_of_range(
+                    self.span(price),
+                    "per_kwh",
+                    "a price of at least 0",
+                    &price.value.to_string(),
+                );
                 self.push(d);
             }
         }
         let rate = money.rate(&raw.power_price.currency.value);
         if rate.is_none() {
-            let d = money.unknown(&raw.power_price.currency.value, self.span(&raw.power_price.currency));
+            let d = money.unknown(
+                &raw.power_price.currency.value,
+                self.span(&raw.power_price.currency),
+            );
             self.push(d);
         }
         let nodes_per_block = self.count(&raw.topology.nodes_per_block, 1, "nodes_per_block");
-        let uplink = self.positive_quantity(&raw.topology.block_uplink, Dimension::Bandwidth, "block_uplink");
+        let uplink = self.positive_quantity(
+            &raw.topology.block_uplink,
+            Dimension::Bandwidth,
+            "block_uplink",
+        );
         let latency = self.positive_quantity(&raw.topology.latency, Dimension::Duration, "latency");
         let mut datasets = Vec::new();
         for dataset in &raw.datasets {
             if let Some(size) = self.positive_quantity(&dataset.size, Dimension::Bytes, "size") {
-                datasets.push(model::Dataset { name: dataset.name.value.clone(), size_bytes: size });
+                datasets.push(model::Dataset {
+                    name: dataset.name.value.clone(),
+                    size_bytes: size,
+                });
             }
         }
-        let groups: Vec<_> = raw.node_groups.iter().filter_map(|g| self.node_group(g, money)).collect();
-        let complete = groups.len() == raw.node_groups.len() && datasets.len() == raw.datasets.len();
-        let reaches = raw.reaches.iter().flatten().map(|r| self.spanned(r)).collect();
+        let groups: Vec<_> = raw
+            .node_groups
+            .iter()
+            .filter_map(|g| self.node_group(g, money))
+            .collect();
+        let complete =
+            groups.len() == raw.node_groups.len() && datasets.len() == raw.datasets.len();
+        let reaches = raw
+            .reaches
+            .iter()
+            .flatten()
+            .map(|r| self.spanned(r))
+            .collect();
         let rate = rate?;
         complete.then_some(())?;
         Some(model::Site {
@@ -377,7 +476,8 @@ impl Cx<'_, '_> {
             }
         }
         let nics = self.count(&raw.nics.count, 1, "nics.count");
-        let nic_bandwidth = self.positive_quantity(&raw.nics.bandwidth, Dimension::Bandwidth, "nics.bandwidth");
+        let nic_bandwidth =
+            self.positive_quantity(&raw.nics.bandwidth, Dimension::Bandwidth, "nics.bandwidth");
         let price = self.money(&raw.price, money, "price");
         self.version(&raw.software.version, "software.version");
         Some(model::NodeGroup {
@@ -416,13 +516,20 @@ impl Cx<'_, '_> {
             }
         };
         let (a, b) = ends?;
-        Some(model::Link { a, b, latency_s: latency?, bandwidth: bandwidth?, egress_per_gb: egress? })
+        Some(model::Link {
+            a,
+            b,
+            latency_s: latency?,
+            bandwidth: bandwidth?,
+            egress_per_gb: egress?,
+        })
     }
 
     fn tenant(&mut self, raw: &raw::Tenant) -> Option<model::Tenant> {
         self.identifier(&raw.name, "tenant name");
         let root = &raw.checkpoint_root.value;
-        let clean = root.starts_with('/') && !root.split('/').any(|part| part == ".." || part == ".");
+        let clean =
+            root.starts_with('/') && !root.split('/').any(|part| part == ".." || part == ".");
         if !clean || (root.len() > 1 && root.ends_with('/')) {
             let d = Diagnostic::error(
                 codes::INVALID_NAME,
@@ -452,7 +559,12 @@ impl Cx<'_, '_> {
             kubernetes_namespace: raw.kubernetes_namespace.value.clone(),
             slurm_account: raw.slurm_account.value.clone(),
             queue: raw.queue.value.clone(),
-            sites: raw.sites.iter().flatten().map(|s| self.spanned(s)).collect(),
+            sites: raw
+                .sites
+                .iter()
+                .flatten()
+                .map(|s| self.spanned(s))
+                .collect(),
             quota,
         })
     }
@@ -463,11 +575,17 @@ impl Cx<'_, '_> {
         if id.value != stem {
             let d = Diagnostic::error(
                 codes::ID_MISMATCH,
-                format!("{what} id `{}` does not match the file name `{stem}`", id.value),
+                format!(
+                    "{what} id `{}` does not match the file name `{stem}`",
+                    id.value
+                ),
                 self.span(id),
                 format!("expected `{stem}`"),
             )
-            .with_help(format!("rename the file to `{}.yaml` or the id to `{stem}`", id.value));
+            .with_help(format!(
+                "rename the file to `{}.yaml` or the id to `{stem}`",
+                id.value
+            ));
             self.push(d);
         }
     }
@@ -476,7 +594,9 @@ impl Cx<'_, '_> {
     fn identifier(&mut self, name: &Loc<String>, what: &str) {
         let text = &name.value;
         let mut chars = text.chars();
-        let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        let ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok {
             let d = Diagnostic::error(
@@ -485,7 +605,9 @@ impl Cx<'_, '_> {
                 self.span(name),
                 "specs cannot refer to this name",
             )
-            .with_help("use letters, digits and `_`, starting with a letter, e.g. `guiyang` or `H100_SXM`");
+            .with_help(
+                "use letters, digits and `_`, starting with a letter, e.g. `guiyang` or `H100_SXM`",
+            );
             self.push(d);
         }
     }
@@ -495,7 +617,10 @@ impl Cx<'_, '_> {
         if parse_version(&version.value).is_none() {
             let d = Diagnostic::error(
                 codes::WRONG_TYPE,
-                format!("expected a dotted version in `{field}`, found `{}`", version.value),
+                format!(
+                    "expected a dotted version in `{field}`, found `{}`",
+                    version.value
+                ),
                 self.span(version),
                 "not a version",
             )
@@ -509,7 +634,11 @@ impl Cx<'_, '_> {
         match u32::try_from(value.value) {
             Ok(n) if value.value >= min => Some(n),
             _ => {
-                let expected = if min == 0 { "a count of at least 0".to_string() } else { format!("a count of at least {min}") };
+                let expected = if min == 0 {
+                    "a count of at least 0".to_string()
+                } else {
+                    format!("a count of at least {min}")
+                };
                 let d = out_of_range(self.span(value), field, &expected, &value.value.to_string());
                 self.push(d);
                 None
@@ -518,7 +647,12 @@ impl Cx<'_, '_> {
     }
 
     /// A quantity of `dimension` greater than zero, in base units.
-    fn positive_quantity(&mut self, text: &Loc<String>, dimension: Dimension, field: &str) -> Option<f64> {
+    fn positive_quantity(
+        &mut self,
+        text: &Loc<String>,
+        dimension: Dimension,
+        field: &str,
+    ) -> Option<f64> {
         let span = self.span(text);
         let q = match parse_quantity(&text.value) {
             Ok(q) => q,
@@ -531,16 +665,29 @@ impl Cx<'_, '_> {
         if !q.dimension.same_kind(&dimension) {
             let d = Diagnostic::error(
                 codes::WRONG_DIMENSION,
-                format!("expected {} in `{field}`, found {}", dimension.describe(), q.dimension.describe()),
+                format!(
+                    "expected {} in `{field}`, found {}",
+                    dimension.describe(),
+                    q.dimension.describe()
+                ),
                 span,
                 format!("`{}` is {}", text.value, q.dimension.describe()),
             )
-            .with_help(format!("write {} such as {}", dimension.describe(), dimension.example()));
+            .with_help(format!(
+                "write {} such as {}",
+                dimension.describe(),
+                dimension.example()
+            ));
             self.push(d);
             return None;
         }
         if q.value <= 0.0 {
-            let d = out_of_range(span, field, &format!("{} above zero", dimension.describe()), &text.value);
+            let d = out_of_range(
+                span,
+                field,
+                &format!("{} above zero", dimension.describe()),
+                &text.value,
+            );
             self.push(d);
             return None;
         }
@@ -562,11 +709,18 @@ impl Cx<'_, '_> {
         let Dimension::Money(currency) = &q.dimension else {
             let d = Diagnostic::error(
                 codes::WRONG_DIMENSION,
-                format!("expected an amount of money in `{field}`, found {}", q.dimension.describe()),
+                format!(
+                    "expected an amount of money in `{field}`, found {}",
+                    q.dimension.describe()
+                ),
                 span,
                 "no currency",
             )
-            .with_help(format!("write the amount with its currency, e.g. `{} {}`", text.value.trim(), money.base));
+            .with_help(format!(
+                "write the amount with its currency, e.g. `{} {}`",
+                text.value.trim(),
+                money.base
+            ));
             self.push(d);
             return None;
         };
@@ -592,7 +746,11 @@ struct Money {
 
 impl Money {
     fn rate(&self, currency: &str) -> Option<f64> {
-        if currency == self.base { Some(1.0) } else { self.rates.get(currency).copied() }
+        if currency == self.base {
+            Some(1.0)
+        } else {
+            self.rates.get(currency).copied()
+        }
     }
 
     fn unknown(&self, currency: &str, span: Span) -> Diagnostic {
@@ -605,7 +763,9 @@ impl Money {
             "no exchange rate for this currency",
         );
         d = match crate::suggest::closest(currency, known.iter().copied()) {
-            Some(s) => d.with_help(format!("did you mean `{s}`? or add `{currency}` under `currency.rates`")),
+            Some(s) => d.with_help(format!(
+                "did you mean `{s}`? or add `{currency}` under `currency.rates`"
+            )),
             None => d.with_help(format!(
                 "add `{currency}` under `currency.rates`; the pool knows {}",
                 super::yaml::one_of(&known)
@@ -625,15 +785,45 @@ fn out_of_range(span: Span, field: &str, expected: &str, found: &str) -> Diagnos
     .with_help(format!("write {expected} here"))
 }
 
-fn bad_unit(span: Span, text: &str, error: &UnitError, dimension: &Dimension, field: &str) -> Diagnostic {
-    let help = match error {
-        UnitError::UnknownUnit { suggestion: Some(s), .. } => {
-            format!("did you mean `{s}`? write {} such as {}", dimension.describe(), dimension.example())
+fn bad_unit(
+    span: Span,
+    text: &str,
+    error: &UnitError,
+    dimension: &Dimension,
+    field: &str,
+) -> Diagnostic {
+    // Suggest only units of the dimension the field needs (`80XB` → `GB`, never the count `B`).
+    let suggestion = match error {
+        UnitError::UnknownUnit { unit, .. } => {
+            let fitting: Vec<&str> = crate::units::known_units()
+                .into_iter()
+                .filter(|u| {
+                    parse_quantity(&format!("1{u}")).is_ok_and(|q| q.dimension.same_kind(dimension))
+                })
+                .collect();
+            crate::suggest::closest(unit, fitting)
         }
-        _ => format!("write {} such as {}", dimension.describe(), dimension.example()),
+        _ => None,
     };
-    Diagnostic::error(codes::BAD_UNIT, format!("{error} in `{field}`"), span, format!("`{text}` cannot be read"))
-        .with_help(help)
+    let help = match suggestion {
+        Some(s) => format!(
+            "did you mean `{s}`? write {} such as {}",
+            dimension.describe(),
+            dimension.example()
+        ),
+        None => format!(
+            "write {} such as {}",
+            dimension.describe(),
+            dimension.example()
+        ),
+    };
+    Diagnostic::error(
+        codes::BAD_UNIT,
+        format!("{error} in `{field}`"),
+        span,
+        format!("`{text}` cannot be read"),
+    )
+    .with_help(help)
 }
 
 /// The numeric parts of a dotted version (`12.4` → `[12, 4]`), if it is one.
@@ -646,6 +836,10 @@ pub fn parse_version(text: &str) -> Option<Vec<u64>> {
 pub fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     let (a, b) = (parse_version(a)?, parse_version(b)?);
     let n = a.len().max(b.len());
-    let pad = |v: &[u64]| (0..n).map(|i| v.get(i).copied().unwrap_or(0)).collect::<Vec<_>>();
+    let pad = |v: &[u64]| {
+        (0..n)
+            .map(|i| v.get(i).copied().unwrap_or(0))
+            .collect::<Vec<_>>()
+    };
     Some(pad(&a).cmp(&pad(&b)))
 }

@@ -40,7 +40,9 @@ impl Catalogue {
 
     /// The pool marked as default: `xirang` when present, else the first by id.
     pub fn default_pool(&self) -> Option<&Pool> {
-        self.pools.get("xirang").or_else(|| self.pools.values().next())
+        self.pools
+            .get("xirang")
+            .or_else(|| self.pools.values().next())
     }
 
     /// What `id` names: a device, a pool, a site (`site` or `pool/site`), in that order.
@@ -55,7 +57,9 @@ impl Catalogue {
             let pool = self.pools.get(pool)?;
             return pool.site(site).map(|s| Found::Site(pool, s));
         }
-        self.pools.values().find_map(|p| p.site(id).map(|s| Found::Site(p, s)))
+        self.pools
+            .values()
+            .find_map(|p| p.site(id).map(|s| Found::Site(p, s)))
     }
 
     /// Every id [`Catalogue::find`] accepts, sorted (candidates for did-you-mean).
@@ -79,7 +83,12 @@ impl Catalogue {
             for site in &pool.sites {
                 let (free, total) = site.devices_of(device);
                 if total > 0 {
-                    out.push((pool.id.value.as_str(), site.name.value.as_str(), free, total));
+                    out.push((
+                        pool.id.value.as_str(),
+                        site.name.value.as_str(),
+                        free,
+                        total,
+                    ));
                 }
             }
         }
@@ -130,7 +139,9 @@ impl Site {
         self.node_groups
             .iter()
             .filter(|g| g.device.value == device)
-            .fold((0, 0), |(f, t), g| (f + u64::from(g.free_devices), t + g.devices()))
+            .fold((0, 0), |(f, t), g| {
+                (f + u64::from(g.free_devices), t + g.devices())
+            })
     }
 
     /// The dataset cached here under `name`.
@@ -146,7 +157,11 @@ impl Site {
 
     /// Every device type present at the site, sorted.
     pub fn device_ids(&self) -> Vec<&str> {
-        let ids: BTreeSet<&str> = self.node_groups.iter().map(|g| g.device.value.as_str()).collect();
+        let ids: BTreeSet<&str> = self
+            .node_groups
+            .iter()
+            .map(|g| g.device.value.as_str())
+            .collect();
         ids.into_iter().collect()
     }
 }
@@ -193,18 +208,26 @@ impl Pool {
 
     /// Every node group with its site, in file order.
     pub fn node_groups(&self) -> impl Iterator<Item = (&Site, &NodeGroup)> {
-        self.sites.iter().flat_map(|s| s.node_groups.iter().map(move |g| (s, g)))
+        self.sites
+            .iter()
+            .flat_map(|s| s.node_groups.iter().map(move |g| (s, g)))
     }
 
     /// Every device type in the pool, sorted.
     pub fn device_ids(&self) -> Vec<&str> {
-        let ids: BTreeSet<&str> = self.node_groups().map(|(_, g)| g.device.value.as_str()).collect();
+        let ids: BTreeSet<&str> = self
+            .node_groups()
+            .map(|(_, g)| g.device.value.as_str())
+            .collect();
         ids.into_iter().collect()
     }
 
     /// `(free, total)` devices of type `device` in the whole pool.
     pub fn devices_of(&self, device: &str) -> (u64, u64) {
-        self.sites.iter().map(|s| s.devices_of(device)).fold((0, 0), |(f, t), (a, b)| (f + a, t + b))
+        self.sites
+            .iter()
+            .map(|s| s.devices_of(device))
+            .fold((0, 0), |(f, t), (a, b)| (f + a, t + b))
     }
 
     /// Free devices of type `device` per site, sorted by site name.
@@ -224,13 +247,24 @@ impl Pool {
     /// Every currency the pool can convert, the base first.
     pub fn currencies(&self) -> Vec<&str> {
         let mut out = vec![self.currency.value.as_str()];
-        out.extend(self.rates.keys().map(String::as_str).filter(|c| *c != self.currency.value));
+        out.extend(
+            self.rates
+                .keys()
+                .map(String::as_str)
+                .filter(|c| *c != self.currency.value),
+        );
         out
     }
 
     /// Converts `amount` from currency `from` to currency `to`; `None` when either is unknown.
     pub fn convert(&self, amount: f64, from: &str, to: &str) -> Option<f64> {
-        let rate = |c: &str| if c == self.currency.value { Some(1.0) } else { self.rates.get(c).copied() };
+        let rate = |c: &str| {
+            if c == self.currency.value {
+                Some(1.0)
+            } else {
+                self.rates.get(c).copied()
+            }
+        };
         Some(amount * rate(from)? / rate(to)?)
     }
 

@@ -39,7 +39,11 @@ fn where_text(catalogue: &Catalogue, id: &str) -> String {
     places
         .iter()
         .map(|(pool, site, free, total)| {
-            if many_pools { format!("{pool}/{site} {free}/{total}") } else { format!("{site} {free}/{total}") }
+            if many_pools {
+                format!("{pool}/{site} {free}/{total}")
+            } else {
+                format!("{site} {free}/{total}")
+            }
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -74,7 +78,11 @@ pub fn list_text(catalogue: &Catalogue) -> String {
         .values()
         .map(|d| {
             let status = d.status.value;
-            let status = if status.is_estimate() { format!("{} ~", status.as_str()) } else { status.as_str().to_string() };
+            let status = if status.is_estimate() {
+                format!("{} ~", status.as_str())
+            } else {
+                status.as_str().to_string()
+            };
             vec![
                 d.id.value.clone(),
                 d.vendor.clone(),
@@ -85,15 +93,31 @@ pub fn list_text(catalogue: &Catalogue) -> String {
             ]
         })
         .collect();
-    let mut out = table(&["DEVICE", "VENDOR", "STATUS", "MEMORY", "BF16 TFLOPS", "WHERE (free/total)"], &rows);
-    let _ = writeln!(out, "\n~ estimate: the figures are not vendor-published (status third-party or unverified)");
+    let mut out = table(
+        &[
+            "DEVICE",
+            "VENDOR",
+            "STATUS",
+            "MEMORY",
+            "BF16 TFLOPS",
+            "WHERE (free/total)",
+        ],
+        &rows,
+    );
+    let _ = writeln!(
+        out,
+        "\n~ estimate: the figures are not vendor-published (status third-party or unverified)"
+    );
     let _ = writeln!(out, "catalogue {}", catalogue.digest());
     out
 }
 
 fn device_json(catalogue: &Catalogue, d: &Device) -> Value {
-    let peak: serde_json::Map<String, Value> =
-        d.peak_flops.iter().map(|(p, v)| (p.as_str().to_string(), json!(v.value / TFLOPS))).collect();
+    let peak: serde_json::Map<String, Value> = d
+        .peak_flops
+        .iter()
+        .map(|(p, v)| (p.as_str().to_string(), json!(v.value / TFLOPS)))
+        .collect();
     let placements: Vec<Value> = catalogue
         .placements(&d.id.value)
         .into_iter()
@@ -142,8 +166,12 @@ pub fn list_json(catalogue: &Catalogue) -> Value {
 fn find<'a>(catalogue: &'a Catalogue, id: &str) -> Result<Found<'a>, UnknownId> {
     catalogue.find(id).ok_or_else(|| {
         let ids = catalogue.all_ids();
-        let suggestion = crate::suggest::closest(id, ids.iter().map(String::as_str)).map(str::to_string);
-        UnknownId { id: id.to_string(), suggestion }
+        let suggestion =
+            crate::suggest::closest(id, ids.iter().map(String::as_str)).map(str::to_string);
+        UnknownId {
+            id: id.to_string(),
+            suggestion,
+        }
     })
 }
 
@@ -167,19 +195,41 @@ pub fn show_text(catalogue: &Catalogue, id: &str) -> Result<String, UnknownId> {
 
 fn device_text(catalogue: &Catalogue, d: &Device) -> String {
     let mut out = String::new();
-    let estimate = if d.status.value.is_estimate() { " (estimate)" } else { "" };
+    let estimate = if d.status.value.is_estimate() {
+        " (estimate)"
+    } else {
+        ""
+    };
     let _ = writeln!(out, "device {} — {} ({})", d.id.value, d.name, d.vendor);
     let _ = writeln!(out, "  status      {}{estimate}", d.status.value.as_str());
     let _ = writeln!(out, "  source      {}", d.source);
-    let _ = writeln!(out, "  memory      {:.0} GB at {:.2} TB/s", d.memory_bytes.value / GB, d.memory_bandwidth / 1e12);
+    let _ = writeln!(
+        out,
+        "  memory      {:.0} GB at {:.2} TB/s",
+        d.memory_bytes.value / GB,
+        d.memory_bandwidth / 1e12
+    );
     for (p, v) in &d.peak_flops {
-        let _ = writeln!(out, "  {:<11} {} TFLOPS dense", p.as_str(), tflops(d, *p).trim_start_matches('~'));
+        let _ = writeln!(
+            out,
+            "  {:<11} {} TFLOPS dense",
+            p.as_str(),
+            tflops(d, *p).trim_start_matches('~')
+        );
         let _ = v;
     }
     let precisions: Vec<&str> = d.precisions.value.iter().map(|p| p.as_str()).collect();
     let features: Vec<&str> = d.features.value.iter().map(|f| f.as_str()).collect();
     let _ = writeln!(out, "  precisions  {}", precisions.join(", "));
-    let _ = writeln!(out, "  features    {}", if features.is_empty() { "-".to_string() } else { features.join(", ") });
+    let _ = writeln!(
+        out,
+        "  features    {}",
+        if features.is_empty() {
+            "-".to_string()
+        } else {
+            features.join(", ")
+        }
+    );
     let _ = writeln!(
         out,
         "  scale-up    {} {:.0} GB/s bidirectional, {} per node",
@@ -187,12 +237,24 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
         d.scale_up_bandwidth_bidir / GB,
         d.devices_per_node.value
     );
-    let _ = writeln!(out, "  power       {:.0} W limit, {:.0} W typical", d.tdp_watts, d.typical_watts);
-    let _ = writeln!(out, "  software    {} >= {}", d.stack.as_str(), d.min_version.value);
+    let _ = writeln!(
+        out,
+        "  power       {:.0} W limit, {:.0} W typical",
+        d.tdp_watts, d.typical_watts
+    );
+    let _ = writeln!(
+        out,
+        "  software    {} >= {}",
+        d.stack.as_str(),
+        d.min_version.value
+    );
     let _ = writeln!(out, "  kubernetes  {}", d.kubernetes_resource);
     if !d.slice_profiles.is_empty() {
         let names: Vec<&str> = d.slice_profiles.iter().map(|p| p.name.as_str()).collect();
-        let kind = d.slicing.map(|k| format!("{k:?}").to_lowercase()).unwrap_or_default();
+        let kind = d
+            .slicing
+            .map(|k| format!("{k:?}").to_lowercase())
+            .unwrap_or_default();
         let _ = writeln!(out, "  slicing     {kind}: {}", names.join(", "));
     }
     let _ = writeln!(out, "  mtbf        {:.0} h (assumed)", d.mtbf_s / 3600.0);
@@ -246,7 +308,14 @@ fn site_json(s: &Site) -> Value {
 
 fn pool_text(p: &Pool) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "pool {} — {} ({} devices, prices in {})", p.id.value, p.name, p.total_devices(), p.currency.value);
+    let _ = writeln!(
+        out,
+        "pool {} — {} ({} devices, prices in {})",
+        p.id.value,
+        p.name,
+        p.total_devices(),
+        p.currency.value
+    );
     let rows: Vec<Vec<String>> = p
         .sites
         .iter()
@@ -268,7 +337,16 @@ fn pool_text(p: &Pool) -> String {
             ]
         })
         .collect();
-    out.push_str(&table(&["SITE", "REGION", "gCO2/kWh", "POWER/kWh", "DEVICES (free/total)"], &rows));
+    out.push_str(&table(
+        &[
+            "SITE",
+            "REGION",
+            "gCO2/kWh",
+            "POWER/kWh",
+            "DEVICES (free/total)",
+        ],
+        &rows,
+    ));
     if !p.links.is_empty() {
         let _ = writeln!(out, "links");
         for l in &p.links {
@@ -290,9 +368,20 @@ fn pool_text(p: &Pool) -> String {
             let quota: Vec<String> = t
                 .quota
                 .iter()
-                .map(|q| format!("{} {}+{}", q.device.value, q.guaranteed.value, q.elastic.value))
+                .map(|q| {
+                    format!(
+                        "{} {}+{}",
+                        q.device.value, q.guaranteed.value, q.elastic.value
+                    )
+                })
                 .collect();
-            let _ = writeln!(out, "  {:<10} {}  quota (guaranteed+elastic): {}", t.name.value, t.checkpoint_root.value, quota.join(", "));
+            let _ = writeln!(
+                out,
+                "  {:<10} {}  quota (guaranteed+elastic): {}",
+                t.name.value,
+                t.checkpoint_root.value,
+                quota.join(", ")
+            );
         }
     }
     out
@@ -300,17 +389,39 @@ fn pool_text(p: &Pool) -> String {
 
 fn site_text(p: &Pool, s: &Site) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "site {}/{} — {}, {}", p.id.value, s.name.value, s.city, s.region);
-    let _ = writeln!(out, "  carbon      {:.0} gCO2/kWh, PUE {:.2}", s.carbon_g_per_kwh, s.pue);
+    let _ = writeln!(
+        out,
+        "site {}/{} — {}, {}",
+        p.id.value, s.name.value, s.city, s.region
+    );
+    let _ = writeln!(
+        out,
+        "  carbon      {:.0} gCO2/kWh, PUE {:.2}",
+        s.carbon_g_per_kwh, s.pue
+    );
     let (lo, hi) = s
         .power_price_per_kwh
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-    let _ = writeln!(out, "  power       {:.2}–{:.2} {}/kWh (mean {:.2})", lo, hi, p.currency.value, s.mean_power_price());
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    let _ = writeln!(
+        out,
+        "  power       {:.2}–{:.2} {}/kWh (mean {:.2})",
+        lo,
+        hi,
+        p.currency.value,
+        s.mean_power_price()
+    );
     let _ = writeln!(out, "  storage     {:.0} GB/s", s.storage_bandwidth / GB);
     let _ = writeln!(out, "  topology    {} nodes per block", s.nodes_per_block);
     for d in &s.datasets {
-        let _ = writeln!(out, "  dataset     {} ({:.1} TB)", d.name, d.size_bytes / 1e12);
+        let _ = writeln!(
+            out,
+            "  dataset     {} ({:.1} TB)",
+            d.name,
+            d.size_bytes / 1e12
+        );
     }
     let rows: Vec<Vec<String>> = s
         .node_groups
@@ -328,7 +439,15 @@ fn site_text(p: &Pool, s: &Site) -> String {
         })
         .collect();
     out.push_str(&table(
-        &["GROUP", "DEVICE", "NODES", "FREE/TOTAL", &format!("{}/DEV-H", p.currency.value), "SOFTWARE", "PARTITION"],
+        &[
+            "GROUP",
+            "DEVICE",
+            "NODES",
+            "FREE/TOTAL",
+            &format!("{}/DEV-H", p.currency.value),
+            "SOFTWARE",
+            "PARTITION",
+        ],
         &rows,
     ));
     out

@@ -12,7 +12,11 @@ use crate::span::{Span, Spanned};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Builds the catalogue from the loaded files, checking what spans several of them.
-pub(crate) fn assemble(devices: Vec<Device>, pools: Vec<(Pool, Source<'_>)>, diags: &mut Vec<Diagnostic>) -> Catalogue {
+pub(crate) fn assemble(
+    devices: Vec<Device>,
+    pools: Vec<(Pool, Source<'_>)>,
+    diags: &mut Vec<Diagnostic>,
+) -> Catalogue {
     let mut catalogue = Catalogue::default();
     for device in devices {
         if let Some(first) = catalogue.devices.get(&device.id.value) {
@@ -44,7 +48,11 @@ fn duplicate(what: &str, name: &Spanned<String>, first: Span) -> Diagnostic {
 }
 
 /// Remembers the first span of each name and reports the repeats.
-fn unique<'a>(what: &str, names: impl IntoIterator<Item = &'a Spanned<String>>, diags: &mut Vec<Diagnostic>) {
+fn unique<'a>(
+    what: &str,
+    names: impl IntoIterator<Item = &'a Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
     for name in names {
         match seen.get(name.value.as_str()) {
@@ -56,8 +64,19 @@ fn unique<'a>(what: &str, names: impl IntoIterator<Item = &'a Spanned<String>>, 
     }
 }
 
-fn unknown(code: &'static str, what: &str, name: &Spanned<String>, known: &[&str], where_: &str) -> Diagnostic {
-    let d = Diagnostic::error(code, format!("unknown {what} `{}`", name.value), name.span, format!("no {what} of this name {where_}"));
+fn unknown(
+    code: &'static str,
+    what: &str,
+    name: &Spanned<String>,
+    known: &[&str],
+    where_: &str,
+) -> Diagnostic {
+    let d = Diagnostic::error(
+        code,
+        format!("unknown {what} `{}`", name.value),
+        name.span,
+        format!("no {what} of this name {where_}"),
+    );
     match crate::suggest::closest(&name.value, known.iter().copied()) {
         Some(s) => d.with_help(format!("did you mean `{s}`?")),
         None => d.with_help(format!("use one of {}", super::yaml::one_of(known))),
@@ -68,14 +87,27 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
     let device_ids: Vec<&str> = devices.keys().map(String::as_str).collect();
     let site_names: Vec<&str> = pool.sites.iter().map(|s| s.name.value.as_str()).collect();
     unique("site", pool.sites.iter().map(|s| &s.name), diags);
-    unique("node group", pool.sites.iter().flat_map(|s| &s.node_groups).map(|g| &g.name), diags);
+    unique(
+        "node group",
+        pool.sites
+            .iter()
+            .flat_map(|s| &s.node_groups)
+            .map(|g| &g.name),
+        diags,
+    );
     unique("tenant", pool.tenants.iter().map(|t| &t.name), diags);
 
     // Node groups: known device, no more devices per node than a node of it holds, software.
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for group in pool.sites.iter().flat_map(|s| &s.node_groups) {
         let Some(device) = devices.get(&group.device.value) else {
-            diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &group.device, &device_ids, "in the catalogue"));
+            diags.push(unknown(
+                codes::UNKNOWN_DEVICE,
+                "device",
+                &group.device,
+                &device_ids,
+                "in the catalogue",
+            ));
             continue;
         };
         *totals.entry(device.id.value.as_str()).or_default() += group.devices();
@@ -112,7 +144,11 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
                     "too old for this device",
                 )
                 .with_related(device.min_version.span, "the device's minimum version")
-                .with_help(format!("upgrade the node group to {} {} or newer", device.stack.as_str(), device.min_version.value)),
+                .with_help(format!(
+                    "upgrade the node group to {} {} or newer",
+                    device.stack.as_str(),
+                    device.min_version.value
+                )),
             );
         }
     }
@@ -121,7 +157,13 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
     for link in &pool.links {
         for end in [&link.a, &link.b] {
             if !site_names.contains(&end.value.as_str()) {
-                diags.push(unknown(codes::UNKNOWN_SITE, "site", end, &site_names, "in this pool"));
+                diags.push(unknown(
+                    codes::UNKNOWN_SITE,
+                    "site",
+                    end,
+                    &site_names,
+                    "in this pool",
+                ));
             }
         }
         if link.a.value == link.b.value {
@@ -140,39 +182,66 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
     // Reachability: each site reaches the sites it claims (all others when it claims none).
     let mut adjacent: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for link in &pool.links {
-        adjacent.entry(&link.a.value).or_default().insert(&link.b.value);
-        adjacent.entry(&link.b.value).or_default().insert(&link.a.value);
+        adjacent
+            .entry(&link.a.value)
+            .or_default()
+            .insert(&link.b.value);
+        adjacent
+            .entry(&link.b.value)
+            .or_default()
+            .insert(&link.a.value);
     }
     for site in &pool.sites {
         let reached = reachable(&site.name.value, &adjacent);
         if site.reaches.is_empty() {
-            let missing: Vec<&str> =
-                site_names.iter().copied().filter(|n| !reached.contains(n)).collect();
+            let missing: Vec<&str> = site_names
+                .iter()
+                .copied()
+                .filter(|n| !reached.contains(n))
+                .collect();
             if !missing.is_empty() {
                 diags.push(
                     Diagnostic::error(
                         codes::UNREACHABLE_SITE,
-                        format!("site `{}` cannot reach {} over any link", site.name.value, super::yaml::one_of(&missing)),
+                        format!(
+                            "site `{}` cannot reach {} over any link",
+                            site.name.value,
+                            super::yaml::one_of(&missing)
+                        ),
                         site.name.span,
                         "no path of links to some sites",
                     )
-                    .with_help("add a link under `links`, or list the sites it does reach under `reaches`"),
+                    .with_help(
+                        "add a link under `links`, or list the sites it does reach under `reaches`",
+                    ),
                 );
             }
         }
         for target in &site.reaches {
             if !site_names.contains(&target.value.as_str()) {
-                diags.push(unknown(codes::UNKNOWN_SITE, "site", target, &site_names, "in this pool"));
+                diags.push(unknown(
+                    codes::UNKNOWN_SITE,
+                    "site",
+                    target,
+                    &site_names,
+                    "in this pool",
+                ));
             } else if !reached.contains(target.value.as_str()) {
                 diags.push(
                     Diagnostic::error(
                         codes::UNREACHABLE_SITE,
-                        format!("site `{}` cannot reach `{}` over any link", site.name.value, target.value),
+                        format!(
+                            "site `{}` cannot reach `{}` over any link",
+                            site.name.value, target.value
+                        ),
                         target.span,
                         "claimed here, but no path of links leads there",
                     )
                     .with_related(site.name.span, "the site that claims it")
-                    .with_help(format!("add a link between `{}` and `{}` (or via another site) under `links`", site.name.value, target.value)),
+                    .with_help(format!(
+                        "add a link between `{}` and `{}` (or via another site) under `links`",
+                        site.name.value, target.value
+                    )),
                 );
             }
         }
@@ -183,15 +252,33 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
     for tenant in &pool.tenants {
         for site in &tenant.sites {
             if !site_names.contains(&site.value.as_str()) {
-                diags.push(unknown(codes::UNKNOWN_SITE, "site", site, &site_names, "in this pool"));
+                diags.push(unknown(
+                    codes::UNKNOWN_SITE,
+                    "site",
+                    site,
+                    &site_names,
+                    "in this pool",
+                ));
             }
         }
         for quota in &tenant.quota {
             if !devices.contains_key(&quota.device.value) {
-                diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &quota.device, &device_ids, "in the catalogue"));
+                diags.push(unknown(
+                    codes::UNKNOWN_DEVICE,
+                    "device",
+                    &quota.device,
+                    &device_ids,
+                    "in the catalogue",
+                ));
             } else if !totals.contains_key(quota.device.value.as_str()) {
                 let in_pool: Vec<&str> = totals.keys().copied().collect();
-                diags.push(unknown(codes::UNKNOWN_DEVICE, "device", &quota.device, &in_pool, "in this pool's node groups"));
+                diags.push(unknown(
+                    codes::UNKNOWN_DEVICE,
+                    "device",
+                    &quota.device,
+                    &in_pool,
+                    "in this pool's node groups",
+                ));
             } else {
                 let entry = guaranteed.entry(&quota.device.value).or_default();
                 entry.0 += u64::from(quota.guaranteed.value);
@@ -220,7 +307,10 @@ fn check_pool(pool: &Pool, devices: &BTreeMap<String, Device>, diags: &mut Vec<D
 }
 
 /// Every site reachable from `start` over links, `start` included.
-fn reachable<'a>(start: &'a str, adjacent: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> BTreeSet<&'a str> {
+fn reachable<'a>(
+    start: &'a str,
+    adjacent: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+) -> BTreeSet<&'a str> {
     let mut seen = BTreeSet::from([start]);
     let mut queue = VecDeque::from([start]);
     while let Some(site) = queue.pop_front() {

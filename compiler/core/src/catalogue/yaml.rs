@@ -24,11 +24,20 @@ impl Source<'_> {
     pub fn span(&self, location: &Location) -> Span {
         let span = location.span();
         let start = match span.byte_offset() {
-            Some(offset) => usize::try_from(offset).unwrap_or(usize::MAX).min(self.text.len()),
+            Some(offset) => usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(self.text.len()),
             None => self.offset_of(location.line(), location.column()),
         };
-        let len = span.byte_len().and_then(|l| usize::try_from(l).ok()).unwrap_or(0);
-        let end = if len == 0 { start + self.token_len(start) } else { start + len };
+        let len = span
+            .byte_len()
+            .and_then(|l| usize::try_from(l).ok())
+            .unwrap_or(0);
+        let end = match self.flow_end(start) {
+            Some(end) => end,
+            None if len == 0 => start + self.token_len(start),
+            None => start + len,
+        };
         Span::new(self.file, start, end.min(self.text.len()))
     }
 
@@ -46,6 +55,29 @@ impl Source<'_> {
         self.text.len()
     }
 
+    /// The end of a flow collection (`[...]` or `{...}`) that starts at `start`, if one does.
+    fn flow_end(&self, start: usize) -> Option<usize> {
+        let rest = self.text.get(start..)?;
+        if !(rest.starts_with('[') || rest.starts_with('{')) {
+            return None;
+        }
+        let mut depth = 0usize;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' | '{' => depth += 1,
+                ']' | '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return Some(start + i + 1);
+                    }
+                }
+                '\n' => return None,
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Length of the token at `start`: up to the end of the line, without trailing blanks or a
     /// comment.
     fn token_len(&self, start: usize) -> usize {
@@ -53,14 +85,19 @@ impl Source<'_> {
         let line = rest.split('\n').next().unwrap_or("");
         let line = line.split(" #").next().unwrap_or(line);
         let line = line.strip_prefix("- ").unwrap_or(line);
-        let key_only = line.find(": ").map_or(line, |i| line.get(..i).unwrap_or(line));
+        let key_only = line
+            .find(": ")
+            .map_or(line, |i| line.get(..i).unwrap_or(line));
         let token = if key_only.is_empty() { line } else { key_only };
         token.trim_end().len().max(1).min(rest.len())
     }
 
     /// The source text of `span`, shortened for messages.
     pub fn snippet(&self, span: Span) -> String {
-        let text = self.text.get(span.start as usize..span.end as usize).unwrap_or("");
+        let text = self
+            .text
+            .get(span.start as usize..span.end as usize)
+            .unwrap_or("");
         let text = text.lines().next().unwrap_or("").trim();
         if text.chars().count() > 40 {
             let short: String = text.chars().take(37).collect();
@@ -78,7 +115,10 @@ impl Source<'_> {
         let line = line.trim_start().trim_start_matches("- ").trim_start();
         let (key, _) = line.split_once(':')?;
         let key = key.trim().trim_matches('"').trim_matches('\'');
-        let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+        let plain = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
         plain.then(|| key.to_string())
     }
 }
@@ -115,7 +155,11 @@ fn describe_type(ty: &str) -> String {
 
 /// Quoted, comma-separated list of names for help lines.
 pub(crate) fn one_of(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Converts a deserialisation error of `source` into one diagnostic.
@@ -126,39 +170,45 @@ pub(crate) fn schema_error(source: &Source<'_>, error: &Error, what: &str) -> Di
     };
     let found = source.snippet(span);
     let field = source.field_at(span);
-    let in_field = field.as_ref().map(|f| format!(" in `{f}`")).unwrap_or_default();
-    match error {
-        Error::SerdeUnknownField { field, expected, .. } => {
+    let in_field = field
+        .as_ref()
+        .map(|f| format!(" in `{f}`"))
+        .unwrap_or_default();
+    match error.without_snippet() {
+        Error::SerdeUnknownField {
+            field, expected, ..
+        } => {
             let suggestion = crate::suggest::closest(field, expected.iter().copied());
             let help = match suggestion {
-                Some(s) => format!("did you mean `{s}`? the fields of a {what} are {}", one_of(expected)),
+                Some(s) => format!(
+                    "did you mean `{s}`? the fields of a {what} are {}",
+                    one_of(expected)
+                ),
                 None => format!("remove it; the fields of a {what} are {}", one_of(expected)),
             };
-            Diagnostic::error(crate::catalogue::codes::UNKNOWN_FIELD, format!("unknown field `{field}`"), span, "not a field here")
-                .with_help(help)
+            Diagnostic::error(
+                crate::catalogue::codes::UNKNOWN_FIELD,
+                format!("unknown field `{field}`"),
+                span,
+                "not a field here",
+            )
+            .with_help(help)
         }
         Error::DuplicateMappingKey { key, .. } => {
-            let key = key.clone().unwrap_or(found);
-            let mut d = Diagnostic::error(
-                crate::catalogue::codes::DUPLICATE_KEY,
-                format!("duplicate key `{key}`"),
-                span,
-                "written a second time here",
-            )
-            .with_help("keep one of the two entries; YAML keys must be unique in a mapping");
-            if let Some(first) = first_key_before(source, &key, span) {
-                d = d.with_related(first, "first written here");
-            }
-            d
+            duplicate_key(source, key.clone().unwrap_or(found), span)
         }
         Error::SerdeMissingField { field, .. } => Diagnostic::error(
             crate::catalogue::codes::MISSING_FIELD,
             format!("missing field `{field}`"),
             span,
-            format!("this mapping needs `{field}`"),
+            format!("the mapping that ends here lacks `{field}`"),
         )
-        .with_help(format!("add `{field}:`; see docs/catalogue.md for what it holds")),
-        Error::SerdeUnknownVariant { variant, expected, .. } => {
+        .with_help(format!(
+            "add `{field}:`; see docs/catalogue.md for what it holds"
+        )),
+        Error::SerdeUnknownVariant {
+            variant, expected, ..
+        } => {
             let suggestion = crate::suggest::closest(variant, expected.iter().copied());
             let help = match suggestion {
                 Some(s) => format!("did you mean `{s}`? write one of {}", one_of(expected)),
@@ -166,19 +216,36 @@ pub(crate) fn schema_error(source: &Source<'_>, error: &Error, what: &str) -> Di
             };
             Diagnostic::error(
                 crate::catalogue::codes::WRONG_TYPE,
-                format!("expected one of {}{in_field}, found `{variant}`", one_of(expected)),
+                format!(
+                    "expected one of {}{in_field}, found `{variant}`",
+                    one_of(expected)
+                ),
                 span,
                 "not a known keyword",
             )
             .with_help(help)
         }
         Error::InvalidScalar { ty, .. } => wrong_type(span, &describe_type(ty), &found, &in_field),
-        Error::Unexpected { expected, .. } => wrong_type(span, &describe_type(expected), &found, &in_field),
-        Error::SerdeInvalidType { expected, unexpected, .. } => {
+        Error::Unexpected { expected, .. } => {
+            wrong_type(span, &describe_type(expected), &found, &in_field)
+        }
+        Error::SerdeInvalidType {
+            expected,
+            unexpected,
+            ..
+        } => {
             let _ = unexpected;
             wrong_type(span, expected, &found, &in_field)
         }
         Error::SerdeInvalidValue { expected, .. } => wrong_type(span, expected, &found, &in_field),
+        other if bare_message(other).starts_with("duplicate mapping key") => {
+            let message = bare_message(other);
+            let key = message
+                .strip_prefix("duplicate mapping key: ")
+                .and_then(|rest| rest.split(", set ").next())
+                .map_or(found, str::to_string);
+            duplicate_key(source, key, span)
+        }
         other => Diagnostic::error(
             crate::catalogue::codes::INVALID_YAML,
             format!("invalid YAML: {}", bare_message(other)),
@@ -189,6 +256,20 @@ pub(crate) fn schema_error(source: &Source<'_>, error: &Error, what: &str) -> Di
     }
 }
 
+fn duplicate_key(source: &Source<'_>, key: String, span: Span) -> Diagnostic {
+    let mut d = Diagnostic::error(
+        crate::catalogue::codes::DUPLICATE_KEY,
+        format!("duplicate key `{key}`"),
+        span,
+        "written a second time here",
+    )
+    .with_help("keep one of the two entries; YAML keys must be unique in a mapping");
+    if let Some(first) = first_key_before(source, &key, span) {
+        d = d.with_related(first, "first written here");
+    }
+    d
+}
+
 fn wrong_type(span: Span, expected: &str, found: &str, in_field: &str) -> Diagnostic {
     Diagnostic::error(
         crate::catalogue::codes::WRONG_TYPE,
@@ -196,7 +277,9 @@ fn wrong_type(span: Span, expected: &str, found: &str, in_field: &str) -> Diagno
         span,
         format!("not {expected}"),
     )
-    .with_help(format!("write {expected} here; see docs/catalogue.md for the schema"))
+    .with_help(format!(
+        "write {expected} here; see docs/catalogue.md for the schema"
+    ))
 }
 
 /// The span of the earlier `key:` of the same mapping as the duplicate at `dup`: walks back
@@ -220,7 +303,11 @@ fn first_key_before(source: &Source<'_>, key: &str, dup: Span) -> Option<Span> {
             None => (line_indent, content),
         };
         if column == indent && body.starts_with(&format!("{key}:")) {
-            return Some(Span::new(source.file, start + column, start + column + key.len()));
+            return Some(Span::new(
+                source.file,
+                start + column,
+                start + column + key.len(),
+            ));
         }
         if column < indent || body.len() != content.len() {
             return None;
