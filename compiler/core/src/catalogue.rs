@@ -21,16 +21,18 @@ pub mod model;
 mod raw;
 mod report;
 mod validate;
+mod values;
 mod yaml;
 
 #[cfg(test)]
 mod tests;
 
 pub use builtin::{builtin, builtin_sources};
-pub use load::{compare_versions, load, parse_version};
+pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{
     Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site, SliceProfile,
     SlicingKind, Stack, Status, Tenant,
 };
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};
+pub use values::{compare_versions, parse_version};

@@ -4,8 +4,8 @@
 //! Every check runs on every item and reports everything; the caller sorts the result.
 
 use super::codes;
-use super::load::compare_versions;
 use super::model::{Catalogue, Device, Pool};
+use super::values::compare_versions;
 use super::yaml::Source;
 use crate::diagnostics::Diagnostic;
 use crate::span::{Span, Spanned};
