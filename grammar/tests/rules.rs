@@ -6,7 +6,9 @@ use pest::Parser;
 /// Parses `input` with `rule` and returns whether the rule consumed all of it.
 fn consumes_all(rule: Rule, input: &str) -> bool {
     match LoamParser::parse(rule, input) {
-        Ok(mut pairs) => pairs.next().is_some_and(|p| p.as_str().len() == input.len()),
+        Ok(mut pairs) => pairs
+            .next()
+            .is_some_and(|p| p.as_str().len() == input.len()),
         Err(_) => false,
     }
 }
@@ -22,7 +24,9 @@ fn numbers_with_separators_and_fractions() {
 
 #[test]
 fn quantities_take_any_unit_word() {
-    for ok in ["70B", "48TB", "3.35TB/s", "400Gbps", "30d", "200ms", "80GiB"] {
+    for ok in [
+        "70B", "48TB", "3.35TB/s", "400Gbps", "30d", "200ms", "80GiB",
+    ] {
         assert!(consumes_all(Rule::quantity, ok), "{ok}");
     }
     assert!(!consumes_all(Rule::quantity, "48 TB"));
@@ -74,7 +78,10 @@ fn names_allow_dashes_and_underscores() {
 #[test]
 fn every_rule_has_human_words() {
     // `describe` is total by construction (an exhaustive match); check none leaks a rule name.
-    for word in [loam_grammar::describe(Rule::assign), loam_grammar::describe(Rule::open_brace)] {
+    for word in [
+        loam_grammar::describe(Rule::assign),
+        loam_grammar::describe(Rule::open_brace),
+    ] {
         assert!(word.starts_with('`'), "{word}");
     }
 }

@@ -23,32 +23,48 @@ pub fn split_fixture(default_name: &str, fixture: &str) -> Vec<VirtualFile> {
     let mut files: Vec<VirtualFile> = Vec::new();
     for line in fixture.split_inclusive('\n') {
         let trimmed = line.trim_end();
-        if let Some(name) =
-            trimmed.strip_prefix("--- ").and_then(|rest| rest.strip_suffix(" ---"))
+        if let Some(name) = trimmed
+            .strip_prefix("--- ")
+            .and_then(|rest| rest.strip_suffix(" ---"))
         {
-            files.push(VirtualFile { name: name.to_string(), text: String::new() });
+            files.push(VirtualFile {
+                name: name.to_string(),
+                text: String::new(),
+            });
         } else if let Some(last) = files.last_mut() {
             last.text.push_str(line);
         } else {
-            files.push(VirtualFile { name: default_name.to_string(), text: line.to_string() });
+            files.push(VirtualFile {
+                name: default_name.to_string(),
+                text: line.to_string(),
+            });
         }
     }
     if files.is_empty() {
-        files.push(VirtualFile { name: default_name.to_string(), text: String::new() });
+        files.push(VirtualFile {
+            name: default_name.to_string(),
+            text: String::new(),
+        });
     }
     files
 }
 
 /// Parses and checks every `.loam` file of a fixture; returns the specs with their diagnostics.
 pub fn check_files(files: &[VirtualFile]) -> Specs {
-    let mut specs =
-        Specs { sources: SourceMap::new(), files: Vec::new(), jobs: Vec::new(), diagnostics: Vec::new() };
+    let mut specs = Specs {
+        sources: SourceMap::new(),
+        files: Vec::new(),
+        jobs: Vec::new(),
+        diagnostics: Vec::new(),
+    };
     for file in files.iter().filter(|f| f.name.ends_with(".loam")) {
         add_spec(&mut specs, file.name.clone(), file.text.as_bytes());
     }
     let duplicates = check_unique_job_names(&specs.jobs);
     specs.diagnostics.extend(duplicates);
-    specs.diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    specs
+        .diagnostics
+        .sort_by_key(|d| (d.span.file, d.span.start, d.code));
     specs
 }
 
@@ -75,10 +91,17 @@ pub fn run_cli(args: &[&str], stdin: &str) -> (u8, String, String) {
     let mut argv = vec!["loam", "--color", "never"];
     argv.extend_from_slice(args);
     let code = loam_cli::run(argv, &mut out, &mut err, &mut input);
-    (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
 }
 
 /// The repository root (the parent of this crate's folder).
 pub fn repo_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
 }

@@ -24,6 +24,11 @@ fn fmt_fixtures_rewrite_to_the_expected_text_and_stay_fixed() {
         let formatted = loam_compiler::fmt::format_source(&input.text).unwrap();
         assert_eq!(formatted, expected.text, "{}", path.display());
         let again = loam_compiler::fmt::format_source(&formatted).unwrap();
-        assert_eq!(again, formatted, "formatting is not a fixed point for {}", path.display());
+        assert_eq!(
+            again,
+            formatted,
+            "formatting is not a fixed point for {}",
+            path.display()
+        );
     });
 }

@@ -3,7 +3,11 @@
 use loam_tests::{repo_root, run_cli};
 
 fn example(name: &str) -> String {
-    repo_root().join("examples").join(name).to_string_lossy().into_owned()
+    repo_root()
+        .join("examples")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[test]
@@ -19,7 +23,14 @@ fn three_mistakes_give_three_located_coded_diagnostics() {
     let path = repo_root().join("tests/cases/check/three-mistakes.loam");
     let (code, _, err) = run_cli(&["check", path.to_str().unwrap()], "");
     assert_eq!(code, 1);
-    for expected in ["L1002", "L1008", "L1009", "three-mistakes.loam:6:5", "three-mistakes.loam:11:15", "three-mistakes.loam:17:20"] {
+    for expected in [
+        "L1002",
+        "L1008",
+        "L1009",
+        "three-mistakes.loam:6:5",
+        "three-mistakes.loam:11:15",
+        "three-mistakes.loam:17:20",
+    ] {
         assert!(err.contains(expected), "missing {expected} in:\n{err}");
     }
     assert!(err.contains("3 errors"), "{err}");
@@ -34,7 +45,17 @@ fn check_json_lists_every_diagnostic_with_its_location() {
     let diagnostics = doc["diagnostics"].as_array().unwrap();
     assert_eq!(diagnostics.len(), 3);
     for d in diagnostics {
-        for key in ["file", "line", "column", "end_line", "end_column", "code", "severity", "message", "help"] {
+        for key in [
+            "file",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "code",
+            "severity",
+            "message",
+            "help",
+        ] {
             assert!(!d[key].is_null(), "{key} missing in {d}");
         }
     }
@@ -79,7 +100,10 @@ fn fmt_check_reports_and_writes_nothing() {
     let (code, _, _) = run_cli(&["fmt", dir.to_str().unwrap()], "");
     assert_eq!(code, 0);
     let formatted = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(formatted, "job \"a\" {\n  tenant = \"t\"\n  model {\n    layers = 1\n  }\n}\n");
+    assert_eq!(
+        formatted,
+        "job \"a\" {\n  tenant = \"t\"\n  model {\n    layers = 1\n  }\n}\n"
+    );
     let (code, _, _) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
     assert_eq!(code, 0);
 }
@@ -93,7 +117,10 @@ fn fmt_leaves_every_file_alone_when_one_does_not_parse() {
     std::fs::write(dir.join("b.loam"), "job \"b\" {\n").unwrap();
     let (code, _, err) = run_cli(&["fmt", dir.to_str().unwrap()], "");
     assert_eq!(code, 1);
-    assert!(err.contains("L0001") && err.contains("nothing was written"), "{err}");
+    assert!(
+        err.contains("L0001") && err.contains("nothing was written"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(dir.join("a.loam")).unwrap(), good);
 }
 

@@ -18,7 +18,9 @@ fn loam_fences(text: &str) -> Vec<String> {
 #[test]
 fn doc_examples_check_clean_and_are_formatted() {
     let mut n_examples = 0;
-    let docs = std::fs::read_dir(repo_root().join("docs")).unwrap().map(|e| e.unwrap().path());
+    let docs = std::fs::read_dir(repo_root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path());
     for path in docs.chain([repo_root().join("README.md")]) {
         if path.extension().is_none_or(|e| e != "md") {
             continue;
@@ -26,9 +28,18 @@ fn doc_examples_check_clean_and_are_formatted() {
         let text = std::fs::read_to_string(&path).unwrap();
         for example in loam_fences(&text) {
             let output = check("example.loam", &example);
-            assert!(output.starts_with("no diagnostics"), "{}:\n{example}\n{output}", path.display());
+            assert!(
+                output.starts_with("no diagnostics"),
+                "{}:\n{example}\n{output}",
+                path.display()
+            );
             let formatted = loam_compiler::fmt::format_source(&example).unwrap();
-            assert_eq!(formatted, example, "{} example is not canonical", path.display());
+            assert_eq!(
+                formatted,
+                example,
+                "{} example is not canonical",
+                path.display()
+            );
             n_examples += 1;
         }
     }

@@ -24,8 +24,14 @@ fn every_code_has_a_page_and_every_page_a_code() {
     let documented: BTreeSet<String> = pages().into_iter().map(|(code, _)| code).collect();
     let undocumented: Vec<_> = registered.difference(&documented).collect();
     let orphans: Vec<_> = documented.difference(&registered).collect();
-    assert!(undocumented.is_empty(), "codes without a page: {undocumented:?}");
-    assert!(orphans.is_empty(), "pages without a registered code: {orphans:?}");
+    assert!(
+        undocumented.is_empty(),
+        "codes without a page: {undocumented:?}"
+    );
+    assert!(
+        orphans.is_empty(),
+        "pages without a registered code: {orphans:?}"
+    );
     for info in codes::all() {
         assert!(
             info.explanation.starts_with(&format!("# {}: ", info.code)),
@@ -51,9 +57,14 @@ fn every_page_example_renders_the_output_on_the_page() {
     let mut stale = Vec::new();
     for (code, path) in pages() {
         let page = std::fs::read_to_string(&path).unwrap();
-        let Some((_, _, example)) = fenced_after(&page, "## Example", "loam") else { continue };
+        let Some((_, _, example)) = fenced_after(&page, "## Example", "loam") else {
+            continue;
+        };
         let rendered = check("example.loam", example);
-        assert!(rendered.contains(&code), "the {code} example does not produce {code}:\n{rendered}");
+        assert!(
+            rendered.contains(&code),
+            "the {code} example does not produce {code}:\n{rendered}"
+        );
         let (start, end, shown) = fenced_after(&page, "## Output", "text").unwrap();
         if shown != rendered {
             if bless {
@@ -64,7 +75,10 @@ fn every_page_example_renders_the_output_on_the_page() {
             }
         }
     }
-    assert!(stale.is_empty(), "pages whose output is stale (run with LOAM_BLESS=1): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "pages whose output is stale (run with LOAM_BLESS=1): {stale:?}"
+    );
 }
 
 #[test]

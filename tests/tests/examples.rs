@@ -18,7 +18,11 @@ fn every_example_checks_clean() {
     for path in examples() {
         let text = std::fs::read_to_string(&path).unwrap();
         let output = check("example.loam", &text);
-        assert!(output.starts_with("no diagnostics (1 jobs)"), "{}:\n{output}", path.display());
+        assert!(
+            output.starts_with("no diagnostics (1 jobs)"),
+            "{}:\n{output}",
+            path.display()
+        );
     }
 }
 
@@ -27,7 +31,12 @@ fn every_example_is_already_formatted() {
     for path in examples() {
         let text = std::fs::read_to_string(&path).unwrap();
         let formatted = loam_compiler::fmt::format_source(&text).unwrap();
-        assert_eq!(formatted, text, "{} is not in canonical layout (run `loam fmt`)", path.display());
+        assert_eq!(
+            formatted,
+            text,
+            "{} is not in canonical layout (run `loam fmt`)",
+            path.display()
+        );
     }
 }
 
@@ -39,7 +48,9 @@ fn formatting_every_fixture_is_a_fixed_point() {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
             // Fixtures with syntax errors are not formatted at all.
-            let Some(once) = loam_compiler::fmt::format_source(&text) else { continue };
+            let Some(once) = loam_compiler::fmt::format_source(&text) else {
+                continue;
+            };
             let twice = loam_compiler::fmt::format_source(&once).unwrap();
             assert_eq!(twice, once, "fmt is not idempotent on {}", path.display());
             n_files += 1;

@@ -19,7 +19,14 @@ fn value_shape(value: &Value) -> String {
         Value::Number(n) => format!("n:{}", n.text),
         Value::String(s) => format!("s:{:?}", s.value),
         Value::Ident(i) => format!("i:{}", i.name),
-        Value::List(l) => format!("[{}]", l.items.iter().map(value_shape).collect::<Vec<_>>().join(",")),
+        Value::List(l) => format!(
+            "[{}]",
+            l.items
+                .iter()
+                .map(value_shape)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     }
 }
 
@@ -40,7 +47,13 @@ fn block_shape(block: &Block) -> Shape {
 
 fn shapes(text: &str) -> Vec<Shape> {
     let parsed = parse(FileId(0), text);
-    parsed.file.expect("parses").blocks.iter().map(block_shape).collect()
+    parsed
+        .file
+        .expect("parses")
+        .blocks
+        .iter()
+        .map(block_shape)
+        .collect()
 }
 
 fn name() -> impl Strategy<Value = String> {
@@ -65,7 +78,12 @@ fn value() -> impl Strategy<Value = String> {
 
 /// Blank space as a careless author writes it.
 fn gap() -> impl Strategy<Value = String> {
-    prop_oneof![Just(" ".to_string()), Just("\n".to_string()), Just("\n\n  ".to_string()), Just("  # note\n".to_string())]
+    prop_oneof![
+        Just(" ".to_string()),
+        Just("\n".to_string()),
+        Just("\n\n  ".to_string()),
+        Just("  # note\n".to_string())
+    ]
 }
 
 fn block_text(depth: u32) -> BoxedStrategy<String> {
@@ -75,7 +93,12 @@ fn block_text(depth: u32) -> BoxedStrategy<String> {
     } else {
         prop_oneof![3 => attribute, 1 => block_text(depth - 1)].boxed()
     };
-    (name(), prop::option::of("[a-z0-9-]{1,8}"), prop::collection::vec(entry, 0..5), gap())
+    (
+        name(),
+        prop::option::of("[a-z0-9-]{1,8}"),
+        prop::collection::vec(entry, 0..5),
+        gap(),
+    )
         .prop_map(|(n, label, entries, g)| {
             let label = label.map(|l| format!(" \"{l}\"")).unwrap_or_default();
             format!("{n}{label} {{{g}{}}}\n", entries.concat())

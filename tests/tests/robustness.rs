@@ -29,7 +29,9 @@ fn empty_file() {
 
 #[test]
 fn binary_garbage() {
-    let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 & 0x7f).collect();
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 & 0x7f)
+        .collect();
     rejects("garbage", &garbage, "L0001");
 }
 
@@ -48,7 +50,9 @@ fn ten_megabyte_file() {
 
 #[test]
 fn ten_megabytes_of_valid_jobs_check() {
-    let job = std::fs::read_to_string(loam_tests::repo_root().join("examples/llama3-8b-finetune.loam")).unwrap();
+    let job =
+        std::fs::read_to_string(loam_tests::repo_root().join("examples/llama3-8b-finetune.loam"))
+            .unwrap();
     let mut text = String::new();
     let mut i = 0;
     while text.len() < 10 * 1024 * 1024 {
@@ -66,19 +70,29 @@ fn ten_thousand_deep_nesting() {
     let deep = format!("job \"x\" {}{}", "a { ".repeat(10_000), "}".repeat(10_001));
     let out = rejects("deep", deep.as_bytes(), "L0003");
     insta::assert_snapshot!(out);
-    let lists = format!("job \"x\" {{ a = {}{} }}", "[".repeat(10_000), "]".repeat(10_000));
+    let lists = format!(
+        "job \"x\" {{ a = {}{} }}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
     rejects("deep-list", lists.as_bytes(), "L0003");
 }
 
 #[test]
 fn thousand_digit_number() {
-    let text = format!("job \"x\" {{\n  tenant = \"a\"\n  model {{ layers = {} }}\n}}\n", "7".repeat(1000));
+    let text = format!(
+        "job \"x\" {{\n  tenant = \"a\"\n  model {{ layers = {} }}\n}}\n",
+        "7".repeat(1000)
+    );
     rejects("digits", text.as_bytes(), "L1010");
 }
 
 #[test]
 fn number_with_a_unit_that_overflows() {
-    let text = format!("job \"x\" {{\n  data \"d\" {{\n    site = a\n    size = {}PB\n  }}\n}}\n", "9".repeat(306));
+    let text = format!(
+        "job \"x\" {{\n  data \"d\" {{\n    site = a\n    size = {}PB\n  }}\n}}\n",
+        "9".repeat(306)
+    );
     rejects("overflow", text.as_bytes(), "L1010");
 }
 

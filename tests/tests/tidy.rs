@@ -24,7 +24,13 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
 
 fn source_files() -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for dir in ["grammar/src", "compiler/core/src", "compiler/cli/src", "backends/src", "tests/src"] {
+    for dir in [
+        "grammar/src",
+        "compiler/core/src",
+        "compiler/cli/src",
+        "backends/src",
+        "tests/src",
+    ] {
         rust_files(&repo_root().join(dir), &mut found);
     }
     found.sort();
@@ -39,7 +45,10 @@ fn every_source_file_starts_with_a_module_doc() {
         .filter(|p| !std::fs::read_to_string(p).unwrap().starts_with("//!"))
         .map(|p| p.display().to_string())
         .collect();
-    assert!(missing.is_empty(), "files without a `//!` first line: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` first line: {missing:#?}"
+    );
 }
 
 #[test]
@@ -51,11 +60,16 @@ fn modules_stay_small() {
             (lines > MAX_MODULE_LINES).then(|| format!("{} ({lines} lines)", p.display()))
         })
         .collect();
-    assert!(too_long.is_empty(), "split these modules by concern: {too_long:#?}");
+    assert!(
+        too_long.is_empty(),
+        "split these modules by concern: {too_long:#?}"
+    );
 }
 
 fn snapshot_files(dir: &Path, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -74,7 +88,10 @@ fn every_code_appears_in_a_snapshot() {
     for dir in ["tests", "compiler", "backends"] {
         snapshot_files(&repo_root().join(dir), &mut files);
     }
-    let snapshots: String = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let snapshots: String = files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
     let missing: Vec<&str> = codes::all()
         .iter()
         .map(|c| c.code)

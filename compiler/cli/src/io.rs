@@ -17,7 +17,11 @@ impl std::fmt::Display for IoError {
 /// (hidden folders and `target` skipped). Sorted and deduplicated, so output order is stable.
 pub fn find_spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IoError> {
     let defaults = [PathBuf::from(".")];
-    let paths = if paths.is_empty() { &defaults[..] } else { paths };
+    let paths = if paths.is_empty() {
+        &defaults[..]
+    } else {
+        paths
+    };
     let mut found = Vec::new();
     for path in paths {
         let meta = fs::metadata(path)
@@ -39,7 +43,10 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), IoError> {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if path.is_dir() {
             if !name.starts_with('.') && name != "target" {
                 walk(&path, found)?;
@@ -59,7 +66,10 @@ pub fn read(path: &Path) -> Result<Vec<u8>, IoError> {
 /// Writes `contents` to `path` through a temporary file in the same folder and a rename, so a
 /// reader never sees half a file.
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), IoError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.loam-tmp"));
     fs::write(&tmp, contents)

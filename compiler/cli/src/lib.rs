@@ -78,7 +78,12 @@ pub fn run(
         Color::Never => false,
         Color::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let mut cx = Context { out, err, stdin, color };
+    let mut cx = Context {
+        out,
+        err,
+        stdin,
+        color,
+    };
     let result = match &cli.command {
         Command::Check(a) => commands::check::run(a, &mut cx),
         Command::Fmt(a) => commands::fmt::run(a, &mut cx),

@@ -29,8 +29,12 @@ impl Specs {
 
 /// Reads, parses and checks the spec files named by `paths`.
 pub fn load_specs(paths: &[PathBuf]) -> Result<Specs, IoError> {
-    let mut specs =
-        Specs { sources: SourceMap::new(), files: Vec::new(), jobs: Vec::new(), diagnostics: Vec::new() };
+    let mut specs = Specs {
+        sources: SourceMap::new(),
+        files: Vec::new(),
+        jobs: Vec::new(),
+        diagnostics: Vec::new(),
+    };
     for path in io::find_spec_files(paths)? {
         let bytes = io::read(&path)?;
         let name = io::display(&path);
@@ -38,7 +42,9 @@ pub fn load_specs(paths: &[PathBuf]) -> Result<Specs, IoError> {
     }
     let duplicates = check_unique_job_names(&specs.jobs);
     specs.diagnostics.extend(duplicates);
-    specs.diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    specs
+        .diagnostics
+        .sort_by_key(|d| (d.span.file, d.span.start, d.code));
     Ok(specs)
 }
 
@@ -50,7 +56,7 @@ pub fn add_spec(specs: &mut Specs, name: String, bytes: &[u8]) {
     let text = match decode_utf8(id, bytes) {
         Ok(text) => text,
         Err(diagnostic) => {
-            specs.diagnostics.push(diagnostic);
+            specs.diagnostics.push(*diagnostic);
             return;
         }
     };

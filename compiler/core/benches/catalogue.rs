@@ -1,7 +1,12 @@
 //! Benchmarks of catalogue loading: the shipped catalogue, and a generated pool of 100,000
 //! devices in 50 sites (`cargo bench -p loam-compiler --bench catalogue`).
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::catalogue::{builtin_sources, load};

@@ -27,14 +27,34 @@ use std::collections::BTreeMap;
 const JOB: BlockSpec = BlockSpec {
     name: "job",
     fields: &["tenant", "priority"],
-    blocks: &["model", "train", "parallel", "data", "resources", "goal", "checkpoint"],
+    blocks: &[
+        "model",
+        "train",
+        "parallel",
+        "data",
+        "resources",
+        "goal",
+        "checkpoint",
+    ],
     label: LabelRule::Required,
 };
 const MODEL: BlockSpec = BlockSpec {
     name: "model",
     fields: &[
-        "arch", "mlp", "layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "seq_len",
-        "params", "experts", "top_k", "tie_embeddings", "sensitive",
+        "arch",
+        "mlp",
+        "layers",
+        "hidden",
+        "ffn",
+        "heads",
+        "kv_heads",
+        "vocab",
+        "seq_len",
+        "params",
+        "experts",
+        "top_k",
+        "tie_embeddings",
+        "sensitive",
     ],
     blocks: &[],
     label: LabelRule::None,
@@ -48,18 +68,36 @@ const TRAIN: BlockSpec = BlockSpec {
 const PARALLEL: BlockSpec = BlockSpec {
     name: "parallel",
     fields: &[
-        "tensor", "pipeline", "data", "context", "expert", "virtual_stages", "micro_batch",
-        "zero", "recompute", "sequence_parallel",
+        "tensor",
+        "pipeline",
+        "data",
+        "context",
+        "expert",
+        "virtual_stages",
+        "micro_batch",
+        "zero",
+        "recompute",
+        "sequence_parallel",
     ],
     blocks: &[],
     label: LabelRule::None,
 };
-const DATA: BlockSpec =
-    BlockSpec { name: "data", fields: &["site", "size"], blocks: &[], label: LabelRule::Required };
+const DATA: BlockSpec = BlockSpec {
+    name: "data",
+    fields: &["site", "size"],
+    blocks: &[],
+    label: LabelRule::Required,
+};
 const RESOURCES: BlockSpec = BlockSpec {
     name: "resources",
     fields: &[
-        "pool", "devices", "sites", "max_devices", "interruptible", "features", "software",
+        "pool",
+        "devices",
+        "sites",
+        "max_devices",
+        "interruptible",
+        "features",
+        "software",
         "max_latency",
     ],
     blocks: &[],
@@ -79,8 +117,16 @@ const CHECKPOINT: BlockSpec = BlockSpec {
 };
 
 /// Operations a spec may name in `model { sensitive = [...] }`.
-pub const OPERATIONS: &[&str] =
-    &["embedding", "attention", "mlp", "router", "norm", "softmax", "lm_head", "loss"];
+pub const OPERATIONS: &[&str] = &[
+    "embedding",
+    "attention",
+    "mlp",
+    "router",
+    "norm",
+    "softmax",
+    "lm_head",
+    "loss",
+];
 
 /// The largest parallel degree or layer count loam accepts; far beyond any real job, small
 /// enough that products of degrees never overflow.
@@ -143,13 +189,19 @@ pub fn check_file(file: &File) -> Checked {
             Diagnostic::error(
                 "L1016",
                 "expected a `job` block, found none",
-                Span { end: file.span.start, ..file.span },
+                Span {
+                    end: file.span.start,
+                    ..file.span
+                },
                 "this file defines no job",
             )
             .with_help("add a `job \"name\" { … }` block, or remove the file"),
         );
     }
-    Checked { jobs, diagnostics: diags.into_sorted() }
+    Checked {
+        jobs,
+        diagnostics: diags.into_sorted(),
+    }
 }
 
 /// Reports job names used more than once across files (each file is checked on its own first).
@@ -197,7 +249,9 @@ fn missing_block(parent: &Block, name: &str, diags: &mut Diagnostics) {
             parent.label.as_ref().map_or(parent.name.span, |l| l.span),
             format!("this {} has no `{name}` block", parent.name.name),
         )
-        .with_help(format!("add a `{name} {{ … }}` block; see docs/language.md")),
+        .with_help(format!(
+            "add a `{name} {{ … }}` block; see docs/language.md"
+        )),
     );
 }
 
@@ -206,14 +260,24 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
     let tenant = fields.string("tenant");
     let tenant = fields.require("tenant", tenant, "\"team-name\"");
     let priority = fields
-        .keyword("priority", Priority::from_keyword, &Priority::keywords(), false)
+        .keyword(
+            "priority",
+            Priority::from_keyword,
+            &Priority::keywords(),
+            false,
+        )
         .map_or(Priority::Normal, |p| p.value);
-    let name = block.label.as_ref().map(|l| Spanned::new(l.value.clone(), l.span));
+    let name = block
+        .label
+        .as_ref()
+        .map(|l| Spanned::new(l.value.clone(), l.span));
     drop(fields);
 
-    let model = required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
+    let model =
+        required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
     let train = required_block(block, "train", diags).and_then(|b| check_train(b, diags));
-    let resources = required_block(block, "resources", diags).and_then(|b| check_resources(b, diags));
+    let resources =
+        required_block(block, "resources", diags).and_then(|b| check_resources(b, diags));
     let parallel = single_block(block, "parallel", diags)
         .map(|b| parallel::read_parallel(b, &PARALLEL, diags))
         .unwrap_or_default();
@@ -254,10 +318,20 @@ fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<TrainSpec> {
     let tokens = f.require("tokens", tokens, "2T");
     let global_batch = f.integer("global_batch", 1, MAX_DIM, false);
     let global_batch = f.require("global_batch", global_batch, "1024");
-    let precision = f.keyword("precision", Precision::from_keyword, &Precision::keywords(), false);
+    let precision = f.keyword(
+        "precision",
+        Precision::from_keyword,
+        &Precision::keywords(),
+        false,
+    );
     let precision = f.require("precision", precision, "bf16");
     let optimizer = f
-        .keyword("optimizer", Optimizer::from_keyword, &Optimizer::keywords(), false)
+        .keyword(
+            "optimizer",
+            Optimizer::from_keyword,
+            &Optimizer::keywords(),
+            false,
+        )
         .map_or(Optimizer::Adamw, |o| o.value);
     Some(TrainSpec {
         tokens: tokens?.value,
@@ -294,34 +368,55 @@ fn check_resources(block: &Block, diags: &mut Diagnostics) -> Option<ResourcesSp
 
 fn check_goal(block: Option<&Block>, diags: &mut Diagnostics) -> GoalSpec {
     let Some(block) = block else {
-        return GoalSpec { optimize: Optimize::Balanced, deadline: None, budget: None, span: None };
+        return GoalSpec {
+            optimize: Optimize::Balanced,
+            deadline: None,
+            budget: None,
+            span: None,
+        };
     };
     let mut f = read_block(block, &GOAL, diags);
     let optimize = f
-        .keyword("optimize", Optimize::from_keyword, &Optimize::keywords(), false)
+        .keyword(
+            "optimize",
+            Optimize::from_keyword,
+            &Optimize::keywords(),
+            false,
+        )
         .map_or(Optimize::Balanced, |o| o.value);
     let deadline = f.quantity("deadline", &Dimension::Duration);
     let budget = f.money("budget");
-    GoalSpec { optimize, deadline, budget, span: Some(block.span) }
+    GoalSpec {
+        optimize,
+        deadline,
+        budget,
+        span: Some(block.span),
+    }
 }
 
 fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> CheckpointSpec {
-    let Some(block) = block else { return CheckpointSpec::default() };
+    let Some(block) = block else {
+        return CheckpointSpec::default();
+    };
     let mut f = read_block(block, &CHECKPOINT, diags);
     let path = f.string("path");
     let interval = match f.get("interval") {
         Some(a) if reader::is_auto(&a.value) => None,
         _ => f.quantity("interval", &Dimension::Duration),
     };
-    if let Some(path) = &path {
-        if let Some(problem) = checkpoint_path_problem(&path.value) {
-            f.diags.push(
+    if let Some(path) = &path
+        && let Some(problem) = checkpoint_path_problem(&path.value)
+    {
+        f.diags.push(
                 Diagnostic::error("L1018", format!("invalid checkpoint path: {problem}"), path.span, problem)
                     .with_help("write an absolute path below your tenant's checkpoint root, e.g. \"/ckpt/nlp/run-1\""),
             );
-        }
     }
-    CheckpointSpec { path, interval, span: Some(block.span) }
+    CheckpointSpec {
+        path,
+        interval,
+        span: Some(block.span),
+    }
 }
 
 /// What is wrong with a checkpoint path on its own (the tenant root is checked against the
@@ -351,7 +446,10 @@ fn check_data(job: &Block, diags: &mut Diagnostics) -> Vec<DataSpec> {
         drop(f);
         let Some(label) = &block.label else { continue };
         if let Some(first) = data.iter().find(|d| d.name.value == label.value) {
-            let name = crate::syntax::ast::Ident { name: label.value.clone(), span: label.span };
+            let name = crate::syntax::ast::Ident {
+                name: label.value.clone(),
+                span: label.span,
+            };
             diags.push(duplicate(&name, "data set", first.name.span));
             continue;
         }

@@ -73,7 +73,10 @@ impl Diagnostic {
         span: Span,
         label: impl Into<String>,
     ) -> Self {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message, span, label) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message, span, label)
+        }
     }
 
     /// Adds the help line.
@@ -84,7 +87,10 @@ impl Diagnostic {
 
     /// Adds a secondary label.
     pub fn with_related(mut self, span: Span, message: impl Into<String>) -> Self {
-        self.related.push(Label { span, message: message.into() });
+        self.related.push(Label {
+            span,
+            message: message.into(),
+        });
         self
     }
 

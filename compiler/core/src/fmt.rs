@@ -71,7 +71,10 @@ impl Printer<'_> {
             self.indent(depth);
             self.out.push_str(&comment.text);
             self.out.push('\n');
-            let next = self.comments.get(self.next_comment).map_or(before, |c| c.span.start.min(before));
+            let next = self
+                .comments
+                .get(self.next_comment)
+                .map_or(before, |c| c.span.start.min(before));
             if next != u32::MAX && self.blank_line_between(comment.span.end, next) {
                 self.ensure_blank_line();
             }
@@ -98,14 +101,23 @@ impl Printer<'_> {
     fn blank_line_before(&self, at: u32) -> bool {
         let before = self.text.get(..at as usize).unwrap_or_default();
         let code_end = before.trim_end().len();
-        before.get(code_end..).is_some_and(|gap| gap.matches('\n').count() >= 2)
+        before
+            .get(code_end..)
+            .is_some_and(|gap| gap.matches('\n').count() >= 2)
     }
 
     /// Whether a blank line (not merely a comment line) stands between two offsets.
     fn blank_line_between(&self, from: u32, to: u32) -> bool {
-        let Some(gap) = self.text.get(from as usize..to as usize) else { return false };
+        let Some(gap) = self.text.get(from as usize..to as usize) else {
+            return false;
+        };
         let lines: Vec<&str> = gap.split('\n').collect();
-        lines.len() > 2 && lines.iter().skip(1).take(lines.len() - 2).any(|l| l.trim().is_empty())
+        lines.len() > 2
+            && lines
+                .iter()
+                .skip(1)
+                .take(lines.len() - 2)
+                .any(|l| l.trim().is_empty())
     }
 
     fn indent(&mut self, depth: usize) {
@@ -136,7 +148,9 @@ impl Printer<'_> {
     }
 
     fn has_comment_before(&self, at: u32) -> bool {
-        self.comments.get(self.next_comment).is_some_and(|c| c.span.start < at)
+        self.comments
+            .get(self.next_comment)
+            .is_some_and(|c| c.span.start < at)
     }
 
     fn end_line(&mut self, at: u32) {
@@ -150,7 +164,11 @@ impl Printer<'_> {
     fn entries(&mut self, entries: &[Entry], depth: usize) {
         let mut i = 0;
         while let Some(entry) = entries.get(i) {
-            if i > 0 && self.blank_line_between(entries[i - 1].span().end, entry.span().start) {
+            let previous_end = i
+                .checked_sub(1)
+                .and_then(|j| entries.get(j))
+                .map(|e| e.span().end);
+            if previous_end.is_some_and(|end| self.blank_line_between(end, entry.span().start)) {
                 self.ensure_blank_line();
             }
             match entry {
@@ -160,7 +178,7 @@ impl Printer<'_> {
                     i += 1;
                 }
                 Entry::Attribute(_) => {
-                    let run = self.attribute_run(&entries[i..]);
+                    let run = self.attribute_run(entries.get(i..).unwrap_or_default());
                     self.attributes(run, depth, i > 0);
                     i += run.len();
                 }
@@ -174,8 +192,14 @@ impl Printer<'_> {
         let mut len = 0;
         while let Some(Entry::Attribute(a)) = entries.get(len) {
             if len > 0 {
-                let prev_end = entries[len - 1].span().end;
-                let gap = self.text.get(prev_end as usize..a.span.start as usize).unwrap_or_default();
+                let prev_end = len
+                    .checked_sub(1)
+                    .and_then(|j| entries.get(j))
+                    .map_or(0, |e| e.span().end);
+                let gap = self
+                    .text
+                    .get(prev_end as usize..a.span.start as usize)
+                    .unwrap_or_default();
                 let own_line_comment = gap.lines().skip(1).any(|l| l.trim_start().starts_with('#'));
                 if gap.matches('\n').count() >= 2 || own_line_comment {
                     break;
@@ -194,7 +218,11 @@ impl Printer<'_> {
                 Entry::Block(_) => None,
             })
             .collect();
-        let name_width = attributes.iter().map(|a| a.name.name.chars().count()).max().unwrap_or(0);
+        let name_width = attributes
+            .iter()
+            .map(|a| a.name.name.chars().count())
+            .max()
+            .unwrap_or(0);
         let mut lines: Vec<(String, Option<String>)> = Vec::new();
         for (k, attribute) in attributes.iter().enumerate() {
             self.leading_comments(attribute.span.start, depth, not_first || k > 0);
@@ -218,7 +246,12 @@ impl Printer<'_> {
             let trailing = self.trailing_comment(attribute.span.end);
             lines.push((line, trailing));
         }
-        let width = lines.iter().filter(|(_, c)| c.is_some()).map(|(l, _)| l.chars().count()).max().unwrap_or(0);
+        let width = lines
+            .iter()
+            .filter(|(_, c)| c.is_some())
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0);
         for (line, comment) in lines {
             self.out.push_str(&line);
             if let Some(comment) = comment {

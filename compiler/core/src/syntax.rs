@@ -32,20 +32,31 @@ pub struct Parsed {
 /// Parses the text of one `.loam` file.
 pub fn parse(file: FileId, text: &str) -> Parsed {
     if let Some(diagnostic) = error::check_nesting(file, text) {
-        return Parsed { file: None, diagnostics: vec![diagnostic] };
+        return Parsed {
+            file: None,
+            diagnostics: vec![diagnostic],
+        };
     }
     match LoamParser::parse(Rule::file, text) {
         Ok(mut pairs) => {
             let mut diagnostics = Vec::new();
-            let tree = pairs.next().map(|pair| lower::file(file, pair, &mut diagnostics));
-            Parsed { file: tree, diagnostics }
+            let tree = pairs
+                .next()
+                .map(|pair| lower::file(file, pair, &mut diagnostics));
+            Parsed {
+                file: tree,
+                diagnostics,
+            }
         }
-        Err(err) => Parsed { file: None, diagnostics: vec![error::from_pest(file, text, &err)] },
+        Err(err) => Parsed {
+            file: None,
+            diagnostics: vec![error::from_pest(file, text, &err)],
+        },
     }
 }
 
 /// Decodes file bytes as UTF-8, or explains where they stop being UTF-8.
-pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Diagnostic> {
+pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Box<Diagnostic>> {
     std::str::from_utf8(bytes).map_err(|err| {
         let at = err.valid_up_to();
         Diagnostic::error(
@@ -55,5 +66,6 @@ pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Diagnostic> {
             format!("invalid byte at offset {at}"),
         )
         .with_help("save the file as UTF-8; job specs are text files")
+        .into()
     })
 }

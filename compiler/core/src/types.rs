@@ -163,6 +163,9 @@ mod tests {
             assert_eq!(Precision::from_keyword(p.as_str()), Some(*p));
         }
         assert_eq!(Recompute::from_keyword("partial"), None);
-        assert_eq!(serde_json::to_string(&Recompute::Selective).unwrap(), "\"selective\"");
+        assert_eq!(
+            serde_json::to_string(&Recompute::Selective).unwrap(),
+            "\"selective\""
+        );
     }
 }

@@ -98,7 +98,11 @@ struct UnitDef {
 }
 
 const fn unit(suffix: &'static str, dimension: Dimension, factor: f64) -> UnitDef {
-    UnitDef { suffix, dimension, factor }
+    UnitDef {
+        suffix,
+        dimension,
+        factor,
+    }
 }
 
 /// Every unit suffix. Counts use `K M B T` (`B` is billion, never bytes), bytes need two letters.
@@ -147,7 +151,10 @@ pub fn known_units() -> Vec<&'static str> {
 
 /// The count multiplier of a `K M B T` suffix (used for money amounts such as `2.5M CNY`).
 fn count_factor(suffix: &str) -> Option<f64> {
-    UNITS.iter().find(|u| u.suffix == suffix && u.dimension == Dimension::Count).map(|u| u.factor)
+    UNITS
+        .iter()
+        .find(|u| u.suffix == suffix && u.dimension == Dimension::Count)
+        .map(|u| u.factor)
 }
 
 /// Reads the digits of a number: `_` separators, an optional fraction.
@@ -161,8 +168,14 @@ pub fn parse_number(digits: &str) -> Result<f64, UnitError> {
     if !well_formed {
         return Err(UnitError::BadNumber(digits.to_string()));
     }
-    let value: f64 = cleaned.parse().map_err(|_| UnitError::BadNumber(digits.to_string()))?;
-    if value.is_finite() { Ok(value) } else { Err(UnitError::Overflow) }
+    let value: f64 = cleaned
+        .parse()
+        .map_err(|_| UnitError::BadNumber(digits.to_string()))?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(UnitError::Overflow)
+    }
 }
 
 /// Splits `text` into its leading number and the rest.
@@ -206,7 +219,8 @@ pub fn parse_quantity(text: &str) -> Result<Quantity, UnitError> {
 fn money_parts(rest: &str) -> Option<(&str, &str)> {
     let (suffix, currency) = rest.split_once(char::is_whitespace)?;
     let currency = currency.trim();
-    let looks_like_currency = currency.chars().all(|c| c.is_ascii_alphabetic()) && !currency.is_empty();
+    let looks_like_currency =
+        currency.chars().all(|c| c.is_ascii_alphabetic()) && !currency.is_empty();
     looks_like_currency.then_some((suffix, currency))
 }
 
@@ -216,12 +230,19 @@ pub fn is_currency_code(text: &str) -> bool {
 }
 
 fn finite(value: f64, dimension: Dimension) -> Result<Quantity, UnitError> {
-    if value.is_finite() { Ok(Quantity { value, dimension }) } else { Err(UnitError::Overflow) }
+    if value.is_finite() {
+        Ok(Quantity { value, dimension })
+    } else {
+        Err(UnitError::Overflow)
+    }
 }
 
 fn unknown_unit(unit: &str) -> UnitError {
     let suggestion = crate::suggest::closest(unit, UNITS.iter().map(|u| u.suffix));
-    UnitError::UnknownUnit { unit: unit.to_string(), suggestion }
+    UnitError::UnknownUnit {
+        unit: unit.to_string(),
+        suggestion,
+    }
 }
 
 /// Writes `value` (in base units of `dimension`) back in the most readable unit, e.g.
@@ -264,12 +285,24 @@ mod tests {
 
     #[test]
     fn bad_literals_are_errors() {
-        assert!(matches!(parse_quantity("3XB"), Err(UnitError::UnknownUnit { .. })));
-        assert_eq!(parse_quantity("1.2.3"), Err(UnitError::BadNumber("1.2.3".into())));
-        assert_eq!(parse_quantity("5 cny"), Err(UnitError::BadCurrency("cny".into())));
+        assert!(matches!(
+            parse_quantity("3XB"),
+            Err(UnitError::UnknownUnit { .. })
+        ));
+        assert_eq!(
+            parse_quantity("1.2.3"),
+            Err(UnitError::BadNumber("1.2.3".into()))
+        );
+        assert_eq!(
+            parse_quantity("5 cny"),
+            Err(UnitError::BadCurrency("cny".into()))
+        );
         let huge = "9".repeat(1000);
         assert_eq!(parse_quantity(&huge), Err(UnitError::Overflow));
-        assert_eq!(parse_quantity(&format!("{}PB", "9".repeat(300))), Err(UnitError::Overflow));
+        assert_eq!(
+            parse_quantity(&format!("{}PB", "9".repeat(300))),
+            Err(UnitError::Overflow)
+        );
     }
 
     #[test]

@@ -12,8 +12,11 @@ pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoEr
     let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
     match args.format {
         OutputFormat::Json => {
-            let diagnostics: Vec<_> =
-                specs.diagnostics.iter().map(|d| to_json(d, &specs.sources)).collect();
+            let diagnostics: Vec<_> = specs
+                .diagnostics
+                .iter()
+                .map(|d| to_json(d, &specs.sources))
+                .collect();
             let doc = json!({
                 "files": specs.files.len(), "jobs": specs.jobs.len(),
                 "errors": errors, "diagnostics": diagnostics,
@@ -41,5 +44,9 @@ pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoEr
 
 /// `word` or `words`.
 pub fn plural(n: usize, word: &str) -> String {
-    if n == 1 { word.to_string() } else { format!("{word}s") }
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
 }

@@ -16,7 +16,10 @@ pub fn run(args: &ExplainArgs, cx: &mut Context<'_>) -> u8 {
             let hint = loam_compiler::suggest::closest(&args.code, known.iter().copied())
                 .map(|near| format!("; did you mean `{near}`?"))
                 .unwrap_or_default();
-            cx.eprint(&format!("error: unknown diagnostic code `{}`{hint}\n", args.code));
+            cx.eprint(&format!(
+                "error: unknown diagnostic code `{}`{hint}\n",
+                args.code
+            ));
             2
         }
     }

@@ -29,7 +29,11 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
         let name = io::display(&path);
         match std::str::from_utf8(&bytes).ok().and_then(format_source) {
             Some(formatted) => {
-                results.push((path, String::from_utf8_lossy(&bytes).into_owned(), formatted));
+                results.push((
+                    path,
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    formatted,
+                ));
             }
             None => {
                 report_errors(&name, &bytes, cx);
@@ -41,8 +45,10 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
         cx.eprint("error: files with syntax errors were not formatted; nothing was written\n");
         return Ok(1);
     }
-    let changed: Vec<&(PathBuf, String, String)> =
-        results.iter().filter(|(_, before, after)| before != after).collect();
+    let changed: Vec<&(PathBuf, String, String)> = results
+        .iter()
+        .filter(|(_, before, after)| before != after)
+        .collect();
     if args.check || args.diff {
         for (path, before, after) in &changed {
             let name = io::display(path);
@@ -61,7 +67,12 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
     Ok(0)
 }
 
-fn format_one(name: &str, text: &str, cx: &mut Context<'_>, done: impl FnOnce(&str, &mut Context<'_>) -> u8) -> u8 {
+fn format_one(
+    name: &str,
+    text: &str,
+    cx: &mut Context<'_>,
+    done: impl FnOnce(&str, &mut Context<'_>) -> u8,
+) -> u8 {
     match format_source(text) {
         Some(formatted) => done(&formatted, cx),
         None => {
@@ -72,10 +83,18 @@ fn format_one(name: &str, text: &str, cx: &mut Context<'_>, done: impl FnOnce(&s
 }
 
 fn report_errors(name: &str, bytes: &[u8], cx: &mut Context<'_>) {
-    let mut specs =
-        Specs { sources: SourceMap::new(), files: Vec::new(), jobs: Vec::new(), diagnostics: Vec::new() };
+    let mut specs = Specs {
+        sources: SourceMap::new(),
+        files: Vec::new(),
+        jobs: Vec::new(),
+        diagnostics: Vec::new(),
+    };
     add_spec(&mut specs, name.to_string(), bytes);
-    let syntax: Vec<_> = specs.diagnostics.into_iter().filter(|d| d.code.starts_with("L0")).collect();
+    let syntax: Vec<_> = specs
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.code.starts_with("L0"))
+        .collect();
     cx.eprint(&render_text(&syntax, &specs.sources, cx.color));
 }
 

@@ -33,7 +33,10 @@ impl miette::Diagnostic for Report {
         })
     }
     fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.diagnostic.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+        self.diagnostic
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
     }
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         Some(&self.source)
@@ -45,7 +48,9 @@ impl miette::Diagnostic for Report {
         if self.related.is_empty() {
             return None;
         }
-        Some(Box::new(self.related.iter().map(|r| r as &dyn miette::Diagnostic)))
+        Some(Box::new(
+            self.related.iter().map(|r| r as &dyn miette::Diagnostic),
+        ))
     }
 }
 
@@ -67,7 +72,9 @@ fn labeled(span: Span, label: &str, primary: bool, text_len: usize) -> LabeledSp
 }
 
 fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
-    let text_len = sources.get(diagnostic.span.file).map_or(0, |f| f.text.len());
+    let text_len = sources
+        .get(diagnostic.span.file)
+        .map_or(0, |f| f.text.len());
     let mut labels = vec![labeled(diagnostic.span, &diagnostic.label, true, text_len)];
     let mut related = Vec::new();
     // A miette label can only point into its own source, so labels in other files (the
@@ -93,13 +100,24 @@ fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
             });
         }
     }
-    Report { diagnostic: diagnostic.clone(), source: source_of(sources, diagnostic.span), labels, related }
+    Report {
+        diagnostic: diagnostic.clone(),
+        source: source_of(sources, diagnostic.span),
+        labels,
+        related,
+    }
 }
 
 /// Renders diagnostics for people: the source line, a label at the span, the help line.
 pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(80).with_links(false);
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(80)
+        .with_links(false);
     let mut out = String::new();
     for diagnostic in diagnostics {
         let report = report(diagnostic, sources);
@@ -115,7 +133,10 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
 /// message, label, help and related locations.
 pub fn to_json(diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
     let location = |span: Span| {
-        let name = sources.get(span.file).map_or("<unknown>", |f| f.name.as_str()).to_string();
+        let name = sources
+            .get(span.file)
+            .map_or("<unknown>", |f| f.name.as_str())
+            .to_string();
         let (line, column) = sources.line_col(span.file, span.start);
         let (end_line, end_column) = sources.line_col(span.file, span.end);
         (name, line, column, end_line, end_column)

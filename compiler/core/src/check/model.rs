@@ -11,11 +11,19 @@ use crate::types::{Arch, Mlp};
 /// published sizes are rounded ("70B" for 70.6B, "8B" for 8.03B).
 const PARAMS_TOLERANCE: f64 = 0.15;
 
-pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnostics) -> Option<ModelSpec> {
+pub(super) fn check_model(
+    block: &Block,
+    spec: &BlockSpec,
+    diags: &mut Diagnostics,
+) -> Option<ModelSpec> {
     let mut f = read_block(block, spec, diags);
-    let arch = f.keyword("arch", Arch::from_keyword, &Arch::keywords(), false).map(|a| a.value);
+    let arch = f
+        .keyword("arch", Arch::from_keyword, &Arch::keywords(), false)
+        .map(|a| a.value);
     let arch = arch.unwrap_or(Arch::Dense);
-    let mlp = f.keyword("mlp", Mlp::from_keyword, &Mlp::keywords(), false).map_or(Mlp::Swiglu, |m| m.value);
+    let mlp = f
+        .keyword("mlp", Mlp::from_keyword, &Mlp::keywords(), false)
+        .map_or(Mlp::Swiglu, |m| m.value);
     let dim = |f: &mut super::reader::Fields<'_>, name: &str, example: &str| {
         let value = f.integer(name, 1, MAX_DIM, false);
         f.require(name, value, example)
@@ -39,13 +47,19 @@ pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnosti
                 None => format!("operations are {}", super::reader::list_names(OPERATIONS)),
             };
             f.diags.push(
-                Diagnostic::error("L1009", format!("unknown operation `{}`", op.value), op.span, "not an operation of the model")
-                    .with_help(help),
+                Diagnostic::error(
+                    "L1009",
+                    format!("unknown operation `{}`", op.value),
+                    op.span,
+                    "not an operation of the model",
+                )
+                .with_help(help),
             );
         }
     }
     drop(f);
-    let (layers, hidden, ffn, heads, vocab, seq_len) = (layers?, hidden?, ffn?, heads?, vocab?, seq_len?);
+    let (layers, hidden, ffn, heads, vocab, seq_len) =
+        (layers?, hidden?, ffn?, heads?, vocab?, seq_len?);
     let kv = kv_heads.clone();
     let model = ModelSpec {
         arch,
@@ -65,11 +79,14 @@ pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnosti
         span: block.span,
     };
 
-    if model.hidden % model.heads != 0 {
+    if !model.hidden.is_multiple_of(model.heads) {
         diags.push(
             Diagnostic::error(
                 "L1012",
-                format!("`heads` ({}) does not divide `hidden` ({})", model.heads, model.hidden),
+                format!(
+                    "`heads` ({}) does not divide `hidden` ({})",
+                    model.heads, model.hidden
+                ),
                 heads.span,
                 "each head needs an equal slice of the hidden size",
             )
@@ -77,19 +94,22 @@ pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnosti
             .with_help("choose a head count that divides the hidden size"),
         );
     }
-    if let Some(kv) = kv {
-        if kv.value > model.heads || model.heads % kv.value != 0 {
-            diags.push(
-                Diagnostic::error(
-                    "L1012",
-                    format!("`kv_heads` ({}) does not divide `heads` ({})", kv.value, model.heads),
-                    kv.span,
-                    "grouped-query attention shares each key/value head among equal groups",
-                )
-                .with_related(heads.span, "heads set here")
-                .with_help("choose kv_heads that divides heads, e.g. 8 for 64 heads"),
-            );
-        }
+    if let Some(kv) = kv
+        && (kv.value > model.heads || !model.heads.is_multiple_of(kv.value))
+    {
+        diags.push(
+            Diagnostic::error(
+                "L1012",
+                format!(
+                    "`kv_heads` ({}) does not divide `heads` ({})",
+                    kv.value, model.heads
+                ),
+                kv.span,
+                "grouped-query attention shares each key/value head among equal groups",
+            )
+            .with_related(heads.span, "heads set here")
+            .with_help("choose kv_heads that divides heads, e.g. 8 for 64 heads"),
+        );
     }
     check_moe_fields(&model, block, experts.as_ref(), top_k.as_ref(), diags);
     if let Some(stated) = &params {
@@ -107,7 +127,9 @@ pub(super) fn check_model(block: &Block, spec: &BlockSpec, diags: &mut Diagnosti
                     stated.span,
                     format!("{:.0}% away from the dimensions", off * 100.0),
                 )
-                .with_help("fix the dimensions or the parameter count, or remove `params` to derive it"),
+                .with_help(
+                    "fix the dimensions or the parameter count, or remove `params` to derive it",
+                ),
             );
         }
     }
@@ -151,19 +173,19 @@ fn check_moe_fields(
                     );
                 }
             }
-            if let (Some(e), Some(k)) = (experts, top_k) {
-                if k.value > e.value {
-                    diags.push(
-                        Diagnostic::error(
-                            "L1014",
-                            format!("`top_k` ({}) is more than `experts` ({})", k.value, e.value),
-                            k.span,
-                            "a token cannot run more experts than there are",
-                        )
-                        .with_related(e.span, "experts set here")
-                        .with_help("make top_k at most the number of experts"),
-                    );
-                }
+            if let (Some(e), Some(k)) = (experts, top_k)
+                && k.value > e.value
+            {
+                diags.push(
+                    Diagnostic::error(
+                        "L1014",
+                        format!("`top_k` ({}) is more than `experts` ({})", k.value, e.value),
+                        k.span,
+                        "a token cannot run more experts than there are",
+                    )
+                    .with_related(e.span, "experts set here")
+                    .with_help("make top_k at most the number of experts"),
+                );
             }
         }
     }

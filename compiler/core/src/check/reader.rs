@@ -48,13 +48,24 @@ impl Drop for Fields<'_> {
             return;
         }
         let names: Vec<String> = self.missing.iter().map(|(n, _)| format!("`{n}`")).collect();
-        let (what, verb) = if names.len() == 1 { ("field", "is") } else { ("fields", "are") };
-        let example: Vec<String> =
-            self.missing.iter().map(|(n, e)| format!("`{n} = {e}`")).collect();
+        let (what, verb) = if names.len() == 1 {
+            ("field", "is")
+        } else {
+            ("fields", "are")
+        };
+        let example: Vec<String> = self
+            .missing
+            .iter()
+            .map(|(n, e)| format!("`{n} = {e}`"))
+            .collect();
         self.diags.push(
             Diagnostic::error(
                 "L1004",
-                format!("missing {what} {} in `{}`", names.join(", "), self.block.name.name),
+                format!(
+                    "missing {what} {} in `{}`",
+                    names.join(", "),
+                    self.block.name.name
+                ),
                 self.block.name.span,
                 format!("{} {verb} required here", names.join(", ")),
             )
@@ -109,11 +120,20 @@ pub(super) fn read_block<'a>(
         ),
         _ => {}
     }
-    Fields { block, attributes, missing: Vec::new(), diags }
+    Fields {
+        block,
+        attributes,
+        missing: Vec::new(),
+        diags,
+    }
 }
 
 fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static str]) -> Diagnostic {
-    let other_kind = if kind == "field" { spec.blocks } else { spec.fields };
+    let other_kind = if kind == "field" {
+        spec.blocks
+    } else {
+        spec.fields
+    };
     let mut diagnostic = Diagnostic::error(
         if kind == "field" { "L1002" } else { "L1001" },
         format!("unknown {kind} `{}` in `{}`", name.name, spec.name),
@@ -121,7 +141,11 @@ fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static s
         format!("`{}` has no {kind} of this name", spec.name),
     );
     let help = if other_kind.contains(&name.name.as_str()) {
-        let written = if kind == "field" { "a block: `name { … }`" } else { "a field: `name = value`" };
+        let written = if kind == "field" {
+            "a block: `name { … }`"
+        } else {
+            "a field: `name = value`"
+        };
         format!("`{}` is {written}", name.name)
     } else if let Some(near) = closest(&name.name, known.iter().copied()) {
         format!("did you mean `{near}`?")
@@ -135,7 +159,11 @@ fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static s
 }
 
 pub(super) fn list_names(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(super) fn duplicate(name: &Ident, kind: &str, first: Span) -> Diagnostic {
@@ -185,7 +213,10 @@ impl<'a> Fields<'a> {
             Ok(q) => Some(q),
             Err(err) => {
                 let help = match &err {
-                    UnitError::UnknownUnit { suggestion: Some(s), .. } => {
+                    UnitError::UnknownUnit {
+                        suggestion: Some(s),
+                        ..
+                    } => {
                         format!("did you mean `{s}`?")
                     }
                     UnitError::UnknownUnit { .. } => format!("write {example}"),
@@ -196,8 +227,13 @@ impl<'a> Fields<'a> {
                     UnitError::BadNumber(_) => format!("write {example}"),
                 };
                 self.diags.push(
-                    Diagnostic::error("L1010", err.to_string(), number.span, "cannot read this number")
-                        .with_help(help),
+                    Diagnostic::error(
+                        "L1010",
+                        err.to_string(),
+                        number.span,
+                        "cannot read this number",
+                    )
+                    .with_help(help),
                 );
                 None
             }
@@ -212,11 +248,19 @@ impl<'a> Fields<'a> {
             self.diags.push(
                 Diagnostic::error(
                     "L1008",
-                    format!("expected {}, found {}", dimension.describe(), q.dimension.describe()),
+                    format!(
+                        "expected {}, found {}",
+                        dimension.describe(),
+                        q.dimension.describe()
+                    ),
                     attribute.value.span(),
                     format!("this is {}", q.dimension.describe()),
                 )
-                .with_help(format!("`{name}` takes {}, e.g. {}", dimension.describe(), dimension.example())),
+                .with_help(format!(
+                    "`{name}` takes {}, e.g. {}",
+                    dimension.describe(),
+                    dimension.example()
+                )),
             );
             return None;
         }
@@ -256,12 +300,22 @@ impl<'a> Fields<'a> {
     }
 
     /// A whole number in `[min, max]`; `auto` is allowed when `auto_ok` and gives `None`.
-    pub fn integer(&mut self, name: &str, min: u64, max: u64, auto_ok: bool) -> Option<Spanned<u64>> {
+    pub fn integer(
+        &mut self,
+        name: &str,
+        min: u64,
+        max: u64,
+        auto_ok: bool,
+    ) -> Option<Spanned<u64>> {
         let attribute = self.get(name)?;
         if auto_ok && is_auto(&attribute.value) {
             return None;
         }
-        let expected = if auto_ok { "a whole number or `auto`" } else { "a whole number" };
+        let expected = if auto_ok {
+            "a whole number or `auto`"
+        } else {
+            "a whole number"
+        };
         let q = self.quantity_of(&attribute.value, expected, "a whole number such as `8`")?;
         if q.dimension != Dimension::Count {
             self.diags.push(
@@ -280,7 +334,10 @@ impl<'a> Fields<'a> {
             return None;
         }
         if q.value < min as f64 || q.value > max as f64 {
-            self.out_of_range(&attribute.value, &format!("must be between {min} and {max}"));
+            self.out_of_range(
+                &attribute.value,
+                &format!("must be between {min} and {max}"),
+            );
             return None;
         }
         // In range, whole, and at most `max`, so the conversion is exact.
@@ -294,8 +351,13 @@ impl<'a> Fields<'a> {
 
     fn out_of_range(&mut self, value: &Value, why: &str) {
         self.diags.push(
-            Diagnostic::error("L1011", format!("value out of range: {why}"), value.span(), why.to_string())
-                .with_help("change the value to one in range"),
+            Diagnostic::error(
+                "L1011",
+                format!("value out of range: {why}"),
+                value.span(),
+                why.to_string(),
+            )
+            .with_help("change the value to one in range"),
         );
     }
 
@@ -341,11 +403,16 @@ impl<'a> Fields<'a> {
 
     /// `true` or `false`.
     pub fn boolean(&mut self, name: &str) -> Option<Spanned<bool>> {
-        self.keyword(name, |s| match s {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => None,
-        }, &["true", "false"], false)
+        self.keyword(
+            name,
+            |s| match s {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            },
+            &["true", "false"],
+            false,
+        )
     }
 
     /// A string literal.
@@ -354,7 +421,11 @@ impl<'a> Fields<'a> {
         match &attribute.value {
             Value::String(s) => Some(Spanned::new(s.value.clone(), s.span)),
             other => {
-                self.wrong_kind(other, "a string", "the text in double quotes, e.g. `\"nlp\"`");
+                self.wrong_kind(
+                    other,
+                    "a string",
+                    "the text in double quotes, e.g. `\"nlp\"`",
+                );
                 None
             }
         }
@@ -374,7 +445,9 @@ impl<'a> Fields<'a> {
 
     /// A list of names, e.g. `[H100_SXM, Ascend910B]`; a single name is accepted too.
     pub fn names(&mut self, name: &str) -> Vec<Spanned<String>> {
-        let Some(attribute) = self.get(name) else { return Vec::new() };
+        let Some(attribute) = self.get(name) else {
+            return Vec::new();
+        };
         let items: Vec<&Value> = match &attribute.value {
             Value::List(list) => list.items.iter().collect(),
             single => vec![single],
@@ -389,7 +462,11 @@ impl<'a> Fields<'a> {
                         names.push(Spanned::new(i.name.clone(), i.span));
                     }
                 }
-                other => self.wrong_kind(other, "a name", "bare names in brackets, e.g. `[H100_SXM, A100_SXM_80GB]`"),
+                other => self.wrong_kind(
+                    other,
+                    "a name",
+                    "bare names in brackets, e.g. `[H100_SXM, A100_SXM_80GB]`",
+                ),
             }
         }
         names
@@ -397,7 +474,9 @@ impl<'a> Fields<'a> {
 
     /// A list of strings, e.g. `["CUDA>=12.0"]`; a single string is accepted too.
     pub fn strings(&mut self, name: &str) -> Vec<Spanned<String>> {
-        let Some(attribute) = self.get(name) else { return Vec::new() };
+        let Some(attribute) = self.get(name) else {
+            return Vec::new();
+        };
         let items: Vec<&Value> = match &attribute.value {
             Value::List(list) => list.items.iter().collect(),
             single => vec![single],
@@ -406,7 +485,11 @@ impl<'a> Fields<'a> {
         for item in items {
             match item {
                 Value::String(s) => strings.push(Spanned::new(s.value.clone(), s.span)),
-                other => self.wrong_kind(other, "a string", "strings in brackets, e.g. `[\"CUDA>=12.0\"]`"),
+                other => self.wrong_kind(
+                    other,
+                    "a string",
+                    "strings in brackets, e.g. `[\"CUDA>=12.0\"]`",
+                ),
             }
         }
         strings

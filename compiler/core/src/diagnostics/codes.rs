@@ -38,16 +38,24 @@ pub(crate) use codes;
 
 /// Every registered code, sorted by code.
 pub fn all() -> Vec<CodeInfo> {
-    let mut all: Vec<CodeInfo> = [syntax::CODES, check::CODES, catalogue::CODES, plan::CODES, emit::CODES]
-        .into_iter()
-        .flatten()
-        .copied()
-        .collect();
+    let mut all: Vec<CodeInfo> = [
+        syntax::CODES,
+        check::CODES,
+        catalogue::CODES,
+        plan::CODES,
+        emit::CODES,
+    ]
+    .into_iter()
+    .flatten()
+    .copied()
+    .collect();
     all.sort_by_key(|c| c.code);
     all
 }
 
 /// The registered code `code`, if any (case-insensitive: `l0001` finds `L0001`).
 pub fn lookup(code: &str) -> Option<CodeInfo> {
-    all().into_iter().find(|c| c.code.eq_ignore_ascii_case(code))
+    all()
+        .into_iter()
+        .find(|c| c.code.eq_ignore_ascii_case(code))
 }

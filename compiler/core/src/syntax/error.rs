@@ -20,11 +20,16 @@ pub(super) fn from_pest(file: FileId, text: &str, err: &Error<Rule>) -> Diagnost
     let found = token_at(text, at);
     let span = Span::new(file, at, at + found.map_or(0, str::len));
     let found_words = found.map_or_else(|| "end of file".to_string(), |t| format!("`{t}`"));
-    let after = previous_token(text, at).map(|t| format!(" after `{t}`")).unwrap_or_default();
+    let after = previous_token(text, at)
+        .map(|t| format!(" after `{t}`"))
+        .unwrap_or_default();
     let message = if expected.is_empty() {
         format!("unexpected {found_words}{after}")
     } else {
-        format!("expected {}{after}, found {found_words}", join_or(&expected))
+        format!(
+            "expected {}{after}, found {found_words}",
+            join_or(&expected)
+        )
     };
     let label = if expected.is_empty() {
         "not expected here".to_string()
@@ -169,7 +174,9 @@ pub(super) fn check_nesting(file: FileId, text: &str) -> Option<Diagnostic> {
                             Span::new(file, i, i + 1),
                             format!("level {depth} opens here"),
                         )
-                        .with_help("job specs nest a few levels deep; close the open blocks or lists"),
+                        .with_help(
+                            "job specs nest a few levels deep; close the open blocks or lists",
+                        ),
                     );
                 }
             }

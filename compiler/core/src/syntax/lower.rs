@@ -28,7 +28,10 @@ pub(super) fn file(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> 
 /// `block = { ident ~ string? ~ open_brace ~ entry* ~ close_brace }`
 fn block(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> Block {
     let span = span_of(file_id, &pair);
-    let mut name = Ident { name: String::new(), span };
+    let mut name = Ident {
+        name: String::new(),
+        span,
+    };
     let mut label = None;
     let mut entries = Vec::new();
     let (mut open, mut close) = (span, span);
@@ -43,13 +46,23 @@ fn block(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> Block {
             _ => {}
         }
     }
-    Block { name, label, entries, open, close, span }
+    Block {
+        name,
+        label,
+        entries,
+        open,
+        close,
+        span,
+    }
 }
 
 /// `attribute = { ident ~ assign ~ value }`
 fn attribute(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> Attribute {
     let span = span_of(file_id, &pair);
-    let mut name = Ident { name: String::new(), span };
+    let mut name = Ident {
+        name: String::new(),
+        span,
+    };
     let mut found = None;
     for inner in pair.into_inner() {
         match inner.as_rule() {
@@ -60,7 +73,10 @@ fn attribute(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> Attrib
             _ => found = Some(value(file_id, inner, diags)),
         }
     }
-    let value = found.unwrap_or(Value::Ident(Ident { name: String::new(), span }));
+    let value = found.unwrap_or(Value::Ident(Ident {
+        name: String::new(),
+        span,
+    }));
     Attribute { name, value, span }
 }
 
@@ -83,7 +99,12 @@ fn list(file_id: FileId, pair: Pair<'_, Rule>, diags: &mut Diags) -> ListLit {
     let span = span_of(file_id, &pair);
     let items = pair
         .into_inner()
-        .filter(|p| !matches!(p.as_rule(), Rule::open_bracket | Rule::close_bracket | Rule::comma))
+        .filter(|p| {
+            !matches!(
+                p.as_rule(),
+                Rule::open_bracket | Rule::close_bracket | Rule::comma
+            )
+        })
         .map(|p| value(file_id, p, diags))
         .collect();
     ListLit { items, span }
@@ -100,12 +121,18 @@ fn money(file_id: FileId, pair: &Pair<'_, Rule>) -> NumberLit {
             _ => amount.push_str(inner.as_str()),
         }
     }
-    NumberLit { text: format!("{amount} {currency}"), span }
+    NumberLit {
+        text: format!("{amount} {currency}"),
+        span,
+    }
 }
 
 /// `ident = @{ … }`
 fn ident(file_id: FileId, pair: &Pair<'_, Rule>) -> Ident {
-    Ident { name: pair.as_str().to_string(), span: span_of(file_id, pair) }
+    Ident {
+        name: pair.as_str().to_string(),
+        span: span_of(file_id, pair),
+    }
 }
 
 /// `string = ${ "\"" ~ string_body ~ "\"" }`: decodes escapes, reporting unknown ones (L0004).
@@ -121,7 +148,9 @@ fn string(file_id: FileId, pair: &Pair<'_, Rule>, diags: &mut Diags) -> StringLi
             value.push(c);
             continue;
         }
-        let Some((_, escaped)) = chars.next() else { break };
+        let Some((_, escaped)) = chars.next() else {
+            break;
+        };
         match escaped {
             'n' => value.push('\n'),
             't' => value.push('\t'),

@@ -70,8 +70,13 @@ mod tests {
     fn finds_own_line_and_trailing_comments_but_not_hashes_in_strings() {
         let text = "# head\njob \"a#b\" { # open\n  x = 1 # one\n}\n";
         let found = comments(FileId(0), text);
-        let summary: Vec<(&str, bool)> =
-            found.iter().map(|c| (c.text.as_str(), c.trailing)).collect();
-        assert_eq!(summary, [("# head", false), ("# open", true), ("# one", true)]);
+        let summary: Vec<(&str, bool)> = found
+            .iter()
+            .map(|c| (c.text.as_str(), c.trailing))
+            .collect();
+        assert_eq!(
+            summary,
+            [("# head", false), ("# open", true), ("# one", true)]
+        );
     }
 }
