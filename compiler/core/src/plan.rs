@@ -1,3 +1,4 @@
 //! Planning: from a checked job and the catalogue to the Plan IR.
 
+pub mod ir;
 pub mod search;

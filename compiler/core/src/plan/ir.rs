@@ -1,0 +1,243 @@
+//! The Plan IR: what the planner decides, serialised as the Plan JSON contract of DESIGN.md.
+//!
+//! Backends read only this. Fields named in DESIGN.md are a contract (Terraform's rule: a minor
+//! `format_version` bump adds fields, a major one changes or removes them); the extra fields here
+//! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
+//! without seeing the spec or the catalogue.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The version of the Plan JSON format.
+pub const FORMAT_VERSION: &str = "1.0";
+
+/// `loam plan --format json`: the plans of every job in the given paths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanDocument {
+    /// [`FORMAT_VERSION`].
+    pub format_version: String,
+    /// `sha256:…` content hash of the catalogue the plans were made against.
+    pub catalogue_digest: String,
+    /// One plan per job, in file then source order.
+    pub plans: Vec<Plan>,
+}
+
+/// The plan of one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The job name.
+    pub job: String,
+    /// The spec file it came from, as given on the command line.
+    pub file: String,
+    /// Whether a plan meeting every constraint exists.
+    pub feasible: bool,
+    /// Why not, when infeasible: one sentence per reason, with numbers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// The owning tenant.
+    pub tenant: String,
+    /// Scheduling priority (`low` … `critical`).
+    pub priority: String,
+    /// Whether the job tolerates preemption.
+    pub interruptible: bool,
+    /// The pool planned in.
+    pub pool: String,
+    /// What the job trains, as the trainer needs it.
+    pub workload: WorkloadIr,
+    /// The parallel layout (absent when infeasible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutIr>,
+    /// Device groups: which devices, where.
+    #[serde(default)]
+    pub groups: Vec<GroupIr>,
+    /// Pipeline stages: which layers and operations each group runs.
+    #[serde(default)]
+    pub stages: Vec<StageIr>,
+    /// Predicted performance and cost (absent when infeasible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<EstimateIr>,
+    /// How the data reaches the compute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataIr>,
+    /// When and where checkpoints are written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointIr>,
+    /// The best plans of other shapes, and why each lost.
+    #[serde(default)]
+    pub alternatives: Vec<AlternativeIr>,
+}
+
+/// The model and training run, as the trainer's arguments need them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadIr {
+    /// Parameter count (all experts).
+    pub params: f64,
+    /// Transformer blocks.
+    pub layers: u64,
+    /// Hidden size.
+    pub hidden: u64,
+    /// Attention heads.
+    pub heads: u64,
+    /// Sequence length.
+    pub seq_len: u64,
+    /// Sequences per optimizer step.
+    pub global_batch: u64,
+    /// Training tokens.
+    pub tokens: f64,
+    /// Arithmetic precision keyword.
+    pub precision: String,
+}
+
+/// The parallel layout (DESIGN.md `layout`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayoutIr {
+    /// Tensor-parallel degree.
+    pub tensor: u64,
+    /// Pipeline-parallel degree.
+    pub pipeline: u64,
+    /// Data-parallel degree.
+    pub data: u64,
+    /// Context-parallel degree.
+    pub context: u64,
+    /// Expert-parallel degree.
+    pub expert: u64,
+    /// Model chunks per device (interleaved schedule).
+    pub virtual_stages: u64,
+    /// Sequences per micro-batch.
+    pub micro_batch: u64,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Recomputation keyword.
+    pub recompute: String,
+}
+
+/// One group of identical devices at one site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupIr {
+    /// Site name.
+    pub site: String,
+    /// Device id.
+    pub device: String,
+    /// Nodes used.
+    pub nodes: u64,
+    /// Devices used.
+    pub devices: u64,
+    /// The catalogue node group the devices come from.
+    pub node_group: String,
+    /// Devices used per node.
+    pub devices_per_node: u64,
+    /// Kubernetes extended-resource name (`nvidia.com/gpu` …).
+    pub k8s_resource: String,
+    /// Kubernetes node labels that select the node group.
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+    /// Slurm partition of the node group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_partition: Option<String>,
+    /// Switch block (topology domain) the nodes are placed in, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
+    /// Devices above the tenant's guaranteed quota, which may be preempted.
+    #[serde(default)]
+    pub preemptible_devices: u64,
+    /// A slice profile (MIG / vNPU) instead of whole devices, for small jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<String>,
+}
+
+/// One pipeline stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageIr {
+    /// Stage number, from 0.
+    pub index: u64,
+    /// Index into `groups`.
+    pub group: u64,
+    /// Half-open range `[first, end)` of transformer blocks.
+    pub layers: [u64; 2],
+    /// Operations, e.g. `["embedding", "block×12"]`.
+    pub ops: Vec<String>,
+}
+
+/// Predicted performance, cost and footprint (DESIGN.md `estimate`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EstimateIr {
+    /// Seconds per optimizer step.
+    pub step_time_s: f64,
+    /// Training tokens per second, whole job.
+    pub tokens_per_s: f64,
+    /// Model FLOP/s per device in TFLOP/s (6N + attention, no recomputation).
+    pub model_tflops_per_device: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Which FLOP convention `model_tflops_per_device` and `mfu` use.
+    pub flops_convention: String,
+    /// Peak memory per device in GiB.
+    pub memory_per_device_gib: f64,
+    /// Hours to train on all tokens.
+    pub train_time_h: f64,
+    /// Money for the whole run.
+    pub cost: MoneyIr,
+    /// Energy for the whole run.
+    pub energy_kwh: f64,
+    /// CO2 for the whole run.
+    pub carbon_kg: f64,
+    /// Where a step's time goes.
+    pub breakdown_s: BreakdownIr,
+}
+
+/// An amount of money.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MoneyIr {
+    /// The amount.
+    pub amount: f64,
+    /// ISO 4217 code.
+    pub currency: String,
+}
+
+/// Step time by cause, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownIr {
+    /// Computation.
+    pub compute: f64,
+    /// Exposed tensor-parallel communication.
+    pub tensor_comm: f64,
+    /// Pipeline fill and drain.
+    pub pipeline_bubble: f64,
+    /// Exposed data-parallel (and ZeRO) communication.
+    pub data_comm: f64,
+    /// Optimizer step and everything else.
+    pub other: f64,
+}
+
+/// How the training data reaches the compute.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataIr {
+    /// `move-compute`, `move-data`, `cached` or `split`.
+    pub strategy: String,
+    /// Gigabytes sent over the WAN before training.
+    pub transfer_gb: f64,
+    /// Hours the transfer takes.
+    pub transfer_h: f64,
+}
+
+/// When and where checkpoints are written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointIr {
+    /// Minutes between checkpoints.
+    pub interval_min: f64,
+    /// Seconds to write one checkpoint.
+    pub write_s: f64,
+    /// Where (below the tenant's checkpoint root).
+    pub path: String,
+}
+
+/// A plan of another shape that lost, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlternativeIr {
+    /// One line: layout and placement.
+    pub summary: String,
+    /// Its objective value (lower is better; same unit as the chosen plan's).
+    pub objective: f64,
+    /// Why it was not chosen, with numbers.
+    pub why_not: String,
+}
