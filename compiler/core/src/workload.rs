@@ -6,10 +6,12 @@
 //! Formulas and their sources: `docs/cost-model.md`.
 
 mod comm;
+mod from_job;
 mod memory;
 mod params;
 
 pub use comm::{CommSizes, comm_sizes};
+pub use from_job::{model_dims, train_setup};
 pub use memory::{
     MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
 };

@@ -198,23 +198,5 @@ fn billions(n: f64) -> String {
 /// Parameters implied by the model's dimensions (all experts of an MoE counted), the figure a
 /// stated `params` is checked against.
 pub fn parameter_count(model: &ModelSpec) -> f64 {
-    let h = model.hidden as f64;
-    let head_dim = h / model.heads as f64;
-    let kv = model.kv_heads as f64 * head_dim;
-    let attention = 2.0 * h * h + 2.0 * h * kv;
-    let mlp_matrices = match model.mlp {
-        Mlp::Swiglu => 3.0,
-        Mlp::Gelu => 2.0,
-    };
-    let one_mlp = mlp_matrices * h * model.ffn as f64;
-    let mlp = match model.arch {
-        Arch::Dense => one_mlp,
-        Arch::Moe => {
-            let experts = model.experts.unwrap_or(1) as f64;
-            experts * one_mlp + h * experts
-        }
-    };
-    let norms = 2.0 * h;
-    let embeddings = if model.tie_embeddings { 1.0 } else { 2.0 } * model.vocab as f64 * h;
-    model.layers as f64 * (attention + mlp + norms) + embeddings + h
+    crate::workload::param_count(&crate::workload::model_dims(model)).total
 }
