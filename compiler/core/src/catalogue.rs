@@ -10,11 +10,13 @@
 //! [`load`], or uses [`builtin_sources`] for the catalogue compiled into the binary. Lookups for
 //! the checker and the planner live on [`Catalogue`], [`Pool`] and [`Device`]; the text and JSON
 //! reports of `loam catalogue list|show` are [`list_text`], [`list_json`], [`show_text`] and
-//! [`show_json`].
+//! [`show_json`]. [`check_job`] checks a typed job against the catalogue (codes L21xx).
 
 mod builtin;
+mod check_job;
 pub mod codes;
 mod digest;
+mod fit;
 mod load;
 mod lookup;
 pub mod model;
@@ -28,6 +30,7 @@ mod yaml;
 mod tests;
 
 pub use builtin::{builtin, builtin_sources};
+pub use check_job::check_job;
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{

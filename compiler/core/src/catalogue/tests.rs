@@ -138,10 +138,16 @@ fn codes_are_registered_with_pages() {
     }
     let registered: Vec<_> = crate::diagnostics::codes::all()
         .into_iter()
-        .filter(|c| c.code.starts_with("L2"))
+        .filter(|c| c.code.starts_with("L20"))
         .map(|c| c.code)
         .collect();
     assert_eq!(registered, codes::ALL.to_vec());
+    let job_checks: Vec<_> = crate::diagnostics::codes::all()
+        .into_iter()
+        .filter(|c| c.code.starts_with("L21"))
+        .map(|c| c.code)
+        .collect();
+    assert_eq!(job_checks, codes::JOB_ALL.to_vec());
 }
 
 #[test]

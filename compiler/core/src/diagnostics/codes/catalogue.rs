@@ -1,4 +1,5 @@
-//! Diagnostic codes of the catalogue phase: loading and validating the YAML catalogue.
+//! Diagnostic codes of the catalogue phase: loading and validating the YAML catalogue (L20xx),
+//! and checking jobs against it (L21xx).
 
 super::codes! {
     "L2001" => "invalid catalogue YAML",
@@ -19,4 +20,19 @@ super::codes! {
     "L2016" => "unrecognised catalogue file",
     "L2017" => "invalid name or path in the catalogue",
     "L2018" => "node software older than its device needs",
+    "L2101" => "unknown pool",
+    "L2102" => "unknown site",
+    "L2103" => "unknown device",
+    "L2104" => "device not in the pool",
+    "L2105" => "precision no allowed device supports",
+    "L2106" => "unknown device feature",
+    "L2107" => "feature no allowed device has",
+    "L2108" => "model does not fit in device memory",
+    "L2109" => "tensor parallelism above the devices per node",
+    "L2110" => "more devices than the pool holds",
+    "L2111" => "more devices than the tenant's quota",
+    "L2112" => "software requirement no node group meets",
+    "L2113" => "unknown tenant",
+    "L2114" => "unknown currency",
+    "L2115" => "checkpoint path outside the tenant's root",
 }

@@ -1,0 +1,812 @@
+//! Checks of a typed job against the catalogue: names that must resolve (pool, sites, devices,
+//! tenant, currency), what the allowed devices can do (precision, features, software), and
+//! whether the job can fit at all (devices per node, device counts, quotas, memory).
+//!
+//! Pure and order-independent: every check reads the job and the catalogue and pushes what it
+//! finds; the result is sorted. A name that does not resolve removes what depends on it from
+//! later checks, so one typo gives one diagnostic, not a cascade.
+
+use super::codes;
+use super::fit::check_fit;
+use super::model::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Stack, Tenant};
+use super::values::compare_versions;
+use crate::check::Job;
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::span::{Span, Spanned};
+use crate::suggest::closest;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// The most secondary labels pointing into the catalogue one diagnostic carries.
+const MAX_RELATED: usize = 3;
+
+/// Every feature a spec may require, in keyword order.
+const FEATURES: &[Feature] = &[
+    Feature::FlashAttention,
+    Feature::Fp8,
+    Feature::TransformerEngine,
+    Feature::Sparsity,
+    Feature::GpudirectRdma,
+];
+
+/// Every software stack a requirement may name.
+const STACKS: &[Stack] = &[
+    Stack::Cuda,
+    Stack::Rocm,
+    Stack::Cann,
+    Stack::Dtk,
+    Stack::Synapseai,
+];
+
+/// What a job may use after its names are resolved: the devices and node groups of the allowed
+/// types at the allowed sites.
+pub(crate) struct Allowed<'a> {
+    /// Allowed device types, sorted by id.
+    pub devices: Vec<&'a Device>,
+    /// Node groups of those types at the allowed sites, in file order.
+    pub groups: Vec<(&'a Site, &'a NodeGroup)>,
+    /// Where the spec names each device (absent when `devices` is not written).
+    pub named_at: BTreeMap<String, Span>,
+}
+
+impl Allowed<'_> {
+    /// The node groups of device type `id`.
+    pub fn groups_of<'s>(&'s self, id: &'s str) -> impl Iterator<Item = &'s NodeGroup> + 's {
+        self.groups
+            .iter()
+            .filter(move |(_, g)| g.device.value == id)
+            .map(|(_, g)| *g)
+    }
+
+    /// All devices of the allowed types at the allowed sites.
+    pub fn total_devices(&self) -> u64 {
+        self.groups.iter().map(|(_, g)| g.devices()).sum()
+    }
+}
+
+/// Checks `job` against `catalogue`; returns every problem found, sorted by position.
+pub fn check_job(job: &Job, catalogue: &Catalogue) -> Vec<Diagnostic> {
+    let mut diags = Diagnostics::new();
+    let known = known_devices(job, catalogue, &mut diags);
+    check_feature_names(job, &mut diags);
+    let Some(pool) = resolve_pool(job, catalogue, &mut diags) else {
+        return diags.into_sorted();
+    };
+    check_data_sites(job, pool, &mut diags);
+    let tenant = check_tenant(job, pool, &mut diags);
+    check_budget(job, pool, &mut diags);
+    let Some(sites) = allowed_sites(job, pool, &mut diags) else {
+        return diags.into_sorted();
+    };
+    let allowed = allowed(job, catalogue, pool, &known, &sites, &mut diags);
+    if allowed.devices.is_empty() {
+        return diags.into_sorted();
+    }
+    check_precision(job, catalogue, pool, &allowed, &mut diags);
+    check_features(job, catalogue, pool, &allowed, &mut diags);
+    check_software(job, &allowed, &mut diags);
+    check_tensor(job, &allowed, &mut diags);
+    check_counts(job, tenant, &allowed, &mut diags);
+    check_fit(job, &allowed, &mut diags);
+    diags.into_sorted()
+}
+
+/// `a`, `b` and `c` as a list of code spans.
+pub(crate) fn ticked<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "lacks" for one device, "lack" for several.
+fn lack(n: usize) -> &'static str {
+    if n == 1 { "lacks" } else { "lack" }
+}
+
+fn did_you_mean<'a>(
+    unknown: &str,
+    known: impl IntoIterator<Item = &'a str> + Clone,
+    what: &str,
+) -> String {
+    match closest(unknown, known.clone()) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None => format!("known {what}: {}", ticked(known)),
+    }
+}
+
+/// The listed devices the catalogue defines (unknown ones are reported).
+fn known_devices<'a>(
+    job: &'a Job,
+    catalogue: &Catalogue,
+    diags: &mut Diagnostics,
+) -> Vec<&'a Spanned<String>> {
+    let mut known = Vec::new();
+    for device in &job.resources.devices {
+        if catalogue.device(&device.value).is_some() {
+            known.push(device);
+        } else {
+            diags.push(
+                Diagnostic::error(
+                    codes::JOB_UNKNOWN_DEVICE,
+                    format!("unknown device `{}`", device.value),
+                    device.span,
+                    "no device of this name in the catalogue",
+                )
+                .with_help(did_you_mean(
+                    &device.value,
+                    catalogue.device_ids(),
+                    "devices",
+                )),
+            );
+        }
+    }
+    known
+}
+
+fn check_feature_names(job: &Job, diags: &mut Diagnostics) {
+    let keywords = FEATURES.iter().map(|f| f.as_str());
+    for feature in &job.resources.features {
+        if feature_of(&feature.value).is_none() {
+            diags.push(
+                Diagnostic::error(
+                    codes::JOB_UNKNOWN_FEATURE,
+                    format!("unknown feature `{}`", feature.value),
+                    feature.span,
+                    "no device feature of this name",
+                )
+                .with_help(did_you_mean(
+                    &feature.value,
+                    keywords.clone(),
+                    "features",
+                )),
+            );
+        }
+    }
+}
+
+fn feature_of(name: &str) -> Option<Feature> {
+    FEATURES.iter().copied().find(|f| f.as_str() == name)
+}
+
+fn resolve_pool<'a>(
+    job: &Job,
+    catalogue: &'a Catalogue,
+    diags: &mut Diagnostics,
+) -> Option<&'a Pool> {
+    let name = &job.resources.pool;
+    let pool = catalogue.pool(&name.value);
+    if pool.is_none() {
+        diags.push(
+            Diagnostic::error(
+                codes::JOB_UNKNOWN_POOL,
+                format!("unknown pool `{}`", name.value),
+                name.span,
+                "no pool of this name in the catalogue",
+            )
+            .with_help(did_you_mean(&name.value, catalogue.pool_ids(), "pools")),
+        );
+    }
+    pool
+}
+
+fn unknown_site(pool: &Pool, site: &Spanned<String>, label: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::JOB_UNKNOWN_SITE,
+        format!("unknown site `{}`", site.value),
+        site.span,
+        label.to_string(),
+    )
+    .with_help(did_you_mean(
+        &site.value,
+        pool.site_names(),
+        &format!("sites of `{}`", pool.id.value),
+    ))
+}
+
+fn check_data_sites(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
+    for data in &job.data {
+        if pool.site(&data.site.value).is_none() {
+            let label = format!("pool `{}` has no site of this name", pool.id.value);
+            diags.push(unknown_site(pool, &data.site, &label));
+        }
+    }
+}
+
+/// The allowed sites; `None` when sites are listed but none of them exists.
+fn allowed_sites<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Option<Vec<&'a Site>> {
+    if job.resources.sites.is_empty() {
+        return Some(pool.sites.iter().collect());
+    }
+    let mut sites = Vec::new();
+    for name in &job.resources.sites {
+        match pool.site(&name.value) {
+            Some(site) => sites.push(site),
+            None => {
+                let label = format!("pool `{}` has no site of this name", pool.id.value);
+                diags.push(unknown_site(pool, name, &label));
+            }
+        }
+    }
+    (!sites.is_empty()).then_some(sites)
+}
+
+fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Option<&'a Tenant> {
+    let name = &job.tenant;
+    let Some(tenant) = pool.tenant(&name.value) else {
+        diags.push(
+            Diagnostic::error(
+                codes::JOB_UNKNOWN_TENANT,
+                format!("unknown tenant `{}`", name.value),
+                name.span,
+                format!("pool `{}` has no tenant of this name", pool.id.value),
+            )
+            .with_help(did_you_mean(
+                &name.value,
+                pool.tenant_names(),
+                &format!("tenants of `{}`", pool.id.value),
+            )),
+        );
+        return None;
+    };
+    // A path that is malformed on its own is reported by the checker (L1018) already.
+    if let Some(path) = job
+        .checkpoint
+        .path
+        .as_ref()
+        .filter(|p| crate::check::checkpoint_path_problem(&p.value).is_none())
+    {
+        let root = tenant.checkpoint_root.value.trim_end_matches('/');
+        let inside = path.value == root
+            || path
+                .value
+                .strip_prefix(root)
+                .is_some_and(|rest| rest.starts_with('/'));
+        if !inside && !root.is_empty() {
+            diags.push(
+                Diagnostic::error(
+                    codes::CHECKPOINT_OUTSIDE_ROOT,
+                    format!(
+                        "expected a checkpoint path under `{root}`, found `{}`",
+                        path.value
+                    ),
+                    path.span,
+                    format!("outside the checkpoint root of tenant `{}`", name.value),
+                )
+                .with_related(
+                    tenant.checkpoint_root.span,
+                    format!("tenant `{}` keeps its checkpoints here", name.value),
+                )
+                .with_help(format!(
+                    "write a path below `{root}/`, e.g. \"{root}/{}\", or remove `path` to use the root",
+                    job.name.value
+                )),
+            );
+        }
+    }
+    Some(tenant)
+}
+
+fn check_budget(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
+    let Some(budget) = &job.goal.budget else {
+        return;
+    };
+    let currency = &budget.value.1;
+    let known = pool.currencies();
+    if known.contains(&currency.as_str()) {
+        return;
+    }
+    let help = match closest(currency, known.iter().copied()) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None => format!(
+            "write the budget in a currency pool `{}` converts: {}",
+            pool.id.value,
+            ticked(known.iter().copied())
+        ),
+    };
+    diags.push(
+        Diagnostic::error(
+            codes::JOB_UNKNOWN_CURRENCY,
+            format!("unknown currency `{currency}`"),
+            budget.span,
+            format!("pool `{}` has no exchange rate for it", pool.id.value),
+        )
+        .with_related(
+            pool.currency.span,
+            "the pool's currencies are declared here",
+        )
+        .with_help(help),
+    );
+}
+
+/// The devices and node groups the job may use, reporting listed devices the pool (or the
+/// allowed sites) lacks.
+fn allowed<'a>(
+    job: &Job,
+    catalogue: &'a Catalogue,
+    pool: &'a Pool,
+    known: &[&Spanned<String>],
+    sites: &[&'a Site],
+    diags: &mut Diagnostics,
+) -> Allowed<'a> {
+    let at_sites = |id: &str| sites.iter().any(|s| s.devices_of(id).1 > 0);
+    let mut named_at = BTreeMap::new();
+    let mut ids: Vec<&str> = Vec::new();
+    if job.resources.devices.is_empty() {
+        ids = pool
+            .device_ids()
+            .into_iter()
+            .filter(|id| at_sites(id))
+            .collect();
+    }
+    for device in known {
+        let id = device.value.as_str();
+        if pool.devices_of(id).1 == 0 {
+            diags.push(
+                Diagnostic::error(
+                    codes::DEVICE_NOT_IN_POOL,
+                    format!("device `{id}` is not in pool `{}`", pool.id.value),
+                    device.span,
+                    "the pool has no nodes of this type",
+                )
+                .with_help(format!(
+                    "choose devices the pool has: {}",
+                    ticked(pool.device_ids())
+                )),
+            );
+        } else if !at_sites(id) {
+            diags.push(
+                Diagnostic::error(
+                    codes::DEVICE_NOT_IN_POOL,
+                    format!("device `{id}` is not at the allowed sites"),
+                    device.span,
+                    "none of the sites in `resources.sites` has this type",
+                )
+                .with_help("allow a site that has these devices, or choose other devices"),
+            );
+        } else if !ids.contains(&id) {
+            ids.push(id);
+            named_at.insert(id.to_string(), device.span);
+        }
+    }
+    ids.sort_unstable();
+    let devices: Vec<&Device> = ids.iter().filter_map(|id| catalogue.device(id)).collect();
+    let groups = sites
+        .iter()
+        .flat_map(|s| s.node_groups.iter().map(move |g| (*s, g)))
+        .filter(|(_, g)| ids.contains(&g.device.value.as_str()))
+        .collect();
+    Allowed {
+        devices,
+        groups,
+        named_at,
+    }
+}
+
+/// Where to point when talking about the allowed devices as a whole.
+fn devices_span(job: &Job) -> Span {
+    match (job.resources.devices.first(), job.resources.devices.last()) {
+        (Some(first), Some(last)) => first.span.join(last.span),
+        _ => job.resources.pool.span,
+    }
+}
+
+/// Up to [`MAX_RELATED`] secondary labels, one per device.
+fn with_device_labels<'a>(
+    mut diagnostic: Diagnostic,
+    devices: impl IntoIterator<Item = (&'a Device, Span, String)>,
+) -> Diagnostic {
+    for (_, span, message) in devices.into_iter().take(MAX_RELATED) {
+        diagnostic = diagnostic.with_related(span, message);
+    }
+    diagnostic
+}
+
+fn check_precision(
+    job: &Job,
+    catalogue: &Catalogue,
+    pool: &Pool,
+    allowed: &Allowed<'_>,
+    diags: &mut Diagnostics,
+) {
+    let precision = &job.train.precision;
+    if allowed.devices.iter().any(|d| d.supports(precision.value)) {
+        return;
+    }
+    let lacking: Vec<&str> = allowed
+        .devices
+        .iter()
+        .map(|d| d.id.value.as_str())
+        .collect();
+    let others: Vec<&str> = pool
+        .device_ids()
+        .into_iter()
+        .filter(|id| {
+            catalogue
+                .device(id)
+                .is_some_and(|d| d.supports(precision.value))
+        })
+        .collect();
+    let help = if others.is_empty() {
+        format!(
+            "train in a precision the devices support, such as `{}`",
+            common_precision(&allowed.devices)
+        )
+    } else {
+        format!(
+            "train in a precision the devices support, such as `{}`, or allow devices that train in {}: {}",
+            common_precision(&allowed.devices),
+            precision.value,
+            ticked(others)
+        )
+    };
+    let diagnostic = Diagnostic::error(
+        codes::UNSUPPORTED_PRECISION,
+        format!("no allowed device trains in `{}`", precision.value),
+        precision.span,
+        format!(
+            "{} {} {}",
+            ticked(lacking.iter().copied()),
+            lack(lacking.len()),
+            precision.value
+        ),
+    )
+    .with_help(help);
+    let labels = allowed.devices.iter().map(|d| {
+        let list: Vec<&str> = d.precisions.value.iter().map(|p| p.as_str()).collect();
+        let message = format!("`{}` trains in {}", d.id.value, list.join(", "));
+        (*d, d.precisions.span, message)
+    });
+    diags.push(with_device_labels(diagnostic, labels));
+}
+
+/// A precision every device in `devices` supports (bf16 when it is one), for help lines.
+fn common_precision(devices: &[&Device]) -> &'static str {
+    use crate::types::Precision;
+    [Precision::Bf16, Precision::Fp16, Precision::Fp32]
+        .into_iter()
+        .find(|p| devices.iter().all(|d| d.supports(*p)))
+        .map_or("fp32", Precision::as_str)
+}
+
+fn check_features(
+    job: &Job,
+    catalogue: &Catalogue,
+    pool: &Pool,
+    allowed: &Allowed<'_>,
+    diags: &mut Diagnostics,
+) {
+    for name in &job.resources.features {
+        let Some(feature) = feature_of(&name.value) else {
+            continue;
+        };
+        if allowed.devices.iter().any(|d| d.has_feature(feature)) {
+            continue;
+        }
+        let lacking: Vec<&str> = allowed
+            .devices
+            .iter()
+            .map(|d| d.id.value.as_str())
+            .collect();
+        let others: Vec<&str> = pool
+            .device_ids()
+            .into_iter()
+            .filter(|id| catalogue.device(id).is_some_and(|d| d.has_feature(feature)))
+            .collect();
+        let help = if others.is_empty() {
+            format!(
+                "no device of pool `{}` has it; drop the requirement",
+                pool.id.value
+            )
+        } else {
+            format!(
+                "allow devices that have it ({}), or drop the requirement",
+                ticked(others)
+            )
+        };
+        let diagnostic = Diagnostic::error(
+            codes::UNSUPPORTED_FEATURE,
+            format!("no allowed device has feature `{}`", name.value),
+            name.span,
+            format!(
+                "{} {} {}",
+                ticked(lacking.iter().copied()),
+                lack(lacking.len()),
+                name.value
+            ),
+        )
+        .with_help(help);
+        let labels = allowed.devices.iter().map(|d| {
+            let list: Vec<&str> = d.features.value.iter().map(|f| f.as_str()).collect();
+            let message = if list.is_empty() {
+                format!("`{}` lists no features", d.id.value)
+            } else {
+                format!("`{}` has {}", d.id.value, list.join(", "))
+            };
+            (*d, d.features.span, message)
+        });
+        diags.push(with_device_labels(diagnostic, labels));
+    }
+}
+
+/// A software requirement such as `CUDA>=12.0`: stack, comparison, version.
+struct Requirement<'a> {
+    stack: &'a str,
+    op: &'a str,
+    version: &'a str,
+}
+
+fn parse_requirement(text: &str) -> Option<Requirement<'_>> {
+    let at = text.find(['<', '>', '=', '!'])?;
+    let (stack, rest) = text.split_at(at);
+    let op_len = rest
+        .find(|c: char| !matches!(c, '<' | '>' | '=' | '!'))
+        .unwrap_or(rest.len());
+    let (op, version) = rest.split_at(op_len);
+    let (stack, version) = (stack.trim(), version.trim());
+    let valid_op = matches!(op, ">=" | ">" | "=" | "==" | "<=" | "<" | "!=");
+    (valid_op && !stack.is_empty() && super::parse_version(version).is_some())
+        .then_some(Requirement { stack, op, version })
+}
+
+fn satisfies(installed: &str, op: &str, wanted: &str) -> bool {
+    let Some(order) = compare_versions(installed, wanted) else {
+        return false;
+    };
+    match op {
+        ">=" => order != Ordering::Less,
+        ">" => order == Ordering::Greater,
+        "<=" => order != Ordering::Greater,
+        "<" => order == Ordering::Less,
+        "!=" => order != Ordering::Equal,
+        _ => order == Ordering::Equal,
+    }
+}
+
+fn check_software(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostics) {
+    let stack_of = |g: &NodeGroup| {
+        allowed
+            .devices
+            .iter()
+            .find(|d| d.id.value == g.device.value)
+            .map(|d| d.stack)
+    };
+    for text in &job.resources.software {
+        let Some(req) = parse_requirement(&text.value) else {
+            diags.push(
+                Diagnostic::error(
+                    codes::SOFTWARE_UNMET,
+                    format!(
+                        "expected a requirement such as \"CUDA>=12.0\", found \"{}\"",
+                        text.value
+                    ),
+                    text.span,
+                    "not a software requirement",
+                )
+                .with_help(
+                    "write a stack name, a comparison (>=, >, =, <=, <, !=) and a dotted version",
+                ),
+            );
+            continue;
+        };
+        let Some(stack) = STACKS
+            .iter()
+            .copied()
+            .find(|s| s.as_str().eq_ignore_ascii_case(req.stack))
+        else {
+            diags.push(
+                Diagnostic::error(
+                    codes::SOFTWARE_UNMET,
+                    format!("unknown software stack `{}`", req.stack),
+                    text.span,
+                    "no device runs a stack of this name",
+                )
+                .with_help(did_you_mean(
+                    &req.stack.to_lowercase(),
+                    STACKS.iter().map(|s| s.as_str()),
+                    "stacks",
+                )),
+            );
+            continue;
+        };
+        let running: Vec<&NodeGroup> = allowed
+            .groups
+            .iter()
+            .map(|(_, g)| *g)
+            .filter(|g| stack_of(g) == Some(stack))
+            .collect();
+        if running
+            .iter()
+            .any(|g| satisfies(&g.software_version.value, req.op, req.version))
+        {
+            continue;
+        }
+        let newest = running.iter().copied().max_by(|a, b| {
+            compare_versions(&a.software_version.value, &b.software_version.value)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| b.name.value.cmp(&a.name.value))
+        });
+        let mut diagnostic = Diagnostic::error(
+            codes::SOFTWARE_UNMET,
+            format!("no allowed node group meets `{}`", text.value),
+            text.span,
+            match newest {
+                Some(_) => format!(
+                    "no allowed node group has {}{}{}",
+                    req.stack, req.op, req.version
+                ),
+                None => format!("no allowed node group runs {}", req.stack),
+            },
+        );
+        diagnostic = match newest {
+            Some(g) => diagnostic
+                .with_related(
+                    g.software_version.span,
+                    format!("the newest {} of the allowed node groups", req.stack),
+                )
+                .with_help(format!(
+                    "relax the requirement (the allowed node groups have {} up to {}), or allow other devices or sites",
+                    req.stack, g.software_version.value
+                )),
+            None => diagnostic.with_help(format!(
+                "allow devices that run {} (its stack is `{}`), or drop the requirement",
+                req.stack,
+                stack.as_str()
+            )),
+        };
+        diags.push(diagnostic);
+    }
+}
+
+fn check_tensor(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostics) {
+    let Some(tensor) = &job.parallel.tensor else {
+        return;
+    };
+    let Some((_, widest)) = allowed
+        .groups
+        .iter()
+        .max_by_key(|(_, g)| (g.devices_per_node.value, std::cmp::Reverse(&g.name.value)))
+    else {
+        return;
+    };
+    let per_node = u64::from(widest.devices_per_node.value);
+    if tensor.value <= per_node {
+        return;
+    }
+    diags.push(
+        Diagnostic::error(
+            codes::TENSOR_ABOVE_NODE,
+            format!(
+                "expected tensor parallelism of at most {per_node}, found {}",
+                tensor.value
+            ),
+            tensor.span,
+            format!("a tensor group must fit in one node of {per_node} devices"),
+        )
+        .with_related(
+            widest.devices_per_node.span,
+            format!(
+                "the widest allowed nodes (`{}`) have {per_node} devices",
+                widest.name.value
+            ),
+        )
+        .with_help(format!(
+            "set `tensor` to {per_node} or less (a divisor of the heads), or to `auto`"
+        )),
+    );
+}
+
+/// The least number of devices the pinned layout needs, and where the pinned degrees are.
+fn pinned_devices(job: &Job) -> Option<(u64, Span)> {
+    let p = &job.parallel;
+    let pinned: Vec<&Spanned<u64>> = [&p.tensor, &p.pipeline, &p.data, &p.context]
+        .into_iter()
+        .flatten()
+        .collect();
+    let first = pinned.first()?;
+    let span = pinned.iter().fold(first.span, |s, d| s.join(d.span));
+    let product = pinned
+        .iter()
+        .fold(1u64, |n, d| n.saturating_mul(d.value.max(1)));
+    Some((product, span))
+}
+
+fn check_counts(
+    job: &Job,
+    tenant: Option<&Tenant>,
+    allowed: &Allowed<'_>,
+    diags: &mut Diagnostics,
+) {
+    let pinned = pinned_devices(job);
+    let (needed, span) = pinned.unwrap_or((1, devices_span(job)));
+    let ids: Vec<&str> = allowed
+        .devices
+        .iter()
+        .map(|d| d.id.value.as_str())
+        .collect();
+    let total = allowed.total_devices();
+    if pinned.is_some() && needed > total {
+        diags.push(
+            Diagnostic::error(
+                codes::TOO_MANY_DEVICES,
+                format!("the pinned layout needs {needed} devices, the pool holds {total} of the allowed types"),
+                span,
+                format!("{needed} devices in all"),
+            )
+            .with_help(format!(
+                "pin smaller degrees or set them to `auto`, or allow more device types or sites ({} allowed now)",
+                ticked(ids.iter().copied())
+            )),
+        );
+    }
+    let Some(tenant) = tenant else {
+        return;
+    };
+    let quota: u64 = tenant
+        .quota
+        .iter()
+        .filter(|q| ids.contains(&q.device.value.as_str()))
+        .map(|q| u64::from(q.guaranteed.value) + u64::from(q.elastic.value))
+        .sum();
+    if needed <= quota {
+        return;
+    }
+    let message = if quota == 0 {
+        format!(
+            "tenant `{}` has no quota for the allowed devices",
+            tenant.name.value
+        )
+    } else {
+        format!(
+            "the pinned layout needs {needed} devices, tenant `{}` may use {quota} of the allowed types",
+            tenant.name.value
+        )
+    };
+    let with_quota: Vec<&str> = tenant
+        .quota
+        .iter()
+        .map(|q| q.device.value.as_str())
+        .collect();
+    diags.push(
+        Diagnostic::error(
+            codes::ABOVE_QUOTA,
+            message,
+            span,
+            format!("{needed} devices above the quota of {quota}"),
+        )
+        .with_related(
+            tenant.name.span,
+            format!(
+                "quota of `{}` (guaranteed + elastic) declared here",
+                tenant.name.value
+            ),
+        )
+        .with_help(if with_quota.is_empty() {
+            "ask the pool's operators for a quota".to_string()
+        } else {
+            format!(
+                "use fewer devices, or devices the tenant has quota for: {}",
+                ticked(with_quota)
+            )
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_parse_and_compare() {
+        let r = parse_requirement("CUDA >= 12.0").unwrap();
+        assert_eq!((r.stack, r.op, r.version), ("CUDA", ">=", "12.0"));
+        assert!(parse_requirement("CUDA").is_none());
+        assert!(parse_requirement("CUDA=>12").is_none());
+        assert!(parse_requirement(">=12").is_none());
+        assert!(satisfies("12.4", ">=", "12.0"));
+        assert!(!satisfies("12.4", ">=", "12.10"));
+        assert!(satisfies("8.0", "==", "8"));
+        assert!(satisfies("5.7", "<", "6"));
+    }
+}
