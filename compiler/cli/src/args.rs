@@ -56,6 +56,10 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
+    /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
+    Diff(DiffArgs),
+    /// Print the JSON Schema of the plan (`loam plan --format json`).
+    Schema,
 }
 
 /// Arguments of `loam check`.
@@ -64,8 +68,19 @@ pub struct CheckArgs {
     /// Files or folders to check; folders are searched for `*.loam` recursively. Default: `.`.
     pub paths: Vec<PathBuf>,
     /// Output format of diagnostics.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+}
+
+/// Output format of `loam check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON document.
+    Json,
+    /// GitHub Actions workflow annotations (`::error file=…,line=…::message`).
+    Github,
 }
 
 /// Arguments of `loam fmt`.
@@ -98,4 +113,57 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Output format of `loam diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Terraform-style text: a legend, one block per changed job, a summary line.
+    Text,
+    /// Markdown for a pull-request comment: summary table first, details folded.
+    Markdown,
+    /// One JSON document (versioned, keys sorted).
+    Json,
+    /// GitHub Actions annotations for the diagnostics, then the text.
+    Github,
+}
+
+/// Whose manifests `loam diff` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffManifests {
+    /// Kubernetes objects (JobSet + Kueue).
+    Kubernetes,
+    /// Slurm batch scripts.
+    Slurm,
+    /// Bare-metal hostfile and launcher.
+    Baremetal,
+    /// No manifest diff.
+    None,
+}
+
+/// Arguments of `loam diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Files or folders of specs to compare (`*.loam`, searched recursively). Default: the whole
+    /// repository.
+    pub paths: Vec<PathBuf>,
+    /// The revision compared against: a branch, tag, commit or `HEAD~1`.
+    #[arg(long, default_value = "HEAD", value_name = "REV")]
+    pub base: String,
+    /// The revision to compare; default: the work tree.
+    #[arg(long, value_name = "REV", conflicts_with = "worktree")]
+    pub head: Option<String>,
+    /// Compare the work tree (the default).
+    #[arg(long)]
+    pub worktree: bool,
+    /// Exit 0 when nothing changes, 2 when something does, 1 on errors (as
+    /// `terraform plan -detailed-exitcode`).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Whose manifests to diff for changed jobs.
+    #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
+    pub manifests: DiffManifests,
 }

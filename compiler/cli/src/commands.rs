@@ -2,5 +2,7 @@
 
 pub mod check;
 pub mod completions;
+pub mod diff;
 pub mod explain;
 pub mod fmt;
+pub mod schema;

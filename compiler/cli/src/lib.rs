@@ -6,7 +6,9 @@
 
 pub mod args;
 mod commands;
+pub mod gitops;
 pub mod io;
+pub mod parallel;
 pub mod render;
 pub mod session;
 
@@ -89,6 +91,8 @@ pub fn run(
         Command::Fmt(a) => commands::fmt::run(a, &mut cx),
         Command::Explain(a) => Ok(commands::explain::run(a, &mut cx)),
         Command::Completions(a) => Ok(commands::completions::run(a, &mut cx)),
+        Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),
+        Command::Schema => Ok(commands::schema::run(&mut cx)),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,7 @@
 //! `loam check`: parse and type-check spec files, report every problem.
 
 use crate::Context;
-use crate::args::{CheckArgs, OutputFormat};
+use crate::args::{CheckArgs, CheckFormat};
 use crate::render::diagnostics::{render_text, to_json};
 use crate::session::load_specs;
 use serde_json::json;
@@ -11,7 +11,21 @@ pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoEr
     let specs = load_specs(&args.paths)?;
     let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
     match args.format {
-        OutputFormat::Json => {
+        CheckFormat::Github => {
+            cx.print(&crate::render::github::render(
+                &specs.diagnostics,
+                &specs.sources,
+            ));
+            cx.print(&format!(
+                "::notice title=loam check::checked {} {}, {} {}: {errors} {}\n",
+                specs.files.len(),
+                plural(specs.files.len(), "file"),
+                specs.jobs.len(),
+                plural(specs.jobs.len(), "job"),
+                plural(errors, "error")
+            ));
+        }
+        CheckFormat::Json => {
             let diagnostics: Vec<_> = specs
                 .diagnostics
                 .iter()
@@ -23,7 +37,7 @@ pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoEr
             });
             cx.print_json(&doc);
         }
-        OutputFormat::Text => {
+        CheckFormat::Text => {
             cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
             let summary = format!(
                 "checked {} {}, {} {}: ",

@@ -5,6 +5,7 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 pub const FORMAT_VERSION: &str = "1.0";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanDocument {
     /// [`FORMAT_VERSION`].
     pub format_version: String,
@@ -23,7 +24,7 @@ pub struct PlanDocument {
 }
 
 /// The plan of one job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// The job name.
     pub job: String,
@@ -68,7 +69,7 @@ pub struct Plan {
 }
 
 /// The model and training run, as the trainer's arguments need them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadIr {
     /// Parameter count (all experts).
     pub params: f64,
@@ -89,7 +90,7 @@ pub struct WorkloadIr {
 }
 
 /// The parallel layout (DESIGN.md `layout`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LayoutIr {
     /// Tensor-parallel degree.
     pub tensor: u64,
@@ -112,7 +113,7 @@ pub struct LayoutIr {
 }
 
 /// One group of identical devices at one site.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupIr {
     /// Site name.
     pub site: String,
@@ -146,7 +147,7 @@ pub struct GroupIr {
 }
 
 /// One pipeline stage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StageIr {
     /// Stage number, from 0.
     pub index: u64,
@@ -159,7 +160,7 @@ pub struct StageIr {
 }
 
 /// Predicted performance, cost and footprint (DESIGN.md `estimate`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EstimateIr {
     /// Seconds per optimizer step.
     pub step_time_s: f64,
@@ -186,7 +187,7 @@ pub struct EstimateIr {
 }
 
 /// An amount of money.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MoneyIr {
     /// The amount.
     pub amount: f64,
@@ -195,7 +196,7 @@ pub struct MoneyIr {
 }
 
 /// Step time by cause, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BreakdownIr {
     /// Computation.
     pub compute: f64,
@@ -210,7 +211,7 @@ pub struct BreakdownIr {
 }
 
 /// How the training data reaches the compute.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DataIr {
     /// `move-compute`, `move-data`, `cached` or `split`.
     pub strategy: String,
@@ -221,7 +222,7 @@ pub struct DataIr {
 }
 
 /// When and where checkpoints are written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckpointIr {
     /// Minutes between checkpoints.
     pub interval_min: f64,
@@ -232,7 +233,7 @@ pub struct CheckpointIr {
 }
 
 /// A plan of another shape that lost, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlternativeIr {
     /// One line: layout and placement.
     pub summary: String,

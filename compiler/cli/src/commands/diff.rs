@@ -1,0 +1,89 @@
+//! `loam diff`: plan the specs at two git revisions (or a revision and the work tree) and show
+//! what changes, as text, markdown for a pull request, JSON, or GitHub annotations.
+
+use crate::Context;
+use crate::args::{DiffArgs, DiffFormat, DiffManifests};
+use crate::gitops::side::Side;
+use crate::gitops::{self, Request, json, markdown, text};
+use crate::io::IoError;
+use crate::render::diagnostics::render_text;
+use crate::render::github;
+use loam_backends::Target;
+use std::path::Path;
+
+/// Runs `loam diff`. Exit codes: 0 success, 1 when a spec or the catalogue does not check at
+/// head, 2 on usage or I/O errors; with `--detailed-exitcode`, 0 means no change and 2 means
+/// changes (errors stay 1).
+pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> Result<u8, IoError> {
+    let request = Request {
+        base: args.base.clone(),
+        head: if args.worktree {
+            None
+        } else {
+            args.head.clone()
+        },
+        paths: args.paths.clone(),
+        catalogue: catalogue.map(Path::to_path_buf),
+        manifests: match args.manifests {
+            DiffManifests::Kubernetes => Some(Target::Kubernetes),
+            DiffManifests::Slurm => Some(Target::Slurm),
+            DiffManifests::Baremetal => Some(Target::Baremetal),
+            DiffManifests::None => None,
+        },
+    };
+    let outcome = gitops::run(&request)?;
+    let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);
+    match args.format {
+        DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
+        DiffFormat::Markdown => {
+            report_diagnostics(base, head, cx);
+            cx.print(&markdown::render(diff, base, head));
+        }
+        DiffFormat::Text => {
+            report_diagnostics(base, head, cx);
+            cx.print(&text::render(diff, base, head, cx.color));
+        }
+        DiffFormat::Github => {
+            let mut annotations = github::render(&head.specs.diagnostics, &head.specs.sources);
+            annotations.push_str(&github::render(
+                &head.planner_diagnostics,
+                &head.specs.sources,
+            ));
+            cx.print(&annotations);
+            cx.print(&text::render(diff, base, head, false));
+            let summary = diff.summary();
+            cx.print(&format!("::notice title=loam diff::{}\n", summary.line()));
+        }
+    }
+    let summary = diff.summary();
+    let errors = summary.errors > 0 || head.catalogue_errors > 0;
+    Ok(if errors {
+        1
+    } else if args.detailed_exitcode && summary.has_changes() {
+        2
+    } else {
+        0
+    })
+}
+
+/// Diagnostics on standard error: every one at head; at base only the errors, which explain why
+/// a job could not be compared.
+fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
+    let base_errors: Vec<_> = base
+        .specs
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    if !base_errors.is_empty() {
+        cx.eprint(&format!("at {}:\n", base.title()));
+        cx.eprint(&render_text(&base_errors, &base.specs.sources, cx.color));
+    }
+    let mut at_head = head.specs.diagnostics.clone();
+    at_head.extend(head.planner_diagnostics.iter().cloned());
+    if !at_head.is_empty() {
+        cx.eprint(&format!("at {}:\n", head.title()));
+        cx.eprint(&render_text(&at_head, &head.specs.sources, cx.color));
+    }
+}

@@ -1,0 +1,96 @@
+//! GitOps: planning the specs at two git revisions (or a revision and the work tree) and showing
+//! what changes, for `loam diff` and pull-request previews.
+//!
+//! ```text
+//!  repo ──git2──▶ Snapshot (spec bytes, catalogue texts) ──check+plan──▶ Side ─┐
+//!  (base, head)     repo.rs, side.rs                      parallel.rs          ├─compare─▶ PlanDiff ──▶ text | markdown | json
+//!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs
+//! ```
+//!
+//! Reading uses git2 only (no `git` process, no network). Both sides go through the code paths of
+//! `loam check` and `loam plan`: [`crate::catalogue_source::load_texts`] for a catalogue read
+//! from a revision, [`crate::session::check_against`] and the planner's
+//! [`loam_compiler::plan::plan_document`].
+
+pub mod compare;
+pub mod json;
+mod manifests;
+pub mod markdown;
+pub mod repo;
+pub mod side;
+pub mod text;
+
+use crate::io::IoError;
+use compare::{Action, PlanDiff};
+use loam_backends::Target;
+use repo::Repo;
+use side::{Side, Snapshot};
+use std::path::PathBuf;
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The base revision (`HEAD`, `main`, `HEAD~1` …).
+    pub base: String,
+    /// The head revision; `None` for the work tree.
+    pub head: Option<String>,
+    /// Files or folders of specs (relative to the current folder); empty: the repository root.
+    pub paths: Vec<PathBuf>,
+    /// `--catalogue DIR`; default: `specs/` at the repository root, else the built-in catalogue.
+    pub catalogue: Option<PathBuf>,
+    /// The backend whose manifests are diffed; `None` for no manifest diff.
+    pub manifests: Option<Target>,
+}
+
+/// Both sides and what changes between them.
+pub struct Outcome {
+    /// The base side.
+    pub base: Side,
+    /// The head side.
+    pub head: Side,
+    /// The changes.
+    pub diff: PlanDiff,
+}
+
+/// Reads, checks and plans both sides and compares them.
+pub fn run(request: &Request) -> Result<Outcome, IoError> {
+    let first = request
+        .paths
+        .first()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let repo = Repo::discover(&first)?;
+    // Without paths the whole repository is compared, wherever in it loam runs.
+    let prefixes = if request.paths.is_empty() {
+        vec![String::new()]
+    } else {
+        request
+            .paths
+            .iter()
+            .map(|p| repo.relative(p))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let catalogue_dir = match &request.catalogue {
+        Some(dir) => repo.relative(dir)?,
+        None => "specs".to_string(),
+    };
+    let head_snapshot = match &request.head {
+        Some(rev) => Snapshot::at_revision(&repo, rev, &prefixes, &catalogue_dir)?,
+        None => Snapshot::worktree(&repo, &prefixes, &catalogue_dir)?,
+    };
+    let base_snapshot = Snapshot::at_revision(&repo, &request.base, &prefixes, &catalogue_dir)?;
+    let head = Side::load(head_snapshot, None)?;
+    let base = Side::load(base_snapshot, Some(&head))?;
+    let mut diff = compare::compare(&base, &head);
+    if let Some(target) = request.manifests {
+        for job in &mut diff.jobs {
+            if !matches!(job.action, Action::Update | Action::Replace) {
+                continue;
+            }
+            if let (Some(before), Some(after)) = (&job.before, &job.after) {
+                job.manifests = manifests::diff(before, &base, after, &head, target);
+            }
+        }
+    }
+    Ok(Outcome { base, head, diff })
+}

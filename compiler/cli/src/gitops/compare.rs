@@ -1,0 +1,713 @@
+//! What changes between the plans of two sides: jobs matched across the sides (same name; or
+//! renamed), and per job the attributes that differ, with signed deltas for the estimates.
+//!
+//! Matching, in this order:
+//! 1. the same job name on both sides is the same job; a different file means it **moved**
+//!    (an update);
+//! 2. a job only at base and a job only at head, in the same file, with the same tenant and the
+//!    same workload (model, tokens, batch, precision) are one job **renamed** (a replacement:
+//!    the old job's manifests go, the new one's come);
+//! 3. what is left is **added** or **removed**, unless its file does not check on the other side:
+//!    then the job is shown against the diagnostics of that side instead.
+//!
+//! A job changes when anything that decides how it runs differs: file, tenant, priority,
+//! pool, feasibility and reasons, workload, layout, placement (groups, stages), estimates, data
+//! and checkpoint plans. The explanations (`why`, `notes`, `alternatives`) are not compared.
+
+use super::side::Side;
+use crate::render::plan_table::{layout_line, thousands};
+use loam_compiler::plan::ir::Plan;
+use std::collections::BTreeMap;
+
+/// What happens to a job, in Terraform's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Action {
+    /// A new job (`+`).
+    Create,
+    /// The same job, planned differently or moved to another file (`~`).
+    Update,
+    /// A renamed job: the old one goes, the new one comes (`-/+`).
+    Replace,
+    /// A job that is gone (`-`).
+    Delete,
+    /// Its spec (or the catalogue) does not check at head (`!`).
+    Error,
+    /// Nothing changed.
+    NoOp,
+}
+
+impl Action {
+    /// The Terraform symbol.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Action::Create => "+",
+            Action::Update => "~",
+            Action::Replace => "-/+",
+            Action::Delete => "-",
+            Action::Error => "!",
+            Action::NoOp => " ",
+        }
+    }
+
+    /// What the symbol means, for the legend.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update in place",
+            Action::Replace => "destroy and then create replacement (renamed)",
+            Action::Delete => "destroy",
+            Action::Error => "does not check; not planned",
+            Action::NoOp => "no change",
+        }
+    }
+
+    /// Terraform's JSON `actions` list.
+    pub fn terraform_actions(self) -> &'static [&'static str] {
+        match self {
+            Action::Create => &["create"],
+            Action::Update => &["update"],
+            Action::Replace => &["delete", "create"],
+            Action::Delete => &["delete"],
+            Action::Error => &["error"],
+            Action::NoOp => &["no-op"],
+        }
+    }
+}
+
+/// How a number's change is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    /// Hours (train time).
+    Hours,
+    /// Seconds.
+    Seconds,
+    /// Tokens per second.
+    Rate,
+    /// A ratio shown in percent (MFU); the delta is in percentage points.
+    Ratio,
+    /// Money in a currency.
+    Money(String),
+    /// A count with a unit (`kWh`, `kg`, `GiB`, `GB`, `h`, `min`).
+    Amount(&'static str),
+}
+
+/// An attribute's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Text compared as it is written.
+    Text(String),
+    /// A number with its unit.
+    Number(f64, Metric),
+    /// A list of one-line items.
+    List(Vec<String>),
+}
+
+impl Value {
+    /// The value as written in the output.
+    pub fn shown(&self) -> String {
+        match self {
+            Value::Text(text) => text.clone(),
+            Value::Number(n, metric) => show_number(*n, metric),
+            Value::List(items) => items.join("; "),
+        }
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Text(text) => serde_json::Value::from(text.as_str()),
+            Value::Number(n, _) => serde_json::Value::from(*n),
+            Value::List(items) => serde_json::Value::from(items.clone()),
+        }
+    }
+}
+
+/// One attribute of a plan: `layout.tensor = 8`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attr {
+    /// Dotted key.
+    pub key: String,
+    /// Its value.
+    pub value: Value,
+}
+
+/// One attribute that differs between the sides (either may be absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// Dotted key, e.g. `estimate.cost`.
+    pub key: String,
+    /// At base.
+    pub before: Option<Value>,
+    /// At head.
+    pub after: Option<Value>,
+}
+
+impl Change {
+    /// The signed change of a number, in its unit, and relative to the old value in percent,
+    /// e.g. `(-110,000 CNY, -4.8%)`; `None` unless both sides are comparable numbers.
+    pub fn delta(&self) -> Option<(f64, Option<f64>)> {
+        match (&self.before, &self.after) {
+            (Some(Value::Number(old, m1)), Some(Value::Number(new, m2))) if m1 == m2 => {
+                let pct = (*old != 0.0).then(|| (new - old) / old.abs() * 100.0);
+                Some((new - old, pct))
+            }
+            _ => None,
+        }
+    }
+
+    /// The delta as text: `-110,000 CNY, -4.8%` or `+2.1 pt`.
+    pub fn delta_text(&self) -> Option<String> {
+        let (delta, pct) = self.delta()?;
+        let metric = match &self.after {
+            Some(Value::Number(_, metric)) => metric,
+            _ => return None,
+        };
+        let amount = match metric {
+            Metric::Ratio => format!("{} pt", signed(delta * 100.0, 2)),
+            _ => {
+                let shown = show_number(delta.abs(), metric);
+                let sign = if delta < 0.0 { "-" } else { "+" };
+                format!("{sign}{shown}")
+            }
+        };
+        Some(match (metric, pct) {
+            (Metric::Ratio, _) | (_, None) => amount,
+            (_, Some(pct)) => format!("{amount}, {}%", signed(pct, 1)),
+        })
+    }
+}
+
+/// `+1.5` / `-0.3` with `digits` decimals, or more (up to four) when that would round a real
+/// change to zero; `±0.0` for none.
+fn signed(n: f64, digits: usize) -> String {
+    let is_zero = |text: &str| {
+        text.trim_start_matches(['+', '-'])
+            .chars()
+            .all(|c| c == '0' || c == '.')
+    };
+    let mut text = format!("{n:+.digits$}");
+    let mut more = digits;
+    while is_zero(&text) && n != 0.0 && more < 4 {
+        more += 1;
+        text = format!("{n:+.more$}");
+    }
+    if is_zero(&text) {
+        format!("±{}", format!("{:.digits$}", 0.0))
+    } else {
+        text
+    }
+}
+
+fn show_number(n: f64, metric: &Metric) -> String {
+    match metric {
+        Metric::Hours => format!("{} h", decimals(n, 1)),
+        Metric::Seconds => format!("{} s", decimals(n, 3)),
+        Metric::Rate => format!("{} tokens/s", thousands(n)),
+        Metric::Ratio => format!("{}%", decimals(n * 100.0, 2)),
+        Metric::Money(currency) if n.abs() >= 1000.0 => format!("{} {currency}", thousands(n)),
+        Metric::Money(currency) => format!("{} {currency}", decimals(n, 2)),
+        Metric::Amount(unit) if n.abs() >= 1000.0 => format!("{} {unit}", thousands(n)),
+        Metric::Amount(unit) => format!("{} {unit}", decimals(n, 1)),
+    }
+}
+
+/// `n` with `digits` decimals, or more (up to four) when that would show a non-zero number as
+/// zero.
+fn decimals(n: f64, digits: usize) -> String {
+    let mut more = digits;
+    let mut text = format!("{n:.more$}");
+    while n != 0.0
+        && more < 4
+        && text
+            .trim_start_matches('-')
+            .chars()
+            .all(|c| c == '0' || c == '.')
+    {
+        more += 1;
+        text = format!("{n:.more$}");
+    }
+    text
+}
+
+/// A job's change between the sides.
+#[derive(Debug, Clone)]
+pub struct JobDiff {
+    /// What happens to it.
+    pub action: Action,
+    /// Its name (at head; at base when deleted).
+    pub job: String,
+    /// Its old name, when renamed.
+    pub old_job: Option<String>,
+    /// Its file (at head; at base when deleted).
+    pub file: String,
+    /// Its old file, when moved.
+    pub old_file: Option<String>,
+    /// The plan at base.
+    pub before: Option<Plan>,
+    /// The plan at head.
+    pub after: Option<Plan>,
+    /// The attributes that differ (for creates and deletes, the main attributes of the one
+    /// side).
+    pub changes: Vec<Change>,
+    /// A remark: `does not check at HEAD~1`, `moved from a.loam`.
+    pub note: Option<String>,
+    /// A unified diff of the job's manifests, when asked for and they differ.
+    pub manifests: Option<String>,
+}
+
+/// A spec file that does not check at head and has no plans at base to show against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenFile {
+    /// Its path.
+    pub file: String,
+    /// Errors at head.
+    pub errors: usize,
+}
+
+/// Everything that changes between two sides.
+#[derive(Debug, Clone, Default)]
+pub struct PlanDiff {
+    /// One entry per job of either side, sorted by file then name (unchanged ones included).
+    pub jobs: Vec<JobDiff>,
+    /// Spec files that do not check at head and had no plans at base.
+    pub broken: Vec<BrokenFile>,
+}
+
+/// How many jobs are added, changed and destroyed, Terraform-style (a replacement counts as
+/// one add and one destroy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Jobs created (or replacing a renamed one).
+    pub add: usize,
+    /// Jobs updated in place.
+    pub change: usize,
+    /// Jobs destroyed (or replaced).
+    pub destroy: usize,
+    /// Jobs without changes.
+    pub unchanged: usize,
+    /// Jobs or files that do not check at head.
+    pub errors: usize,
+}
+
+impl Summary {
+    /// Whether anything changes.
+    pub fn has_changes(&self) -> bool {
+        self.add + self.change + self.destroy > 0
+    }
+
+    /// `Plan: 1 to add, 2 to change, 0 to destroy.` (or `No changes.`), with the errors.
+    pub fn line(&self) -> String {
+        let mut line = if self.has_changes() {
+            format!(
+                "Plan: {} to add, {} to change, {} to destroy.",
+                self.add, self.change, self.destroy
+            )
+        } else {
+            "No changes. The plans match.".to_string()
+        };
+        if self.errors > 0 {
+            let what = if self.errors == 1 { "spec" } else { "specs" };
+            line.push_str(&format!(" {} {what} with errors.", self.errors));
+        }
+        line
+    }
+}
+
+impl PlanDiff {
+    /// The counts of the summary line.
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary {
+            errors: self.broken.len(),
+            ..Summary::default()
+        };
+        for job in &self.jobs {
+            match job.action {
+                Action::Create => s.add += 1,
+                Action::Update => s.change += 1,
+                Action::Replace => {
+                    s.add += 1;
+                    s.destroy += 1;
+                }
+                Action::Delete => s.destroy += 1,
+                Action::Error => s.errors += 1,
+                Action::NoOp => s.unchanged += 1,
+            }
+        }
+        s
+    }
+
+    /// The jobs that change (or do not check), in order.
+    pub fn changed(&self) -> impl Iterator<Item = &JobDiff> {
+        self.jobs.iter().filter(|j| j.action != Action::NoOp)
+    }
+
+    /// The actions that occur, in legend order.
+    pub fn actions_used(&self) -> Vec<Action> {
+        let mut used: Vec<Action> = self.changed().map(|j| j.action).collect();
+        if !self.broken.is_empty() {
+            used.push(Action::Error);
+        }
+        used.sort();
+        used.dedup();
+        used
+    }
+}
+
+/// The main attributes of a plan, in display order.
+pub fn attributes(plan: &Plan) -> Vec<Attr> {
+    let mut attrs = Vec::new();
+    let mut text = |key: &str, value: String| {
+        attrs.push(Attr {
+            key: key.to_string(),
+            value: Value::Text(value),
+        });
+    };
+    text("job", plan.job.clone());
+    text("file", plan.file.clone());
+    text("tenant", plan.tenant.clone());
+    text("priority", plan.priority.clone());
+    text("interruptible", plan.interruptible.to_string());
+    text("pool", plan.pool.clone());
+    text("feasible", plan.feasible.to_string());
+    let w = &plan.workload;
+    text("workload.params", format!("{}", w.params));
+    text(
+        "workload.model",
+        format!(
+            "{} layers, hidden {}, {} heads, seq {}",
+            w.layers, w.hidden, w.heads, w.seq_len
+        ),
+    );
+    text("workload.tokens", format!("{}", w.tokens));
+    text("workload.global_batch", w.global_batch.to_string());
+    text("workload.precision", w.precision.clone());
+    if let Some(l) = &plan.layout {
+        text("layout.tensor", l.tensor.to_string());
+        text("layout.pipeline", l.pipeline.to_string());
+        text("layout.data", l.data.to_string());
+        text("layout.context", l.context.to_string());
+        text("layout.expert", l.expert.to_string());
+        text("layout.virtual_stages", l.virtual_stages.to_string());
+        text("layout.micro_batch", l.micro_batch.to_string());
+        text("layout.zero", l.zero.to_string());
+        text("layout.recompute", l.recompute.clone());
+    }
+    let mut sites: Vec<&str> = plan.groups.iter().map(|g| g.site.as_str()).collect();
+    sites.sort_unstable();
+    sites.dedup();
+    let mut devices: Vec<&str> = plan.groups.iter().map(|g| g.device.as_str()).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    if !plan.groups.is_empty() {
+        text("placement.sites", sites.join(", "));
+        text("placement.devices", devices.join(", "));
+    }
+    let mut list = |key: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            attrs.push(Attr {
+                key: key.to_string(),
+                value: Value::List(items),
+            });
+        }
+    };
+    list("reasons", plan.reasons.clone());
+    list(
+        "placement.groups",
+        plan.groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}: {} × {} on {} {} ({})",
+                    g.site,
+                    g.devices,
+                    g.device,
+                    g.nodes,
+                    if g.nodes == 1 { "node" } else { "nodes" },
+                    g.node_group
+                )
+            })
+            .collect(),
+    );
+    list(
+        "placement.stages",
+        plan.stages
+            .iter()
+            .map(|s| {
+                format!(
+                    "stage {}: layers {}..{} on group {}",
+                    s.index,
+                    s.layers.first().copied().unwrap_or_default(),
+                    s.layers.get(1).copied().unwrap_or_default(),
+                    s.group
+                )
+            })
+            .collect(),
+    );
+    let mut number = |key: &str, n: f64, metric: Metric| {
+        attrs.push(Attr {
+            key: key.to_string(),
+            value: Value::Number(n, metric),
+        });
+    };
+    if let Some(e) = &plan.estimate {
+        number("estimate.train_time", e.train_time_h, Metric::Hours);
+        number(
+            "estimate.cost",
+            e.cost.amount,
+            Metric::Money(e.cost.currency.clone()),
+        );
+        number("estimate.carbon", e.carbon_kg, Metric::Amount("kg"));
+        number("estimate.energy", e.energy_kwh, Metric::Amount("kWh"));
+        number("estimate.mfu", e.mfu, Metric::Ratio);
+        number("estimate.tokens_per_s", e.tokens_per_s, Metric::Rate);
+        number("estimate.step_time", e.step_time_s, Metric::Seconds);
+        number(
+            "estimate.memory_per_device",
+            e.memory_per_device_gib,
+            Metric::Amount("GiB"),
+        );
+    }
+    if let Some(d) = &plan.data {
+        attrs.push(Attr {
+            key: "data.strategy".into(),
+            value: Value::Text(d.strategy.clone()),
+        });
+        attrs.push(Attr {
+            key: "data.transfer".into(),
+            value: Value::Number(d.transfer_gb, Metric::Amount("GB")),
+        });
+    }
+    if let Some(c) = &plan.checkpoint {
+        attrs.push(Attr {
+            key: "checkpoint.interval".into(),
+            value: Value::Number(c.interval_min, Metric::Amount("min")),
+        });
+        attrs.push(Attr {
+            key: "checkpoint.path".into(),
+            value: Value::Text(c.path.clone()),
+        });
+    }
+    attrs
+}
+
+/// The attributes shown for a created or destroyed job: the ones a reviewer looks at first.
+const SHOWN_WHOLE: [&str; 9] = [
+    "file",
+    "tenant",
+    "pool",
+    "layout",
+    "placement.groups",
+    "estimate.train_time",
+    "estimate.cost",
+    "estimate.carbon",
+    "estimate.mfu",
+];
+
+/// The attributes that differ, in display order. Numbers that differ only in the last bits
+/// still count: the planner is deterministic, so any difference is real.
+pub fn changes(before: &Plan, after: &Plan) -> Vec<Change> {
+    let old = attributes(before);
+    let new = attributes(after);
+    let old_map: BTreeMap<&str, &Value> = old.iter().map(|a| (a.key.as_str(), &a.value)).collect();
+    let new_map: BTreeMap<&str, &Value> = new.iter().map(|a| (a.key.as_str(), &a.value)).collect();
+    let mut keys: Vec<&str> = new.iter().map(|a| a.key.as_str()).collect();
+    for a in &old {
+        if !new_map.contains_key(a.key.as_str()) {
+            keys.push(a.key.as_str());
+        }
+    }
+    let mut found = Vec::new();
+    for key in keys {
+        let (b, a) = (old_map.get(key), new_map.get(key));
+        if b != a {
+            found.push(Change {
+                key: key.to_string(),
+                before: b.map(|v| (*v).clone()),
+                after: a.map(|v| (*v).clone()),
+            });
+        }
+    }
+    if found.is_empty() && before != after {
+        // Something outside the shown attributes differs (a group's labels, a stage's ops …).
+        found.push(Change {
+            key: "plan".into(),
+            before: Some(Value::Text("(details)".into())),
+            after: Some(Value::Text("(details changed)".into())),
+        });
+    }
+    found
+}
+
+/// Whether two plans of one job differ in anything that decides how it runs (see the module
+/// docs; explanations are not compared).
+fn differs(before: &Plan, after: &Plan) -> bool {
+    let strip = |p: &Plan| {
+        let mut p = p.clone();
+        p.why.clear();
+        p.notes.clear();
+        p.alternatives.clear();
+        p
+    };
+    strip(before) != strip(after)
+}
+
+/// The attributes of one side shown for a created or destroyed job.
+fn whole(plan: &Plan, created: bool) -> Vec<Change> {
+    let mut attrs = attributes(plan);
+    if plan.layout.is_some() {
+        attrs.push(Attr {
+            key: "layout".into(),
+            value: Value::Text(layout_line(plan)),
+        });
+    }
+    SHOWN_WHOLE
+        .iter()
+        .filter_map(|key| attrs.iter().find(|a| a.key == *key))
+        .map(|a| {
+            let value = Some(a.value.clone());
+            let (before, after) = if created {
+                (None, value)
+            } else {
+                (value, None)
+            };
+            Change {
+                key: a.key.clone(),
+                before,
+                after,
+            }
+        })
+        .collect()
+}
+
+/// Whether `a` (at base) and `b` (at head), differently named, are the same job renamed.
+fn renamed(a: &Plan, b: &Plan) -> bool {
+    a.file == b.file && a.tenant == b.tenant && a.workload == b.workload
+}
+
+/// Matches the jobs of the two sides and lists what changes (see the module docs).
+pub fn compare(base: &Side, head: &Side) -> PlanDiff {
+    let base_names: BTreeMap<&str, &Plan> =
+        base.plans.iter().map(|p| (p.job.as_str(), p)).collect();
+    let head_names: BTreeMap<&str, &Plan> =
+        head.plans.iter().map(|p| (p.job.as_str(), p)).collect();
+    let mut jobs = Vec::new();
+    for after in &head.plans {
+        if let Some(before) = base_names.get(after.job.as_str()) {
+            jobs.push(pair(before, after, None));
+        }
+    }
+    let base_only: Vec<&Plan> = base
+        .plans
+        .iter()
+        .filter(|p| !head_names.contains_key(p.job.as_str()))
+        .collect();
+    let mut base_used = vec![false; base_only.len()];
+    for after in head
+        .plans
+        .iter()
+        .filter(|p| !base_names.contains_key(p.job.as_str()))
+    {
+        let found = base_only
+            .iter()
+            .zip(base_used.iter_mut())
+            .find(|(before, used)| !**used && renamed(before, after));
+        if let Some((before, used)) = found {
+            *used = true;
+            jobs.push(pair(before, after, Some(Action::Replace)));
+        } else if base.is_broken(&after.file) {
+            let mut job = created(after);
+            job.action = Action::Update;
+            job.note = Some(format!(
+                "at {} its spec does not check; the whole plan is shown",
+                base.label
+            ));
+            jobs.push(job);
+        } else {
+            jobs.push(created(after));
+        }
+    }
+    for (before, used) in base_only.iter().zip(&base_used) {
+        if *used {
+            continue;
+        }
+        let mut job = JobDiff {
+            action: Action::Delete,
+            job: before.job.clone(),
+            old_job: None,
+            file: before.file.clone(),
+            old_file: None,
+            before: Some((*before).clone()),
+            after: None,
+            changes: whole(before, false),
+            note: None,
+            manifests: None,
+        };
+        if head.is_broken(&before.file) {
+            job.action = Action::Error;
+            job.changes.clear();
+            job.note = Some(if head.catalogue_errors > 0 {
+                format!("the catalogue does not load at {}", head.label)
+            } else {
+                format!("{} does not check at {}", before.file, head.label)
+            });
+        }
+        jobs.push(job);
+    }
+    let mut broken = Vec::new();
+    for (file, errors) in &head.broken {
+        if !base.plans.iter().any(|p| &p.file == file) {
+            broken.push(BrokenFile {
+                file: file.clone(),
+                errors: *errors,
+            });
+        }
+    }
+    jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
+    PlanDiff { jobs, broken }
+}
+
+fn created(after: &Plan) -> JobDiff {
+    JobDiff {
+        action: Action::Create,
+        job: after.job.clone(),
+        old_job: None,
+        file: after.file.clone(),
+        old_file: None,
+        before: None,
+        after: Some(after.clone()),
+        changes: whole(after, true),
+        note: None,
+        manifests: None,
+    }
+}
+
+fn pair(before: &Plan, after: &Plan, action: Option<Action>) -> JobDiff {
+    let moved = before.file != after.file;
+    let changed = moved || differs(before, after);
+    let action = action.unwrap_or(if changed {
+        Action::Update
+    } else {
+        Action::NoOp
+    });
+    let renamed = before.job != after.job;
+    JobDiff {
+        action,
+        job: after.job.clone(),
+        old_job: renamed.then(|| before.job.clone()),
+        file: after.file.clone(),
+        old_file: moved.then(|| before.file.clone()),
+        before: Some(before.clone()),
+        after: Some(after.clone()),
+        changes: if changed || renamed {
+            changes(before, after)
+        } else {
+            Vec::new()
+        },
+        note: if moved {
+            Some(format!("moved from {}", before.file))
+        } else {
+            None
+        },
+        manifests: None,
+    }
+}

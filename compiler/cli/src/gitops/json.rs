@@ -1,0 +1,114 @@
+//! The diff as one JSON document for tools, versioned like the Plan JSON and with every object's
+//! keys sorted.
+//!
+//! ```text
+//! { "format_version": "1.0",
+//!   "base": { "label", "commit", "catalogue", "catalogue_digest" }, "head": { … },
+//!   "summary": { "add", "change", "destroy", "unchanged", "errors" },
+//!   "jobs": [ { "job", "file", "actions": ["update"], "previous_job", "previous_file", "note",
+//!               "changes": [ { "attribute", "before", "after", "delta", "delta_pct" } ],
+//!               "before": Plan, "after": Plan, "manifests_diff" } ],
+//!   "broken_files": [ { "file", "errors" } ],
+//!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
+//! ```
+//!
+//! Unchanged jobs are listed with `"actions": ["no-op"]` and neither plans nor changes.
+
+use super::compare::{Action, PlanDiff};
+use super::side::Side;
+use crate::render::diagnostics::to_json;
+use crate::render::plan_json::sort_keys;
+use serde_json::{Map, Value, json};
+
+/// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
+pub const DIFF_FORMAT_VERSION: &str = "1.0";
+
+fn side_json(side: &Side) -> Value {
+    json!({
+        "label": side.label,
+        "commit": side.commit,
+        "catalogue": side.catalogue_origin,
+        "catalogue_digest": side.catalogue_digest,
+    })
+}
+
+/// The diff document.
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
+    let summary = diff.summary();
+    let jobs: Vec<Value> = diff
+        .jobs
+        .iter()
+        .map(|job| {
+            let mut entry = Map::new();
+            entry.insert("job".into(), json!(job.job));
+            entry.insert("file".into(), json!(job.file));
+            entry.insert("actions".into(), json!(job.action.terraform_actions()));
+            if job.action == Action::NoOp {
+                return Value::Object(entry);
+            }
+            entry.insert("previous_job".into(), json!(job.old_job));
+            entry.insert("previous_file".into(), json!(job.old_file));
+            entry.insert("note".into(), json!(job.note));
+            let changes: Vec<Value> = job
+                .changes
+                .iter()
+                .map(|c| {
+                    let (delta, pct) = c.delta().map_or((None, None), |(d, p)| (Some(d), p));
+                    json!({
+                        "attribute": c.key,
+                        "before": c.before.as_ref().map(super::compare::Value::to_json),
+                        "after": c.after.as_ref().map(super::compare::Value::to_json),
+                        "delta": delta,
+                        "delta_pct": pct,
+                    })
+                })
+                .collect();
+            entry.insert("changes".into(), Value::Array(changes));
+            entry.insert(
+                "before".into(),
+                serde_json::to_value(&job.before).unwrap_or(Value::Null),
+            );
+            entry.insert(
+                "after".into(),
+                serde_json::to_value(&job.after).unwrap_or(Value::Null),
+            );
+            entry.insert("manifests_diff".into(), json!(job.manifests));
+            Value::Object(entry)
+        })
+        .collect();
+    let broken: Vec<Value> = diff
+        .broken
+        .iter()
+        .map(|b| json!({"file": b.file, "errors": b.errors}))
+        .collect();
+    let mut diagnostics = Vec::new();
+    for (name, side) in [("base", base), ("head", head)] {
+        for d in side
+            .specs
+            .diagnostics
+            .iter()
+            .chain(&side.planner_diagnostics)
+        {
+            if name == "base" && !d.is_error() {
+                continue;
+            }
+            let mut value = to_json(d, &side.specs.sources);
+            if let Value::Object(map) = &mut value {
+                map.insert("side".into(), json!(name));
+            }
+            diagnostics.push(value);
+        }
+    }
+    sort_keys(json!({
+        "format_version": DIFF_FORMAT_VERSION,
+        "base": side_json(base),
+        "head": side_json(head),
+        "summary": {
+            "add": summary.add, "change": summary.change, "destroy": summary.destroy,
+            "unchanged": summary.unchanged, "errors": summary.errors,
+        },
+        "jobs": jobs,
+        "broken_files": broken,
+        "diagnostics": diagnostics,
+    }))
+}

@@ -1,0 +1,75 @@
+//! The manifests a job's plan turns into on each side, rendered by `loam-backends` as
+//! `loam emit` writes them, and their unified diff.
+
+use super::side::Side;
+use loam_backends::{Options, Target, Tenancy};
+use loam_compiler::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
+use std::collections::BTreeMap;
+
+/// The manifests of one plan, by path; empty when the backend refuses the plan (an infeasible
+/// plan has none).
+fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> {
+    let mut options = Options::default();
+    if let Some(catalogue) = &side.catalogue
+        && let Some(tenant) = catalogue
+            .pool(&plan.pool)
+            .and_then(|pool| pool.tenant(&plan.tenant))
+    {
+        options.tenants.insert(
+            plan.tenant.clone(),
+            Tenancy {
+                namespace: tenant.kubernetes_namespace.clone(),
+                queue: tenant.queue.clone(),
+                slurm_account: tenant.slurm_account.clone(),
+                slurm_qos: None,
+                checkpoint_root: tenant.checkpoint_root.value.clone(),
+            },
+        );
+    }
+    let doc = PlanDocument {
+        format_version: FORMAT_VERSION.to_string(),
+        catalogue_digest: side.catalogue_digest.clone().unwrap_or_default(),
+        plans: vec![plan.clone()],
+    };
+    match loam_backends::render(&doc, target, &options) {
+        Ok(manifests) => manifests
+            .into_iter()
+            .map(|m| (m.path, m.contents))
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    }
+}
+
+/// The unified diff of the manifests of `before` (at `base`) and `after` (at `head`), file by
+/// file in path order; `None` when they are the same.
+pub fn diff(
+    before: &Plan,
+    base: &Side,
+    after: &Plan,
+    head: &Side,
+    target: Target,
+) -> Option<String> {
+    let old = render(before, base, target);
+    let new = render(after, head, target);
+    let mut paths: Vec<&String> = old.keys().chain(new.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut out = String::new();
+    for path in paths {
+        let a = old.get(path).map_or("", String::as_str);
+        let b = new.get(path).map_or("", String::as_str);
+        if a == b {
+            continue;
+        }
+        let text = similar::TextDiff::from_lines(a, b)
+            .unified_diff()
+            .context_radius(2)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        out.push_str(&text);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}

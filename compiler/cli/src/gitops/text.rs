@@ -1,0 +1,274 @@
+//! The diff for a terminal, in Terraform's style: a legend of the symbols used, one block per
+//! job with `+ ~ - -/+` prefixes and `old -> new`, and a summary line.
+
+use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
+use super::side::Side;
+use std::fmt::Write;
+
+/// ANSI colours, or none.
+#[derive(Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn symbol(self, action: Action) -> String {
+        match action {
+            Action::Create => self.wrap("32", "+"),
+            Action::Update => self.wrap("33", "~"),
+            Action::Delete => self.wrap("31", "-"),
+            Action::Replace => format!("{}/{}", self.wrap("31", "-"), self.wrap("32", "+")),
+            Action::Error => self.wrap("1;31", "!"),
+            Action::NoOp => " ".to_string(),
+        }
+    }
+
+    fn bold(self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+}
+
+/// The symbol right-aligned in three columns (`  +`, `-/+`), whatever the colour codes.
+fn padded(paint: Paint, action: Action) -> String {
+    let width = action.symbol().chars().count();
+    format!(
+        "{}{}",
+        " ".repeat(3usize.saturating_sub(width)),
+        paint.symbol(action)
+    )
+}
+
+/// The header: which sides are compared and whether the catalogue changed.
+pub fn header(base: &Side, head: &Side) -> String {
+    let mut out = format!("loam diff: {} -> {}\n", base.title(), head.title());
+    let digest = |side: &Side| {
+        side.catalogue_digest
+            .as_deref()
+            .map_or("does not load".to_string(), short_digest)
+    };
+    if base.catalogue_digest == head.catalogue_digest
+        && base.catalogue_origin == head.catalogue_origin
+    {
+        let _ = writeln!(
+            out,
+            "catalogue: {} ({}), unchanged",
+            head.catalogue_origin,
+            digest(head)
+        );
+    } else {
+        let origin = if base.catalogue_origin == head.catalogue_origin {
+            head.catalogue_origin.clone()
+        } else {
+            format!("{} -> {}", base.catalogue_origin, head.catalogue_origin)
+        };
+        let _ = writeln!(
+            out,
+            "catalogue: {origin} ({} -> {}); every job is planned again",
+            digest(base),
+            digest(head)
+        );
+    }
+    out
+}
+
+/// `sha256:0123456789ab` (twelve hex digits).
+pub fn short_digest(digest: &str) -> String {
+    digest.chars().take("sha256:".len() + 12).collect()
+}
+
+/// The whole text report.
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String {
+    let paint = Paint(color);
+    let mut out = header(base, head);
+    out.push('\n');
+    let summary = diff.summary();
+    let used = diff.actions_used();
+    if !used.is_empty() {
+        out.push_str("Job actions are indicated with the following symbols:\n");
+        for action in &used {
+            let _ = writeln!(out, "{} {}", padded(paint, *action), action.meaning());
+        }
+        out.push_str("\nloam will perform the following actions:\n\n");
+    }
+    for job in diff.changed() {
+        out.push_str(&job_block(job, head, paint));
+        out.push('\n');
+    }
+    for file in &diff.broken {
+        let _ = writeln!(
+            out,
+            "  # {} does not check at {} ({} {}); its jobs are not planned",
+            file.file,
+            head.label,
+            file.errors,
+            if file.errors == 1 { "error" } else { "errors" }
+        );
+        let _ = writeln!(
+            out,
+            "{} file \"{}\"\n",
+            padded(paint, Action::Error),
+            file.file
+        );
+    }
+    let mut line = summary.line();
+    if summary.unchanged > 0 {
+        let _ = write!(
+            line,
+            " {} {} unchanged.",
+            summary.unchanged,
+            if summary.unchanged == 1 {
+                "job"
+            } else {
+                "jobs"
+            }
+        );
+    }
+    out.push_str(&paint.bold(&line));
+    out.push('\n');
+    out
+}
+
+/// The comment line above a job's block.
+pub fn describe(job: &JobDiff, head: &Side) -> String {
+    let name = &job.job;
+    let mut text = match job.action {
+        Action::Create => format!("job \"{name}\" will be created"),
+        Action::Update => format!("job \"{name}\" will be updated in place"),
+        Action::Replace => format!(
+            "job \"{}\" has been renamed to \"{name}\" and must be replaced",
+            job.old_job.as_deref().unwrap_or_default()
+        ),
+        Action::Delete => format!("job \"{name}\" will be destroyed"),
+        Action::Error => format!("job \"{name}\" cannot be planned at {}", head.label),
+        Action::NoOp => format!("job \"{name}\" is unchanged"),
+    };
+    if let Some(note) = &job.note {
+        let _ = write!(text, " ({note})");
+    }
+    text
+}
+
+fn job_block(job: &JobDiff, head: &Side, paint: Paint) -> String {
+    let mut out = format!("  # {}\n", describe(job, head));
+    let title = match &job.old_job {
+        Some(old) => format!("job \"{old}\" -> \"{}\"", job.job),
+        None => format!("job \"{}\"", job.job),
+    };
+    let _ = writeln!(out, "{} {title} {{", padded(paint, job.action));
+    let _ = write!(out, "{}", changes_text(&job.changes, paint));
+    if let Some(manifests) = &job.manifests {
+        out.push_str("\n        # manifests:\n");
+        for line in manifests.lines() {
+            let painted = match line.chars().next() {
+                Some('+') if !line.starts_with("+++") => paint.wrap("32", line),
+                Some('-') if !line.starts_with("---") => paint.wrap("31", line),
+                Some('@') => paint.wrap("36", line),
+                _ => line.to_string(),
+            };
+            let _ = writeln!(out, "        {painted}");
+        }
+    }
+    out.push_str("    }\n");
+    out
+}
+
+/// The attribute lines of a block: `~ key = old -> new (delta)`, keys aligned.
+fn changes_text(changes: &[Change], paint: Paint) -> String {
+    let width = changes.iter().map(|c| c.key.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for change in changes {
+        let action = match (&change.before, &change.after) {
+            (None, Some(_)) => Action::Create,
+            (Some(_), None) => Action::Delete,
+            _ => Action::Update,
+        };
+        let symbol = paint.symbol(action);
+        let key = format!("{:width$}", change.key);
+        match (&change.before, &change.after) {
+            (before, after) if is_list(before) || is_list(after) => {
+                let old = list_items(before);
+                let new = list_items(after);
+                let _ = writeln!(out, "      {symbol} {key} = [");
+                for item in old.iter().filter(|i| !new.contains(i)) {
+                    let _ = writeln!(
+                        out,
+                        "          {} {}",
+                        paint.symbol(Action::Delete),
+                        quote(item)
+                    );
+                }
+                for item in new.iter().filter(|i| !old.contains(i)) {
+                    let _ = writeln!(
+                        out,
+                        "          {} {}",
+                        paint.symbol(Action::Create),
+                        quote(item)
+                    );
+                }
+                let kept = new.iter().filter(|i| old.contains(i)).count();
+                if kept > 0 {
+                    let _ = writeln!(
+                        out,
+                        "            # ({kept} unchanged {} hidden)",
+                        if kept == 1 { "element" } else { "elements" }
+                    );
+                }
+                out.push_str("        ]\n");
+            }
+            (Some(before), Some(after)) => {
+                let mut line = format!("{} -> {}", shown(before), shown(after));
+                if let Some(delta) = change.delta_text() {
+                    let _ = write!(line, " ({delta})");
+                }
+                let _ = writeln!(out, "      {symbol} {key} = {line}");
+            }
+            (Some(value), None) | (None, Some(value)) => {
+                let _ = writeln!(out, "      {symbol} {key} = {}", shown(value));
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// A plain (uncoloured) rendering of a change list, for the markdown details.
+pub fn changes_plain(changes: &[Change]) -> String {
+    changes_text(changes, Paint(false))
+}
+
+/// A plain job block, for the markdown details.
+pub fn job_plain(job: &JobDiff, head: &Side) -> String {
+    job_block(job, head, Paint(false))
+}
+
+fn is_list(value: &Option<Value>) -> bool {
+    matches!(value, Some(Value::List(_)))
+}
+
+fn list_items(value: &Option<Value>) -> Vec<String> {
+    match value {
+        Some(Value::List(items)) => items.clone(),
+        Some(other) => vec![other.shown()],
+        None => Vec::new(),
+    }
+}
+
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Text(text) if text.parse::<f64>().is_ok() || text == "true" || text == "false" => {
+            text.clone()
+        }
+        Value::Text(text) => quote(text),
+        other => other.shown(),
+    }
+}
+
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
