@@ -66,6 +66,12 @@ pub struct Plan {
     /// The best plans of other shapes, and why each lost.
     #[serde(default)]
     pub alternatives: Vec<AlternativeIr>,
+    /// Why this plan won: the objective, the constraints and how close it comes to them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+    /// Things a person should know that do not block the plan (e.g. devices not free now).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The model and training run, as the trainer's arguments need them.
