@@ -1,0 +1,56 @@
+//! `loam calibrate`: predicted vs measured throughput of published training runs, and whether
+//! loam's own layout beats the published one.
+
+use crate::Context;
+use crate::args::{CalibrateArgs, OutputFormat};
+use crate::render::plan_json::sort_keys;
+use crate::session::plan_catalogue;
+use loam_compiler::calibrate::{calibrate, render_table};
+use std::path::Path;
+
+/// Runs `loam calibrate`; exit 0 on success, 1 when the CSV is malformed, 2 when unreadable.
+pub fn run(
+    args: &CalibrateArgs,
+    catalogue_dir: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<u8, crate::io::IoError> {
+    let catalogue = plan_catalogue(catalogue_dir)?;
+    let bytes = crate::io::read(&args.csv)?;
+    let name = crate::io::display(&args.csv);
+    let Ok(text) = String::from_utf8(bytes) else {
+        cx.eprint(&format!("error: {name}: the CSV is not UTF-8 text\n"));
+        return Ok(1);
+    };
+    let report = match calibrate(&text, |id| catalogue.device(id).map(|d| d.figures())) {
+        Ok(report) => report,
+        Err(e) => {
+            cx.eprint(&format!("error: {name}: {e}\n"));
+            return Ok(1);
+        }
+    };
+    let auto_wins = report
+        .rows
+        .iter()
+        .filter(|r| r.auto_at_least_as_fast)
+        .count();
+    let n = report.rows.len();
+    match args.format {
+        OutputFormat::Json => {
+            let mut value = serde_json::to_value(&report).unwrap_or_default();
+            if let Some(map) = value.as_object_mut() {
+                map.insert(
+                    "auto_at_least_as_fast_share".into(),
+                    serde_json::json!(auto_wins as f64 / n.max(1) as f64),
+                );
+            }
+            cx.print_json(&sort_keys(value));
+        }
+        OutputFormat::Text => {
+            cx.print(&render_table(&report));
+            cx.print(&format!(
+                "loam's own layout (every field auto, same devices) is predicted at least as fast as the published one on {auto_wins} of {n} runs\n"
+            ));
+        }
+    }
+    Ok(0)
+}

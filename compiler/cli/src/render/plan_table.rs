@@ -1,0 +1,212 @@
+//! The plan as a person reads it first: where, split how, how long, how much, why, and what
+//! else was considered.
+
+use loam_compiler::plan::ir::{Plan, PlanDocument};
+use std::fmt::Write;
+
+/// `1234567.8` → `1,234,568`.
+pub fn thousands(amount: f64) -> String {
+    let whole = format!("{:.0}", amount.abs());
+    let mut out = String::new();
+    for (i, ch) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if amount < -0.5 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// Hours as `29.1 days` (or `5.2 h` under two days).
+pub fn duration(hours: f64) -> String {
+    if hours < 48.0 {
+        format!("{hours:.1} h")
+    } else {
+        format!("{:.1} days", hours / 24.0)
+    }
+}
+
+/// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`.
+pub fn layout_line(plan: &Plan) -> String {
+    let Some(l) = &plan.layout else {
+        return "-".into();
+    };
+    let mut degrees = format!("TP{} PP{} DP{}", l.tensor, l.pipeline, l.data);
+    if l.context > 1 {
+        let _ = write!(degrees, " CP{}", l.context);
+    }
+    if l.expert > 1 {
+        let _ = write!(degrees, " EP{}", l.expert);
+    }
+    if l.virtual_stages > 1 {
+        let _ = write!(degrees, " VP{}", l.virtual_stages);
+    }
+    format!(
+        "{degrees} · micro-batch {} · ZeRO-{} · recompute {}",
+        l.micro_batch, l.zero, l.recompute
+    )
+}
+
+/// Where the plan runs: `512 × H100_SXM on 64 nodes at shanghai (sh-h100-a), pool xirang`.
+pub fn where_line(plan: &Plan) -> String {
+    let groups: Vec<String> = plan
+        .groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{} × {} on {} nodes at {} ({})",
+                g.devices, g.device, g.nodes, g.site, g.node_group
+            )
+        })
+        .collect();
+    format!("{}, pool {}", groups.join(" + "), plan.pool)
+}
+
+/// Stages in short: `4 stages × 20 blocks` or the ranges when unequal.
+fn stages_line(plan: &Plan) -> String {
+    let sizes: Vec<u64> = plan
+        .stages
+        .iter()
+        .map(|s| s.layers[1] - s.layers[0])
+        .collect();
+    match sizes.first() {
+        Some(first) if sizes.iter().all(|s| s == first) => {
+            let n = sizes.len();
+            format!(
+                "{n} stage{} × {first} blocks",
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        _ => plan
+            .stages
+            .iter()
+            .map(|s| format!("[{}, {})", s.layers[0], s.layers[1]))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+fn row(out: &mut String, key: &str, value: &str) {
+    let _ = writeln!(out, "  {key:<12} {value}");
+}
+
+/// One plan as a block of aligned lines.
+pub fn render_plan(plan: &Plan) -> String {
+    let mut out = String::new();
+    let verdict = if plan.feasible {
+        "feasible"
+    } else {
+        "INFEASIBLE"
+    };
+    let _ = writeln!(out, "{} ({}): {verdict}", plan.job, plan.file);
+    if !plan.feasible {
+        for reason in &plan.reasons {
+            row(&mut out, "why not", reason);
+        }
+    }
+    if plan.layout.is_some() {
+        row(&mut out, "where", &where_line(plan));
+        row(&mut out, "layout", &layout_line(plan));
+        row(&mut out, "stages", &stages_line(plan));
+    }
+    if let Some(e) = &plan.estimate {
+        row(
+            &mut out,
+            "time",
+            &format!(
+                "{} · step {:.2} s · {} tokens/s",
+                duration(e.train_time_h),
+                e.step_time_s,
+                thousands(e.tokens_per_s)
+            ),
+        );
+        row(
+            &mut out,
+            "cost",
+            &format!(
+                "{} {} · {} MWh · {} t CO2",
+                thousands(e.cost.amount),
+                e.cost.currency,
+                thousands(e.energy_kwh / 1000.0),
+                thousands(e.carbon_kg / 1000.0)
+            ),
+        );
+        row(
+            &mut out,
+            "efficiency",
+            &format!(
+                "MFU {:.1} % · {:.0} model TFLOP/s per device · {:.1} GiB memory per device",
+                100.0 * e.mfu,
+                e.model_tflops_per_device,
+                e.memory_per_device_gib
+            ),
+        );
+        let b = &e.breakdown_s;
+        row(
+            &mut out,
+            "step",
+            &format!(
+                "compute {:.2} s · tensor comm {:.2} s · bubble {:.2} s · data comm {:.2} s · other {:.2} s",
+                b.compute, b.tensor_comm, b.pipeline_bubble, b.data_comm, b.other
+            ),
+        );
+    }
+    if let Some(d) = &plan.data {
+        let text = if d.transfer_gb > 0.0 {
+            format!(
+                "{}: {} GB over the WAN in {:.1} h",
+                d.strategy,
+                thousands(d.transfer_gb),
+                d.transfer_h
+            )
+        } else {
+            format!("{}: nothing to transfer", d.strategy)
+        };
+        row(&mut out, "data", &text);
+    }
+    if let Some(c) = &plan.checkpoint {
+        row(
+            &mut out,
+            "checkpoint",
+            &format!(
+                "every {:.0} min (write {:.0} s) to {}",
+                c.interval_min, c.write_s, c.path
+            ),
+        );
+    }
+    if !plan.why.is_empty() {
+        row(&mut out, "why", &plan.why);
+    }
+    for note in &plan.notes {
+        row(&mut out, "note", note);
+    }
+    if !plan.alternatives.is_empty() {
+        let _ = writeln!(out, "  alternatives");
+        for a in &plan.alternatives {
+            let _ = writeln!(out, "    - {}: {}", a.summary, a.why_not);
+        }
+    }
+    out
+}
+
+/// Every plan of the document, separated by blank lines, then a summary line.
+pub fn render(doc: &PlanDocument) -> String {
+    let blocks: Vec<String> = doc.plans.iter().map(render_plan).collect();
+    let infeasible = doc.plans.iter().filter(|p| !p.feasible).count();
+    let mut out = blocks.join("\n");
+    let n = doc.plans.len();
+    let _ = writeln!(
+        out,
+        "\nplanned {n} job{}: {} feasible, {infeasible} infeasible (catalogue {})",
+        if n == 1 { "" } else { "s" },
+        n - infeasible,
+        doc.catalogue_digest
+            .get(..19)
+            .unwrap_or(&doc.catalogue_digest)
+    );
+    out
+}

@@ -1,0 +1,399 @@
+//! `loam plan` and `loam calibrate` end to end: every example plans, the JSON keeps the contract,
+//! output is deterministic, and infeasible jobs fail with numbers in their reasons.
+
+use loam_tests::{repo_root, run_cli};
+use serde_json::Value;
+
+/// Runs loam from the repository root, so paths in the output are relative and stable.
+fn loam(args: &[&str]) -> (u8, String, String) {
+    std::env::set_current_dir(repo_root()).unwrap();
+    run_cli(args, "")
+}
+
+/// `text` with the catalogue digest replaced, so snapshots survive catalogue edits that do not
+/// change the plan.
+fn redact(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("sha256:") {
+        out.push_str(&rest[..at]);
+        out.push_str("sha256:[digest]");
+        rest = rest[at + 7..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(rest);
+    out
+}
+
+fn examples() -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(repo_root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "loam"))
+        .map(|p| format!("examples/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    found.sort();
+    found
+}
+
+fn plan_json(args: &[&str]) -> (u8, Value, String) {
+    let mut all = vec!["plan", "--format", "json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = loam(&all);
+    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+}
+
+/// Every key of every object is in sorted order.
+fn assert_sorted(value: &Value) {
+    match value {
+        Value::Object(map) => {
+            let keys: Vec<&String> = map.keys().collect();
+            let mut sorted = keys.clone();
+            sorted.sort();
+            assert_eq!(keys, sorted);
+            map.values().for_each(assert_sorted);
+        }
+        Value::Array(items) => items.iter().for_each(assert_sorted),
+        _ => {}
+    }
+}
+
+const PLAN_FIELDS: &[&str] = &[
+    "job",
+    "file",
+    "feasible",
+    "layout",
+    "groups",
+    "stages",
+    "estimate",
+    "data",
+    "checkpoint",
+    "alternatives",
+];
+const LAYOUT_FIELDS: &[&str] = &[
+    "tensor",
+    "pipeline",
+    "data",
+    "context",
+    "expert",
+    "virtual_stages",
+    "micro_batch",
+    "zero",
+    "recompute",
+];
+const ESTIMATE_FIELDS: &[&str] = &[
+    "step_time_s",
+    "tokens_per_s",
+    "model_tflops_per_device",
+    "mfu",
+    "memory_per_device_gib",
+    "train_time_h",
+    "cost",
+    "energy_kwh",
+    "carbon_kg",
+    "breakdown_s",
+    "flops_convention",
+];
+
+fn has(value: &Value, fields: &[&str], what: &str) {
+    for f in fields {
+        assert!(value.get(f).is_some(), "{what} lacks `{f}`: {value}");
+    }
+}
+
+#[test]
+fn every_example_plans_feasibly_with_every_contract_field() {
+    for example in examples() {
+        let (code, doc, err) = plan_json(&[&example]);
+        assert_eq!(code, 0, "{example}: {err}\n{doc}");
+        assert_sorted(&doc);
+        assert_eq!(doc["format_version"], "1.0");
+        assert!(
+            doc["catalogue_digest"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:")
+        );
+        let plans = doc["plans"].as_array().unwrap();
+        assert!(!plans.is_empty());
+        for plan in plans {
+            has(plan, PLAN_FIELDS, "plan");
+            assert_eq!(plan["feasible"], true, "{example}: {plan}");
+            assert_eq!(plan["file"], example.as_str());
+            has(&plan["layout"], LAYOUT_FIELDS, "layout");
+            has(&plan["estimate"], ESTIMATE_FIELDS, "estimate");
+            has(
+                &plan["estimate"]["breakdown_s"],
+                &[
+                    "compute",
+                    "tensor_comm",
+                    "pipeline_bubble",
+                    "data_comm",
+                    "other",
+                ],
+                "breakdown",
+            );
+            has(&plan["estimate"]["cost"], &["amount", "currency"], "cost");
+            has(
+                &plan["data"],
+                &["strategy", "transfer_gb", "transfer_h"],
+                "data",
+            );
+            has(
+                &plan["checkpoint"],
+                &["interval_min", "write_s"],
+                "checkpoint",
+            );
+            for group in plan["groups"].as_array().unwrap() {
+                has(group, &["site", "device", "nodes", "devices"], "group");
+            }
+            for alt in plan["alternatives"].as_array().unwrap() {
+                has(alt, &["summary", "objective", "why_not"], "alternative");
+            }
+            // Stages cover every block exactly once, in order.
+            let layers = plan["workload"]["layers"].as_u64().unwrap();
+            let stages = plan["stages"].as_array().unwrap();
+            assert_eq!(
+                stages.len() as u64,
+                plan["layout"]["pipeline"].as_u64().unwrap()
+            );
+            let mut next = 0;
+            for (i, stage) in stages.iter().enumerate() {
+                assert_eq!(stage["index"].as_u64().unwrap(), i as u64);
+                let range = stage["layers"].as_array().unwrap();
+                assert_eq!(range[0].as_u64().unwrap(), next);
+                next = range[1].as_u64().unwrap();
+            }
+            assert_eq!(next, layers, "{example}: stages must cover [0, {layers})");
+            // The devices of the layout are the devices placed.
+            let l = &plan["layout"];
+            let devices: u64 = ["tensor", "pipeline", "data", "context"]
+                .iter()
+                .map(|k| l[k].as_u64().unwrap())
+                .product();
+            let placed: u64 = plan["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["devices"].as_u64().unwrap())
+                .sum();
+            assert_eq!(devices, placed, "{example}");
+            // Memory fits the device.
+            let device = plan["groups"][0]["device"].as_str().unwrap();
+            let capacity_gib = loam_compiler::catalogue::builtin()
+                .device(device)
+                .unwrap()
+                .memory_bytes
+                .value
+                / (1u64 << 30) as f64;
+            let memory = plan["estimate"]["memory_per_device_gib"].as_f64().unwrap();
+            assert!(
+                memory > 0.0 && memory <= capacity_gib,
+                "{example}: {memory} GiB"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_70b_plan_is_believable() {
+    let (code, doc, _) = plan_json(&["examples/llama3-70b-pretrain.loam"]);
+    assert_eq!(code, 0);
+    let plan = &doc["plans"][0];
+    let e = &plan["estimate"];
+    let mfu = e["mfu"].as_f64().unwrap();
+    assert!((0.30..=0.55).contains(&mfu), "MFU {mfu}");
+    assert!(plan["layout"]["tensor"].as_u64().unwrap() <= 8);
+    let days = e["train_time_h"].as_f64().unwrap() / 24.0;
+    assert!((1.0..=60.0).contains(&days), "{days} days");
+    assert!(e["cost"]["amount"].as_f64().unwrap() <= 20e6);
+    assert_eq!(e["cost"]["currency"], "CNY");
+}
+
+#[test]
+fn plans_of_the_70b_example_snapshot() {
+    let (code, table, _) = loam(&["plan", "examples/llama3-70b-pretrain.loam"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("plan_70b_table", redact(&table));
+    let (_, json, _) = loam(&[
+        "plan",
+        "--format",
+        "json",
+        "examples/llama3-70b-pretrain.loam",
+    ]);
+    insta::assert_snapshot!("plan_70b_json", redact(&json));
+    let (_, markdown, _) = loam(&[
+        "plan",
+        "--format",
+        "markdown",
+        "examples/llama3-70b-pretrain.loam",
+    ]);
+    insta::assert_snapshot!("plan_70b_markdown", redact(&markdown));
+    for name in ["mixtral-8x7b-moe", "pinned-layout-13b"] {
+        let (code, table, _) = loam(&["plan", &format!("examples/{name}.loam")]);
+        assert_eq!(code, 0);
+        insta::assert_snapshot!(format!("plan_{name}_table"), redact(&table));
+    }
+}
+
+#[test]
+fn planning_is_deterministic_and_independent_of_argument_order() {
+    let all = examples();
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let (_, first, _) = loam(&[&["plan", "--format", "json"][..], &refs].concat());
+    let (_, second, _) = loam(&[&["plan", "--format", "json"][..], &refs].concat());
+    assert_eq!(first, second);
+    let reversed: Vec<&str> = refs.iter().rev().copied().collect();
+    let (_, third, _) = loam(&[&["plan", "--format", "json"][..], &reversed].concat());
+    assert_eq!(first, third);
+    let (_, folder, _) = loam(&["plan", "--format", "json", "examples"]);
+    assert_eq!(first, folder);
+}
+
+/// The 70B example with its goal block replaced by `goal`.
+fn seventy_b_with(goal: &str, extra: &str) -> String {
+    let text =
+        std::fs::read_to_string(repo_root().join("examples/llama3-70b-pretrain.loam")).unwrap();
+    let start = text.find("  goal {").unwrap();
+    let end = start + text[start..].find("  }\n").unwrap() + 4;
+    let mut out = format!(
+        "{}  goal {{\n{goal}\n  }}\n{}",
+        &text[..start],
+        &text[end..]
+    );
+    if !extra.is_empty() {
+        out = out.replace("    context     = 1\n", extra);
+    }
+    out
+}
+
+fn plan_text(name: &str, text: &str) -> (u8, Value) {
+    let dir = std::env::temp_dir().join(format!("loam-plan-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.loam"));
+    std::fs::write(&path, text).unwrap();
+    let (code, doc, err) = plan_json(&[path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.is_empty() || code == 1, "{err}");
+    (code, doc)
+}
+
+#[test]
+fn a_missed_deadline_fails_with_days_in_the_reason() {
+    let (code, doc) = plan_text(
+        "deadline",
+        &seventy_b_with("    optimize = cost\n    deadline = 10d", ""),
+    );
+    assert_eq!(code, 1);
+    let plan = &doc["plans"][0];
+    assert_eq!(plan["feasible"], false);
+    let reasons = plan["reasons"].to_string();
+    assert!(reasons.contains("misses the deadline by"), "{reasons}");
+    assert!(reasons.contains("days"), "{reasons}");
+}
+
+#[test]
+fn a_blown_budget_fails_with_money_in_the_reason() {
+    let (code, doc) = plan_text(
+        "budget",
+        &seventy_b_with("    optimize = time\n    budget   = 2.5M CNY", ""),
+    );
+    assert_eq!(code, 1);
+    let reasons = doc["plans"][0]["reasons"].to_string();
+    assert!(reasons.contains("over budget by"), "{reasons}");
+    assert!(reasons.contains("CNY"), "{reasons}");
+}
+
+#[test]
+fn a_pinned_layout_that_does_not_fit_fails_with_memory_numbers() {
+    // Checks run before planning: a pinned layout no device can hold is rejected up front
+    // (L2108) with the memory it needs, and no plan is printed.
+    let text = seventy_b_with("    optimize = time", "")
+        .replace("    tensor      = auto\n", "    tensor      = 1\n")
+        .replace("    pipeline    = auto\n", "    pipeline    = 1\n")
+        .replace("    zero        = auto\n", "    zero        = 0\n");
+    let dir = std::env::temp_dir().join(format!("loam-plan-test-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("oom.loam");
+    std::fs::write(&path, text).unwrap();
+    let (code, out, err) = loam(&["plan", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("does not fit"), "{err}");
+    assert!(err.contains("GB per device"), "{err}");
+}
+
+#[test]
+fn spec_errors_stop_planning() {
+    let (code, doc) = plan_text("broken", "job \"x\" {\n  tenant = 3\n}\n");
+    assert_eq!(code, 1);
+    assert!(doc.get("plans").is_none(), "{doc}");
+}
+
+#[test]
+fn calibration_stays_within_its_bound() {
+    let (code, out, err) = loam(&[
+        "calibrate",
+        "tests/data/training_runs_calibration.csv",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_sorted(&report);
+    let median = report["median_abs_error_pct"].as_f64().unwrap();
+    assert!(median <= 5.5, "median |error| {median} %");
+    assert!(report["mean_abs_error_pct"].as_f64().is_some());
+    assert!(report["within_20_pct_share"].as_f64().unwrap() >= 0.85);
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 22);
+    for row in rows {
+        has(
+            row,
+            &[
+                "run_id",
+                "predicted_tokens_per_s_per_device",
+                "measured_tokens_per_s_per_device",
+                "error_pct",
+                "auto_at_least_as_fast",
+            ],
+            "row",
+        );
+    }
+    let (code, text, _) = loam(&["calibrate", "tests/data/training_runs_calibration.csv"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("median |error|"), "{text}");
+}
+
+#[test]
+fn a_bad_calibration_csv_names_the_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("loam-calibrate-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good =
+        std::fs::read_to_string(repo_root().join("tests/data/training_runs_calibration.csv"))
+            .unwrap();
+    let mut lines: Vec<String> = good.lines().take(3).map(str::to_string).collect();
+    lines[2] = lines[2]
+        .replacen(',', ",notanumber,", 1)
+        .replacen(",notanumber,", ",", 0);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let layers_col = header.iter().position(|h| *h == "layers").unwrap();
+    let mut cells: Vec<String> = good
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    cells[layers_col] = "many".into();
+    lines[2] = cells.join(",");
+    let path = dir.join("bad.csv");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let (code, _, err) = loam(&["calibrate", path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("`layers`"), "{err}");
+    let (code, _, err) = loam(&["calibrate", "no/such/file.csv"]);
+    assert_eq!(code, 2, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
