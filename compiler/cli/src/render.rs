@@ -2,3 +2,6 @@
 
 pub mod diagnostics;
 pub mod github;
+pub mod plan_json;
+pub mod plan_markdown;
+pub mod plan_table;
