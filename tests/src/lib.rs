@@ -3,9 +3,14 @@
 //!
 //! A fixture is a text file. Several virtual files are separated by header lines
 //! `--- name.loam ---`; a fixture without a header is one file named after the fixture.
+//! Specs are checked against the built-in catalogue; a virtual file named
+//! `--- catalogue/pools/<ID>.yaml ---` (or `catalogue/devices/…`) adds to it or replaces the
+//! built-in file of that name.
 
+use loam_cli::catalogue_source::load_texts;
 use loam_cli::render::diagnostics::render_text;
-use loam_cli::session::{Specs, add_spec};
+use loam_cli::session::{Specs, add_spec, check_against};
+use loam_compiler::catalogue::builtin_sources;
 use loam_compiler::check::check_unique_job_names;
 use loam_compiler::span::SourceMap;
 
@@ -49,22 +54,54 @@ pub fn split_fixture(default_name: &str, fixture: &str) -> Vec<VirtualFile> {
     files
 }
 
-/// Parses and checks every `.loam` file of a fixture; returns the specs with their diagnostics.
+/// The catalogue texts of a fixture: the built-in catalogue, with each virtual file named
+/// `catalogue/devices/<ID>.yaml` or `catalogue/pools/<ID>.yaml` added (or replacing the built-in
+/// file of the same name).
+pub fn catalogue_texts(files: &[VirtualFile]) -> Vec<(String, String)> {
+    let virtual_files: Vec<&VirtualFile> = files
+        .iter()
+        .filter(|f| f.name.starts_with("catalogue/"))
+        .collect();
+    let replaced = |builtin: &str| {
+        let rest = builtin.strip_prefix("specs/").unwrap_or(builtin);
+        virtual_files
+            .iter()
+            .any(|f| f.name.strip_prefix("catalogue/") == Some(rest))
+    };
+    let mut texts: Vec<(String, String)> = builtin_sources()
+        .into_iter()
+        .filter(|(path, _)| !replaced(path))
+        .map(|(path, text)| (path.to_string(), text.to_string()))
+        .collect();
+    texts.extend(
+        virtual_files
+            .iter()
+            .map(|f| (f.name.clone(), f.text.clone())),
+    );
+    texts
+}
+
+/// Loads the fixture's catalogue, then parses and checks every `.loam` file of the fixture, also
+/// against the catalogue; returns the specs with their diagnostics. A broken catalogue gives
+/// only its own diagnostics, as `loam check` does.
 pub fn check_files(files: &[VirtualFile]) -> Specs {
+    let mut sources = SourceMap::new();
+    let (catalogue, diagnostics) = load_texts(catalogue_texts(files), &mut sources);
     let mut specs = Specs {
-        sources: SourceMap::new(),
+        sources,
         files: Vec::new(),
         jobs: Vec::new(),
-        diagnostics: Vec::new(),
+        diagnostics,
+    };
+    let Some(catalogue) = catalogue else {
+        return specs;
     };
     for file in files.iter().filter(|f| f.name.ends_with(".loam")) {
         add_spec(&mut specs, file.name.clone(), file.text.as_bytes());
     }
     let duplicates = check_unique_job_names(&specs.jobs);
     specs.diagnostics.extend(duplicates);
-    specs
-        .diagnostics
-        .sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    check_against(&mut specs, &catalogue);
     specs
 }
 

@@ -56,6 +56,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
+    /// Show what the catalogue holds: `list` the devices, or `show` a device, site or pool.
+    Catalogue(CatalogueArgs),
     /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
     Diff(DiffArgs),
     /// Print the JSON Schema of the plan (`loam plan --format json`).
@@ -166,4 +168,32 @@ pub struct DiffArgs {
     /// Whose manifests to diff for changed jobs.
     #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
     pub manifests: DiffManifests,
+}
+
+/// Arguments of `loam catalogue`.
+#[derive(Debug, Args)]
+pub struct CatalogueArgs {
+    /// What to show.
+    #[command(subcommand)]
+    pub command: CatalogueCommand,
+}
+
+/// `loam catalogue list` or `loam catalogue show ID`.
+#[derive(Debug, Subcommand)]
+pub enum CatalogueCommand {
+    /// A table of the devices: vendor, status (`~` marks estimates), memory, bf16 TFLOP/s and
+    /// where they are.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
+    /// One device, pool or site (`site` or `pool/site`) in detail.
+    Show {
+        /// A device id (`H100_SXM`), a pool id (`xirang`) or a site (`guiyang`, `xirang/guiyang`).
+        id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod catalogue;
 pub mod check;
 pub mod completions;
 pub mod diff;

@@ -85,3 +85,25 @@ pub fn display(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
     text.strip_prefix("./").map(str::to_string).unwrap_or(text)
 }
+
+/// Whether `path` is a folder that exists.
+pub fn is_dir(path: &Path) -> bool {
+    path.is_dir()
+}
+
+/// The files directly in `dir` whose extension is one of `extensions`, sorted.
+pub fn list_files(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, IoError> {
+    let entries =
+        fs::read_dir(dir).map_err(|e| IoError(format!("cannot read `{}`: {e}", display(dir))))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| extensions.contains(&e))
+        })
+        .collect();
+    found.sort();
+    Ok(found)
+}

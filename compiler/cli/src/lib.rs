@@ -5,6 +5,7 @@
 //! compiler core receives text and returns values and diagnostics.
 
 pub mod args;
+pub mod catalogue_source;
 mod commands;
 pub mod gitops;
 pub mod io;
@@ -87,10 +88,11 @@ pub fn run(
         color,
     };
     let result = match &cli.command {
-        Command::Check(a) => commands::check::run(a, &mut cx),
+        Command::Check(a) => commands::check::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Fmt(a) => commands::fmt::run(a, &mut cx),
         Command::Explain(a) => Ok(commands::explain::run(a, &mut cx)),
         Command::Completions(a) => Ok(commands::completions::run(a, &mut cx)),
+        Command::Catalogue(a) => commands::catalogue::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Schema => Ok(commands::schema::run(&mut cx)),
     };

@@ -1,12 +1,14 @@
-//! Loading what a command works on: spec files parsed and checked, with their sources kept for
-//! rendering diagnostics.
+//! Loading what a command works on: the catalogue and the spec files, parsed and checked (also
+//! against the catalogue), with their sources kept for rendering diagnostics.
 
+pub use crate::catalogue_source::load_catalogue;
 use crate::io::{self, IoError};
+use loam_compiler::catalogue::{Catalogue, check_job};
 use loam_compiler::check::{Job, check_file, check_unique_job_names};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::span::SourceMap;
 use loam_compiler::syntax::{decode_utf8, parse};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Spec files, parsed and checked.
 pub struct Specs {
@@ -27,7 +29,7 @@ impl Specs {
     }
 }
 
-/// Reads, parses and checks the spec files named by `paths`.
+/// Reads, parses and checks the spec files named by `paths` (no catalogue checks).
 pub fn load_specs(paths: &[PathBuf]) -> Result<Specs, IoError> {
     let mut specs = Specs {
         sources: SourceMap::new(),
@@ -35,17 +37,72 @@ pub fn load_specs(paths: &[PathBuf]) -> Result<Specs, IoError> {
         jobs: Vec::new(),
         diagnostics: Vec::new(),
     };
+    read_specs(&mut specs, paths)?;
+    Ok(specs)
+}
+
+/// Loads the catalogue (see [`load_catalogue`]), then reads, parses and checks the spec files
+/// named by `paths`, and checks every job against the catalogue.
+///
+/// When the catalogue has errors, nothing else runs: the specs hold only the catalogue's
+/// diagnostics and the catalogue is `None`.
+pub fn load_checked(
+    paths: &[PathBuf],
+    cli_catalogue: Option<&Path>,
+) -> Result<(Specs, Option<Catalogue>), IoError> {
+    let mut sources = SourceMap::new();
+    let (catalogue, diagnostics) = load_catalogue(cli_catalogue, &mut sources)?;
+    let mut specs = Specs {
+        sources,
+        files: Vec::new(),
+        jobs: Vec::new(),
+        diagnostics,
+    };
+    let Some(catalogue) = catalogue else {
+        return Ok((specs, None));
+    };
+    read_specs(&mut specs, paths)?;
+    check_against(&mut specs, &catalogue);
+    Ok((specs, Some(catalogue)))
+}
+
+/// Checks every job of `specs` against `catalogue`, adding the diagnostics in order.
+///
+/// A job with a syntax error inside it (L0xxx, such as a bad escape in a string) is skipped:
+/// its values are not what the author meant, and checking them would only add noise.
+pub fn check_against(specs: &mut Specs, catalogue: &Catalogue) {
+    let mut found = Vec::new();
+    for job in &specs.jobs {
+        let garbled = specs.diagnostics.iter().any(|d| {
+            d.code.starts_with("L0")
+                && d.span.file == job.span.file
+                && d.span.start >= job.span.start
+                && d.span.end <= job.span.end
+        });
+        if !garbled {
+            found.extend(check_job(job, catalogue));
+        }
+    }
+    specs.diagnostics.extend(found);
+    sort_diagnostics(specs);
+}
+
+fn read_specs(specs: &mut Specs, paths: &[PathBuf]) -> Result<(), IoError> {
     for path in io::find_spec_files(paths)? {
         let bytes = io::read(&path)?;
         let name = io::display(&path);
-        add_spec(&mut specs, name, &bytes);
+        add_spec(specs, name, &bytes);
     }
     let duplicates = check_unique_job_names(&specs.jobs);
     specs.diagnostics.extend(duplicates);
+    sort_diagnostics(specs);
+    Ok(())
+}
+
+fn sort_diagnostics(specs: &mut Specs) {
     specs
         .diagnostics
         .sort_by_key(|d| (d.span.file, d.span.start, d.code));
-    Ok(specs)
 }
 
 /// Parses and checks one file's bytes into `specs`.

@@ -1,14 +1,20 @@
-//! `loam check`: parse and type-check spec files, report every problem.
+//! `loam check`: parse and type-check spec files, check them against the catalogue, report
+//! every problem.
 
 use crate::Context;
 use crate::args::{CheckArgs, CheckFormat};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::session::load_specs;
+use crate::session::load_checked;
 use serde_json::json;
+use std::path::Path;
 
-/// Runs `loam check`; exit 0 when clean, 1 on errors in specs.
-pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoError> {
-    let specs = load_specs(&args.paths)?;
+/// Runs `loam check`; exit 0 when clean, 1 on errors in specs or in the catalogue.
+pub fn run(
+    args: &CheckArgs,
+    catalogue_dir: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<u8, crate::io::IoError> {
+    let (specs, catalogue) = load_checked(&args.paths, catalogue_dir)?;
     let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
     match args.format {
         CheckFormat::Github => {
@@ -46,7 +52,12 @@ pub fn run(args: &CheckArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoEr
                 specs.jobs.len(),
                 plural(specs.jobs.len(), "job")
             );
-            if errors == 0 {
+            if catalogue.is_none() {
+                cx.eprint(&format!(
+                    "the catalogue has {errors} {}; no spec was checked\n",
+                    plural(errors, "error")
+                ));
+            } else if errors == 0 {
                 cx.print(&format!("{summary}no problems\n"));
             } else {
                 cx.eprint(&format!("{summary}{errors} {}\n", plural(errors, "error")));

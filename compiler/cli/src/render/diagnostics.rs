@@ -12,6 +12,8 @@ struct Report {
     source: NamedSource<String>,
     labels: Vec<LabeledSpan>,
     related: Vec<Report>,
+    /// A secondary location in another file, shown as advice (a note), not as a second problem.
+    note: bool,
 }
 
 impl std::fmt::Display for Report {
@@ -27,6 +29,9 @@ impl miette::Diagnostic for Report {
         Some(Box::new(self.diagnostic.code))
     }
     fn severity(&self) -> Option<miette::Severity> {
+        if self.note {
+            return Some(miette::Severity::Advice);
+        }
         Some(match self.diagnostic.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
@@ -97,6 +102,7 @@ fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
                 source: source_of(sources, label.span),
                 labels: vec![labeled(label.span, &label.message, true, other_len)],
                 related: Vec::new(),
+                note: true,
             });
         }
     }
@@ -105,6 +111,7 @@ fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
         source: source_of(sources, diagnostic.span),
         labels,
         related,
+        note: false,
     }
 }
 

@@ -766,6 +766,7 @@ fn check_counts(
     let with_quota: Vec<&str> = tenant
         .quota
         .iter()
+        .filter(|q| u64::from(q.guaranteed.value) + u64::from(q.elastic.value) > 0)
         .map(|q| q.device.value.as_str())
         .collect();
     diags.push(
@@ -773,7 +774,11 @@ fn check_counts(
             codes::ABOVE_QUOTA,
             message,
             span,
-            format!("{needed} devices above the quota of {quota}"),
+            if pinned.is_some() {
+                format!("{needed} devices above the quota of {quota}")
+            } else {
+                "the tenant may use none of these devices".to_string()
+            },
         )
         .with_related(
             tenant.name.span,

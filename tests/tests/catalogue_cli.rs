@@ -1,0 +1,183 @@
+//! The catalogue in the CLI: `loam catalogue list|show`, `--catalogue DIR`, a broken catalogue,
+//! and `loam check` running the checks of jobs against the catalogue.
+
+use loam_tests::{repo_root, run_cli};
+use std::path::Path;
+
+fn case(name: &str) -> String {
+    repo_root()
+        .join("tests/cases/check")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Copies the shipped catalogue into `dir` (devices and pools only).
+fn copy_specs(dir: &Path) {
+    for sub in ["devices", "pools"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for entry in std::fs::read_dir(repo_root().join("specs").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn list_shows_the_thirteen_devices_with_their_status() {
+    let (code, out, err) = run_cli(&["catalogue", "list"], "");
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!(out);
+    let (code, out, _) = run_cli(&["catalogue", "list", "--format", "json"], "");
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let devices = doc["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 13);
+    assert!(devices.iter().all(|d| d["status"].is_string()));
+    assert!(
+        doc["catalogue_digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+}
+
+#[test]
+fn show_a_device_a_pool_and_a_site() {
+    let (code, out, _) = run_cli(&["catalogue", "show", "H100_SXM"], "");
+    assert_eq!(code, 0);
+    assert!(out.starts_with("device H100_SXM"), "{out}");
+    let (code, out, _) = run_cli(&["catalogue", "show", "xirang"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("guiyang"), "{out}");
+    let (code, out, _) = run_cli(
+        &["catalogue", "show", "xirang/guiyang", "--format", "json"],
+        "",
+    );
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["kind"], "site");
+    assert_eq!(doc["pool"], "xirang");
+    let (code, out, _) = run_cli(&["catalogue", "show", "L40S", "--format", "json"], "");
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["kind"], "device");
+}
+
+#[test]
+fn show_an_unknown_id_suggests_the_nearest_and_exits_1() {
+    let (code, out, err) = run_cli(&["catalogue", "show", "H100_SMX"], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "error: unknown catalogue id `H100_SMX`; did you mean `H100_SXM`?\n"
+    );
+}
+
+#[test]
+fn a_misspelt_device_is_located_and_gets_a_suggestion() {
+    let path = case("L2103-unknown-device.loam");
+    let (code, out, _) = run_cli(&["check", &path, "--format", "json"], "");
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let diagnostics = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{out}");
+    let d = &diagnostics[0];
+    assert_eq!(d["code"], "L2103");
+    assert_eq!(d["message"], "unknown device `H100_SMX`");
+    assert_eq!(d["help"], "did you mean `H100_SXM`?");
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(22), Some(16))
+    );
+    assert_eq!(d["end_column"].as_u64(), Some(24));
+}
+
+#[test]
+fn a_405b_model_on_8_l40s_is_rejected_with_both_memory_figures() {
+    let path = case("L2108-model-does-not-fit.loam");
+    let (code, out, _) = run_cli(&["check", &path, "--format", "json"], "");
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let d = &doc["diagnostics"][0];
+    assert_eq!(d["code"], "L2108");
+    assert_eq!(
+        d["message"],
+        "model does not fit on `L40S`: needs at least 818.6 GB per device, \
+         the device has 48.0 GB (43.2 GB usable)"
+    );
+    // The secondary label points at the device's memory line in its catalogue file.
+    assert_eq!(d["related"][0]["file"], "specs/devices/L40S.yaml");
+    assert_eq!(d["related"][0]["line"], 19);
+    let (_, _, err) = run_cli(&["check", &path], "");
+    assert!(err.contains("specs/devices/L40S.yaml:19:9"), "{err}");
+}
+
+#[test]
+fn catalogue_dir_replaces_the_built_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_specs(dir.path());
+    let pool = dir.path().join("pools/xirang.yaml");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(&pool, text.replace("- name: nlp\n", "- name: nlp2\n")).unwrap();
+    let catalogue = dir.path().to_str().unwrap();
+    let examples = repo_root().join("examples/llama3-8b-finetune.loam");
+    let examples = examples.to_str().unwrap();
+    let (code, _, _) = run_cli(&["check", examples], "");
+    assert_eq!(code, 0);
+    let (code, _, err) = run_cli(&["--catalogue", catalogue, "check", examples], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("unknown tenant `nlp`"), "{err}");
+    assert!(err.contains("did you mean `nlp2`?"), "{err}");
+    let (code, out, _) = run_cli(
+        &["catalogue", "show", "xirang", "--catalogue", catalogue],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("nlp2"), "{out}");
+}
+
+#[test]
+fn a_broken_catalogue_shows_its_yaml_line_and_nothing_else_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_specs(dir.path());
+    let device = dir.path().join("devices/L40S.yaml");
+    let text = std::fs::read_to_string(&device).unwrap();
+    std::fs::write(&device, text.replace("memory: 48GB", "memory: 48GHz")).unwrap();
+    let catalogue = dir.path().to_str().unwrap();
+    let spec = case("L2103-unknown-device.loam");
+    let (code, out, err) = run_cli(&["--catalogue", catalogue, "check", &spec], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("L2006") || err.contains("L2007"), "{err}");
+    assert!(err.contains("devices/L40S.yaml:19:9"), "{err}");
+    assert!(err.contains("19 │ memory: 48GHz"), "{err}");
+    assert!(!err.contains("L2103"), "specs must not be checked:\n{err}");
+    assert!(err.contains("no spec was checked"), "{err}");
+    let (code, out, err) = run_cli(&["--catalogue", catalogue, "catalogue", "list"], "");
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("devices/L40S.yaml:19:9"), "{err}");
+}
+
+#[test]
+fn a_folder_that_is_no_catalogue_is_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = dir.path().to_str().unwrap();
+    let (code, _, err) = run_cli(&["--catalogue", catalogue, "catalogue", "list"], "");
+    assert_eq!(code, 2);
+    assert!(err.contains("no `devices/` or `pools/` folder"), "{err}");
+    let missing = dir.path().join("missing");
+    let (code, _, err) = run_cli(
+        &[
+            "--catalogue",
+            missing.to_str().unwrap(),
+            "check",
+            &case("L2103-unknown-device.loam"),
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("not a folder"), "{err}");
+}
