@@ -1,1 +1,154 @@
-//! Renders loam plans into Kubernetes, Slurm and bare-metal manifests (placeholder).
+//! Renders loam plans into the manifests that run them: Kubernetes (JobSet + Kueue, or Volcano),
+//! Slurm batch scripts, and bare-metal launchers over ssh.
+//!
+//! The input is the Plan IR only ([`loam_compiler::plan::ir`]), never the AST or the catalogue.
+//! Each target has a module that turns a [`Plan`] into a serialisable context; the templates in
+//! `backends/templates/<target>/` turn the context into text. Every string from a spec is
+//! escaped by a filter (`yaml`, `sh`, `json_ascii`) or checked to be a plain word (`word`);
+//! the environment refuses to print anything else.
+//!
+//! Rendering is a pure function: same plans and options, byte-identical manifests.
+
+pub mod baremetal;
+mod env;
+pub mod escape;
+pub mod job;
+pub mod kubernetes;
+pub mod slurm;
+
+use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::plan::ir::{Plan, PlanDocument};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use job::Tenancy;
+pub use slurm::SlurmVersion;
+
+/// Which system the manifests are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// Kubernetes objects (YAML).
+    Kubernetes,
+    /// Slurm batch scripts.
+    Slurm,
+    /// A hostfile and an ssh launcher script.
+    Baremetal,
+}
+
+/// Which Kubernetes batch system the objects are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Flavor {
+    /// JobSet with Kueue queueing (the default).
+    #[default]
+    Jobset,
+    /// Volcano Job and Queue.
+    Volcano,
+}
+
+/// How to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The Kubernetes flavour.
+    pub flavor: Flavor,
+    /// The Slurm release the scripts must run on; decides which options appear.
+    pub slurm_version: SlurmVersion,
+    /// The trainer's container image (Kubernetes).
+    pub image: String,
+    /// The trainer command (program and fixed arguments); the layout arguments follow it.
+    pub trainer: Vec<String>,
+    /// Backend names of each tenant (namespace, queue, account, checkpoint root), by tenant name;
+    /// tenants not listed get [`Tenancy::derived`].
+    pub tenants: BTreeMap<String, Tenancy>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            flavor: Flavor::Jobset,
+            slurm_version: SlurmVersion::DEFAULT,
+            image: "ghcr.io/loam-dev/trainer:latest".to_string(),
+            trainer: vec!["loam-train".to_string()],
+            tenants: BTreeMap::new(),
+        }
+    }
+}
+
+/// One file to write, relative to the output folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Relative path with `/` separators, e.g. `llama3-70b/jobset.yaml`.
+    pub path: String,
+    /// The file's text.
+    pub contents: String,
+}
+
+/// The major version of the Plan JSON format this crate reads.
+const SUPPORTED_MAJOR: &str = "1";
+
+/// Renders every plan of `doc` for `target`. Each job gets a folder named after it (a DNS-1123
+/// label); files are sorted by path. Returns every problem found in any plan, or the manifests
+/// when there is none.
+pub fn render(
+    doc: &PlanDocument,
+    target: Target,
+    options: &Options,
+) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    let mut diagnostics = Vec::new();
+    let major = doc.format_version.split('.').next().unwrap_or_default();
+    if major != SUPPORTED_MAJOR {
+        diagnostics.push(job::error(
+            "L4007",
+            format!(
+                "unsupported plan format version `{}`, expected 1.x",
+                doc.format_version
+            ),
+            "make the plan with this version of loam (`loam plan --format json`)",
+        ));
+        return Err(diagnostics);
+    }
+    let mut manifests = Vec::new();
+    let mut folders: BTreeMap<String, String> = BTreeMap::new();
+    for plan in &doc.plans {
+        match render_plan(doc, plan, target, options) {
+            Ok(files) => {
+                let folder = job::folder(plan);
+                if let Some(other) = folders.insert(folder.clone(), plan.job.clone()) {
+                    diagnostics.push(job::error(
+                        "L4008",
+                        format!(
+                            "jobs `{other}` and `{}` would both be written to `{folder}/`",
+                            plan.job
+                        ),
+                        "rename one of the jobs, or emit them separately",
+                    ));
+                }
+                manifests.extend(files.into_iter().map(|m| Manifest {
+                    path: format!("{folder}/{}", m.path),
+                    contents: m.contents,
+                }));
+            }
+            Err(mut errors) => diagnostics.append(&mut errors),
+        }
+    }
+    if !diagnostics.is_empty() {
+        return Err(diagnostics);
+    }
+    manifests.sort_by(|a, b| a.path.cmp(&b.path));
+    let paths: BTreeSet<&str> = manifests.iter().map(|m| m.path.as_str()).collect();
+    debug_assert_eq!(paths.len(), manifests.len());
+    Ok(manifests)
+}
+
+/// Renders one plan of `doc` for `target`; paths are relative to the job's folder.
+pub fn render_plan(
+    doc: &PlanDocument,
+    plan: &Plan,
+    target: Target,
+    options: &Options,
+) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    let job = job::JobContext::new(doc, plan, options)?;
+    match target {
+        Target::Kubernetes => kubernetes::render(&job, options),
+        Target::Slurm => slurm::render(&job, options),
+        Target::Baremetal => baremetal::render(&job, options),
+    }
+}

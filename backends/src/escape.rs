@@ -1,0 +1,229 @@
+//! Escaping of strings for the formats the backends write: YAML double-quoted scalars, POSIX
+//! shell single-quoted words, ASCII-only JSON, and DNS-1123 names.
+//!
+//! Every string that comes from a spec goes through one of these before it reaches a manifest;
+//! the template environment refuses to print a string that did not.
+
+use sha2::{Digest, Sha256};
+use std::fmt::Write;
+
+/// `s` as a YAML double-quoted scalar that every YAML 1.1 and 1.2 parser reads back as `s`.
+///
+/// Escapes `"` and `\`, every control and non-printable character (C0, DEL, C1, the line and
+/// paragraph separators, the byte-order mark, non-characters) so the scalar is one line of
+/// printable text.
+pub fn yaml_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_yaml_escape(c) => {
+                let n = u32::from(c);
+                if n <= 0xFF {
+                    let _ = write!(out, "\\x{n:02X}");
+                } else if n <= 0xFFFF {
+                    let _ = write!(out, "\\u{n:04X}");
+                } else {
+                    let _ = write!(out, "\\U{n:08X}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Whether YAML needs `c` escaped: it is not in YAML's printable set, or parsers treat it as a
+/// line break (NEL, LS, PS), or it is the byte-order mark.
+fn needs_yaml_escape(c: char) -> bool {
+    let n = u32::from(c);
+    n < 0x20
+        || (0x7F..=0x9F).contains(&n)
+        || n == 0x2028
+        || n == 0x2029
+        || n == 0xFEFF
+        || (0xFFFE..=0xFFFF).contains(&n)
+        || (0xFDD0..=0xFDEF).contains(&n)
+        || (n & 0xFFFE) == 0xFFFE
+}
+
+/// `s` as one shell word: single-quoted, with each `'` written as `'\''`. Nothing inside is
+/// expanded by any POSIX shell (no `$`, backtick, `\` or glob processing).
+pub fn shell_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// JSON text with every character outside printable ASCII written as `\uXXXX`, so the text can
+/// sit in a YAML block scalar or a shell here-document unchanged.
+///
+/// Such characters can only occur inside JSON strings, where `\uXXXX` means the same character.
+pub fn json_ascii(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c == '\n' || (' '..='~').contains(&c) {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        }
+    }
+    out
+}
+
+/// Whether `s` is a DNS-1123 label: 1–63 of `a-z0-9-`, starting and ending alphanumeric.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A DNS-1123 label of at most `max` bytes (`max` ≥ 10) made from `s`: lowercase ASCII letters
+/// and digits kept, runs of anything else turned into one `-`. When that changed `s`, an
+/// 8-digit hash of `s` is appended, so different inputs keep different names.
+pub fn dns_label(s: &str, max: usize) -> String {
+    let slug = slug(s, usize::MAX);
+    if slug == s && slug.len() <= max {
+        return slug;
+    }
+    let hash = short_hash(s);
+    let keep = max.saturating_sub(hash.len() + 1);
+    let mut head: String = slug.chars().take(keep).collect();
+    while head.ends_with('-') {
+        head.pop();
+    }
+    if head.is_empty() {
+        format!("x-{hash}")
+    } else {
+        format!("{head}-{hash}")
+    }
+}
+
+/// `s` lowercased, with runs of anything but ASCII letters and digits turned into one `-`,
+/// trimmed of `-` and cut to `max` bytes: readable, but not unique (see [`dns_label`]).
+pub fn slug(s: &str, max: usize) -> String {
+    let mut slug = String::new();
+    for c in s.chars().flat_map(char::to_lowercase) {
+        if slug.len() >= max {
+            break;
+        }
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    slug.trim_end_matches('-').to_string()
+}
+
+/// The first 8 hex digits of the SHA-256 of `s`.
+fn short_hash(s: &str) -> String {
+    let digest = Sha256::digest(s.as_bytes());
+    digest.iter().take(4).fold(String::new(), |mut acc, b| {
+        let _ = write!(acc, "{b:02x}");
+        acc
+    })
+}
+
+/// Whether `s` is safe unquoted in a `#SBATCH` line or a file name: 1–128 of
+/// `A-Za-z0-9._-`, not starting with `-` or `.`.
+pub fn is_plain_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && !s.starts_with('-')
+        && !s.starts_with('.')
+}
+
+/// Whether `s` is a Kubernetes label (or annotation) key: an optional DNS-subdomain prefix and
+/// `/`, then a name of 1–63 of `A-Za-z0-9-_.`, starting and ending alphanumeric.
+pub fn is_label_key(s: &str) -> bool {
+    let (prefix, name) = match s.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let prefix_ok =
+        prefix.is_none_or(|p| !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label));
+    prefix_ok && is_label_value(name) && !name.is_empty()
+}
+
+/// Whether `s` is a Kubernetes label value: empty, or 1–63 of `A-Za-z0-9-_.`, starting and
+/// ending alphanumeric.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty()
+        || (s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_quote_escapes_breaks_and_controls() {
+        assert_eq!(yaml_quote("a\"b\\c\nd"), r#""a\"b\\c\nd""#);
+        assert_eq!(
+            yaml_quote("\u{7f}\u{85}\u{2028}\u{feff}"),
+            r#""\x7F\x85\u2028\uFEFF""#
+        );
+        assert_eq!(yaml_quote("$(x) `y` ; 名前 🚀"), "\"$(x) `y` ; 名前 🚀\"");
+    }
+
+    #[test]
+    fn shell_quote_closes_and_reopens_around_quotes() {
+        assert_eq!(shell_quote("it's $(x)"), r"'it'\''s $(x)'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn json_ascii_escapes_everything_outside_printable_ascii() {
+        assert_eq!(json_ascii("\"é🚀\u{7f}\""), r#""\u00e9\ud83d\ude80\u007f""#);
+    }
+
+    #[test]
+    fn dns_labels_are_valid_and_distinct() {
+        assert_eq!(dns_label("llama3-70b", 32), "llama3-70b");
+        let a = dns_label("Llama3 70B", 32);
+        let b = dns_label("llama3-70b!", 32);
+        assert!(is_dns_label(&a) && is_dns_label(&b));
+        assert_ne!(a, b);
+        assert!(dns_label(&"x".repeat(500), 32).len() <= 32);
+        assert!(is_dns_label(&dns_label("$(touch /tmp/pwned)", 32)));
+        assert!(is_dns_label(&dns_label("---", 32)));
+        assert!(is_dns_label(&dns_label("名前", 12)));
+    }
+
+    #[test]
+    fn label_keys_and_values() {
+        assert!(is_label_key("nvidia.com/gpu.product"));
+        assert!(is_label_key("accelerator"));
+        assert!(!is_label_key("a b"));
+        assert!(!is_label_key("/x"));
+        assert!(is_label_value("NVIDIA-H100-80GB-HBM3"));
+        assert!(!is_label_value("-x"));
+    }
+}
