@@ -58,6 +58,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Show what the catalogue holds: `list` the devices, or `show` a device, site or pool.
     Catalogue(CatalogueArgs),
+    /// Write the manifests that run each job: Kubernetes, Slurm or bare metal.
+    Emit(EmitArgs),
     /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
     Diff(DiffArgs),
     /// Print the JSON Schema of the plan (`loam plan --format json`).
@@ -196,4 +198,49 @@ pub enum CatalogueCommand {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+}
+
+/// Arguments of `loam emit`.
+#[derive(Debug, Args)]
+pub struct EmitArgs {
+    /// A spec file or folder (planned first), or a plan JSON file (`loam plan --format json`).
+    pub path: PathBuf,
+    /// Which system the manifests are for.
+    #[arg(long, value_enum)]
+    pub backend: EmitBackend,
+    /// Kubernetes flavour: `jobset` (JobSet + Kueue, the default) or `volcano`.
+    #[arg(long, value_enum)]
+    pub flavor: Option<EmitFlavor>,
+    /// The Slurm release the scripts must run on (`major.minor`).
+    #[arg(long, default_value = "22.05", value_name = "VERSION")]
+    pub slurm_version: String,
+    /// The trainer's container image (Kubernetes).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// The trainer command, split on spaces; the layout arguments follow it. Default: `loam-train`.
+    #[arg(long, value_name = "COMMAND")]
+    pub trainer: Option<String>,
+    /// The folder to write; replaced as a whole, only if empty or written by `loam emit`.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Which system `loam emit` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EmitBackend {
+    /// JobSet (or Volcano Job) with Kueue queueing, plan ConfigMap, LocalQueue, priority class.
+    Kubernetes,
+    /// One batch script per job; heterogeneous jobs for several device groups.
+    Slurm,
+    /// A hostfile, an ssh launcher and the plan JSON.
+    Baremetal,
+}
+
+/// Kubernetes flavour of `loam emit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EmitFlavor {
+    /// JobSet + Kueue.
+    Jobset,
+    /// Volcano Job + Queue.
+    Volcano,
 }

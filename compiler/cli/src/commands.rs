@@ -4,6 +4,7 @@ pub mod catalogue;
 pub mod check;
 pub mod completions;
 pub mod diff;
+pub mod emit;
 pub mod explain;
 pub mod fmt;
 pub mod schema;

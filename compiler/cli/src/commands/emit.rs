@@ -1,0 +1,226 @@
+//! `loam emit`: plan the specs (or read a plan JSON) and write the manifests of one backend into
+//! a folder, atomically: everything is rendered first, written into a temporary folder beside
+//! the target, and renamed into place at the end, so a failing emit leaves the folder untouched.
+
+use crate::Context;
+use crate::args::{EmitArgs, EmitBackend, EmitFlavor};
+use crate::io::{self, IoError};
+use crate::render::diagnostics::render_text;
+use crate::session::{load_checked, plan_catalogue, plan_specs};
+use loam_backends::{Flavor, Manifest, Options, SlurmVersion, Target, Tenancy};
+use loam_compiler::catalogue::Catalogue;
+use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::plan::ir::PlanDocument;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The file that marks a folder as written by `loam emit`; only such folders are replaced.
+const MARKER: &str = ".loam-emit";
+
+/// Runs `loam emit`; exit 0 when every manifest was written, 1 on problems in the specs or plans
+/// (nothing written), 2 on usage or I/O errors.
+pub fn run(
+    args: &EmitArgs,
+    catalogue_dir: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<u8, IoError> {
+    let slurm_version: SlurmVersion = args.slurm_version.parse().map_err(IoError)?;
+    let (doc, catalogue) = if args.path.extension().is_some_and(|e| e == "json") {
+        let bytes = io::read(&args.path)?;
+        let doc = serde_json::from_slice::<PlanDocument>(&bytes).map_err(|e| {
+            IoError(format!(
+                "`{}` is not a loam plan (`loam plan --format json`): {e}",
+                io::display(&args.path)
+            ))
+        })?;
+        (doc, plan_catalogue(catalogue_dir)?)
+    } else {
+        // The same checks as `loam plan`, then the same planner.
+        let (specs, catalogue) = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
+        let Some(catalogue) = catalogue.filter(|_| !specs.has_errors()) else {
+            cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
+            cx.eprint("nothing emitted: the specs have errors\n");
+            return Ok(1);
+        };
+        let (doc, mut diagnostics) = plan_specs(&specs, &catalogue);
+        diagnostics.extend(specs.diagnostics.iter().cloned());
+        diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+        if !diagnostics.is_empty() {
+            cx.eprint(&render_text(&diagnostics, &specs.sources, cx.color));
+        }
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            cx.eprint("nothing emitted: planning failed\n");
+            return Ok(1);
+        }
+        (doc, catalogue)
+    };
+    let target = match args.backend {
+        EmitBackend::Kubernetes => Target::Kubernetes,
+        EmitBackend::Slurm => Target::Slurm,
+        EmitBackend::Baremetal => Target::Baremetal,
+    };
+    let mut options = Options {
+        flavor: match args.flavor {
+            Some(EmitFlavor::Volcano) => Flavor::Volcano,
+            Some(EmitFlavor::Jobset) | None => Flavor::Jobset,
+        },
+        slurm_version,
+        tenants: tenants(&doc, &catalogue),
+        ..Options::default()
+    };
+    if let Some(image) = &args.image {
+        options.image.clone_from(image);
+    }
+    if let Some(trainer) = &args.trainer {
+        options.trainer = trainer.split_whitespace().map(str::to_string).collect();
+    }
+    let manifests = match loam_backends::render(&doc, target, &options) {
+        Ok(manifests) => manifests,
+        Err(diagnostics) => {
+            cx.eprint(&render_plain(&diagnostics));
+            cx.eprint("nothing emitted\n");
+            return Ok(1);
+        }
+    };
+    write_dir(&args.out, &manifests)?;
+    cx.print(&format!(
+        "wrote {} {} for {} {} to {}\n",
+        manifests.len(),
+        crate::commands::check::plural(manifests.len(), "file"),
+        doc.plans.len(),
+        crate::commands::check::plural(doc.plans.len(), "job"),
+        io::display(&args.out)
+    ));
+    Ok(0)
+}
+
+/// The backend names of every tenant the plans name, from the catalogue's pools.
+fn tenants(
+    doc: &PlanDocument,
+    catalogue: &Catalogue,
+) -> std::collections::BTreeMap<String, Tenancy> {
+    let mut found = std::collections::BTreeMap::new();
+    for plan in &doc.plans {
+        let Some(tenant) = catalogue
+            .pool(&plan.pool)
+            .and_then(|pool| pool.tenant(&plan.tenant))
+        else {
+            continue;
+        };
+        found.insert(
+            plan.tenant.clone(),
+            Tenancy {
+                namespace: tenant.kubernetes_namespace.clone(),
+                queue: tenant.queue.clone(),
+                slurm_account: tenant.slurm_account.clone(),
+                slurm_qos: None,
+                checkpoint_root: tenant.checkpoint_root.value.clone(),
+            },
+        );
+    }
+    found
+}
+
+/// Emit diagnostics point at no source text: `error[CODE]: message` and the help line.
+fn render_plain(diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diagnostics {
+        let severity = if d.is_error() { "error" } else { "warning" };
+        out.push_str(&format!("{severity}[{}]: {}\n", d.code, d.message));
+        if let Some(help) = &d.help {
+            out.push_str(&format!("  = help: {help}\n"));
+        }
+    }
+    out
+}
+
+/// Writes `manifests` as the whole contents of `dir`: into a temporary folder beside it first,
+/// then renamed into place. An existing `dir` is replaced only when empty or written by
+/// `loam emit` before (it holds the marker file).
+fn write_dir(dir: &Path, manifests: &[Manifest]) -> Result<(), IoError> {
+    let shown = io::display(dir);
+    let fail = |what: &str, e: std::io::Error| IoError(format!("cannot {what} `{shown}`: {e}"));
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(IoError(format!("`{shown}` exists and is not a folder")));
+        }
+        let empty = fs::read_dir(dir)
+            .map_err(|e| fail("read", e))?
+            .next()
+            .is_none();
+        if !empty && !dir.join(MARKER).is_file() {
+            return Err(IoError(format!(
+                "`{shown}` holds files that `loam emit` did not write; choose an empty or new folder"
+            )));
+        }
+    }
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(|e| fail("create the parent of", e))?;
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("out")
+        .to_string();
+    let pid = std::process::id();
+    let tmp = parent.join(format!(".{name}.loam-tmp-{pid}"));
+    let old = parent.join(format!(".{name}.loam-old-{pid}"));
+    let result = fill(&tmp, manifests).and_then(|()| swap(dir, &tmp, &old));
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    result.map_err(|e| fail("write", e))
+}
+
+/// Writes every manifest under `tmp` (created fresh), plus the marker.
+fn fill(tmp: &Path, manifests: &[Manifest]) -> std::io::Result<()> {
+    if tmp.exists() {
+        fs::remove_dir_all(tmp)?;
+    }
+    fs::create_dir(tmp)?;
+    fs::write(
+        tmp.join(MARKER),
+        "written by `loam emit`; the whole folder is replaced on the next emit\n",
+    )?;
+    for m in manifests {
+        let path: PathBuf = m
+            .path
+            .split('/')
+            .fold(tmp.to_path_buf(), |p, part| p.join(part));
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(&path, &m.contents)?;
+        if m.path.ends_with(".sh") || m.path.ends_with(".sbatch") {
+            set_executable(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Puts `tmp` in the place of `dir`, moving an existing `dir` aside first and removing it after.
+fn swap(dir: &Path, tmp: &Path, old: &Path) -> std::io::Result<()> {
+    if dir.exists() {
+        fs::rename(dir, old)?;
+        if let Err(e) = fs::rename(tmp, dir) {
+            let _ = fs::rename(old, dir);
+            return Err(e);
+        }
+        fs::remove_dir_all(old)
+    } else {
+        fs::rename(tmp, dir)
+    }
+}
+
+#[cfg(unix)]
+fn set_executable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+}
+
+#[cfg(not(unix))]
+fn set_executable(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
