@@ -22,6 +22,7 @@ mod lookup;
 pub mod model;
 mod raw;
 mod report;
+mod software;
 mod validate;
 mod values;
 mod yaml;
