@@ -36,6 +36,7 @@ fn ci_dir() -> PathBuf {
 }
 
 /// Whether `tool` is usable; when not, fails under CI and skips (returns false) elsewhere.
+#[allow(clippy::print_stderr)] // the skip message is for the person running the tests
 fn have(tool: &str, usable: bool) -> bool {
     if usable {
         return true;
@@ -514,7 +515,10 @@ fn launch(
     let hostfile = dir.join("hosts");
     let lines: String = hosts.iter().map(|h| format!("{h} 0 {slots}\n")).collect();
     std::fs::write(&hostfile, lines).unwrap();
-    let port = 20_000 + std::process::id() % 20_000;
+    // A port per launch: the launcher tests run in parallel.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let port = 20_000 + (std::process::id() % 4_000) * 8 + n % 8;
     let started = Instant::now();
     let o = Command::new("timeout")
         .args(["120", "bash", launcher.to_str().unwrap()])
