@@ -16,8 +16,8 @@ const SPECS: usize = 500;
 const CHANGED: usize = 20;
 
 fn spec(i: usize, batch: u32) -> String {
-    let max = [8, 16, 32, 64][i % 4];
-    let layers = [24, 32, 40][i % 3];
+    let max = 8 << (i % 4);
+    let layers = 24 + 8 * (i % 3);
     format!(
         "job \"job-{i:04}\" {{\n  tenant = \"nlp\"\n\n  model {{\n    layers   = {layers}\n    hidden   = 4096\n    ffn      = 14336\n    heads    = 32\n    kv_heads = 8\n    vocab    = 128256\n    seq_len  = 4096\n  }}\n\n  train {{\n    tokens       = 2B\n    global_batch = {batch}\n    precision    = bf16\n  }}\n\n  resources {{\n    pool        = xirang\n    max_devices = {max}\n  }}\n\n  goal {{\n    optimize = time\n    deadline = 2d\n  }}\n\n  checkpoint {{\n    path = \"/ckpt/nlp/job-{i:04}\"\n  }}\n}}\n"
     )

@@ -192,7 +192,7 @@ fn signed(n: f64, digits: usize) -> String {
         text = format!("{n:+.more$}");
     }
     if is_zero(&text) {
-        format!("±{}", format!("{:.digits$}", 0.0))
+        format!("±{:.digits$}", 0.0)
     } else {
         text
     }

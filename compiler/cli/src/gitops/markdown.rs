@@ -123,7 +123,7 @@ fn cell(job: &JobDiff, key: &str) -> String {
                 after: after.clone(),
             };
             match change.delta() {
-                Some((delta, _)) if delta == 0.0 => value.shown(),
+                Some((0.0, _)) => value.shown(),
                 Some(_) => format!(
                     "{} ({})",
                     value.shown(),
