@@ -4,7 +4,7 @@
 pub use crate::catalogue_source::load_catalogue;
 use crate::io::{self, IoError};
 use loam_compiler::catalogue::{Catalogue, check_job};
-use loam_compiler::check::{Job, check_file, check_unique_job_names};
+use loam_compiler::check::{Job, check_file};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::span::SourceMap;
 use loam_compiler::syntax::{decode_utf8, parse};
@@ -88,14 +88,13 @@ pub fn check_against(specs: &mut Specs, catalogue: &Catalogue) {
 }
 
 fn read_specs(specs: &mut Specs, paths: &[PathBuf]) -> Result<(), IoError> {
+    let mut files = Vec::new();
     for path in io::find_spec_files(paths)? {
         let bytes = io::read(&path)?;
-        let name = io::display(&path);
-        add_spec(specs, name, &bytes);
+        files.push((io::display(&path), bytes));
     }
-    let duplicates = check_unique_job_names(&specs.jobs);
-    specs.diagnostics.extend(duplicates);
-    sort_diagnostics(specs);
+    // Parsed and checked on every core; the result is the same as one file after another.
+    crate::parallel::add_specs(specs, files);
     Ok(())
 }
 
