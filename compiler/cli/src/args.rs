@@ -58,6 +58,10 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Show what the catalogue holds: `list` the devices, or `show` a device, site or pool.
     Catalogue(CatalogueArgs),
+    /// Plan each job: where, split how, how long, at what cost, and why.
+    Plan(PlanArgs),
+    /// Compare predicted with measured throughput of published training runs (a CSV).
+    Calibrate(CalibrateArgs),
     /// Write the manifests that run each job: Kubernetes, Slurm or bare metal.
     Emit(EmitArgs),
     /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
@@ -119,57 +123,35 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// Output format of `loam diff`.
+/// Output format of `loam plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// Terraform-style text: a legend, one block per changed job, a summary line.
-    Text,
-    /// Markdown for a pull-request comment: summary table first, details folded.
-    Markdown,
-    /// One JSON document (versioned, keys sorted).
+pub enum PlanFormat {
+    /// Aligned text for people.
+    Table,
+    /// The Plan JSON contract (keys sorted).
     Json,
-    /// GitHub Actions annotations for the diagnostics, then the text.
-    Github,
+    /// Markdown, for pull-request comments.
+    Markdown,
 }
 
-/// Whose manifests `loam diff` compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffManifests {
-    /// Kubernetes objects (JobSet + Kueue).
-    Kubernetes,
-    /// Slurm batch scripts.
-    Slurm,
-    /// Bare-metal hostfile and launcher.
-    Baremetal,
-    /// No manifest diff.
-    None,
-}
-
-/// Arguments of `loam diff`.
+/// Arguments of `loam plan`.
 #[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// Files or folders of specs to compare (`*.loam`, searched recursively). Default: the whole
-    /// repository.
+pub struct PlanArgs {
+    /// Files or folders to plan; folders are searched for `*.loam` recursively. Default: `.`.
     pub paths: Vec<PathBuf>,
-    /// The revision compared against: a branch, tag, commit or `HEAD~1`.
-    #[arg(long, default_value = "HEAD", value_name = "REV")]
-    pub base: String,
-    /// The revision to compare; default: the work tree.
-    #[arg(long, value_name = "REV", conflicts_with = "worktree")]
-    pub head: Option<String>,
-    /// Compare the work tree (the default).
-    #[arg(long)]
-    pub worktree: bool,
-    /// Exit 0 when nothing changes, 2 when something does, 1 on errors (as
-    /// `terraform plan -detailed-exitcode`).
-    #[arg(long)]
-    pub detailed_exitcode: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-    pub format: DiffFormat,
-    /// Whose manifests to diff for changed jobs.
-    #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
-    pub manifests: DiffManifests,
+    #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
+    pub format: PlanFormat,
+}
+
+/// Arguments of `loam calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// A CSV with the columns of `tests/data/training_runs_calibration.csv`.
+    pub csv: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
 }
 
 /// Arguments of `loam catalogue`.
@@ -243,4 +225,57 @@ pub enum EmitFlavor {
     Jobset,
     /// Volcano Job + Queue.
     Volcano,
+}
+
+/// Output format of `loam diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Terraform-style text: a legend, one block per changed job, a summary line.
+    Text,
+    /// Markdown for a pull-request comment: summary table first, details folded.
+    Markdown,
+    /// One JSON document (versioned, keys sorted).
+    Json,
+    /// GitHub Actions annotations for the diagnostics, then the text.
+    Github,
+}
+
+/// Whose manifests `loam diff` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffManifests {
+    /// Kubernetes objects (JobSet + Kueue).
+    Kubernetes,
+    /// Slurm batch scripts.
+    Slurm,
+    /// Bare-metal hostfile and launcher.
+    Baremetal,
+    /// No manifest diff.
+    None,
+}
+
+/// Arguments of `loam diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Files or folders of specs to compare (`*.loam`, searched recursively). Default: the whole
+    /// repository.
+    pub paths: Vec<PathBuf>,
+    /// The revision compared against: a branch, tag, commit or `HEAD~1`.
+    #[arg(long, default_value = "HEAD", value_name = "REV")]
+    pub base: String,
+    /// The revision to compare; default: the work tree.
+    #[arg(long, value_name = "REV", conflicts_with = "worktree")]
+    pub head: Option<String>,
+    /// Compare the work tree (the default).
+    #[arg(long)]
+    pub worktree: bool,
+    /// Exit 0 when nothing changes, 2 when something does, 1 on errors (as
+    /// `terraform plan -detailed-exitcode`).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Whose manifests to diff for changed jobs.
+    #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
+    pub manifests: DiffManifests,
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod calibrate;
 pub mod catalogue;
 pub mod check;
 pub mod completions;
@@ -7,4 +8,5 @@ pub mod diff;
 pub mod emit;
 pub mod explain;
 pub mod fmt;
+pub mod plan;
 pub mod schema;

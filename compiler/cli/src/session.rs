@@ -124,3 +124,35 @@ pub fn add_spec(specs: &mut Specs, name: String, bytes: &[u8]) {
         specs.jobs.extend(checked.jobs);
     }
 }
+
+/// The catalogue plans are made against: `--catalogue DIR`, else `./specs`, else the built-in
+/// one (see [`load_catalogue`]). A catalogue with errors is reported as an error that points
+/// to `loam check`, which shows them; commands that render diagnostics use [`load_checked`].
+pub fn plan_catalogue(dir: Option<&Path>) -> Result<Catalogue, IoError> {
+    let mut sources = SourceMap::new();
+    let (catalogue, diagnostics) = load_catalogue(dir, &mut sources)?;
+    catalogue.ok_or_else(|| {
+        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+        IoError(format!(
+            "the catalogue has {errors} error(s); `loam check` shows them"
+        ))
+    })
+}
+
+/// Plans every job of `specs` against `catalogue`: the Plan IR document (plans sorted by file,
+/// jobs of a file in source order) and the planner's diagnostics. Callers run it only when
+/// `specs` has no errors.
+pub fn plan_specs(
+    specs: &Specs,
+    catalogue: &loam_compiler::catalogue::Catalogue,
+) -> (loam_compiler::plan::ir::PlanDocument, Vec<Diagnostic>) {
+    let jobs: Vec<(&Job, &str)> = specs
+        .jobs
+        .iter()
+        .map(|job| {
+            let file = specs.sources.get(job.file).map_or("", |f| f.name.as_str());
+            (job, file)
+        })
+        .collect();
+    crate::parallel::plan_jobs(&jobs, catalogue)
+}

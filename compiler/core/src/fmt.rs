@@ -30,6 +30,7 @@ pub fn format_file(file: &File, text: &str) -> String {
         comments: comments(file.span.file, text),
         next_comment: 0,
         out: String::new(),
+        just_opened: false,
     };
     for (i, block) in file.blocks.iter().enumerate() {
         if i > 0 {
@@ -51,6 +52,9 @@ struct Printer<'a> {
     comments: Vec<Comment>,
     next_comment: usize,
     out: String,
+    /// Whether the last line printed opened a block: no blank line may follow it. Tracked
+    /// rather than read off `out`, since a trailing comment may itself end in `{`.
+    just_opened: bool,
 }
 
 impl Printer<'_> {
@@ -71,6 +75,7 @@ impl Printer<'_> {
             self.indent(depth);
             self.out.push_str(&comment.text);
             self.out.push('\n');
+            self.just_opened = false;
             let next = self
                 .comments
                 .get(self.next_comment)
@@ -93,7 +98,7 @@ impl Printer<'_> {
     }
 
     fn ensure_blank_line(&mut self) {
-        if !self.out.is_empty() && !self.out.ends_with("\n\n") && !self.out.ends_with("{\n") {
+        if !self.out.is_empty() && !self.out.ends_with("\n\n") && !self.just_opened {
             self.out.push('\n');
         }
     }
@@ -136,15 +141,18 @@ impl Printer<'_> {
         if block.entries.is_empty() && !self.has_comment_before(block.close.start) {
             self.out.push_str(" {}");
             self.end_line(block.close.end);
+            self.just_opened = false;
             return;
         }
         self.out.push_str(" {");
         self.end_line(block.open.end);
+        self.just_opened = true;
         self.entries(&block.entries, depth + 1);
         self.leading_comments(block.close.start, depth + 1, true);
         self.indent(depth);
         self.out.push('}');
         self.end_line(block.close.end);
+        self.just_opened = false;
     }
 
     fn has_comment_before(&self, at: u32) -> bool {
@@ -242,6 +250,7 @@ impl Printer<'_> {
                 self.indent(depth);
                 self.out.push_str(&comment);
                 self.out.push('\n');
+                self.just_opened = false;
             }
             let trailing = self.trailing_comment(attribute.span.end);
             lines.push((line, trailing));
@@ -253,6 +262,7 @@ impl Printer<'_> {
             .max()
             .unwrap_or(0);
         for (line, comment) in lines {
+            self.just_opened = false;
             self.out.push_str(&line);
             if let Some(comment) = comment {
                 for _ in line.chars().count()..width {

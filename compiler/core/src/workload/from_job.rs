@@ -16,7 +16,10 @@ fn narrow(value: u64) -> u32 {
 pub fn model_dims(model: &ModelSpec) -> ModelDims {
     let (experts, top_k) = match model.arch {
         Arch::Dense => (1, 1),
-        Arch::Moe => (model.experts.map_or(1, narrow), model.top_k.map_or(1, narrow)),
+        Arch::Moe => (
+            model.experts.map_or(1, narrow),
+            model.top_k.map_or(1, narrow),
+        ),
     };
     ModelDims {
         layers: narrow(model.layers),
