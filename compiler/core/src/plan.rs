@@ -5,7 +5,7 @@ pub mod ir;
 pub mod planner;
 pub mod search;
 
-pub use build::stage_ranges;
+pub use build::{money as thousands, stage_ranges};
 pub use planner::{plan_document, plan_job};
 
 #[cfg(test)]

@@ -94,8 +94,9 @@ pub fn run(
     Ok(0)
 }
 
-/// The backend names of every tenant the plans name, from the catalogue's pools.
-fn tenants(
+/// The backend names of every tenant the plans name, from the catalogue's pools (also used by
+/// `loam diff` to render the same manifests as `loam emit`).
+pub(crate) fn tenants(
     doc: &PlanDocument,
     catalogue: &Catalogue,
 ) -> std::collections::BTreeMap<String, Tenancy> {

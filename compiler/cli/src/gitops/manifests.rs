@@ -2,35 +2,22 @@
 //! `loam emit` writes them, and their unified diff.
 
 use super::side::Side;
-use loam_backends::{Options, Target, Tenancy};
+use loam_backends::{Options, Target};
 use loam_compiler::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
 use std::collections::BTreeMap;
 
 /// The manifests of one plan, by path; empty when the backend refuses the plan (an infeasible
 /// plan has none).
 fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> {
-    let mut options = Options::default();
-    if let Some(catalogue) = &side.catalogue
-        && let Some(tenant) = catalogue
-            .pool(&plan.pool)
-            .and_then(|pool| pool.tenant(&plan.tenant))
-    {
-        options.tenants.insert(
-            plan.tenant.clone(),
-            Tenancy {
-                namespace: tenant.kubernetes_namespace.clone(),
-                queue: tenant.queue.clone(),
-                slurm_account: tenant.slurm_account.clone(),
-                slurm_qos: None,
-                checkpoint_root: tenant.checkpoint_root.value.clone(),
-            },
-        );
-    }
     let doc = PlanDocument {
         format_version: FORMAT_VERSION.to_string(),
         catalogue_digest: side.catalogue_digest.clone().unwrap_or_default(),
         plans: vec![plan.clone()],
     };
+    let mut options = Options::default();
+    if let Some(catalogue) = &side.catalogue {
+        options.tenants = crate::commands::emit::tenants(&doc, catalogue);
+    }
     match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests
             .into_iter()

@@ -6,19 +6,7 @@ use std::fmt::Write;
 
 /// `1234567.8` → `1,234,568`.
 pub fn thousands(amount: f64) -> String {
-    let whole = format!("{:.0}", amount.abs());
-    let mut out = String::new();
-    for (i, ch) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if amount < -0.5 {
-        format!("-{out}")
-    } else {
-        out
-    }
+    loam_compiler::plan::thousands(amount)
 }
 
 /// Hours as `29.1 days` (or `5.2 h` under two days).

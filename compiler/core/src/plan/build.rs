@@ -200,8 +200,8 @@ pub(crate) fn days(seconds: f64) -> String {
     }
 }
 
-/// A whole amount with thousands separators: `310,000`.
-pub(crate) fn money(amount: f64) -> String {
+/// A whole amount with thousands separators: `310,000` (shared with the CLI's renderers).
+pub fn money(amount: f64) -> String {
     let whole = format!("{:.0}", amount.abs());
     let mut out = String::new();
     for (i, ch) in whole.chars().enumerate() {
