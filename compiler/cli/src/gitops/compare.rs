@@ -311,6 +311,16 @@ impl Summary {
         }
         line
     }
+
+    /// [`Summary::line`] followed by how many jobs stay unchanged, as text and markdown show it.
+    pub fn line_with_unchanged(&self) -> String {
+        let mut line = self.line();
+        if self.unchanged > 0 {
+            let what = if self.unchanged == 1 { "job" } else { "jobs" };
+            line.push_str(&format!(" {} {what} unchanged.", self.unchanged));
+        }
+        line
+    }
 }
 
 impl PlanDiff {

@@ -17,19 +17,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
         base.title(),
         head.title()
     );
-    let mut line = summary.line();
-    if summary.unchanged > 0 {
-        let _ = write!(
-            line,
-            " {} {} unchanged.",
-            summary.unchanged,
-            if summary.unchanged == 1 {
-                "job"
-            } else {
-                "jobs"
-            }
-        );
-    }
+    let line = summary.line_with_unchanged();
     let _ = writeln!(out, "**{line}**\n");
     for text in header(base, head).lines().skip(1) {
         let _ = writeln!(out, "_{}_\n", escape(text));

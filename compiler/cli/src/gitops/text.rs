@@ -116,19 +116,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
             file.file
         );
     }
-    let mut line = summary.line();
-    if summary.unchanged > 0 {
-        let _ = write!(
-            line,
-            " {} {} unchanged.",
-            summary.unchanged,
-            if summary.unchanged == 1 {
-                "job"
-            } else {
-                "jobs"
-            }
-        );
-    }
+    let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
     out.push('\n');
     out
