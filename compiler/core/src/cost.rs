@@ -9,6 +9,7 @@
 
 mod compute;
 mod network;
+pub mod ops;
 
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::types::Precision;

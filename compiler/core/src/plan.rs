@@ -1,6 +1,7 @@
 //! Planning: from a checked job and the catalogue to the Plan IR.
 
 mod build;
+pub mod hetero;
 pub mod ir;
 pub mod planner;
 pub mod search;

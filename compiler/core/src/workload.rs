@@ -8,6 +8,7 @@
 mod comm;
 mod from_job;
 mod memory;
+pub mod ops;
 mod params;
 
 pub use comm::{CommSizes, comm_sizes};
@@ -15,6 +16,7 @@ pub use from_job::{model_dims, train_setup};
 pub use memory::{
     MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
 };
+pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};

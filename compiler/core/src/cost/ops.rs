@@ -1,0 +1,177 @@
+//! Seconds and activation bytes of each op of the operator graph on one device type, for the
+//! heterogeneous pipeline planner.
+//!
+//! Built from the same primitives as the homogeneous step model ([`block_time`], the GEMM
+//! timing of [`Rates`], the tensor-parallel collectives), so a stage costs what the same layers
+//! cost in [`super::estimate`]. A block's time is split between its attention and MLP ops by
+//! their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
+//! run in bf16, and a device hosts an op only if it supports the op's precision.
+
+use super::compute::{Rates, block_time};
+use super::network::{Collective, Group, collective_time};
+use crate::hardware::ClusterFigures;
+use crate::types::{Precision, Recompute};
+use crate::workload::{Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer};
+
+/// What one op costs one device for one micro-batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpCost {
+    /// Forward, backward and recomputation seconds, with its exposed tensor-parallel collectives.
+    pub seconds: f64,
+    /// Backward seconds alone (the window gradient reduction hides under).
+    pub backward: f64,
+    /// Of `seconds`, the exposed tensor-parallel collectives.
+    pub tensor_comm: f64,
+    /// Activation bytes stashed for the backward pass.
+    pub stash_bytes: f64,
+    /// Whether the device can run the op at the precision the op needs.
+    pub hostable: bool,
+}
+
+/// The precision an op runs in: sensitive ops never in fp8.
+pub fn op_precision(job: Precision, sensitive: bool) -> Precision {
+    if sensitive && job == Precision::Fp8 {
+        Precision::Bf16
+    } else {
+        job
+    }
+}
+
+/// How one device group runs its ops.
+#[derive(Debug, Clone, Copy)]
+pub struct OpSetting {
+    /// Tensor-parallel degree inside the node.
+    pub tensor: u32,
+    /// Sequences per micro-batch.
+    pub micro_batch: u32,
+    /// Activation recomputation.
+    pub recompute: Recompute,
+}
+
+/// The cost of every op of `graph` on `cluster`'s device under `setting`, in chain order.
+pub fn op_costs(
+    graph: &OpGraph,
+    model: &ModelDims,
+    setup: &TrainSetup,
+    cluster: &ClusterFigures,
+    setting: OpSetting,
+) -> Vec<OpCost> {
+    let device = &cluster.device;
+    let supports = |p: Precision| device.peak_flops.contains_key(&p);
+    let layout = Layout {
+        tensor: setting.tensor,
+        micro_batch: setting.micro_batch,
+        recompute: setting.recompute,
+        sequence_parallel: setting.tensor > 1,
+        ..Layout::single()
+    };
+    let t = f64::from(setting.tensor.max(1));
+    let tokens = f64::from(setting.micro_batch) * f64::from(model.seq_len);
+    let h = f64::from(model.hidden);
+    let vocab = f64::from(model.vocab);
+
+    // One block at the job's precision (and at bf16 for blocks marked sensitive in fp8 jobs).
+    let block_at = |precision: Precision| {
+        let rates = Rates::new(device, precision)?;
+        let block = block_time(model, &layout, &rates, setup.flash_attention);
+        let elt = precision.bytes();
+        let tp = if setting.tensor > 1 {
+            let group = Group {
+                size: t,
+                stride: 1.0,
+            };
+            let buffer = tokens * h * elt;
+            let per_layer = 4.0
+                + match setting.recompute {
+                    Recompute::Full => 2.0,
+                    Recompute::Selective => 1.0,
+                    Recompute::None => 0.0,
+                };
+            per_layer * 2.0 * collective_time(Collective::Gather, buffer, group, cluster)
+        } else {
+            0.0
+        };
+        let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
+        Some((block, tp, stash, rates))
+    };
+    let attention_flops = 2.0 * h * (2.0 * h + 2.0 * model.kv_dim()) + 4.0 * f64::from(model.seq_len) * h;
+    let mlp_flops = 2.0 * model.mlp_matrices() * h * f64::from(model.ffn) * model.active_experts();
+    let attention_share = attention_flops / (attention_flops + mlp_flops).max(1.0);
+
+    let job = setup.precision;
+    let plain = block_at(job);
+    let careful = block_at(op_precision(job, true));
+    graph
+        .ops()
+        .map(|op| {
+            let precision = op_precision(job, op.sensitive);
+            if !supports(precision) {
+                return OpCost {
+                    seconds: f64::INFINITY,
+                    backward: f64::INFINITY,
+                    tensor_comm: 0.0,
+                    stash_bytes: 0.0,
+                    hostable: false,
+                };
+            }
+            let block = if op.sensitive { careful } else { plain };
+            let Some((block, tp, stash, rates)) = block else {
+                return OpCost {
+                    seconds: f64::INFINITY,
+                    backward: f64::INFINITY,
+                    tensor_comm: 0.0,
+                    stash_bytes: 0.0,
+                    hostable: false,
+                };
+            };
+            let elt = precision.bytes();
+            let bw = rates.memory_bandwidth;
+            let mut tensor_comm = 0.0;
+            let (seconds, backward, stash_bytes) = match op.kind {
+                OpKind::Attention | OpKind::Mlp => {
+                    let share = if op.kind == OpKind::Attention {
+                        attention_share
+                    } else {
+                        1.0 - attention_share
+                    };
+                    // Selective recomputation replays only the attention core.
+                    let replay = match setting.recompute {
+                        Recompute::Selective if op.kind == OpKind::Attention => block.recompute,
+                        Recompute::Selective => 0.0,
+                        _ => block.recompute * share,
+                    };
+                    tensor_comm = tp / 2.0;
+                    let seconds = (block.forward + block.backward) * share + replay + tensor_comm;
+                    (seconds, block.backward * share, stash / 2.0)
+                }
+                // A gather forward and a scatter-add backward of one row per token.
+                OpKind::Embedding => {
+                    let s = 3.0 * tokens * h * elt / bw;
+                    (s, 2.0 * s / 3.0, 0.0)
+                }
+                // Read, normalise and write, forward and backward.
+                OpKind::FinalNorm => {
+                    let s = 6.0 * tokens * h * elt / t / bw;
+                    (s, 2.0 * s / 3.0, tokens * h * elt)
+                }
+                OpKind::LmHead => {
+                    let forward = rates.gemm(tokens, vocab / t, h);
+                    (3.0 * forward, 2.0 * forward, tokens * h * elt)
+                }
+                // Softmax cross-entropy over fp32 logits: about four passes over them; the logits
+                // themselves are the stash.
+                OpKind::Loss => {
+                    let s = 4.0 * tokens * vocab / t * 4.0 / bw;
+                    (s, s / 2.0, tokens * vocab / t * 4.0)
+                }
+            };
+            OpCost {
+                seconds,
+                backward,
+                tensor_comm,
+                stash_bytes,
+                hostable: true,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,208 @@
+//! The heterogeneous pipeline search against an exhaustive search of the same space, and its
+//! invariants on random small pools.
+
+use super::*;
+use crate::hardware::DeviceFigures;
+use crate::types::{Mlp, Optimizer, Precision};
+use crate::workload::op_graph;
+use proptest::prelude::*;
+
+/// A device from datasheet-like figures (TFLOP/s by precision, GB, TB/s, devices per node).
+fn device(id: &str, peaks: &[(Precision, f64)], memory_gb: f64, bw_tb: f64, dpn: u32) -> DeviceFigures {
+    DeviceFigures {
+        id: id.into(),
+        peak_flops: peaks.iter().map(|(p, t)| (*p, t * 1e12)).collect(),
+        memory_bytes: memory_gb * 1e9,
+        memory_bandwidth: bw_tb * 1e12,
+        scale_up_bandwidth: 300e9,
+        devices_per_node: dpn,
+        tdp_watts: 500.0,
+    }
+}
+
+fn cluster(device: DeviceFigures, nodes: u32) -> ClusterFigures {
+    let dpn = device.devices_per_node;
+    ClusterFigures {
+        device,
+        devices_per_node: dpn,
+        nodes,
+        node_network_bandwidth: 100e9,
+        nics_per_node: 4,
+        network_latency_s: 5e-6,
+    }
+}
+
+fn fast() -> DeviceFigures {
+    device(
+        "FAST",
+        &[(Precision::Bf16, 900.0), (Precision::Fp8, 1800.0)],
+        80.0,
+        3.3,
+        8,
+    )
+}
+
+fn steady() -> DeviceFigures {
+    device("STEADY", &[(Precision::Bf16, 300.0)], 40.0, 1.5, 4)
+}
+
+fn small_model(layers: u32) -> ModelDims {
+    ModelDims::dense(layers, 2048, 5632, 16, 4, 32_000, 2048, Mlp::Swiglu)
+}
+
+fn setup(batch: u32, precision: Precision) -> TrainSetup {
+    TrainSetup {
+        global_batch: batch,
+        precision,
+        optimizer: Optimizer::Adamw,
+        tokens: 5e9,
+        flash_attention: true,
+    }
+}
+
+/// Time, and money at 3 and 1 per device-hour.
+fn by_time(_: [u64; 2], seconds: f64) -> f64 {
+    seconds
+}
+
+fn by_cost(devices: [u64; 2], seconds: f64) -> f64 {
+    (3.0 * devices[0] as f64 + devices[1] as f64) * seconds / 3600.0
+}
+
+#[test]
+fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
+    let pools = [(2, 4), (1, 8), (2, 2)];
+    let mut compared = 0;
+    for (layers, batch) in [(3, 8), (4, 16)] {
+        let model = small_model(layers);
+        let graph = op_graph(&model, &[]);
+        let setup = setup(batch, Precision::Bf16);
+        for &(fast_nodes, steady_nodes) in &pools {
+            let (a, b) = (cluster(fast(), fast_nodes), cluster(steady(), steady_nodes));
+            for (first, second) in [(&a, &b), (&b, &a)] {
+                let spec = PipelineSpec {
+                    model: &model,
+                    setup: &setup,
+                    graph: &graph,
+                    first: PipelineGroup {
+                        cluster: first,
+                        available: first.devices(),
+                    },
+                    second: PipelineGroup {
+                        cluster: second,
+                        available: second.devices(),
+                    },
+                    wan: None,
+                    max_devices: 64,
+                    keep: 1,
+                };
+                for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
+                    let fast_result = search_pipelines(&spec, objective);
+                    let exhaustive = search_exhaustively(&spec, objective);
+                    match (fast_result.first(), exhaustive) {
+                        (Some((mine, _)), Some((best, _))) => {
+                            assert!(
+                                *mine <= best * 1.01,
+                                "layers {layers}, pools {fast_nodes}/{steady_nodes}: {mine} vs exhaustive {best}"
+                            );
+                            assert!(*mine >= best * (1.0 - 1e-9), "{mine} beats exhaustive {best}");
+                            compared += 1;
+                        }
+                        (None, None) => {}
+                        (mine, theirs) => panic!("found {mine:?} vs exhaustive {theirs:?}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared >= 12, "only {compared} comparisons");
+}
+
+#[test]
+fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
+    // An fp8 job: STEADY has no fp8, so it may only run the sensitive ops (in bf16).
+    let model = small_model(4);
+    let graph = op_graph(&model, &[]);
+    let setup = setup(16, Precision::Fp8);
+    let (a, b) = (cluster(fast(), 1), cluster(steady(), 2));
+    let spec = PipelineSpec {
+        model: &model,
+        setup: &setup,
+        graph: &graph,
+        first: PipelineGroup {
+            cluster: &a,
+            available: 8,
+        },
+        second: PipelineGroup {
+            cluster: &b,
+            available: 8,
+        },
+        wan: None,
+        max_devices: 64,
+        keep: 3,
+    };
+    let found = search_pipelines(&spec, &by_time);
+    assert!(!found.is_empty());
+    let ops: Vec<&crate::workload::Op> = graph.ops().collect();
+    for (_, plan) in &found {
+        for stage in plan.stages.iter().filter(|s| s.side == 1) {
+            for op in ops.get(stage.ops[0]..stage.ops[1]).unwrap() {
+                assert!(op.sensitive, "{:?} on the device without fp8", op.kind);
+            }
+        }
+    }
+}
+
+fn arbitrary_case() -> impl Strategy<Value = (u32, u32, u32, u32, u64, u64, bool)> {
+    (
+        2u32..6,
+        prop::sample::select(vec![4u32, 8, 16]),
+        1u32..3,
+        1u32..4,
+        8u64..40,
+        4u64..24,
+        any::<bool>(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn plans_cover_the_chain_once_fit_memory_and_oversubscribe_nothing(
+        (layers, batch, fast_nodes, steady_nodes, avail_fast, avail_steady, sensitive_attention) in arbitrary_case()
+    ) {
+        let model = small_model(layers);
+        let extra = if sensitive_attention { vec!["attention".to_string()] } else { Vec::new() };
+        let graph = op_graph(&model, &extra);
+        let setup = setup(batch, Precision::Bf16);
+        let (a, b) = (cluster(fast(), fast_nodes), cluster(steady(), steady_nodes));
+        let spec = PipelineSpec {
+            model: &model,
+            setup: &setup,
+            graph: &graph,
+            first: PipelineGroup { cluster: &a, available: avail_fast.min(a.devices()) },
+            second: PipelineGroup { cluster: &b, available: avail_steady.min(b.devices()) },
+            wan: None,
+            max_devices: 48,
+            keep: 4,
+        };
+        for (_, plan) in search_pipelines(&spec, &by_cost) {
+            let mut next = 0;
+            for stage in &plan.stages {
+                prop_assert_eq!(stage.ops[0], next);
+                prop_assert!(stage.ops[1] > stage.ops[0]);
+                next = stage.ops[1];
+                let usable = usable_memory(if stage.side == 0 { &a.device } else { &b.device });
+                prop_assert!(stage.memory_bytes <= usable, "{} > {}", stage.memory_bytes, usable);
+            }
+            prop_assert_eq!(next, graph.len());
+            let devices = plan.shape.devices();
+            prop_assert!(devices[0] <= spec.first.available);
+            prop_assert!(devices[1] <= spec.second.available);
+            prop_assert!(devices[0] + devices[1] <= spec.max_devices);
+            let per_side = |side: usize| plan.stages.iter().filter(|s| s.side == side).count() as u32;
+            prop_assert_eq!([per_side(0), per_side(1)], plan.shape.stages);
+        }
+    }
+}
