@@ -1,12 +1,17 @@
 //! Planning: from a checked job and the catalogue to the Plan IR.
 
 mod build;
+mod explain;
 pub mod hetero;
 pub mod ir;
+mod mixed;
+mod objective;
 pub mod planner;
 pub mod search;
+mod stages;
 
-pub use build::{money as thousands, stage_ranges};
+pub use build::money as thousands;
+pub use stages::stage_ranges;
 pub use planner::{plan_document, plan_job};
 
 #[cfg(test)]

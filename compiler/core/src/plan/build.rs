@@ -1,9 +1,7 @@
 //! The parts of planning around the search: which node groups may run a job, what moving its
 //! data costs, and turning the chosen layout into every field of the Plan IR.
 
-use super::ir::{
-    BreakdownIr, CheckpointIr, DataIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan, StageIr,
-};
+use super::ir::{BreakdownIr, CheckpointIr, DataIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
 use super::planner::Ranked;
 use super::search::{RejectedRegion, Rejection};
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site, route};
@@ -12,7 +10,7 @@ use crate::hardware::ClusterFigures;
 use crate::workload::{Layout, model_dims, param_count};
 
 /// Bytes in a GiB.
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// One node group that may run the job.
 pub(crate) struct Placement<'a> {
@@ -24,6 +22,9 @@ pub(crate) struct Placement<'a> {
     pub(crate) available: u64,
     /// The tenant's guaranteed quota of the device type (devices above it may be preempted).
     pub(crate) guaranteed: u64,
+    /// Whether the device trains in the job's precision; when not, it may still run the
+    /// precision-sensitive ops of a heterogeneous pipeline (in bf16 for an fp8 job).
+    pub(crate) hosts_job_precision: bool,
 }
 
 /// The node groups that may run `job`, in the pool's file order, and one sentence for each
@@ -54,9 +55,13 @@ pub(crate) fn options<'a>(
             skipped.push(format!("{place}: the catalogue has no device `{id}`"));
             continue;
         };
-        if !device.supports(precision) || device.peak(precision).is_none() {
+        let trains = |p| device.supports(p) && device.peak(p).is_some();
+        let hosts_job_precision = trains(precision);
+        if !hosts_job_precision {
             skipped.push(format!("{place}: {id} does not train in {precision}"));
-            continue;
+            if !trains(crate::cost::ops::op_precision(precision, true)) {
+                continue;
+            }
         }
         if let Some(missing) = job
             .resources
@@ -103,6 +108,7 @@ pub(crate) fn options<'a>(
             cluster: group.cluster_figures(device, site),
             available: cap,
             guaranteed,
+            hosts_job_precision,
         });
     }
     (options, skipped)
@@ -134,7 +140,7 @@ pub(crate) fn transfer(job: &Job, pool: &Pool, site: &Site) -> (f64, f64) {
 }
 
 /// How the data reaches the compute at `site`.
-fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
+pub(crate) fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
     let (seconds, _) = transfer(job, pool, site);
     let moved: f64 = job
         .data
@@ -323,47 +329,6 @@ pub(crate) fn rejection_text(r: &Rejection) -> String {
     }
 }
 
-/// Contiguous, balanced layer ranges of `stages` stages covering `[0, layers)`.
-pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {
-    let stages = stages.clamp(1, layers.max(1));
-    let (each, extra) = (layers / stages, layers % stages);
-    let mut start = 0;
-    (0..stages)
-        .map(|i| {
-            let end = start + each + u64::from(i < extra);
-            let range = [start, end];
-            start = end;
-            range
-        })
-        .collect()
-}
-
-fn stages(layers: u64, pipeline: u64) -> Vec<StageIr> {
-    let ranges = stage_ranges(layers, pipeline);
-    let last = ranges.len().saturating_sub(1);
-    ranges
-        .into_iter()
-        .enumerate()
-        .map(|(i, [first, end])| {
-            let mut ops = Vec::new();
-            if i == 0 {
-                ops.push("embedding".to_string());
-            }
-            ops.push(format!("block×{}", end - first));
-            if i == last {
-                ops.push("lm_head".to_string());
-                ops.push("loss".to_string());
-            }
-            StageIr {
-                index: i as u64,
-                group: 0,
-                layers: [first, end],
-                ops,
-            }
-        })
-        .collect()
-}
-
 /// Money, energy and CO2 of the whole run.
 pub(crate) struct Totals {
     pub(crate) cost: f64,
@@ -402,8 +367,9 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         block: None,
         preemptible_devices: c.devices.saturating_sub(o.guaranteed),
         slice: None,
+        tensor: None,
     }];
-    plan.stages = stages(job.model.layers, l.pipeline.into());
+    plan.stages = super::stages::homogeneous_stages(job, l.pipeline.into());
     let e = &c.estimate;
     let b = &e.breakdown;
     plan.estimate = Some(EstimateIr {
@@ -438,11 +404,22 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
 /// failures (one device's MTBF over the devices used).
 fn checkpoint(job: &Job, pool: &Pool, best: &Ranked<'_>) -> CheckpointIr {
     let o = best.placement;
+    let mtbf_job = o.device.mtbf_s / (best.candidate.devices.max(1) as f64);
+    checkpoint_for(job, pool, o.site.storage_bandwidth, mtbf_job)
+}
+
+/// The checkpoint plan given the slowest storage the job writes to and its mean time between
+/// failures.
+pub(crate) fn checkpoint_for(
+    job: &Job,
+    pool: &Pool,
+    storage_bandwidth: f64,
+    mtbf_job: f64,
+) -> CheckpointIr {
     let params = param_count(&model_dims(&job.model)).total;
     let bytes =
         params * (job.train.precision.value.bytes() + job.train.optimizer.state_bytes_per_param());
-    let write_s = bytes / o.site.storage_bandwidth.max(1.0);
-    let mtbf_job = o.device.mtbf_s / (best.candidate.devices.max(1) as f64);
+    let write_s = bytes / storage_bandwidth.max(1.0);
     let interval_s = match &job.checkpoint.interval {
         Some(i) => i.value,
         None => ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s),

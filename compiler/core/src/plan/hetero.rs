@@ -21,7 +21,7 @@ use crate::workload::{ModelDims, OpGraph, OpKind, TrainSetup, model_state_bytes}
 use std::collections::BTreeMap;
 
 /// Most pipeline stages a heterogeneous plan considers.
-pub const MAX_STAGES: u32 = 32;
+pub const MAX_STAGES: u32 = 16;
 
 /// Largest micro-batch a heterogeneous plan considers.
 const MAX_MICRO_BATCH: u32 = 8;
@@ -185,8 +185,66 @@ struct Side<'a> {
     usable: f64,
 }
 
+/// What a stage on one group costs per parameter it holds, in one configuration.
+struct PerSide {
+    /// Tensor degree, as a float.
+    tensor: f64,
+    /// Weights, gradients and optimizer state, bytes per parameter of the stage.
+    state_per_param: f64,
+    /// Gradient all-reduce over the data-parallel ranks (stride `tensor`), seconds per parameter.
+    reduce_per_param: f64,
+    /// Optimizer step, seconds per parameter.
+    optimizer_per_param: f64,
+    /// Both directions of one micro-batch's activations to the next stage in the group.
+    inside_send: f64,
+}
+
+impl PerSide {
+    fn new(side: &Side<'_>, shape: PipelineShape, spec: &PipelineSpec<'_>) -> PerSide {
+        let c = side.group.cluster;
+        let t = f64::from(side.tensor.max(1));
+        let d = f64::from(shape.data.max(1));
+        let setup = spec.setup;
+        let elt = setup.precision.bytes();
+        let (w, g, o) = model_state_bytes(1.0 / t, shape.zero, d, setup.precision, setup.optimizer);
+        let per_device = c.node_network_bandwidth * LINK_EFFICIENCY
+            / f64::from(c.devices_per_node.max(1));
+        // Ring all-reduce; inside the node when the data-parallel ranks all fit in it.
+        let reduce_per_param = if shape.data > 1 {
+            let ranks_per_node = (f64::from(c.devices_per_node) / t).floor().clamp(1.0, d);
+            let bw = if ranks_per_node >= d {
+                c.device.scale_up_bandwidth * LINK_EFFICIENCY
+            } else {
+                per_device
+            };
+            2.0 * 2.0 * (d - 1.0) / d * elt / t / bw.max(1.0)
+        } else {
+            0.0
+        };
+        let shards = if shape.zero >= 1 { d } else { 1.0 };
+        let activation = f64::from(shape.micro_batch)
+            * f64::from(spec.model.seq_len)
+            * f64::from(spec.model.hidden)
+            * elt
+            / t;
+        PerSide {
+            tensor: t,
+            state_per_param: w + g + o,
+            reduce_per_param,
+            optimizer_per_param: (crate::cost::OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
+                / t
+                / shards
+                / c.device.memory_bandwidth.max(1.0),
+            inside_send: 2.0 * (activation / per_device.max(1.0) + c.network_latency_s),
+        }
+    }
+}
+
 /// Everything a configuration's stage costs need.
 struct Stager<'s, 'a> {
+    per_side: [PerSide; 2],
+    /// `m + p − 1`: the slots every stage runs.
+    slots: f64,
     sides: [&'s Side<'a>; 2],
     params: &'s [f64],
     cuttable: &'s [bool],
@@ -194,7 +252,6 @@ struct Stager<'s, 'a> {
     micro_batches: f64,
     /// Seconds of the send across the group boundary per micro-batch (both directions).
     boundary_s: f64,
-    spec: &'s PipelineSpec<'a>,
 }
 
 /// The cost of one stage.
@@ -225,58 +282,33 @@ impl Stager<'_, '_> {
         let p = self.stage_count();
         let g = usize::from(k >= self.shape.stages[0] as usize);
         let side = self.sides.get(g)?;
+        let per = self.per_side.get(g)?;
         let first = side.modes.first()?;
         if first.unhostable.get(j)? - first.unhostable.get(i)? > 0 {
             return None;
         }
-        let t = f64::from(side.tensor.max(1));
-        let d = f64::from(self.shape.data.max(1));
-        let params = span(self.params, i, j) / t;
-        let (w, gr, o) = model_state_bytes(
-            params,
-            self.shape.zero,
-            d,
-            self.spec.setup.precision,
-            self.spec.setup.optimizer,
-        );
-        let state = w + gr + o;
-        let in_flight = ((p - k) as f64).min(self.micro_batches).max(1.0);
+        let params = span(self.params, i, j);
+        let state = params * per.state_per_param;
+        let in_flight = ((p - k) as f64).min(self.micro_batches).max(1.0) / per.tensor;
         let send = if k + 1 == p {
             0.0
         } else if k + 1 == self.shape.stages[0] as usize {
             self.boundary_s
         } else {
-            self.inside_send(side)
+            per.inside_send
         };
-        let p_f = p as f64;
-        let slots = self.micro_batches + p_f - 1.0;
-        let elt = self.spec.setup.precision.bytes();
-        let c = side.group.cluster;
         let ops = (j - i).max(1) as f64;
-        // Ring all-reduce of the stage's gradients over its data-parallel ranks (stride t).
-        let reduce = if self.shape.data > 1 {
-            let ranks_per_node = (f64::from(c.devices_per_node) / t).floor().clamp(1.0, d);
-            let bw = if ranks_per_node >= d {
-                c.device.scale_up_bandwidth
-            } else {
-                c.node_network_bandwidth / f64::from(c.devices_per_node.max(1))
-            } * LINK_EFFICIENCY;
-            2.0 * 2.0 * (d - 1.0) / d * params * elt / bw.max(1.0)
-        } else {
-            0.0
-        };
-        let shards = if self.shape.zero >= 1 { d } else { 1.0 };
-        let optimizer = params / shards * (crate::cost::OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
-            / c.device.memory_bandwidth.max(1.0);
+        let reduce = params * per.reduce_per_param;
+        let optimizer = params * per.optimizer_per_param;
         for (mode, prefix) in MODES.iter().zip(&side.modes) {
-            let memory = state + span(&prefix.stash, i, j) / t * in_flight;
+            let memory = state + span(&prefix.stash, i, j) * in_flight;
             if memory <= side.usable {
                 let seconds = span(&prefix.seconds, i, j) + send;
                 // Hidden under the last micro-batch's backward except its last op.
                 let window = span(&prefix.backward, i, j) * (ops - 1.0) / ops;
                 let exposed = (reduce - window).max(reduce / ops);
                 return Some(StageCost {
-                    paced: seconds + (exposed + optimizer) / slots,
+                    paced: seconds + (exposed + optimizer) / self.slots,
                     seconds,
                     tensor: span(&prefix.tensor, i, j),
                     recompute: *mode,
@@ -289,21 +321,6 @@ impl Stager<'_, '_> {
         None
     }
 
-    /// Both directions of one micro-batch's activations to the next stage in the same group.
-    fn inside_send(&self, side: &Side<'_>) -> f64 {
-        let c = side.group.cluster;
-        let bytes = self.activation_bytes() / f64::from(side.tensor.max(1));
-        let per_device = c.node_network_bandwidth * LINK_EFFICIENCY
-            / f64::from(c.devices_per_node.max(1));
-        2.0 * (bytes / per_device.max(1.0) + c.network_latency_s)
-    }
-
-    fn activation_bytes(&self) -> f64 {
-        f64::from(self.shape.micro_batch)
-            * f64::from(self.spec.model.seq_len)
-            * f64::from(self.spec.model.hidden)
-            * self.spec.setup.precision.bytes()
-    }
 
     /// The min-max partition of the chain into the configuration's stages, by dynamic
     /// programming from the last stage back: `best[r][i]` is the slowest stage of the best split
@@ -322,19 +339,18 @@ impl Stager<'_, '_> {
         {
             *end = 0.0;
         }
+        let cuts: Vec<usize> = (0..=n)
+            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
+            .collect();
         for r in 1..=p {
             let k = p - r;
-            // Stage k starts after k non-empty stages and leaves r − 1 ops at least.
-            for i in k..=(n - r) {
+            // Stage k starts at a cut with k cuts before it and leaves r − 1 segments after.
+            let last_start = cuts.len().checked_sub(r + 1)?;
+            for (ci, &i) in cuts.iter().enumerate().take(last_start + 1).skip(k) {
                 let mut found = inf;
                 let mut at = n;
-                if !self.cuttable.get(i).copied().unwrap_or(false) {
-                    continue;
-                }
-                for j in (i + 1)..=(n - (r - 1)) {
-                    if !self.cuttable.get(j).copied().unwrap_or(false) {
-                        continue;
-                    }
+                let last_end = cuts.len() - r;
+                for &j in cuts.get(ci + 1..=last_end).unwrap_or(&[]) {
                     let Some(StageCost { paced, .. }) = self.cost(k, i, j) else {
                         break;
                     };
@@ -460,22 +476,54 @@ fn configurations(
             let (Some(fa), Some(fz)) = (a.modes.first(), z.modes.first()) else {
                 continue;
             };
-            let mut work = 0.0;
+            // Work only one group can host must fit in its stages; work both can host goes to
+            // either at a speed ratio between the extremes `ratio` (B seconds per A second).
+            let mut only = [0.0, 0.0];
+            let mut both = [0.0, 0.0];
+            let mut ratio = [f64::INFINITY, 0.0f64];
             let mut largest: f64 = 0.0;
+            let mut hostable = true;
             for i in 0..n {
-                let fastest = match (span_u(&fa.unhostable, i) == 0, span_u(&fz.unhostable, i) == 0)
-                {
-                    (true, true) => span(&fa.seconds, i, i + 1).min(span(&fz.seconds, i, i + 1)),
-                    (true, false) => span(&fa.seconds, i, i + 1),
-                    (false, true) => span(&fz.seconds, i, i + 1),
-                    (false, false) => f64::INFINITY,
-                };
-                work += fastest;
-                largest = largest.max(fastest);
+                let (one, other) = (span(&fa.seconds, i, i + 1), span(&fz.seconds, i, i + 1));
+                match (span_u(&fa.unhostable, i) == 0, span_u(&fz.unhostable, i) == 0) {
+                    (true, true) => {
+                        both[0] += one;
+                        both[1] += other;
+                        if one > 0.0 {
+                            ratio[0] = ratio[0].min(other / one);
+                            ratio[1] = ratio[1].max(other / one);
+                        }
+                        largest = largest.max(one.min(other));
+                    }
+                    (true, false) => {
+                        only[0] += one;
+                        largest = largest.max(one);
+                    }
+                    (false, true) => {
+                        only[1] += other;
+                        largest = largest.max(other);
+                    }
+                    (false, false) => hostable = false,
+                }
             }
-            if !work.is_finite() {
+            if !hostable {
                 continue;
             }
+            let [lo, hi] = ratio;
+            // The slowest stage of `s0` stages on A and `s1` on B can be no faster than this.
+            let bound_stage = |s0: f64, s1: f64| {
+                let mut x = largest.max(only[0] / s0).max(only[1] / s1);
+                if lo.is_finite() && lo > 0.0 {
+                    x = x.max((both[0] + only[0] + only[1] / lo) / (s0 + s1 / lo));
+                }
+                if hi > 0.0 {
+                    x = x.max((both[1] + only[1] + only[0] * hi) / (s1 + s0 * hi));
+                }
+                if !lo.is_finite() {
+                    x = x.max((both[0] + only[0] + both[1] + only[1]) / (s0 + s1));
+                }
+                x
+            };
             for d in divisors(batch) {
                 if !(batch / d).is_multiple_of(b0) {
                     continue;
@@ -489,7 +537,8 @@ fn configurations(
                     for s0 in 1..=cap0 {
                         for s1 in 1..=cap1 {
                             let p = s0 + s1;
-                            if p > u64::from(MAX_STAGES) || p as usize > n {
+                            // 1F1B keeps every stage busy only with a micro-batch per stage.
+                            if p > u64::from(MAX_STAGES) || p as usize > n || p as f64 > m {
                                 break;
                             }
                             let shape = PipelineShape {
@@ -503,7 +552,7 @@ fn configurations(
                             if devices[0] + devices[1] > spec.max_devices {
                                 break;
                             }
-                            let bottleneck = (work / p as f64).max(largest);
+                            let bottleneck = bound_stage(s0 as f64, s1 as f64);
                             let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;
                             configs.push((objective(devices, seconds), shape));
                         }
@@ -529,12 +578,18 @@ fn insert_kept(found: &mut Vec<(f64, PipelinePlan)>, score: f64, plan: PipelineP
 }
 
 /// Searches heterogeneous pipelines of `spec`; `objective(devices per group, train seconds)`
-/// scores a plan (lower is better) and must not decrease as the seconds grow. Best first.
+/// scores a plan (lower is better) and must not decrease as the seconds grow. Configurations
+/// whose bound reaches `incumbent` (the best plan of another kind) are not costed: they cannot
+/// win. Best first.
 pub fn search_pipelines(
     spec: &PipelineSpec<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
+    incumbent: f64,
 ) -> Vec<(f64, PipelinePlan)> {
     let prepared = prepare(spec);
+    if !prepared.splittable() {
+        return Vec::new();
+    }
     let keep = spec.keep.max(1);
     let mut found: Vec<(f64, PipelinePlan)> = Vec::new();
     for (bound, shape) in configurations(spec, &prepared, objective) {
@@ -543,7 +598,7 @@ pub fn search_pipelines(
         } else {
             f64::INFINITY
         };
-        if bound >= worst_kept {
+        if bound >= worst_kept.min(incumbent) {
             break;
         }
         let Some(sides) = prepared.sides_of(&shape) else {
@@ -558,6 +613,28 @@ pub fn search_pipelines(
 }
 
 impl<'a> Prepared<'a> {
+    /// Whether some cut leaves the first group a prefix and the second a suffix that each can
+    /// host (which ops a group can host depends on its device only).
+    fn splittable(&self) -> bool {
+        let host = |g: usize| {
+            self.sides
+                .range((g, 0, 0)..(g + 1, 0, 0))
+                .next()
+                .and_then(|(_, s)| s.modes.first())
+                .map(|p| p.unhostable.clone())
+        };
+        let (Some(a), Some(b)) = (host(0), host(1)) else {
+            return false;
+        };
+        let n = self.params.len().saturating_sub(1);
+        let total_b = b.get(n).copied().unwrap_or(0);
+        (1..n).any(|c| {
+            self.cuttable.get(c).copied().unwrap_or(false)
+                && a.get(c).copied() == Some(0)
+                && b.get(c).copied() == Some(total_b)
+        })
+    }
+
     fn chain(&self) -> (&[f64], &[bool]) {
         (&self.params, &self.cuttable)
     }
@@ -665,13 +742,17 @@ fn cost_shape(
         }
     };
     let stager = Stager {
+        per_side: [
+            PerSide::new(sides[0], shape, spec),
+            PerSide::new(sides[1], shape, spec),
+        ],
+        slots: micro_batches + f64::from(shape.stages[0] + shape.stages[1]) - 1.0,
         sides,
         params,
         cuttable,
         shape,
         micro_batches,
         boundary_s,
-        spec,
     };
     let cuts = match cuts {
         None => stager.partition()?,

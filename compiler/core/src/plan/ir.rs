@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "1.1";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -150,6 +150,10 @@ pub struct GroupIr {
     /// A slice profile (MIG / vNPU) instead of whole devices, for small jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
+    /// Tensor-parallel degree on this group, in heterogeneous plans (each group has its own;
+    /// `layout.tensor` is the first group's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<u64>,
 }
 
 /// One pipeline stage.
@@ -163,6 +167,14 @@ pub struct StageIr {
     pub layers: [u64; 2],
     /// Operations, e.g. `["embedding", "block×12"]`.
     pub ops: Vec<String>,
+    /// Of `ops`, those that are precision-sensitive, with the precision they run in
+    /// (`lm_head@bf16`): the group's devices run them at that precision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_ops: Vec<String>,
+    /// The stage's own recomputation, in heterogeneous plans (each stage takes the least that
+    /// fits its devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recompute: Option<String>,
 }
 
 /// Predicted performance, cost and footprint (DESIGN.md `estimate`).
@@ -241,6 +253,14 @@ pub struct CheckpointIr {
 /// A plan of another shape that lost, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlternativeIr {
+    /// What kind of plan it is: `single-type` (one node group), `heterogeneous` (a pipeline
+    /// over two groups), `other-site` (one node group at a site the chosen plan does not use).
+    #[serde(default)]
+    pub shape: String,
+    /// Why it lost, as a keyword: `slower`, `costlier`, `worse-balance`, `more-carbon`,
+    /// `misses-deadline`, `over-budget`.
+    #[serde(default)]
+    pub lost_on: String,
     /// One line: layout and placement.
     pub summary: String,
     /// Its objective value (lower is better; same unit as the chosen plan's).

@@ -9,11 +9,18 @@
 //! entry is the closest miss and its numbers become the reasons. Ties break on the node group's
 //! file order, then the layout's field order.
 //!
-//! One device type per plan; mixing types and sites comes later.
+//! When one node group cannot give the job what it needs — no single-type layout meets the
+//! limits, the best one takes more than half of its group, or some devices can only run the
+//! precision-sensitive ops — heterogeneous pipelines over pairs of groups ([`super::mixed`])
+//! are ranked with the single-type layouts, and the best of either kind wins.
 
 use super::build::{self, Placement};
-use super::ir::{AlternativeIr, FORMAT_VERSION, Plan, PlanDocument, WorkloadIr};
-use super::search::{Candidate, Economics, Objective, Pins, RejectedRegion, SearchSpec, search};
+use super::ir::{FORMAT_VERSION, Plan, PlanDocument, WorkloadIr};
+use super::mixed::{Mixed, MixedInput, fill_mixed, mixed_plans};
+use super::objective::{Constrained, Limits, PENALTY};
+use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
+use super::explain;
+use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
 use crate::diagnostics::Diagnostic;
@@ -22,68 +29,6 @@ use crate::workload::{TrainSetup, model_dims, param_count, train_setup};
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
 
-/// Alternatives listed per plan.
-const ALTERNATIVES: usize = 4;
-
-/// Scores at or above this break the deadline or the budget.
-pub(crate) const PENALTY: f64 = 1e100;
-
-/// The objective of one node group: the job's goal plus the fixed time and cost of bringing
-/// the data, with deadline and budget as hard limits.
-struct Constrained {
-    economics: Economics,
-    /// Seconds spent moving data before training starts.
-    transfer_s: f64,
-    /// Money spent moving data (egress).
-    transfer_cost: f64,
-    deadline_s: Option<f64>,
-    budget: Option<f64>,
-}
-
-impl Constrained {
-    /// Wall-clock seconds until trained (data transfer first).
-    fn time_s(&self, c: &Candidate) -> f64 {
-        c.train_time_s + self.transfer_s
-    }
-
-    /// Money for the run.
-    fn cost(&self, c: &Candidate) -> f64 {
-        self.economics.cost(c) + self.transfer_cost
-    }
-
-    /// The objective without the constraints (lower is better).
-    fn raw(&self, c: &Candidate) -> f64 {
-        use crate::types::Optimize;
-        match self.economics.optimize {
-            Optimize::Time => self.time_s(c),
-            Optimize::Cost => self.cost(c),
-            Optimize::Balanced => self.time_s(c) / 3600.0 * self.cost(c),
-            Optimize::Carbon => self.economics.carbon_kg(c),
-        }
-    }
-
-    /// How far past the deadline and the budget, as shares (0 when met).
-    fn misses(&self, c: &Candidate) -> (f64, f64) {
-        let late = self
-            .deadline_s
-            .map_or(0.0, |d| (self.time_s(c) / d.max(1.0) - 1.0).max(0.0));
-        let over = self
-            .budget
-            .map_or(0.0, |b| (self.cost(c) / b.max(1e-9) - 1.0).max(0.0));
-        (late, over)
-    }
-}
-
-impl Objective for Constrained {
-    fn score(&self, c: &Candidate) -> f64 {
-        let (late, over) = self.misses(c);
-        if late > 0.0 || over > 0.0 {
-            PENALTY * (1.0 + late + over)
-        } else {
-            self.raw(c)
-        }
-    }
-}
 
 /// One costed layout on one node group.
 pub(crate) struct Ranked<'a> {
@@ -184,7 +129,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
     let mut rejected: Vec<(usize, RejectedRegion)> = Vec::new();
     let objectives: Vec<Constrained> = options.iter().map(|o| objective(job, pool, o)).collect();
+    let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
     for (i, (option, objective)) in options.iter().zip(&objectives).enumerate() {
+        if !option.hosts_job_precision {
+            continue;
+        }
         // Fused attention only where the device's software stack has it.
         let setup = TrainSetup {
             flash_attention: option.device.has_feature(Feature::FlashAttention),
@@ -199,6 +148,9 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
             keep: KEEP_PER_GROUP,
         };
         let result = search(&spec, objective);
+        if let (Some(slot), Some(first)) = (single_scores.get_mut(i), result.scores.first()) {
+            *slot = Some(*first);
+        }
         for (score, candidate) in result.scores.into_iter().zip(result.ranked) {
             ranked.push(Ranked {
                 score,
@@ -215,32 +167,105 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
             .then(a.option.cmp(&b.option))
             .then(a.candidate.layout.cmp(&b.candidate.layout))
     });
-    let Some(best) = ranked.first() else {
+
+    let currency = build::currency(job, pool);
+    let base = pool.currency.value.as_str();
+    let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
+    let graph = job_graph(job);
+    let input = MixedInput {
+        job,
+        pool,
+        options: &options,
+        objectives: &objectives,
+        single_scores: &single_scores,
+        model: &model,
+        setup: &base_setup,
+        graph: &graph,
+        convert: &convert,
+        incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
+    };
+    let (mixed, mut ruled_out) = if needs_mixed(job, &ranked, &options, pins) {
+        mixed_plans(&input)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+
+    let entries = explain::entries(&ranked, &mixed, &objectives);
+    let Some(best) = entries.first() else {
         plan.reasons = build::rejection_reasons(&rejected, &options);
         plan.reasons.append(&mut skipped);
+        plan.reasons.append(&mut ruled_out);
         return (plan, diagnostics);
     };
-    let Some(constraints) = objectives.get(best.option) else {
-        return (plan, diagnostics);
-    };
+    let limits = limits(job);
     if best.score >= PENALTY {
-        plan.reasons = miss_reasons(job, best, constraints);
+        plan.reasons = explain::miss_reasons(job, best, &limits);
     } else {
         plan.feasible = true;
     }
-    let totals = build::Totals {
-        cost: constraints.cost(&best.candidate),
-        currency: build::currency(job, pool),
-        energy_kwh: constraints.economics.energy_kwh(&best.candidate),
-        carbon_kg: constraints.economics.carbon_kg(&best.candidate),
-    };
-    if plan.feasible {
-        plan.why = why(job, &ranked, constraints, options.len());
+    match best.kind {
+        explain::Kind::Single(r) => {
+            let totals = build::Totals {
+                cost: best.outcome.cost,
+                currency: currency.clone(),
+                energy_kwh: best.outcome.energy_kwh,
+                carbon_kg: best.outcome.carbon_kg,
+            };
+            plan.notes = notes(r);
+            build::fill(&mut plan, job, pool, r, totals);
+        }
+        explain::Kind::Mixed(m) => {
+            plan.notes = mixed_notes(m);
+            fill_mixed(&mut plan, job, pool, m, &input, currency.clone());
+        }
     }
-    plan.notes = notes(best);
-    build::fill(&mut plan, job, pool, best, totals);
-    plan.alternatives = alternatives(job, &ranked, &objectives);
+    if plan.feasible {
+        plan.why = explain::why(job, &entries, &limits, options.len());
+    }
+    plan.alternatives = explain::alternatives(job, &entries, &limits);
     (plan, diagnostics)
+}
+
+/// Whether heterogeneous pipelines are worth searching: when no single-type layout meets the
+/// limits, when the best takes more than half of its group and the group, not the job's
+/// `max_devices`, is what limits it (more devices would help), or when some groups can only
+/// run the sensitive ops. A spec that pins any layout field asked for a single-type shape.
+fn needs_mixed(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins: Pins) -> bool {
+    // Pipelines over two groups run without context or expert parallelism and pick every
+    // other field themselves; a spec that pins any of those asked for a single-type shape.
+    let one = |v: Option<u32>| v.is_none_or(|v| v == 1);
+    let compatible = Pins {
+        context: None,
+        expert: None,
+        ..pins
+    } == Pins::default();
+    if !(compatible && one(pins.context) && one(pins.expert)) {
+        return false;
+    }
+    if options.iter().any(|o| !o.hosts_job_precision) {
+        return true;
+    }
+    match ranked.first() {
+        None => true,
+        Some(best) => {
+            let group_bound = job
+                .resources
+                .max_devices
+                .as_ref()
+                .is_none_or(|m| best.placement.available < m.value);
+            best.score >= PENALTY
+                || (group_bound && best.candidate.devices * 2 > best.placement.available)
+        }
+    }
+}
+
+/// The job's goal and limits.
+fn limits(job: &Job) -> Limits {
+    Limits {
+        optimize: job.goal.optimize,
+        deadline_s: job.goal.deadline.as_ref().map(|d| d.value),
+        budget: job.goal.budget.as_ref().map(|b| b.value.0),
+    }
 }
 
 /// The objective of `option`: money converted to the budget's currency (or the pool's), power
@@ -262,204 +287,41 @@ fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
         },
         transfer_s,
         transfer_cost: convert(transfer_cost),
-        deadline_s: job.goal.deadline.as_ref().map(|d| d.value),
-        budget: job.goal.budget.as_ref().map(|b| b.value.0),
+        limits: limits(job),
     }
-}
-
-/// Why the chosen plan won, in one sentence with numbers.
-fn why(job: &Job, ranked: &[Ranked<'_>], c: &Constrained, groups: usize) -> String {
-    use crate::types::Optimize;
-    let Some(best) = ranked.first() else {
-        return String::new();
-    };
-    let goal = match job.goal.optimize {
-        Optimize::Time => "fastest",
-        Optimize::Cost => "cheapest",
-        Optimize::Balanced => "best hours × cost",
-        Optimize::Carbon => "lowest-carbon",
-    };
-    let mut limits = Vec::new();
-    if let Some(deadline) = c.deadline_s {
-        limits.push(format!(
-            "the {} deadline ({} to spare)",
-            build::days(deadline),
-            build::days(deadline - c.time_s(&best.candidate))
-        ));
-    }
-    if let Some(budget) = c.budget {
-        let currency = build::currency_of(job);
-        limits.push(format!(
-            "the {} {currency} budget ({} {currency} to spare)",
-            build::money(budget),
-            build::money(budget - c.cost(&best.candidate))
-        ));
-    }
-    let plural = if groups == 1 { "" } else { "s" };
-    let mut text = format!("{goal} of the layouts costed on {groups} node group{plural}");
-    if !limits.is_empty() {
-        text.push_str(" that meet ");
-        text.push_str(&limits.join(" and "));
-    }
-    text
 }
 
 /// Non-blocking remarks on the chosen placement.
 fn notes(best: &Ranked<'_>) -> Vec<String> {
     let mut notes = Vec::new();
-    let preemptible = best
-        .candidate
-        .devices
-        .saturating_sub(best.placement.guaranteed);
-    if preemptible > 0 {
-        notes.push(format!(
-            "{preemptible} of the {} devices are above the tenant's guaranteed quota and may be preempted",
-            best.candidate.devices
-        ));
-    }
-    let free = u64::from(best.placement.group.free_devices);
-    if best.candidate.devices > free {
-        notes.push(format!(
-            "needs {} {} of `{}`, {free} free now: the job queues until they are",
-            best.candidate.devices, best.placement.device.id.value, best.placement.group.name.value
-        ));
+    group_notes(&mut notes, best.placement, best.candidate.devices);
+    notes
+}
+
+/// Non-blocking remarks on a chosen pipeline over two groups.
+fn mixed_notes(m: &Mixed<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (placement, devices) in m.placements.iter().zip(m.plan.shape.devices()) {
+        group_notes(&mut notes, placement, devices);
     }
     notes
 }
 
-/// Why the closest miss still misses, with numbers.
-fn miss_reasons(job: &Job, best: &Ranked<'_>, c: &Constrained) -> Vec<String> {
-    let mut reasons = Vec::new();
-    let summary = build::summary(best);
-    if let Some(deadline) = job.goal.deadline.as_ref().map(|d| d.value) {
-        let time = c.time_s(&best.candidate);
-        if time > deadline {
-            reasons.push(format!(
-                "misses the deadline by {} ({} needed, {} allowed) with the best plan: {summary}",
-                build::days(time - deadline),
-                build::days(time),
-                build::days(deadline),
-            ));
-        }
+/// Quota and availability remarks on `devices` of one group.
+fn group_notes(notes: &mut Vec<String>, placement: &Placement<'_>, devices: u64) {
+    let preemptible = devices.saturating_sub(placement.guaranteed);
+    if preemptible > 0 {
+        notes.push(format!(
+            "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted",
+            placement.device.id.value
+        ));
     }
-    if let Some(budget) = job.goal.budget.as_ref().map(|b| b.value.0) {
-        let cost = c.cost(&best.candidate);
-        if cost > budget {
-            let currency = build::currency_of(job);
-            reasons.push(format!(
-                "over budget by {} {currency} ({} {currency} needed, {} {currency} allowed) with the best plan: {summary}",
-                build::money(cost - budget),
-                build::money(cost),
-                build::money(budget),
-            ));
-        }
-    }
-    reasons
-}
-
-/// The best few plans that lost: the best of every other node group first, then other layouts
-/// of the chosen group; each with its objective and why it lost.
-fn alternatives(
-    job: &Job,
-    ranked: &[Ranked<'_>],
-    objectives: &[Constrained],
-) -> Vec<AlternativeIr> {
-    let Some(best) = ranked.first() else {
-        return Vec::new();
-    };
-    let Some(best_obj) = objectives.get(best.option) else {
-        return Vec::new();
-    };
-    let mut picked: Vec<&Ranked<'_>> = Vec::new();
-    let mut seen = vec![best.option];
-    for r in ranked.iter().skip(1) {
-        if !seen.contains(&r.option) {
-            seen.push(r.option);
-            picked.push(r);
-        }
-    }
-    picked.truncate(ALTERNATIVES.saturating_sub(1).max(1));
-    for r in ranked.iter().skip(1) {
-        if picked.len() >= ALTERNATIVES {
-            break;
-        }
-        if r.option == best.option {
-            picked.push(r);
-        }
-    }
-    picked.sort_by(|a, b| {
-        a.score
-            .total_cmp(&b.score)
-            .then(a.option.cmp(&b.option))
-            .then(a.candidate.layout.cmp(&b.candidate.layout))
-    });
-    picked
-        .into_iter()
-        .filter_map(|r| {
-            let obj = objectives.get(r.option)?;
-            Some(AlternativeIr {
-                summary: build::summary(r),
-                objective: build::round(obj.raw(&r.candidate)),
-                why_not: why_not(job, r, obj, best, best_obj),
-            })
-        })
-        .collect()
-}
-
-/// Why `r` lost to `best`, with numbers.
-fn why_not(
-    job: &Job,
-    r: &Ranked<'_>,
-    obj: &Constrained,
-    best: &Ranked<'_>,
-    best_obj: &Constrained,
-) -> String {
-    use crate::types::Optimize;
-    let currency = build::currency_of(job);
-    let mut misses = Vec::new();
-    if let Some(deadline) = obj.deadline_s {
-        let time = obj.time_s(&r.candidate);
-        if time > deadline {
-            misses.push(format!(
-                "misses the deadline by {}",
-                build::days(time - deadline)
-            ));
-        }
-    }
-    if let Some(budget) = obj.budget {
-        let cost = obj.cost(&r.candidate);
-        if cost > budget {
-            misses.push(format!(
-                "over budget by {} {currency}",
-                build::money(cost - budget)
-            ));
-        }
-    }
-    if !misses.is_empty() {
-        return misses.join("; ");
-    }
-    let mine = obj.raw(&r.candidate);
-    let theirs = best_obj.raw(&best.candidate);
-    let pct = if theirs > 0.0 {
-        100.0 * (mine / theirs - 1.0)
-    } else {
-        0.0
-    };
-    match job.goal.optimize {
-        Optimize::Time => format!(
-            "{} slower (+{pct:.1} %)",
-            build::days(obj.time_s(&r.candidate) - best_obj.time_s(&best.candidate))
-        ),
-        Optimize::Cost => format!(
-            "costs {} {currency} more (+{pct:.1} %)",
-            build::money(obj.cost(&r.candidate) - best_obj.cost(&best.candidate))
-        ),
-        Optimize::Balanced => format!("hours × cost {pct:+.1} % worse"),
-        Optimize::Carbon => format!(
-            "emits {:.1} t more CO2 (+{pct:.1} %)",
-            (obj.economics.carbon_kg(&r.candidate) - best_obj.economics.carbon_kg(&best.candidate))
-                / 1000.0
-        ),
+    let free = u64::from(placement.group.free_devices);
+    if devices > free {
+        notes.push(format!(
+            "needs {devices} {} of `{}`, {free} free now: the job queues until they are",
+            placement.device.id.value, placement.group.name.value
+        ));
     }
 }
 

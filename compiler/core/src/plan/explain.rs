@@ -1,0 +1,326 @@
+//! Why the chosen plan won and why each alternative lost, with numbers: every costed plan of
+//! either kind (one node group, or a pipeline over two) ranked on one list.
+
+use super::build;
+use super::ir::AlternativeIr;
+use super::mixed::Mixed;
+use super::objective::{Constrained, Limits, Outcome, PENALTY};
+use super::planner::Ranked;
+use crate::check::Job;
+use crate::types::Optimize;
+
+/// Alternatives listed per plan.
+const ALTERNATIVES: usize = 4;
+
+/// What kind of plan an entry is.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind<'r, 'a> {
+    /// One node group.
+    Single(&'r Ranked<'a>),
+    /// A pipeline over two node groups.
+    Mixed(&'r Mixed<'a>),
+}
+
+/// One costed plan.
+pub(crate) struct Entry<'r, 'a> {
+    pub(crate) score: f64,
+    pub(crate) outcome: Outcome,
+    pub(crate) kind: Kind<'r, 'a>,
+}
+
+impl Entry<'_, '_> {
+    /// Which node groups it uses (option indices; a single group twice).
+    fn groups(&self) -> [usize; 2] {
+        match self.kind {
+            Kind::Single(r) => [r.option, r.option],
+            Kind::Mixed(m) => m.pair,
+        }
+    }
+
+    /// The sites it runs at.
+    fn sites(&self) -> Vec<&str> {
+        match self.kind {
+            Kind::Single(r) => vec![r.placement.site.name.value.as_str()],
+            Kind::Mixed(m) => m
+                .placements
+                .iter()
+                .map(|p| p.site.name.value.as_str())
+                .collect(),
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self.kind {
+            Kind::Single(r) => build::summary(r),
+            Kind::Mixed(m) => m.summary(),
+        }
+    }
+
+    /// Single-type plans first on equal scores, then file order, then layout order.
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        let rank = |e: &Self| match e.kind {
+            Kind::Single(_) => 0u8,
+            Kind::Mixed(_) => 1,
+        };
+        self.score
+            .total_cmp(&other.score)
+            .then(rank(self).cmp(&rank(other)))
+            .then(self.groups().cmp(&other.groups()))
+            .then_with(|| match (self.kind, other.kind) {
+                (Kind::Single(a), Kind::Single(b)) => a.candidate.layout.cmp(&b.candidate.layout),
+                (Kind::Mixed(a), Kind::Mixed(b)) => a.plan.shape.cmp(&b.plan.shape),
+                _ => std::cmp::Ordering::Equal,
+            })
+    }
+
+    /// `single-type`, `heterogeneous`, or `other-site` when it runs where `best` does not.
+    fn shape(&self, best: &Self) -> &'static str {
+        match self.kind {
+            Kind::Mixed(_) => "heterogeneous",
+            Kind::Single(_) => {
+                let theirs = best.sites();
+                if self.sites().iter().all(|s| theirs.contains(s)) {
+                    "single-type"
+                } else {
+                    "other-site"
+                }
+            }
+        }
+    }
+}
+
+/// Every costed plan, best first.
+pub(crate) fn entries<'r, 'a>(
+    ranked: &'r [Ranked<'a>],
+    mixed: &'r [Mixed<'a>],
+    objectives: &[Constrained],
+) -> Vec<Entry<'r, 'a>> {
+    let mut all: Vec<Entry<'r, 'a>> = ranked
+        .iter()
+        .filter_map(|r| {
+            let o = objectives.get(r.option)?;
+            Some(Entry {
+                score: r.score,
+                outcome: o.outcome(&r.candidate),
+                kind: Kind::Single(r),
+            })
+        })
+        .chain(mixed.iter().map(|m| Entry {
+            score: m.score,
+            outcome: m.outcome,
+            kind: Kind::Mixed(m),
+        }))
+        .collect();
+    all.sort_by(|a, b| a.order(b));
+    all
+}
+
+/// Why the chosen plan won, in one sentence with numbers.
+pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups: usize) -> String {
+    let Some(best) = entries.first() else {
+        return String::new();
+    };
+    let goal = match job.goal.optimize {
+        Optimize::Time => "fastest",
+        Optimize::Cost => "cheapest",
+        Optimize::Balanced => "best hours × cost",
+        Optimize::Carbon => "lowest-carbon",
+    };
+    let mut limit_texts = Vec::new();
+    if let Some(deadline) = limits.deadline_s {
+        limit_texts.push(format!(
+            "the {} deadline ({} to spare)",
+            build::days(deadline),
+            build::days(deadline - best.outcome.time_s)
+        ));
+    }
+    if let Some(budget) = limits.budget {
+        let currency = build::currency_of(job);
+        limit_texts.push(format!(
+            "the {} {currency} budget ({} {currency} to spare)",
+            build::money(budget),
+            build::money(budget - best.outcome.cost)
+        ));
+    }
+    let plural = if groups == 1 { "" } else { "s" };
+    let mixed = entries
+        .iter()
+        .any(|e| matches!(e.kind, Kind::Mixed(_)));
+    let shapes = if mixed {
+        "single-type and heterogeneous plans"
+    } else {
+        "the layouts"
+    };
+    let mut text = format!("{goal} of {shapes} costed on {groups} node group{plural}");
+    if !limit_texts.is_empty() {
+        text.push_str(" that meet ");
+        text.push_str(&limit_texts.join(" and "));
+    }
+    if let Kind::Mixed(_) = best.kind
+        && let Some(single) = entries.iter().find(|e| matches!(e.kind, Kind::Single(_)))
+    {
+        let (mine, theirs) = (limits.raw(&best.outcome), limits.raw(&single.outcome));
+        if single.score < PENALTY && theirs > 0.0 {
+            text.push_str(&format!(
+                "; {:.1} % better than the best single-type plan",
+                100.0 * (1.0 - mine / theirs)
+            ));
+        } else {
+            text.push_str("; no single-type plan meets the limits");
+        }
+    }
+    text
+}
+
+/// Why the closest miss still misses, with numbers.
+pub(crate) fn miss_reasons(job: &Job, best: &Entry<'_, '_>, limits: &Limits) -> Vec<String> {
+    let mut reasons = Vec::new();
+    let summary = best.summary();
+    let o = &best.outcome;
+    if let Some(deadline) = limits.deadline_s
+        && o.time_s > deadline
+    {
+        reasons.push(format!(
+            "misses the deadline by {} ({} needed, {} allowed) with the best plan: {summary}",
+            build::days(o.time_s - deadline),
+            build::days(o.time_s),
+            build::days(deadline),
+        ));
+    }
+    if let Some(budget) = limits.budget
+        && o.cost > budget
+    {
+        let currency = build::currency_of(job);
+        reasons.push(format!(
+            "over budget by {} {currency} ({} {currency} needed, {} {currency} allowed) with the best plan: {summary}",
+            build::money(o.cost - budget),
+            build::money(o.cost),
+            build::money(budget),
+        ));
+    }
+    reasons
+}
+
+/// The best plans that lost: the best of another shape first (a single-type plan when a
+/// pipeline won, a pipeline when a single type won), the best at another site, the best of
+/// every other node group or pair, then other layouts of the chosen one; each with its
+/// objective and a typed reason it lost.
+pub(crate) fn alternatives(
+    job: &Job,
+    entries: &[Entry<'_, '_>],
+    limits: &Limits,
+) -> Vec<AlternativeIr> {
+    let Some(best) = entries.first() else {
+        return Vec::new();
+    };
+    let rest: Vec<usize> = (1..entries.len()).collect();
+    let mut picked: Vec<usize> = Vec::new();
+    let add = |i: Option<usize>, picked: &mut Vec<usize>| {
+        if let Some(i) = i
+            && !picked.contains(&i)
+            && picked.len() < ALTERNATIVES
+        {
+            picked.push(i);
+        }
+    };
+    let at = |i: &usize| entries.get(*i);
+    let other_kind = rest.iter().copied().find(|i| {
+        at(i).is_some_and(|e| {
+            matches!(
+                (e.kind, best.kind),
+                (Kind::Single(_), Kind::Mixed(_)) | (Kind::Mixed(_), Kind::Single(_))
+            )
+        })
+    });
+    add(other_kind, &mut picked);
+    let other_site = rest
+        .iter()
+        .copied()
+        .find(|i| at(i).is_some_and(|e| e.shape(best) == "other-site"));
+    add(other_site, &mut picked);
+    let mut seen = vec![best.groups()];
+    for i in &rest {
+        if let Some(e) = at(i)
+            && !seen.contains(&e.groups())
+        {
+            seen.push(e.groups());
+            add(Some(*i), &mut picked);
+        }
+    }
+    for i in &rest {
+        if at(i).is_some_and(|e| e.groups() == best.groups()) {
+            add(Some(*i), &mut picked);
+        }
+    }
+    let mut picked: Vec<&Entry<'_, '_>> = picked.iter().filter_map(at).collect();
+    picked.sort_by(|a, b| a.order(b));
+    picked
+        .into_iter()
+        .map(|e| {
+            let (lost_on, why_not) = why_not(job, e, best, limits);
+            AlternativeIr {
+                shape: e.shape(best).to_string(),
+                lost_on: lost_on.to_string(),
+                summary: e.summary(),
+                objective: build::round(limits.raw(&e.outcome)),
+                why_not,
+            }
+        })
+        .collect()
+}
+
+/// Why `e` lost to `best`: a keyword and a sentence with numbers.
+fn why_not(
+    job: &Job,
+    e: &Entry<'_, '_>,
+    best: &Entry<'_, '_>,
+    limits: &Limits,
+) -> (&'static str, String) {
+    let currency = build::currency_of(job);
+    let o = &e.outcome;
+    if let Some(deadline) = limits.deadline_s
+        && o.time_s > deadline
+    {
+        return (
+            "misses-deadline",
+            format!("misses the deadline by {}", build::days(o.time_s - deadline)),
+        );
+    }
+    if let Some(budget) = limits.budget
+        && o.cost > budget
+    {
+        return (
+            "over-budget",
+            format!("over budget by {} {currency}", build::money(o.cost - budget)),
+        );
+    }
+    let mine = limits.raw(o);
+    let theirs = limits.raw(&best.outcome);
+    let pct = if theirs > 0.0 {
+        100.0 * (mine / theirs - 1.0)
+    } else {
+        0.0
+    };
+    let b = &best.outcome;
+    match limits.optimize {
+        Optimize::Time => (
+            "slower",
+            format!("{} slower (+{pct:.1} %)", build::days(o.time_s - b.time_s)),
+        ),
+        Optimize::Cost => (
+            "costlier",
+            format!(
+                "costs {} {currency} more (+{pct:.1} %)",
+                build::money(o.cost - b.cost)
+            ),
+        ),
+        Optimize::Balanced => ("worse-balance", format!("hours × cost {pct:+.1} % worse")),
+        Optimize::Carbon => (
+            "more-carbon",
+            format!(
+                "emits {:.1} t more CO2 (+{pct:.1} %)",
+                (o.carbon_kg - b.carbon_kg) / 1000.0
+            ),
+        ),
+    }
+}

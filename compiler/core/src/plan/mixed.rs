@@ -1,0 +1,338 @@
+//! Heterogeneous plans in the planner: which pairs of node groups to try, what a pipeline over
+//! a pair costs (each group's prices, the data brought to the first group, the WAN's egress),
+//! and the Plan IR of the winner.
+//!
+//! Pairs come from the best few node groups by their single-type score, plus groups that can run
+//! only the precision-sensitive ops (devices without fp8 in an fp8 job). Groups at two sites are
+//! paired only over a WAN route whose latency fits `resources.max_latency`; the activations that
+//! cross it are costed in the stage times (bandwidth) and in money (egress).
+
+use super::build::{self, GIB, Placement, round};
+use super::hetero::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
+use super::ir::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
+use super::objective::{Constrained, Outcome, PairObjective};
+use super::stages::stage_ir;
+use crate::catalogue::{Pool, route};
+use crate::check::Job;
+use crate::types::Recompute;
+use crate::workload::{OpGraph, ModelDims, TrainSetup, flops_per_token};
+
+/// Single-type node groups paired per plan (the best by their own score).
+const PAIRED_GROUPS: usize = 3;
+
+/// Groups that only run sensitive ops, paired per plan (the cheapest).
+const SENSITIVE_HOSTS: usize = 2;
+
+/// Pipelines kept per pair.
+const KEEP_PER_PAIR: usize = 2;
+
+/// A costed pipeline over two node groups.
+pub(crate) struct Mixed<'a> {
+    pub(crate) score: f64,
+    /// Option indices of the first and the second group.
+    pub(crate) pair: [usize; 2],
+    pub(crate) placements: [&'a Placement<'a>; 2],
+    pub(crate) plan: PipelinePlan,
+    pub(crate) outcome: Outcome,
+}
+
+impl Mixed<'_> {
+    /// One line: layout and placement.
+    pub(crate) fn summary(&self) -> String {
+        let s = &self.plan.shape;
+        let [a, b] = self.placements;
+        let [da, db] = s.devices();
+        format!(
+            "pipeline of {} + {} stages DP{} mb{} ZeRO-{} on {da} × {} at {} ({}, TP{}) + {db} × {} at {} ({}, TP{})",
+            s.stages[0],
+            s.stages[1],
+            s.data,
+            s.micro_batch,
+            s.zero,
+            a.device.id.value,
+            a.site.name.value,
+            a.group.name.value,
+            s.tensor[0],
+            b.device.id.value,
+            b.site.name.value,
+            b.group.name.value,
+            s.tensor[1],
+        )
+    }
+}
+
+/// The node groups worth pairing: indices into `options`.
+fn candidates(options: &[Placement<'_>], single_scores: &[Option<f64>]) -> Vec<usize> {
+    let mut full: Vec<(f64, usize)> = options
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.hosts_job_precision)
+        .map(|(i, _)| (single_scores.get(i).copied().flatten().unwrap_or(f64::MAX), i))
+        .collect();
+    full.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut partial: Vec<(f64, usize)> = options
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !o.hosts_job_precision)
+        .map(|(i, o)| (o.group.price_per_device_hour, i))
+        .collect();
+    partial.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    full.into_iter()
+        .take(PAIRED_GROUPS)
+        .chain(partial.into_iter().take(SENSITIVE_HOSTS))
+        .map(|(_, i)| i)
+        .collect()
+}
+
+/// What the planner hands the pairing.
+pub(crate) struct MixedInput<'p, 'a> {
+    pub(crate) job: &'p Job,
+    pub(crate) pool: &'a Pool,
+    pub(crate) options: &'a [Placement<'a>],
+    pub(crate) objectives: &'p [Constrained],
+    pub(crate) single_scores: &'p [Option<f64>],
+    pub(crate) model: &'p ModelDims,
+    pub(crate) setup: &'p TrainSetup,
+    pub(crate) graph: &'p OpGraph,
+    /// Converts an amount in the pool's base currency to the plan's.
+    pub(crate) convert: &'p dyn Fn(f64) -> f64,
+    /// The best single-type score: pipelines that cannot beat it by [`ALTERNATIVE_SLACK`] are
+    /// not costed.
+    pub(crate) incumbent: f64,
+}
+
+/// How much worse than the best single-type plan a pipeline may be and still be costed (to
+/// show as an alternative).
+const ALTERNATIVE_SLACK: f64 = 1.1;
+
+/// Every pipeline over a pair of candidate groups, best first, and one sentence for each pair
+/// the WAN rules out.
+pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Vec<String>) {
+    let job = input.job;
+    let mut found = Vec::new();
+    let mut ruled_out = Vec::new();
+    let picks = candidates(input.options, input.single_scores);
+    let limits = input.objectives.first().map(|o| o.limits);
+    let Some(limits) = limits else {
+        return (found, ruled_out);
+    };
+    for &a in &picks {
+        for &b in &picks {
+            let (Some(pa), Some(pb)) = (input.options.get(a), input.options.get(b)) else {
+                continue;
+            };
+            if a == b || (!pa.hosts_job_precision && !pb.hosts_job_precision) {
+                continue;
+            }
+            let (Some(oa), Some(ob)) = (input.objectives.get(a), input.objectives.get(b)) else {
+                continue;
+            };
+            let (sa, sb) = (&pa.site.name.value, &pb.site.name.value);
+            let mut egress_per_gb = 0.0;
+            let wan = if sa == sb {
+                None
+            } else {
+                let Some(links) = route(input.pool, sa, sb) else {
+                    continue;
+                };
+                let latency_s: f64 = links.iter().map(|l| l.latency_s).sum();
+                if let Some(max) = &job.resources.max_latency
+                    && latency_s > max.value
+                {
+                    let text = format!(
+                        "no pipeline across {sa} and {sb}: the WAN's {:.1} ms exceeds max_latency {:.1} ms",
+                        latency_s * 1e3,
+                        max.value * 1e3
+                    );
+                    if !ruled_out.contains(&text) {
+                        ruled_out.push(text);
+                    }
+                    continue;
+                }
+                egress_per_gb = links.iter().map(|l| l.egress_per_gb).sum::<f64>();
+                let bandwidth = links.iter().map(|l| l.bandwidth).fold(f64::INFINITY, f64::min);
+                Some(WanLink {
+                    bandwidth,
+                    latency_s,
+                })
+            };
+            // Activations forward and gradients back, for every token of the run.
+            let crossing_gb = 2.0
+                * input.setup.tokens
+                * f64::from(input.model.hidden)
+                * input.setup.precision.bytes()
+                / 1e9;
+            let egress = if wan.is_some() {
+                (input.convert)(crossing_gb * egress_per_gb)
+            } else {
+                0.0
+            };
+            let pair = PairObjective {
+                economics: [oa.economics, ob.economics],
+                transfer_s: oa.transfer_s,
+                fixed_cost: oa.transfer_cost + egress,
+            };
+            let max_devices = job
+                .resources
+                .max_devices
+                .as_ref()
+                .map_or(pa.available + pb.available, |m| m.value);
+            let spec = PipelineSpec {
+                model: input.model,
+                setup: input.setup,
+                graph: input.graph,
+                first: PipelineGroup {
+                    cluster: &pa.cluster,
+                    available: pa.available,
+                },
+                second: PipelineGroup {
+                    cluster: &pb.cluster,
+                    available: pb.available,
+                },
+                wan,
+                max_devices,
+                keep: KEEP_PER_PAIR,
+            };
+            let objective = |devices: [u64; 2], train_s: f64| {
+                limits.score(&pair.outcome(devices, train_s))
+            };
+            for (score, plan) in search_pipelines(&spec, &objective, input.incumbent * ALTERNATIVE_SLACK) {
+                let outcome = pair.outcome(plan.shape.devices(), plan.train_time_s);
+                found.push(Mixed {
+                    score,
+                    pair: [a, b],
+                    placements: [pa, pb],
+                    plan,
+                    outcome,
+                });
+            }
+        }
+    }
+    found.sort_by(|x, y| {
+        x.score
+            .total_cmp(&y.score)
+            .then(x.pair.cmp(&y.pair))
+            .then(x.plan.shape.cmp(&y.plan.shape))
+    });
+    (found, ruled_out)
+}
+
+/// Fills `plan` from the winning pipeline `m`.
+pub(crate) fn fill_mixed(
+    plan: &mut Plan,
+    job: &Job,
+    pool: &Pool,
+    m: &Mixed<'_>,
+    input: &MixedInput<'_, '_>,
+    currency: String,
+) {
+    let shape = m.plan.shape;
+    let devices = shape.devices();
+    let deepest = m
+        .plan
+        .stages
+        .iter()
+        .map(|s| s.recompute)
+        .max_by_key(|r| match r {
+            Recompute::None => 0,
+            Recompute::Selective => 1,
+            Recompute::Full => 2,
+        })
+        .unwrap_or(Recompute::None);
+    plan.layout = Some(LayoutIr {
+        tensor: shape.tensor[0].into(),
+        pipeline: u64::from(shape.stages[0] + shape.stages[1]),
+        data: shape.data.into(),
+        context: 1,
+        expert: 1,
+        virtual_stages: 1,
+        micro_batch: shape.micro_batch.into(),
+        zero: shape.zero,
+        recompute: deepest.as_str().to_string(),
+    });
+    plan.groups = m
+        .placements
+        .iter()
+        .zip(devices)
+        .zip(shape.tensor)
+        .map(|((o, n), t)| {
+            let dpn = u64::from(o.group.devices_per_node.value.max(1));
+            GroupIr {
+                site: o.site.name.value.clone(),
+                device: o.device.id.value.clone(),
+                nodes: n.div_ceil(dpn),
+                devices: n,
+                node_group: o.group.name.value.clone(),
+                devices_per_node: n.min(dpn),
+                k8s_resource: o.device.kubernetes_resource.clone(),
+                node_labels: o.group.node_labels.clone(),
+                slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
+                block: None,
+                preemptible_devices: n.saturating_sub(o.guaranteed),
+                slice: None,
+                tensor: Some(t.into()),
+            }
+        })
+        .collect();
+    plan.stages = m
+        .plan
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(k, s)| stage_ir(job, input.graph, k, s.side, s.ops, Some(s.recompute)))
+        .collect();
+    let p = &m.plan;
+    let total_devices = (devices[0] + devices[1]).max(1) as f64;
+    let tokens_per_s = input.setup.tokens_per_step(input.model) / p.step_time_s.max(1e-12);
+    let flops = flops_per_token(input.model, Recompute::None).model;
+    let peak: f64 = m
+        .placements
+        .iter()
+        .zip(devices)
+        .map(|(o, n)| o.cluster.device.peak_flops.get(&input.setup.precision).copied().unwrap_or(0.0) * n as f64)
+        .sum();
+    let memory = p.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max);
+    let slots = p.micro_batches + (p.stages.len() as f64) - 1.0;
+    let tensor = p
+        .stages
+        .iter()
+        .map(|s| s.tensor_comm)
+        .fold(0.0, f64::max);
+    plan.estimate = Some(EstimateIr {
+        step_time_s: round(p.step_time_s),
+        tokens_per_s: round(tokens_per_s),
+        model_tflops_per_device: round(tokens_per_s * flops / total_devices / 1e12),
+        mfu: round(if peak > 0.0 { tokens_per_s * flops / peak } else { 0.0 }),
+        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
+            .to_string(),
+        memory_per_device_gib: round(memory / GIB),
+        train_time_h: round(p.train_time_s / 3600.0),
+        cost: MoneyIr {
+            amount: round(m.outcome.cost),
+            currency,
+        },
+        energy_kwh: round(m.outcome.energy_kwh),
+        carbon_kg: round(m.outcome.carbon_kg),
+        breakdown_s: BreakdownIr {
+            compute: round(p.micro_batches * (p.bottleneck_s - tensor)),
+            tensor_comm: round(p.micro_batches * tensor),
+            pipeline_bubble: round((slots - p.micro_batches) * p.bottleneck_s),
+            data_comm: round(p.data_comm_s),
+            other: round(p.optimizer_s),
+        },
+    });
+    let [first, _] = m.placements;
+    plan.data = Some(build::data_ir(job, pool, first.site));
+    let mtbf = m
+        .placements
+        .iter()
+        .zip(devices)
+        .map(|(o, n)| n as f64 / o.device.mtbf_s.max(1.0))
+        .sum::<f64>();
+    let storage = m
+        .placements
+        .iter()
+        .map(|o| o.site.storage_bandwidth)
+        .fold(f64::INFINITY, f64::min);
+    plan.checkpoint = Some(build::checkpoint_for(job, pool, storage, 1.0 / mtbf.max(1e-30)));
+}

@@ -1,0 +1,95 @@
+//! Pipeline stages in the Plan IR: which blocks and ops each stage runs, named from the operator
+//! graph, for homogeneous plans (balanced block ranges) and heterogeneous ones (the partition).
+
+use super::ir::StageIr;
+use crate::check::Job;
+use crate::cost::ops::op_precision;
+use crate::types::Recompute;
+use crate::workload::{OpGraph, OpKind, model_dims, op_graph};
+
+/// Contiguous, balanced layer ranges of `stages` stages covering `[0, layers)`.
+pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {
+    let stages = stages.clamp(1, layers.max(1));
+    let (each, extra) = (layers / stages, layers % stages);
+    let mut start = 0;
+    (0..stages)
+        .map(|i| {
+            let end = start + each + u64::from(i < extra);
+            let range = [start, end];
+            start = end;
+            range
+        })
+        .collect()
+}
+
+/// The op graph of a job, with the spec's extra sensitive ops.
+pub(crate) fn job_graph(job: &Job) -> OpGraph {
+    let extra: Vec<String> = job.model.sensitive.iter().map(|s| s.value.clone()).collect();
+    op_graph(&model_dims(&job.model), &extra)
+}
+
+/// The stage that runs ops `[first, end)` of the chain on group `group`.
+pub(crate) fn stage_ir(
+    job: &Job,
+    graph: &OpGraph,
+    index: usize,
+    group: usize,
+    [first, end]: [usize; 2],
+    recompute: Option<Recompute>,
+) -> StageIr {
+    let ops: Vec<&crate::workload::Op> = graph.ops().skip(first).take(end - first).collect();
+    let blocks_before = graph
+        .ops()
+        .take(first)
+        .filter(|o| o.kind == OpKind::Attention)
+        .count() as u64;
+    let blocks = ops.iter().filter(|o| o.kind == OpKind::Attention).count() as u64;
+    let mut names = Vec::new();
+    for kind in [OpKind::Embedding, OpKind::FinalNorm, OpKind::LmHead, OpKind::Loss] {
+        if kind == OpKind::FinalNorm && blocks > 0 {
+            names.push(format!("block×{blocks}"));
+        }
+        if ops.iter().any(|o| o.kind == kind) {
+            names.push(kind.as_str().to_string());
+        }
+    }
+    if blocks > 0 && !names.iter().any(|n| n.starts_with("block")) {
+        names.push(format!("block×{blocks}"));
+    }
+    let precision = job.train.precision.value;
+    let mut sensitive = Vec::new();
+    for op in ops.iter().filter(|o| o.sensitive) {
+        let name = op.kind.as_str();
+        let at = op_precision(precision, true);
+        let entry = format!("{name}@{at}");
+        if !sensitive.contains(&entry) {
+            sensitive.push(entry);
+        }
+    }
+    StageIr {
+        index: index as u64,
+        group: group as u64,
+        layers: [blocks_before, blocks_before + blocks],
+        ops: names,
+        sensitive_ops: sensitive,
+        recompute: recompute.map(|r| r.as_str().to_string()),
+    }
+}
+
+/// The stages of a homogeneous plan: balanced block ranges, the embedding on the first stage
+/// and the final norm, head and loss on the last.
+pub(crate) fn homogeneous_stages(job: &Job, pipeline: u64) -> Vec<StageIr> {
+    let graph = job_graph(job);
+    let n = graph.len();
+    let ranges = stage_ranges(job.model.layers, pipeline);
+    let last = ranges.len().saturating_sub(1);
+    ranges
+        .into_iter()
+        .enumerate()
+        .map(|(i, [a, b])| {
+            let first = if i == 0 { 0 } else { 1 + 2 * a as usize };
+            let end = if i == last { n } else { 1 + 2 * b as usize };
+            stage_ir(job, &graph, i, 0, [first, end], None)
+        })
+        .collect()
+}
