@@ -71,7 +71,7 @@ fn render_plan(out: &mut String, plan: &Plan) {
     if !plan.alternatives.is_empty() {
         let _ = writeln!(out, "\n<details><summary>alternatives</summary>\n");
         for a in &plan.alternatives {
-            let _ = writeln!(out, "- {}: {}", a.summary, a.why_not);
+            let _ = writeln!(out, "- [{}] {}: {}", a.shape, a.summary, a.why_not);
         }
         let _ = writeln!(out, "\n</details>");
     }

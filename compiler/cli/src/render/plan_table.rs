@@ -54,6 +54,44 @@ pub fn where_line(plan: &Plan) -> String {
     format!("{}, pool {}", groups.join(" + "), plan.pool)
 }
 
+/// Stages per device group of a heterogeneous plan: `6 on H800_SXM (TP2): blocks [0, 48)`,
+/// with the ops outside the blocks and the precision of the sensitive ones.
+fn group_stages_lines(plan: &Plan) -> Vec<String> {
+    plan.groups
+        .iter()
+        .enumerate()
+        .filter_map(|(g, group)| {
+            let mine: Vec<_> = plan.stages.iter().filter(|s| s.group == g as u64).collect();
+            let first = mine.first()?;
+            let last = mine.last()?;
+            let mut text = format!(
+                "{} on {}{}: blocks [{}, {})",
+                mine.len(),
+                group.device,
+                group.tensor.map_or(String::new(), |t| format!(" (TP{t})")),
+                first.layers[0],
+                last.layers[1]
+            );
+            let mut extra: Vec<String> = Vec::new();
+            for stage in &mine {
+                for op in stage.ops.iter().filter(|o| !o.starts_with("block")) {
+                    let shown = stage
+                        .sensitive_ops
+                        .iter()
+                        .find(|s| s.split('@').next() == Some(op.as_str()))
+                        .cloned()
+                        .unwrap_or_else(|| op.clone());
+                    extra.push(shown);
+                }
+            }
+            if !extra.is_empty() {
+                let _ = write!(text, " + {}", extra.join(" "));
+            }
+            Some(text)
+        })
+        .collect()
+}
+
 /// Stages in short: `4 stages × 20 blocks` or the ranges when unequal.
 fn stages_line(plan: &Plan) -> String {
     let sizes: Vec<u64> = plan
@@ -99,7 +137,13 @@ pub fn render_plan(plan: &Plan) -> String {
     if plan.layout.is_some() {
         row(&mut out, "where", &where_line(plan));
         row(&mut out, "layout", &layout_line(plan));
-        row(&mut out, "stages", &stages_line(plan));
+        if plan.groups.len() > 1 {
+            for (i, line) in group_stages_lines(plan).iter().enumerate() {
+                row(&mut out, if i == 0 { "stages" } else { "" }, line);
+            }
+        } else {
+            row(&mut out, "stages", &stages_line(plan));
+        }
     }
     if let Some(e) = &plan.estimate {
         row(
@@ -155,6 +199,32 @@ pub fn render_plan(plan: &Plan) -> String {
             format!("{}: nothing to transfer", d.strategy)
         };
         row(&mut out, "data", &text);
+        let currency = plan.estimate.as_ref().map_or("", |e| e.cost.currency.as_str());
+        for o in d.options.iter().filter(|o| !o.chosen) {
+            let moved = if o.transfer_gb > 0.0 {
+                format!(
+                    "{} GB in {:.1} h, {} {currency} egress",
+                    thousands(o.transfer_gb),
+                    o.transfer_h,
+                    thousands(o.egress)
+                )
+            } else if o.egress > 0.0 {
+                format!("{} {currency} egress", thousands(o.egress))
+            } else {
+                "nothing moved".to_string()
+            };
+            row(
+                &mut out,
+                "",
+                &format!(
+                    "vs {} at {}: {moved}; {} · {} {currency}",
+                    o.strategy,
+                    o.site,
+                    duration(o.time_h),
+                    thousands(o.cost)
+                ),
+            );
+        }
     }
     if let Some(c) = &plan.checkpoint {
         row(
@@ -175,7 +245,7 @@ pub fn render_plan(plan: &Plan) -> String {
     if !plan.alternatives.is_empty() {
         let _ = writeln!(out, "  alternatives");
         for a in &plan.alternatives {
-            let _ = writeln!(out, "    - {}: {}", a.summary, a.why_not);
+            let _ = writeln!(out, "    - [{}] {}: {}", a.shape, a.summary, a.why_not);
         }
     }
     out

@@ -148,21 +148,24 @@ pub(crate) fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
         .filter(|d| d.site.value != site.name.value && site.dataset(&d.name.value).is_none())
         .map(|d| d.size.value)
         .sum();
-    let cached = job
-        .data
-        .iter()
-        .any(|d| d.site.value != site.name.value && site.dataset(&d.name.value).is_some());
-    let strategy = if moved > 0.0 {
+    DataIr {
+        strategy: data_strategy(job, site).to_string(),
+        transfer_gb: round(moved / 1e9),
+        transfer_h: round(seconds / 3600.0),
+        options: Vec::new(),
+    }
+}
+
+/// `move-data` when a data set must cross the WAN to `site`, `cached` when every one that is
+/// elsewhere has a copy there, else `move-compute`.
+pub(crate) fn data_strategy(job: &Job, site: &Site) -> &'static str {
+    let away = |d: &&crate::check::DataSpec| d.site.value != site.name.value;
+    if job.data.iter().filter(away).any(|d| site.dataset(&d.name.value).is_none()) {
         "move-data"
-    } else if cached {
+    } else if job.data.iter().any(|d| away(&d)) {
         "cached"
     } else {
         "move-compute"
-    };
-    DataIr {
-        strategy: strategy.to_string(),
-        transfer_gb: round(moved / 1e9),
-        transfer_h: round(seconds / 3600.0),
     }
 }
 

@@ -2,7 +2,8 @@
 //! either kind (one node group, or a pipeline over two) ranked on one list.
 
 use super::build;
-use super::ir::AlternativeIr;
+use super::ir::{AlternativeIr, DataOptionIr};
+use crate::catalogue::Pool;
 use super::mixed::Mixed;
 use super::objective::{Constrained, Limits, Outcome, PENALTY};
 use super::planner::Ranked;
@@ -323,4 +324,56 @@ fn why_not(
             ),
         ),
     }
+}
+
+/// The best plan of each data strategy: run where the data is, copy it, use a cached copy, or
+/// split the pipeline over two sites. The first group's site is where the data is read.
+pub(crate) fn data_options(
+    job: &Job,
+    pool: &Pool,
+    entries: &[Entry<'_, '_>],
+    limits: &Limits,
+    objectives: &[Constrained],
+) -> Vec<DataOptionIr> {
+    if job.data.is_empty() {
+        return Vec::new();
+    }
+    let mut best: Vec<(&'static str, &Entry<'_, '_>)> = Vec::new();
+    for e in entries {
+        let sites = e.sites();
+        let strategy = if sites.windows(2).any(|w| w.first() != w.last()) {
+            "split"
+        } else {
+            let Some(site) = sites.first().and_then(|s| pool.site(s)) else {
+                continue;
+            };
+            build::data_strategy(job, site)
+        };
+        if !best.iter().any(|(s, _)| *s == strategy) {
+            best.push((strategy, e));
+        }
+    }
+    let chosen = entries.first().map(|e| e.groups());
+    best.into_iter()
+        .filter_map(|(strategy, e)| {
+            let site = pool.site(e.sites().first()?)?;
+            let data = build::data_ir(job, pool, site);
+            let [first, _] = e.groups();
+            let egress = match e.kind {
+                Kind::Single(_) => objectives.get(first)?.transfer_cost,
+                Kind::Mixed(m) => m.fixed_cost,
+            };
+            Some(DataOptionIr {
+                strategy: strategy.to_string(),
+                site: e.sites().join("+"),
+                transfer_gb: data.transfer_gb,
+                transfer_h: data.transfer_h,
+                egress: build::round(egress),
+                time_h: build::round(e.outcome.time_s / 3600.0),
+                cost: build::round(e.outcome.cost),
+                objective: build::round(limits.raw(&e.outcome)),
+                chosen: Some(e.groups()) == chosen,
+            })
+        })
+        .collect()
 }

@@ -33,6 +33,9 @@ pub struct PipelineGroup<'a> {
     pub cluster: &'a ClusterFigures,
     /// Most devices the plan may take from it.
     pub available: u64,
+    /// Whether it may run the precision-sensitive ops (the planner gives them to the group
+    /// with the more precise arithmetic when the two differ).
+    pub hosts_sensitive: bool,
 }
 
 /// The WAN link between two groups at different sites.
@@ -438,7 +441,13 @@ fn prepare<'a>(spec: &PipelineSpec<'a>) -> Prepared<'a> {
                         micro_batch: b,
                         recompute,
                     };
-                    Prefix::new(&op_costs(spec.graph, model, setup, c, setting))
+                    let mut costs = op_costs(spec.graph, model, setup, c, setting);
+                    if !group.hosts_sensitive {
+                        for (cost, op) in costs.iter_mut().zip(spec.graph.ops()) {
+                            cost.hostable &= !op.sensitive;
+                        }
+                    }
+                    Prefix::new(&costs)
                 });
                 let side = Side {
                     group: *group,

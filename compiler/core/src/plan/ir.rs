@@ -237,6 +237,35 @@ pub struct DataIr {
     pub transfer_gb: f64,
     /// Hours the transfer takes.
     pub transfer_h: f64,
+    /// The best plan of each way to bring data and compute together (`move-compute`: run where
+    /// the data is; `move-data`: copy it over the WAN; `cached`: use a copy already there;
+    /// `split`: a pipeline over two sites), the chosen one marked. Empty when the job names no
+    /// data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<DataOptionIr>,
+}
+
+/// The best plan of one data strategy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DataOptionIr {
+    /// `move-compute`, `move-data`, `cached` or `split`.
+    pub strategy: String,
+    /// Where the compute runs (two sites for `split`, joined by `+`).
+    pub site: String,
+    /// Gigabytes sent over the WAN before training.
+    pub transfer_gb: f64,
+    /// Hours the transfer takes.
+    pub transfer_h: f64,
+    /// Egress money for the transfer (and, for `split`, the activations crossing the WAN).
+    pub egress: f64,
+    /// Hours until trained, transfer included.
+    pub time_h: f64,
+    /// Money for the whole run, egress included.
+    pub cost: f64,
+    /// The objective (lower is better), as `alternatives[].objective`.
+    pub objective: f64,
+    /// Whether the plan uses this strategy.
+    pub chosen: bool,
 }
 
 /// When and where checkpoints are written.

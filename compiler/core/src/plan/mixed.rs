@@ -34,6 +34,8 @@ pub(crate) struct Mixed<'a> {
     pub(crate) placements: [&'a Placement<'a>; 2],
     pub(crate) plan: PipelinePlan,
     pub(crate) outcome: Outcome,
+    /// Data transfer and WAN egress, whole run.
+    pub(crate) fixed_cost: f64,
 }
 
 impl Mixed<'_> {
@@ -58,6 +60,18 @@ impl Mixed<'_> {
             b.group.name.value,
             s.tensor[1],
         )
+    }
+}
+
+/// How precise a device's arithmetic is, from what its figures publish: 2 with fp32 (or tf32)
+/// matrix or vector rates, 1 with 16-bit only. In a pipeline over two types the sensitive ops
+/// go to the type that ranks higher (either, when they tie).
+fn arithmetic_rank(p: &Placement<'_>) -> u8 {
+    use crate::types::Precision;
+    if p.device.peak(Precision::Fp32).is_some() || p.device.peak(Precision::Tf32).is_some() {
+        2
+    } else {
+        u8::from(p.device.peak(Precision::Bf16).is_some() || p.device.peak(Precision::Fp16).is_some())
     }
 }
 
@@ -184,10 +198,12 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                 first: PipelineGroup {
                     cluster: &pa.cluster,
                     available: pa.available,
+                    hosts_sensitive: arithmetic_rank(pa) >= arithmetic_rank(pb),
                 },
                 second: PipelineGroup {
                     cluster: &pb.cluster,
                     available: pb.available,
+                    hosts_sensitive: arithmetic_rank(pb) >= arithmetic_rank(pa),
                 },
                 wan,
                 max_devices,
@@ -204,6 +220,7 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                     placements: [pa, pb],
                     plan,
                     outcome,
+                    fixed_cost: pair.fixed_cost,
                 });
             }
         }

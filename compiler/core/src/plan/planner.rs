@@ -223,6 +223,9 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
         plan.why = explain::why(job, &entries, &limits, options.len());
     }
     plan.alternatives = explain::alternatives(job, &entries, &limits);
+    if let Some(data) = plan.data.as_mut() {
+        data.options = explain::data_options(job, pool, &entries, &limits, &objectives);
+    }
     (plan, diagnostics)
 }
 

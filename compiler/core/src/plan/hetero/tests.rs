@@ -87,10 +87,12 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     first: PipelineGroup {
                         cluster: first,
                         available: first.devices(),
+                        hosts_sensitive: true,
                     },
                     second: PipelineGroup {
                         cluster: second,
                         available: second.devices(),
+                        hosts_sensitive: true,
                     },
                     wan: None,
                     max_devices: 64,
@@ -132,10 +134,12 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         first: PipelineGroup {
             cluster: &a,
             available: 8,
+            hosts_sensitive: true,
         },
         second: PipelineGroup {
             cluster: &b,
             available: 8,
+            hosts_sensitive: true,
         },
         wan: None,
         max_devices: 64,
@@ -181,8 +185,8 @@ proptest! {
             model: &model,
             setup: &setup,
             graph: &graph,
-            first: PipelineGroup { cluster: &a, available: avail_fast.min(a.devices()) },
-            second: PipelineGroup { cluster: &b, available: avail_steady.min(b.devices()) },
+            first: PipelineGroup { cluster: &a, available: avail_fast.min(a.devices()), hosts_sensitive: true },
+            second: PipelineGroup { cluster: &b, available: avail_steady.min(b.devices()), hosts_sensitive: !sensitive_attention },
             wan: None,
             max_devices: 48,
             keep: 4,
