@@ -7,6 +7,8 @@ pub mod ir;
 mod mixed;
 mod objective;
 pub mod planner;
+mod schedule;
+mod slices;
 pub mod search;
 mod stages;
 

@@ -45,8 +45,12 @@ pub fn where_line(plan: &Plan) -> String {
         .groups
         .iter()
         .map(|g| {
+            let slice = g
+                .slice
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (slice {s})"));
             format!(
-                "{} × {} on {} nodes at {} ({})",
+                "{} × {}{slice} on {} nodes at {} ({})",
                 g.devices, g.device, g.nodes, g.site, g.node_group
             )
         })
@@ -225,6 +229,22 @@ pub fn render_plan(plan: &Plan) -> String {
                 ),
             );
         }
+    }
+    if let Some(w) = &plan.schedule {
+        let currency = plan.estimate.as_ref().map_or("", |e| e.cost.currency.as_str());
+        row(
+            &mut out,
+            "schedule",
+            &format!(
+                "interruptible: run {:02}:00–{:02}:00 daily ({} h at {:.2} {currency}/kWh), saves {} {currency} of power, trains in {}",
+                w.start_hour,
+                (w.start_hour + w.hours_per_day) % 24,
+                w.hours_per_day,
+                w.power_price_per_kwh,
+                thousands(w.saving),
+                duration(w.train_time_h)
+            ),
+        );
     }
     if let Some(c) = &plan.checkpoint {
         row(

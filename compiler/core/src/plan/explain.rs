@@ -29,7 +29,18 @@ pub(crate) struct Entry<'r, 'a> {
     pub(crate) kind: Kind<'r, 'a>,
 }
 
-impl Entry<'_, '_> {
+impl<'r, 'a> Entry<'r, 'a> {
+    /// The site of its first group (where the data is read).
+    pub(crate) fn first_site(&self) -> &'a crate::catalogue::Site {
+        match self.kind {
+            Kind::Single(r) => r.placement.site,
+            Kind::Mixed(m) => {
+                let [first, _] = m.placements;
+                first.site
+            }
+        }
+    }
+
     /// Which node groups it uses (option indices; a single group twice).
     fn groups(&self) -> [usize; 2] {
         match self.kind {
@@ -210,6 +221,7 @@ pub(crate) fn alternatives(
     job: &Job,
     entries: &[Entry<'_, '_>],
     limits: &Limits,
+    currency: &str,
 ) -> Vec<AlternativeIr> {
     let Some(best) = entries.first() else {
         return Vec::new();
@@ -258,7 +270,7 @@ pub(crate) fn alternatives(
     picked
         .into_iter()
         .map(|e| {
-            let (lost_on, why_not) = why_not(job, e, best, limits);
+            let (lost_on, why_not) = why_not(job, e, best, limits, currency);
             AlternativeIr {
                 shape: e.shape(best).to_string(),
                 lost_on: lost_on.to_string(),
@@ -276,8 +288,9 @@ fn why_not(
     e: &Entry<'_, '_>,
     best: &Entry<'_, '_>,
     limits: &Limits,
+    currency: &str,
 ) -> (&'static str, String) {
-    let currency = build::currency_of(job);
+    let _ = job;
     let o = &e.outcome;
     if let Some(deadline) = limits.deadline_s
         && o.time_s > deadline

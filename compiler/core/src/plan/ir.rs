@@ -63,6 +63,10 @@ pub struct Plan {
     /// When and where checkpoints are written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<CheckpointIr>,
+    /// For an interruptible job, the daily window of cheap power hours it may run in instead of
+    /// around the clock, and what that saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleIr>,
     /// The best plans of other shapes, and why each lost.
     #[serde(default)]
     pub alternatives: Vec<AlternativeIr>,
@@ -266,6 +270,21 @@ pub struct DataOptionIr {
     pub objective: f64,
     /// Whether the plan uses this strategy.
     pub chosen: bool,
+}
+
+/// The cheapest daily run window of an interruptible job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScheduleIr {
+    /// Local hour (0–23) at the site the window opens.
+    pub start_hour: u64,
+    /// Hours the job runs each day.
+    pub hours_per_day: u64,
+    /// Mean power price in the window, per kWh.
+    pub power_price_per_kwh: f64,
+    /// Money saved on energy against running around the clock.
+    pub saving: f64,
+    /// Hours until trained when run only in the window.
+    pub train_time_h: f64,
 }
 
 /// When and where checkpoints are written.

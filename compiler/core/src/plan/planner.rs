@@ -20,6 +20,7 @@ use super::mixed::{Mixed, MixedInput, fill_mixed, mixed_plans};
 use super::objective::{Constrained, Limits, PENALTY};
 use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
 use super::explain;
+use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
@@ -95,6 +96,7 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         estimate: None,
         data: None,
         checkpoint: None,
+        schedule: None,
         alternatives: Vec::new(),
         why: String::new(),
         notes: Vec::new(),
@@ -211,20 +213,32 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
-            plan.notes = notes(r);
+            plan.notes = notes(job, r);
             build::fill(&mut plan, job, pool, r, totals);
+            let c = &r.candidate;
+            if plan.feasible && c.devices == 1 {
+                let lead_s = best.outcome.time_s - c.train_time_s;
+                let memory = c.estimate.memory_per_device_bytes;
+                let slice = fit_slice(r.placement.device, memory, c.train_time_s, lead_s, &limits);
+                if let Some(slice) = slice {
+                    apply_slice(&mut plan, slice);
+                }
+            }
         }
         explain::Kind::Mixed(m) => {
-            plan.notes = mixed_notes(m);
+            plan.notes = mixed_notes(job, m);
             fill_mixed(&mut plan, job, pool, m, &input, currency.clone());
         }
     }
     if plan.feasible {
         plan.why = explain::why(job, &entries, &limits, options.len());
     }
-    plan.alternatives = explain::alternatives(job, &entries, &limits);
+    plan.alternatives = explain::alternatives(job, &entries, &limits, &currency);
     if let Some(data) = plan.data.as_mut() {
         data.options = explain::data_options(job, pool, &entries, &limits, &objectives);
+    }
+    if job.resources.interruptible && plan.feasible {
+        plan.schedule = cheap_hours(job, pool, best, &limits, &convert);
     }
     (plan, diagnostics)
 }
@@ -262,6 +276,28 @@ fn needs_mixed(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins
     }
 }
 
+/// The cheapest daily window of the first site's power tariff the interruptible job can run
+/// in and still meet its deadline.
+fn cheap_hours(
+    job: &Job,
+    pool: &Pool,
+    best: &explain::Entry<'_, '_>,
+    limits: &Limits,
+    convert: &dyn Fn(f64) -> f64,
+) -> Option<super::ir::ScheduleIr> {
+    let site = best.first_site();
+    let prices: Vec<f64> = site.power_price_per_kwh.iter().map(|p| convert(*p)).collect();
+    let (transfer_s, _) = build::transfer(job, pool, site);
+    let train_s = best.outcome.time_s - transfer_s;
+    super::schedule::cheapest_window(&super::schedule::Window {
+        prices: &prices,
+        energy_kwh: best.outcome.energy_kwh,
+        train_h: train_s / 3600.0,
+        lead_h: transfer_s / 3600.0,
+        deadline_h: limits.deadline_s.map(|d| d / 3600.0),
+    })
+}
+
 /// The job's goal and limits.
 fn limits(job: &Job) -> Limits {
     Limits {
@@ -295,28 +331,48 @@ fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
 }
 
 /// Non-blocking remarks on the chosen placement.
-fn notes(best: &Ranked<'_>) -> Vec<String> {
+fn notes(job: &Job, best: &Ranked<'_>) -> Vec<String> {
     let mut notes = Vec::new();
-    group_notes(&mut notes, best.placement, best.candidate.devices);
+    group_notes(job, &mut notes, best.placement, best.candidate.devices);
     notes
 }
 
 /// Non-blocking remarks on a chosen pipeline over two groups.
-fn mixed_notes(m: &Mixed<'_>) -> Vec<String> {
+fn mixed_notes(job: &Job, m: &Mixed<'_>) -> Vec<String> {
     let mut notes = Vec::new();
     for (placement, devices) in m.placements.iter().zip(m.plan.shape.devices()) {
-        group_notes(&mut notes, placement, devices);
+        group_notes(job, &mut notes, placement, devices);
     }
     notes
 }
 
+/// Who may preempt a job's borrowed devices: the tenants that own them, and jobs of a higher
+/// priority (`critical` is never preempted by priority).
+fn preempted_by(priority: crate::types::Priority) -> String {
+    use crate::types::Priority;
+    let higher: Vec<&str> = Priority::ALL
+        .iter()
+        .filter(|p| **p > priority)
+        .map(|p| p.as_str())
+        .collect();
+    if priority == Priority::Critical || higher.is_empty() {
+        "their owners reclaim them when needed".to_string()
+    } else {
+        format!(
+            "their owners reclaim them when needed, and {} jobs may preempt them",
+            higher.join(" and ")
+        )
+    }
+}
+
 /// Quota and availability remarks on `devices` of one group.
-fn group_notes(notes: &mut Vec<String>, placement: &Placement<'_>, devices: u64) {
+fn group_notes(job: &Job, notes: &mut Vec<String>, placement: &Placement<'_>, devices: u64) {
     let preemptible = devices.saturating_sub(placement.guaranteed);
     if preemptible > 0 {
         notes.push(format!(
-            "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted",
-            placement.device.id.value
+            "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted: {}",
+            placement.device.id.value,
+            preempted_by(job.priority)
         ));
     }
     let free = u64::from(placement.group.free_devices);
