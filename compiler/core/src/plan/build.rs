@@ -332,6 +332,30 @@ pub(crate) fn rejection_text(r: &Rejection) -> String {
     }
 }
 
+/// Which switch blocks a group's `nodes` take at `site`, ranks ordered tensor, then pipeline,
+/// then data: a model replica of `replica_nodes` nodes stays inside one block when it fits, so
+/// pipeline neighbours talk at full bisection and only data-parallel traffic crosses blocks.
+pub(crate) fn block_label(site: &Site, nodes: u64, replica_nodes: u64) -> Option<String> {
+    let per_block = u64::from(site.nodes_per_block);
+    if per_block == 0 || nodes == 0 {
+        return None;
+    }
+    let blocks = nodes.div_ceil(per_block);
+    let text = if blocks == 1 {
+        format!("1 switch block ({nodes} of {per_block} nodes)")
+    } else if replica_nodes <= per_block {
+        format!(
+            "{blocks} switch blocks of {per_block} nodes; each model replica inside one block, data parallel across blocks"
+        )
+    } else {
+        format!(
+            "{blocks} switch blocks of {per_block} nodes; each model replica spans {} blocks",
+            replica_nodes.div_ceil(per_block)
+        )
+    };
+    Some(text)
+}
+
 /// Money, energy and CO2 of the whole run.
 pub(crate) struct Totals {
     pub(crate) cost: f64,
@@ -367,7 +391,10 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         k8s_resource: o.device.kubernetes_resource.clone(),
         node_labels: o.group.node_labels.clone(),
         slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-        block: None,
+        block: block_label(o.site, c.devices.div_ceil(dpn), {
+            let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+            replica.div_ceil(dpn)
+        }),
         preemptible_devices: c.devices.saturating_sub(o.guaranteed),
         slice: None,
         tensor: None,

@@ -267,6 +267,11 @@ pub(crate) fn fill_mixed(
         zero: shape.zero,
         recompute: deepest.as_str().to_string(),
     });
+    let [leader, _] = m.placements;
+    let stages_on = |o: &Placement<'_>| {
+        let side = usize::from(!std::ptr::eq(o, leader));
+        shape.stages.get(side).copied().unwrap_or(1)
+    };
     plan.groups = m
         .placements
         .iter()
@@ -284,7 +289,11 @@ pub(crate) fn fill_mixed(
                 k8s_resource: o.device.kubernetes_resource.clone(),
                 node_labels: o.group.node_labels.clone(),
                 slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-                block: None,
+                block: build::block_label(
+                    o.site,
+                    n.div_ceil(dpn),
+                    (u64::from(t) * u64::from(stages_on(o))).div_ceil(dpn),
+                ),
                 preemptible_devices: n.saturating_sub(o.guaranteed),
                 slice: None,
                 tensor: Some(t.into()),
