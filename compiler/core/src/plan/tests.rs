@@ -2,6 +2,7 @@
 
 use super::ir::Plan;
 use super::{plan_job, stage_ranges};
+use crate::types::Precision;
 use crate::catalogue::builtin;
 use crate::check::{Job, check_file};
 use crate::span::FileId;
@@ -62,4 +63,184 @@ fn pinned_fields_are_kept() {
     let plan = plan_text(&example("pinned-layout-13b.loam"));
     let layout = plan.layout.unwrap();
     assert_eq!((layout.tensor, layout.pipeline, layout.data), (4, 2, 16));
+}
+
+/// The hours a plan takes, from its estimate.
+fn hours(plan: &Plan) -> f64 {
+    plan.estimate.as_ref().unwrap().train_time_h
+}
+
+#[test]
+fn the_heterogeneous_example_beats_every_single_type_plan() {
+    let plan = plan_text(&example("hetero-70b-guiyang.loam"));
+    assert!(plan.feasible, "{:?}", plan.reasons);
+    let devices: Vec<&str> = plan.groups.iter().map(|g| g.device.as_str()).collect();
+    assert_eq!(devices.len(), 2);
+    assert_ne!(devices[0], devices[1]);
+    // Every group runs some stage; together the stages cover every block once.
+    for g in 0..2 {
+        assert!(plan.stages.iter().any(|s| s.group == g));
+    }
+    let mut next = 0;
+    for s in &plan.stages {
+        assert_eq!(s.layers[0], next);
+        next = s.layers[1];
+    }
+    assert_eq!(next, 80);
+    // The sensitive ops run on the group whose devices have fp32 arithmetic.
+    let catalogue = builtin();
+    let head = plan
+        .stages
+        .iter()
+        .find(|s| s.ops.iter().any(|o| o == "lm_head"))
+        .unwrap();
+    assert!(head.sensitive_ops.iter().any(|o| o.starts_with("lm_head")));
+    let host = &plan.groups[head.group as usize].device;
+    assert!(catalogue.device(host).unwrap().peak(Precision::Fp32).is_some(), "{host}");
+    // The best single-type plan is listed, slower, with a typed reason.
+    let single = plan
+        .alternatives
+        .iter()
+        .find(|a| a.shape == "single-type")
+        .expect("a single-type alternative");
+    assert!(single.objective > hours(&plan) * 3600.0, "{single:?}");
+    assert!(!single.lost_on.is_empty());
+    assert!(plan.why.contains("better than the best single-type plan"), "{}", plan.why);
+}
+
+fn lab_job(extra_resources: &str, goal: &str) -> String {
+    format!(
+        r#"job "lab-13b" {{
+  tenant = "nlp"
+  model {{
+    layers   = 40
+    hidden   = 5120
+    ffn      = 13824
+    heads    = 40
+    vocab    = 32000
+    seq_len  = 4096
+  }}
+  train {{
+    tokens       = 100B
+    global_batch = 256
+    precision    = bf16
+  }}
+  data "tiny" {{
+    site = alpha
+    size = 2TB
+  }}
+  resources {{
+    pool = lab
+    {extra_resources}
+  }}
+  goal {{
+    {goal}
+  }}
+  checkpoint {{
+    path = "/ckpt/nlp/lab-13b"
+  }}
+}}
+"#
+    )
+}
+
+#[test]
+fn a_pipeline_crosses_sites_only_within_the_latency_budget() {
+    // The alpha–beta link has 15 ms of latency.
+    let tight = plan_text(&lab_job("max_latency = 5ms", "optimize = time"));
+    let loose = plan_text(&lab_job("max_latency = 50ms", "optimize = time"));
+    let sites = |p: &Plan| -> Vec<String> { p.groups.iter().map(|g| g.site.clone()).collect() };
+    assert!(tight.feasible && loose.feasible);
+    let spans = |p: &Plan| {
+        let s = sites(p);
+        s.windows(2).any(|w| w[0] != w[1])
+            || p.alternatives.iter().any(|a| a.summary.contains("alpha") && a.summary.contains("beta"))
+    };
+    assert!(!spans(&tight), "{:?}", tight);
+    assert!(hours(&loose) <= hours(&tight) + 1e-9);
+    // The data comparison lists the strategies the alternatives stand for.
+    let data = tight.data.unwrap();
+    assert!(data.options.iter().filter(|o| o.chosen).count() == 1, "{data:?}");
+    assert!(data.options.iter().any(|o| o.strategy == "move-compute"));
+}
+
+#[test]
+fn a_one_device_cost_job_runs_on_a_slice_and_a_time_job_does_not() {
+    let job = |goal: &str| {
+        format!(
+            r#"job "tiny" {{
+  tenant = "vision"
+  model {{
+    layers   = 12
+    hidden   = 768
+    ffn      = 3072
+    heads    = 12
+    vocab    = 50257
+    seq_len  = 1024
+  }}
+  train {{
+    tokens       = 200M
+    global_batch = 32
+    precision    = bf16
+  }}
+  resources {{
+    pool    = xirang
+    devices = [A100_SXM_80GB]
+    max_devices = 1
+  }}
+  goal {{
+    {goal}
+  }}
+  checkpoint {{
+    path = "/ckpt/vision/tiny"
+  }}
+}}
+"#
+        )
+    };
+    let whole = plan_text(&job("optimize = time"));
+    let sliced = plan_text(&job("optimize = cost\n    deadline = 3d"));
+    assert_eq!(whole.groups[0].slice, None);
+    let slice = sliced.groups[0].slice.clone().expect("a slice profile");
+    let profile = builtin()
+        .device("A100_SXM_80GB")
+        .unwrap()
+        .slice_profiles
+        .iter()
+        .find(|p| p.name == slice)
+        .cloned()
+        .unwrap();
+    let e = sliced.estimate.as_ref().unwrap();
+    assert!(e.memory_per_device_gib * 1024f64.powi(3) <= profile.memory_bytes);
+    assert!(e.train_time_h <= 72.0);
+    assert!(hours(&sliced) > hours(&whole));
+}
+
+#[test]
+fn an_interruptible_job_gets_its_cheapest_hours_within_the_deadline() {
+    let plan = plan_text(&example("interruptible-cost-7b.loam"));
+    let schedule = plan.schedule.clone().expect("a run window");
+    assert!(schedule.saving > 0.0);
+    assert!(schedule.hours_per_day < 24);
+    assert!(schedule.train_time_h <= 45.0 * 24.0);
+    assert!(schedule.train_time_h > hours(&plan));
+    // A job that cannot be interrupted runs around the clock.
+    let steady = plan_text(&example("interruptible-cost-7b.loam").replace(
+        "interruptible = true",
+        "interruptible = false",
+    ));
+    assert_eq!(steady.schedule, None);
+}
+
+#[test]
+fn borrowed_devices_say_who_may_take_them() {
+    let plan = plan_text(&example("hetero-70b-guiyang.loam"));
+    let borrowed = plan
+        .notes
+        .iter()
+        .find(|n| n.contains("above the tenant's guaranteed quota"))
+        .expect("a note on borrowed devices");
+    // The example is `high`: only `critical` jobs outrank it.
+    assert!(borrowed.contains("critical jobs may preempt"), "{borrowed}");
+    assert!(!borrowed.contains("normal"), "{borrowed}");
 }
