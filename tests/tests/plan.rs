@@ -106,7 +106,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.0");
+        assert_eq!(doc["format_version"], "1.1");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -164,12 +164,20 @@ fn every_example_plans_feasibly_with_every_contract_field() {
                 next = range[1].as_u64().unwrap();
             }
             assert_eq!(next, layers, "{example}: stages must cover [0, {layers})");
-            // The devices of the layout are the devices placed.
+            // The devices of the layout are the devices placed: every stage takes its group's
+            // tensor degree (the layout's, in a single-type plan) times the data degree.
             let l = &plan["layout"];
-            let devices: u64 = ["tensor", "pipeline", "data", "context"]
+            let groups = plan["groups"].as_array().unwrap();
+            let devices: u64 = stages
                 .iter()
-                .map(|k| l[k].as_u64().unwrap())
-                .product();
+                .map(|s| {
+                    let g = &groups[s["group"].as_u64().unwrap() as usize];
+                    let tensor = g["tensor"]
+                        .as_u64()
+                        .unwrap_or(l["tensor"].as_u64().unwrap());
+                    tensor * l["data"].as_u64().unwrap() * l["context"].as_u64().unwrap()
+                })
+                .sum();
             let placed: u64 = plan["groups"]
                 .as_array()
                 .unwrap()
@@ -177,14 +185,18 @@ fn every_example_plans_feasibly_with_every_contract_field() {
                 .map(|g| g["devices"].as_u64().unwrap())
                 .sum();
             assert_eq!(devices, placed, "{example}");
-            // Memory fits the device.
-            let device = plan["groups"][0]["device"].as_str().unwrap();
-            let capacity_gib = loam_compiler::catalogue::builtin()
-                .device(device)
-                .unwrap()
-                .memory_bytes
-                .value
-                / (1u64 << 30) as f64;
+            // Memory fits the devices (the largest of a heterogeneous plan's).
+            let capacity_gib = groups
+                .iter()
+                .map(|g| {
+                    loam_compiler::catalogue::builtin()
+                        .device(g["device"].as_str().unwrap())
+                        .unwrap()
+                        .memory_bytes
+                        .value
+                        / (1u64 << 30) as f64
+                })
+                .fold(0.0, f64::max);
             let memory = plan["estimate"]["memory_per_device_gib"].as_f64().unwrap();
             assert!(
                 memory > 0.0 && memory <= capacity_gib,

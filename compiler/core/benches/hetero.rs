@@ -15,7 +15,11 @@ use std::fmt::Write;
 use std::hint::black_box;
 
 const SITES: [&str; 4] = ["north", "south", "east", "west"];
-const TYPES: [(&str, f64); 3] = [("H800_SXM", 26.0), ("Ascend910B", 9.0), ("A100_SXM_80GB", 12.0)];
+const TYPES: [(&str, f64); 3] = [
+    ("H800_SXM", 26.0),
+    ("Ascend910B", 9.0),
+    ("A100_SXM_80GB", 12.0),
+];
 
 /// 4 sites of 256 nodes (86 + 85 + 85 per type), 8 devices each: 8,192 devices; a ring of WAN
 /// links; one tenant with a quota of 256 + 256 per type.
@@ -46,7 +50,10 @@ fn pool() -> String {
     }
     y.push_str("tenants:\n  - name: lab\n    checkpoint_root: /ckpt/lab\n    kubernetes_namespace: lab\n    slurm_account: lab\n    queue: lab\n    quota:\n");
     for (device, _) in TYPES {
-        let _ = writeln!(y, "      - {{ device: {device}, guaranteed: 256, elastic: 256 }}");
+        let _ = writeln!(
+            y,
+            "      - {{ device: {device}, guaranteed: 256, elastic: 256 }}"
+        );
     }
     y
 }

@@ -8,13 +8,13 @@ mod mixed;
 mod objective;
 pub mod planner;
 mod schedule;
-mod slices;
 pub mod search;
+mod slices;
 mod stages;
 
 pub use build::money as thousands;
-pub use stages::stage_ranges;
 pub use planner::{plan_document, plan_job};
+pub use stages::stage_ranges;
 
 #[cfg(test)]
 mod tests;

@@ -203,7 +203,10 @@ pub fn render_plan(plan: &Plan) -> String {
             format!("{}: nothing to transfer", d.strategy)
         };
         row(&mut out, "data", &text);
-        let currency = plan.estimate.as_ref().map_or("", |e| e.cost.currency.as_str());
+        let currency = plan
+            .estimate
+            .as_ref()
+            .map_or("", |e| e.cost.currency.as_str());
         for o in d.options.iter().filter(|o| !o.chosen) {
             let moved = if o.transfer_gb > 0.0 {
                 format!(
@@ -231,7 +234,10 @@ pub fn render_plan(plan: &Plan) -> String {
         }
     }
     if let Some(w) = &plan.schedule {
-        let currency = plan.estimate.as_ref().map_or("", |e| e.cost.currency.as_str());
+        let currency = plan
+            .estimate
+            .as_ref()
+            .map_or("", |e| e.cost.currency.as_str());
         row(
             &mut out,
             "schedule",

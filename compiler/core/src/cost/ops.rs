@@ -94,7 +94,8 @@ pub fn op_costs(
         let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
         Some((block, tp, stash, rates))
     };
-    let attention_flops = 2.0 * h * (2.0 * h + 2.0 * model.kv_dim()) + 4.0 * f64::from(model.seq_len) * h;
+    let attention_flops =
+        2.0 * h * (2.0 * h + 2.0 * model.kv_dim()) + 4.0 * f64::from(model.seq_len) * h;
     let mlp_flops = 2.0 * model.mlp_matrices() * h * f64::from(model.ffn) * model.active_experts();
     let attention_share = attention_flops / (attention_flops + mlp_flops).max(1.0);
 

@@ -160,7 +160,12 @@ pub(crate) fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
 /// elsewhere has a copy there, else `move-compute`.
 pub(crate) fn data_strategy(job: &Job, site: &Site) -> &'static str {
     let away = |d: &&crate::check::DataSpec| d.site.value != site.name.value;
-    if job.data.iter().filter(away).any(|d| site.dataset(&d.name.value).is_none()) {
+    if job
+        .data
+        .iter()
+        .filter(away)
+        .any(|d| site.dataset(&d.name.value).is_none())
+    {
         "move-data"
     } else if job.data.iter().any(|d| away(&d)) {
         "cached"
@@ -391,7 +396,8 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         k8s_resource: o.device.kubernetes_resource.clone(),
         node_labels: o.group.node_labels.clone(),
         slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-        block: block_label(o.site, c.devices.div_ceil(dpn), {
+        block: None,
+        topology: block_label(o.site, c.devices.div_ceil(dpn), {
             let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
             replica.div_ceil(dpn)
         }),

@@ -3,10 +3,10 @@
 
 use super::build;
 use super::ir::{AlternativeIr, DataOptionIr};
-use crate::catalogue::Pool;
 use super::mixed::Mixed;
 use super::objective::{Constrained, Limits, Outcome, PENALTY};
 use super::planner::Ranked;
+use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::types::Optimize;
 
@@ -155,9 +155,7 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         ));
     }
     let plural = if groups == 1 { "" } else { "s" };
-    let mixed = entries
-        .iter()
-        .any(|e| matches!(e.kind, Kind::Mixed(_)));
+    let mixed = entries.iter().any(|e| matches!(e.kind, Kind::Mixed(_)));
     let shapes = if mixed {
         "single-type and heterogeneous plans"
     } else {
@@ -297,7 +295,10 @@ fn why_not(
     {
         return (
             "misses-deadline",
-            format!("misses the deadline by {}", build::days(o.time_s - deadline)),
+            format!(
+                "misses the deadline by {}",
+                build::days(o.time_s - deadline)
+            ),
         );
     }
     if let Some(budget) = limits.budget
@@ -305,7 +306,10 @@ fn why_not(
     {
         return (
             "over-budget",
-            format!("over budget by {} {currency}", build::money(o.cost - budget)),
+            format!(
+                "over budget by {} {currency}",
+                build::money(o.cost - budget)
+            ),
         );
     }
     let mine = limits.raw(o);

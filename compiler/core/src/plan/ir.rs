@@ -154,6 +154,10 @@ pub struct GroupIr {
     /// A slice profile (MIG / vNPU) instead of whole devices, for small jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<String>,
+    /// How the group's nodes sit in the site's switch blocks, in words (ranks are ordered
+    /// tensor, pipeline, data, so a model replica stays inside one block when it fits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
     /// Tensor-parallel degree on this group, in heterogeneous plans (each group has its own;
     /// `layout.tensor` is the first group's).
     #[serde(default, skip_serializing_if = "Option::is_none")]

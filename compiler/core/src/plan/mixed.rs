@@ -15,7 +15,7 @@ use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
 use crate::types::Recompute;
-use crate::workload::{OpGraph, ModelDims, TrainSetup, flops_per_token};
+use crate::workload::{ModelDims, OpGraph, TrainSetup, flops_per_token};
 
 /// Single-type node groups paired per plan (the best by their own score).
 const PAIRED_GROUPS: usize = 3;
@@ -71,7 +71,9 @@ fn arithmetic_rank(p: &Placement<'_>) -> u8 {
     if p.device.peak(Precision::Fp32).is_some() || p.device.peak(Precision::Tf32).is_some() {
         2
     } else {
-        u8::from(p.device.peak(Precision::Bf16).is_some() || p.device.peak(Precision::Fp16).is_some())
+        u8::from(
+            p.device.peak(Precision::Bf16).is_some() || p.device.peak(Precision::Fp16).is_some(),
+        )
     }
 }
 
@@ -81,7 +83,12 @@ fn candidates(options: &[Placement<'_>], single_scores: &[Option<f64>]) -> Vec<u
         .iter()
         .enumerate()
         .filter(|(_, o)| o.hosts_job_precision)
-        .map(|(i, _)| (single_scores.get(i).copied().flatten().unwrap_or(f64::MAX), i))
+        .map(|(i, _)| {
+            (
+                single_scores.get(i).copied().flatten().unwrap_or(f64::MAX),
+                i,
+            )
+        })
         .collect();
     full.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut partial: Vec<(f64, usize)> = options
@@ -164,7 +171,10 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                     continue;
                 }
                 egress_per_gb = links.iter().map(|l| l.egress_per_gb).sum::<f64>();
-                let bandwidth = links.iter().map(|l| l.bandwidth).fold(f64::INFINITY, f64::min);
+                let bandwidth = links
+                    .iter()
+                    .map(|l| l.bandwidth)
+                    .fold(f64::INFINITY, f64::min);
                 Some(WanLink {
                     bandwidth,
                     latency_s,
@@ -209,10 +219,11 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                 max_devices,
                 keep: KEEP_PER_PAIR,
             };
-            let objective = |devices: [u64; 2], train_s: f64| {
-                limits.score(&pair.outcome(devices, train_s))
-            };
-            for (score, plan) in search_pipelines(&spec, &objective, input.incumbent * ALTERNATIVE_SLACK) {
+            let objective =
+                |devices: [u64; 2], train_s: f64| limits.score(&pair.outcome(devices, train_s));
+            for (score, plan) in
+                search_pipelines(&spec, &objective, input.incumbent * ALTERNATIVE_SLACK)
+            {
                 let outcome = pair.outcome(plan.shape.devices(), plan.train_time_s);
                 found.push(Mixed {
                     score,
@@ -289,7 +300,8 @@ pub(crate) fn fill_mixed(
                 k8s_resource: o.device.kubernetes_resource.clone(),
                 node_labels: o.group.node_labels.clone(),
                 slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-                block: build::block_label(
+                block: None,
+                topology: build::block_label(
                     o.site,
                     n.div_ceil(dpn),
                     (u64::from(t) * u64::from(stages_on(o))).div_ceil(dpn),
@@ -315,20 +327,28 @@ pub(crate) fn fill_mixed(
         .placements
         .iter()
         .zip(devices)
-        .map(|(o, n)| o.cluster.device.peak_flops.get(&input.setup.precision).copied().unwrap_or(0.0) * n as f64)
+        .map(|(o, n)| {
+            o.cluster
+                .device
+                .peak_flops
+                .get(&input.setup.precision)
+                .copied()
+                .unwrap_or(0.0)
+                * n as f64
+        })
         .sum();
     let memory = p.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max);
     let slots = p.micro_batches + (p.stages.len() as f64) - 1.0;
-    let tensor = p
-        .stages
-        .iter()
-        .map(|s| s.tensor_comm)
-        .fold(0.0, f64::max);
+    let tensor = p.stages.iter().map(|s| s.tensor_comm).fold(0.0, f64::max);
     plan.estimate = Some(EstimateIr {
         step_time_s: round(p.step_time_s),
         tokens_per_s: round(tokens_per_s),
         model_tflops_per_device: round(tokens_per_s * flops / total_devices / 1e12),
-        mfu: round(if peak > 0.0 { tokens_per_s * flops / peak } else { 0.0 }),
+        mfu: round(if peak > 0.0 {
+            tokens_per_s * flops / peak
+        } else {
+            0.0
+        }),
         flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
             .to_string(),
         memory_per_device_gib: round(memory / GIB),
@@ -360,5 +380,10 @@ pub(crate) fn fill_mixed(
         .iter()
         .map(|o| o.site.storage_bandwidth)
         .fold(f64::INFINITY, f64::min);
-    plan.checkpoint = Some(build::checkpoint_for(job, pool, storage, 1.0 / mtbf.max(1e-30)));
+    plan.checkpoint = Some(build::checkpoint_for(
+        job,
+        pool,
+        storage,
+        1.0 / mtbf.max(1e-30),
+    ));
 }

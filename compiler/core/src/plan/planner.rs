@@ -15,11 +15,11 @@
 //! are ranked with the single-type layouts, and the best of either kind wins.
 
 use super::build::{self, Placement};
+use super::explain;
 use super::ir::{FORMAT_VERSION, Plan, PlanDocument, WorkloadIr};
 use super::mixed::{Mixed, MixedInput, fill_mixed, mixed_plans};
 use super::objective::{Constrained, Limits, PENALTY};
 use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
-use super::explain;
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
@@ -29,7 +29,6 @@ use crate::workload::{TrainSetup, model_dims, param_count, train_setup};
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
-
 
 /// One costed layout on one node group.
 pub(crate) struct Ranked<'a> {
@@ -286,7 +285,11 @@ fn cheap_hours(
     convert: &dyn Fn(f64) -> f64,
 ) -> Option<super::ir::ScheduleIr> {
     let site = best.first_site();
-    let prices: Vec<f64> = site.power_price_per_kwh.iter().map(|p| convert(*p)).collect();
+    let prices: Vec<f64> = site
+        .power_price_per_kwh
+        .iter()
+        .map(|p| convert(*p))
+        .collect();
     let (transfer_s, _) = build::transfer(job, pool, site);
     let train_s = best.outcome.time_s - transfer_s;
     super::schedule::cheapest_window(&super::schedule::Window {

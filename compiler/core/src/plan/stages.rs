@@ -24,7 +24,12 @@ pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {
 
 /// The op graph of a job, with the spec's extra sensitive ops.
 pub(crate) fn job_graph(job: &Job) -> OpGraph {
-    let extra: Vec<String> = job.model.sensitive.iter().map(|s| s.value.clone()).collect();
+    let extra: Vec<String> = job
+        .model
+        .sensitive
+        .iter()
+        .map(|s| s.value.clone())
+        .collect();
     op_graph(&model_dims(&job.model), &extra)
 }
 
@@ -45,7 +50,12 @@ pub(crate) fn stage_ir(
         .count() as u64;
     let blocks = ops.iter().filter(|o| o.kind == OpKind::Attention).count() as u64;
     let mut names = Vec::new();
-    for kind in [OpKind::Embedding, OpKind::FinalNorm, OpKind::LmHead, OpKind::Loss] {
+    for kind in [
+        OpKind::Embedding,
+        OpKind::FinalNorm,
+        OpKind::LmHead,
+        OpKind::Loss,
+    ] {
         if kind == OpKind::FinalNorm && blocks > 0 {
             names.push(format!("block×{blocks}"));
         }

@@ -2,11 +2,11 @@
 
 use super::ir::Plan;
 use super::{plan_job, stage_ranges};
-use crate::types::Precision;
 use crate::catalogue::builtin;
 use crate::check::{Job, check_file};
 use crate::span::FileId;
 use crate::syntax::parse;
+use crate::types::Precision;
 
 fn jobs(text: &str) -> Vec<Job> {
     let parsed = parse(FileId(0), text);
@@ -96,7 +96,14 @@ fn the_heterogeneous_example_beats_every_single_type_plan() {
         .unwrap();
     assert!(head.sensitive_ops.iter().any(|o| o.starts_with("lm_head")));
     let host = &plan.groups[head.group as usize].device;
-    assert!(catalogue.device(host).unwrap().peak(Precision::Fp32).is_some(), "{host}");
+    assert!(
+        catalogue
+            .device(host)
+            .unwrap()
+            .peak(Precision::Fp32)
+            .is_some(),
+        "{host}"
+    );
     // The best single-type plan is listed, slower, with a typed reason.
     let single = plan
         .alternatives
@@ -105,7 +112,11 @@ fn the_heterogeneous_example_beats_every_single_type_plan() {
         .expect("a single-type alternative");
     assert!(single.objective > hours(&plan) * 3600.0, "{single:?}");
     assert!(!single.lost_on.is_empty());
-    assert!(plan.why.contains("better than the best single-type plan"), "{}", plan.why);
+    assert!(
+        plan.why.contains("better than the best single-type plan"),
+        "{}",
+        plan.why
+    );
 }
 
 fn lab_job(extra_resources: &str, goal: &str) -> String {
@@ -154,13 +165,18 @@ fn a_pipeline_crosses_sites_only_within_the_latency_budget() {
     let spans = |p: &Plan| {
         let s = sites(p);
         s.windows(2).any(|w| w[0] != w[1])
-            || p.alternatives.iter().any(|a| a.summary.contains("alpha") && a.summary.contains("beta"))
+            || p.alternatives
+                .iter()
+                .any(|a| a.summary.contains("alpha") && a.summary.contains("beta"))
     };
     assert!(!spans(&tight), "{:?}", tight);
     assert!(hours(&loose) <= hours(&tight) + 1e-9);
     // The data comparison lists the strategies the alternatives stand for.
     let data = tight.data.unwrap();
-    assert!(data.options.iter().filter(|o| o.chosen).count() == 1, "{data:?}");
+    assert!(
+        data.options.iter().filter(|o| o.chosen).count() == 1,
+        "{data:?}"
+    );
     assert!(data.options.iter().any(|o| o.strategy == "move-compute"));
 }
 
@@ -225,10 +241,10 @@ fn an_interruptible_job_gets_its_cheapest_hours_within_the_deadline() {
     assert!(schedule.train_time_h <= 45.0 * 24.0);
     assert!(schedule.train_time_h > hours(&plan));
     // A job that cannot be interrupted runs around the clock.
-    let steady = plan_text(&example("interruptible-cost-7b.loam").replace(
-        "interruptible = true",
-        "interruptible = false",
-    ));
+    let steady = plan_text(
+        &example("interruptible-cost-7b.loam")
+            .replace("interruptible = true", "interruptible = false"),
+    );
     assert_eq!(steady.schedule, None);
 }
 

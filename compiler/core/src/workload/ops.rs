@@ -118,7 +118,8 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
         Arch::Moe => h * model.total_experts(),
     };
     let attention_params = h * (2.0 * h + 2.0 * kv) + norm + biases_attn;
-    let mlp_params = model.mlp_matrices() * h * f * model.total_experts() + norm + biases_mlp + router;
+    let mlp_params =
+        model.mlp_matrices() * h * f * model.total_experts() + norm + biases_mlp + router;
     let attention_flops = 2.0 * h * (2.0 * h + 2.0 * kv) + 4.0 * s * h;
     let mlp_flops = 2.0 * model.mlp_matrices() * h * f * model.active_experts();
     let embed = vocab * h;
@@ -131,7 +132,12 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     };
     let mut ops = vec![op(OpKind::Embedding, None, embed, 0.0)];
     for b in 0..model.layers {
-        ops.push(op(OpKind::Attention, Some(b), attention_params, attention_flops));
+        ops.push(op(
+            OpKind::Attention,
+            Some(b),
+            attention_params,
+            attention_flops,
+        ));
         ops.push(op(OpKind::Mlp, Some(b), mlp_params, mlp_flops));
     }
     ops.push(op(OpKind::FinalNorm, None, norm, 0.0));
@@ -181,7 +187,11 @@ mod tests {
     fn default_and_named_sensitivity() {
         let model = llama8b();
         let plain = op_graph(&model, &[]);
-        let sensitive: Vec<OpKind> = plain.ops().filter(|o| o.sensitive).map(|o| o.kind).collect();
+        let sensitive: Vec<OpKind> = plain
+            .ops()
+            .filter(|o| o.sensitive)
+            .map(|o| o.kind)
+            .collect();
         assert_eq!(sensitive, [OpKind::FinalNorm, OpKind::LmHead, OpKind::Loss]);
         let marked = op_graph(&model, &["attention".to_string()]);
         assert_eq!(marked.ops().filter(|o| o.sensitive).count(), 32 + 3);

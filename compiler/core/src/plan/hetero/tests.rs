@@ -8,7 +8,13 @@ use crate::workload::op_graph;
 use proptest::prelude::*;
 
 /// A device from datasheet-like figures (TFLOP/s by precision, GB, TB/s, devices per node).
-fn device(id: &str, peaks: &[(Precision, f64)], memory_gb: f64, bw_tb: f64, dpn: u32) -> DeviceFigures {
+fn device(
+    id: &str,
+    peaks: &[(Precision, f64)],
+    memory_gb: f64,
+    bw_tb: f64,
+    dpn: u32,
+) -> DeviceFigures {
     DeviceFigures {
         id: id.into(),
         peak_flops: peaks.iter().map(|(p, t)| (*p, t * 1e12)).collect(),
@@ -107,7 +113,10 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                                 *mine <= best * 1.01,
                                 "layers {layers}, pools {fast_nodes}/{steady_nodes}: {mine} vs exhaustive {best}"
                             );
-                            assert!(*mine >= best * (1.0 - 1e-9), "{mine} beats exhaustive {best}");
+                            assert!(
+                                *mine >= best * (1.0 - 1e-9),
+                                "{mine} beats exhaustive {best}"
+                            );
                             compared += 1;
                         }
                         (None, None) => {}
