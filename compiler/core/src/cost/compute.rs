@@ -71,6 +71,20 @@ impl BlockTime {
     pub(crate) fn total(&self) -> f64 {
         self.forward + self.backward + self.recompute
     }
+
+    /// The same block under `recompute`: nothing else about a block's timing depends on it, so
+    /// the layout search times a block once for every recomputation mode.
+    pub(crate) fn with_recompute(self, recompute: Recompute) -> BlockTime {
+        let replayed = match recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective => self.attention_forward,
+            Recompute::Full => self.forward,
+        };
+        BlockTime {
+            recompute: replayed,
+            ..self
+        }
+    }
 }
 
 /// Timing of one block on one device.
@@ -124,17 +138,13 @@ pub(crate) fn block_time(
     let nongemm_fwd = nongemm_total / 3.0;
     let forward = gemm_fwd + attn_fwd + nongemm_fwd;
     let backward = 2.0 * gemm_fwd + attn_bwd + 2.0 * nongemm_fwd;
-    let recompute = match layout.recompute {
-        Recompute::None => 0.0,
-        Recompute::Selective => attn_fwd,
-        Recompute::Full => forward,
-    };
     BlockTime {
         forward,
         backward,
-        recompute,
+        recompute: 0.0,
         attention_forward: attn_fwd,
     }
+    .with_recompute(layout.recompute)
 }
 
 /// Seconds of the output head (logits GEMM, forward and backward, and the loss) for one

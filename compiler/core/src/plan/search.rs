@@ -6,12 +6,16 @@
 //! on auto takes the least recomputation that fits memory (more recomputation is never faster).
 //! Ties are broken by the layout's field order, so results are identical everywhere.
 
-use crate::cost::{CostError, StepEstimate, estimate, usable_memory};
+use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::{Arch, Optimize, Recompute};
-use crate::workload::{Layout, ModelDims, TrainSetup, memory_per_device};
+use crate::workload::{
+    Layout, ModelDims, StageActivations, TrainSetup, breakdown, layer_bytes_per_token, param_count,
+    params_per_device_counted, state_bytes,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 /// Layout fields fixed by the spec; `None` means auto.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -173,17 +177,24 @@ pub enum Rejection {
 }
 
 impl Rejection {
-    /// A stable key grouping rejections into regions.
-    fn region(&self) -> String {
+    /// `value` is not a multiple of `by`.
+    fn indivisible(what: &'static str, value: impl Into<u64>, by: impl Into<u64>) -> Rejection {
+        Rejection::Indivisible {
+            what,
+            value: value.into(),
+            by: by.into(),
+        }
+    }
+
+    /// The region a rejection belongs to.
+    fn region(&self) -> Region {
         match self {
-            Rejection::Indivisible { what, .. } => format!("indivisible: {what}"),
-            Rejection::TensorBeyondNode { .. } => "tensor beyond node".into(),
-            Rejection::TooManyDevices { .. } => "too many devices".into(),
-            Rejection::InterleaveNeedsMicroBatches { .. } => {
-                "interleave needs micro-batches".into()
-            }
-            Rejection::OutOfMemory { .. } => "out of memory".into(),
-            Rejection::Unsupported { .. } => "unsupported".into(),
+            Rejection::Indivisible { what, .. } => Region::Indivisible(what),
+            Rejection::TensorBeyondNode { .. } => Region::TensorBeyondNode,
+            Rejection::TooManyDevices { .. } => Region::TooManyDevices,
+            Rejection::InterleaveNeedsMicroBatches { .. } => Region::InterleaveNeedsMicroBatches,
+            Rejection::OutOfMemory { .. } => Region::OutOfMemory,
+            Rejection::Unsupported { .. } => Region::Unsupported,
         }
     }
 
@@ -237,6 +248,21 @@ pub struct SearchResult {
     pub stats: SearchStats,
 }
 
+/// A stable key grouping rejections into regions. Regions are reported in the order of this
+/// key, which is the alphabetical order of their names (`indivisible: heads % tensor`,
+/// `interleave needs micro-batches`, `out of memory`, `tensor beyond node`, `too many devices`,
+/// `unsupported`): keep the variants in that order. A fixed key, because the search rejects
+/// thousands of layouts and a text key costs an allocation each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Region {
+    Indivisible(&'static str),
+    InterleaveNeedsMicroBatches,
+    OutOfMemory,
+    TensorBeyondNode,
+    TooManyDevices,
+    Unsupported,
+}
+
 /// Positive divisors of `n` in increasing order.
 fn divisors(n: u64) -> Vec<u64> {
     let mut low = Vec::new();
@@ -262,12 +288,22 @@ fn to_u32(values: Vec<u64>) -> Vec<u32> {
         .collect()
 }
 
+/// The values a layout field takes: the pinned one, else `auto` (which the caller may filter
+/// further). Slices of precomputed lists, so the inner loops allocate nothing.
+fn values<'a>(pin: Option<&'a u32>, auto: &'a [u32]) -> &'a [u32] {
+    pin.map_or(auto, std::slice::from_ref)
+}
+
 struct Collector {
-    rejected: BTreeMap<String, RejectedRegion>,
+    rejected: BTreeMap<Region, RejectedRegion>,
+    /// The out-of-memory region, kept apart because the search rejects most layouts it
+    /// rejects at all for memory, thousands per search.
+    out_of_memory: Option<RejectedRegion>,
 }
 
 impl Collector {
-    fn reject(&mut self, reason: Rejection, layout: Layout, times: u64) {
+    /// Counts `layout` in the region of `reason` (memory: [`Collector::reject_memory`]).
+    fn reject(&mut self, reason: Rejection, layout: Layout) {
         let entry = self
             .rejected
             .entry(reason.region())
@@ -276,10 +312,155 @@ impl Collector {
                 example: layout,
                 count: 0,
             });
-        entry.count += times;
+        entry.count += 1;
         if reason.distance() < entry.reason.distance() {
             entry.reason = reason;
             entry.example = layout;
+        }
+    }
+
+    /// [`Collector::reject`] of [`Rejection::OutOfMemory`].
+    fn reject_memory(&mut self, need_bytes: f64, have_bytes: f64, layout: Layout) {
+        let reason = Rejection::OutOfMemory {
+            need_bytes,
+            have_bytes,
+        };
+        match &mut self.out_of_memory {
+            Some(entry) => {
+                entry.count += 1;
+                if reason.distance() < entry.reason.distance() {
+                    entry.reason = reason;
+                    entry.example = layout;
+                }
+            }
+            None => {
+                self.out_of_memory = Some(RejectedRegion {
+                    reason,
+                    example: layout,
+                    count: 1,
+                });
+            }
+        }
+    }
+
+    /// Every region, in [`Region`] order.
+    fn into_regions(self) -> Vec<RejectedRegion> {
+        let mut rejected = self.rejected;
+        if let Some(entry) = self.out_of_memory {
+            rejected.insert(Region::OutOfMemory, entry);
+        }
+        rejected.into_values().collect()
+    }
+}
+
+/// The search's state, and its two innermost loops (ZeRO stage, recomputation).
+struct Ranker<'a> {
+    setup: &'a TrainSetup,
+    cluster: &'a ClusterFigures,
+    objective: &'a dyn Objective,
+    /// `None` when the device has no peak for the precision.
+    costing: Option<Costing<'a>>,
+    stages: StageCache,
+    zeros: Vec<u8>,
+    recomputes: Vec<Recompute>,
+    have_bytes: f64,
+    keep: usize,
+    out: Collector,
+    stats: SearchStats,
+    ranked: Vec<(f64, Candidate)>,
+    /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
+    /// big to copy for nothing.
+    scratch: Candidate,
+}
+
+/// A layout with every field but ZeRO and recomputation chosen, and what its ZeRO stages share.
+struct Shaped<'p> {
+    probe: Layout,
+    devices: u64,
+    params: f64,
+    /// Weights, gradients and optimizer bytes by entry of [`Ranker::zeros`].
+    states: &'p [(f64, f64, f64); 4],
+}
+
+impl Ranker<'_> {
+    /// Weights, gradients and optimizer bytes of `probe` under each ZeRO stage tried.
+    fn states(&self, probe: &Layout, params: f64, per_layer: f64) -> [(f64, f64, f64); 4] {
+        let mut states = [(0.0, 0.0, 0.0); 4];
+        for (slot, &z) in states.iter_mut().zip(&self.zeros) {
+            let layout_z = Layout { zero: z, ..*probe };
+            *slot = state_bytes(self.setup, &layout_z, params, per_layer);
+        }
+        states
+    }
+
+    /// Tries every ZeRO stage of `shaped` with the least recomputation that fits, costs and
+    /// ranks it. Breaks when the device cannot run the precision: the search ends there.
+    fn zero_stages(
+        &mut self,
+        shaped: Shaped<'_>,
+        activations: &StageActivations,
+    ) -> ControlFlow<()> {
+        self.stages.new_micro_batch();
+        for (&z, &(weights, gradients, optimizer)) in self.zeros.iter().zip(shaped.states) {
+            let layout_z = Layout {
+                zero: z,
+                ..shaped.probe
+            };
+            self.stats.enumerated += 1;
+            let mut fitted = None;
+            for &r in &self.recomputes {
+                let memory = breakdown(weights, gradients, optimizer, activations.bytes(r));
+                if memory.total <= self.have_bytes {
+                    fitted = Some((r, memory));
+                    break;
+                }
+                let layout = Layout {
+                    recompute: r,
+                    ..layout_z
+                };
+                self.out
+                    .reject_memory(memory.total, self.have_bytes, layout);
+            }
+            let Some((r, memory)) = fitted else {
+                continue;
+            };
+            let layout = Layout {
+                recompute: r,
+                ..layout_z
+            };
+            self.stats.evaluated += 1;
+            let Some(costing) = &self.costing else {
+                let message = format!(
+                    "`{}` has no {} peak",
+                    self.cluster.device.id, self.setup.precision
+                );
+                self.out.reject(Rejection::Unsupported { message }, layout);
+                return ControlFlow::Break(());
+            };
+            let cand = &mut self.scratch;
+            cand.layout = layout;
+            cand.devices = shaped.devices;
+            costing.step_cached(
+                &mut self.stages,
+                &layout,
+                shaped.params,
+                memory,
+                &mut cand.estimate,
+            );
+            set_totals(cand, self.setup);
+            let score = self.objective.score(cand);
+            insert_ranked(&mut self.ranked, score, cand, self.keep);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn finish(self) -> SearchResult {
+        let (scores, ranked) = self.ranked.into_iter().unzip();
+        SearchResult {
+            ranked,
+            scores,
+            rejected: self.out.into_regions(),
+            stats: self.stats,
         }
     }
 }
@@ -292,13 +473,9 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
     let pins = spec.pins;
     let dpn = cluster.devices_per_node.max(1);
     let max_devices = spec.max_devices.min(cluster.devices()).max(1);
-    let have_bytes = usable_memory(&cluster.device);
     let batch = u64::from(setup.global_batch);
     let layers = u64::from(model.layers);
-    let mut out = Collector {
-        rejected: BTreeMap::new(),
-    };
-    let mut stats = SearchStats {
+    let stats = SearchStats {
         raw_space: f64::from(dpn)
             * f64::from(model.layers)
             * max_devices as f64
@@ -311,7 +488,14 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
         ..SearchStats::default()
     };
     let base = Layout::single();
+    let count = param_count(model);
 
+    let batch_divisors = to_u32(divisors(batch));
+    let layer_divisors = to_u32(divisors(layers));
+    let expert_divisors: Vec<u32> = match model.arch {
+        Arch::Dense => vec![1],
+        Arch::Moe => to_u32(divisors(u64::from(model.experts))),
+    };
     let tensors: Vec<u32> = match pins.tensor {
         Some(t) => vec![t],
         None => to_u32(divisors(u64::from(model.heads)))
@@ -329,7 +513,7 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
     };
     let pipelines: Vec<u32> = match pins.pipeline {
         Some(p) => vec![p],
-        None => to_u32(divisors(layers)),
+        None => layer_divisors.clone(),
     };
     let zeros: Vec<u8> = match pins.zero {
         Some(z) => vec![z],
@@ -340,44 +524,67 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
         None => vec![Recompute::None, Recompute::Selective, Recompute::Full],
     };
 
-    let mut ranked: Vec<(f64, Candidate)> = Vec::new();
+    let mut ranker = Ranker {
+        setup,
+        cluster,
+        objective,
+        // A device without the precision is reported at the first layout that fits in memory.
+        costing: Costing::new(model, setup, cluster).ok(),
+        stages: StageCache::default(),
+        zeros,
+        recomputes,
+        have_bytes: usable_memory(&cluster.device),
+        keep: spec.keep.max(1),
+        out: Collector {
+            rejected: BTreeMap::new(),
+            out_of_memory: None,
+        },
+        stats,
+        ranked: Vec::new(),
+        scratch: Candidate {
+            layout: base,
+            devices: 0,
+            estimate: StepEstimate::blank(),
+            train_time_s: 0.0,
+            device_hours: 0.0,
+        },
+    };
     for &t in &tensors {
         let probe = Layout { tensor: t, ..base };
         if t == 0 || !model.heads.is_multiple_of(t) {
-            out.reject(
-                Rejection::Indivisible {
-                    what: "heads % tensor",
-                    value: model.heads.into(),
-                    by: t.into(),
-                },
+            ranker.out.reject(
+                Rejection::indivisible("heads % tensor", model.heads, t),
                 probe,
-                1,
             );
             continue;
         }
         if !model.kv_heads.is_multiple_of(t) {
-            out.reject(
-                Rejection::Indivisible {
-                    what: "kv_heads % tensor",
-                    value: model.kv_heads.into(),
-                    by: t.into(),
-                },
+            ranker.out.reject(
+                Rejection::indivisible("kv_heads % tensor", model.kv_heads, t),
                 probe,
-                1,
             );
             continue;
         }
         if t > dpn {
-            out.reject(
+            ranker.out.reject(
                 Rejection::TensorBeyondNode {
                     tensor: t,
                     devices_per_node: dpn,
                 },
                 probe,
-                1,
             );
             continue;
         }
+        let sp = pins.sequence_parallel.unwrap_or(t > 1) && t > 1;
+        let per_token = layer_bytes_per_token(
+            model,
+            setup.precision,
+            &Layout {
+                tensor: t,
+                sequence_parallel: sp,
+                ..base
+            },
+        );
         for &c in &contexts {
             let probe = Layout {
                 tensor: t,
@@ -385,204 +592,151 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
                 ..base
             };
             if c == 0 || (c > 1 && !model.seq_len.is_multiple_of(2 * c)) {
-                out.reject(
-                    Rejection::Indivisible {
-                        what: "seq_len % (2 · context)",
-                        value: model.seq_len.into(),
-                        by: (2 * c).into(),
-                    },
+                ranker.out.reject(
+                    Rejection::indivisible("seq_len % (2 · context)", model.seq_len, 2 * c),
                     probe,
-                    1,
                 );
                 continue;
             }
+            ranker.stages.new_tensor_context();
             for &p in &pipelines {
                 let probe = Layout {
                     pipeline: p,
                     ..probe
                 };
                 if p == 0 || !layers.is_multiple_of(u64::from(p)) {
-                    out.reject(
-                        Rejection::Indivisible {
-                            what: "layers % pipeline",
-                            value: layers,
-                            by: p.into(),
-                        },
+                    ranker.out.reject(
+                        Rejection::indivisible("layers % pipeline", layers, p),
                         probe,
-                        1,
                     );
                     continue;
                 }
-                let virtuals: Vec<u32> = match pins.virtual_stages {
-                    Some(v) => vec![v],
-                    None if p == 1 => vec![1],
-                    None => to_u32(divisors(layers / u64::from(p))),
+                // Auto: the divisors of the stage's layers (1 without pipelining).
+                let virtuals = match pins.virtual_stages.as_ref() {
+                    Some(v) => std::slice::from_ref(v),
+                    None if p == 1 => &[1][..],
+                    None => &layer_divisors[..],
                 };
+                let stage_layers = layers / u64::from(p);
                 let fixed = u64::from(t) * u64::from(c) * u64::from(p);
-                let datas: Vec<u32> = match pins.data {
-                    Some(d) => vec![d],
-                    None => to_u32(divisors(batch))
-                        .into_iter()
-                        .filter(|d| fixed * u64::from(*d) <= max_devices)
-                        .collect(),
-                };
-                for &v in &virtuals {
+                // Auto: the divisors of the batch that fit in the devices.
+                let datas = values(pins.data.as_ref(), &batch_divisors);
+                for &v in virtuals {
+                    if pins.virtual_stages.is_none() && !stage_layers.is_multiple_of(v.into()) {
+                        continue;
+                    }
                     let probe = Layout {
                         virtual_stages: v,
                         ..probe
                     };
                     if v == 0 || !layers.is_multiple_of(u64::from(p) * u64::from(v)) {
-                        out.reject(
-                            Rejection::Indivisible {
-                                what: "layers % (pipeline · virtual_stages)",
-                                value: layers,
-                                by: u64::from(p) * u64::from(v),
-                            },
+                        ranker.out.reject(
+                            Rejection::indivisible(
+                                "layers % (pipeline · virtual_stages)",
+                                layers,
+                                u64::from(p) * u64::from(v),
+                            ),
                             probe,
-                            1,
                         );
                         continue;
                     }
-                    for &d in &datas {
+                    for &d in datas {
+                        if pins.data.is_none() && fixed * u64::from(d) > max_devices {
+                            continue;
+                        }
                         let probe = Layout { data: d, ..probe };
                         let devices = fixed * u64::from(d);
                         if devices > max_devices {
-                            out.reject(
+                            ranker.out.reject(
                                 Rejection::TooManyDevices {
                                     need: devices,
                                     have: max_devices,
                                 },
                                 probe,
-                                1,
                             );
                             continue;
                         }
                         if d == 0 || !batch.is_multiple_of(u64::from(d)) {
-                            out.reject(
-                                Rejection::Indivisible {
-                                    what: "global_batch % data",
-                                    value: batch,
-                                    by: d.into(),
-                                },
+                            ranker.out.reject(
+                                Rejection::indivisible("global_batch % data", batch, d),
                                 probe,
-                                1,
                             );
                             continue;
                         }
-                        let experts: Vec<u32> = match (pins.expert, model.arch) {
-                            (Some(e), _) => vec![e],
-                            (None, Arch::Dense) => vec![1],
-                            (None, Arch::Moe) => to_u32(divisors(u64::from(model.experts)))
-                                .into_iter()
-                                .filter(|e| d.is_multiple_of(*e))
-                                .collect(),
-                        };
-                        let micro: Vec<u32> = match pins.micro_batch {
-                            Some(b) => vec![b],
-                            None => to_u32(divisors(batch / u64::from(d))),
-                        };
-                        for &e in &experts {
+                        // Auto: divisors of the experts that divide the data degree (1 for
+                        // dense models); the micro-batch: divisors of the per-rank batch.
+                        let experts = values(pins.expert.as_ref(), &expert_divisors);
+                        let per_rank = batch / u64::from(d);
+                        let micro = values(pins.micro_batch.as_ref(), &batch_divisors);
+                        for &e in experts {
+                            if pins.expert.is_none() && !d.is_multiple_of(e) {
+                                continue;
+                            }
                             let probe = Layout { expert: e, ..probe };
                             if e == 0
                                 || !d.is_multiple_of(e)
                                 || !model.experts.max(1).is_multiple_of(e)
                             {
-                                out.reject(
-                                    Rejection::Indivisible {
-                                        what: "data % expert and experts % expert",
-                                        value: d.into(),
-                                        by: e.into(),
-                                    },
+                                ranker.out.reject(
+                                    Rejection::indivisible(
+                                        "data % expert and experts % expert",
+                                        d,
+                                        e,
+                                    ),
                                     probe,
-                                    1,
                                 );
                                 continue;
                             }
-                            for &b in &micro {
+                            let params = params_per_device_counted(model, &count, &probe);
+                            ranker.stages.new_placement();
+                            // The same for every micro-batch.
+                            let states = ranker.states(&probe, params, count.per_layer);
+                            for &b in micro {
+                                if pins.micro_batch.is_none() && !per_rank.is_multiple_of(b.into())
+                                {
+                                    continue;
+                                }
                                 let probe = Layout {
                                     micro_batch: b,
                                     ..probe
                                 };
                                 let per_pipe = u64::from(d) * u64::from(b);
                                 if b == 0 || !batch.is_multiple_of(per_pipe) {
-                                    out.reject(
-                                        Rejection::Indivisible {
-                                            what: "global_batch % (data · micro_batch)",
-                                            value: batch,
-                                            by: per_pipe,
-                                        },
+                                    ranker.out.reject(
+                                        Rejection::indivisible(
+                                            "global_batch % (data · micro_batch)",
+                                            batch,
+                                            per_pipe,
+                                        ),
                                         probe,
-                                        1,
                                     );
                                     continue;
                                 }
                                 let m = batch / per_pipe;
                                 if v > 1 && !m.is_multiple_of(u64::from(p)) {
-                                    out.reject(
+                                    ranker.out.reject(
                                         Rejection::InterleaveNeedsMicroBatches {
                                             micro_batches: m,
                                             pipeline: p,
                                         },
                                         probe,
-                                        1,
                                     );
                                     continue;
                                 }
-                                let sp = pins.sequence_parallel.unwrap_or(t > 1) && t > 1;
-                                for &z in &zeros {
-                                    let layout_z = Layout {
-                                        zero: z,
-                                        sequence_parallel: sp,
-                                        ..probe
-                                    };
-                                    stats.enumerated += 1;
-                                    let mut fitted = None;
-                                    for &r in &recomputes {
-                                        let layout = Layout {
-                                            recompute: r,
-                                            ..layout_z
-                                        };
-                                        let need = memory_per_device(model, setup, &layout).total;
-                                        if need <= have_bytes {
-                                            fitted = Some(layout);
-                                            break;
-                                        }
-                                        out.reject(
-                                            Rejection::OutOfMemory {
-                                                need_bytes: need,
-                                                have_bytes,
-                                            },
-                                            layout,
-                                            1,
-                                        );
-                                    }
-                                    let Some(layout) = fitted else { continue };
-                                    stats.evaluated += 1;
-                                    match estimate(model, setup, &layout, cluster) {
-                                        Ok(est) => {
-                                            let cand =
-                                                candidate(layout, devices, est, setup, model);
-                                            let score = objective.score(&cand);
-                                            insert_ranked(
-                                                &mut ranked,
-                                                score,
-                                                cand,
-                                                spec.keep.max(1),
-                                            );
-                                        }
-                                        Err(CostError::UnsupportedPrecision { .. }) => {
-                                            let message = format!(
-                                                "`{}` has no {} peak",
-                                                cluster.device.id, setup.precision
-                                            );
-                                            out.reject(
-                                                Rejection::Unsupported { message },
-                                                layout,
-                                                1,
-                                            );
-                                            return finish(ranked, out, stats);
-                                        }
-                                    }
+                                let probe = Layout {
+                                    sequence_parallel: sp,
+                                    ..probe
+                                };
+                                let activations =
+                                    StageActivations::new(model, setup, &probe, per_token);
+                                let shaped = Shaped {
+                                    probe,
+                                    devices,
+                                    params,
+                                    states: &states,
+                                };
+                                if ranker.zero_stages(shaped, &activations).is_break() {
+                                    return ranker.finish();
                                 }
                             }
                         }
@@ -591,55 +745,39 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
             }
         }
     }
-    finish(ranked, out, stats)
+    ranker.finish()
 }
 
-fn candidate(
-    layout: Layout,
-    devices: u64,
-    estimate: StepEstimate,
-    setup: &TrainSetup,
-    model: &ModelDims,
-) -> Candidate {
-    let _ = model;
-    let train_time_s = if estimate.tokens_per_s > 0.0 {
-        setup.tokens / estimate.tokens_per_s
+/// Fills in the training time and device-hours of `cand` from its estimate.
+fn set_totals(cand: &mut Candidate, setup: &TrainSetup) {
+    let train_time_s = if cand.estimate.tokens_per_s > 0.0 {
+        setup.tokens / cand.estimate.tokens_per_s
     } else {
         f64::INFINITY
     };
-    Candidate {
-        layout,
-        devices,
-        device_hours: train_time_s / 3600.0 * devices as f64,
-        estimate,
-        train_time_s,
-    }
+    cand.train_time_s = train_time_s;
+    cand.device_hours = train_time_s / 3600.0 * cand.devices as f64;
 }
 
 /// Keeps the `keep` best by (score, layout field order).
-fn insert_ranked(ranked: &mut Vec<(f64, Candidate)>, score: f64, cand: Candidate, keep: usize) {
-    let key = |s: f64, c: &Candidate| (s, c.layout);
+fn insert_ranked(ranked: &mut Vec<(f64, Candidate)>, score: f64, cand: &Candidate, keep: usize) {
+    let before = |s: &f64, c: &Candidate| {
+        score
+            .total_cmp(s)
+            .then_with(|| cand.layout.cmp(&c.layout))
+            .is_lt()
+    };
+    // Most candidates lose to the worst kept one; `ranked` is sorted, so that settles it.
+    if ranked.len() >= keep && ranked.last().is_some_and(|(s, c)| !before(s, c)) {
+        return;
+    }
     let pos = ranked
         .iter()
-        .position(|(s, c)| {
-            let (a, la) = key(score, &cand);
-            let (b, lb) = key(*s, c);
-            a.total_cmp(&b).then(la.cmp(&lb)).is_lt()
-        })
+        .position(|(s, c)| before(s, c))
         .unwrap_or(ranked.len());
     if pos < keep {
-        ranked.insert(pos, (score, cand));
+        ranked.insert(pos, (score, cand.clone()));
         ranked.truncate(keep);
-    }
-}
-
-fn finish(ranked: Vec<(f64, Candidate)>, out: Collector, stats: SearchStats) -> SearchResult {
-    let (scores, ranked) = ranked.into_iter().unzip();
-    SearchResult {
-        ranked,
-        scores,
-        rejected: out.rejected.into_values().collect(),
-        stats,
     }
 }
 

@@ -34,6 +34,82 @@ pub struct CommSizes {
 
 /// Sizes of the collectives a layout causes.
 pub fn comm_sizes(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> CommSizes {
+    let buffers = comm_buffers(model, setup, layout);
+    comm_shape(
+        model,
+        setup,
+        layout,
+        params_per_device(model, layout),
+        &buffers,
+    )
+    .sizes(layout)
+}
+
+/// The buffers of single collectives that only the tensor and context degrees and the
+/// micro-batch decide (see [`CommSizes`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CommBuffers {
+    /// [`CommSizes::tp_buffer`].
+    pub(crate) tp: f64,
+    /// [`CommSizes::cp_kv_buffer`].
+    pub(crate) cp_kv: f64,
+    /// [`CommSizes::ep_buffer`].
+    pub(crate) ep: f64,
+}
+
+/// The buffers of `layout`'s tensor, context and expert collectives.
+pub(crate) fn comm_buffers(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> CommBuffers {
+    let elt = setup.precision.bytes();
+    let t = f64::from(layout.tensor.max(1));
+    let cp = f64::from(layout.context.max(1));
+    let h = f64::from(model.hidden);
+    let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len) / cp;
+    CommBuffers {
+        tp: tokens * h * elt,
+        cp_kv: 2.0 * tokens * model.kv_dim() * elt / t,
+        ep: match model.arch {
+            Arch::Dense => 0.0,
+            Arch::Moe => tokens * model.active_experts() * h * elt / t,
+        },
+    }
+}
+
+/// What [`comm_sizes`] works out before the ZeRO stage and recomputation are known: the layout
+/// search tries every ZeRO stage and recomputation mode of one shape.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CommShape {
+    tp_buffer: f64,
+    /// [`CommSizes::pp_buffer`].
+    pub(crate) pp_buffer: f64,
+    /// [`CommSizes::dp_grad_buffer`].
+    pub(crate) dp_grad_buffer: f64,
+    cp_kv_buffer: f64,
+    ep_buffer: f64,
+    /// Micro-batches times blocks per stage.
+    m_layers: f64,
+    /// Micro-batches per step.
+    m: f64,
+    ring_t: f64,
+    ring_dp: f64,
+    pp_step: f64,
+    cp_step: f64,
+    ep_step: f64,
+}
+
+/// The ring factor `(n−1)/n` (0 for one rank).
+fn ring(n: f64) -> f64 {
+    if n > 1.0 { (n - 1.0) / n } else { 0.0 }
+}
+
+/// The part of [`comm_sizes`] that neither the ZeRO stage nor recomputation changes, from the
+/// parameters one device holds (`params`) and the layout's [`comm_buffers`].
+pub(crate) fn comm_shape(
+    model: &ModelDims,
+    setup: &TrainSetup,
+    layout: &Layout,
+    params: f64,
+    buffers: &CommBuffers,
+) -> CommShape {
     let elt = setup.precision.bytes();
     let t = f64::from(layout.tensor.max(1));
     let cp = f64::from(layout.context.max(1));
@@ -42,46 +118,77 @@ pub fn comm_sizes(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> Com
     let p = f64::from(layout.pipeline.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let m = layout.micro_batches(setup.global_batch);
-    let h = f64::from(model.hidden);
-    let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len) / cp;
     let layers_per_stage = f64::from(model.layers) / p;
-    let tp_buffer = tokens * h * elt;
-    let tp_per_layer = 4.0
-        + match layout.recompute {
-            Recompute::Full => 2.0,
-            Recompute::Selective if layout.sequence_parallel => 1.0,
-            _ => 0.0,
-        };
-    let params = params_per_device(model, layout);
+    let tp_buffer = buffers.tp;
     let dp_grad_buffer = params * elt;
-    let dp_param_buffer = if layout.zero >= 3 { params * elt } else { 0.0 };
-    let cp_kv_buffer = 2.0 * tokens * model.kv_dim() * elt / t;
-    let ep_buffer = match model.arch {
-        Arch::Dense => 0.0,
-        Arch::Moe => tokens * model.active_experts() * h * elt / t,
-    };
-    let ring = |n: f64| if n > 1.0 { (n - 1.0) / n } else { 0.0 };
-    let tp_step = m * layers_per_stage * tp_per_layer * tp_buffer * ring(t);
+    let cp_kv_buffer = buffers.cp_kv;
+    let ep_buffer = buffers.ep;
+    let m_layers = m * layers_per_stage;
     let pp_step = if layout.pipeline > 1 {
         2.0 * m * v * tp_buffer / t
     } else {
         0.0
     };
-    let dp_step = if layout.zero >= 3 {
-        m * 3.0 * dp_grad_buffer * ring(d * cp)
-    } else {
-        2.0 * dp_grad_buffer * ring(d * cp)
-    };
-    let cp_step = m * layers_per_stage * 3.0 * cp_kv_buffer * (cp - 1.0);
-    let ep_step = m * layers_per_stage * 4.0 * ep_buffer * ring(ep);
-    CommSizes {
+    CommShape {
         tp_buffer,
-        tp_per_layer,
         pp_buffer: tp_buffer / t,
         dp_grad_buffer,
-        dp_param_buffer,
         cp_kv_buffer,
         ep_buffer,
-        per_step: [tp_step, pp_step, dp_step, cp_step, ep_step],
+        m_layers,
+        m,
+        ring_t: ring(t),
+        ring_dp: ring(d * cp),
+        pp_step,
+        cp_step: m_layers * 3.0 * cp_kv_buffer * (cp - 1.0),
+        ep_step: m_layers * 4.0 * ep_buffer * ring(ep),
+    }
+}
+
+/// TP collectives per block per micro-batch under `layout`'s recomputation and sequence
+/// parallelism ([`CommSizes::tp_per_layer`]).
+pub(crate) fn tp_per_layer(layout: &Layout) -> f64 {
+    4.0 + match layout.recompute {
+        Recompute::Full => 2.0,
+        Recompute::Selective if layout.sequence_parallel => 1.0,
+        _ => 0.0,
+    }
+}
+
+impl CommShape {
+    /// The sizes under `layout`'s ZeRO stage, recomputation and sequence parallelism (its other
+    /// fields must be those the shape was made from).
+    pub(crate) fn sizes(&self, layout: &Layout) -> CommSizes {
+        let tp_per_layer = tp_per_layer(layout);
+        let dp_param_buffer = if layout.zero >= 3 {
+            self.dp_grad_buffer
+        } else {
+            0.0
+        };
+        CommSizes {
+            tp_buffer: self.tp_buffer,
+            tp_per_layer,
+            pp_buffer: self.pp_buffer,
+            dp_grad_buffer: self.dp_grad_buffer,
+            dp_param_buffer,
+            cp_kv_buffer: self.cp_kv_buffer,
+            ep_buffer: self.ep_buffer,
+            per_step: self.per_step(self.tp_step(tp_per_layer), layout.zero),
+        }
+    }
+
+    /// Tensor-parallel bytes per step with `tp_per_layer` collectives per block.
+    pub(crate) fn tp_step(&self, tp_per_layer: f64) -> f64 {
+        self.m_layers * tp_per_layer * self.tp_buffer * self.ring_t
+    }
+
+    /// [`CommSizes::per_step`] with `tp_step` from [`CommShape::tp_step`], under ZeRO `zero`.
+    pub(crate) fn per_step(&self, tp_step: f64, zero: u8) -> [f64; 5] {
+        let dp_step = if zero >= 3 {
+            self.m * 3.0 * self.dp_grad_buffer * self.ring_dp
+        } else {
+            2.0 * self.dp_grad_buffer * self.ring_dp
+        };
+        [tp_step, self.pp_step, dp_step, self.cp_step, self.ep_step]
     }
 }

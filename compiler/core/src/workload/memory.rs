@@ -1,7 +1,7 @@
 //! Memory per device: model states under ZeRO 0–3 (Rajbhandari et al. 2020) and activations under
 //! each recomputation mode (Korthikanti et al. 2022, re-derived for GQA, SwiGLU and flash attention).
 
-use super::params::{param_count, params_per_device};
+use super::params::{param_count, params_per_device_counted};
 use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
@@ -63,16 +63,30 @@ pub fn activation_bytes_per_layer(
     precision: Precision,
     recompute: Recompute,
 ) -> f64 {
+    let per_token = layer_bytes_per_token(model, precision, layout);
+    let (kept, input_only) = layer_stash(model, layout, precision, per_token);
+    if recompute == Recompute::Full {
+        input_only
+    } else {
+        kept
+    }
+}
+
+/// [`activation_bytes_per_layer`] without recomputation and under full recomputation, from the
+/// layout's [`layer_bytes_per_token`].
+fn layer_stash(
+    model: &ModelDims,
+    layout: &Layout,
+    precision: Precision,
+    per_token: f64,
+) -> (f64, f64) {
     let elt = precision.bytes();
     let t = f64::from(layout.tensor.max(1));
     let tokens =
         f64::from(layout.micro_batch) * f64::from(model.seq_len) / f64::from(layout.context.max(1));
     let h = f64::from(model.hidden);
     let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
-    if recompute == Recompute::Full {
-        return tokens * elt * h / replicated_div;
-    }
-    tokens * per_token_layer_bytes(model, elt, t, replicated_div)
+    (tokens * per_token, tokens * elt * h / replicated_div)
 }
 
 /// Bytes per token of one block's stash with no recomputation (see [`activation_bytes_per_layer`]).
@@ -103,53 +117,148 @@ pub fn memory_per_device(
     setup: &TrainSetup,
     layout: &Layout,
 ) -> MemoryBreakdown {
-    let precision = setup.precision;
-    let params = params_per_device(model, layout);
-    let shards = f64::from(layout.data.max(1)) * f64::from(layout.context.max(1));
-    let (mut weights, gradients, optimizer) =
-        model_state_bytes(params, layout.zero, shards, precision, setup.optimizer);
-    if layout.zero >= 3 {
-        // Two blocks gathered at a time (the current one and the prefetched next one).
-        let count = param_count(model);
-        weights += 2.0 * count.per_layer / f64::from(layout.tensor.max(1)) * precision.bytes();
-    }
-    let p = f64::from(layout.pipeline.max(1));
-    let v = f64::from(layout.virtual_stages.max(1));
-    let m = layout.micro_batches(setup.global_batch);
-    let layers_per_stage = f64::from(model.layers) / p;
-    let in_flight = p.min(m).max(1.0);
-    let interleave = if layout.virtual_stages > 1 {
-        1.0 + (p - 1.0) / (p * v)
-    } else {
-        1.0
-    };
-    let mut per_layer = activation_bytes_per_layer(model, layout, precision, layout.recompute);
-    if !setup.flash_attention && layout.recompute == Recompute::None {
-        // Korthikanti's `5·a·s²·b` (scores, softmax output, dropout mask and output), split over
-        // tensor ranks and context chunks.
-        let s = f64::from(model.seq_len);
-        per_layer += 5.0 * f64::from(model.heads) * s * s * f64::from(layout.micro_batch)
-            / f64::from(layout.tensor.max(1))
-            / f64::from(layout.context.max(1));
-    }
-    let mut first_stage = per_layer * layers_per_stage * in_flight * interleave;
-    if layout.recompute == Recompute::Full {
-        first_stage += activation_bytes_per_layer(model, layout, precision, Recompute::None);
-    }
-    let tokens =
-        f64::from(layout.micro_batch) * f64::from(model.seq_len) / f64::from(layout.context.max(1));
-    let logits = tokens * f64::from(model.vocab) / f64::from(layout.tensor.max(1)) * 4.0;
-    let activations = if layout.pipeline <= 1 {
-        first_stage + logits
-    } else {
-        let last = per_layer * layers_per_stage + logits;
-        first_stage.max(last)
-    };
+    let count = param_count(model);
+    let params = params_per_device_counted(model, &count, layout);
+    let (weights, gradients, optimizer) = state_bytes(setup, layout, params, count.per_layer);
+    let activations = stage_activation_bytes(model, setup, layout);
+    breakdown(weights, gradients, optimizer, activations)
+}
+
+/// The breakdown of the four parts, summed in one fixed order.
+pub(crate) fn breakdown(
+    weights: f64,
+    gradients: f64,
+    optimizer: f64,
+    activations: f64,
+) -> MemoryBreakdown {
     MemoryBreakdown {
         weights,
         gradients,
         optimizer,
         activations,
         total: weights + gradients + optimizer + activations,
+    }
+}
+
+/// Weight, gradient and optimizer bytes of [`memory_per_device`], from the parameters one device
+/// holds (`params`) and those of one block (`per_layer`): the only part that depends on the ZeRO
+/// stage, so the layout search works it out once per stage and the activations once per
+/// recomputation mode.
+pub(crate) fn state_bytes(
+    setup: &TrainSetup,
+    layout: &Layout,
+    params: f64,
+    per_layer: f64,
+) -> (f64, f64, f64) {
+    let precision = setup.precision;
+    let shards = f64::from(layout.data.max(1)) * f64::from(layout.context.max(1));
+    let (mut weights, gradients, optimizer) =
+        model_state_bytes(params, layout.zero, shards, precision, setup.optimizer);
+    if layout.zero >= 3 {
+        // Two blocks gathered at a time (the current one and the prefetched next one).
+        weights += 2.0 * per_layer / f64::from(layout.tensor.max(1)) * precision.bytes();
+    }
+    (weights, gradients, optimizer)
+}
+
+/// Activation bytes of [`memory_per_device`]: the only part that depends on recomputation.
+fn stage_activation_bytes(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> f64 {
+    let per_token = layer_bytes_per_token(model, setup.precision, layout);
+    StageActivations::new(model, setup, layout, per_token).bytes(layout.recompute)
+}
+
+/// Bytes per token of one block's stash with no recomputation, under `layout`'s tensor degree and
+/// sequence parallelism (nothing else of the layout changes it).
+pub(crate) fn layer_bytes_per_token(
+    model: &ModelDims,
+    precision: Precision,
+    layout: &Layout,
+) -> f64 {
+    let t = f64::from(layout.tensor.max(1));
+    let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
+    per_token_layer_bytes(model, precision.bytes(), t, replicated_div)
+}
+
+/// The activation bytes of one layout under every recomputation mode, with what the modes share
+/// worked out once: the layout search asks for up to three modes of each layout.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageActivations {
+    /// [`activation_bytes_per_layer`] without recomputation.
+    kept: f64,
+    /// [`activation_bytes_per_layer`] under full recomputation.
+    input_only: f64,
+    /// Materialised attention scores per block, without flash attention.
+    scores: Option<f64>,
+    layers_per_stage: f64,
+    in_flight: f64,
+    interleave: f64,
+    logits: f64,
+    pipelined: bool,
+}
+
+impl StageActivations {
+    /// The activations of `layout` whatever its recomputation; `per_token` is its
+    /// [`layer_bytes_per_token`].
+    pub(crate) fn new(
+        model: &ModelDims,
+        setup: &TrainSetup,
+        layout: &Layout,
+        per_token: f64,
+    ) -> StageActivations {
+        let p = f64::from(layout.pipeline.max(1));
+        let v = f64::from(layout.virtual_stages.max(1));
+        let m = layout.micro_batches(setup.global_batch);
+        let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len)
+            / f64::from(layout.context.max(1));
+        let (kept, input_only) = layer_stash(model, layout, setup.precision, per_token);
+        let scores = if setup.flash_attention {
+            None
+        } else {
+            // Korthikanti's `5·a·s²·b` (scores, softmax output, dropout mask and output), split
+            // over tensor ranks and context chunks.
+            let s = f64::from(model.seq_len);
+            Some(
+                5.0 * f64::from(model.heads) * s * s * f64::from(layout.micro_batch)
+                    / f64::from(layout.tensor.max(1))
+                    / f64::from(layout.context.max(1)),
+            )
+        };
+        StageActivations {
+            kept,
+            input_only,
+            scores,
+            layers_per_stage: f64::from(model.layers) / p,
+            in_flight: p.min(m).max(1.0),
+            interleave: if layout.virtual_stages > 1 {
+                1.0 + (p - 1.0) / (p * v)
+            } else {
+                1.0
+            },
+            logits: tokens * f64::from(model.vocab) / f64::from(layout.tensor.max(1)) * 4.0,
+            pipelined: layout.pipeline > 1,
+        }
+    }
+
+    /// The bytes under `recompute`.
+    pub(crate) fn bytes(&self, recompute: Recompute) -> f64 {
+        let layers_per_stage = self.layers_per_stage;
+        let mut per_layer = if recompute == Recompute::Full {
+            self.input_only
+        } else {
+            self.kept
+        };
+        if let (Recompute::None, Some(scores)) = (recompute, self.scores) {
+            per_layer += scores;
+        }
+        let mut first_stage = per_layer * layers_per_stage * self.in_flight * self.interleave;
+        if recompute == Recompute::Full {
+            first_stage += self.kept;
+        }
+        if self.pipelined {
+            let last = per_layer * layers_per_stage + self.logits;
+            first_stage.max(last)
+        } else {
+            first_stage + self.logits
+        }
     }
 }

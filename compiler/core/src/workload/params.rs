@@ -126,7 +126,16 @@ pub fn flops_per_token(model: &ModelDims, recompute: Recompute) -> FlopsPerToken
 /// Parameters one device holds before ZeRO sharding, on the heaviest pipeline stage: its share
 /// of the blocks split over tensor (and expert) ranks, plus the embedding or output head.
 pub fn params_per_device(model: &ModelDims, layout: &Layout) -> f64 {
-    let count = param_count(model);
+    params_per_device_counted(model, &param_count(model), layout)
+}
+
+/// [`params_per_device`] with the model's [`param_count`] already worked out: the layout search
+/// asks for thousands of layouts of one model.
+pub(crate) fn params_per_device_counted(
+    model: &ModelDims,
+    count: &ParamCount,
+    layout: &Layout,
+) -> f64 {
     let t = f64::from(layout.tensor.max(1));
     let p = f64::from(layout.pipeline.max(1));
     let ep = f64::from(layout.expert.max(1));

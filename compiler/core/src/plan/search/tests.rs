@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::calibrate::tests::test_device;
+use crate::cost::estimate;
 use crate::types::{Mlp, Optimizer, Precision};
 
 fn h100s(nodes: u32) -> ClusterFigures {
@@ -161,4 +162,119 @@ fn objective_is_pluggable() {
     let by_cost = search(&spec, &cheap);
     let c = &by_cost.ranked[0];
     assert!((cheap.cost(c) - 2.0 * c.device_hours).abs() < 1e-6);
+}
+
+/// A score that ranks layouts in an order unrelated to their cost, so the kept candidates come
+/// from every corner of the space (ZeRO stages, recomputation, micro-batches …).
+fn scattered(c: &Candidate) -> f64 {
+    let l = c.layout;
+    let mix = l.tensor * 7
+        + l.pipeline * 13
+        + l.data * 17
+        + l.context * 19
+        + l.virtual_stages * 23
+        + l.micro_batch * 29
+        + u32::from(l.zero) * 31
+        + l.recompute as u32 * 37;
+    f64::from(mix % 101)
+}
+
+#[test]
+fn every_ranked_estimate_equals_costing_its_layout_alone() {
+    // The search reuses cost stages across the layouts it visits; each result must still be
+    // bit for bit what `estimate` and `memory_per_device` give for the layout on its own.
+    let mut gpt = ModelDims::dense(24, 2048, 8192, 16, 16, 50257, 2048, Mlp::Gelu);
+    gpt.dropout = true;
+    let mut moe = ModelDims::dense(32, 4096, 14336, 32, 8, 32000, 4096, Mlp::Swiglu);
+    moe.arch = Arch::Moe;
+    moe.experts = 8;
+    moe.top_k = 2;
+    let llama = ModelDims::dense(32, 4096, 14336, 32, 8, 128_256, 8192, Mlp::Swiglu);
+    for (model, flash, batch, nodes) in [
+        (gpt, false, 64, 2),
+        (moe, true, 128, 4),
+        (llama, true, 96, 8),
+    ] {
+        let train = TrainSetup {
+            flash_attention: flash,
+            ..setup(batch)
+        };
+        let cluster = h100s(nodes);
+        let spec = SearchSpec {
+            model: &model,
+            setup: &train,
+            cluster: &cluster,
+            pins: Pins::default(),
+            max_devices: cluster.devices(),
+            keep: 64,
+        };
+        let objectives: [&dyn Objective; 2] = [&time, &scattered];
+        for objective in objectives {
+            let result = search(&spec, objective);
+            assert_eq!(result.ranked.len(), 64);
+            for cand in &result.ranked {
+                let alone = estimate(&model, &train, &cand.layout, &cluster).unwrap();
+                assert_eq!(alone, cand.estimate, "{:?}", cand.layout);
+                let memory = crate::workload::memory_per_device(&model, &train, &cand.layout);
+                assert_eq!(memory, cand.estimate.memory, "{:?}", cand.layout);
+            }
+        }
+    }
+}
+
+/// The name each region had when regions were keyed by text; reports list regions in the
+/// alphabetical order of these names.
+fn region_name(reason: &Rejection) -> String {
+    match reason {
+        Rejection::Indivisible { what, .. } => format!("indivisible: {what}"),
+        Rejection::TensorBeyondNode { .. } => "tensor beyond node".into(),
+        Rejection::TooManyDevices { .. } => "too many devices".into(),
+        Rejection::InterleaveNeedsMicroBatches { .. } => "interleave needs micro-batches".into(),
+        Rejection::OutOfMemory { .. } => "out of memory".into(),
+        Rejection::Unsupported { .. } => "unsupported".into(),
+    }
+}
+
+#[test]
+fn rejected_regions_come_in_the_alphabetical_order_of_their_names() {
+    let model = llama405b();
+    let train = setup(96);
+    let cluster = h100s(4);
+    let cases = [
+        Pins {
+            virtual_stages: Some(2),
+            data: Some(64),
+            ..Pins::default()
+        },
+        Pins {
+            tensor: Some(16),
+            ..Pins::default()
+        },
+        Pins {
+            context: Some(3),
+            expert: Some(2),
+            micro_batch: Some(5),
+            ..Pins::default()
+        },
+        Pins::default(),
+    ];
+    let mut kinds = std::collections::BTreeSet::new();
+    for pins in cases {
+        let spec = SearchSpec {
+            model: &model,
+            setup: &train,
+            cluster: &cluster,
+            pins,
+            max_devices: 32,
+            keep: 2,
+        };
+        let names: Vec<String> = search(&spec, &time)
+            .rejected
+            .iter()
+            .map(|r| region_name(&r.reason))
+            .collect();
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+        kinds.extend(names);
+    }
+    assert!(kinds.len() >= 5, "{kinds:?}");
 }

@@ -1,0 +1,449 @@
+//! The cost model in stages. [`estimate`](super::estimate) runs them one after the other; the
+//! layout search runs each only as often as the layout fields it reads change, which is what
+//! makes a search over thousands of layouts cheap.
+//!
+//! | stage | reads |
+//! | --- | --- |
+//! | [`Costing::new`] | model, run, cluster |
+//! | [`Costing::kernel`] | tensor, context, expert degree; micro-batch; sequence parallelism |
+//! | [`Costing::placement`] | tensor, context, expert, pipeline, data degree; virtual stages |
+//! | [`Costing::shape`] | a kernel and a placement of one layout |
+//! | [`Costing::replay`] | recomputation |
+//! | [`Costing::step`] | ZeRO stage (and the memory, worked out by the caller) |
+//!
+//! Every number is the same expression on the same operands, evaluated in the same order, as in
+//! one straight pass: results are bit-identical whichever way they are reached.
+
+use super::compute::{BlockTime, Rates, block_time, head_time};
+use super::network::{Collective, Group, collective_time, p2p_time};
+use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
+use crate::hardware::ClusterFigures;
+use crate::types::Recompute;
+use crate::workload::{
+    CommBuffers, CommShape, FlopConvention, FlopsPerToken, Layout, MemoryBreakdown, ModelDims,
+    ParamCount, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count,
+    params_per_device_counted, tp_per_layer,
+};
+
+/// The cost model bound to one model, run and cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct Costing<'a> {
+    model: &'a ModelDims,
+    setup: &'a TrainSetup,
+    cluster: &'a ClusterFigures,
+    rates: Rates,
+    count: ParamCount,
+    /// FLOPs per token under each recomputation mode, by [`recompute_index`].
+    flops: [FlopsPerToken; 3],
+    tokens_per_step: f64,
+}
+
+/// One block and the collectives around it, without recomputation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kernel {
+    block: BlockTime,
+    head: f64,
+    buffers: CommBuffers,
+    /// One tensor-parallel collective of a block.
+    tp_one: f64,
+    /// Forward context-parallel ring time the attention core does not hide (0 without context
+    /// parallelism).
+    cp_forward: f64,
+    /// The same in the backward.
+    cp_backward: f64,
+    /// Expert-parallel all-to-alls of a block.
+    ep_layer: f64,
+}
+
+/// Pipeline stages and data-parallel ranks of a layout: what does not depend on its micro-batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement {
+    layers_per_stage: f64,
+    /// `layers_per_stage`, at least 1.
+    lps: f64,
+    /// Gradient reduce-scatter over the data-parallel group.
+    grad_rs: f64,
+    /// `grad_rs / lps`.
+    grad_share: f64,
+    /// `2·grad_rs / lps`.
+    reduce_share: f64,
+    /// `(p − 1) / v`.
+    bubble_share: f64,
+    /// Optimizer-step seconds with the optimizer state whole.
+    optimizer_whole: f64,
+    /// The same with the state sharded over the `d·cp` data-parallel ranks (ZeRO ≥ 1).
+    optimizer_sharded: f64,
+    /// Parameters one device holds before ZeRO sharding.
+    params: f64,
+}
+
+/// A [`Kernel`] and a [`Placement`] of one layout together.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    /// Micro-batches per step (at least 1).
+    m: f64,
+    pp_comm: f64,
+    comm: CommShape,
+    kernel: Kernel,
+    placement: Placement,
+}
+
+/// A [`Shape`] under one recomputation mode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replay {
+    block: BlockTime,
+    /// Tensor-parallel bytes per step.
+    tp_step: f64,
+    steady: f64,
+    bubble: f64,
+    compute: f64,
+    tensor_comm: f64,
+    /// Backward (and replayed forward) seconds that overlap data-parallel reduction.
+    backward_window: f64,
+    /// Forward seconds that overlap ZeRO-2 parameter gathers.
+    forward_window: f64,
+    flops: FlopsPerToken,
+}
+
+/// The stages the layout search has worked out for the layouts around the current one. The
+/// search visits layouts with the tensor and context degree outermost, then the placement, then
+/// the micro-batch, then ZeRO and recomputation; it says when each level changes, and every
+/// stage is worked out once per value of the fields it reads.
+#[derive(Debug, Default)]
+pub(crate) struct StageCache {
+    /// `(expert, micro_batch, kernel)` of the current tensor and context degree; a handful, so a
+    /// list.
+    kernels: Vec<(u32, u32, Kernel)>,
+    placement: Option<Placement>,
+    shape: Option<Shape>,
+    /// By [`recompute_index`].
+    replays: [Option<Replay>; 3],
+}
+
+impl StageCache {
+    /// The tensor or context degree (or sequence parallelism) changed.
+    pub(crate) fn new_tensor_context(&mut self) {
+        self.kernels.clear();
+    }
+
+    /// The pipeline, virtual stages, data or expert degree changed.
+    pub(crate) fn new_placement(&mut self) {
+        self.placement = None;
+    }
+
+    /// The micro-batch changed.
+    pub(crate) fn new_micro_batch(&mut self) {
+        self.shape = None;
+        self.replays = [None; 3];
+    }
+}
+
+/// The position of `recompute` in [`Recompute::ALL`], for caches by recomputation mode.
+pub(crate) fn recompute_index(recompute: Recompute) -> usize {
+    match recompute {
+        Recompute::None => 0,
+        Recompute::Selective => 1,
+        Recompute::Full => 2,
+    }
+}
+
+impl<'a> Costing<'a> {
+    /// The cost model of `model` and `setup` on `cluster`; an error when the device has no peak
+    /// figure for the run's precision.
+    pub(crate) fn new(
+        model: &'a ModelDims,
+        setup: &'a TrainSetup,
+        cluster: &'a ClusterFigures,
+    ) -> Result<Costing<'a>, CostError> {
+        let rates = Rates::new(&cluster.device, setup.precision).ok_or_else(|| {
+            CostError::UnsupportedPrecision {
+                device: cluster.device.id.clone(),
+                precision: setup.precision,
+            }
+        })?;
+        Ok(Costing {
+            model,
+            setup,
+            cluster,
+            rates,
+            count: param_count(model),
+            flops: [
+                flops_per_token(model, Recompute::None),
+                flops_per_token(model, Recompute::Selective),
+                flops_per_token(model, Recompute::Full),
+            ],
+            tokens_per_step: setup.tokens_per_step(model),
+        })
+    }
+
+    /// Parameters one device of `layout` holds before ZeRO sharding.
+    pub(crate) fn params_per_device(&self, layout: &Layout) -> f64 {
+        params_per_device_counted(self.model, &self.count, layout)
+    }
+
+    /// [`Costing::step`] of `layout` into `out`, through the stages in `cache` (see
+    /// [`StageCache`]); `params` are its [`Costing::params_per_device`].
+    #[inline]
+    pub(crate) fn step_cached(
+        &self,
+        cache: &mut StageCache,
+        layout: &Layout,
+        params: f64,
+        memory: MemoryBreakdown,
+        out: &mut StepEstimate,
+    ) {
+        let StageCache {
+            kernels,
+            placement,
+            shape,
+            replays,
+        } = cache;
+        let shape = shape.get_or_insert_with(|| {
+            let key = (layout.expert, layout.micro_batch);
+            let kernel = match kernels.iter().find(|(e, b, _)| (*e, *b) == key) {
+                Some((_, _, kernel)) => *kernel,
+                None => {
+                    let kernel = self.kernel(layout);
+                    kernels.push((key.0, key.1, kernel));
+                    kernel
+                }
+            };
+            let placement = placement.get_or_insert_with(|| self.placement(layout, params));
+            self.shape(layout, &kernel, placement)
+        });
+        let fresh;
+        let replay = match replays.get_mut(recompute_index(layout.recompute)) {
+            Some(cached) => cached.get_or_insert_with(|| self.replay(shape, layout)),
+            None => {
+                fresh = self.replay(shape, layout);
+                &fresh
+            }
+        };
+        self.step(shape, replay, layout, memory, out);
+    }
+
+    /// Reads `layout`'s tensor, context and expert degrees, micro-batch and sequence parallelism.
+    pub(crate) fn kernel(&self, layout: &Layout) -> Kernel {
+        let (model, cluster) = (self.model, self.cluster);
+        let t = f64::from(layout.tensor.max(1));
+        let cp = f64::from(layout.context.max(1));
+        let ep = f64::from(layout.expert.max(1));
+        let buffers = comm_buffers(model, self.setup, layout);
+        let block = block_time(model, layout, &self.rates, self.setup.flash_attention)
+            .with_recompute(Recompute::None);
+        let head = head_time(model, layout, &self.rates);
+
+        // Tensor parallel: blocking collectives on the critical path of every block.
+        let tp_group = Group {
+            size: t,
+            stride: 1.0,
+        };
+        let tp_one = if layout.sequence_parallel {
+            // Sequence parallelism splits each all-reduce into a reduce-scatter and an all-gather.
+            2.0 * collective_time(Collective::Gather, buffers.tp, tp_group, cluster)
+        } else {
+            collective_time(Collective::AllReduce, buffers.tp, tp_group, cluster)
+        };
+        // Context parallel: K/V ring steps hide under the attention core they feed.
+        let (cp_forward, cp_backward) = if layout.context > 1 {
+            let ring = (cp - 1.0) * p2p_time(buffers.cp_kv, t, cluster);
+            (
+                (ring - block.attention_forward).max(0.0),
+                (2.0 * ring - 2.0 * block.attention_forward).max(0.0),
+            )
+        } else {
+            (0.0, 0.0)
+        };
+        // Expert parallel: dispatch and combine all-to-alls, forward and backward.
+        let ep_group = Group {
+            size: ep,
+            stride: t * cp,
+        };
+        let ep_layer = 4.0 * collective_time(Collective::AllToAll, buffers.ep, ep_group, cluster);
+        Kernel {
+            block,
+            head,
+            buffers,
+            tp_one,
+            cp_forward,
+            cp_backward,
+            ep_layer,
+        }
+    }
+
+    /// Reads `layout`'s tensor, context and expert degrees, pipeline, virtual stages and data
+    /// degree; `params` are its [`Costing::params_per_device`].
+    pub(crate) fn placement(&self, layout: &Layout, params: f64) -> Placement {
+        let cluster = self.cluster;
+        let t = f64::from(layout.tensor.max(1));
+        let cp = f64::from(layout.context.max(1));
+        let d = f64::from(layout.data.max(1));
+        let p = f64::from(layout.pipeline.max(1));
+        let v = f64::from(layout.virtual_stages.max(1));
+        let layers_per_stage = f64::from(self.model.layers) / p;
+        let lps = layers_per_stage.max(1.0);
+        let elt = self.setup.precision.bytes();
+        let dp_grad_buffer = params * elt;
+        // Data parallel over data × context ranks, stride t.
+        let dp_group = Group {
+            size: d * cp,
+            stride: t,
+        };
+        let grad_rs = collective_time(Collective::Gather, dp_grad_buffer, dp_group, cluster);
+        let params_local = dp_grad_buffer / elt;
+        let optimizer = |shards: f64| {
+            params_local / shards * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
+                / cluster.device.memory_bandwidth
+        };
+        Placement {
+            layers_per_stage,
+            lps,
+            grad_rs,
+            grad_share: grad_rs / lps,
+            reduce_share: 2.0 * grad_rs / lps,
+            bubble_share: (p - 1.0) / v,
+            optimizer_whole: optimizer(1.0),
+            optimizer_sharded: optimizer(d * cp),
+            params,
+        }
+    }
+
+    /// Joins the `kernel` and the `placement` of `layout`.
+    pub(crate) fn shape(&self, layout: &Layout, kernel: &Kernel, placement: &Placement) -> Shape {
+        let t = f64::from(layout.tensor.max(1));
+        let cp = f64::from(layout.context.max(1));
+        let d = f64::from(layout.data.max(1));
+        let v = f64::from(layout.virtual_stages.max(1));
+        let m = layout.micro_batches(self.setup.global_batch).max(1.0);
+        let comm = comm_shape(
+            self.model,
+            self.setup,
+            layout,
+            placement.params,
+            &kernel.buffers,
+        );
+        let pp_comm = if layout.pipeline > 1 {
+            let stride = t * cp * d;
+            2.0 * v * m * p2p_time(comm.pp_buffer, stride, self.cluster)
+        } else {
+            0.0
+        };
+        Shape {
+            m,
+            pp_comm,
+            comm,
+            kernel: *kernel,
+            placement: *placement,
+        }
+    }
+
+    /// Adds `layout`'s recomputation to its `shape`.
+    #[inline]
+    pub(crate) fn replay(&self, shape: &Shape, layout: &Layout) -> Replay {
+        let kernel = &shape.kernel;
+        let block = kernel.block.with_recompute(layout.recompute);
+        let tp_per_layer = tp_per_layer(layout);
+        let tp_layer = tp_per_layer * kernel.tp_one;
+        let cp_layer = if layout.context > 1 {
+            let fwd = kernel.cp_forward;
+            let replay = if block.recompute > 0.0 { fwd } else { 0.0 };
+            fwd + kernel.cp_backward + replay
+        } else {
+            0.0
+        };
+        let comm_layer = tp_layer + cp_layer + kernel.ep_layer;
+        let placement = &shape.placement;
+        let (m, layers_per_stage, lps) = (shape.m, placement.layers_per_stage, placement.lps);
+        let stage_mb = layers_per_stage * (block.total() + comm_layer) + kernel.head;
+        Replay {
+            block,
+            tp_step: shape.comm.tp_step(tp_per_layer),
+            steady: m * stage_mb,
+            bubble: placement.bubble_share * stage_mb,
+            compute: m * (layers_per_stage * block.total() + kernel.head),
+            tensor_comm: m * layers_per_stage * comm_layer,
+            backward_window: (block.backward + block.recompute) * (lps - 1.0),
+            forward_window: block.forward * (lps - 1.0),
+            flops: self
+                .flops
+                .get(recompute_index(layout.recompute))
+                .copied()
+                .unwrap_or_else(|| flops_per_token(self.model, layout.recompute)),
+        }
+    }
+
+    /// The whole step of `layout`, whose `shape` and `replay` these are, under its ZeRO stage,
+    /// with its `memory`, written into `out` field by field: the search rewrites one estimate
+    /// for every layout, and building a new one to copy over it costs as much again.
+    #[inline(always)]
+    pub(crate) fn step(
+        &self,
+        shape: &Shape,
+        replay: &Replay,
+        layout: &Layout,
+        memory: MemoryBreakdown,
+        out: &mut StepEstimate,
+    ) {
+        let block = &replay.block;
+        let placement = &shape.placement;
+        let (m, lps, grad_rs) = (shape.m, placement.lps, placement.grad_rs);
+        let (dp_per_mb, dp_step) = match layout.zero {
+            0 | 1 => {
+                // Bucketed reduction overlaps the last micro-batch's backward except its last
+                // bucket; ZeRO-1 gathers updated parameters under the next forward the same way.
+                let reduce = 2.0 * grad_rs;
+                let exposed = (reduce - replay.backward_window).max(placement.reduce_share);
+                (0.0, exposed)
+            }
+            2 => {
+                // Gradients are reduce-scattered every micro-batch under its backward.
+                let exposed = (grad_rs - replay.backward_window).max(placement.grad_share);
+                (
+                    exposed,
+                    (grad_rs - replay.forward_window).max(placement.grad_share),
+                )
+            }
+            _ => {
+                // FSDP: per block, gather weights before forward and backward (prefetched under
+                // the previous block) and reduce-scatter gradients under the backward.
+                let ag_layer = placement.grad_share;
+                let fwd = (ag_layer - block.forward).max(0.0);
+                let bwd = (2.0 * ag_layer - block.backward - block.recompute).max(0.0);
+                ((fwd + bwd) * lps + ag_layer, 0.0)
+            }
+        };
+        let data_comm = m * dp_per_mb + dp_step;
+        let optimizer = if layout.zero >= 1 {
+            placement.optimizer_sharded
+        } else {
+            placement.optimizer_whole
+        };
+        let pp_comm = shape.pp_comm;
+        let step = replay.steady + replay.bubble + pp_comm + data_comm + optimizer;
+        out.breakdown = StepBreakdown {
+            compute: replay.compute,
+            tensor_comm: replay.tensor_comm,
+            pipeline_bubble: replay.bubble,
+            data_comm,
+            other: pp_comm + optimizer,
+        };
+        let tokens_per_s = self.tokens_per_step / step;
+        let devices = layout.devices() as f64;
+        let per_device = tokens_per_s / devices;
+        let flops = &replay.flops;
+        let model_flops_s = per_device * flops.model;
+        let gemm_peak = self.rates.gemm_peak;
+        out.step_time_s = step;
+        out.tokens_per_s = tokens_per_s;
+        out.tokens_per_s_per_device = per_device;
+        out.model_tflops_per_device = model_flops_s / 1e12;
+        out.mfu = model_flops_s / gemm_peak;
+        out.hfu = per_device * flops.hardware / gemm_peak;
+        out.flops_convention = FlopConvention::ModelPalm;
+        out.model_flops_per_token = flops.model;
+        out.hardware_flops_per_token = flops.hardware;
+        out.memory_per_device_bytes = memory.total;
+        out.memory = memory;
+        out.comm_bytes_per_step = shape.comm.per_step(replay.tp_step, layout.zero);
+    }
+}
