@@ -25,6 +25,9 @@ pub(crate) struct Placement<'a> {
     /// Whether the device trains in the job's precision; when not, it may still run the
     /// precision-sensitive ops of a heterogeneous pipeline (in bf16 for an fp8 job).
     pub(crate) hosts_job_precision: bool,
+    /// The tenant's whole quota of the device type (guaranteed plus elastic), shared by every
+    /// group of that type; `None` when the tenant has no quotas.
+    pub(crate) quota: Option<u64>,
 }
 
 /// The node groups that may run `job`, in the pool's file order, and one sentence for each
@@ -81,6 +84,7 @@ pub(crate) fn options<'a>(
         }
         let mut cap = group.devices();
         let mut guaranteed = cap;
+        let mut quota = None;
         if let Some(t) = tenant.filter(|t| !t.quota.is_empty()) {
             let Some(q) = t.quota.iter().find(|q| q.device.value == id) else {
                 skipped.push(format!(
@@ -92,6 +96,7 @@ pub(crate) fn options<'a>(
             // The elastic share is borrowed: devices above the guaranteed quota may be
             // preempted, which the plan reports (`preemptible_devices`).
             guaranteed = u64::from(q.guaranteed.value);
+            quota = Some(guaranteed + u64::from(q.elastic.value));
             cap = cap.min(guaranteed + u64::from(q.elastic.value));
         }
         if let Some(max) = &job.resources.max_devices {
@@ -109,6 +114,7 @@ pub(crate) fn options<'a>(
             available: cap,
             guaranteed,
             hosts_job_precision,
+            quota,
         });
     }
     (options, skipped)

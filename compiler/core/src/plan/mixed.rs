@@ -196,11 +196,17 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                 transfer_s: oa.transfer_s,
                 fixed_cost: oa.transfer_cost + egress,
             };
-            let max_devices = job
+            let mut max_devices = job
                 .resources
                 .max_devices
                 .as_ref()
                 .map_or(pa.available + pb.available, |m| m.value);
+            // Two groups of one device type share the tenant's quota of it.
+            if pa.device.id.value == pb.device.id.value
+                && let Some(quota) = pa.quota
+            {
+                max_devices = max_devices.min(quota);
+            }
             let spec = PipelineSpec {
                 model: input.model,
                 setup: input.setup,
@@ -367,8 +373,12 @@ pub(crate) fn fill_mixed(
             other: round(p.optimizer_s),
         },
     });
-    let [first, _] = m.placements;
-    plan.data = Some(build::data_ir(job, pool, first.site));
+    let [first, second] = m.placements;
+    let mut data = build::data_ir(job, pool, first.site);
+    if first.site.name.value != second.site.name.value {
+        data.strategy = "split".to_string();
+    }
+    plan.data = Some(data);
     let mtbf = m
         .placements
         .iter()
