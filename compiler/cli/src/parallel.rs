@@ -100,13 +100,18 @@ pub fn add_specs(specs: &mut Specs, files: Vec<(String, Vec<u8>)>) {
         .sort_by_key(|d| (d.span.file, d.span.start, d.code));
 }
 
-/// Plans `jobs` (each with the display path of its file) against `catalogue` in parallel, one
-/// [`plan_document`] call per job: the same document as one call with every job (plans sorted
+/// Most jobs handed to one [`plan_document`] call. Each call also hashes the whole catalogue for
+/// the document's digest; a few jobs per call keep that a small share of the work, and at least
+/// 64 calls (when there are that many jobs) keep every core busy to the end.
+const JOBS_PER_CALL: usize = 8;
+
+/// Plans `jobs` (each with the display path of its file) against `catalogue` in parallel, a few
+/// jobs per [`plan_document`] call: the same document as one call with every job (plans sorted
 /// by file, stable), and the planner's diagnostics in job order.
 pub fn plan_jobs(jobs: &[(&Job, &str)], catalogue: &Catalogue) -> (PlanDocument, Vec<Diagnostic>) {
-    let results = map_ordered(jobs, |pair| {
-        plan_document(std::slice::from_ref(pair), catalogue)
-    });
+    let per_call = (jobs.len() / 64).clamp(1, JOBS_PER_CALL);
+    let chunks: Vec<&[(&Job, &str)]> = jobs.chunks(per_call).collect();
+    let results = map_ordered(&chunks, |chunk| plan_document(chunk, catalogue));
     let mut plans = Vec::with_capacity(jobs.len());
     let mut diagnostics = Vec::new();
     for (doc, found) in results {

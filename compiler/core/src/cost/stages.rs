@@ -82,6 +82,7 @@ pub(crate) struct Placement {
 pub(crate) struct Shape {
     /// Micro-batches per step (at least 1).
     m: f64,
+    devices: f64,
     pp_comm: f64,
     comm: CommShape,
     kernel: Kernel,
@@ -330,6 +331,7 @@ impl<'a> Costing<'a> {
         };
         Shape {
             m,
+            devices: layout.devices() as f64,
             pp_comm,
             comm,
             kernel: *kernel,
@@ -428,8 +430,7 @@ impl<'a> Costing<'a> {
             other: pp_comm + optimizer,
         };
         let tokens_per_s = self.tokens_per_step / step;
-        let devices = layout.devices() as f64;
-        let per_device = tokens_per_s / devices;
+        let per_device = tokens_per_s / shape.devices;
         let flops = &replay.flops;
         let model_flops_s = per_device * flops.model;
         let gemm_peak = self.rates.gemm_peak;

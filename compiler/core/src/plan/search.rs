@@ -401,11 +401,12 @@ impl Ranker<'_> {
         activations: &StageActivations,
     ) -> ControlFlow<()> {
         self.stages.new_micro_batch();
+        // The candidate's layout is rewritten field by field: copying whole layouts is a
+        // noticeable share of the innermost loop.
+        self.scratch.layout = shaped.probe;
+        self.scratch.devices = shaped.devices;
+        let devices = shaped.devices as f64;
         for (&z, &(weights, gradients, optimizer)) in self.zeros.iter().zip(shaped.states) {
-            let layout_z = Layout {
-                zero: z,
-                ..shaped.probe
-            };
             self.stats.enumerated += 1;
             let mut fitted = None;
             for &r in &self.recomputes {
@@ -415,8 +416,9 @@ impl Ranker<'_> {
                     break;
                 }
                 let layout = Layout {
+                    zero: z,
                     recompute: r,
-                    ..layout_z
+                    ..shaped.probe
                 };
                 self.out
                     .reject_memory(memory.total, self.have_bytes, layout);
@@ -424,30 +426,27 @@ impl Ranker<'_> {
             let Some((r, memory)) = fitted else {
                 continue;
             };
-            let layout = Layout {
-                recompute: r,
-                ..layout_z
-            };
+            let cand = &mut self.scratch;
+            cand.layout.zero = z;
+            cand.layout.recompute = r;
             self.stats.evaluated += 1;
             let Some(costing) = &self.costing else {
                 let message = format!(
                     "`{}` has no {} peak",
                     self.cluster.device.id, self.setup.precision
                 );
-                self.out.reject(Rejection::Unsupported { message }, layout);
+                self.out
+                    .reject(Rejection::Unsupported { message }, cand.layout);
                 return ControlFlow::Break(());
             };
-            let cand = &mut self.scratch;
-            cand.layout = layout;
-            cand.devices = shaped.devices;
             costing.step_cached(
                 &mut self.stages,
-                &layout,
+                &cand.layout,
                 shaped.params,
                 memory,
                 &mut cand.estimate,
             );
-            set_totals(cand, self.setup);
+            set_totals(cand, self.setup, devices);
             let score = self.objective.score(cand);
             insert_ranked(&mut self.ranked, score, cand, self.keep);
         }
@@ -748,15 +747,16 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
     ranker.finish()
 }
 
-/// Fills in the training time and device-hours of `cand` from its estimate.
-fn set_totals(cand: &mut Candidate, setup: &TrainSetup) {
+/// Fills in the training time and device-hours of `cand` from its estimate; `devices` is
+/// `cand.devices`.
+fn set_totals(cand: &mut Candidate, setup: &TrainSetup, devices: f64) {
     let train_time_s = if cand.estimate.tokens_per_s > 0.0 {
         setup.tokens / cand.estimate.tokens_per_s
     } else {
         f64::INFINITY
     };
     cand.train_time_s = train_time_s;
-    cand.device_hours = train_time_s / 3600.0 * cand.devices as f64;
+    cand.device_hours = train_time_s / 3600.0 * devices;
 }
 
 /// Keeps the `keep` best by (score, layout field order).
