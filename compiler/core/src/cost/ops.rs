@@ -28,6 +28,15 @@ pub struct OpCost {
     pub hostable: bool,
 }
 
+/// An op the device cannot run.
+const UNHOSTABLE: OpCost = OpCost {
+    seconds: f64::INFINITY,
+    backward: f64::INFINITY,
+    tensor_comm: 0.0,
+    stash_bytes: 0.0,
+    hostable: false,
+};
+
 /// The precision an op runs in: sensitive ops never in fp8.
 pub fn op_precision(job: Precision, sensitive: bool) -> Precision {
     if sensitive && job == Precision::Fp8 {
@@ -107,23 +116,11 @@ pub fn op_costs(
         .map(|op| {
             let precision = op_precision(job, op.sensitive);
             if !supports(precision) {
-                return OpCost {
-                    seconds: f64::INFINITY,
-                    backward: f64::INFINITY,
-                    tensor_comm: 0.0,
-                    stash_bytes: 0.0,
-                    hostable: false,
-                };
+                return UNHOSTABLE;
             }
             let block = if op.sensitive { careful } else { plain };
             let Some((block, tp, stash, rates)) = block else {
-                return OpCost {
-                    seconds: f64::INFINITY,
-                    backward: f64::INFINITY,
-                    tensor_comm: 0.0,
-                    stash_bytes: 0.0,
-                    hostable: false,
-                };
+                return UNHOSTABLE;
             };
             let elt = precision.bytes();
             let bw = rates.memory_bandwidth;

@@ -216,7 +216,6 @@ pub(crate) fn miss_reasons(job: &Job, best: &Entry<'_, '_>, limits: &Limits) -> 
 /// every other node group or pair, then other layouts of the chosen one; each with its
 /// objective and a typed reason it lost.
 pub(crate) fn alternatives(
-    job: &Job,
     entries: &[Entry<'_, '_>],
     limits: &Limits,
     currency: &str,
@@ -268,7 +267,7 @@ pub(crate) fn alternatives(
     picked
         .into_iter()
         .map(|e| {
-            let (lost_on, why_not) = why_not(job, e, best, limits, currency);
+            let (lost_on, why_not) = why_not(e, best, limits, currency);
             AlternativeIr {
                 shape: e.shape(best).to_string(),
                 lost_on: lost_on.to_string(),
@@ -282,13 +281,11 @@ pub(crate) fn alternatives(
 
 /// Why `e` lost to `best`: a keyword and a sentence with numbers.
 fn why_not(
-    job: &Job,
     e: &Entry<'_, '_>,
     best: &Entry<'_, '_>,
     limits: &Limits,
     currency: &str,
 ) -> (&'static str, String) {
-    let _ = job;
     let o = &e.outcome;
     if let Some(deadline) = limits.deadline_s
         && o.time_s > deadline

@@ -232,7 +232,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
     if plan.feasible {
         plan.why = explain::why(job, &entries, &limits, options.len());
     }
-    plan.alternatives = explain::alternatives(job, &entries, &limits, &currency);
+    plan.alternatives = explain::alternatives(&entries, &limits, &currency);
     if let Some(data) = plan.data.as_mut() {
         data.options = explain::data_options(job, pool, &entries, &limits, &objectives);
     }
