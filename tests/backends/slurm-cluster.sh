@@ -212,11 +212,11 @@ do_start() {
   command -v slurmctld >/dev/null || die "slurmctld is not installed (scripts/backend-tools.sh installs it)"
   local t0=$SECONDS changed
   changed=$(write_configs)
-  if [[ $changed == 1 ]]; then
-    log "configuration changed: fresh start"
-    do_stop
-    rm -rf "${SPOOL:?}/ctld"/*
-  fi
+  # Always a fresh cluster: jobs left in the saved state by an earlier run (a test killed
+  # mid-way) keep their nodes busy, and the tests wait for idle nodes.
+  log "fresh start (configuration changed: $changed)"
+  do_stop
+  rm -rf "${SPOOL:?}/ctld"/* "${SPOOL:?}"/slurmd-*
   start_munge
   start_slurmctld
   start_live
