@@ -140,8 +140,8 @@ pub fn plan_catalogue(dir: Option<&Path>) -> Result<Catalogue, IoError> {
 }
 
 /// Plans every job of `specs` against `catalogue`: the Plan IR document (plans sorted by file,
-/// jobs of a file in source order) and the planner's diagnostics. Callers run it only when
-/// `specs` has no errors.
+/// jobs of a file in source order) and every diagnostic to show with it: the specs' warnings and
+/// the planner's, sorted by place. Callers run it only when `specs` has no errors.
 pub fn plan_specs(
     specs: &Specs,
     catalogue: &loam_compiler::catalogue::Catalogue,
@@ -154,5 +154,8 @@ pub fn plan_specs(
             (job, file)
         })
         .collect();
-    crate::parallel::plan_jobs(&jobs, catalogue)
+    let (doc, mut diagnostics) = crate::parallel::plan_jobs(&jobs, catalogue);
+    diagnostics.extend(specs.diagnostics.iter().cloned());
+    diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    (doc, diagnostics)
 }

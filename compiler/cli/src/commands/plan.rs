@@ -34,9 +34,7 @@ pub fn run(
         ));
         return Ok(1);
     };
-    let (doc, mut diagnostics) = plan_specs(&specs, &catalogue);
-    diagnostics.extend(specs.diagnostics.iter().cloned());
-    diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    let (doc, diagnostics) = plan_specs(&specs, &catalogue);
     if !diagnostics.is_empty() {
         cx.eprint(&render_text(&diagnostics, &specs.sources, cx.color));
     }
