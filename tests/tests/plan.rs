@@ -106,7 +106,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.1");
+        assert_eq!(doc["format_version"], "1.2");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -165,19 +165,30 @@ fn every_example_plans_feasibly_with_every_contract_field() {
             }
             assert_eq!(next, layers, "{example}: stages must cover [0, {layers})");
             // The devices of the layout are the devices placed: every stage takes its group's
-            // tensor degree (the layout's, in a single-type plan) times the data degree.
+            // tensor degree (the layout's, in a single-type plan) times the data degree; in a
+            // data-parallel split each group's own layout takes its devices.
             let l = &plan["layout"];
             let groups = plan["groups"].as_array().unwrap();
-            let devices: u64 = stages
-                .iter()
-                .map(|s| {
-                    let g = &groups[s["group"].as_u64().unwrap() as usize];
-                    let tensor = g["tensor"]
-                        .as_u64()
-                        .unwrap_or(l["tensor"].as_u64().unwrap());
-                    tensor * l["data"].as_u64().unwrap() * l["context"].as_u64().unwrap()
-                })
-                .sum();
+            let degrees = |l: &Value| -> u64 {
+                ["tensor", "pipeline", "data", "context", "expert"]
+                    .iter()
+                    .map(|k| l[*k].as_u64().unwrap())
+                    .product()
+            };
+            let devices: u64 = if plan["hetero"] == "data" {
+                groups.iter().map(|g| degrees(&g["layout"])).sum()
+            } else {
+                stages
+                    .iter()
+                    .map(|s| {
+                        let g = &groups[s["group"].as_u64().unwrap() as usize];
+                        let tensor = g["tensor"]
+                            .as_u64()
+                            .unwrap_or(l["tensor"].as_u64().unwrap());
+                        tensor * l["data"].as_u64().unwrap() * l["context"].as_u64().unwrap()
+                    })
+                    .sum()
+            };
             let placed: u64 = plan["groups"]
                 .as_array()
                 .unwrap()

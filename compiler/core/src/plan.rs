@@ -3,6 +3,7 @@
 mod build;
 mod explain;
 pub mod hetero;
+mod hetero_data;
 pub mod ir;
 mod mixed;
 mod objective;

@@ -1,7 +1,7 @@
 //! The plan as a person reads it first: where, split how, how long, how much, why, and what
 //! else was considered.
 
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_compiler::plan::ir::{LayoutIr, Plan, PlanDocument, StageIr};
 use std::fmt::Write;
 
 /// `1234567.8` → `1,234,568`.
@@ -18,11 +18,17 @@ pub fn duration(hours: f64) -> String {
     }
 }
 
-/// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`.
+/// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
+/// a heterogeneous data-parallel plan, each group's joined by ` + `.
 pub fn layout_line(plan: &Plan) -> String {
-    let Some(l) = &plan.layout else {
-        return "-".into();
-    };
+    if is_data_split(plan) {
+        return group_layout_lines(plan).join(" + ");
+    }
+    plan.layout.as_ref().map_or_else(|| "-".into(), layout_text)
+}
+
+/// One layout: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`.
+fn layout_text(l: &LayoutIr) -> String {
     let mut degrees = format!("TP{} PP{} DP{}", l.tensor, l.pipeline, l.data);
     if l.context > 1 {
         let _ = write!(degrees, " CP{}", l.context);
@@ -37,6 +43,25 @@ pub fn layout_line(plan: &Plan) -> String {
         "{degrees} · micro-batch {} · ZeRO-{} · recompute {}",
         l.micro_batch, l.zero, l.recompute
     )
+}
+
+/// Whether each group of the plan runs whole replicas on its share of the batch.
+fn is_data_split(plan: &Plan) -> bool {
+    plan.hetero.as_deref() == Some("data")
+}
+
+/// Each group's own layout and share of the batch: `H20: TP1 PP1 DP64 … · 128 sequences`.
+fn group_layout_lines(plan: &Plan) -> Vec<String> {
+    plan.groups
+        .iter()
+        .filter_map(|g| {
+            let layout = layout_text(g.layout.as_ref()?);
+            let share = g
+                .sequences_per_step
+                .map_or(String::new(), |s| format!(" · {s} sequences per step"));
+            Some(format!("{}: {layout}{share}", g.device))
+        })
+        .collect()
 }
 
 /// Where the plan runs: `512 × H100_SXM on 64 nodes at shanghai (sh-h100-a), pool xirang`.
@@ -97,12 +122,8 @@ fn group_stages_lines(plan: &Plan) -> Vec<String> {
 }
 
 /// Stages in short: `4 stages × 20 blocks` or the ranges when unequal.
-fn stages_line(plan: &Plan) -> String {
-    let sizes: Vec<u64> = plan
-        .stages
-        .iter()
-        .map(|s| s.layers[1] - s.layers[0])
-        .collect();
+fn stages_line(stages: &[StageIr]) -> String {
+    let sizes: Vec<u64> = stages.iter().map(|s| s.layers[1] - s.layers[0]).collect();
     match sizes.first() {
         Some(first) if sizes.iter().all(|s| s == first) => {
             let n = sizes.len();
@@ -111,8 +132,7 @@ fn stages_line(plan: &Plan) -> String {
                 if n == 1 { "" } else { "s" }
             )
         }
-        _ => plan
-            .stages
+        _ => stages
             .iter()
             .map(|s| format!("[{}, {})", s.layers[0], s.layers[1]))
             .collect::<Vec<_>>()
@@ -140,13 +160,22 @@ pub fn render_plan(plan: &Plan) -> String {
     }
     if plan.layout.is_some() {
         row(&mut out, "where", &where_line(plan));
-        row(&mut out, "layout", &layout_line(plan));
-        if plan.groups.len() > 1 {
+        if is_data_split(plan) {
+            for (i, line) in group_layout_lines(plan).iter().enumerate() {
+                row(&mut out, if i == 0 { "layout" } else { "" }, line);
+            }
+            for (i, g) in plan.groups.iter().enumerate() {
+                let line = format!("{}: {} per replica", g.device, stages_line(&g.stages));
+                row(&mut out, if i == 0 { "stages" } else { "" }, &line);
+            }
+        } else if plan.groups.len() > 1 {
+            row(&mut out, "layout", &layout_line(plan));
             for (i, line) in group_stages_lines(plan).iter().enumerate() {
                 row(&mut out, if i == 0 { "stages" } else { "" }, line);
             }
         } else {
-            row(&mut out, "stages", &stages_line(plan));
+            row(&mut out, "layout", &layout_line(plan));
+            row(&mut out, "stages", &stages_line(&plan.stages));
         }
     }
     if let Some(e) = &plan.estimate {

@@ -375,12 +375,9 @@ pub(crate) struct Totals {
     pub(crate) carbon_kg: f64,
 }
 
-/// Fills every field of `plan` from the chosen layout `best`.
-pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, totals: Totals) {
-    let c = &best.candidate;
-    let l = &c.layout;
-    let o = best.placement;
-    plan.layout = Some(LayoutIr {
+/// A layout as the Plan IR writes it.
+pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
+    LayoutIr {
         tensor: l.tensor.into(),
         pipeline: l.pipeline.into(),
         data: l.data.into(),
@@ -390,7 +387,15 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         micro_batch: l.micro_batch.into(),
         zero: l.zero,
         recompute: l.recompute.as_str().to_string(),
-    });
+    }
+}
+
+/// Fills every field of `plan` from the chosen layout `best`.
+pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, totals: Totals) {
+    let c = &best.candidate;
+    let l = &c.layout;
+    let o = best.placement;
+    plan.layout = Some(layout_ir(l));
     let dpn = u64::from(o.group.devices_per_node.value.max(1));
     plan.groups = vec![GroupIr {
         site: o.site.name.value.clone(),
@@ -410,6 +415,9 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         preemptible_devices: c.devices.saturating_sub(o.guaranteed),
         slice: None,
         tensor: None,
+        layout: None,
+        sequences_per_step: None,
+        stages: Vec::new(),
     }];
     plan.stages = super::stages::homogeneous_stages(job, l.pipeline.into());
     let e = &c.estimate;

@@ -2,6 +2,7 @@
 //! either kind (one node group, or a pipeline over two) ranked on one list.
 
 use super::build;
+use super::hetero_data::DataSplit;
 use super::ir::{AlternativeIr, DataOptionIr};
 use super::mixed::Mixed;
 use super::objective::{Constrained, Limits, Outcome, PENALTY};
@@ -20,6 +21,8 @@ pub(crate) enum Kind<'r, 'a> {
     Single(&'r Ranked<'a>),
     /// A pipeline over two node groups.
     Mixed(&'r Mixed<'a>),
+    /// Whole replicas on two node groups, the batch split between them.
+    Data(&'r DataSplit<'a>),
 }
 
 /// One costed plan.
@@ -38,7 +41,25 @@ impl<'r, 'a> Entry<'r, 'a> {
                 let [first, _] = m.placements;
                 first.site
             }
+            Kind::Data(d) => {
+                let [first, _] = d.placements;
+                first.site
+            }
         }
+    }
+
+    /// 0 for one node group, 1 for a pipeline over two, 2 for replicas on two.
+    fn kind_rank(&self) -> u8 {
+        match self.kind {
+            Kind::Single(_) => 0,
+            Kind::Mixed(_) => 1,
+            Kind::Data(_) => 2,
+        }
+    }
+
+    /// Whether it runs on two node groups.
+    fn is_pair(&self) -> bool {
+        !matches!(self.kind, Kind::Single(_))
     }
 
     /// Which node groups it uses (option indices; a single group twice).
@@ -46,6 +67,7 @@ impl<'r, 'a> Entry<'r, 'a> {
         match self.kind {
             Kind::Single(r) => [r.option, r.option],
             Kind::Mixed(m) => m.pair,
+            Kind::Data(d) => d.pair,
         }
     }
 
@@ -58,6 +80,11 @@ impl<'r, 'a> Entry<'r, 'a> {
                 .iter()
                 .map(|p| p.site.name.value.as_str())
                 .collect(),
+            Kind::Data(d) => d
+                .placements
+                .iter()
+                .map(|p| p.site.name.value.as_str())
+                .collect(),
         }
     }
 
@@ -65,30 +92,30 @@ impl<'r, 'a> Entry<'r, 'a> {
         match self.kind {
             Kind::Single(r) => build::summary(r),
             Kind::Mixed(m) => m.summary(),
+            Kind::Data(d) => d.summary(),
         }
     }
 
     /// Single-type plans first on equal scores, then file order, then layout order.
     fn order(&self, other: &Self) -> std::cmp::Ordering {
-        let rank = |e: &Self| match e.kind {
-            Kind::Single(_) => 0u8,
-            Kind::Mixed(_) => 1,
-        };
         self.score
             .total_cmp(&other.score)
-            .then(rank(self).cmp(&rank(other)))
+            .then(self.kind_rank().cmp(&other.kind_rank()))
             .then(self.groups().cmp(&other.groups()))
             .then_with(|| match (self.kind, other.kind) {
                 (Kind::Single(a), Kind::Single(b)) => a.candidate.layout.cmp(&b.candidate.layout),
                 (Kind::Mixed(a), Kind::Mixed(b)) => a.plan.shape.cmp(&b.plan.shape),
+                (Kind::Data(a), Kind::Data(b)) => a.order(b),
                 _ => std::cmp::Ordering::Equal,
             })
     }
 
-    /// `single-type`, `heterogeneous`, or `other-site` when it runs where `best` does not.
+    /// `single-type`, `heterogeneous` (a pipeline over two groups), `heterogeneous-data`
+    /// (replicas on two groups), or `other-site` when it runs where `best` does not.
     fn shape(&self, best: &Self) -> &'static str {
         match self.kind {
             Kind::Mixed(_) => "heterogeneous",
+            Kind::Data(_) => "heterogeneous-data",
             Kind::Single(_) => {
                 let theirs = best.sites();
                 if self.sites().iter().all(|s| theirs.contains(s)) {
@@ -105,6 +132,7 @@ impl<'r, 'a> Entry<'r, 'a> {
 pub(crate) fn entries<'r, 'a>(
     ranked: &'r [Ranked<'a>],
     mixed: &'r [Mixed<'a>],
+    splits: &'r [DataSplit<'a>],
     objectives: &[Constrained],
 ) -> Vec<Entry<'r, 'a>> {
     let mut all: Vec<Entry<'r, 'a>> = ranked
@@ -121,6 +149,11 @@ pub(crate) fn entries<'r, 'a>(
             score: m.score,
             outcome: m.outcome,
             kind: Kind::Mixed(m),
+        }))
+        .chain(splits.iter().map(|d| Entry {
+            score: d.score,
+            outcome: d.outcome,
+            kind: Kind::Data(d),
         }))
         .collect();
     all.sort_by(|a, b| a.order(b));
@@ -155,7 +188,7 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         ));
     }
     let plural = if groups == 1 { "" } else { "s" };
-    let mixed = entries.iter().any(|e| matches!(e.kind, Kind::Mixed(_)));
+    let mixed = entries.iter().any(Entry::is_pair);
     let shapes = if mixed {
         "single-type and heterogeneous plans"
     } else {
@@ -166,7 +199,7 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         text.push_str(" that meet ");
         text.push_str(&limit_texts.join(" and "));
     }
-    if let Kind::Mixed(_) = best.kind
+    if best.is_pair()
         && let Some(single) = entries.iter().find(|e| matches!(e.kind, Kind::Single(_)))
     {
         let (mine, theirs) = (limits.raw(&best.outcome), limits.raw(&single.outcome));
@@ -234,15 +267,17 @@ pub(crate) fn alternatives(
         }
     };
     let at = |i: &usize| entries.get(*i);
-    let other_kind = rest.iter().copied().find(|i| {
-        at(i).is_some_and(|e| {
-            matches!(
-                (e.kind, best.kind),
-                (Kind::Single(_), Kind::Mixed(_)) | (Kind::Mixed(_), Kind::Single(_))
-            )
-        })
-    });
-    add(other_kind, &mut picked);
+    // The best of every other shape: single-type, pipeline, data-parallel split.
+    for rank in 0..3u8 {
+        if rank != best.kind_rank() {
+            add(
+                rest.iter()
+                    .copied()
+                    .find(|i| at(i).is_some_and(|e| e.kind_rank() == rank)),
+                &mut picked,
+            );
+        }
+    }
     let other_site = rest
         .iter()
         .copied()
@@ -376,6 +411,7 @@ pub(crate) fn data_options(
             let egress = match e.kind {
                 Kind::Single(_) => objectives.get(first)?.transfer_cost,
                 Kind::Mixed(m) => m.fixed_cost,
+                Kind::Data(d) => d.fixed_cost,
             };
             Some(DataOptionIr {
                 strategy: strategy.to_string(),

@@ -215,12 +215,15 @@ fn prepare<'a>(spec: &PipelineSpec<'a>) -> Prepared<'a> {
     }
 }
 
-/// Every configuration of `spec`, with a lower bound on its objective: each op at the faster
-/// group's no-recompute speed, the work spread evenly over every stage.
+/// Every configuration of `spec` whose lower bound on the objective is below `cutoff`, with
+/// that bound: each op at the faster group's no-recompute speed, the work spread evenly over
+/// every stage. (A configuration at or above the cutoff could never be costed, so leaving it
+/// out early changes no result and spares sorting it.)
 fn configurations(
     spec: &PipelineSpec<'_>,
     prepared: &Prepared<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
+    cutoff: f64,
 ) -> Vec<(f64, PipelineShape)> {
     let batch = spec.setup.global_batch;
     let n = prepared.params.len().saturating_sub(1);
@@ -314,7 +317,10 @@ fn configurations(
                             }
                             let bottleneck = bound_stage(s0 as f64, s1 as f64);
                             let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;
-                            configs.push((objective(devices, seconds), shape));
+                            let bound = objective(devices, seconds);
+                            if bound < cutoff {
+                                configs.push((bound, shape));
+                            }
                         }
                     }
                 }
@@ -338,13 +344,17 @@ fn insert_kept(found: &mut Vec<(f64, PipelinePlan)>, score: f64, plan: PipelineP
 }
 
 /// Searches heterogeneous pipelines of `spec`; `objective(devices per group, train seconds)`
-/// scores a plan (lower is better) and must not decrease as the seconds grow. Configurations
-/// whose bound reaches `incumbent` (the best plan of another kind) are not costed: they cannot
-/// win. Best first.
+/// scores a plan (lower is better) and must not decrease as the seconds grow. `incumbent` is the
+/// best plan of another kind: configurations whose bound reaches it cannot win and are not
+/// costed once the pair has one plan; until then configurations up to `incumbent × slack` are,
+/// so that a losing pair still shows a plan as an alternative. Such a plan is the first found in
+/// bound order, not always the pair's best: finding the best of a pair that cannot win costs
+/// four times as long on the benchmark. Best first.
 pub fn search_pipelines(
     spec: &PipelineSpec<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
     incumbent: f64,
+    slack: f64,
 ) -> Vec<(f64, PipelinePlan)> {
     let prepared = prepare(spec);
     if !prepared.splittable() {
@@ -352,13 +362,15 @@ pub fn search_pipelines(
     }
     let keep = spec.keep.max(1);
     let mut found: Vec<(f64, PipelinePlan)> = Vec::new();
-    for (bound, shape) in configurations(spec, &prepared, objective) {
+    let shown = incumbent * slack.max(1.0);
+    for (bound, shape) in configurations(spec, &prepared, objective, shown) {
         let worst_kept = if found.len() >= keep {
             found.last().map_or(f64::INFINITY, |f| f.0)
         } else {
             f64::INFINITY
         };
-        if bound >= worst_kept.min(incumbent) {
+        let cutoff = if found.is_empty() { shown } else { incumbent };
+        if bound >= worst_kept.min(cutoff) {
             break;
         }
         let Some(sides) = prepared.sides_of(&shape) else {
@@ -422,7 +434,7 @@ pub(crate) fn search_exhaustively(
     let prepared = prepare(spec);
     let n = prepared.params.len().saturating_sub(1);
     let mut found = Vec::new();
-    for (_, shape) in configurations(spec, &prepared, objective) {
+    for (_, shape) in configurations(spec, &prepared, objective, f64::INFINITY) {
         let sides = prepared.sides_of(&shape)?;
         let p = (shape.stages[0] + shape.stages[1]) as usize;
         // Every composition of n ops into p non-empty stages, as its stage ends.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.1";
+pub const FORMAT_VERSION: &str = "1.2";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -45,7 +45,13 @@ pub struct Plan {
     pub pool: String,
     /// What the job trains, as the trainer needs it.
     pub workload: WorkloadIr,
-    /// The parallel layout (absent when infeasible).
+    /// How a plan over two device groups divides the work: `pipeline` (each group runs some
+    /// stages of every replica) or `data` (each group runs whole replicas on its share of the
+    /// batch). Absent for plans on one group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hetero: Option<String>,
+    /// The parallel layout (absent when infeasible). In a `data` plan it is the first group's,
+    /// with `data` counting the replicas of both groups; each group's own is `groups[].layout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutIr>,
     /// Device groups: which devices, where.
@@ -162,6 +168,17 @@ pub struct GroupIr {
     /// `layout.tensor` is the first group's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor: Option<u64>,
+    /// The group's own layout, in heterogeneous data-parallel plans (`hetero: data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutIr>,
+    /// Sequences of each optimizer step the group trains on, in heterogeneous data-parallel
+    /// plans (the groups' shares add up to `workload.global_batch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequences_per_step: Option<u64>,
+    /// The pipeline stages of one of the group's replicas, in heterogeneous data-parallel plans
+    /// (they cover every block once; `stages` repeats the first group's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageIr>,
 }
 
 /// One pipeline stage.

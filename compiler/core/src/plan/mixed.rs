@@ -66,7 +66,7 @@ impl Mixed<'_> {
 /// How precise a device's arithmetic is, from what its figures publish: 2 with fp32 (or tf32)
 /// matrix or vector rates, 1 with 16-bit only. In a pipeline over two types the sensitive ops
 /// go to the type that ranks higher (either, when they tie).
-fn arithmetic_rank(p: &Placement<'_>) -> u8 {
+pub(crate) fn arithmetic_rank(p: &Placement<'_>) -> u8 {
     use crate::types::Precision;
     if p.device.peak(Precision::Fp32).is_some() || p.device.peak(Precision::Tf32).is_some() {
         2
@@ -78,7 +78,7 @@ fn arithmetic_rank(p: &Placement<'_>) -> u8 {
 }
 
 /// The node groups worth pairing: indices into `options`.
-fn candidates(options: &[Placement<'_>], single_scores: &[Option<f64>]) -> Vec<usize> {
+pub(crate) fn candidates(options: &[Placement<'_>], single_scores: &[Option<f64>]) -> Vec<usize> {
     let mut full: Vec<(f64, usize)> = options
         .iter()
         .enumerate()
@@ -115,10 +115,12 @@ pub(crate) struct MixedInput<'p, 'a> {
     pub(crate) model: &'p ModelDims,
     pub(crate) setup: &'p TrainSetup,
     pub(crate) graph: &'p OpGraph,
+    /// The layout fields the spec pins (each group of a data-parallel split honours them).
+    pub(crate) pins: super::search::Pins,
     /// Converts an amount in the pool's base currency to the plan's.
     pub(crate) convert: &'p dyn Fn(f64) -> f64,
-    /// The best single-type score: pipelines that cannot beat it by [`ALTERNATIVE_SLACK`] are
-    /// not costed.
+    /// The best single-type score: pipelines that cannot beat it are not costed, but for the
+    /// best of each pair within [`ALTERNATIVE_SLACK`] of it (to show as an alternative).
     pub(crate) incumbent: f64,
 }
 
@@ -126,10 +128,77 @@ pub(crate) struct MixedInput<'p, 'a> {
 /// show as an alternative).
 const ALTERNATIVE_SLACK: f64 = 1.1;
 
+/// How two node groups are linked, for a plan over both.
+pub(crate) struct PairLink {
+    /// The WAN between their sites; `None` on one site.
+    pub(crate) wan: Option<WanLink>,
+    /// Egress price per GB over the route, in the pool's base currency (0 on one site).
+    pub(crate) egress_per_gb: f64,
+    /// Most devices the plan may take from both together: the job's `max_devices`, and the
+    /// tenant's quota when both groups hold one device type (they share it).
+    pub(crate) max_devices: u64,
+}
+
+/// The link between `pa` and `pb`, or `None` when no WAN route joins their sites or its
+/// latency breaks `resources.max_latency` (then one sentence saying so joins `ruled_out`).
+pub(crate) fn pair_link(
+    input: &MixedInput<'_, '_>,
+    pa: &Placement<'_>,
+    pb: &Placement<'_>,
+    ruled_out: &mut Vec<String>,
+) -> Option<PairLink> {
+    let job = input.job;
+    let (sa, sb) = (&pa.site.name.value, &pb.site.name.value);
+    let mut egress_per_gb = 0.0;
+    let wan = if sa == sb {
+        None
+    } else {
+        let links = route(input.pool, sa, sb)?;
+        let latency_s: f64 = links.iter().map(|l| l.latency_s).sum();
+        if let Some(max) = &job.resources.max_latency
+            && latency_s > max.value
+        {
+            let text = format!(
+                "no plan across {sa} and {sb}: the WAN's {:.1} ms exceeds max_latency {:.1} ms",
+                latency_s * 1e3,
+                max.value * 1e3
+            );
+            if !ruled_out.contains(&text) {
+                ruled_out.push(text);
+            }
+            return None;
+        }
+        egress_per_gb = links.iter().map(|l| l.egress_per_gb).sum::<f64>();
+        let bandwidth = links
+            .iter()
+            .map(|l| l.bandwidth)
+            .fold(f64::INFINITY, f64::min);
+        Some(WanLink {
+            bandwidth,
+            latency_s,
+        })
+    };
+    let mut max_devices = job
+        .resources
+        .max_devices
+        .as_ref()
+        .map_or(pa.available + pb.available, |m| m.value);
+    // Two groups of one device type share the tenant's quota of it.
+    if pa.device.id.value == pb.device.id.value
+        && let Some(quota) = pa.quota
+    {
+        max_devices = max_devices.min(quota);
+    }
+    Some(PairLink {
+        wan,
+        egress_per_gb,
+        max_devices,
+    })
+}
+
 /// Every pipeline over a pair of candidate groups, best first, and one sentence for each pair
 /// the WAN rules out.
 pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Vec<String>) {
-    let job = input.job;
     let mut found = Vec::new();
     let mut ruled_out = Vec::new();
     let picks = candidates(input.options, input.single_scores);
@@ -148,37 +217,8 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
             let (Some(oa), Some(ob)) = (input.objectives.get(a), input.objectives.get(b)) else {
                 continue;
             };
-            let (sa, sb) = (&pa.site.name.value, &pb.site.name.value);
-            let mut egress_per_gb = 0.0;
-            let wan = if sa == sb {
-                None
-            } else {
-                let Some(links) = route(input.pool, sa, sb) else {
-                    continue;
-                };
-                let latency_s: f64 = links.iter().map(|l| l.latency_s).sum();
-                if let Some(max) = &job.resources.max_latency
-                    && latency_s > max.value
-                {
-                    let text = format!(
-                        "no pipeline across {sa} and {sb}: the WAN's {:.1} ms exceeds max_latency {:.1} ms",
-                        latency_s * 1e3,
-                        max.value * 1e3
-                    );
-                    if !ruled_out.contains(&text) {
-                        ruled_out.push(text);
-                    }
-                    continue;
-                }
-                egress_per_gb = links.iter().map(|l| l.egress_per_gb).sum::<f64>();
-                let bandwidth = links
-                    .iter()
-                    .map(|l| l.bandwidth)
-                    .fold(f64::INFINITY, f64::min);
-                Some(WanLink {
-                    bandwidth,
-                    latency_s,
-                })
+            let Some(link) = pair_link(input, pa, pb, &mut ruled_out) else {
+                continue;
             };
             // Activations forward and gradients back, for every token of the run.
             let crossing_gb = 2.0
@@ -186,27 +226,12 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                 * f64::from(input.model.hidden)
                 * input.setup.precision.bytes()
                 / 1e9;
-            let egress = if wan.is_some() {
-                (input.convert)(crossing_gb * egress_per_gb)
-            } else {
-                0.0
-            };
+            let egress = (input.convert)(crossing_gb * link.egress_per_gb);
             let pair = PairObjective {
                 economics: [oa.economics, ob.economics],
                 transfer_s: oa.transfer_s,
                 fixed_cost: oa.transfer_cost + egress,
             };
-            let mut max_devices = job
-                .resources
-                .max_devices
-                .as_ref()
-                .map_or(pa.available + pb.available, |m| m.value);
-            // Two groups of one device type share the tenant's quota of it.
-            if pa.device.id.value == pb.device.id.value
-                && let Some(quota) = pa.quota
-            {
-                max_devices = max_devices.min(quota);
-            }
             let spec = PipelineSpec {
                 model: input.model,
                 setup: input.setup,
@@ -221,14 +246,14 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                     available: pb.available,
                     hosts_sensitive: arithmetic_rank(pb) >= arithmetic_rank(pa),
                 },
-                wan,
-                max_devices,
+                wan: link.wan,
+                max_devices: link.max_devices,
                 keep: KEEP_PER_PAIR,
             };
             let objective =
                 |devices: [u64; 2], train_s: f64| limits.score(&pair.outcome(devices, train_s));
             for (score, plan) in
-                search_pipelines(&spec, &objective, input.incumbent * ALTERNATIVE_SLACK)
+                search_pipelines(&spec, &objective, input.incumbent, ALTERNATIVE_SLACK)
             {
                 let outcome = pair.outcome(plan.shape.devices(), plan.train_time_s);
                 found.push(Mixed {
@@ -262,6 +287,7 @@ pub(crate) fn fill_mixed(
 ) {
     let shape = m.plan.shape;
     let devices = shape.devices();
+    plan.hetero = Some("pipeline".to_string());
     let deepest = m
         .plan
         .stages
@@ -295,27 +321,9 @@ pub(crate) fn fill_mixed(
         .zip(devices)
         .zip(shape.tensor)
         .map(|((o, n), t)| {
-            let dpn = u64::from(o.group.devices_per_node.value.max(1));
-            GroupIr {
-                site: o.site.name.value.clone(),
-                device: o.device.id.value.clone(),
-                nodes: n.div_ceil(dpn),
-                devices: n,
-                node_group: o.group.name.value.clone(),
-                devices_per_node: n.min(dpn),
-                k8s_resource: o.device.kubernetes_resource.clone(),
-                node_labels: o.group.node_labels.clone(),
-                slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-                block: None,
-                topology: build::block_label(
-                    o.site,
-                    n.div_ceil(dpn),
-                    (u64::from(t) * u64::from(stages_on(o))).div_ceil(dpn),
-                ),
-                preemptible_devices: n.saturating_sub(o.guaranteed),
-                slice: None,
-                tensor: Some(t.into()),
-            }
+            let mut g = pair_group_ir(o, n, u64::from(t) * u64::from(stages_on(o)));
+            g.tensor = Some(t.into());
+            g
         })
         .collect();
     plan.stages = m
@@ -373,20 +381,56 @@ pub(crate) fn fill_mixed(
             other: round(p.optimizer_s),
         },
     });
-    let [first, second] = m.placements;
+    fill_pair_data(plan, job, pool, m.placements, devices);
+}
+
+/// The IR of `n` devices of group `o` in a plan over two groups, whose model replica takes
+/// `replica_devices` of them.
+pub(crate) fn pair_group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> GroupIr {
+    let dpn = u64::from(o.group.devices_per_node.value.max(1));
+    GroupIr {
+        site: o.site.name.value.clone(),
+        device: o.device.id.value.clone(),
+        nodes: n.div_ceil(dpn),
+        devices: n,
+        node_group: o.group.name.value.clone(),
+        devices_per_node: n.min(dpn),
+        k8s_resource: o.device.kubernetes_resource.clone(),
+        node_labels: o.group.node_labels.clone(),
+        slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
+        block: None,
+        topology: build::block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
+        preemptible_devices: n.saturating_sub(o.guaranteed),
+        slice: None,
+        tensor: None,
+        layout: None,
+        sequences_per_step: None,
+        stages: Vec::new(),
+    }
+}
+
+/// The data and checkpoint sections of a plan over two groups: the data is read at the first
+/// group's site (`split` when the second is elsewhere); checkpoints follow the pair's joint
+/// failure rate and the slower storage.
+pub(crate) fn fill_pair_data(
+    plan: &mut Plan,
+    job: &Job,
+    pool: &Pool,
+    placements: [&Placement<'_>; 2],
+    devices: [u64; 2],
+) {
+    let [first, second] = placements;
     let mut data = build::data_ir(job, pool, first.site);
     if first.site.name.value != second.site.name.value {
         data.strategy = "split".to_string();
     }
     plan.data = Some(data);
-    let mtbf = m
-        .placements
+    let failures_per_s = placements
         .iter()
         .zip(devices)
         .map(|(o, n)| n as f64 / o.device.mtbf_s.max(1.0))
         .sum::<f64>();
-    let storage = m
-        .placements
+    let storage = placements
         .iter()
         .map(|o| o.site.storage_bandwidth)
         .fold(f64::INFINITY, f64::min);
@@ -394,6 +438,6 @@ pub(crate) fn fill_mixed(
         job,
         pool,
         storage,
-        1.0 / mtbf.max(1e-30),
+        1.0 / failures_per_s.max(1e-30),
     ));
 }

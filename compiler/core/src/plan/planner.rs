@@ -16,8 +16,9 @@
 
 use super::build::{self, Placement};
 use super::explain;
+use super::hetero_data::{data_splits, fill_data_split};
 use super::ir::{FORMAT_VERSION, Plan, PlanDocument, WorkloadIr};
-use super::mixed::{Mixed, MixedInput, fill_mixed, mixed_plans};
+use super::mixed::{MixedInput, fill_mixed, mixed_plans};
 use super::objective::{Constrained, Limits, PENALTY};
 use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
 use super::slices::{apply_slice, fit_slice};
@@ -89,6 +90,7 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         interruptible: job.resources.interruptible,
         pool: job.resources.pool.value.clone(),
         workload: workload_ir(job),
+        hetero: None,
         layout: None,
         groups: Vec::new(),
         stages: Vec::new(),
@@ -182,16 +184,19 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
         model: &model,
         setup: &base_setup,
         graph: &graph,
+        pins,
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
     };
-    let (mixed, mut ruled_out) = if needs_mixed(job, &ranked, &options, pins) {
-        mixed_plans(&input)
+    let (mixed, splits, mut ruled_out) = if needs_mixed(job, &ranked, &options, pins) {
+        let (mixed, mut ruled_out) = mixed_plans(&input);
+        let splits = data_splits(&input, &mut ruled_out);
+        (mixed, splits, ruled_out)
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new())
     };
 
-    let entries = explain::entries(&ranked, &mixed, &objectives);
+    let entries = explain::entries(&ranked, &mixed, &splits, &objectives);
     let Some(best) = entries.first() else {
         plan.reasons = build::rejection_reasons(&rejected, &options);
         plan.reasons.append(&mut skipped);
@@ -225,8 +230,12 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
             }
         }
         explain::Kind::Mixed(m) => {
-            plan.notes = mixed_notes(job, m);
+            plan.notes = pair_notes(job, m.placements, m.plan.shape.devices());
             fill_mixed(&mut plan, job, pool, m, &input, currency.clone());
+        }
+        explain::Kind::Data(d) => {
+            plan.notes = pair_notes(job, d.placements, d.devices());
+            fill_data_split(&mut plan, job, pool, d, &input, currency.clone());
         }
     }
     if plan.feasible {
@@ -312,7 +321,7 @@ fn limits(job: &Job) -> Limits {
 
 /// The objective of `option`: money converted to the budget's currency (or the pool's), power
 /// at the site's mean price and PUE, carbon at the site's intensity.
-fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
+pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
     let currency = build::currency(job, pool);
     let base = pool.currency.value.as_str();
     let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
@@ -340,10 +349,10 @@ fn notes(job: &Job, best: &Ranked<'_>) -> Vec<String> {
     notes
 }
 
-/// Non-blocking remarks on a chosen pipeline over two groups.
-fn mixed_notes(job: &Job, m: &Mixed<'_>) -> Vec<String> {
+/// Non-blocking remarks on a chosen plan over two groups.
+fn pair_notes(job: &Job, placements: [&Placement<'_>; 2], devices: [u64; 2]) -> Vec<String> {
     let mut notes = Vec::new();
-    for (placement, devices) in m.placements.iter().zip(m.plan.shape.devices()) {
+    for (placement, devices) in placements.iter().zip(devices) {
         group_notes(job, &mut notes, placement, devices);
     }
     notes

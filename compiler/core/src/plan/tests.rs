@@ -119,6 +119,62 @@ fn the_heterogeneous_example_beats_every_single_type_plan() {
     );
 }
 
+#[test]
+fn the_data_parallel_example_splits_the_batch_over_two_types() {
+    let plan = plan_text(&example("hetero-data-70b-shanghai.loam"));
+    assert!(plan.feasible, "{:?}", plan.reasons);
+    assert_eq!(plan.hetero.as_deref(), Some("data"));
+    assert_eq!(plan.groups.len(), 2);
+    assert_ne!(plan.groups[0].device, plan.groups[1].device);
+    let mut sequences = 0;
+    for (k, g) in plan.groups.iter().enumerate() {
+        let l = g.layout.as_ref().expect("each group has its layout");
+        // The layout uses exactly the group's devices, and its share is whole micro-batches.
+        assert_eq!(
+            l.tensor * l.pipeline * l.data * l.context * l.expert,
+            g.devices,
+            "{g:?}"
+        );
+        let share = g.sequences_per_step.expect("each group has its share");
+        assert_eq!(share % (l.data * l.micro_batch), 0, "{g:?}");
+        sequences += share;
+        // One replica's stages cover every block once, on this group.
+        let mut next = 0;
+        for s in &g.stages {
+            assert_eq!((s.group, s.layers[0]), (k as u64, next));
+            next = s.layers[1];
+        }
+        assert_eq!(next, 80);
+        assert_eq!(g.stages.len() as u64, l.pipeline);
+    }
+    assert_eq!(sequences, plan.workload.global_batch);
+    assert_eq!(plan.stages, plan.groups[0].stages);
+    // It beats the best single-type plan, which is listed with a typed reason.
+    let single = plan
+        .alternatives
+        .iter()
+        .find(|a| a.shape == "single-type")
+        .expect("a single-type alternative");
+    assert!(single.objective > hours(&plan) * 3600.0, "{single:?}");
+    assert_eq!(single.lost_on, "slower");
+    assert!(plan.why.contains("better than the best single-type plan"));
+}
+
+#[test]
+fn a_type_without_fp32_is_never_given_whole_replicas_beside_one_with_it() {
+    // Ascend 910B publishes no fp32 rate and H800 does: only pipelines pair them.
+    let plan = plan_text(&example("hetero-70b-guiyang.loam"));
+    assert_eq!(plan.hetero.as_deref(), Some("pipeline"));
+    assert!(
+        plan.alternatives
+            .iter()
+            .filter(|a| a.shape == "heterogeneous-data")
+            .all(|a| !(a.summary.contains("Ascend910B") && a.summary.contains("H800_SXM"))),
+        "{:?}",
+        plan.alternatives
+    );
+}
+
 fn lab_job(extra_resources: &str, goal: &str) -> String {
     format!(
         r#"job "lab-13b" {{

@@ -105,7 +105,7 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     keep: 1,
                 };
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
-                    let fast_result = search_pipelines(&spec, objective, f64::INFINITY);
+                    let fast_result = search_pipelines(&spec, objective, f64::INFINITY, 1.0);
                     let exhaustive = search_exhaustively(&spec, objective);
                     match (fast_result.first(), exhaustive) {
                         (Some((mine, _)), Some((best, _))) => {
@@ -154,7 +154,7 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         max_devices: 64,
         keep: 3,
     };
-    let found = search_pipelines(&spec, &by_time, f64::INFINITY);
+    let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0);
     assert!(!found.is_empty());
     let ops: Vec<&crate::workload::Op> = graph.ops().collect();
     for (_, plan) in &found {
@@ -200,7 +200,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
         };
-        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY) {
+        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0) {
             let mut next = 0;
             for stage in &plan.stages {
                 prop_assert_eq!(stage.ops[0], next);

@@ -1,0 +1,439 @@
+//! Heterogeneous data parallelism: two node groups each run whole model replicas, with their
+//! own layout, on their own share of the global batch; once per step the two groups sum their
+//! gradients.
+//!
+//! A step takes `max(step of A on its share, step of B on its share) + exchange`, where each
+//! group's step (its own compute, bubble, gradient reduction among its replicas and optimizer)
+//! is the single-type cost model's on a batch of that share, and the exchange sends the whole
+//! gradient once each way between the groups: every device of a group holds `1/N` of its
+//! group's reduced gradient, so the exchange runs at the smaller group's total NIC bandwidth,
+//! capped by the switch-block uplinks its nodes sit under, or at the WAN's bandwidth between
+//! two sites (whose egress is paid every step).
+//!
+//! The batch is split on a grid of [`SHARE_STEPS`]ths; for each share each group keeps its best
+//! few layouts under the job's goal and deadline (the budget holds for the pair only), and every
+//! pairing of those is costed.
+
+use super::build::{GIB, Placement, layout_ir, round};
+use super::ir::{BreakdownIr, EstimateIr, MoneyIr, Plan};
+use super::mixed::{
+    MixedInput, PairLink, arithmetic_rank, candidates, fill_pair_data, pair_group_ir, pair_link,
+};
+use super::objective::{Limits, Outcome, PairObjective};
+use super::search::{Candidate, Economics, SearchSpec, search};
+use super::stages::homogeneous_stages;
+use crate::catalogue::Feature;
+use crate::catalogue::Pool;
+use crate::check::Job;
+use crate::cost::LINK_EFFICIENCY;
+use crate::types::{Optimize, Recompute};
+use crate::workload::{TrainSetup, flops_per_token, param_count};
+use std::collections::BTreeMap;
+
+/// The batch is split between the two groups in multiples of `1/SHARE_STEPS`.
+pub(crate) const SHARE_STEPS: u32 = 16;
+
+/// Layouts each group keeps per batch share.
+pub(crate) const KEEP_PER_SHARE: usize = 3;
+
+/// Plans kept per pair.
+const KEEP_PER_PAIR: usize = 2;
+
+/// A costed data-parallel plan over two node groups.
+pub(crate) struct DataSplit<'a> {
+    pub(crate) score: f64,
+    /// Option indices of the first and the second group.
+    pub(crate) pair: [usize; 2],
+    pub(crate) placements: [&'a Placement<'a>; 2],
+    /// Each group's layout, costed on its share of the batch.
+    pub(crate) replicas: [Candidate; 2],
+    /// Sequences per step each group trains on.
+    pub(crate) batches: [u32; 2],
+    /// Seconds per step the two groups spend summing their gradients.
+    pub(crate) exchange_s: f64,
+    /// Seconds per step.
+    pub(crate) step_time_s: f64,
+    /// Seconds to train on every token.
+    pub(crate) train_time_s: f64,
+    pub(crate) outcome: Outcome,
+    /// Data transfer and WAN egress, whole run.
+    pub(crate) fixed_cost: f64,
+}
+
+impl DataSplit<'_> {
+    /// One line: each group's layout and share.
+    pub(crate) fn summary(&self) -> String {
+        let side = |k: usize| {
+            let (Some(p), Some(r), Some(b)) = (
+                self.placements.get(k),
+                self.replicas.get(k),
+                self.batches.get(k),
+            ) else {
+                return String::new();
+            };
+            format!(
+                "{} × {} at {} ({}, {}, {b} sequences)",
+                r.devices,
+                p.device.id.value,
+                p.site.name.value,
+                p.group.name.value,
+                super::build::layout_text(&r.layout),
+            )
+        };
+        format!("data parallel over {} + {}", side(0), side(1))
+    }
+
+    /// Devices each group gives.
+    pub(crate) fn devices(&self) -> [u64; 2] {
+        [self.replicas[0].devices, self.replicas[1].devices]
+    }
+}
+
+/// The shares of `batch` the first group may take: every multiple of `batch / SHARE_STEPS`
+/// that is a whole number of sequences, leaving the second group at least one.
+fn shares(batch: u32) -> Vec<u32> {
+    (1..SHARE_STEPS)
+        .filter(|k| (u64::from(batch) * u64::from(*k)).is_multiple_of(u64::from(SHARE_STEPS)))
+        .map(|k| (u64::from(batch) * u64::from(k) / u64::from(SHARE_STEPS)) as u32)
+        .filter(|b| *b > 0 && *b < batch)
+        .collect()
+}
+
+/// Seconds to sum the gradient of `grad_bytes` between two groups using `devices` each: over
+/// the WAN when they are at two sites, else at the smaller side's NIC bandwidth (every device
+/// sends its `1/N` shard) capped by its switch blocks' uplinks.
+fn exchange_seconds(
+    grad_bytes: f64,
+    placements: [&Placement<'_>; 2],
+    devices: [u64; 2],
+    link: &PairLink,
+) -> f64 {
+    if let Some(wan) = link.wan {
+        return grad_bytes / (wan.bandwidth * LINK_EFFICIENCY).max(1.0) + wan.latency_s;
+    }
+    let capacity = |p: &Placement<'_>, n: u64| {
+        let c = &p.cluster;
+        let dpn = u64::from(c.devices_per_node.max(1));
+        let nodes = n.div_ceil(dpn);
+        let nics = n as f64 * c.node_network_bandwidth / dpn as f64;
+        let per_block = u64::from(p.site.nodes_per_block);
+        let uplinks = if per_block == 0 || p.site.block_uplink <= 0.0 {
+            f64::INFINITY
+        } else {
+            nodes.div_ceil(per_block) as f64 * p.site.block_uplink
+        };
+        nics.min(uplinks) * LINK_EFFICIENCY
+    };
+    let [pa, pb] = placements;
+    let [na, nb] = devices;
+    let bandwidth = capacity(pa, na).min(capacity(pb, nb));
+    let latency = pa
+        .cluster
+        .network_latency_s
+        .max(pb.cluster.network_latency_s);
+    grad_bytes / bandwidth.max(1.0) + latency
+}
+
+/// The per-group searches, cached by (option, sequences): the best layouts of one group on one
+/// share of the batch, under the job's goal and deadline.
+struct ShareSearch<'i, 'p, 'a> {
+    input: &'i MixedInput<'p, 'a>,
+    limits: Limits,
+    /// Layouts kept per search.
+    keep: usize,
+    found: BTreeMap<(usize, u32, u64), Vec<Candidate>>,
+}
+
+impl ShareSearch<'_, '_, '_> {
+    fn best(&mut self, option: usize, sequences: u32, max_devices: u64) -> &[Candidate] {
+        let input = self.input;
+        let keep = self.keep;
+        let limits = Limits {
+            budget: None,
+            ..self.limits
+        };
+        self.found
+            .entry((option, sequences, max_devices))
+            .or_insert_with(|| {
+                let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option))
+                else {
+                    return Vec::new();
+                };
+                let share = f64::from(sequences) / f64::from(input.setup.global_batch.max(1));
+                let setup = TrainSetup {
+                    global_batch: sequences,
+                    tokens: input.setup.tokens * share,
+                    flash_attention: p.device.has_feature(Feature::FlashAttention),
+                    ..input.setup.clone()
+                };
+                let economics: Economics = o.economics;
+                let transfer_s = o.transfer_s;
+                let score = move |limits: Limits, c: &Candidate| {
+                    limits.score(&Outcome {
+                        time_s: c.train_time_s + transfer_s,
+                        cost: economics.cost(c),
+                        energy_kwh: economics.energy_kwh(c),
+                        carbon_kg: economics.carbon_kg(c),
+                    })
+                };
+                // The pair runs at the slower group's pace, so a layout cheap on its own may idle
+                // its partner: the fastest layouts are kept too, for the pairing to choose from.
+                let mut goals = vec![limits];
+                if limits.optimize != Optimize::Time {
+                    goals.push(Limits {
+                        optimize: Optimize::Time,
+                        ..limits
+                    });
+                }
+                // When the pair's devices are capped below what both groups have, the partner needs
+                // some: smaller layouts are kept too.
+                let cap = p.available.min(max_devices);
+                let mut caps = vec![cap];
+                if max_devices < p.available.saturating_mul(2) {
+                    caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
+                }
+                let mut kept: Vec<Candidate> = Vec::new();
+                for devices in caps {
+                    let spec = SearchSpec {
+                        model: input.model,
+                        setup: &setup,
+                        cluster: &p.cluster,
+                        pins: input.pins,
+                        max_devices: devices,
+                        keep,
+                    };
+                    for goal in &goals {
+                        for c in search(&spec, &|c: &Candidate| score(*goal, c)).ranked {
+                            if !kept.iter().any(|k| k.layout == c.layout) {
+                                kept.push(c);
+                            }
+                        }
+                    }
+                }
+                kept
+            })
+    }
+}
+
+/// Every data-parallel plan over a pair of candidate groups that both train in the job's
+/// precision, best first; pairs whose WAN breaks `max_latency` add a sentence to `ruled_out`.
+pub(crate) fn data_splits<'a>(
+    input: &MixedInput<'_, 'a>,
+    ruled_out: &mut Vec<String>,
+) -> Vec<DataSplit<'a>> {
+    search_splits(input, ruled_out, KEEP_PER_SHARE)
+}
+
+/// [`data_splits`] with `keep` layouts per group and share (the tests' exhaustive search keeps
+/// every layout).
+fn search_splits<'a>(
+    input: &MixedInput<'_, 'a>,
+    ruled_out: &mut Vec<String>,
+    keep: usize,
+) -> Vec<DataSplit<'a>> {
+    let mut found: Vec<DataSplit<'a>> = Vec::new();
+    let Some(limits) = input.objectives.first().map(|o| o.limits) else {
+        return found;
+    };
+    let picks: Vec<usize> = candidates(input.options, input.single_scores)
+        .into_iter()
+        .filter(|i| input.options.get(*i).is_some_and(|o| o.hosts_job_precision))
+        .collect();
+    let batch = input.setup.global_batch;
+    let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
+    let grad_bytes = param_count(input.model).total * input.setup.precision.bytes();
+    let mut searches = ShareSearch {
+        input,
+        limits,
+        keep,
+        found: BTreeMap::new(),
+    };
+    for (k, &a) in picks.iter().enumerate() {
+        for &b in picks.iter().skip(k + 1) {
+            let (Some(pa), Some(pb)) = (input.options.get(a), input.options.get(b)) else {
+                continue;
+            };
+            // Both groups run every op, the precision-sensitive ones too: a type with less
+            // precise arithmetic than its partner would run them where a pipeline would not.
+            if arithmetic_rank(pa) != arithmetic_rank(pb) {
+                continue;
+            }
+            let (Some(oa), Some(ob)) = (input.objectives.get(a), input.objectives.get(b)) else {
+                continue;
+            };
+            let Some(link) = pair_link(input, pa, pb, ruled_out) else {
+                continue;
+            };
+            // Each step, the whole gradient leaves each site once.
+            let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
+            let pair = PairObjective {
+                economics: [oa.economics, ob.economics],
+                transfer_s: oa.transfer_s.max(ob.transfer_s),
+                fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
+            };
+            let mut kept: Vec<DataSplit<'a>> = Vec::new();
+            let grid = shares(batch);
+            let cap = link.max_devices;
+            for &first in &grid {
+                let second = batch - first;
+                let ra = searches.best(a, first, cap).to_vec();
+                let rb = searches.best(b, second, cap).to_vec();
+                for x in &ra {
+                    for y in &rb {
+                        let devices = [x.devices, y.devices];
+                        if x.devices + y.devices > cap {
+                            continue;
+                        }
+                        let exchange_s = exchange_seconds(grad_bytes, [pa, pb], devices, &link);
+                        let step_time_s =
+                            x.estimate.step_time_s.max(y.estimate.step_time_s) + exchange_s;
+                        let train_time_s = steps * step_time_s;
+                        let outcome = pair.outcome(devices, train_time_s);
+                        let split = DataSplit {
+                            score: limits.score(&outcome),
+                            pair: [a, b],
+                            placements: [pa, pb],
+                            replicas: [x.clone(), y.clone()],
+                            batches: [first, second],
+                            exchange_s,
+                            step_time_s,
+                            train_time_s,
+                            outcome,
+                            fixed_cost: pair.fixed_cost,
+                        };
+                        keep_best(&mut kept, split);
+                    }
+                }
+            }
+            found.append(&mut kept);
+        }
+    }
+    found.sort_by(|x, y| x.order(y));
+    found
+}
+
+impl DataSplit<'_> {
+    /// Score, then pair, then the first group's share, then the layouts.
+    pub(crate) fn order(&self, other: &Self) -> std::cmp::Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(self.pair.cmp(&other.pair))
+            .then(self.batches.cmp(&other.batches))
+            .then(self.replicas[0].layout.cmp(&other.replicas[0].layout))
+            .then(self.replicas[1].layout.cmp(&other.replicas[1].layout))
+    }
+}
+
+/// Keeps the [`KEEP_PER_PAIR`] best of one pair.
+fn keep_best<'a>(kept: &mut Vec<DataSplit<'a>>, split: DataSplit<'a>) {
+    let pos = kept
+        .iter()
+        .position(|k| split.order(k).is_lt())
+        .unwrap_or(kept.len());
+    if pos < KEEP_PER_PAIR {
+        kept.insert(pos, split);
+        kept.truncate(KEEP_PER_PAIR);
+    }
+}
+
+/// Fills `plan` from the winning split `d`.
+pub(crate) fn fill_data_split(
+    plan: &mut Plan,
+    job: &Job,
+    pool: &Pool,
+    d: &DataSplit<'_>,
+    input: &MixedInput<'_, '_>,
+    currency: String,
+) {
+    plan.hetero = Some("data".to_string());
+    let devices = d.devices();
+    let [ra, rb] = &d.replicas;
+    let mut layout = layout_ir(&ra.layout);
+    layout.data = u64::from(ra.layout.data) + u64::from(rb.layout.data);
+    plan.layout = Some(layout);
+    plan.groups = d
+        .placements
+        .iter()
+        .zip(&d.replicas)
+        .zip(d.batches)
+        .enumerate()
+        .map(|(k, ((o, r), batch))| {
+            let l = &r.layout;
+            let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+            let mut g = pair_group_ir(o, r.devices, replica);
+            g.tensor = Some(l.tensor.into());
+            g.layout = Some(layout_ir(l));
+            g.sequences_per_step = Some(batch.into());
+            g.stages = homogeneous_stages(job, l.pipeline.into());
+            for stage in &mut g.stages {
+                stage.group = k as u64;
+            }
+            g
+        })
+        .collect();
+    plan.stages = plan
+        .groups
+        .first()
+        .map(|g| g.stages.clone())
+        .unwrap_or_default();
+    let tokens_per_s = input.setup.tokens_per_step(input.model) / d.step_time_s.max(1e-12);
+    let flops = flops_per_token(input.model, Recompute::None).model;
+    let peak: f64 = d
+        .placements
+        .iter()
+        .zip(devices)
+        .map(|(o, n)| {
+            o.cluster
+                .device
+                .peak_flops
+                .get(&input.setup.precision)
+                .copied()
+                .unwrap_or(0.0)
+                * n as f64
+        })
+        .sum();
+    // The slower group paces the step; the exchange between the groups follows it.
+    let pacing = if ra.estimate.step_time_s >= rb.estimate.step_time_s {
+        ra
+    } else {
+        rb
+    };
+    let b = &pacing.estimate.breakdown;
+    let memory = ra
+        .estimate
+        .memory_per_device_bytes
+        .max(rb.estimate.memory_per_device_bytes);
+    plan.estimate = Some(EstimateIr {
+        step_time_s: round(d.step_time_s),
+        tokens_per_s: round(tokens_per_s),
+        model_tflops_per_device: round(
+            tokens_per_s * flops / ((devices[0] + devices[1]).max(1) as f64) / 1e12,
+        ),
+        mfu: round(if peak > 0.0 {
+            tokens_per_s * flops / peak
+        } else {
+            0.0
+        }),
+        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
+            .to_string(),
+        memory_per_device_gib: round(memory / GIB),
+        train_time_h: round(d.train_time_s / 3600.0),
+        cost: MoneyIr {
+            amount: round(d.outcome.cost),
+            currency,
+        },
+        energy_kwh: round(d.outcome.energy_kwh),
+        carbon_kg: round(d.outcome.carbon_kg),
+        breakdown_s: BreakdownIr {
+            compute: round(b.compute),
+            tensor_comm: round(b.tensor_comm),
+            pipeline_bubble: round(b.pipeline_bubble),
+            data_comm: round(b.data_comm + d.exchange_s),
+            other: round(b.other),
+        },
+    });
+    fill_pair_data(plan, job, pool, d.placements, devices);
+}
+
+#[cfg(test)]
+mod tests;

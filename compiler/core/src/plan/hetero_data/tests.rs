@@ -1,0 +1,166 @@
+//! The data-parallel split: its share grid, and the layouts it keeps per group and share against
+//! a search keeping ten times as many, on small pools.
+
+use super::{KEEP_PER_SHARE, search_splits, shares};
+use crate::catalogue::{Catalogue, builtin_sources, load};
+use crate::check::check_file;
+use crate::plan::build::options;
+use crate::plan::mixed::MixedInput;
+use crate::plan::planner::objective;
+use crate::plan::search::Pins;
+use crate::plan::stages::job_graph;
+use crate::span::FileId;
+use crate::syntax::parse;
+use crate::workload::{model_dims, train_setup};
+
+#[test]
+fn shares_are_whole_sequences_and_leave_both_groups_some() {
+    assert_eq!(shares(16), (1..16).collect::<Vec<_>>());
+    assert_eq!(shares(1024).len(), 15);
+    assert!(shares(1024).iter().all(|s| s % 64 == 0));
+    assert_eq!(shares(4), vec![1, 2, 3]);
+    assert!(shares(1).is_empty());
+}
+
+/// A one-site pool of 64 devices: 16 H100, 32 A100 and 16 L40S, all with fp32 arithmetic.
+const SMALL_POOL: &str = r#"id: small
+name: "Small pool"
+currency:
+  base: CNY
+sites:
+  - name: alpha
+    region: r0
+    city: c0
+    carbon_intensity: 500
+    pue: 1.3
+    storage_bandwidth: 50GB/s
+    power_price:
+      currency: CNY
+      per_kwh: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    topology:
+      nodes_per_block: 4
+      block_uplink: 1.6Tbps
+      latency: 5us
+    node_groups:
+      - { name: h100, device: H100_SXM, nodes: 2, devices_per_node: 8, free_devices: 16, nics: { count: 8, bandwidth: 400Gbps }, price: 30 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: h100, node_labels: { loam.io/node-group: h100 } }
+      - { name: a100, device: A100_SXM_80GB, nodes: 4, devices_per_node: 8, free_devices: 32, nics: { count: 4, bandwidth: 200Gbps }, price: 14 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: a100, node_labels: { loam.io/node-group: a100 } }
+      - { name: l40s, device: L40S, nodes: 2, devices_per_node: 8, free_devices: 16, nics: { count: 2, bandwidth: 100Gbps }, price: 7 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: l40s, node_labels: { loam.io/node-group: l40s } }
+links: []
+tenants:
+  - name: lab
+    checkpoint_root: /ckpt/lab
+    kubernetes_namespace: lab
+    slurm_account: lab
+    queue: lab
+    quota:
+      - { device: H100_SXM, guaranteed: 16, elastic: 0 }
+      - { device: A100_SXM_80GB, guaranteed: 32, elastic: 0 }
+      - { device: L40S, guaranteed: 16, elastic: 0 }
+"#;
+
+/// The shipped devices with [`SMALL_POOL`].
+fn small_catalogue() -> Catalogue {
+    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
+        .into_iter()
+        .filter(|(path, _)| path.contains("devices/"))
+        .enumerate()
+        .map(|(i, (path, text))| (FileId(i as u32 + 1), path, text))
+        .collect();
+    sources.push((FileId(100), "specs/pools/small.yaml", SMALL_POOL));
+    let (catalogue, diagnostics) = load(&sources);
+    catalogue.unwrap_or_else(|| panic!("{diagnostics:?}"))
+}
+
+/// A job on [`SMALL_POOL`].
+fn lab_job(layers: u32, hidden: u32, heads: u32, batch: u32, goal: &str, extra: &str) -> String {
+    format!(
+        r#"job "split" {{
+  tenant = "lab"
+  model {{
+    layers  = {layers}
+    hidden  = {hidden}
+    ffn     = {}
+    heads   = {heads}
+    vocab   = 32000
+    seq_len = 2048
+  }}
+  train {{
+    tokens       = 20B
+    global_batch = {batch}
+    precision    = bf16
+  }}
+  resources {{
+    pool = small
+    {extra}
+  }}
+  goal {{
+    {goal}
+  }}
+}}
+"#,
+        hidden * 4
+    )
+}
+
+/// Layouts per group and share in the wide search: ten times the planner's.
+const WIDE_KEEP: usize = 10 * KEEP_PER_SHARE;
+
+/// The best score of the planner's search and of the wide one.
+fn best_scores(catalogue: &Catalogue, text: &str) -> Option<(f64, f64)> {
+    let parsed = parse(FileId(0), text);
+    let job = check_file(&parsed.file?).jobs.into_iter().next()?;
+    let pool = catalogue.pool(&job.resources.pool.value)?;
+    let (options, _) = options(&job, pool, catalogue);
+    let objectives: Vec<_> = options.iter().map(|o| objective(&job, pool, o)).collect();
+    let single_scores = vec![None; options.len()];
+    let model = model_dims(&job.model);
+    let setup = train_setup(&job);
+    let graph = job_graph(&job);
+    let convert = |x: f64| x;
+    let input = MixedInput {
+        job: &job,
+        pool,
+        options: &options,
+        objectives: &objectives,
+        single_scores: &single_scores,
+        model: &model,
+        setup: &setup,
+        graph: &graph,
+        pins: Pins::default(),
+        convert: &convert,
+        incumbent: f64::INFINITY,
+    };
+    let fast = search_splits(&input, &mut Vec::new(), KEEP_PER_SHARE);
+    let all = search_splits(&input, &mut Vec::new(), WIDE_KEEP);
+    Some((fast.first()?.score, all.first()?.score))
+}
+
+#[test]
+fn the_kept_layouts_come_within_eight_percent_of_ten_times_as_many() {
+    let catalogue = small_catalogue();
+    let mut compared = 0;
+    let mut worst: f64 = 1.0;
+    for (layers, hidden, heads) in [(16, 2048, 16)] {
+        for batch in [96, 256] {
+            for goal in [
+                "optimize = time",
+                "optimize = cost",
+                "optimize = cost\n    deadline = 20d",
+            ] {
+                for extra in ["", "max_devices = 24", "devices = [A100_SXM_80GB, L40S]"] {
+                    let text = lab_job(layers, hidden, heads, batch, goal, extra);
+                    let Some((fast, exact)) = best_scores(&catalogue, &text) else {
+                        continue;
+                    };
+                    compared += 1;
+                    assert!(fast >= exact * (1.0 - 1e-12), "{text}: {fast} < {exact}");
+                    worst = worst.max(fast / exact);
+                }
+            }
+        }
+    }
+    assert!(compared >= 12, "only {compared} pools had a split");
+    // Measured: 8 of 18 pools match exactly, the median is 1.1 %, the worst 6.9 % (a time goal
+    // on A100 + L40S, where a layout outside each group's best few pairs better).
+    assert!(worst <= 1.08, "the kept layouts are {worst} times the best");
+}
