@@ -14,10 +14,11 @@
 //! few layouts under the job's goal and deadline (the budget holds for the pair only), and every
 //! pairing of those is costed.
 
-use super::build::{GIB, Placement, layout_ir, round};
-use super::ir::{BreakdownIr, EstimateIr, MoneyIr, Plan};
+use super::build::{Placement, layout_ir, round};
+use super::ir::{BreakdownIr, Plan};
 use super::mixed::{
-    MixedInput, PairLink, arithmetic_rank, candidates, fill_pair_data, pair_group_ir, pair_link,
+    MixedInput, PairLink, PairRun, arithmetic_rank, candidates, fill_pair_data, pair_estimate,
+    pair_group_ir, pair_link,
 };
 use super::objective::{Limits, Outcome, PairObjective};
 use super::search::{Candidate, Economics, SearchSpec, search};
@@ -26,8 +27,8 @@ use crate::catalogue::Feature;
 use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
-use crate::types::{Optimize, Recompute};
-use crate::workload::{TrainSetup, flops_per_token, param_count};
+use crate::types::Optimize;
+use crate::workload::{TrainSetup, param_count};
 use std::collections::BTreeMap;
 
 /// The batch is split between the two groups in multiples of `1/SHARE_STEPS`.
@@ -376,22 +377,6 @@ pub(crate) fn fill_data_split(
         .first()
         .map(|g| g.stages.clone())
         .unwrap_or_default();
-    let tokens_per_s = input.setup.tokens_per_step(input.model) / d.step_time_s.max(1e-12);
-    let flops = flops_per_token(input.model, Recompute::None).model;
-    let peak: f64 = d
-        .placements
-        .iter()
-        .zip(devices)
-        .map(|(o, n)| {
-            o.cluster
-                .device
-                .peak_flops
-                .get(&input.setup.precision)
-                .copied()
-                .unwrap_or(0.0)
-                * n as f64
-        })
-        .sum();
     // The slower group paces the step; the exchange between the groups follows it.
     let pacing = if ra.estimate.step_time_s >= rb.estimate.step_time_s {
         ra
@@ -399,39 +384,29 @@ pub(crate) fn fill_data_split(
         rb
     };
     let b = &pacing.estimate.breakdown;
-    let memory = ra
-        .estimate
-        .memory_per_device_bytes
-        .max(rb.estimate.memory_per_device_bytes);
-    plan.estimate = Some(EstimateIr {
-        step_time_s: round(d.step_time_s),
-        tokens_per_s: round(tokens_per_s),
-        model_tflops_per_device: round(
-            tokens_per_s * flops / ((devices[0] + devices[1]).max(1) as f64) / 1e12,
-        ),
-        mfu: round(if peak > 0.0 {
-            tokens_per_s * flops / peak
-        } else {
-            0.0
-        }),
-        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
-            .to_string(),
-        memory_per_device_gib: round(memory / GIB),
-        train_time_h: round(d.train_time_s / 3600.0),
-        cost: MoneyIr {
-            amount: round(d.outcome.cost),
-            currency,
-        },
-        energy_kwh: round(d.outcome.energy_kwh),
-        carbon_kg: round(d.outcome.carbon_kg),
-        breakdown_s: BreakdownIr {
+    let run = PairRun {
+        step_time_s: d.step_time_s,
+        train_time_s: d.train_time_s,
+        memory_bytes: ra
+            .estimate
+            .memory_per_device_bytes
+            .max(rb.estimate.memory_per_device_bytes),
+        breakdown: BreakdownIr {
             compute: round(b.compute),
             tensor_comm: round(b.tensor_comm),
             pipeline_bubble: round(b.pipeline_bubble),
             data_comm: round(b.data_comm + d.exchange_s),
             other: round(b.other),
         },
-    });
+    };
+    plan.estimate = Some(pair_estimate(
+        input,
+        d.placements,
+        devices,
+        &run,
+        &d.outcome,
+        currency,
+    ));
     fill_pair_data(plan, job, pool, d.placements, devices);
 }
 

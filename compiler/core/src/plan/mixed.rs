@@ -334,11 +334,55 @@ pub(crate) fn fill_mixed(
         .map(|(k, s)| stage_ir(job, input.graph, k, s.side, s.ops, Some(s.recompute)))
         .collect();
     let p = &m.plan;
+    let slots = p.micro_batches + (p.stages.len() as f64) - 1.0;
+    let tensor = p.stages.iter().map(|s| s.tensor_comm).fold(0.0, f64::max);
+    let run = PairRun {
+        step_time_s: p.step_time_s,
+        train_time_s: p.train_time_s,
+        memory_bytes: p.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max),
+        breakdown: BreakdownIr {
+            compute: round(p.micro_batches * (p.bottleneck_s - tensor)),
+            tensor_comm: round(p.micro_batches * tensor),
+            pipeline_bubble: round((slots - p.micro_batches) * p.bottleneck_s),
+            data_comm: round(p.data_comm_s),
+            other: round(p.optimizer_s),
+        },
+    };
+    plan.estimate = Some(pair_estimate(
+        input,
+        m.placements,
+        devices,
+        &run,
+        &m.outcome,
+        currency,
+    ));
+    fill_pair_data(plan, job, pool, m.placements, devices);
+}
+
+/// What a plan over two groups predicts, besides its outcome.
+pub(crate) struct PairRun {
+    pub(crate) step_time_s: f64,
+    pub(crate) train_time_s: f64,
+    /// Peak bytes per device, on either group.
+    pub(crate) memory_bytes: f64,
+    /// Where a step's time goes, rounded.
+    pub(crate) breakdown: BreakdownIr,
+}
+
+/// The estimate of a plan over two groups: throughput, and model FLOPs over both groups'
+/// devices and their peaks.
+pub(crate) fn pair_estimate(
+    input: &MixedInput<'_, '_>,
+    placements: [&Placement<'_>; 2],
+    devices: [u64; 2],
+    run: &PairRun,
+    outcome: &Outcome,
+    currency: String,
+) -> EstimateIr {
     let total_devices = (devices[0] + devices[1]).max(1) as f64;
-    let tokens_per_s = input.setup.tokens_per_step(input.model) / p.step_time_s.max(1e-12);
+    let tokens_per_s = input.setup.tokens_per_step(input.model) / run.step_time_s.max(1e-12);
     let flops = flops_per_token(input.model, Recompute::None).model;
-    let peak: f64 = m
-        .placements
+    let peak: f64 = placements
         .iter()
         .zip(devices)
         .map(|(o, n)| {
@@ -351,11 +395,8 @@ pub(crate) fn fill_mixed(
                 * n as f64
         })
         .sum();
-    let memory = p.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max);
-    let slots = p.micro_batches + (p.stages.len() as f64) - 1.0;
-    let tensor = p.stages.iter().map(|s| s.tensor_comm).fold(0.0, f64::max);
-    plan.estimate = Some(EstimateIr {
-        step_time_s: round(p.step_time_s),
+    EstimateIr {
+        step_time_s: round(run.step_time_s),
         tokens_per_s: round(tokens_per_s),
         model_tflops_per_device: round(tokens_per_s * flops / total_devices / 1e12),
         mfu: round(if peak > 0.0 {
@@ -365,23 +406,16 @@ pub(crate) fn fill_mixed(
         }),
         flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
             .to_string(),
-        memory_per_device_gib: round(memory / GIB),
-        train_time_h: round(p.train_time_s / 3600.0),
+        memory_per_device_gib: round(run.memory_bytes / GIB),
+        train_time_h: round(run.train_time_s / 3600.0),
         cost: MoneyIr {
-            amount: round(m.outcome.cost),
+            amount: round(outcome.cost),
             currency,
         },
-        energy_kwh: round(m.outcome.energy_kwh),
-        carbon_kg: round(m.outcome.carbon_kg),
-        breakdown_s: BreakdownIr {
-            compute: round(p.micro_batches * (p.bottleneck_s - tensor)),
-            tensor_comm: round(p.micro_batches * tensor),
-            pipeline_bubble: round((slots - p.micro_batches) * p.bottleneck_s),
-            data_comm: round(p.data_comm_s),
-            other: round(p.optimizer_s),
-        },
-    });
-    fill_pair_data(plan, job, pool, m.placements, devices);
+        energy_kwh: round(outcome.energy_kwh),
+        carbon_kg: round(outcome.carbon_kg),
+        breakdown_s: run.breakdown.clone(),
+    }
 }
 
 /// The IR of `n` devices of group `o` in a plan over two groups, whose model replica takes
