@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         node_network_bandwidth: 400e9,
         nics_per_node: 8,
         network_latency_s: 5e-6,
+        block: None,
     };
     let spec = SearchSpec {
         model: &model,

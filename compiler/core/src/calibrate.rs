@@ -280,6 +280,8 @@ fn calibrate_row(
         node_network_bandwidth: row.node_nic_gbps * 1e9 / 8.0,
         nics_per_node: dpn,
         network_latency_s: CALIBRATION_NETWORK_LATENCY_S,
+        // The published runs name no switch blocks; their fabrics are taken at full bisection.
+        block: None,
         device,
     };
     // Megatron runs sequence parallelism with selective recomputation (Korthikanti et al.);

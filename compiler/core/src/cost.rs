@@ -17,6 +17,7 @@ use crate::types::Precision;
 use crate::workload::{
     FlopConvention, Layout, MemoryBreakdown, ModelDims, TrainSetup, memory_per_device,
 };
+pub(crate) use network::{Collective, Group, uplink_slowdown};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};
 

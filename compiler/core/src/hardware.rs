@@ -43,6 +43,19 @@ pub struct ClusterFigures {
     pub nics_per_node: u32,
     /// One-way latency between two nodes in seconds.
     pub network_latency_s: f64,
+    /// The switch blocks the nodes sit in, when the fabric is not a full-bisection fat tree;
+    /// `None` when every node reaches every other at its full NIC bandwidth.
+    pub block: Option<SwitchBlock>,
+}
+
+/// A switch block: nodes under one leaf/spine block at full bisection, and the block's uplink to
+/// the rest of the fabric, which traffic between blocks shares.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SwitchBlock {
+    /// Nodes in one block.
+    pub nodes: u32,
+    /// Uplink bandwidth of one block in bytes/s, one direction.
+    pub uplink: f64,
 }
 
 impl ClusterFigures {

@@ -176,6 +176,12 @@ impl NodeGroup {
             node_network_bandwidth: f64::from(self.nics) * self.nic_bandwidth,
             nics_per_node: self.nics,
             network_latency_s: site.latency_s,
+            block: (site.nodes_per_block > 0 && site.block_uplink > 0.0).then_some(
+                crate::hardware::SwitchBlock {
+                    nodes: site.nodes_per_block,
+                    uplink: site.block_uplink,
+                },
+            ),
         }
     }
 }

@@ -4,6 +4,13 @@
 //! ranks innermost) keeps `k = min(g, devices_per_node / st)` members in each node. Collectives
 //! are hierarchical (reduce-scatter inside the node over the scale-up fabric, across nodes over
 //! the NICs, all-gather back), as NCCL does on multi-node rings and trees.
+//!
+//! A group whose nodes span more than one switch block sends part of its inter-node traffic over
+//! the blocks' uplinks. With ranks in order, a ring of the group visits its nodes inside one block
+//! one after another and leaves the block once, so of every `r` ring edges among the group's
+//! nodes in a block one crosses the uplink. When every node of a block sends at its NIC rate,
+//! the uplink carries `block nodes × NIC bandwidth / r`; past the uplink's bandwidth the
+//! inter-node tier slows by that ratio ([`uplink_slowdown`]).
 
 use super::{LINK_EFFICIENCY, SCALE_UP_HOP_LATENCY_S};
 use crate::hardware::ClusterFigures;
@@ -50,6 +57,32 @@ fn tier_bandwidths(cluster: &ClusterFigures) -> (f64, f64) {
     (up.max(1.0), net.max(1.0))
 }
 
+/// How many times slower the inter-node tier runs for a `kind` collective over `group` because
+/// its traffic between switch blocks shares their uplinks (1 inside one block, or on a
+/// full-bisection fabric). A ring crosses the uplink on one edge of every `r` it has in a block;
+/// an all-to-all sends every byte bound for a node outside the block over it.
+pub(crate) fn uplink_slowdown(kind: Collective, group: Group, cluster: &ClusterFigures) -> f64 {
+    let Some(block) = cluster.block else {
+        return 1.0;
+    };
+    let dpn = f64::from(cluster.devices_per_node.max(1));
+    let k = group.per_node(dpn);
+    let nodes = (group.size / k).ceil();
+    // Consecutive members sit `stride` ranks apart: that many nodes apart once it passes a node.
+    let node_stride = (group.stride / dpn).max(1.0);
+    let block_nodes = f64::from(block.nodes.max(1));
+    if nodes <= 1.0 || nodes * node_stride <= block_nodes {
+        return 1.0;
+    }
+    let members_per_block = (block_nodes / node_stride).floor().clamp(1.0, nodes);
+    let crossing = match kind {
+        Collective::AllReduce | Collective::Gather => 1.0 / members_per_block,
+        Collective::AllToAll => 1.0 - members_per_block / nodes,
+    };
+    let demand = block_nodes * cluster.node_network_bandwidth * crossing;
+    (demand / block.uplink.max(1.0)).max(1.0)
+}
+
 /// `ceil(log2(n))` for tree depths, on integers so the result is identical everywhere.
 fn ceil_log2(n: f64) -> f64 {
     let n = n.max(1.0) as u64;
@@ -80,7 +113,7 @@ pub(crate) fn collective_time(
             };
             let intra = (k - 1.0) / k * bytes / up;
             let inter = if nodes > 1.0 {
-                (nodes - 1.0) / nodes * bytes / k / net
+                (nodes - 1.0) / nodes * bytes / k / net * uplink_slowdown(kind, group, cluster)
             } else {
                 0.0
             };
@@ -90,7 +123,7 @@ pub(crate) fn collective_time(
         Collective::AllToAll => {
             let g = group.size;
             let intra = (k - 1.0) / g * bytes / up;
-            let inter = (g - k) / g * bytes / net;
+            let inter = (g - k) / g * bytes / net * uplink_slowdown(kind, group, cluster);
             let latency = if nodes > 1.0 {
                 alpha_net
             } else {
@@ -125,6 +158,74 @@ mod tests {
         assert_eq!(ceil_log2(2.0), 1.0);
         assert_eq!(ceil_log2(3.0), 2.0);
         assert_eq!(ceil_log2(2048.0), 11.0);
+    }
+
+    /// 64 nodes of 8 devices with 8 × 400 Gb/s NICs, in blocks of 32 nodes whose uplink carries
+    /// `uplink_tbps` (102.4 Tb/s would be full bisection).
+    fn blocked(uplink_tbps: f64) -> ClusterFigures {
+        use crate::hardware::{DeviceFigures, SwitchBlock};
+        ClusterFigures {
+            device: DeviceFigures {
+                id: "X".into(),
+                peak_flops: Default::default(),
+                memory_bytes: 80e9,
+                memory_bandwidth: 3e12,
+                scale_up_bandwidth: 450e9,
+                devices_per_node: 8,
+                tdp_watts: 700.0,
+            },
+            devices_per_node: 8,
+            nodes: 64,
+            node_network_bandwidth: 8.0 * 400e9 / 8.0,
+            nics_per_node: 8,
+            network_latency_s: 5e-6,
+            block: Some(SwitchBlock {
+                nodes: 32,
+                uplink: uplink_tbps * 1e12 / 8.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn uplinks_slow_only_groups_that_leave_their_block_past_the_uplink() {
+        let quarter = blocked(25.6);
+        // Inside one block: 32 nodes of data-parallel ranks at stride 8.
+        let inside = Group {
+            size: 32.0,
+            stride: 8.0,
+        };
+        assert_eq!(
+            uplink_slowdown(Collective::AllReduce, inside, &quarter),
+            1.0
+        );
+        // 64 nodes at stride 8: the ring leaves each block once in 32 edges, well under a
+        // quarter of the block's NIC bandwidth.
+        let dense = Group {
+            size: 64.0,
+            stride: 8.0,
+        };
+        assert_eq!(uplink_slowdown(Collective::AllReduce, dense, &quarter), 1.0);
+        // Replicas of 16 nodes (stride 128): 2 members per block, half the ring edges cross, and
+        // the uplink carries a quarter of the NICs: twice as slow.
+        let sparse = Group {
+            size: 4.0,
+            stride: 128.0,
+        };
+        let slow = uplink_slowdown(Collective::AllReduce, sparse, &quarter);
+        assert!((slow - 2.0).abs() < 1e-9, "{slow}");
+        let full = blocked(102.4);
+        assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &full), 1.0);
+        let none = ClusterFigures {
+            block: None,
+            ..quarter.clone()
+        };
+        assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &none), 1.0);
+        // The collective's time grows with it.
+        let bytes = 1e9;
+        assert!(
+            collective_time(Collective::AllReduce, bytes, sparse, &quarter)
+                > 1.5 * collective_time(Collective::AllReduce, bytes, sparse, &none)
+        );
     }
 
     #[test]

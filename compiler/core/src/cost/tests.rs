@@ -12,6 +12,7 @@ fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
         node_network_bandwidth: nic_gbps * 1e9 / 8.0,
         nics_per_node: 8,
         network_latency_s: 5e-6,
+        block: None,
     }
 }
 

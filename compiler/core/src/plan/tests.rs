@@ -316,3 +316,95 @@ fn borrowed_devices_say_who_may_take_them() {
     assert!(borrowed.contains("critical jobs may preempt"), "{borrowed}");
     assert!(!borrowed.contains("normal"), "{borrowed}");
 }
+
+/// The shipped devices with one generated site of 32 H100 nodes in blocks of 4, whose uplinks
+/// carry `uplink` (12.8Tbps is full bisection for 4 nodes of 8 × 400 Gb/s).
+fn blocked_catalogue(uplink: &str) -> crate::catalogue::Catalogue {
+    use crate::catalogue::{builtin_sources, load};
+    let pool = format!(
+        r#"id: blocks
+name: "Blocks"
+currency:
+  base: CNY
+sites:
+  - name: alpha
+    region: r0
+    city: c0
+    carbon_intensity: 500
+    pue: 1.3
+    storage_bandwidth: 50GB/s
+    power_price:
+      currency: CNY
+      per_kwh: [{}]
+    topology:
+      nodes_per_block: 4
+      block_uplink: {uplink}
+      latency: 5us
+    node_groups:
+      - {{ name: h100, device: H100_SXM, nodes: 32, devices_per_node: 8, free_devices: 256, nics: {{ count: 8, bandwidth: 400Gbps }}, price: 30 CNY, software: {{ driver: "1", version: "12.4" }}, slurm_partition: h100, node_labels: {{ loam.io/node-group: h100 }} }}
+links: []
+tenants:
+  - name: lab
+    checkpoint_root: /ckpt/lab
+    kubernetes_namespace: lab
+    slurm_account: lab
+    queue: lab
+    quota: []
+"#,
+        vec!["0.5"; 24].join(", ")
+    );
+    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
+        .into_iter()
+        .filter(|(path, _)| path.contains("devices/"))
+        .enumerate()
+        .map(|(i, (path, text))| (FileId(i as u32 + 1), path, text))
+        .collect();
+    sources.push((FileId(100), "specs/pools/blocks.yaml", pool.as_str()));
+    let (catalogue, diagnostics) = load(&sources);
+    catalogue.unwrap_or_else(|| panic!("{diagnostics:?}"))
+}
+
+#[test]
+fn oversubscribed_switch_block_uplinks_slow_data_parallelism_across_blocks() {
+    let job = jobs(
+        r#"job "wide" {
+  tenant = "lab"
+  model {
+    layers  = 40
+    hidden  = 5120
+    ffn     = 13824
+    heads   = 40
+    vocab   = 32000
+    seq_len = 4096
+  }
+  train {
+    tokens       = 100B
+    global_batch = 512
+    precision    = bf16
+  }
+  resources {
+    pool        = blocks
+    max_devices = 256
+  }
+  goal {
+    optimize = time
+  }
+}
+"#,
+    )
+    .remove(0);
+    let full = plan_job(&job, "wide.loam", &blocked_catalogue("12.8Tbps")).0;
+    let thin = plan_job(&job, "wide.loam", &blocked_catalogue("0.4Tbps")).0;
+    assert!(full.feasible && thin.feasible);
+    // 256 devices take 8 blocks, so data-parallel traffic crosses them: a 32:1 oversubscribed
+    // uplink makes the best plan slower, and no plan can hide it entirely.
+    assert!(hours(&thin) > hours(&full), "{} vs {}", hours(&thin), hours(&full));
+    let comm = |p: &Plan| p.estimate.as_ref().unwrap().breakdown_s.data_comm;
+    assert!(
+        comm(&thin) > comm(&full) || thin.layout != full.layout,
+        "{:?} vs {:?}",
+        thin.estimate,
+        full.estimate
+    );
+    assert!(full.groups[0].topology.as_deref().unwrap_or("").contains("8 switch blocks"));
+}

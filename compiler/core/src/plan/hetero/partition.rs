@@ -3,8 +3,8 @@
 //! sends), and the dynamic programme that cuts the chain into stages.
 
 use super::{PipelineGroup, PipelinePlan, PipelineShape, PipelineSpec, PipelineStage};
-use crate::cost::LINK_EFFICIENCY;
 use crate::cost::ops::OpCost;
+use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::model_state_bytes;
@@ -76,7 +76,13 @@ pub(super) struct PerSide {
 }
 
 impl PerSide {
-    fn new(side: &Side<'_>, shape: PipelineShape, spec: &PipelineSpec<'_>) -> PerSide {
+    /// `index` is 0 for the first group, 1 for the second.
+    fn new(
+        side: &Side<'_>,
+        index: usize,
+        shape: PipelineShape,
+        spec: &PipelineSpec<'_>,
+    ) -> PerSide {
         let c = side.group.cluster;
         let t = f64::from(side.tensor.max(1));
         let d = f64::from(shape.data.max(1));
@@ -88,10 +94,15 @@ impl PerSide {
         // Ring all-reduce; inside the node when the data-parallel ranks all fit in it.
         let reduce_per_param = if shape.data > 1 {
             let ranks_per_node = (f64::from(c.devices_per_node) / t).floor().clamp(1.0, d);
+            // Ranks are ordered tensor, then the group's stages, then data.
+            let ranks = Group {
+                size: d,
+                stride: t * f64::from(shape.stages.get(index).copied().unwrap_or(1).max(1)),
+            };
             let bw = if ranks_per_node >= d {
                 c.device.scale_up_bandwidth * LINK_EFFICIENCY
             } else {
-                per_device
+                per_device / uplink_slowdown(Collective::AllReduce, ranks, c)
             };
             2.0 * 2.0 * (d - 1.0) / d * elt / t / bw.max(1.0)
         } else {
@@ -302,8 +313,8 @@ pub(super) fn cost_shape(
     };
     let stager = Stager {
         per_side: [
-            PerSide::new(sides[0], shape, spec),
-            PerSide::new(sides[1], shape, spec),
+            PerSide::new(sides[0], 0, shape, spec),
+            PerSide::new(sides[1], 1, shape, spec),
         ],
         slots: micro_batches + f64::from(shape.stages[0] + shape.stages[1]) - 1.0,
         sides,

@@ -35,6 +35,7 @@ fn cluster(device: DeviceFigures, nodes: u32) -> ClusterFigures {
         node_network_bandwidth: 100e9,
         nics_per_node: 4,
         network_latency_s: 5e-6,
+        block: None,
     }
 }
 

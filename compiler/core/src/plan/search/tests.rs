@@ -13,6 +13,7 @@ fn h100s(nodes: u32) -> ClusterFigures {
         node_network_bandwidth: 400e9,
         nics_per_node: 8,
         network_latency_s: 5e-6,
+        block: None,
     }
 }
 
