@@ -147,73 +147,84 @@ struct ShareSearch<'i, 'p, 'a> {
 
 impl ShareSearch<'_, '_, '_> {
     fn best(&mut self, option: usize, sequences: u32, max_devices: u64) -> &[Candidate] {
-        let input = self.input;
-        let keep = self.keep;
-        let limits = Limits {
-            budget: None,
-            ..self.limits
-        };
+        let (input, keep, limits) = (self.input, self.keep, self.limits);
         self.found
             .entry((option, sequences, max_devices))
-            .or_insert_with(|| {
-                let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option))
-                else {
-                    return Vec::new();
-                };
-                let share = f64::from(sequences) / f64::from(input.setup.global_batch.max(1));
-                let setup = TrainSetup {
-                    global_batch: sequences,
-                    tokens: input.setup.tokens * share,
-                    flash_attention: p.device.has_feature(Feature::FlashAttention),
-                    ..input.setup.clone()
-                };
-                let economics: Economics = o.economics;
-                let transfer_s = o.transfer_s;
-                let score = move |limits: Limits, c: &Candidate| {
-                    limits.score(&Outcome {
-                        time_s: c.train_time_s + transfer_s,
-                        cost: economics.cost(c),
-                        energy_kwh: economics.energy_kwh(c),
-                        carbon_kg: economics.carbon_kg(c),
-                    })
-                };
-                // The pair runs at the slower group's pace, so a layout cheap on its own may idle
-                // its partner: the fastest layouts are kept too, for the pairing to choose from.
-                let mut goals = vec![limits];
-                if limits.optimize != Optimize::Time {
-                    goals.push(Limits {
-                        optimize: Optimize::Time,
-                        ..limits
-                    });
-                }
-                // When the pair's devices are capped below what both groups have, the partner needs
-                // some: smaller layouts are kept too.
-                let cap = p.available.min(max_devices);
-                let mut caps = vec![cap];
-                if max_devices < p.available.saturating_mul(2) {
-                    caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
-                }
-                let mut kept: Vec<Candidate> = Vec::new();
-                for devices in caps {
-                    let spec = SearchSpec {
-                        model: input.model,
-                        setup: &setup,
-                        cluster: &p.cluster,
-                        pins: input.pins,
-                        max_devices: devices,
-                        keep,
-                    };
-                    for goal in &goals {
-                        for c in search(&spec, &|c: &Candidate| score(*goal, c)).ranked {
-                            if !kept.iter().any(|k| k.layout == c.layout) {
-                                kept.push(c);
-                            }
-                        }
-                    }
-                }
-                kept
-            })
+            .or_insert_with(|| group_layouts(input, option, sequences, max_devices, keep, limits))
     }
+}
+
+/// The layouts worth pairing of one group on `sequences` of each batch: its `keep` best under
+/// the job's goal and deadline (the budget holds for the pair only), and its `keep` fastest
+/// counting the gradient exchange as though this group were the narrower side — the pair runs
+/// at the slower group's pace and then exchanges at the smaller side's NIC bandwidth, so a
+/// layout best on its own may idle its partner or slow the exchange. When the pair's device cap
+/// is below what both groups have, the same for a half and a quarter of the group's cap.
+fn group_layouts(
+    input: &MixedInput<'_, '_>,
+    option: usize,
+    sequences: u32,
+    max_devices: u64,
+    keep: usize,
+    limits: Limits,
+) -> Vec<Candidate> {
+    let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option)) else {
+        return Vec::new();
+    };
+    let share = f64::from(sequences) / f64::from(input.setup.global_batch.max(1));
+    let setup = TrainSetup {
+        global_batch: sequences,
+        tokens: input.setup.tokens * share,
+        flash_attention: p.device.has_feature(Feature::FlashAttention),
+        ..input.setup.clone()
+    };
+    let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
+    let grad_bytes = param_count(input.model).total * input.setup.precision.bytes();
+    let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
+        / f64::from(p.cluster.devices_per_node.max(1));
+    let economics: Economics = o.economics;
+    let outcome = |c: &Candidate, extra_s: f64| Outcome {
+        time_s: c.train_time_s + o.transfer_s + extra_s,
+        cost: economics.cost(c),
+        energy_kwh: economics.energy_kwh(c),
+        carbon_kg: economics.carbon_kg(c),
+    };
+    let alone = Limits {
+        budget: None,
+        ..limits
+    };
+    let paired = Limits {
+        optimize: Optimize::Time,
+        ..alone
+    };
+    let exchange_s =
+        |c: &Candidate| steps * grad_bytes / (c.devices as f64 * per_device_net).max(1.0);
+    let cap = p.available.min(max_devices);
+    let mut caps = vec![cap];
+    if max_devices < p.available.saturating_mul(2) {
+        caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
+    }
+    let mut kept: Vec<Candidate> = Vec::new();
+    for devices in caps {
+        let spec = SearchSpec {
+            model: input.model,
+            setup: &setup,
+            cluster: &p.cluster,
+            pins: input.pins,
+            max_devices: devices,
+            keep,
+        };
+        let on_its_own = search(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0)));
+        let in_pair = search(&spec, &|c: &Candidate| {
+            paired.score(&outcome(c, exchange_s(c)))
+        });
+        for c in on_its_own.ranked.into_iter().chain(in_pair.ranked) {
+            if !kept.iter().any(|k| k.layout == c.layout) {
+                kept.push(c);
+            }
+        }
+    }
+    kept
 }
 
 /// Every data-parallel plan over a pair of candidate groups that both train in the job's

@@ -398,7 +398,12 @@ fn oversubscribed_switch_block_uplinks_slow_data_parallelism_across_blocks() {
     assert!(full.feasible && thin.feasible);
     // 256 devices take 8 blocks, so data-parallel traffic crosses them: a 32:1 oversubscribed
     // uplink makes the best plan slower, and no plan can hide it entirely.
-    assert!(hours(&thin) > hours(&full), "{} vs {}", hours(&thin), hours(&full));
+    assert!(
+        hours(&thin) > hours(&full),
+        "{} vs {}",
+        hours(&thin),
+        hours(&full)
+    );
     let comm = |p: &Plan| p.estimate.as_ref().unwrap().breakdown_s.data_comm;
     assert!(
         comm(&thin) > comm(&full) || thin.layout != full.layout,
@@ -406,5 +411,11 @@ fn oversubscribed_switch_block_uplinks_slow_data_parallelism_across_blocks() {
         thin.estimate,
         full.estimate
     );
-    assert!(full.groups[0].topology.as_deref().unwrap_or("").contains("8 switch blocks"));
+    assert!(
+        full.groups[0]
+            .topology
+            .as_deref()
+            .unwrap_or("")
+            .contains("8 switch blocks")
+    );
 }
