@@ -154,12 +154,13 @@ impl ShareSearch<'_, '_, '_> {
     }
 }
 
-/// The layouts worth pairing of one group on `sequences` of each batch: its `keep` best under
-/// the job's goal and deadline (the budget holds for the pair only), and its `keep` fastest
+/// The layouts worth pairing of one group on `sequences` of each batch: its `keep` fastest
 /// counting the gradient exchange as though this group were the narrower side — the pair runs
 /// at the slower group's pace and then exchanges at the smaller side's NIC bandwidth, so a
-/// layout best on its own may idle its partner or slow the exchange. When the pair's device cap
-/// is below what both groups have, the same for a half and a quarter of the group's cap.
+/// layout fastest on its own may slow the exchange — and, unless the goal is time, its `keep`
+/// best under the job's goal and deadline (the budget holds for the pair only). When the
+/// pair's device cap is below what both groups have, the same for a half and a quarter of the
+/// group's cap.
 fn group_layouts(
     input: &MixedInput<'_, '_>,
     option: usize,
@@ -214,11 +215,17 @@ fn group_layouts(
             max_devices: devices,
             keep,
         };
-        let on_its_own = search(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0)));
+        // Under a time goal the fastest counting the exchange are what the pair wants; under
+        // another goal the best on their own are kept as well.
+        let on_its_own = if limits.optimize == Optimize::Time {
+            Vec::new()
+        } else {
+            search(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0))).ranked
+        };
         let in_pair = search(&spec, &|c: &Candidate| {
             paired.score(&outcome(c, exchange_s(c)))
         });
-        for c in on_its_own.ranked.into_iter().chain(in_pair.ranked) {
+        for c in on_its_own.into_iter().chain(in_pair.ranked) {
             if !kept.iter().any(|k| k.layout == c.layout) {
                 kept.push(c);
             }
@@ -236,8 +243,7 @@ pub(crate) fn data_splits<'a>(
     search_splits(input, ruled_out, KEEP_PER_SHARE)
 }
 
-/// [`data_splits`] with `keep` layouts per group and share (the tests' exhaustive search keeps
-/// every layout).
+/// [`data_splits`] with `keep` layouts per group and share (the tests compare with more).
 fn search_splits<'a>(
     input: &MixedInput<'_, 'a>,
     ruled_out: &mut Vec<String>,
@@ -286,7 +292,9 @@ fn search_splits<'a>(
             let mut kept: Vec<DataSplit<'a>> = Vec::new();
             let grid = shares(batch);
             let cap = link.max_devices;
-            for &first in &grid {
+            let cost_share = |first: u32,
+                              searches: &mut ShareSearch<'_, '_, 'a>,
+                              kept: &mut Vec<DataSplit<'a>>| {
                 let second = batch - first;
                 let ra = searches.best(a, first, cap).to_vec();
                 let rb = searches.best(b, second, cap).to_vec();
@@ -313,9 +321,12 @@ fn search_splits<'a>(
                             outcome,
                             fixed_cost: pair.fixed_cost,
                         };
-                        keep_best(&mut kept, split);
+                        keep_best(kept, split);
                     }
                 }
+            };
+            for &first in &grid {
+                cost_share(first, &mut searches, &mut kept);
             }
             found.append(&mut kept);
         }
