@@ -6,7 +6,7 @@
 #![allow(missing_docs, clippy::print_stdout)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use loam_compiler::catalogue::{builtin_sources, load};
+use loam_compiler::catalogue::builtin_devices_with_pool;
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
 use loam_compiler::span::FileId;
@@ -93,14 +93,7 @@ const JOB: &str = r#"job "big-70b" {
 
 fn bench(c: &mut Criterion) {
     let pool = pool();
-    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
-        .into_iter()
-        .filter(|(path, _)| path.contains("devices/"))
-        .enumerate()
-        .map(|(i, (path, text))| (FileId(i as u32 + 1), path, text))
-        .collect();
-    sources.push((FileId(100), "specs/pools/big.yaml", pool.as_str()));
-    let (catalogue, diagnostics) = load(&sources);
+    let (catalogue, diagnostics) = builtin_devices_with_pool("specs/pools/big.yaml", &pool);
     let Some(catalogue) = catalogue else {
         println!("the generated pool does not load: {diagnostics:?}");
         return;

@@ -30,7 +30,7 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
-pub use builtin::{builtin, builtin_sources};
+pub use builtin::{builtin, builtin_devices_with_pool, builtin_sources};
 pub use check_job::check_job;
 pub use load::load;
 pub use lookup::{Found, route};

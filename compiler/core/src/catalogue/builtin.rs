@@ -47,3 +47,19 @@ pub fn builtin() -> Catalogue {
         .collect();
     super::load(&sources).0.unwrap_or_default()
 }
+
+/// The shipped devices with one pool of the caller's instead of the shipped pools: for
+/// benchmarks and tests that plan on a generated pool. `pool_path` is the pool's display path.
+pub fn builtin_devices_with_pool(
+    pool_path: &str,
+    pool_text: &str,
+) -> (Option<Catalogue>, Vec<crate::diagnostics::Diagnostic>) {
+    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("specs/devices/"))
+        .enumerate()
+        .map(|(i, (path, text))| (FileId(u32::try_from(i + 1).unwrap_or(u32::MAX)), path, text))
+        .collect();
+    sources.push((FileId(0), pool_path, pool_text));
+    super::load(&sources)
+}

@@ -320,7 +320,6 @@ fn borrowed_devices_say_who_may_take_them() {
 /// The shipped devices with one generated site of 32 H100 nodes in blocks of 4, whose uplinks
 /// carry `uplink` (12.8Tbps is full bisection for 4 nodes of 8 × 400 Gb/s).
 fn blocked_catalogue(uplink: &str) -> crate::catalogue::Catalogue {
-    use crate::catalogue::{builtin_sources, load};
     let pool = format!(
         r#"id: blocks
 name: "Blocks"
@@ -353,14 +352,8 @@ tenants:
 "#,
         vec!["0.5"; 24].join(", ")
     );
-    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
-        .into_iter()
-        .filter(|(path, _)| path.contains("devices/"))
-        .enumerate()
-        .map(|(i, (path, text))| (FileId(i as u32 + 1), path, text))
-        .collect();
-    sources.push((FileId(100), "specs/pools/blocks.yaml", pool.as_str()));
-    let (catalogue, diagnostics) = load(&sources);
+    let (catalogue, diagnostics) =
+        crate::catalogue::builtin_devices_with_pool("specs/pools/blocks.yaml", &pool);
     catalogue.unwrap_or_else(|| panic!("{diagnostics:?}"))
 }
 

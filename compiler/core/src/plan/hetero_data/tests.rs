@@ -2,7 +2,7 @@
 //! a search keeping ten times as many, on small pools.
 
 use super::{KEEP_PER_SHARE, search_splits, shares};
-use crate::catalogue::{Catalogue, builtin_sources, load};
+use crate::catalogue::{Catalogue, builtin_devices_with_pool};
 use crate::check::check_file;
 use crate::plan::build::options;
 use crate::plan::mixed::MixedInput;
@@ -60,14 +60,7 @@ tenants:
 
 /// The shipped devices with [`SMALL_POOL`].
 fn small_catalogue() -> Catalogue {
-    let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
-        .into_iter()
-        .filter(|(path, _)| path.contains("devices/"))
-        .enumerate()
-        .map(|(i, (path, text))| (FileId(i as u32 + 1), path, text))
-        .collect();
-    sources.push((FileId(100), "specs/pools/small.yaml", SMALL_POOL));
-    let (catalogue, diagnostics) = load(&sources);
+    let (catalogue, diagnostics) = builtin_devices_with_pool("specs/pools/small.yaml", SMALL_POOL);
     catalogue.unwrap_or_else(|| panic!("{diagnostics:?}"))
 }
 
