@@ -4,6 +4,7 @@
 use super::{KEEP_PER_SHARE, search_splits, shares};
 use crate::catalogue::{Catalogue, builtin_devices_with_pool};
 use crate::check::check_file;
+use crate::cost::usable_memory;
 use crate::plan::build::options;
 use crate::plan::mixed::MixedInput;
 use crate::plan::planner::objective;
@@ -12,6 +13,7 @@ use crate::plan::stages::job_graph;
 use crate::span::FileId;
 use crate::syntax::parse;
 use crate::workload::{model_dims, train_setup};
+use proptest::prelude::*;
 
 #[test]
 fn shares_are_whole_sequences_and_leave_both_groups_some() {
@@ -98,8 +100,12 @@ fn lab_job(layers: u32, hidden: u32, heads: u32, batch: u32, goal: &str, extra: 
 /// Layouts per group and share in the wide search: ten times the planner's.
 const WIDE_KEEP: usize = 10 * KEEP_PER_SHARE;
 
-/// The best score of the planner's search and of the wide one.
-fn best_scores(catalogue: &Catalogue, text: &str) -> Option<(f64, f64)> {
+/// Runs `f` on the pairing input of the first job in `text`, planned on `catalogue`.
+fn with_input<T>(
+    catalogue: &Catalogue,
+    text: &str,
+    f: impl FnOnce(&MixedInput<'_, '_>) -> Option<T>,
+) -> Option<T> {
     let parsed = parse(FileId(0), text);
     let job = check_file(&parsed.file?).jobs.into_iter().next()?;
     let pool = catalogue.pool(&job.resources.pool.value)?;
@@ -110,7 +116,7 @@ fn best_scores(catalogue: &Catalogue, text: &str) -> Option<(f64, f64)> {
     let setup = train_setup(&job);
     let graph = job_graph(&job);
     let convert = |x: f64| x;
-    let input = MixedInput {
+    f(&MixedInput {
         job: &job,
         pool,
         options: &options,
@@ -122,10 +128,16 @@ fn best_scores(catalogue: &Catalogue, text: &str) -> Option<(f64, f64)> {
         pins: Pins::default(),
         convert: &convert,
         incumbent: f64::INFINITY,
-    };
-    let fast = search_splits(&input, &mut Vec::new(), KEEP_PER_SHARE);
-    let all = search_splits(&input, &mut Vec::new(), WIDE_KEEP);
-    Some((fast.first()?.score, all.first()?.score))
+    })
+}
+
+/// The best score of the planner's search and of the wide one.
+fn best_scores(catalogue: &Catalogue, text: &str) -> Option<(f64, f64)> {
+    with_input(catalogue, text, |input| {
+        let fast = search_splits(input, &mut Vec::new(), KEEP_PER_SHARE);
+        let all = search_splits(input, &mut Vec::new(), WIDE_KEEP);
+        Some((fast.first()?.score, all.first()?.score))
+    })
 }
 
 #[test]
@@ -156,4 +168,44 @@ fn the_kept_layouts_come_within_eight_percent_of_ten_times_as_many() {
     // Measured: 9 of 18 pools within 0.01 %, median 1.1 %, worst 6.9 % (a time goal with 24
     // devices for both groups, where a layout outside each group's best few pairs better).
     assert!(worst <= 1.08, "the kept layouts are {worst} times the best");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn splits_share_the_batch_fit_memory_and_oversubscribe_nothing(
+        layers in 4u32..24,
+        hidden in prop::sample::select(vec![1024u32, 2048, 3072]),
+        batch in prop::sample::select(vec![32u32, 48, 64, 96, 128]),
+        goal in prop::sample::select(vec!["optimize = time", "optimize = cost", "optimize = carbon"]),
+        cap in prop::sample::select(vec!["", "max_devices = 20", "max_devices = 40"]),
+    ) {
+        let catalogue = small_catalogue();
+        let text = lab_job(layers, hidden, 16, batch, goal, cap);
+        let checked = with_input(&catalogue, &text, |input| {
+            let max = input.job.resources.max_devices.as_ref().map_or(u64::MAX, |m| m.value);
+            let splits = search_splits(input, &mut Vec::new(), KEEP_PER_SHARE);
+            // Three types that all host these small models: every pool pairs some of them.
+            assert!(!splits.is_empty());
+            for split in splits {
+                let mut sequences = 0;
+                for ((p, r), share) in split.placements.iter().zip(&split.replicas).zip(split.batches) {
+                    let l = &r.layout;
+                    let degrees = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.data)
+                        * u64::from(l.context) * u64::from(l.expert);
+                    assert_eq!(degrees, r.devices);
+                    assert!(r.devices <= p.available);
+                    assert_eq!(share % (l.data * l.micro_batch), 0);
+                    assert!(r.estimate.memory_per_device_bytes <= usable_memory(&p.cluster.device));
+                    sequences += share;
+                }
+                assert_eq!(sequences, batch);
+                assert!(split.devices()[0] + split.devices()[1] <= max);
+                assert!(split.step_time_s >= split.exchange_s);
+            }
+            Some(())
+        });
+        prop_assert!(checked.is_some());
+    }
 }
