@@ -21,7 +21,7 @@ use super::mixed::{
     pair_group_ir, pair_link,
 };
 use super::objective::{Limits, Outcome, PairObjective};
-use super::search::{Candidate, Economics, SearchSpec, search};
+use super::search::{Candidate, SearchSpec, search};
 use super::stages::homogeneous_stages;
 use crate::catalogue::Feature;
 use crate::catalogue::Pool;
@@ -117,12 +117,9 @@ fn exchange_seconds(
         let dpn = u64::from(c.devices_per_node.max(1));
         let nodes = n.div_ceil(dpn);
         let nics = n as f64 * c.node_network_bandwidth / dpn as f64;
-        let per_block = u64::from(p.site.nodes_per_block);
-        let uplinks = if per_block == 0 || p.site.block_uplink <= 0.0 {
-            f64::INFINITY
-        } else {
-            nodes.div_ceil(per_block) as f64 * p.site.block_uplink
-        };
+        let uplinks = c.block.map_or(f64::INFINITY, |b| {
+            nodes.div_ceil(u64::from(b.nodes.max(1))) as f64 * b.uplink
+        });
         nics.min(uplinks) * LINK_EFFICIENCY
     };
     let [pa, pb] = placements;
@@ -135,8 +132,8 @@ fn exchange_seconds(
     grad_bytes / bandwidth.max(1.0) + latency
 }
 
-/// The per-group searches, cached by (option, sequences): the best layouts of one group on one
-/// share of the batch, under the job's goal and deadline.
+/// The per-group searches, cached by (option, sequences, the pair's device cap): the layouts of
+/// one group worth pairing on one share of the batch ([`group_layouts`]).
 struct ShareSearch<'i, 'p, 'a> {
     input: &'i MixedInput<'p, 'a>,
     limits: Limits,
@@ -183,12 +180,10 @@ fn group_layouts(
     let grad_bytes = param_count(input.model).total * input.setup.precision.bytes();
     let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
         / f64::from(p.cluster.devices_per_node.max(1));
-    let economics: Economics = o.economics;
-    let outcome = |c: &Candidate, extra_s: f64| Outcome {
-        time_s: c.train_time_s + o.transfer_s + extra_s,
-        cost: economics.cost(c),
-        energy_kwh: economics.energy_kwh(c),
-        carbon_kg: economics.carbon_kg(c),
+    let outcome = |c: &Candidate, extra_s: f64| {
+        let mut out = o.outcome(c);
+        out.time_s += extra_s;
+        out
     };
     let alone = Limits {
         budget: None,
