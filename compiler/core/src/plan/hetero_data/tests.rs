@@ -2,7 +2,7 @@
 //! a search keeping ten times as many, on small pools.
 
 use super::{KEEP_PER_SHARE, search_splits, shares};
-use crate::catalogue::{Catalogue, builtin_devices_with_pool};
+use crate::catalogue::Catalogue;
 use crate::check::check_file;
 use crate::cost::usable_memory;
 use crate::plan::build::options;
@@ -10,6 +10,7 @@ use crate::plan::mixed::MixedInput;
 use crate::plan::planner::objective;
 use crate::plan::search::Pins;
 use crate::plan::stages::job_graph;
+use crate::plan::tests::{node_group, one_site_catalogue};
 use crate::span::FileId;
 use crate::syntax::parse;
 use crate::workload::{model_dims, train_setup};
@@ -24,49 +25,23 @@ fn shares_are_whole_sequences_and_leave_both_groups_some() {
     assert!(shares(1).is_empty());
 }
 
-/// A one-site pool of 64 devices: 16 H100, 32 A100 and 16 L40S, all with fp32 arithmetic.
-const SMALL_POOL: &str = r#"id: small
-name: "Small pool"
-currency:
-  base: CNY
-sites:
-  - name: alpha
-    region: r0
-    city: c0
-    carbon_intensity: 500
-    pue: 1.3
-    storage_bandwidth: 50GB/s
-    power_price:
-      currency: CNY
-      per_kwh: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
-    topology:
-      nodes_per_block: 4
-      block_uplink: 1.6Tbps
-      latency: 5us
-    node_groups:
-      - { name: h100, device: H100_SXM, nodes: 2, devices_per_node: 8, free_devices: 16, nics: { count: 8, bandwidth: 400Gbps }, price: 30 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: h100, node_labels: { loam.io/node-group: h100 } }
-      - { name: a100, device: A100_SXM_80GB, nodes: 4, devices_per_node: 8, free_devices: 32, nics: { count: 4, bandwidth: 200Gbps }, price: 14 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: a100, node_labels: { loam.io/node-group: a100 } }
-      - { name: l40s, device: L40S, nodes: 2, devices_per_node: 8, free_devices: 16, nics: { count: 2, bandwidth: 100Gbps }, price: 7 CNY, software: { driver: "1", version: "12.4" }, slurm_partition: l40s, node_labels: { loam.io/node-group: l40s } }
-links: []
-tenants:
-  - name: lab
-    checkpoint_root: /ckpt/lab
-    kubernetes_namespace: lab
-    slurm_account: lab
-    queue: lab
-    quota:
-      - { device: H100_SXM, guaranteed: 16, elastic: 0 }
-      - { device: A100_SXM_80GB, guaranteed: 32, elastic: 0 }
-      - { device: L40S, guaranteed: 16, elastic: 0 }
-"#;
-
-/// The shipped devices with [`SMALL_POOL`].
+/// A one-site pool, `small`, of 64 devices: 16 H100, 32 A100 and 16 L40S, all with fp32
+/// arithmetic, the tenant's quota the whole of each.
 fn small_catalogue() -> Catalogue {
-    let (catalogue, diagnostics) = builtin_devices_with_pool("specs/pools/small.yaml", SMALL_POOL);
-    catalogue.unwrap_or_else(|| panic!("{diagnostics:?}"))
+    let groups = [
+        node_group("H100_SXM", 2, 8, "400Gbps", 30),
+        node_group("A100_SXM_80GB", 4, 4, "200Gbps", 14),
+        node_group("L40S", 2, 2, "100Gbps", 7),
+    ];
+    let quota = [
+        "{ device: H100_SXM, guaranteed: 16, elastic: 0 }",
+        "{ device: A100_SXM_80GB, guaranteed: 32, elastic: 0 }",
+        "{ device: L40S, guaranteed: 16, elastic: 0 }",
+    ];
+    one_site_catalogue("small", "1.6Tbps", &groups, &quota)
 }
 
-/// A job on [`SMALL_POOL`].
+/// A job on the [`small_catalogue`] pool.
 fn lab_job(layers: u32, hidden: u32, heads: u32, batch: u32, goal: &str, extra: &str) -> String {
     format!(
         r#"job "split" {{
