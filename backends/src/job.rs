@@ -8,9 +8,9 @@ use crate::Options;
 use crate::escape::{
     dns_label, is_dns_label, is_label_key, is_label_value, is_plain_word, json_ascii, slug,
 };
-use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::diagnostics::codes;
+use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
-use loam_compiler::span::Span;
 use serde::Serialize;
 
 /// Longest name of a job's Kubernetes objects, so pod host names (`<job>-<group>-0-<n>`) stay
@@ -18,8 +18,8 @@ use serde::Serialize;
 pub const MAX_NAME: usize = 32;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
-pub fn error(code: &'static str, message: String, help: &str) -> Diagnostic {
-    Diagnostic::error(code, message, Span::default(), "").with_help(help)
+pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
+    Diagnostic::unlocated(code, message).with_help(help)
 }
 
 /// Where a tenant's jobs go on each backend.
@@ -154,7 +154,7 @@ impl JobContext {
                 format!(": {}", plan.reasons.join("; "))
             };
             errors.push(error(
-                "L4001",
+                codes::emit::INFEASIBLE_PLAN,
                 format!("cannot emit job `{job}`, its plan is infeasible{why}"),
                 "change the spec until `loam plan` finds a feasible plan",
             ));
@@ -194,7 +194,7 @@ impl JobContext {
             Some(sub) => sub,
             None => {
                 errors.push(error(
-                    "L4003",
+                    codes::emit::CHECKPOINT_OUTSIDE_ROOT,
                     format!(
                         "checkpoint path `{}` of job `{job}` is outside tenant `{}`'s root `{}`",
                         checkpoint.path, plan.tenant, tenancy.checkpoint_root
@@ -276,7 +276,7 @@ impl JobContext {
         };
         let plan_json = serde_json::to_string_pretty(&one).map_err(|e| {
             vec![error(
-                "L4009",
+                codes::emit::INTERNAL_ERROR,
                 format!("cannot serialise the plan of job `{job}`: {e}"),
                 "report this as a bug in loam",
             )]
@@ -328,7 +328,7 @@ impl JobContext {
 /// L4002: the plan lacks what every target needs.
 fn incomplete(job: &str, why: &str) -> Diagnostic {
     error(
-        "L4002",
+        codes::emit::INCOMPLETE_PLAN,
         format!("cannot emit job `{job}`, its plan is incomplete: {why}"),
         "emit plans made by `loam plan`; a hand-edited plan must keep every field",
     )
@@ -337,7 +337,7 @@ fn incomplete(job: &str, why: &str) -> Diagnostic {
 /// L4004: a name that a manifest cannot carry safely.
 fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
     error(
-        "L4004",
+        codes::emit::UNUSABLE_NAME,
         format!(
             "{what} `{}` of job `{job}` cannot be used in a manifest",
             value.escape_debug()

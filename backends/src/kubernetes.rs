@@ -5,6 +5,7 @@
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::diagnostics::codes;
 use minijinja::Value;
 use serde::Serialize;
 
@@ -155,7 +156,7 @@ pub(crate) fn render_one(
 /// L4009: a template failed, which is a bug in loam.
 pub(crate) fn template_error(job: &str, e: &minijinja::Error) -> Diagnostic {
     crate::job::error(
-        "L4009",
+        codes::emit::INTERNAL_ERROR,
         format!("internal error rendering job `{job}`: {e}"),
         "report this as a bug in loam, with the plan JSON",
     )

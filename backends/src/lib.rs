@@ -17,6 +17,7 @@ pub mod kubernetes;
 pub mod slurm;
 
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::diagnostics::codes;
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -96,7 +97,7 @@ pub fn render(
     let major = doc.format_version.split('.').next().unwrap_or_default();
     if major != SUPPORTED_MAJOR {
         diagnostics.push(job::error(
-            "L4007",
+            codes::emit::UNSUPPORTED_FORMAT,
             format!(
                 "unsupported plan format version `{}`, expected 1.x",
                 doc.format_version
@@ -113,7 +114,7 @@ pub fn render(
                 let folder = job::folder(plan);
                 if let Some(other) = folders.insert(folder.clone(), plan.job.clone()) {
                     diagnostics.push(job::error(
-                        "L4008",
+                        codes::emit::SHARED_OUTPUT_FOLDER,
                         format!(
                             "jobs `{other}` and `{}` would both be written to `{folder}/`",
                             plan.job

@@ -6,6 +6,7 @@ use crate::job::{JobContext, error};
 use crate::kubernetes::{render_one, template_error};
 use crate::{Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::diagnostics::codes;
 use minijinja::Value;
 use serde::Serialize;
 use std::fmt;
@@ -121,7 +122,7 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
     let mut errors = Vec::new();
     if version < SlurmVersion::OLDEST {
         errors.push(error(
-            "L4005",
+            codes::emit::UNSUPPORTED_SLURM_VERSION,
             format!(
                 "Slurm {version} is too old, loam writes scripts for {} and newer",
                 SlurmVersion::OLDEST
@@ -133,7 +134,7 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
     for g in &job.groups {
         let Some(partition) = &g.partition else {
             errors.push(error(
-                "L4006",
+                codes::emit::NO_SLURM_PARTITION,
                 format!(
                     "group {} of job `{}` (node group `{}`) has no Slurm partition",
                     g.index, job.job, g.node_group
@@ -144,7 +145,7 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
         };
         if !is_plain_word(&g.node_group) {
             errors.push(error(
-                "L4004",
+                codes::emit::UNUSABLE_NAME,
                 format!(
                     "node group `{}` of job `{}` cannot be a Slurm constraint",
                     g.node_group.escape_debug(),

@@ -84,7 +84,7 @@ fn every_page_example_renders_the_output_on_the_page() {
 #[test]
 fn explain_prints_each_page_and_rejects_unknown_codes() {
     for info in codes::all() {
-        let (code, out, _) = loam_tests::run_cli(&["explain", info.code], "");
+        let (code, out, _) = loam_tests::run_cli(&["explain", info.code.as_str()], "");
         assert_eq!(code, 0);
         assert_eq!(out, info.explanation);
     }

@@ -94,7 +94,7 @@ fn every_code_appears_in_a_snapshot() {
         .collect();
     let missing: Vec<&str> = codes::all()
         .iter()
-        .map(|c| c.code)
+        .map(|c| c.code.as_str())
         .filter(|code| !snapshots.contains(code))
         .collect();
     assert!(missing.is_empty(), "codes no snapshot shows: {missing:?}");

@@ -46,7 +46,7 @@ pub fn load_texts(
         .map(|(id, path, text)| (*id, path.as_str(), text.as_str()))
         .collect();
     let (catalogue, mut diagnostics) = catalogue::load(&triples);
-    diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    diagnostics.sort_by_key(Diagnostic::sort_key);
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     (catalogue.filter(|_| !has_errors), diagnostics)
 }

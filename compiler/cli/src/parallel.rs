@@ -95,9 +95,7 @@ pub fn add_specs(specs: &mut Specs, files: Vec<(String, Vec<u8>)>) {
     }
     let duplicates = check_unique_job_names(&specs.jobs);
     specs.diagnostics.extend(duplicates);
-    specs
-        .diagnostics
-        .sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    specs.diagnostics.sort_by_key(Diagnostic::sort_key);
 }
 
 /// Most jobs handed to one [`plan_document`] call. Each call also hashes the whole catalogue for

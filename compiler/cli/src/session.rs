@@ -74,10 +74,10 @@ pub fn check_against(specs: &mut Specs, catalogue: &Catalogue) {
     let mut found = Vec::new();
     for job in &specs.jobs {
         let garbled = specs.diagnostics.iter().any(|d| {
-            d.code.starts_with("L0")
-                && d.span.file == job.span.file
-                && d.span.start >= job.span.start
-                && d.span.end <= job.span.end
+            d.code.as_str().starts_with("L0")
+                && d.span.is_some_and(|s| {
+                    s.file == job.span.file && s.start >= job.span.start && s.end <= job.span.end
+                })
         });
         if !garbled {
             found.extend(check_job(job, catalogue));
@@ -99,9 +99,7 @@ fn read_specs(specs: &mut Specs, paths: &[PathBuf]) -> Result<(), IoError> {
 }
 
 fn sort_diagnostics(specs: &mut Specs) {
-    specs
-        .diagnostics
-        .sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    specs.diagnostics.sort_by_key(Diagnostic::sort_key);
 }
 
 /// Parses and checks one file's bytes into `specs`.
@@ -156,6 +154,6 @@ pub fn plan_specs(
         .collect();
     let (doc, mut diagnostics) = crate::parallel::plan_jobs(&jobs, catalogue);
     diagnostics.extend(specs.diagnostics.iter().cloned());
-    diagnostics.sort_by_key(|d| (d.span.file, d.span.start, d.code));
+    diagnostics.sort_by_key(Diagnostic::sort_key);
     (doc, diagnostics)
 }

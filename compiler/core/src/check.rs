@@ -10,6 +10,7 @@ mod model;
 mod parallel;
 mod reader;
 
+use crate::diagnostics::codes;
 pub use job::{
     CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
 };
@@ -155,7 +156,7 @@ pub fn check_file(file: &File) -> Checked {
             };
             diags.push(
                 Diagnostic::error(
-                    "L1001",
+                    codes::check::UNKNOWN_BLOCK,
                     format!("unknown block `{}` at the top level", block.name.name),
                     block.name.span,
                     "only `job` blocks may stand here",
@@ -168,7 +169,7 @@ pub fn check_file(file: &File) -> Checked {
             if let Some(first) = seen.get(&label.value) {
                 diags.push(
                     Diagnostic::error(
-                        "L1006",
+                        codes::check::DUPLICATE_JOB_NAME,
                         format!("duplicate job name `{}`", label.value),
                         label.span,
                         "this name is taken",
@@ -187,7 +188,7 @@ pub fn check_file(file: &File) -> Checked {
     if file.blocks.is_empty() {
         diags.push(
             Diagnostic::error(
-                "L1016",
+                codes::check::NO_JOB,
                 "expected a `job` block, found none",
                 Span {
                     end: file.span.start,
@@ -212,7 +213,7 @@ pub fn check_unique_job_names<'a>(jobs: impl IntoIterator<Item = &'a Job>) -> Ve
         match seen.get(job.name.value.as_str()) {
             Some(first) if first.file != job.name.span.file => diags.push(
                 Diagnostic::error(
-                    "L1006",
+                    codes::check::DUPLICATE_JOB_NAME,
                     format!("duplicate job name `{}`", job.name.value),
                     job.name.span,
                     "this name is taken",
@@ -244,7 +245,7 @@ fn single_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) -> O
 fn missing_block(parent: &Block, name: &str, diags: &mut Diagnostics) {
     diags.push(
         Diagnostic::error(
-            "L1003",
+            codes::check::MISSING_BLOCK,
             format!("missing block `{name}` in `{}`", parent.name.name),
             parent.label.as_ref().map_or(parent.name.span, |l| l.span),
             format!("this {} has no `{name}` block", parent.name.name),
@@ -408,7 +409,7 @@ fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> Checkpoin
         && let Some(problem) = checkpoint_path_problem(&path.value)
     {
         f.diags.push(
-                Diagnostic::error("L1018", format!("invalid checkpoint path: {problem}"), path.span, problem)
+                Diagnostic::error(codes::check::INVALID_CHECKPOINT_PATH, format!("invalid checkpoint path: {problem}"), path.span, problem)
                     .with_help("write an absolute path below your tenant's checkpoint root, e.g. \"/ckpt/nlp/run-1\""),
             );
     }

@@ -6,6 +6,8 @@
 
 pub mod codes;
 
+pub use codes::Code;
+
 use crate::span::Span;
 use serde::Serialize;
 
@@ -32,14 +34,15 @@ pub struct Label {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// Stable code such as `L1003`, registered in [`codes`].
-    pub code: &'static str,
+    pub code: Code,
     /// Error or warning.
     pub severity: Severity,
     /// The one-line message: lowercase, no trailing period ("unknown field `hiden`").
     pub message: String,
-    /// The primary location.
-    pub span: Span,
-    /// What is wrong at the primary location.
+    /// The primary location; `None` for a diagnostic about generated data (a plan, a manifest)
+    /// that has no place in any source text.
+    pub span: Option<Span>,
+    /// What is wrong at the primary location (empty when there is none).
     pub label: String,
     /// An actionable sentence, if there is one.
     pub help: Option<String>,
@@ -50,7 +53,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A new error with code `code`, message and primary label.
     pub fn error(
-        code: &'static str,
+        code: Code,
         message: impl Into<String>,
         span: Span,
         label: impl Into<String>,
@@ -59,7 +62,7 @@ impl Diagnostic {
             code,
             severity: Severity::Error,
             message: message.into(),
-            span,
+            span: Some(span),
             label: label.into(),
             help: None,
             related: Vec::new(),
@@ -68,7 +71,7 @@ impl Diagnostic {
 
     /// A new warning with code `code`, message and primary label.
     pub fn warning(
-        code: &'static str,
+        code: Code,
         message: impl Into<String>,
         span: Span,
         label: impl Into<String>,
@@ -77,6 +80,34 @@ impl Diagnostic {
             severity: Severity::Warning,
             ..Diagnostic::error(code, message, span, label)
         }
+    }
+
+    /// A new error about something that has no place in any source text (a plan read from
+    /// JSON, a manifest being rendered).
+    pub fn unlocated(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            span: None,
+            label: String::new(),
+            help: None,
+            related: Vec::new(),
+        }
+    }
+
+    /// The same diagnostic as a warning.
+    pub fn into_warning(self) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..self
+        }
+    }
+
+    /// The order diagnostics are shown in: unlocated ones first, then by file and position,
+    /// then by code.
+    pub fn sort_key(&self) -> (Option<(crate::span::FileId, u32, u32)>, Code) {
+        (self.span.map(|s| (s.file, s.start, s.end)), self.code)
     }
 
     /// Adds the help line.
@@ -142,13 +173,9 @@ impl Diagnostics {
     pub fn into_sorted(self) -> Vec<Diagnostic> {
         let mut items = self.items;
         items.sort_by(|a, b| {
-            (a.span.file, a.span.start, a.span.end, a.code, &a.message).cmp(&(
-                b.span.file,
-                b.span.start,
-                b.span.end,
-                b.code,
-                &b.message,
-            ))
+            a.sort_key()
+                .cmp(&b.sort_key())
+                .then_with(|| a.message.cmp(&b.message))
         });
         items.dedup();
         items

@@ -9,6 +9,7 @@ mod error;
 mod lower;
 mod trivia;
 
+use crate::diagnostics::codes;
 pub use trivia::{Comment, comments};
 
 use crate::diagnostics::Diagnostic;
@@ -60,7 +61,7 @@ pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Box<Diagnostic>> 
     std::str::from_utf8(bytes).map_err(|err| {
         let at = err.valid_up_to();
         Diagnostic::error(
-            "L0002",
+            codes::syntax::INVALID_UTF8,
             "file is not valid UTF-8",
             Span::new(file, at, at + 1),
             format!("invalid byte at offset {at}"),

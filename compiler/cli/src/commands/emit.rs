@@ -75,7 +75,11 @@ pub fn run(
     let manifests = match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests,
         Err(diagnostics) => {
-            cx.eprint(&render_plain(&diagnostics));
+            cx.eprint(&crate::render::diagnostics::render_text(
+                &diagnostics,
+                &loam_compiler::span::SourceMap::new(),
+                cx.color,
+            ));
             cx.eprint("nothing emitted\n");
             return Ok(1);
         }
@@ -118,19 +122,6 @@ pub(crate) fn tenants(
         );
     }
     found
-}
-
-/// Emit diagnostics point at no source text: `error[CODE]: message` and the help line.
-fn render_plain(diagnostics: &[Diagnostic]) -> String {
-    let mut out = String::new();
-    for d in diagnostics {
-        let severity = if d.is_error() { "error" } else { "warning" };
-        out.push_str(&format!("{severity}[{}]: {}\n", d.code, d.message));
-        if let Some(help) = &d.help {
-            out.push_str(&format!("  = help: {help}\n"));
-        }
-    }
-    out
 }
 
 /// Writes `manifests` as the whole contents of `dir`: into a temporary folder beside it first,

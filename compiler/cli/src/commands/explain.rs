@@ -12,7 +12,7 @@ pub fn run(args: &ExplainArgs, cx: &mut Context<'_>) -> u8 {
             0
         }
         None => {
-            let known: Vec<&str> = codes::all().iter().map(|c| c.code).collect();
+            let known: Vec<&str> = codes::all().iter().map(|c| c.code.as_str()).collect();
             let hint = loam_compiler::suggest::closest(&args.code, known.iter().copied())
                 .map(|near| format!("; did you mean `{near}`?"))
                 .unwrap_or_default();

@@ -93,7 +93,7 @@ fn report_errors(name: &str, bytes: &[u8], cx: &mut Context<'_>) {
     let syntax: Vec<_> = specs
         .diagnostics
         .into_iter()
-        .filter(|d| d.code.starts_with("L0"))
+        .filter(|d| d.code.as_str().starts_with("L0"))
         .collect();
     cx.eprint(&render_text(&syntax, &specs.sources, cx.color));
 }

@@ -179,7 +179,7 @@ impl Side {
         let spec_names: BTreeSet<&str> = specs.files.iter().map(String::as_str).collect();
         let mut broken: BTreeMap<String, usize> = BTreeMap::new();
         for d in specs.diagnostics.iter().filter(|d| d.is_error()) {
-            if let Some(file) = specs.sources.get(d.span.file)
+            if let Some(file) = d.span.and_then(|s| specs.sources.get(s.file))
                 && spec_names.contains(file.name.as_str())
             {
                 *broken.entry(file.name.clone()).or_default() += 1;

@@ -76,16 +76,14 @@ fn labeled(span: Span, label: &str, primary: bool, text_len: usize) -> LabeledSp
     }
 }
 
-fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
-    let text_len = sources
-        .get(diagnostic.span.file)
-        .map_or(0, |f| f.text.len());
-    let mut labels = vec![labeled(diagnostic.span, &diagnostic.label, true, text_len)];
+fn report(diagnostic: &Diagnostic, span: Span, sources: &SourceMap) -> Report {
+    let text_len = sources.get(span.file).map_or(0, |f| f.text.len());
+    let mut labels = vec![labeled(span, &diagnostic.label, true, text_len)];
     let mut related = Vec::new();
     // A miette label can only point into its own source, so labels in other files (the
     // catalogue) become related sub-reports carrying their own source.
     for label in &diagnostic.related {
-        if label.span.file == diagnostic.span.file {
+        if label.span.file == span.file {
             labels.push(labeled(label.span, &label.message, false, text_len));
         } else {
             let other_len = sources.get(label.span.file).map_or(0, |f| f.text.len());
@@ -96,7 +94,7 @@ fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
                     related: Vec::new(),
                     message: label.message.clone(),
                     label: label.message.clone(),
-                    span: label.span,
+                    span: Some(label.span),
                     code: diagnostic.code,
                 },
                 source: source_of(sources, label.span),
@@ -108,7 +106,7 @@ fn report(diagnostic: &Diagnostic, sources: &SourceMap) -> Report {
     }
     Report {
         diagnostic: diagnostic.clone(),
-        source: source_of(sources, diagnostic.span),
+        source: source_of(sources, span),
         labels,
         related,
         note: false,
@@ -127,7 +125,11 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
         .with_links(false);
     let mut out = String::new();
     for diagnostic in diagnostics {
-        let report = report(diagnostic, sources);
+        let Some(span) = diagnostic.span else {
+            out.push_str(&render_unlocated(diagnostic));
+            continue;
+        };
+        let report = report(diagnostic, span, sources);
         if handler.render_report(&mut out, &report).is_err() {
             out.push_str(&format!("{}: {}\n", diagnostic.code, diagnostic.message));
         }
@@ -136,8 +138,20 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
     out
 }
 
+/// A diagnostic with no place in any source (about a plan or a manifest): `error[CODE]: message`
+/// and the help line.
+pub fn render_unlocated(d: &Diagnostic) -> String {
+    let severity = if d.is_error() { "error" } else { "warning" };
+    let mut out = format!("{severity}[{}]: {}\n", d.code, d.message);
+    if let Some(help) = &d.help {
+        out.push_str(&format!("  = help: {help}\n"));
+    }
+    out
+}
+
 /// One diagnostic as JSON: file, 1-based line and column of start and end, code, severity,
-/// message, label, help and related locations.
+/// message, label, help and related locations. A diagnostic with no place in any source has
+/// `null` for file, lines and columns.
 pub fn to_json(diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
     let location = |span: Span| {
         let name = sources
@@ -148,7 +162,25 @@ pub fn to_json(diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
         let (end_line, end_column) = sources.line_col(span.file, span.end);
         (name, line, column, end_line, end_column)
     };
-    let (file, line, column, end_line, end_column) = location(diagnostic.span);
+    let (file, line, column, end_line, end_column) = match diagnostic.span {
+        Some(span) => {
+            let (file, line, column, end_line, end_column) = location(span);
+            (
+                Value::from(file),
+                Value::from(line),
+                Value::from(column),
+                Value::from(end_line),
+                Value::from(end_column),
+            )
+        }
+        None => (
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ),
+    };
     let related: Vec<Value> = diagnostic
         .related
         .iter()

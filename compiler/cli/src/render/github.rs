@@ -23,11 +23,6 @@ pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     } else {
         "warning"
     };
-    let file = sources
-        .get(diagnostic.span.file)
-        .map_or("<unknown>", |f| f.name.as_str());
-    let (line, col) = sources.line_col(diagnostic.span.file, diagnostic.span.start);
-    let (end_line, end_col) = sources.line_col(diagnostic.span.file, diagnostic.span.end);
     let mut message = diagnostic.message.clone();
     if !diagnostic.label.is_empty() && diagnostic.label != diagnostic.message {
         message.push_str(&format!(": {}", diagnostic.label));
@@ -35,10 +30,18 @@ pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     if let Some(help) = &diagnostic.help {
         message.push_str(&format!("\nhelp: {help}"));
     }
+    let title = escape_property(diagnostic.code.as_str());
+    let Some(span) = diagnostic.span else {
+        return format!("::{level} title={title}::{}\n", escape_data(&message));
+    };
+    let file = sources
+        .get(span.file)
+        .map_or("<unknown>", |f| f.name.as_str());
+    let (line, col) = sources.line_col(span.file, span.start);
+    let (end_line, end_col) = sources.line_col(span.file, span.end);
     format!(
-        "::{level} file={},line={line},col={col},endLine={end_line},endColumn={end_col},title={}::{}\n",
+        "::{level} file={},line={line},col={col},endLine={end_line},endColumn={end_col},title={title}::{}\n",
         escape_property(file),
-        escape_property(diagnostic.code),
         escape_data(&message)
     )
 }

@@ -94,9 +94,8 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     diags.sort_by(|a, b| {
         let key = |d: &Diagnostic| {
             (
-                paths.get(&d.span.file).copied(),
-                d.span.start,
-                d.span.end,
+                d.span.and_then(|s| paths.get(&s.file).copied()),
+                d.span.map(|s| (s.start, s.end)),
                 d.code,
             )
         };

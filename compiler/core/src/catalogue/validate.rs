@@ -65,7 +65,7 @@ fn unique<'a>(
 }
 
 fn unknown(
-    code: &'static str,
+    code: crate::diagnostics::Code,
     what: &str,
     name: &Spanned<String>,
     known: &[&str],

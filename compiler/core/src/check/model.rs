@@ -2,6 +2,7 @@
 
 use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, OPERATIONS};
+use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
@@ -48,7 +49,7 @@ pub(super) fn check_model(
             };
             f.diags.push(
                 Diagnostic::error(
-                    "L1009",
+                    codes::check::UNKNOWN_KEYWORD,
                     format!("unknown operation `{}`", op.value),
                     op.span,
                     "not an operation of the model",
@@ -82,7 +83,7 @@ pub(super) fn check_model(
     if !model.hidden.is_multiple_of(model.heads) {
         diags.push(
             Diagnostic::error(
-                "L1012",
+                codes::check::MODEL_DIMENSIONS_DISAGREE,
                 format!(
                     "`heads` ({}) does not divide `hidden` ({})",
                     model.heads, model.hidden
@@ -99,7 +100,7 @@ pub(super) fn check_model(
     {
         diags.push(
             Diagnostic::error(
-                "L1012",
+                codes::check::MODEL_DIMENSIONS_DISAGREE,
                 format!(
                     "`kv_heads` ({}) does not divide `heads` ({})",
                     kv.value, model.heads
@@ -118,7 +119,7 @@ pub(super) fn check_model(
         if off > PARAMS_TOLERANCE {
             diags.push(
                 Diagnostic::error(
-                    "L1013",
+                    codes::check::PARAMS_DISAGREE,
                     format!(
                         "`params` is {} but the dimensions give {}",
                         billions(stated.value),
@@ -149,7 +150,7 @@ fn check_moe_fields(
                 if let Some(field) = field {
                     diags.push(
                         Diagnostic::error(
-                            "L1014",
+                            codes::check::MOE_FIELDS,
                             format!("`{name}` is only for `arch = moe`"),
                             field.span,
                             "this model is dense",
@@ -164,7 +165,7 @@ fn check_moe_fields(
                 if field.is_none() {
                     diags.push(
                         Diagnostic::error(
-                            "L1014",
+                            codes::check::MOE_FIELDS,
                             format!("missing field `{name}` for `arch = moe`"),
                             block.name.span,
                             format!("a mixture of experts needs `{name}`"),
@@ -178,7 +179,7 @@ fn check_moe_fields(
             {
                 diags.push(
                     Diagnostic::error(
-                        "L1014",
+                        codes::check::MOE_FIELDS,
                         format!("`top_k` ({}) is more than `experts` ({})", k.value, e.value),
                         k.span,
                         "a token cannot run more experts than there are",

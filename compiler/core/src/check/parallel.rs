@@ -2,6 +2,7 @@
 
 use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec};
+use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
@@ -45,7 +46,7 @@ pub(super) fn read_parallel(
 }
 
 fn inconsistent(message: String, span: Span, label: &str, help: &str) -> Diagnostic {
-    Diagnostic::error("L1015", message, span, label).with_help(help)
+    Diagnostic::error(codes::check::INCONSISTENT_LAYOUT, message, span, label).with_help(help)
 }
 
 /// Checks pinned degrees against the model, the batch, and each other.

@@ -4,6 +4,7 @@
 //! Every reader records what it finds wrong and returns `None`, so checking goes on and one run
 //! reports every mistake.
 
+use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
@@ -60,7 +61,7 @@ impl Drop for Fields<'_> {
             .collect();
         self.diags.push(
             Diagnostic::error(
-                "L1004",
+                codes::check::MISSING_FIELD,
                 format!(
                     "missing {what} {} in `{}`",
                     names.join(", "),
@@ -102,7 +103,7 @@ pub(super) fn read_block<'a>(
     match (spec.label, &block.label) {
         (LabelRule::None, Some(label)) => diags.push(
             Diagnostic::error(
-                "L1017",
+                codes::check::BLOCK_LABEL,
                 format!("unexpected label on `{}` block", spec.name),
                 label.span,
                 "this block takes no label",
@@ -111,7 +112,7 @@ pub(super) fn read_block<'a>(
         ),
         (LabelRule::Required, None) => diags.push(
             Diagnostic::error(
-                "L1017",
+                codes::check::BLOCK_LABEL,
                 format!("expected a name for the `{}` block", spec.name),
                 block.name.span,
                 "the name is missing",
@@ -135,7 +136,11 @@ fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static s
         spec.fields
     };
     let mut diagnostic = Diagnostic::error(
-        if kind == "field" { "L1002" } else { "L1001" },
+        if kind == "field" {
+            codes::check::UNKNOWN_FIELD
+        } else {
+            codes::check::UNKNOWN_BLOCK
+        },
         format!("unknown {kind} `{}` in `{}`", name.name, spec.name),
         name.span,
         format!("`{}` has no {kind} of this name", spec.name),
@@ -168,7 +173,7 @@ pub(super) fn list_names(names: &[&str]) -> String {
 
 pub(super) fn duplicate(name: &Ident, kind: &str, first: Span) -> Diagnostic {
     Diagnostic::error(
-        "L1005",
+        codes::check::DUPLICATE,
         format!("duplicate {kind} `{}`", name.name),
         name.span,
         "defined again here",
@@ -194,7 +199,7 @@ impl<'a> Fields<'a> {
     fn wrong_kind(&mut self, value: &Value, expected: &str, example: &str) {
         self.diags.push(
             Diagnostic::error(
-                "L1007",
+                codes::check::WRONG_KIND,
                 format!("expected {expected}, found {}", value.describe()),
                 value.span(),
                 format!("expected {expected}"),
@@ -228,7 +233,7 @@ impl<'a> Fields<'a> {
                 };
                 self.diags.push(
                     Diagnostic::error(
-                        "L1010",
+                        codes::check::UNREADABLE_NUMBER,
                         err.to_string(),
                         number.span,
                         "cannot read this number",
@@ -247,7 +252,7 @@ impl<'a> Fields<'a> {
         if !q.dimension.same_kind(dimension) {
             self.diags.push(
                 Diagnostic::error(
-                    "L1008",
+                    codes::check::WRONG_DIMENSION,
                     format!(
                         "expected {}, found {}",
                         dimension.describe(),
@@ -287,7 +292,7 @@ impl<'a> Fields<'a> {
             other => {
                 self.diags.push(
                     Diagnostic::error(
-                        "L1008",
+                        codes::check::WRONG_DIMENSION,
                         format!("expected an amount of money, found {}", other.describe()),
                         attribute.value.span(),
                         "no currency here",
@@ -320,7 +325,7 @@ impl<'a> Fields<'a> {
         if q.dimension != Dimension::Count {
             self.diags.push(
                 Diagnostic::error(
-                    "L1008",
+                    codes::check::WRONG_DIMENSION,
                     format!("expected a number, found {}", q.dimension.describe()),
                     attribute.value.span(),
                     format!("this is {}", q.dimension.describe()),
@@ -352,7 +357,7 @@ impl<'a> Fields<'a> {
     fn out_of_range(&mut self, value: &Value, why: &str) {
         self.diags.push(
             Diagnostic::error(
-                "L1011",
+                codes::check::OUT_OF_RANGE,
                 format!("value out of range: {why}"),
                 value.span(),
                 why.to_string(),
@@ -391,7 +396,7 @@ impl<'a> Fields<'a> {
         };
         self.diags.push(
             Diagnostic::error(
-                "L1009",
+                codes::check::UNKNOWN_KEYWORD,
                 format!("unknown {name} `{}`", ident.name),
                 ident.span,
                 format!("not a known {name}"),

@@ -5,29 +5,86 @@
 //! Each phase keeps its list in its own file below; every code has `docs/diagnostics/<CODE>.md`,
 //! included here, and a test keeps codes, pages and snapshots in sync.
 
-mod catalogue;
-mod check;
-mod emit;
-mod plan;
-mod syntax;
+pub mod catalogue;
+pub mod check;
+pub mod emit;
+pub mod plan;
+pub mod syntax;
+
+use serde::{Serialize, Serializer};
+
+/// A registered diagnostic code such as `L1003`.
+///
+/// Only the registry below can make one (the field is private to this module and its phase
+/// files), so every code a phase emits has a title and an explanation page by construction.
+/// Call sites name the constant (`codes::check::UNKNOWN_FIELD`), never the string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Code(&'static str);
+
+impl Code {
+    /// The code as users see it, e.g. `L1003`.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The registered code written `text` (case-insensitive), if any.
+    pub fn parse(text: &str) -> Option<Code> {
+        lookup(text).map(|info| info.code)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Code {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == other.as_str()
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
 
 /// One registered diagnostic code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CodeInfo {
     /// The code, e.g. `L1003`.
-    pub code: &'static str,
+    pub code: Code,
     /// A short title, e.g. "unknown field".
     pub title: &'static str,
     /// The explanation page in Markdown (docs/diagnostics/<CODE>.md).
     pub explanation: &'static str,
 }
 
-/// Declares a phase's codes: `code => "title"`, the page comes from docs/diagnostics.
+/// Declares a phase's codes: `NAME = "code" => "title"` makes the constant `NAME`; the page
+/// comes from docs/diagnostics.
 macro_rules! codes {
-    ($($code:literal => $title:literal),* $(,)?) => {
+    ($($name:ident = $code:literal => $title:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("`", $code, "`: ", $title, ".")]
+            pub const $name: super::Code = super::Code($code);
+        )*
         pub(super) const CODES: &[super::CodeInfo] = &[
             $(super::CodeInfo {
-                code: $code,
+                code: $name,
                 title: $title,
                 explanation: include_str!(concat!("../../../../../docs/diagnostics/", $code, ".md")),
             }),*
@@ -57,5 +114,5 @@ pub fn all() -> Vec<CodeInfo> {
 pub fn lookup(code: &str) -> Option<CodeInfo> {
     all()
         .into_iter()
-        .find(|c| c.code.eq_ignore_ascii_case(code))
+        .find(|c| c.code.as_str().eq_ignore_ascii_case(code))
 }

@@ -3,6 +3,7 @@
 
 use super::MAX_NESTING;
 use crate::diagnostics::Diagnostic;
+use crate::diagnostics::codes;
 use crate::span::{FileId, Span};
 use loam_grammar::{Rule, describe};
 use pest::error::{Error, ErrorVariant, InputLocation};
@@ -36,7 +37,8 @@ pub(super) fn from_pest(file: FileId, text: &str, err: &Error<Rule>) -> Diagnost
     } else {
         format!("expected {} here", join_or(&expected))
     };
-    Diagnostic::error("L0001", message, span, label).with_help(help_for(&expected, found))
+    Diagnostic::error(codes::syntax::SYNTAX_ERROR, message, span, label)
+        .with_help(help_for(&expected, found))
 }
 
 /// The human words for pest's expected rules, deduplicated, in a fixed order.
@@ -169,7 +171,7 @@ pub(super) fn check_nesting(file: FileId, text: &str) -> Option<Diagnostic> {
                 if depth > MAX_NESTING {
                     return Some(
                         Diagnostic::error(
-                            "L0003",
+                            codes::syntax::NESTING_TOO_DEEP,
                             format!("nesting deeper than {MAX_NESTING} levels"),
                             Span::new(file, i, i + 1),
                             format!("level {depth} opens here"),

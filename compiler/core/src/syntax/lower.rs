@@ -3,6 +3,7 @@
 
 use super::ast::{Attribute, Block, Entry, File, Ident, ListLit, NumberLit, StringLit, Value};
 use crate::diagnostics::Diagnostic;
+use crate::diagnostics::codes;
 use crate::span::{FileId, Span};
 use loam_grammar::Rule;
 use pest::iterators::Pair;
@@ -161,7 +162,7 @@ fn string(file_id: FileId, pair: &Pair<'_, Rule>, diags: &mut Diags) -> StringLi
                 let at = body_start + i;
                 diags.push(
                     Diagnostic::error(
-                        "L0004",
+                        codes::syntax::UNKNOWN_ESCAPE,
                         format!("unknown escape `\\{other}` in string"),
                         Span::new(file_id, at, at + 1 + other.len_utf8()),
                         "not an escape loam knows",

@@ -2,13 +2,13 @@
 //! manifests (`loam-backends`).
 
 super::codes! {
-    "L4001" => "infeasible plan cannot be emitted",
-    "L4002" => "incomplete plan",
-    "L4003" => "checkpoint path outside the tenant's root",
-    "L4004" => "name unusable in a manifest",
-    "L4005" => "unsupported Slurm version",
-    "L4006" => "node group without a Slurm partition",
-    "L4007" => "unsupported plan format version",
-    "L4008" => "two jobs share an output folder",
-    "L4009" => "internal template error",
+    INFEASIBLE_PLAN = "L4001" => "infeasible plan cannot be emitted",
+    INCOMPLETE_PLAN = "L4002" => "incomplete plan",
+    CHECKPOINT_OUTSIDE_ROOT = "L4003" => "checkpoint path outside the tenant's root",
+    UNUSABLE_NAME = "L4004" => "name unusable in a manifest",
+    UNSUPPORTED_SLURM_VERSION = "L4005" => "unsupported Slurm version",
+    NO_SLURM_PARTITION = "L4006" => "node group without a Slurm partition",
+    UNSUPPORTED_FORMAT = "L4007" => "unsupported plan format version",
+    SHARED_OUTPUT_FOLDER = "L4008" => "two jobs share an output folder",
+    INTERNAL_ERROR = "L4009" => "internal template error",
 }
