@@ -7,12 +7,9 @@
 //! `--- catalogue/pools/<ID>.yaml ---` (or `catalogue/devices/…`) adds to it or replaces the
 //! built-in file of that name.
 
-use loam_cli::catalogue_source::load_texts;
 use loam_cli::render::diagnostics::render_text;
-use loam_cli::session::{Specs, add_spec, check_against};
 use loam_compiler::catalogue::builtin_sources;
-use loam_compiler::check::check_unique_job_names;
-use loam_compiler::span::SourceMap;
+use loam_compiler::project::{CheckedProject, ProjectFiles, check_project, plan_project};
 
 /// One virtual file of a fixture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,28 +78,23 @@ pub fn catalogue_texts(files: &[VirtualFile]) -> Vec<(String, String)> {
     texts
 }
 
-/// Loads the fixture's catalogue, then parses and checks every `.loam` file of the fixture, also
-/// against the catalogue; returns the specs with their diagnostics. A broken catalogue gives
-/// only its own diagnostics, as `loam check` does.
-pub fn check_files(files: &[VirtualFile]) -> Specs {
-    let mut sources = SourceMap::new();
-    let (catalogue, diagnostics) = load_texts(catalogue_texts(files), &mut sources);
-    let mut specs = Specs {
-        sources,
-        files: Vec::new(),
-        jobs: Vec::new(),
-        diagnostics,
-    };
-    let Some(catalogue) = catalogue else {
-        return specs;
-    };
-    for file in files.iter().filter(|f| f.name.ends_with(".loam")) {
-        add_spec(&mut specs, file.name.clone(), file.text.as_bytes());
+/// The fixture as the core's project input: the catalogue (see [`catalogue_texts`]) and every
+/// `.loam` file.
+pub fn project_files(files: &[VirtualFile]) -> ProjectFiles {
+    ProjectFiles {
+        catalogue: catalogue_texts(files),
+        specs: files
+            .iter()
+            .filter(|f| f.name.ends_with(".loam"))
+            .map(|f| (f.name.clone(), f.text.clone().into_bytes()))
+            .collect(),
     }
-    let duplicates = check_unique_job_names(&specs.jobs);
-    specs.diagnostics.extend(duplicates);
-    check_against(&mut specs, &catalogue);
-    specs
+}
+
+/// Checks the fixture through the core's one entry point, as `loam check` does: a broken
+/// catalogue gives only its own diagnostics.
+pub fn check_files(files: &[VirtualFile]) -> CheckedProject {
+    check_project(project_files(files), 1)
 }
 
 /// The one helper every check fixture goes through: the rendered diagnostics of the fixture,
@@ -113,6 +105,16 @@ pub fn check(default_name: &str, fixture: &str) -> String {
         return format!("no diagnostics ({} jobs)\n", specs.jobs.len());
     }
     render_text(&specs.diagnostics, &specs.sources, false)
+}
+
+/// The rendered diagnostics of checking and planning the fixture, as `loam plan` shows them.
+pub fn plan(default_name: &str, fixture: &str) -> String {
+    let specs = check_files(&split_fixture(default_name, fixture));
+    let planned = plan_project(&specs, 1);
+    if planned.diagnostics.is_empty() {
+        return format!("no diagnostics ({} plans)\n", planned.document.plans.len());
+    }
+    render_text(&planned.diagnostics, &specs.sources, false)
 }
 
 /// The snapshot body of a fixture: the source and the rendered output together.

@@ -3,7 +3,7 @@
 //! Run with `LOAM_BLESS=1` to rewrite the pages' outputs after an intended change.
 
 use loam_compiler::diagnostics::codes;
-use loam_tests::{check, repo_root};
+use loam_tests::{check, plan, repo_root};
 use std::collections::BTreeSet;
 
 fn pages() -> Vec<(String, std::path::PathBuf)> {
@@ -60,7 +60,12 @@ fn every_page_example_renders_the_output_on_the_page() {
         let Some((_, _, example)) = fenced_after(&page, "## Example", "loam") else {
             continue;
         };
-        let rendered = check("example.loam", example);
+        // Planning codes need the planner; every other code shows in `loam check`.
+        let rendered = if code.starts_with("L3") {
+            plan("example.loam", example)
+        } else {
+            check("example.loam", example)
+        };
         assert!(
             rendered.contains(&code),
             "the {code} example does not produce {code}:\n{rendered}"

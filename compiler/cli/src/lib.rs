@@ -9,7 +9,6 @@ pub mod catalogue_source;
 mod commands;
 pub mod gitops;
 pub mod io;
-pub mod parallel;
 pub mod render;
 pub mod session;
 

@@ -103,7 +103,7 @@ fn bench(c: &mut Criterion) {
     let Some(job) = check_file(&file).jobs.into_iter().next() else {
         return;
     };
-    let (plan, _) = plan_job(&job, "big-70b.loam", &catalogue);
+    let plan = plan_job(&job, "big-70b.loam", &catalogue);
     let groups: Vec<String> = plan
         .groups
         .iter()

@@ -2,6 +2,7 @@
 
 mod build;
 mod explain;
+pub mod findings;
 pub mod hetero;
 mod hetero_data;
 pub mod ir;
@@ -14,7 +15,7 @@ mod slices;
 mod stages;
 
 pub use build::money as thousands;
-pub use planner::{plan_document, plan_job};
+pub use planner::plan_job;
 pub use stages::stage_ranges;
 
 #[cfg(test)]

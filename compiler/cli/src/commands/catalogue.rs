@@ -2,10 +2,9 @@
 
 use crate::Context;
 use crate::args::{CatalogueArgs, CatalogueCommand, OutputFormat};
-use crate::catalogue_source::load_catalogue;
 use crate::render::diagnostics::render_text;
+use crate::session::load_catalogue_only;
 use loam_compiler::catalogue::{list_json, list_text, show_json, show_text};
-use loam_compiler::span::SourceMap;
 use std::path::Path;
 
 /// Runs `loam catalogue`; exit 0, 1 when the catalogue is broken or the id is unknown.
@@ -14,13 +13,12 @@ pub fn run(
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let mut sources = SourceMap::new();
-    let (catalogue, diagnostics) = load_catalogue(catalogue_dir, &mut sources)?;
-    if !diagnostics.is_empty() {
-        cx.eprint(&render_text(&diagnostics, &sources, cx.color));
+    let loaded = load_catalogue_only(catalogue_dir)?;
+    if !loaded.diagnostics.is_empty() {
+        cx.eprint(&render_text(&loaded.diagnostics, &loaded.sources, cx.color));
     }
-    let Some(catalogue) = catalogue else {
-        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let Some(catalogue) = loaded.catalogue else {
+        let errors = loaded.catalogue_errors;
         cx.eprint(&format!(
             "the catalogue has {errors} {}\n",
             super::check::plural(errors, "error")

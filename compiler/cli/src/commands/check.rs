@@ -14,8 +14,8 @@ pub fn run(
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let (specs, catalogue) = load_checked(&args.paths, catalogue_dir)?;
-    let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
+    let specs = load_checked(&args.paths, catalogue_dir)?;
+    let errors = specs.errors();
     match args.format {
         CheckFormat::Github => {
             cx.print(&crate::render::github::render(
@@ -52,7 +52,7 @@ pub fn run(
                 specs.jobs.len(),
                 plural(specs.jobs.len(), "job")
             );
-            if catalogue.is_none() {
+            if specs.catalogue.is_none() {
                 cx.eprint(&format!(
                     "the catalogue has {errors} {}; no spec was checked\n",
                     plural(errors, "error")

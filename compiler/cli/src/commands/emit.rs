@@ -6,11 +6,11 @@ use crate::Context;
 use crate::args::{EmitArgs, EmitBackend, EmitFlavor};
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
-use crate::session::{load_checked, plan_catalogue, plan_specs};
+use crate::session::{load_checked, plan_catalogue, threads};
 use loam_backends::{Flavor, Manifest, Options, SlurmVersion, Target, Tenancy};
 use loam_compiler::catalogue::Catalogue;
-use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::plan::ir::PlanDocument;
+use loam_compiler::project::plan_project;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -35,22 +35,23 @@ pub fn run(
         })?;
         (doc, plan_catalogue(catalogue_dir)?)
     } else {
-        // The same checks as `loam plan`, then the same planner.
-        let (specs, catalogue) = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
-        let Some(catalogue) = catalogue.filter(|_| !specs.has_errors()) else {
-            cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
-            cx.eprint("nothing emitted: the specs have errors\n");
+        // The same checks as `loam plan`, then the same planner; any error stops the emit.
+        let specs = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
+        let planned = plan_project(&specs, threads());
+        if !planned.diagnostics.is_empty() {
+            cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
+        }
+        let check_errors = specs.errors();
+        let Some(catalogue) = specs.catalogue.filter(|_| !planned.has_errors()) else {
+            let why = if check_errors > 0 {
+                "the specs have errors"
+            } else {
+                "planning failed"
+            };
+            cx.eprint(&format!("nothing emitted: {why}\n"));
             return Ok(1);
         };
-        let (doc, diagnostics) = plan_specs(&specs, &catalogue);
-        if !diagnostics.is_empty() {
-            cx.eprint(&render_text(&diagnostics, &specs.sources, cx.color));
-        }
-        if diagnostics.iter().any(Diagnostic::is_error) {
-            cx.eprint("nothing emitted: planning failed\n");
-            return Ok(1);
-        }
-        (doc, catalogue)
+        (planned.document, catalogue)
     };
     let target = match args.backend {
         EmitBackend::Kubernetes => Target::Kubernetes,

@@ -4,7 +4,6 @@ use crate::Context;
 use crate::args::FmtArgs;
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
-use crate::session::{Specs, add_spec};
 use loam_compiler::fmt::format_source;
 use loam_compiler::span::SourceMap;
 use std::path::PathBuf;
@@ -83,19 +82,21 @@ fn format_one(
 }
 
 fn report_errors(name: &str, bytes: &[u8], cx: &mut Context<'_>) {
-    let mut specs = Specs {
-        sources: SourceMap::new(),
-        files: Vec::new(),
-        jobs: Vec::new(),
-        diagnostics: Vec::new(),
+    // The formatter needs only a parse: report the syntax errors, not the checks.
+    let mut sources = SourceMap::new();
+    let id = sources.add(
+        name.to_string(),
+        String::from_utf8_lossy(bytes).into_owned(),
+    );
+    let syntax = match loam_compiler::syntax::decode_utf8(id, bytes) {
+        Ok(text) => loam_compiler::syntax::parse(id, text).diagnostics,
+        Err(diagnostic) => vec![*diagnostic],
     };
-    add_spec(&mut specs, name.to_string(), bytes);
-    let syntax: Vec<_> = specs
-        .diagnostics
+    let syntax: Vec<_> = syntax
         .into_iter()
         .filter(|d| d.code.as_str().starts_with("L0"))
         .collect();
-    cx.eprint(&render_text(&syntax, &specs.sources, cx.color));
+    cx.eprint(&render_text(&syntax, &sources, cx.color));
 }
 
 /// A unified diff of one file, `--- a/x` / `+++ b/x` style.

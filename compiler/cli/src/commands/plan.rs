@@ -4,45 +4,54 @@ use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::render::diagnostics::{render_text, to_json};
 use crate::render::{plan_json, plan_markdown, plan_table};
-use crate::session::{load_checked, plan_specs};
+use crate::session::{load_checked, threads};
+use loam_compiler::project::plan_project;
 use serde_json::json;
 use std::path::Path;
 
 /// Runs `loam plan`; exit 0 when every job has a feasible plan, 1 on errors in the specs or the
-/// catalogue (checks run first; no plan is printed) or when a job is infeasible.
+/// catalogue, or when a job cannot run as planned. Every job without an error of its own is
+/// planned and printed, also beside a job with errors in the same file.
 pub fn run(
     args: &PlanArgs,
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let (specs, catalogue) = load_checked(&args.paths, catalogue_dir)?;
-    let catalogue = catalogue.filter(|_| !specs.has_errors());
-    let Some(catalogue) = catalogue else {
-        if args.format == PlanFormat::Json {
+    let specs = load_checked(&args.paths, catalogue_dir)?;
+    let planned = plan_project(&specs, threads());
+    if !planned.diagnostics.is_empty() {
+        cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
+    }
+    let doc = &planned.document;
+    let checks_failed = specs.errors() > 0;
+    match args.format {
+        PlanFormat::Json if checks_failed => {
+            // The plans that could be made, and the check errors that kept the others from it.
+            let mut value = plan_json::to_json(doc);
             let diagnostics: Vec<_> = specs
                 .diagnostics
                 .iter()
                 .map(|d| to_json(d, &specs.sources))
                 .collect();
-            cx.print_json(&json!({ "diagnostics": diagnostics }));
+            if let Some(map) = value.as_object_mut() {
+                map.insert("diagnostics".to_string(), json!(diagnostics));
+            }
+            cx.print_json(&value);
         }
-        cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
-        let errors = specs.diagnostics.iter().filter(|d| d.is_error()).count();
+        PlanFormat::Json => cx.print_json(&plan_json::to_json(doc)),
+        PlanFormat::Table if !doc.plans.is_empty() => cx.print(&plan_table::render(doc)),
+        PlanFormat::Markdown if !doc.plans.is_empty() => cx.print(&plan_markdown::render(doc)),
+        PlanFormat::Table | PlanFormat::Markdown => {}
+    }
+    if checks_failed {
+        let errors = specs.errors();
+        let unplanned = specs.jobs.len() - doc.plans.len();
         cx.eprint(&format!(
-            "no plan: {errors} {} in the specs\n",
-            crate::commands::check::plural(errors, "error")
+            "{errors} {} in the specs; {unplanned} {} not planned\n",
+            crate::commands::check::plural(errors, "error"),
+            crate::commands::check::plural(unplanned, "job"),
         ));
-        return Ok(1);
-    };
-    let (doc, diagnostics) = plan_specs(&specs, &catalogue);
-    if !diagnostics.is_empty() {
-        cx.eprint(&render_text(&diagnostics, &specs.sources, cx.color));
     }
-    match args.format {
-        PlanFormat::Json => cx.print_json(&plan_json::to_json(&doc)),
-        PlanFormat::Table => cx.print(&plan_table::render(&doc)),
-        PlanFormat::Markdown => cx.print(&plan_markdown::render(&doc)),
-    }
-    let failed = diagnostics.iter().any(|d| d.is_error()) || doc.plans.iter().any(|p| !p.feasible);
+    let failed = planned.has_errors() || doc.plans.iter().any(|p| !p.feasible);
     Ok(u8::from(failed))
 }

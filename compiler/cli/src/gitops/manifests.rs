@@ -15,7 +15,7 @@ fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> 
         plans: vec![plan.clone()],
     };
     let mut options = Options::default();
-    if let Some(catalogue) = &side.catalogue {
+    if let Some(catalogue) = &side.specs.catalogue {
         options.tenants = crate::commands::emit::tenants(&doc, catalogue);
     }
     match loam_backends::render(&doc, target, &options) {

@@ -2,15 +2,14 @@
 //! and planned with the same code as `loam check` and `loam plan`.
 
 use super::repo::{FileBytes, Repo};
-use crate::catalogue_source::{load_catalogue, load_texts};
+use crate::catalogue_source::{builtin_texts, read_dir};
 use crate::io::IoError;
-use crate::parallel;
-use crate::session::{Specs, check_against};
-use loam_compiler::catalogue::{Catalogue, builtin_sources};
-use loam_compiler::check::Job;
+use crate::session::threads;
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::plan::ir::Plan;
-use loam_compiler::span::SourceMap;
+use loam_compiler::project::{
+    CheckedJob, CheckedProject, ProjectFiles, check_project, plan_project_reusing,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -109,12 +108,7 @@ impl Snapshot {
 }
 
 fn builtin() -> CatalogueSource {
-    CatalogueSource::Texts(
-        builtin_sources()
-            .into_iter()
-            .map(|(path, text)| (path.to_string(), text.to_string()))
-            .collect(),
-    )
+    CatalogueSource::Texts(builtin_texts())
 }
 
 fn join(dir: &str, sub: &str) -> String {
@@ -133,12 +127,10 @@ pub struct Side {
     pub commit: Option<String>,
     /// `specs/` or `built-in`.
     pub catalogue_origin: String,
-    /// The catalogue, when it loaded without errors.
-    pub catalogue: Option<Catalogue>,
     /// The catalogue's digest, when it loaded.
     pub catalogue_digest: Option<String>,
-    /// The specs (sources, jobs, every check diagnostic).
-    pub specs: Specs,
+    /// The specs and the catalogue, checked (sources, jobs, every check diagnostic).
+    pub specs: CheckedProject,
     /// The plans of every job in a file that checked, sorted by file.
     pub plans: Vec<Plan>,
     /// The planner's diagnostics.
@@ -152,30 +144,22 @@ pub struct Side {
 }
 
 impl Side {
-    /// Checks and plans `snapshot`. When `reuse` planned the same spec file (same path, same
-    /// bytes, checked clean) against the same catalogue, its plans are taken instead of planning
-    /// again: planning is a pure function of the two.
+    /// Checks and plans `snapshot` with the core's entry point. A diff shows a spec file with
+    /// errors as broken, whole, so none of its jobs is planned. When `reuse` planned the same
+    /// job (same file, same bytes, checked clean) against the same catalogue, its plan is taken
+    /// instead of planning again: planning is a pure function of the two.
     pub fn load(snapshot: Snapshot, reuse: Option<&Side>) -> Result<Side, IoError> {
-        let mut sources = SourceMap::new();
-        let (catalogue, catalogue_diagnostics) = match snapshot.catalogue {
-            CatalogueSource::Texts(texts) => load_texts(texts, &mut sources),
-            CatalogueSource::Folder(dir) => load_catalogue(Some(&dir), &mut sources)?,
-        };
-        let catalogue_errors = catalogue_diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .count();
-        let mut specs = Specs {
-            sources,
-            files: Vec::new(),
-            jobs: Vec::new(),
-            diagnostics: catalogue_diagnostics,
+        let catalogue = match snapshot.catalogue {
+            CatalogueSource::Texts(texts) => texts,
+            CatalogueSource::Folder(dir) => read_dir(&dir)?,
         };
         let bytes: BTreeMap<String, Vec<u8>> = snapshot.specs.iter().cloned().collect();
-        parallel::add_specs(&mut specs, snapshot.specs);
-        if let Some(catalogue) = &catalogue {
-            check_against(&mut specs, catalogue);
-        }
+        let files = ProjectFiles {
+            catalogue,
+            specs: snapshot.specs,
+        };
+        let mut specs = check_project(files, threads());
+        let catalogue_errors = specs.catalogue_errors;
         let spec_names: BTreeSet<&str> = specs.files.iter().map(String::as_str).collect();
         let mut broken: BTreeMap<String, usize> = BTreeMap::new();
         for d in specs.diagnostics.iter().filter(|d| d.is_error()) {
@@ -185,46 +169,40 @@ impl Side {
                 *broken.entry(file.name.clone()).or_default() += 1;
             }
         }
-        let catalogue_digest = catalogue.as_ref().map(Catalogue::digest);
-        let reusable = |file: &str| -> Option<&Side> {
+        for job in &mut specs.jobs {
+            if let Some(errors) = broken.get(&job.file) {
+                job.errors = job.errors.max(*errors);
+            }
+        }
+        let catalogue_digest = specs.catalogue.as_ref().map(|c| c.digest().to_string());
+        let reuse_plan = |job: &CheckedJob| -> Option<Plan> {
             let other = reuse?;
             let same = other.catalogue_digest.is_some()
                 && other.catalogue_digest == catalogue_digest
-                && other.bytes.get(file) == bytes.get(file)
-                && !other.broken.contains_key(file);
-            same.then_some(other)
-        };
-        let mut plans = Vec::new();
-        let mut planner_diagnostics = Vec::new();
-        if let Some(catalogue) = &catalogue {
-            let mut todo: Vec<(&Job, &str)> = Vec::new();
-            let mut reused: BTreeSet<&str> = BTreeSet::new();
-            for job in &specs.jobs {
-                let file = specs.sources.get(job.file).map_or("", |f| f.name.as_str());
-                if broken.contains_key(file) {
-                    continue;
-                }
-                if let Some(other) = reusable(file) {
-                    if reused.insert(file) {
-                        plans.extend(other.plans.iter().filter(|p| p.file == file).cloned());
-                    }
-                } else {
-                    todo.push((job, file));
-                }
+                && other.bytes.get(&job.file) == bytes.get(&job.file)
+                && !other.broken.contains_key(&job.file);
+            if !same {
+                return None;
             }
-            let (doc, found) = parallel::plan_jobs(&todo, catalogue);
-            plans.extend(doc.plans);
-            plans.sort_by(|a, b| a.file.cmp(&b.file));
-            planner_diagnostics = found;
-        }
+            other
+                .plans
+                .iter()
+                .find(|p| p.file == job.file && p.job == job.job.name.value)
+                .cloned()
+        };
+        let planned = plan_project_reusing(&specs, threads(), &reuse_plan);
+        let planner_diagnostics = planned
+            .diagnostics
+            .into_iter()
+            .filter(|d| !specs.diagnostics.contains(d))
+            .collect();
         Ok(Side {
             label: snapshot.label,
             commit: snapshot.commit,
             catalogue_origin: snapshot.catalogue_origin,
-            catalogue,
             catalogue_digest,
             specs,
-            plans,
+            plans: planned.document.plans,
             planner_diagnostics,
             broken,
             catalogue_errors,

@@ -109,6 +109,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         .map(|(_, p, t)| ((*p).to_string(), (*t).to_string()))
         .collect();
     texts.sort();
+    catalogue.digest = super::digest::digest(&texts);
     catalogue.sources = texts;
     ((!has_errors).then_some(catalogue), diags)
 }

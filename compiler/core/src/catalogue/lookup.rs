@@ -96,9 +96,9 @@ impl Catalogue {
         out
     }
 
-    /// The sha256 content hash of the catalogue, `sha256:<hex>`.
-    pub fn digest(&self) -> String {
-        super::digest::digest(&self.sources)
+    /// The sha256 content hash of the catalogue, `sha256:<hex>` (computed once, at loading).
+    pub fn digest(&self) -> &str {
+        &self.digest
     }
 }
 

@@ -330,9 +330,12 @@ pub struct Catalogue {
     pub devices: BTreeMap<String, Device>,
     /// Pools by id.
     pub pools: BTreeMap<String, Pool>,
-    /// `(display path, text)` of every source, sorted by path, for the digest.
+    /// `(display path, text)` of every source, sorted by path.
     #[serde(skip)]
     pub(crate) sources: Vec<(String, String)>,
+    /// The content hash of `sources`, computed once when the catalogue is loaded.
+    #[serde(skip)]
+    pub(crate) digest: String,
 }
 
 /// The span-less location helper used by the loader.

@@ -11,7 +11,7 @@ pub mod emit;
 pub mod plan;
 pub mod syntax;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A registered diagnostic code such as `L1003`.
 ///
@@ -60,6 +60,30 @@ impl PartialEq<str> for Code {
 impl Serialize for Code {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.0)
+    }
+}
+
+/// Reading a code back (from a saved Plan JSON) accepts registered codes only.
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Code::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("`{text}` is no diagnostic code of loam"))
+        })
+    }
+}
+
+impl schemars::JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Code".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A registered diagnostic code, explained by `loam explain <CODE>`.",
+            "type": "string",
+            "pattern": "^L[0-9]{4}$"
+        })
     }
 }
 

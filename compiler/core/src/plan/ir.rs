@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.2";
+pub const FORMAT_VERSION: &str = "1.3";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -82,6 +82,11 @@ pub struct Plan {
     /// Things a person should know that do not block the plan (e.g. devices not free now).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the planner found that the user should read as a diagnostic (an infeasible plan's
+    /// error, devices not free now, devices above the guaranteed quota), with its code and the
+    /// spec field it comes from. Added in format 1.3.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<super::findings::PlanDiagnosticIr>,
 }
 
 /// The model and training run, as the trainer's arguments need them.

@@ -16,8 +16,9 @@
 
 use super::build::{self, Placement};
 use super::explain;
+use super::findings::{PlanDiagnosticIr, SpecField};
 use super::hetero_data::{data_splits, fill_data_split};
-use super::ir::{FORMAT_VERSION, Plan, PlanDocument, WorkloadIr};
+use super::ir::{Plan, WorkloadIr};
 use super::mixed::{MixedInput, fill_mixed, mixed_plans};
 use super::objective::{Constrained, Limits, PENALTY};
 use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
@@ -25,7 +26,7 @@ use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::codes;
 use crate::workload::{TrainSetup, model_dims, param_count, train_setup};
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
@@ -101,21 +102,22 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         alternatives: Vec::new(),
         why: String::new(),
         notes: Vec::new(),
+        diagnostics: Vec::new(),
     }
 }
 
 /// Plans one checked job against `catalogue`. `file` is the spec's display path. The plan is
 /// infeasible (with reasons) when no layout on any allowed node group meets every constraint;
-/// the diagnostics are warnings about the spec found while planning.
-pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diagnostic>) {
+/// what the user should read as a diagnostic is in `plan.diagnostics` (see [`super::findings`]).
+pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let mut plan = skeleton(job, file);
-    let diagnostics = Vec::new();
     let Some(pool) = catalogue.pool(&job.resources.pool.value) else {
         plan.reasons.push(format!(
             "the catalogue has no pool `{}`",
             job.resources.pool.value
         ));
-        return (plan, diagnostics);
+        plan.diagnostics.push(no_node_group(job, &plan.reasons));
+        return plan;
     };
     let (options, mut skipped) = build::options(job, pool, catalogue);
     if options.is_empty() {
@@ -124,7 +126,8 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
             pool.id.value
         ));
         plan.reasons.append(&mut skipped);
-        return (plan, diagnostics);
+        plan.diagnostics.push(no_node_group(job, &plan.reasons));
+        return plan;
     }
     let model = model_dims(&job.model);
     let base_setup = train_setup(job);
@@ -201,14 +204,22 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
         plan.reasons = build::rejection_reasons(&rejected, &options);
         plan.reasons.append(&mut skipped);
         plan.reasons.append(&mut ruled_out);
-        return (plan, diagnostics);
+        plan.diagnostics.push(no_layout(job, pins, &plan.reasons));
+        return plan;
     };
     let limits = limits(job);
     if best.score >= PENALTY {
         plan.reasons = explain::miss_reasons(job, best, &limits);
+        plan.diagnostics = missed_limits(
+            &limits,
+            best.outcome.time_s,
+            best.outcome.cost,
+            &plan.reasons,
+        );
     } else {
         plan.feasible = true;
     }
+    let found;
     match best.kind {
         explain::Kind::Single(r) => {
             let totals = build::Totals {
@@ -217,7 +228,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
-            plan.notes = notes(job, r);
+            (plan.notes, found) = group_notes(job, &[(r.placement, r.candidate.devices)]);
             build::fill(&mut plan, job, pool, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
@@ -230,11 +241,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
             }
         }
         explain::Kind::Mixed(m) => {
-            plan.notes = pair_notes(job, m.placements, m.plan.shape.devices());
+            (plan.notes, found) = pair_notes(job, m.placements, m.plan.shape.devices());
             fill_mixed(&mut plan, job, pool, m, &input, currency.clone());
         }
         explain::Kind::Data(d) => {
-            plan.notes = pair_notes(job, d.placements, d.devices());
+            (plan.notes, found) = pair_notes(job, d.placements, d.devices());
             fill_data_split(&mut plan, job, pool, d, &input, currency.clone());
         }
     }
@@ -248,7 +259,97 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> (Plan, Vec<Diag
     if job.resources.interruptible && plan.feasible {
         plan.schedule = cheap_hours(job, pool, best, &limits, &convert);
     }
-    (plan, diagnostics)
+    plan.diagnostics.extend(found);
+    plan
+}
+
+/// L3002: no node group of the pool may run the job.
+fn no_node_group(job: &Job, reasons: &[String]) -> PlanDiagnosticIr {
+    PlanDiagnosticIr::error(
+        codes::plan::NO_NODE_GROUP,
+        SpecField::Devices,
+        format!(
+            "no node group can run job `{}`: {}",
+            job.name.value,
+            brief(reasons)
+        ),
+        "allow other device types or sites, or ask the pool's operators for a quota",
+    )
+}
+
+/// L3001: every layout on every allowed node group was rejected.
+fn no_layout(job: &Job, pins: Pins, reasons: &[String]) -> PlanDiagnosticIr {
+    let pinned = pins != Pins::default();
+    let (field, help) = if pinned {
+        (
+            SpecField::Parallel,
+            "unpin a degree (remove it or write `auto`) so the planner may choose it, or allow larger node groups or devices with more memory",
+        )
+    } else {
+        (
+            SpecField::Devices,
+            "allow devices with more memory, more devices, or a smaller micro-batch",
+        )
+    };
+    PlanDiagnosticIr::error(
+        codes::plan::NO_LAYOUT,
+        field,
+        format!(
+            "no layout of job `{}` fits: {}",
+            job.name.value,
+            brief(reasons)
+        ),
+        help,
+    )
+}
+
+/// L3003 and L3004: the closest plan misses the deadline, the budget or both; `reasons` holds
+/// the deadline's sentence first, then the budget's, each only when missed.
+fn missed_limits(
+    limits: &Limits,
+    time_s: f64,
+    cost: f64,
+    reasons: &[String],
+) -> Vec<PlanDiagnosticIr> {
+    let deadline = limits.deadline_s.is_some_and(|d| time_s > d);
+    let budget = limits.budget.is_some_and(|b| cost > b);
+    let mut sentences = reasons.iter();
+    let mut found = Vec::new();
+    if deadline && let Some(text) = sentences.next() {
+        found.push(PlanDiagnosticIr::error(
+            codes::plan::DEADLINE_MISSED,
+            SpecField::Deadline,
+            format!("the job {text}"),
+            "allow more devices, other device types or sites, or move the deadline",
+        ));
+    }
+    if budget && let Some(text) = sentences.next() {
+        found.push(PlanDiagnosticIr::error(
+            codes::plan::OVER_BUDGET,
+            SpecField::Budget,
+            format!("the job is {text}"),
+            "allow cheaper devices or sites, optimise for cost, or raise the budget",
+        ));
+    }
+    found
+}
+
+/// The first reasons, and how many more the plan lists.
+fn brief(reasons: &[String]) -> String {
+    const SHOWN: usize = 2;
+    let mut text = reasons
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if reasons.len() > SHOWN {
+        text.push_str(&format!(
+            "; and {} more in the plan's reasons",
+            reasons.len() - SHOWN
+        ));
+    }
+    text
 }
 
 /// Whether heterogeneous pipelines are worth searching: when no single-type layout meets the
@@ -342,20 +443,15 @@ pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Const
     }
 }
 
-/// Non-blocking remarks on the chosen placement.
-fn notes(job: &Job, best: &Ranked<'_>) -> Vec<String> {
-    let mut notes = Vec::new();
-    group_notes(job, &mut notes, best.placement, best.candidate.devices);
-    notes
-}
-
-/// Non-blocking remarks on a chosen plan over two groups.
-fn pair_notes(job: &Job, placements: [&Placement<'_>; 2], devices: [u64; 2]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (placement, devices) in placements.iter().zip(devices) {
-        group_notes(job, &mut notes, placement, devices);
-    }
-    notes
+/// Non-blocking remarks on a chosen plan over two groups, and the same as findings.
+fn pair_notes(
+    job: &Job,
+    placements: [&Placement<'_>; 2],
+    devices: [u64; 2],
+) -> (Vec<String>, Vec<PlanDiagnosticIr>) {
+    let [a, b] = placements;
+    let [da, db] = devices;
+    group_notes(job, &[(a, da), (b, db)])
 }
 
 /// Who may preempt a job's borrowed devices: the tenants that own them, and jobs of a higher
@@ -377,46 +473,45 @@ fn preempted_by(priority: crate::types::Priority) -> String {
     }
 }
 
-/// Quota and availability remarks on `devices` of one group.
-fn group_notes(job: &Job, notes: &mut Vec<String>, placement: &Placement<'_>, devices: u64) {
-    let preemptible = devices.saturating_sub(placement.guaranteed);
-    if preemptible > 0 {
-        notes.push(format!(
-            "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted: {}",
-            placement.device.id.value,
-            preempted_by(job.priority)
-        ));
+/// Quota and availability remarks on the devices the plan takes of each group: the notes the
+/// plan prints, and the same as warnings (L3005, L3006).
+fn group_notes(
+    job: &Job,
+    groups: &[(&Placement<'_>, u64)],
+) -> (Vec<String>, Vec<PlanDiagnosticIr>) {
+    let mut notes = Vec::new();
+    let mut found = Vec::new();
+    for (placement, devices) in groups {
+        let devices = *devices;
+        let preemptible = devices.saturating_sub(placement.guaranteed);
+        if preemptible > 0 {
+            let note = format!(
+                "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted: {}",
+                placement.device.id.value,
+                preempted_by(job.priority)
+            );
+            found.push(PlanDiagnosticIr::warning(
+                codes::plan::ABOVE_GUARANTEED_QUOTA,
+                SpecField::Tenant,
+                note.clone(),
+                "mark the job `interruptible = true` if it resumes from checkpoints, or ask for a larger guaranteed quota",
+            ));
+            notes.push(note);
+        }
+        let free = u64::from(placement.group.free_devices);
+        if devices > free {
+            let note = format!(
+                "needs {devices} {} of `{}`, {free} free now: the job queues until they are",
+                placement.device.id.value, placement.group.name.value
+            );
+            found.push(PlanDiagnosticIr::warning(
+                codes::plan::QUEUES,
+                SpecField::Devices,
+                note.clone(),
+                "expect a wait before the job starts, or allow other device types or sites",
+            ));
+            notes.push(note);
+        }
     }
-    let free = u64::from(placement.group.free_devices);
-    if devices > free {
-        notes.push(format!(
-            "needs {devices} {} of `{}`, {free} free now: the job queues until they are",
-            placement.device.id.value, placement.group.name.value
-        ));
-    }
-}
-
-/// Plans every job; `jobs` pairs each job with its file's display path. Plans come sorted by
-/// file (a stable sort: jobs of one file stay in source order), so the order the files were
-/// given in does not matter.
-pub fn plan_document(
-    jobs: &[(&Job, &str)],
-    catalogue: &Catalogue,
-) -> (PlanDocument, Vec<Diagnostic>) {
-    let mut plans = Vec::new();
-    let mut diagnostics = Vec::new();
-    for (job, file) in jobs {
-        let (plan, mut found) = plan_job(job, file, catalogue);
-        plans.push(plan);
-        diagnostics.append(&mut found);
-    }
-    plans.sort_by(|a, b| a.file.cmp(&b.file));
-    (
-        PlanDocument {
-            format_version: FORMAT_VERSION.to_string(),
-            catalogue_digest: catalogue.digest(),
-            plans,
-        },
-        diagnostics,
-    )
+    (notes, found)
 }

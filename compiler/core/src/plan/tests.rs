@@ -15,7 +15,7 @@ fn jobs(text: &str) -> Vec<Job> {
 
 fn plan_text(text: &str) -> Plan {
     let job = jobs(text).remove(0);
-    plan_job(&job, "job.loam", &builtin()).0
+    plan_job(&job, "job.loam", &builtin())
 }
 
 fn example(name: &str) -> String {
@@ -415,8 +415,8 @@ fn oversubscribed_switch_block_uplinks_slow_data_parallelism_across_blocks() {
 "#,
     )
     .remove(0);
-    let full = plan_job(&job, "wide.loam", &blocked_catalogue("12.8Tbps")).0;
-    let thin = plan_job(&job, "wide.loam", &blocked_catalogue("0.4Tbps")).0;
+    let full = plan_job(&job, "wide.loam", &blocked_catalogue("12.8Tbps"));
+    let thin = plan_job(&job, "wide.loam", &blocked_catalogue("0.4Tbps"));
     assert!(full.feasible && thin.feasible);
     // 256 devices take 8 blocks, so data-parallel traffic crosses them: a 32:1 oversubscribed
     // uplink makes the best plan slower, and no plan can hide it entirely.

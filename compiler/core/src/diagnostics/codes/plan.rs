@@ -1,3 +1,12 @@
-//! Diagnostic codes of the plan phase.
+//! Diagnostic codes of the plan phase (L3xxx): what the planner finds about a job that the
+//! checks cannot know — whether any layout fits, whether the limits are met, whether the devices
+//! are free and guaranteed.
 
-super::codes! {}
+super::codes! {
+    NO_LAYOUT = "L3001" => "no layout fits",
+    NO_NODE_GROUP = "L3002" => "no node group can run the job",
+    DEADLINE_MISSED = "L3003" => "deadline missed",
+    OVER_BUDGET = "L3004" => "over budget",
+    QUEUES = "L3005" => "devices not free now",
+    ABOVE_GUARANTEED_QUOTA = "L3006" => "devices above the guaranteed quota",
+}

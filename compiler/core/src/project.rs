@@ -1,0 +1,286 @@
+//! The one entry point over a whole project: the catalogue's and the specs' texts in; the
+//! checked jobs, their plans and every diagnostic out, sorted once.
+//!
+//! ```text
+//!  ProjectFiles ──check_project──▶ CheckedProject ──plan_project──▶ PlannedProject
+//!  (catalogue YAML,                (sources, catalogue,              (Plan IR document,
+//!   spec bytes)                     jobs, diagnostics)                all diagnostics)
+//! ```
+//!
+//! `loam check`, `plan`, `emit`, `diff` and the test harness all go through these two functions,
+//! so every command parses, checks and plans a spec the same way. A job with an error of its own
+//! is not planned; every other job is, also in the same file, so one bad job never hides the
+//! plans of the rest.
+
+use crate::catalogue::{self, Catalogue};
+use crate::check::{Job, check_file, check_unique_job_names};
+use crate::diagnostics::Diagnostic;
+use crate::parallel::map_ordered;
+use crate::plan::findings::SpecField;
+use crate::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
+use crate::plan::plan_job;
+use crate::span::{FileId, SourceMap, Span};
+use crate::syntax::{decode_utf8, parse};
+
+/// Everything a run reads, as the CLI (or a test, or a git revision) hands it in.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectFiles {
+    /// The catalogue's YAML files: display path (its folder, `devices/` or `pools/`, tells the
+    /// kind) and text.
+    pub catalogue: Vec<(String, String)>,
+    /// The spec files: display path and bytes (decoded here, so bad UTF-8 is a diagnostic).
+    pub specs: Vec<(String, Vec<u8>)>,
+}
+
+/// One checked job, with what the planner needs to know about its checks.
+#[derive(Debug, Clone)]
+pub struct CheckedJob {
+    /// The typed job.
+    pub job: Job,
+    /// The display path of its spec file.
+    pub file: String,
+    /// Errors inside this job's block (its own checks and those against the catalogue).
+    pub errors: usize,
+}
+
+/// The result of checking a whole project.
+#[derive(Debug, Clone)]
+pub struct CheckedProject {
+    /// Every text read (catalogue first, then specs), for rendering diagnostics.
+    pub sources: SourceMap,
+    /// The display path of each spec file, in the order given.
+    pub files: Vec<String>,
+    /// The catalogue, when it loaded without errors.
+    pub catalogue: Option<Catalogue>,
+    /// Errors in the catalogue; when any, no spec was checked.
+    pub catalogue_errors: usize,
+    /// Every job complete enough to type, in file then source order.
+    pub jobs: Vec<CheckedJob>,
+    /// Every diagnostic of the catalogue and the specs, sorted by file and position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CheckedProject {
+    /// How many diagnostics are errors.
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// The jobs the planner may plan: the catalogue loaded and the job has no error of its own.
+    pub fn plannable(&self) -> impl Iterator<Item = &CheckedJob> {
+        self.jobs
+            .iter()
+            .filter(move |j| self.catalogue.is_some() && j.errors == 0)
+    }
+}
+
+/// The result of planning a checked project.
+#[derive(Debug, Clone)]
+pub struct PlannedProject {
+    /// The plans of every plannable job, sorted by file (jobs of a file in source order).
+    pub document: PlanDocument,
+    /// Every diagnostic: the checks' and the planner's, sorted by file and position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl PlannedProject {
+    /// Whether any diagnostic is an error (a spec error, or a job that cannot run as planned).
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Loads the catalogue, then parses and checks every spec (on up to `threads` threads), also
+/// against the catalogue. When the catalogue has errors, only its diagnostics are returned: the
+/// specs cannot be checked against it.
+pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
+    let mut sources = SourceMap::new();
+    let catalogue_ids: Vec<(FileId, String, String)> = files
+        .catalogue
+        .into_iter()
+        .map(|(path, text)| (sources.add(path.clone(), text.clone()), path, text))
+        .collect();
+    let triples: Vec<(FileId, &str, &str)> = catalogue_ids
+        .iter()
+        .map(|(id, path, text)| (*id, path.as_str(), text.as_str()))
+        .collect();
+    let (catalogue, mut diagnostics) = catalogue::load(&triples);
+    let catalogue_errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let mut project = CheckedProject {
+        sources,
+        files: Vec::new(),
+        catalogue: catalogue.filter(|_| catalogue_errors == 0),
+        catalogue_errors,
+        jobs: Vec::new(),
+        diagnostics: Vec::new(),
+    };
+    if project.catalogue.is_none() {
+        diagnostics.sort_by(compare);
+        project.diagnostics = diagnostics;
+        return project;
+    }
+    let mut work: Vec<(FileId, Vec<u8>)> = Vec::with_capacity(files.specs.len());
+    for (name, bytes) in files.specs {
+        let lossy = String::from_utf8_lossy(&bytes).into_owned();
+        work.push((project.sources.add(name.clone(), lossy), bytes));
+        project.files.push(name);
+    }
+    let mut jobs = Vec::new();
+    for (found, checked) in map_ordered(&work, threads, |(id, bytes)| check_spec(*id, bytes)) {
+        diagnostics.extend(found);
+        jobs.extend(checked);
+    }
+    diagnostics.extend(check_unique_job_names(&jobs));
+    if let Some(catalogue) = &project.catalogue {
+        let garbled: Vec<bool> = jobs
+            .iter()
+            .map(|j| has_syntax_error(j, &diagnostics))
+            .collect();
+        let pairs: Vec<(&Job, bool)> = jobs.iter().zip(garbled).collect();
+        // A job with a syntax error inside it (a bad escape) holds values the author did not
+        // mean; checking them against the catalogue would only add noise.
+        for found in map_ordered(&pairs, threads, |(job, garbled)| {
+            if *garbled {
+                Vec::new()
+            } else {
+                catalogue::check_job(job, catalogue)
+            }
+        }) {
+            diagnostics.extend(found);
+        }
+    }
+    diagnostics.sort_by(compare);
+    project.jobs = jobs
+        .into_iter()
+        .map(|job| {
+            let errors = diagnostics
+                .iter()
+                .filter(|d| d.is_error() && d.span.is_some_and(|s| inside(s, job.span)))
+                .count();
+            let file = project
+                .sources
+                .get(job.file)
+                .map_or(String::new(), |f| f.name.clone());
+            CheckedJob { job, file, errors }
+        })
+        .collect();
+    project.diagnostics = diagnostics;
+    project
+}
+
+/// Plans every plannable job of `project` on up to `threads` threads.
+pub fn plan_project(project: &CheckedProject, threads: usize) -> PlannedProject {
+    plan_project_reusing(project, threads, &|_| None)
+}
+
+/// [`plan_project`], taking the plan `reuse` offers for a job instead of planning it again (the
+/// other side of a diff planned the same spec against the same catalogue: planning is a pure
+/// function of the two). A reused plan brings its findings with it.
+pub fn plan_project_reusing(
+    project: &CheckedProject,
+    threads: usize,
+    reuse: &(dyn Fn(&CheckedJob) -> Option<Plan> + Sync),
+) -> PlannedProject {
+    let mut diagnostics = project.diagnostics.clone();
+    let Some(catalogue) = &project.catalogue else {
+        return PlannedProject {
+            document: empty_document(""),
+            diagnostics,
+        };
+    };
+    let jobs: Vec<&CheckedJob> = project.plannable().collect();
+    let plans: Vec<Plan> = map_ordered(&jobs, threads, |checked| {
+        reuse(checked).unwrap_or_else(|| plan_job(&checked.job, &checked.file, catalogue))
+    });
+    for (checked, plan) in jobs.iter().zip(&plans) {
+        diagnostics.extend(plan_diagnostics(&checked.job, plan));
+    }
+    diagnostics.sort_by(compare);
+    let mut document = empty_document(catalogue.digest());
+    document.plans = plans;
+    // A stable sort: the jobs of one file stay in source order.
+    document.plans.sort_by(|a, b| a.file.cmp(&b.file));
+    PlannedProject {
+        document,
+        diagnostics,
+    }
+}
+
+/// The planner's findings about `job`, located in its spec.
+pub fn plan_diagnostics(job: &Job, plan: &Plan) -> Vec<Diagnostic> {
+    plan.diagnostics
+        .iter()
+        .map(|finding| {
+            let (span, label) = field_span(job, finding.field);
+            finding.locate(span, label)
+        })
+        .collect()
+}
+
+/// Where `field` is written in `job`'s spec, and what the label under it says; the job's name
+/// when the field is not written.
+fn field_span(job: &Job, field: SpecField) -> (Span, &'static str) {
+    let name = (job.name.span, "this job");
+    match field {
+        SpecField::Job => name,
+        SpecField::Tenant => (job.tenant.span, "this tenant's quota"),
+        SpecField::Devices => match (job.resources.devices.first(), job.resources.devices.last()) {
+            (Some(first), Some(last)) => (first.span.join(last.span), "these devices"),
+            _ => (job.resources.span, "these resources"),
+        },
+        SpecField::Parallel => job.parallel.span.map_or(name, |span| (span, "this layout")),
+        SpecField::Deadline => job
+            .goal
+            .deadline
+            .as_ref()
+            .map_or(name, |d| (d.span, "this deadline")),
+        SpecField::Budget => job
+            .goal
+            .budget
+            .as_ref()
+            .map_or(name, |b| (b.span, "this budget")),
+    }
+}
+
+fn empty_document(digest: &str) -> PlanDocument {
+    PlanDocument {
+        format_version: FORMAT_VERSION.to_string(),
+        catalogue_digest: digest.to_string(),
+        plans: Vec::new(),
+    }
+}
+
+/// Parses and checks one spec file: its diagnostics and its jobs.
+fn check_spec(id: FileId, bytes: &[u8]) -> (Vec<Diagnostic>, Vec<Job>) {
+    let text = match decode_utf8(id, bytes) {
+        Ok(text) => text,
+        Err(diagnostic) => return (vec![*diagnostic], Vec::new()),
+    };
+    let parsed = parse(id, text);
+    let mut diagnostics = parsed.diagnostics;
+    let mut jobs = Vec::new();
+    if let Some(file) = parsed.file {
+        let checked = check_file(&file);
+        diagnostics.extend(checked.diagnostics);
+        jobs = checked.jobs;
+    }
+    (diagnostics, jobs)
+}
+
+/// Whether a syntax error (L0xxx) lies inside `job`'s block.
+fn has_syntax_error(job: &Job, diagnostics: &[Diagnostic]) -> bool {
+    diagnostics
+        .iter()
+        .any(|d| d.code.as_str().starts_with("L0") && d.span.is_some_and(|s| inside(s, job.span)))
+}
+
+fn inside(span: Span, outer: Span) -> bool {
+    span.file == outer.file && span.start >= outer.start && span.end <= outer.end
+}
+
+/// The one order diagnostics are shown in: by file and position, then code and message.
+fn compare(a: &Diagnostic, b: &Diagnostic) -> std::cmp::Ordering {
+    a.sort_key()
+        .cmp(&b.sort_key())
+        .then_with(|| a.message.cmp(&b.message))
+}
