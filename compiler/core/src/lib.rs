@@ -18,6 +18,7 @@ pub mod cost;
 pub mod diagnostics;
 pub mod fmt;
 pub mod hardware;
+pub mod layout_rules;
 pub mod parallel;
 pub mod plan;
 pub mod project;

@@ -4,6 +4,7 @@ use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::layout_rules as rules;
 use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Recompute};
@@ -59,12 +60,17 @@ pub(super) fn check_consistency(
 ) {
     let mut found = Vec::new();
     if let Some(t) = &parallel.tensor
-        && !model.heads.is_multiple_of(t.value)
+        && let Err(broken) = rules::tensor(model.heads, model.kv_heads, t.value)
     {
+        let heads = if broken.what == "heads % tensor" {
+            "attention heads"
+        } else {
+            "key/value heads"
+        };
         found.push(inconsistent(
             format!(
-                "tensor parallelism {} does not divide the {} attention heads",
-                t.value, model.heads
+                "tensor parallelism {} does not divide the {} {heads}",
+                t.value, broken.value
             ),
             t.span,
             "heads are split evenly across tensor-parallel ranks",
@@ -83,6 +89,32 @@ pub(super) fn check_consistency(
                 "every stage needs at least one layer",
                 "use fewer pipeline or virtual stages",
             ));
+        } else if let Err(broken) = rules::pipeline(model.layers, p.value) {
+            found.push(inconsistent(
+                format!(
+                    "the {} layers do not split evenly over {} pipeline stages ({} % {} = {})",
+                    model.layers,
+                    p.value,
+                    model.layers,
+                    p.value,
+                    broken.remainder()
+                ),
+                p.span,
+                "every pipeline stage holds the same number of layers",
+                "choose a pipeline degree that divides the layer count, or leave it to the planner",
+            ));
+        } else if let Some(vs) = &parallel.virtual_stages
+            && let Err(broken) = rules::virtual_stages(model.layers, p.value, vs.value)
+        {
+            found.push(inconsistent(
+                format!(
+                    "the {} layers do not split evenly over {} pipeline × {} virtual stages",
+                    model.layers, p.value, vs.value
+                ),
+                vs.span,
+                &format!("{} % {} = {}", broken.value, broken.by, broken.remainder()),
+                "choose virtual stages that divide the layers of each pipeline stage",
+            ));
         }
     }
     if let Some(v) = &parallel.virtual_stages
@@ -97,16 +129,18 @@ pub(super) fn check_consistency(
         ));
     }
     if let Some(c) = &parallel.context
-        && !model.seq_len.is_multiple_of(c.value)
+        && rules::context(model.seq_len, c.value).is_err()
     {
         found.push(inconsistent(
             format!(
-                "context parallelism {} does not divide the sequence length {}",
-                c.value, model.seq_len
+                "context parallelism {} does not split the sequence length {} into {} equal chunks",
+                c.value,
+                model.seq_len,
+                2 * c.value
             ),
             c.span,
-            "each rank holds an equal slice of the sequence",
-            "choose a context degree that divides seq_len",
+            "each rank holds two equal chunks of the sequence, one early and one late",
+            "choose a context degree whose double divides seq_len",
         ));
     }
     if let Some(e) = &parallel.expert {
@@ -126,6 +160,24 @@ pub(super) fn check_consistency(
                 "experts are spread evenly over expert-parallel ranks",
                 "choose an expert degree that divides the expert count",
             )),
+            (Arch::Moe, _) => {
+                if let Some(d) = &parallel.data
+                    && !d.value.is_multiple_of(e.value)
+                {
+                    found.push(
+                        inconsistent(
+                            format!(
+                                "expert parallelism {} does not divide data parallelism {}",
+                                e.value, d.value
+                            ),
+                            e.span,
+                            "expert-parallel groups are carved out of the data-parallel ranks",
+                            "choose an expert degree that divides the data degree",
+                        )
+                        .with_related(d.span, "data parallelism pinned here"),
+                    );
+                }
+            }
             _ => {}
         }
     }
@@ -145,7 +197,7 @@ fn check_batch(parallel: &ParallelSpec, train: &TrainSpec, found: &mut Vec<Diagn
     else {
         return;
     };
-    if !train.global_batch.is_multiple_of(data * micro) {
+    if rules::micro_batch(train.global_batch, data, micro).is_err() {
         found.push(
             inconsistent(
                 format!(
@@ -158,6 +210,28 @@ fn check_batch(parallel: &ParallelSpec, train: &TrainSpec, found: &mut Vec<Diagn
             )
             .with_related(train.span, "global batch set in this block"),
         );
+        return;
+    }
+    // The interleaved schedule needs whole rounds of micro-batches: known only when the
+    // pipeline, the virtual stages, the data degree and the micro-batch are all pinned.
+    if let (Some(p), Some(v), Some(_), Some(_)) = (
+        &parallel.pipeline,
+        &parallel.virtual_stages,
+        &parallel.data,
+        &parallel.micro_batch,
+    ) {
+        let micro_batches = train.global_batch / (data * micro).max(1);
+        if rules::interleave(micro_batches, p.value, v.value).is_err() {
+            found.push(inconsistent(
+                format!(
+                    "the interleaved schedule needs the {micro_batches} micro-batches of a step to be a multiple of the {} pipeline stages",
+                    p.value
+                ),
+                v.span,
+                "virtual stages run the micro-batches in rounds of one per stage",
+                "change the micro-batch or data degree, or set `virtual_stages = 1`",
+            ));
+        }
     }
 }
 

@@ -1,0 +1,126 @@
+//! The rules a parallel layout must follow to split the model, the sequence and the batch
+//! evenly. The checker applies them to the degrees a spec pins, the layout search to every
+//! layout it tries: one rule in one place, so `check` never accepts a pinned layout that `plan`
+//! then rejects.
+//!
+//! Each rule takes plain numbers and says which division failed, with the label the plan's
+//! rejection reasons print (`layers % pipeline`).
+
+/// A division that leaves a remainder: `value % by != 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indivisible {
+    /// What was divided by what, as the plan prints it (`heads % tensor`).
+    pub what: &'static str,
+    /// The dividend.
+    pub value: u64,
+    /// The divisor.
+    pub by: u64,
+}
+
+impl Indivisible {
+    /// The remainder (`value` when `by` is 0).
+    pub fn remainder(&self) -> u64 {
+        self.value.checked_rem(self.by).unwrap_or(self.value)
+    }
+}
+
+fn divides(what: &'static str, value: u64, by: u64) -> Result<(), Indivisible> {
+    if by != 0 && value.is_multiple_of(by) {
+        Ok(())
+    } else {
+        Err(Indivisible { what, value, by })
+    }
+}
+
+/// Tensor parallelism splits the attention heads, query and key/value, evenly.
+pub fn tensor(heads: u64, kv_heads: u64, tensor: u64) -> Result<(), Indivisible> {
+    divides("heads % tensor", heads, tensor)?;
+    divides("kv_heads % tensor", kv_heads, tensor)
+}
+
+/// Context parallelism splits the sequence into `2 · context` equal chunks, two per rank, so
+/// causal attention's work is balanced over the ranks.
+pub fn context(seq_len: u64, context: u64) -> Result<(), Indivisible> {
+    match context {
+        0 => Err(Indivisible {
+            what: "seq_len % (2 · context)",
+            value: seq_len,
+            by: 0,
+        }),
+        1 => Ok(()),
+        c => divides("seq_len % (2 · context)", seq_len, 2 * c),
+    }
+}
+
+/// Pipeline stages hold equal numbers of layers.
+pub fn pipeline(layers: u64, pipeline: u64) -> Result<(), Indivisible> {
+    divides("layers % pipeline", layers, pipeline)
+}
+
+/// Interleaved (virtual) stages hold equal numbers of layers too.
+pub fn virtual_stages(layers: u64, pipeline: u64, virtual_stages: u64) -> Result<(), Indivisible> {
+    divides(
+        "layers % (pipeline · virtual_stages)",
+        layers,
+        pipeline.saturating_mul(virtual_stages),
+    )
+}
+
+/// Every data-parallel replica gets whole sequences.
+pub fn data(global_batch: u64, data: u64) -> Result<(), Indivisible> {
+    divides("global_batch % data", global_batch, data)
+}
+
+/// Expert-parallel groups are carved out of the data-parallel ranks, and hold equal numbers of
+/// experts.
+pub fn expert(data: u64, experts: u64, expert: u64) -> Result<(), Indivisible> {
+    if expert != 0 && data.is_multiple_of(expert) && experts.max(1).is_multiple_of(expert) {
+        Ok(())
+    } else {
+        Err(Indivisible {
+            what: "data % expert and experts % expert",
+            value: data,
+            by: expert,
+        })
+    }
+}
+
+/// Every data-parallel rank runs whole micro-batches.
+pub fn micro_batch(global_batch: u64, data: u64, micro_batch: u64) -> Result<(), Indivisible> {
+    divides(
+        "global_batch % (data · micro_batch)",
+        global_batch,
+        data.saturating_mul(micro_batch),
+    )
+}
+
+/// The interleaved schedule runs the micro-batches in rounds of one per stage: with virtual
+/// stages, the micro-batches of a step must be a multiple of the pipeline degree.
+pub fn interleave(micro_batches: u64, pipeline: u64, virtual_stages: u64) -> Result<(), Indivisible> {
+    if virtual_stages <= 1 {
+        return Ok(());
+    }
+    divides("micro_batches % pipeline", micro_batches, pipeline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_name_the_division_that_failed() {
+        assert!(tensor(64, 8, 8).is_ok());
+        assert_eq!(tensor(64, 8, 16).unwrap_err().what, "kv_heads % tensor");
+        assert_eq!(tensor(48, 8, 32).unwrap_err().what, "heads % tensor");
+        assert!(context(8192, 1).is_ok());
+        assert!(context(8192, 4096).is_ok());
+        assert!(context(8192, 8192).is_err());
+        assert_eq!(pipeline(126, 16).unwrap_err().remainder(), 14);
+        assert!(expert(64, 64, 64).is_ok());
+        assert!(expert(32, 64, 64).is_err());
+        assert!(expert(64, 8, 16).is_err());
+        assert!(interleave(6, 4, 1).is_ok());
+        assert!(interleave(6, 4, 2).is_err());
+        assert!(micro_batch(1024, 0, 1).is_err());
+    }
+}
