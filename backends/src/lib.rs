@@ -15,6 +15,7 @@ pub mod escape;
 pub mod job;
 pub mod kubernetes;
 pub mod slurm;
+mod tenants;
 
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;
@@ -23,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use job::Tenancy;
 pub use slurm::SlurmVersion;
+pub use tenants::tenancies;
 
 /// Which system the manifests are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

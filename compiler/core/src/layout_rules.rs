@@ -96,7 +96,11 @@ pub fn micro_batch(global_batch: u64, data: u64, micro_batch: u64) -> Result<(),
 
 /// The interleaved schedule runs the micro-batches in rounds of one per stage: with virtual
 /// stages, the micro-batches of a step must be a multiple of the pipeline degree.
-pub fn interleave(micro_batches: u64, pipeline: u64, virtual_stages: u64) -> Result<(), Indivisible> {
+pub fn interleave(
+    micro_batches: u64,
+    pipeline: u64,
+    virtual_stages: u64,
+) -> Result<(), Indivisible> {
     if virtual_stages <= 1 {
         return Ok(());
     }

@@ -7,8 +7,7 @@ use crate::args::{EmitArgs, EmitBackend, EmitFlavor};
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
 use crate::session::{load_checked, plan_catalogue, threads};
-use loam_backends::{Flavor, Manifest, Options, SlurmVersion, Target, Tenancy};
-use loam_compiler::catalogue::Catalogue;
+use loam_backends::{Flavor, Manifest, Options, SlurmVersion, Target};
 use loam_compiler::plan::ir::PlanDocument;
 use loam_compiler::project::plan_project;
 use std::fs;
@@ -64,7 +63,7 @@ pub fn run(
             Some(EmitFlavor::Jobset) | None => Flavor::Jobset,
         },
         slurm_version,
-        tenants: tenants(&doc, &catalogue),
+        tenants: loam_backends::tenancies(&doc, &catalogue),
         ..Options::default()
     };
     if let Some(image) = &args.image {
@@ -95,34 +94,6 @@ pub fn run(
         io::display(&args.out)
     ));
     Ok(0)
-}
-
-/// The backend names of every tenant the plans name, from the catalogue's pools (also used by
-/// `loam diff` to render the same manifests as `loam emit`).
-pub(crate) fn tenants(
-    doc: &PlanDocument,
-    catalogue: &Catalogue,
-) -> std::collections::BTreeMap<String, Tenancy> {
-    let mut found = std::collections::BTreeMap::new();
-    for plan in &doc.plans {
-        let Some(tenant) = catalogue
-            .pool(&plan.pool)
-            .and_then(|pool| pool.tenant(&plan.tenant))
-        else {
-            continue;
-        };
-        found.insert(
-            plan.tenant.clone(),
-            Tenancy {
-                namespace: tenant.kubernetes_namespace.clone(),
-                queue: tenant.queue.clone(),
-                slurm_account: tenant.slurm_account.clone(),
-                slurm_qos: None,
-                checkpoint_root: tenant.checkpoint_root.value.clone(),
-            },
-        );
-    }
-    found
 }
 
 /// Writes `manifests` as the whole contents of `dir`: into a temporary folder beside it first,

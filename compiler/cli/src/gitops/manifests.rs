@@ -16,7 +16,7 @@ fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> 
     };
     let mut options = Options::default();
     if let Some(catalogue) = &side.specs.catalogue {
-        options.tenants = crate::commands::emit::tenants(&doc, catalogue);
+        options.tenants = loam_backends::tenancies(&doc, catalogue);
     }
     match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests

@@ -1,0 +1,33 @@
+//! Where each tenant's jobs go on every backend, read from the catalogue's pools: the one
+//! mapping `loam emit` and `loam diff` render manifests with.
+
+use crate::Tenancy;
+use loam_compiler::catalogue::Catalogue;
+use loam_compiler::plan::ir::PlanDocument;
+use std::collections::BTreeMap;
+
+/// The backend names of every tenant the plans name, from the catalogue's pools. A tenant the
+/// catalogue does not describe is left out; the backends derive its names (see
+/// [`Tenancy::derived`]).
+pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, Tenancy> {
+    let mut found = BTreeMap::new();
+    for plan in &doc.plans {
+        let Some(tenant) = catalogue
+            .pool(&plan.pool)
+            .and_then(|pool| pool.tenant(&plan.tenant))
+        else {
+            continue;
+        };
+        found.insert(
+            plan.tenant.clone(),
+            Tenancy {
+                namespace: tenant.kubernetes_namespace.clone(),
+                queue: tenant.queue.clone(),
+                slurm_account: tenant.slurm_account.clone(),
+                slurm_qos: None,
+                checkpoint_root: tenant.checkpoint_root.value.clone(),
+            },
+        );
+    }
+    found
+}
