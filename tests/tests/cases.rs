@@ -1,7 +1,7 @@
 //! Data-driven fixtures: every file under `tests/cases/{parse,check}/` is one test whose
 //! snapshot shows the source and the rendered diagnostics together.
 
-use loam_tests::{check, snapshot};
+use loam_tests::{check, plan, snapshot};
 
 #[test]
 fn parse_and_check_fixtures() {
@@ -9,6 +9,17 @@ fn parse_and_check_fixtures() {
         let source = std::fs::read_to_string(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let output = check(&name, &source);
+        insta::assert_snapshot!(snapshot(&source, &output));
+    });
+}
+
+#[test]
+fn plan_fixtures() {
+    // What `loam plan` reports: the checks' diagnostics and the planner's findings (L3xxx).
+    insta::glob!("../cases", "plan/*.loam", |path| {
+        let source = std::fs::read_to_string(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let output = plan(&name, &source);
         insta::assert_snapshot!(snapshot(&source, &output));
     });
 }

@@ -16,6 +16,7 @@ mod builtin;
 mod check_job;
 pub mod codes;
 mod digest;
+pub mod eligible;
 mod fit;
 mod load;
 mod lookup;

@@ -7,6 +7,7 @@
 //! later checks, so one typo gives one diagnostic, not a cascade.
 
 use super::codes;
+use super::eligible;
 use super::fit::check_fit;
 use super::model::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use super::software::check_software;
@@ -65,7 +66,7 @@ pub fn check_job(job: &Job, catalogue: &Catalogue) -> Vec<Diagnostic> {
     check_data_sites(job, pool, &mut diags);
     let tenant = check_tenant(job, pool, &mut diags);
     check_budget(job, pool, &mut diags);
-    let Some(sites) = allowed_sites(job, pool, &mut diags) else {
+    let Some(sites) = allowed_sites(job, pool, tenant, &mut diags) else {
         return diags.into_sorted();
     };
     let allowed = allowed(job, catalogue, pool, &known, &sites, &mut diags);
@@ -204,22 +205,52 @@ fn check_data_sites(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
     }
 }
 
-/// The allowed sites; `None` when sites are listed but none of them exists.
-fn allowed_sites<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Option<Vec<&'a Site>> {
-    if job.resources.sites.is_empty() {
-        return Some(pool.sites.iter().collect());
-    }
-    let mut sites = Vec::new();
+/// The sites the job may use (see [`super::eligible`]), reporting listed sites the pool lacks
+/// and listed sites closed to the tenant; `None` when none is left.
+fn allowed_sites<'a>(
+    job: &Job,
+    pool: &'a Pool,
+    tenant: Option<&Tenant>,
+    diags: &mut Diagnostics,
+) -> Option<Vec<&'a Site>> {
     for name in &job.resources.sites {
         match pool.site(&name.value) {
-            Some(site) => sites.push(site),
             None => {
                 let label = format!("pool `{}` has no site of this name", pool.id.value);
                 diags.push(unknown_site(pool, name, &label));
             }
+            Some(_) if !eligible::tenant_allows_site(tenant, &name.value) => {
+                if let Some(tenant) = tenant {
+                    diags.push(site_closed_to_tenant(tenant, name));
+                }
+            }
+            Some(_) => {}
         }
     }
+    let sites = eligible::allowed_sites(job, pool);
     (!sites.is_empty()).then_some(sites)
+}
+
+/// L2116: a listed site the tenant may not use.
+fn site_closed_to_tenant(tenant: &Tenant, site: &Spanned<String>) -> Diagnostic {
+    let open: Vec<&str> = tenant.sites.iter().map(|s| s.value.as_str()).collect();
+    let mut d = Diagnostic::error(
+        codes::SITE_CLOSED_TO_TENANT,
+        format!(
+            "site `{}` is not open to tenant `{}`",
+            site.value, tenant.name.value
+        ),
+        site.span,
+        "the tenant may not run jobs here",
+    )
+    .with_help(format!("choose among the tenant's sites: {}", ticked(open)));
+    if let Some(first) = tenant.sites.first() {
+        d = d.with_related(
+            first.span,
+            format!("tenant `{}` may use these sites", tenant.name.value),
+        );
+    }
+    d
 }
 
 fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Option<&'a Tenant> {
@@ -351,9 +382,9 @@ fn allowed<'a>(
                     codes::DEVICE_NOT_IN_POOL,
                     format!("device `{id}` is not at the allowed sites"),
                     device.span,
-                    "none of the sites in `resources.sites` has this type",
+                    "none of the sites the job may use has this type",
                 )
-                .with_help("allow a site that has these devices, or choose other devices"),
+                .with_help("allow a site that has these devices (in `resources.sites`, among the tenant's sites), or choose other devices"),
             );
         } else if !ids.contains(&id) {
             ids.push(id);

@@ -4,6 +4,7 @@
 use super::ir::{BreakdownIr, CheckpointIr, DataIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
 use super::planner::Ranked;
 use super::search::{RejectedRegion, Rejection};
+use crate::catalogue::eligible;
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site, route};
 use crate::check::Job;
 use crate::hardware::ClusterFigures;
@@ -37,14 +38,9 @@ pub(crate) fn options<'a>(
     pool: &'a Pool,
     catalogue: &'a Catalogue,
 ) -> (Vec<Placement<'a>>, Vec<String>) {
-    let allowed_device = |id: &str| {
-        job.resources.devices.is_empty() || job.resources.devices.iter().any(|d| d.value == id)
-    };
     let tenant = pool.tenant(&job.tenant.value);
-    let allowed_site = |name: &str| {
-        (job.resources.sites.is_empty() || job.resources.sites.iter().any(|s| s.value == name))
-            && tenant.is_none_or(|t| t.sites.is_empty() || t.sites.iter().any(|s| s.value == name))
-    };
+    let allowed_device = |id: &str| eligible::device_allowed(job, id);
+    let allowed_site = |name: &str| eligible::site_allowed(job, tenant, name);
     let precision = job.train.precision.value;
     let mut options = Vec::new();
     let mut skipped = Vec::new();

@@ -116,17 +116,20 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             "the catalogue has no pool `{}`",
             job.resources.pool.value
         ));
-        plan.diagnostics.push(no_node_group(job, &plan.reasons));
+        plan.diagnostics
+            .push(no_node_group(job, &plan.reasons, &[]));
         return plan;
     };
     let (options, mut skipped) = build::options(job, pool, catalogue);
     if options.is_empty() {
-        plan.reasons.push(format!(
-            "no node group of pool `{}` can run the job",
-            pool.id.value
+        let headline = format!("no node group of pool `{}` can run the job", pool.id.value);
+        plan.diagnostics.push(no_node_group(
+            job,
+            std::slice::from_ref(&headline),
+            &skipped,
         ));
+        plan.reasons.push(headline);
         plan.reasons.append(&mut skipped);
-        plan.diagnostics.push(no_node_group(job, &plan.reasons));
         return plan;
     }
     let model = model_dims(&job.model);
@@ -263,16 +266,17 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     plan
 }
 
-/// L3002: no node group of the pool may run the job.
-fn no_node_group(job: &Job, reasons: &[String]) -> PlanDiagnosticIr {
+/// L3002: no node group of the pool may run the job; `headline` says so, `skipped` says why
+/// for each node group of an allowed type.
+fn no_node_group(job: &Job, headline: &[String], skipped: &[String]) -> PlanDiagnosticIr {
+    let mut message = format!("job `{}`: {}", job.name.value, headline.join("; "));
+    if !skipped.is_empty() {
+        message.push_str(&format!(": {}", brief(skipped)));
+    }
     PlanDiagnosticIr::error(
         codes::plan::NO_NODE_GROUP,
         SpecField::Devices,
-        format!(
-            "no node group can run job `{}`: {}",
-            job.name.value,
-            brief(reasons)
-        ),
+        message,
         "allow other device types or sites, or ask the pool's operators for a quota",
     )
 }

@@ -441,3 +441,16 @@ fn oversubscribed_switch_block_uplinks_slow_data_parallelism_across_blocks() {
             .contains("8 switch blocks")
     );
 }
+
+#[test]
+fn a_job_no_node_group_may_run_gets_l3002_from_the_planner_alone() {
+    // `loam check` reports the missing quota (L2111) first; the planner, asked directly, says
+    // which node groups it skipped and why.
+    let mut plan = plan_text(
+        &example("llama3-8b-finetune.loam").replace("max_devices = 16", "devices = [MI300X]"),
+    );
+    assert!(!plan.feasible);
+    let finding = plan.diagnostics.remove(0);
+    assert_eq!(finding.code, "L3002");
+    insta::assert_snapshot!(finding.message);
+}

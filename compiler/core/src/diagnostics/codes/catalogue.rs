@@ -35,4 +35,5 @@ super::codes! {
     JOB_UNKNOWN_TENANT = "L2113" => "unknown tenant",
     JOB_UNKNOWN_CURRENCY = "L2114" => "unknown currency",
     CHECKPOINT_OUTSIDE_ROOT = "L2115" => "checkpoint path outside the tenant's root",
+    SITE_CLOSED_TO_TENANT = "L2116" => "site closed to the tenant",
 }
