@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Strict offline validation of the Kubernetes objects loam emits.
 
-Adapted from ../shared/reference/scripts/k8s-validate.py. Every document of every file must pass:
+Every document of every file must pass:
 - core objects (ConfigMap, Job, ...): the PyPI package kubernetes-validate, strict (unknown
   fields are errors), for the given Kubernetes version; an unknown kind is an error;
 - custom resources (JobSet, Kueue, Volcano): the openAPIV3Schema of the real CRD in

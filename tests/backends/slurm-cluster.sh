@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # slurm-cluster.sh - a throw-away Slurm cluster on this one machine for loam's backend tests.
 #
-# Adapted from ../shared/reference/scripts/slurm-setup.sh (Debian 12: slurm-wlm 22.05, munge).
+# A one-machine Slurm cluster for the tests (Debian 12: slurm-wlm 22.05, munge).
 # Must run as root. Idempotent: `start` leaves a healthy cluster alone and returns at once.
 #
 # The partitions mirror the Slurm partitions of the shipped catalogue (specs/pools/*.yaml) and

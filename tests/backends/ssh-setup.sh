@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ssh-setup.sh - (adapted from ../shared/reference/scripts/ssh-setup.sh) private sshd for CI so a generated multi-host launcher can ssh to
+# ssh-setup.sh - private sshd for CI so a generated multi-host launcher can ssh to
 # several "hosts" that are really loopback addresses of this machine.
 #
 # One sshd (Debian openssh-server) listens on 127.0.0.1..127.0.0.N, port $SSH_CI_PORT,

@@ -5,7 +5,7 @@ use loam_compiler::diagnostics::codes;
 use loam_tests::repo_root;
 use std::path::{Path, PathBuf};
 
-/// Modules above this many lines must be split by concern (STYLE.md: about 800).
+/// Modules above this many lines must be split by concern (CONTRIBUTING.md: about 800).
 const MAX_MODULE_LINES: usize = 800;
 
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
@@ -98,4 +98,44 @@ fn every_code_appears_in_a_snapshot() {
         .filter(|code| !snapshots.contains(code))
         .collect();
     assert!(missing.is_empty(), "codes no snapshot shows: {missing:?}");
+}
+
+/// Every text file the repository tracks, outside build output and snapshots.
+fn text_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "snapshots" && name != "fuzz" {
+                text_files(&path, found);
+            }
+        } else if [
+            ".rs", ".md", ".yaml", ".toml", ".sh", ".py", ".loam", ".pest",
+        ]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+        {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn docs_and_comments_cite_only_the_repository() {
+    // A reader of a clone has nothing beside it: every reference must resolve inside the tree.
+    let mut files = Vec::new();
+    text_files(&repo_root(), &mut files);
+    let outside: Vec<String> = files
+        .iter()
+        .filter(|p| !p.ends_with("tidy.rs"))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            text.contains("../shared") || text.contains("DESIGN.md") || text.contains("STYLE.md")
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "files citing what is outside the repository: {outside:#?}"
+    );
 }

@@ -1,4 +1,4 @@
-//! The Plan JSON of DESIGN.md: the Plan IR serialised with every object's keys sorted.
+//! The Plan JSON (docs/plan-format.md): the Plan IR serialised with every object's keys sorted.
 //!
 //! serde_json is built with `preserve_order` in this workspace, so keys come out in struct
 //! order; the contract asks for sorted keys, so the value is rebuilt with sorted maps.

@@ -1,6 +1,6 @@
-//! The Plan IR: what the planner decides, serialised as the Plan JSON contract of DESIGN.md.
+//! The Plan IR: what the planner decides, serialised as the Plan JSON of docs/plan-format.md.
 //!
-//! Backends read only this. Fields named in DESIGN.md are a contract (Terraform's rule: a minor
+//! Backends read only this. Fields marked *contract* there are a contract (Terraform's rule: a minor
 //! `format_version` bump adds fields, a major one changes or removes them); the extra fields here
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
@@ -110,7 +110,7 @@ pub struct WorkloadIr {
     pub precision: String,
 }
 
-/// The parallel layout (DESIGN.md `layout`).
+/// The parallel layout (contract field `layout`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LayoutIr {
     /// Tensor-parallel degree.
@@ -207,7 +207,7 @@ pub struct StageIr {
     pub recompute: Option<String>,
 }
 
-/// Predicted performance, cost and footprint (DESIGN.md `estimate`).
+/// Predicted performance, cost and footprint (contract field `estimate`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EstimateIr {
     /// Seconds per optimizer step.
