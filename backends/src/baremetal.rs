@@ -1,11 +1,11 @@
 //! Bare metal: a hostfile, a launcher script that starts the trainer on every host over ssh and
 //! stops all of them when one fails or time runs out, and the plan JSON.
 
-use crate::escape::dns_label;
 use crate::job::JobContext;
 use crate::kubernetes::{render_one, template_error};
 use crate::{Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::names::dns_label;
 use minijinja::Value;
 use serde::Serialize;
 

@@ -5,17 +5,12 @@
 //! a name no backend can carry) is reported here with every problem at once.
 
 use crate::Options;
-use crate::escape::{
-    dns_label, is_dns_label, is_label_key, is_label_value, is_plain_word, json_ascii, slug,
-};
+use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
+use loam_compiler::names::{self, dns_label, is_dns_label, slug};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use serde::Serialize;
-
-/// Longest name of a job's Kubernetes objects, so pod host names (`<job>-<group>-0-<n>`) stay
-/// within the 63 bytes of a DNS label.
-pub const MAX_NAME: usize = 32;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
 pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
@@ -96,7 +91,7 @@ pub struct JobContext {
     pub job: String,
     /// The spec file.
     pub file: String,
-    /// DNS-1123 name of the job's objects and folder.
+    /// DNS-1123 name of the job's objects and folder ([`names::job_label`]).
     pub name: String,
     /// Tenant name as written.
     pub tenant: String,
@@ -133,11 +128,6 @@ pub struct JobContext {
     pub grace_s: u64,
 }
 
-/// The job's output folder name.
-pub fn folder(plan: &Plan) -> String {
-    dns_label(&plan.job, MAX_NAME)
-}
-
 impl JobContext {
     /// Checks `plan` and derives the common context, or reports every problem.
     pub fn new(
@@ -172,6 +162,18 @@ impl JobContext {
         if plan.groups.is_empty() {
             errors.push(incomplete(job, "it has no device groups"));
         }
+        // The checker applies the same rule to the spec (L1019).
+        let name = names::job_label(job).unwrap_or_else(|problem| {
+            errors.push(error(
+                codes::emit::UNUSABLE_NAME,
+                format!(
+                    "job name `{}` cannot name the job's objects and folder: {problem}",
+                    job.escape_debug()
+                ),
+                "name the job with letters, digits and `-` (`loam check` reports this as L1019)",
+            ));
+            String::new()
+        });
         let tenancy = options
             .tenants
             .get(&plan.tenant)
@@ -304,7 +306,7 @@ impl JobContext {
         Ok(JobContext {
             job: job.clone(),
             file: plan.file.clone(),
-            name: folder(plan),
+            name,
             tenant: plan.tenant.clone(),
             tenancy,
             priority: plan.priority.clone(),

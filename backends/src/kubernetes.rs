@@ -49,7 +49,10 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
         .iter()
         .find(|(name, _)| *name == job.priority)
         .map_or(10_000, |(_, v)| *v);
-    let priority_class = format!("loam-{}", crate::escape::dns_label(&job.priority, 20));
+    let priority_class = format!(
+        "loam-{}",
+        loam_compiler::names::dns_label(&job.priority, 20)
+    );
     let labels: Vec<(String, String)> = vec![
         (
             "app.kubernetes.io/managed-by".to_string(),

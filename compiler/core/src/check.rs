@@ -17,6 +17,7 @@ pub use job::{
 pub use model::parameter_count;
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::names::{self, JobNameProblem};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Block, File};
@@ -273,6 +274,9 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         .as_ref()
         .map(|l| Spanned::new(l.value.clone(), l.span));
     drop(fields);
+    if let Some(name) = &name {
+        check_job_name(name, diags);
+    }
 
     let model =
         required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
@@ -303,6 +307,30 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         checkpoint,
         span: block.span,
     })
+}
+
+/// L1019: the job's name must make a name on every backend ([`names::job_label`], the function
+/// the backends use).
+fn check_job_name(name: &Spanned<String>, diags: &mut Diagnostics) {
+    let Err(problem) = names::job_label(&name.value) else {
+        return;
+    };
+    let message = match problem {
+        JobNameProblem::Empty => "expected a job name, found an empty string".to_string(),
+        JobNameProblem::NoLetterOrDigit => format!(
+            "expected a job name with an ASCII letter or digit, found `{}`",
+            name.value.escape_debug()
+        ),
+    };
+    diags.push(
+        Diagnostic::error(
+            codes::check::INVALID_JOB_NAME,
+            message,
+            name.span,
+            "no Kubernetes, Slurm or folder name can be made from this",
+        )
+        .with_help("name the job with letters, digits and `-`, e.g. `job \"llama3-8b-sft\"`"),
+    );
 }
 
 fn required_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) -> Option<&'a Block> {

@@ -18,6 +18,7 @@ pub mod cost;
 pub mod diagnostics;
 pub mod fmt;
 pub mod hardware;
+pub mod names;
 pub mod plan;
 pub mod span;
 pub mod suggest;
