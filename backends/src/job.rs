@@ -6,6 +6,7 @@
 
 use crate::Options;
 use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
+use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::names::{self, dns_label, is_dns_label, slug};
@@ -192,19 +193,43 @@ impl JobContext {
         {
             errors.push(unusable(job, "Slurm QoS", qos));
         }
-        let checkpoint_subpath = match under_root(&checkpoint.path, &tenancy.checkpoint_root) {
-            Some(sub) => sub,
-            None => {
+        // The same rule as `loam check` (L1018, L2115).
+        let checkpoint_subpath = match CheckpointPath::parse(&tenancy.checkpoint_root) {
+            Err(problem) => {
                 errors.push(error(
                     codes::emit::CHECKPOINT_OUTSIDE_ROOT,
                     format!(
-                        "checkpoint path `{}` of job `{job}` is outside tenant `{}`'s root `{}`",
-                        checkpoint.path, plan.tenant, tenancy.checkpoint_root
+                        "checkpoint root `{}` of tenant `{}` (job `{job}`) is not a clean absolute path: {problem}",
+                        tenancy.checkpoint_root.escape_debug(),
+                        plan.tenant
                     ),
-                    "write checkpoints below the tenant's checkpoint root, without `..` or `.` segments",
+                    "give the tenant a checkpoint root like `/ckpt/nlp` in the catalogue",
                 ));
                 String::new()
             }
+            Ok(root) => match CheckpointPath::parse(&checkpoint.path)
+                .map_err(|_| RootProblem::Outside)
+                .and_then(|path| path.relative_to(&root).map(str::to_string))
+            {
+                Ok(sub) => sub,
+                Err(problem) => {
+                    let (path, tenant) = (checkpoint.path.escape_debug(), &plan.tenant);
+                    let message = match problem {
+                        RootProblem::TheRoot => format!(
+                            "checkpoint path `{path}` of job `{job}` is tenant `{tenant}`'s root itself, not a folder below it"
+                        ),
+                        RootProblem::Outside => format!(
+                            "checkpoint path `{path}` of job `{job}` is outside tenant `{tenant}`'s root `{root}`"
+                        ),
+                    };
+                    errors.push(error(
+                        codes::emit::CHECKPOINT_OUTSIDE_ROOT,
+                        message,
+                        "write checkpoints below the tenant's checkpoint root, without `..` or `.` segments",
+                    ));
+                    String::new()
+                }
+            },
         };
         let mut groups = Vec::new();
         let (mut nnodes, mut world_size) = (0u64, 0u64);
@@ -346,48 +371,4 @@ fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
         ),
         "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
     )
-}
-
-/// `path` relative to `root` when `path` is a clean absolute path inside `root`: no `.`, `..`
-/// or empty segments, no control characters.
-pub fn under_root(path: &str, root: &str) -> Option<String> {
-    let clean = |p: &str| {
-        p.starts_with('/')
-            && !p.chars().any(char::is_control)
-            && p.trim_end_matches('/')
-                .split('/')
-                .skip(1)
-                .all(|s| !s.is_empty() && s != "." && s != "..")
-    };
-    if !clean(path) || !clean(root) {
-        return None;
-    }
-    let root = root.trim_end_matches('/');
-    let rest = path.trim_end_matches('/').strip_prefix(root)?;
-    let sub = rest.strip_prefix('/')?;
-    Some(sub.to_string()).filter(|s| !s.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::under_root;
-
-    #[test]
-    fn checkpoints_stay_under_the_root() {
-        assert_eq!(
-            under_root("/ckpt/nlp/a/b", "/ckpt/nlp").as_deref(),
-            Some("a/b")
-        );
-        assert_eq!(
-            under_root("/ckpt/nlp/a/", "/ckpt/nlp/").as_deref(),
-            Some("a")
-        );
-        assert_eq!(under_root("/ckpt/nlp", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp2/a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/../vision/a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/./a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp//a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("ckpt/nlp/a", "ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/a\nb", "/ckpt/nlp"), None);
-    }
 }

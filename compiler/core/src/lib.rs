@@ -14,6 +14,7 @@
 pub mod calibrate;
 pub mod catalogue;
 pub mod check;
+pub mod checkpoint;
 pub mod cost;
 pub mod diagnostics;
 pub mod fmt;

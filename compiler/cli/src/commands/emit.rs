@@ -117,7 +117,7 @@ pub(crate) fn tenants(
                 queue: tenant.queue.clone(),
                 slurm_account: tenant.slurm_account.clone(),
                 slurm_qos: None,
-                checkpoint_root: tenant.checkpoint_root.value.clone(),
+                checkpoint_root: tenant.checkpoint_root.value.to_string(),
             },
         );
     }
