@@ -10,7 +10,7 @@ use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::names::{self, dns_label, is_dns_label, slug};
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_compiler::plan::ir::{GroupIr, Plan, PlanDocument};
 use serde::Serialize;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
@@ -48,46 +48,25 @@ impl Tenancy {
     }
 }
 
-/// One device group, with what launchers need.
+/// One device group of the plan and what the launchers derive from it; the group's own facts
+/// (device, site, nodes, labels, partition …) are read from the Plan IR's [`GroupIr`].
 #[derive(Debug, Clone, Serialize)]
-pub struct Group {
+pub struct Group<'a> {
     /// Index in the plan.
     pub index: usize,
     /// Short DNS label, e.g. `g0-h100-sxm`.
     pub name: String,
-    /// Device id.
-    pub device: String,
-    /// Site.
-    pub site: String,
-    /// Catalogue node group.
-    pub node_group: String,
-    /// Nodes.
-    pub nodes: u64,
-    /// Devices per node.
-    pub devices_per_node: u64,
-    /// Devices.
-    pub devices: u64,
     /// Node rank of this group's first node.
     pub node_rank_offset: u64,
     /// Global rank of this group's first device.
     pub rank_offset: u64,
-    /// Kubernetes extended resource.
-    pub k8s_resource: String,
-    /// Node labels, sorted by key.
-    pub node_labels: Vec<(String, String)>,
-    /// Slurm partition.
-    pub partition: Option<String>,
-    /// Planned topology block.
-    pub block: Option<String>,
-    /// Devices that may be preempted.
-    pub preemptible_devices: u64,
-    /// Slice profile.
-    pub slice: Option<String>,
+    /// The group as planned.
+    pub ir: &'a GroupIr,
 }
 
 /// Everything common to the targets for one plan.
 #[derive(Debug, Clone, Serialize)]
-pub struct JobContext {
+pub struct JobContext<'a> {
     /// The job's name as written in the spec (escape it!).
     pub job: String,
     /// The spec file.
@@ -103,7 +82,7 @@ pub struct JobContext {
     /// Whether the job tolerates preemption.
     pub interruptible: bool,
     /// Device groups.
-    pub groups: Vec<Group>,
+    pub groups: Vec<Group<'a>>,
     /// Total nodes.
     pub nnodes: u64,
     /// Total devices (processes).
@@ -129,11 +108,11 @@ pub struct JobContext {
     pub grace_s: u64,
 }
 
-impl JobContext {
+impl<'a> JobContext<'a> {
     /// Checks `plan` and derives the common context, or reports every problem.
     pub fn new(
         doc: &PlanDocument,
-        plan: &Plan,
+        plan: &'a Plan,
         options: &Options,
     ) -> Result<Self, Vec<Diagnostic>> {
         let mut errors = Vec::new();
@@ -271,24 +250,9 @@ impl JobContext {
                 name: format!("g{index}-{device_label}")
                     .trim_end_matches('-')
                     .to_string(),
-                device: g.device.clone(),
-                site: g.site.clone(),
-                node_group: g.node_group.clone(),
-                nodes: g.nodes,
-                devices_per_node: g.devices_per_node,
-                devices: g.devices,
                 node_rank_offset: nnodes,
                 rank_offset: world_size,
-                k8s_resource: g.k8s_resource.clone(),
-                node_labels: g
-                    .node_labels
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-                partition: g.slurm_partition.clone(),
-                block: g.block.clone(),
-                preemptible_devices: g.preemptible_devices,
-                slice: g.slice.clone(),
+                ir: g,
             });
             nnodes = nnodes.saturating_add(g.nodes);
             world_size = world_size.saturating_add(g.devices);
