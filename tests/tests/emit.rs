@@ -72,20 +72,21 @@ fn files(dir: &Path) -> Vec<(String, String)> {
 
 /// Runs `loam emit FIXTURE ARGS --out OUT`: exit code, and the files written or the stderr.
 /// A plan fixture with [`FIXTURE_DIGEST`] is emitted from a copy beside OUT that carries the
-/// catalogue's digest; the output shows that digest as the placeholder again.
+/// catalogue's digest; what a plan fixture's emit returns shows that digest as the placeholder.
 fn emit(fixture: &Path, args: &[&str], out: &Path) -> (u8, String) {
-    let text = std::fs::read_to_string(fixture).unwrap_or_default();
-    let fixture =
-        if fixture.extension().is_some_and(|e| e == "json") && text.contains(FIXTURE_DIGEST) {
-            let name = out.file_name().unwrap().to_string_lossy();
-            let stamped = out.with_file_name(format!("{name}.plan.json"));
-            std::fs::create_dir_all(stamped.parent().unwrap()).unwrap();
-            std::fs::write(&stamped, text.replace(FIXTURE_DIGEST, catalogue_digest())).unwrap();
-            stamped
-        } else {
-            fixture.to_path_buf()
-        };
-    let (code, body) = emit_as_is(&fixture, args, out);
+    if fixture.extension().is_none_or(|e| e != "json") {
+        return emit_as_is(fixture, args, out);
+    }
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let (code, body) = if text.contains(FIXTURE_DIGEST) {
+        let name = out.file_name().unwrap().to_string_lossy();
+        let stamped = out.with_file_name(format!("{name}.plan.json"));
+        std::fs::create_dir_all(stamped.parent().unwrap()).unwrap();
+        std::fs::write(&stamped, text.replace(FIXTURE_DIGEST, catalogue_digest())).unwrap();
+        emit_as_is(&stamped, args, out)
+    } else {
+        emit_as_is(fixture, args, out)
+    };
     (code, body.replace(catalogue_digest(), FIXTURE_DIGEST))
 }
 
