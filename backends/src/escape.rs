@@ -1,10 +1,11 @@
 //! Escaping of strings for the formats the backends write: YAML double-quoted scalars, POSIX
-//! shell single-quoted words, ASCII-only JSON, and DNS-1123 names.
+//! shell single-quoted words and ASCII-only JSON, and checks of plain names. DNS-1123 labels are
+//! made in the core ([`loam_compiler::names`]), where the checker uses the same functions.
 //!
 //! Every string that comes from a spec goes through one of these before it reaches a manifest;
 //! the template environment refuses to print a string that did not.
 
-use sha2::{Digest, Sha256};
+use loam_compiler::names::is_dns_label;
 use std::fmt::Write;
 
 /// `s` as a YAML double-quoted scalar that every YAML 1.1 and 1.2 parser reads back as `s`.
@@ -88,63 +89,6 @@ pub fn json_ascii(json: &str) -> String {
     out
 }
 
-/// Whether `s` is a DNS-1123 label: 1–63 of `a-z0-9-`, starting and ending alphanumeric.
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// A DNS-1123 label of at most `max` bytes (`max` ≥ 10) made from `s`: lowercase ASCII letters
-/// and digits kept, runs of anything else turned into one `-`. When that changed `s`, an
-/// 8-digit hash of `s` is appended, so different inputs keep different names.
-pub fn dns_label(s: &str, max: usize) -> String {
-    let slug = slug(s, usize::MAX);
-    if slug == s && slug.len() <= max {
-        return slug;
-    }
-    let hash = short_hash(s);
-    let keep = max.saturating_sub(hash.len() + 1);
-    let mut head: String = slug.chars().take(keep).collect();
-    while head.ends_with('-') {
-        head.pop();
-    }
-    if head.is_empty() {
-        format!("x-{hash}")
-    } else {
-        format!("{head}-{hash}")
-    }
-}
-
-/// `s` lowercased, with runs of anything but ASCII letters and digits turned into one `-`,
-/// trimmed of `-` and cut to `max` bytes: readable, but not unique (see [`dns_label`]).
-pub fn slug(s: &str, max: usize) -> String {
-    let mut slug = String::new();
-    for c in s.chars().flat_map(char::to_lowercase) {
-        if slug.len() >= max {
-            break;
-        }
-        if c.is_ascii_lowercase() || c.is_ascii_digit() {
-            slug.push(c);
-        } else if !slug.is_empty() && !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    slug.trim_end_matches('-').to_string()
-}
-
-/// The first 8 hex digits of the SHA-256 of `s`.
-fn short_hash(s: &str) -> String {
-    let digest = Sha256::digest(s.as_bytes());
-    digest.iter().take(4).fold(String::new(), |mut acc, b| {
-        let _ = write!(acc, "{b:02x}");
-        acc
-    })
-}
-
 /// Whether `s` is safe unquoted in a `#SBATCH` line or a file name: 1–128 of
 /// `A-Za-z0-9._-`, not starting with `-` or `.`.
 pub fn is_plain_word(s: &str) -> bool {
@@ -202,19 +146,6 @@ mod tests {
     #[test]
     fn json_ascii_escapes_everything_outside_printable_ascii() {
         assert_eq!(json_ascii("\"é🚀\u{7f}\""), r#""\u00e9\ud83d\ude80\u007f""#);
-    }
-
-    #[test]
-    fn dns_labels_are_valid_and_distinct() {
-        assert_eq!(dns_label("llama3-70b", 32), "llama3-70b");
-        let a = dns_label("Llama3 70B", 32);
-        let b = dns_label("llama3-70b!", 32);
-        assert!(is_dns_label(&a) && is_dns_label(&b));
-        assert_ne!(a, b);
-        assert!(dns_label(&"x".repeat(500), 32).len() <= 32);
-        assert!(is_dns_label(&dns_label("$(touch /tmp/pwned)", 32)));
-        assert!(is_dns_label(&dns_label("---", 32)));
-        assert!(is_dns_label(&dns_label("名前", 12)));
     }
 
     #[test]

@@ -5,17 +5,13 @@
 //! a name no backend can carry) is reported here with every problem at once.
 
 use crate::Options;
-use crate::escape::{
-    dns_label, is_dns_label, is_label_key, is_label_value, is_plain_word, json_ascii, slug,
-};
+use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
+use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_compiler::names::{self, dns_label, is_dns_label, slug};
+use loam_compiler::plan::ir::{GroupIr, Plan, PlanDocument};
 use serde::Serialize;
-
-/// Longest name of a job's Kubernetes objects, so pod host names (`<job>-<group>-0-<n>`) stay
-/// within the 63 bytes of a DNS label.
-pub const MAX_NAME: usize = 32;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
 pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
@@ -52,51 +48,30 @@ impl Tenancy {
     }
 }
 
-/// One device group, with what launchers need.
+/// One device group of the plan and what the launchers derive from it; the group's own facts
+/// (device, site, nodes, labels, partition …) are read from the Plan IR's [`GroupIr`].
 #[derive(Debug, Clone, Serialize)]
-pub struct Group {
+pub struct Group<'a> {
     /// Index in the plan.
     pub index: usize,
     /// Short DNS label, e.g. `g0-h100-sxm`.
     pub name: String,
-    /// Device id.
-    pub device: String,
-    /// Site.
-    pub site: String,
-    /// Catalogue node group.
-    pub node_group: String,
-    /// Nodes.
-    pub nodes: u64,
-    /// Devices per node.
-    pub devices_per_node: u64,
-    /// Devices.
-    pub devices: u64,
     /// Node rank of this group's first node.
     pub node_rank_offset: u64,
     /// Global rank of this group's first device.
     pub rank_offset: u64,
-    /// Kubernetes extended resource.
-    pub k8s_resource: String,
-    /// Node labels, sorted by key.
-    pub node_labels: Vec<(String, String)>,
-    /// Slurm partition.
-    pub partition: Option<String>,
-    /// Planned topology block.
-    pub block: Option<String>,
-    /// Devices that may be preempted.
-    pub preemptible_devices: u64,
-    /// Slice profile.
-    pub slice: Option<String>,
+    /// The group as planned.
+    pub ir: &'a GroupIr,
 }
 
 /// Everything common to the targets for one plan.
 #[derive(Debug, Clone, Serialize)]
-pub struct JobContext {
+pub struct JobContext<'a> {
     /// The job's name as written in the spec (escape it!).
     pub job: String,
     /// The spec file.
     pub file: String,
-    /// DNS-1123 name of the job's objects and folder.
+    /// DNS-1123 name of the job's objects and folder ([`names::job_label`]).
     pub name: String,
     /// Tenant name as written.
     pub tenant: String,
@@ -107,7 +82,7 @@ pub struct JobContext {
     /// Whether the job tolerates preemption.
     pub interruptible: bool,
     /// Device groups.
-    pub groups: Vec<Group>,
+    pub groups: Vec<Group<'a>>,
     /// Total nodes.
     pub nnodes: u64,
     /// Total devices (processes).
@@ -133,16 +108,11 @@ pub struct JobContext {
     pub grace_s: u64,
 }
 
-/// The job's output folder name.
-pub fn folder(plan: &Plan) -> String {
-    dns_label(&plan.job, MAX_NAME)
-}
-
-impl JobContext {
+impl<'a> JobContext<'a> {
     /// Checks `plan` and derives the common context, or reports every problem.
     pub fn new(
         doc: &PlanDocument,
-        plan: &Plan,
+        plan: &'a Plan,
         options: &Options,
     ) -> Result<Self, Vec<Diagnostic>> {
         let mut errors = Vec::new();
@@ -172,6 +142,18 @@ impl JobContext {
         if plan.groups.is_empty() {
             errors.push(incomplete(job, "it has no device groups"));
         }
+        // The checker applies the same rule to the spec (L1019).
+        let name = names::job_label(job).unwrap_or_else(|problem| {
+            errors.push(error(
+                codes::emit::UNUSABLE_NAME,
+                format!(
+                    "job name `{}` cannot name the job's objects and folder: {problem}",
+                    job.escape_debug()
+                ),
+                "name the job with letters, digits and `-` (`loam check` reports this as L1019)",
+            ));
+            String::new()
+        });
         let tenancy = options
             .tenants
             .get(&plan.tenant)
@@ -190,19 +172,43 @@ impl JobContext {
         {
             errors.push(unusable(job, "Slurm QoS", qos));
         }
-        let checkpoint_subpath = match under_root(&checkpoint.path, &tenancy.checkpoint_root) {
-            Some(sub) => sub,
-            None => {
+        // The same rule as `loam check` (L1018, L2115).
+        let checkpoint_subpath = match CheckpointPath::parse(&tenancy.checkpoint_root) {
+            Err(problem) => {
                 errors.push(error(
                     codes::emit::CHECKPOINT_OUTSIDE_ROOT,
                     format!(
-                        "checkpoint path `{}` of job `{job}` is outside tenant `{}`'s root `{}`",
-                        checkpoint.path, plan.tenant, tenancy.checkpoint_root
+                        "checkpoint root `{}` of tenant `{}` (job `{job}`) is not a clean absolute path: {problem}",
+                        tenancy.checkpoint_root.escape_debug(),
+                        plan.tenant
                     ),
-                    "write checkpoints below the tenant's checkpoint root, without `..` or `.` segments",
+                    "give the tenant a checkpoint root like `/ckpt/nlp` in the catalogue",
                 ));
                 String::new()
             }
+            Ok(root) => match CheckpointPath::parse(&checkpoint.path)
+                .map_err(|_| RootProblem::Outside)
+                .and_then(|path| path.relative_to(&root).map(str::to_string))
+            {
+                Ok(sub) => sub,
+                Err(problem) => {
+                    let (path, tenant) = (checkpoint.path.escape_debug(), &plan.tenant);
+                    let message = match problem {
+                        RootProblem::TheRoot => format!(
+                            "checkpoint path `{path}` of job `{job}` is tenant `{tenant}`'s root itself, not a folder below it"
+                        ),
+                        RootProblem::Outside => format!(
+                            "checkpoint path `{path}` of job `{job}` is outside tenant `{tenant}`'s root `{root}`"
+                        ),
+                    };
+                    errors.push(error(
+                        codes::emit::CHECKPOINT_OUTSIDE_ROOT,
+                        message,
+                        "write checkpoints below the tenant's checkpoint root, without `..` or `.` segments",
+                    ));
+                    String::new()
+                }
+            },
         };
         let mut groups = Vec::new();
         let (mut nnodes, mut world_size) = (0u64, 0u64);
@@ -244,24 +250,9 @@ impl JobContext {
                 name: format!("g{index}-{device_label}")
                     .trim_end_matches('-')
                     .to_string(),
-                device: g.device.clone(),
-                site: g.site.clone(),
-                node_group: g.node_group.clone(),
-                nodes: g.nodes,
-                devices_per_node: g.devices_per_node,
-                devices: g.devices,
                 node_rank_offset: nnodes,
                 rank_offset: world_size,
-                k8s_resource: g.k8s_resource.clone(),
-                node_labels: g
-                    .node_labels
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-                partition: g.slurm_partition.clone(),
-                block: g.block.clone(),
-                preemptible_devices: g.preemptible_devices,
-                slice: g.slice.clone(),
+                ir: g,
             });
             nnodes = nnodes.saturating_add(g.nodes);
             world_size = world_size.saturating_add(g.devices);
@@ -304,7 +295,7 @@ impl JobContext {
         Ok(JobContext {
             job: job.clone(),
             file: plan.file.clone(),
-            name: folder(plan),
+            name,
             tenant: plan.tenant.clone(),
             tenancy,
             priority: plan.priority.clone(),
@@ -344,48 +335,4 @@ fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
         ),
         "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
     )
-}
-
-/// `path` relative to `root` when `path` is a clean absolute path inside `root`: no `.`, `..`
-/// or empty segments, no control characters.
-pub fn under_root(path: &str, root: &str) -> Option<String> {
-    let clean = |p: &str| {
-        p.starts_with('/')
-            && !p.chars().any(char::is_control)
-            && p.trim_end_matches('/')
-                .split('/')
-                .skip(1)
-                .all(|s| !s.is_empty() && s != "." && s != "..")
-    };
-    if !clean(path) || !clean(root) {
-        return None;
-    }
-    let root = root.trim_end_matches('/');
-    let rest = path.trim_end_matches('/').strip_prefix(root)?;
-    let sub = rest.strip_prefix('/')?;
-    Some(sub.to_string()).filter(|s| !s.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::under_root;
-
-    #[test]
-    fn checkpoints_stay_under_the_root() {
-        assert_eq!(
-            under_root("/ckpt/nlp/a/b", "/ckpt/nlp").as_deref(),
-            Some("a/b")
-        );
-        assert_eq!(
-            under_root("/ckpt/nlp/a/", "/ckpt/nlp/").as_deref(),
-            Some("a")
-        );
-        assert_eq!(under_root("/ckpt/nlp", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp2/a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/../vision/a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/./a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp//a", "/ckpt/nlp"), None);
-        assert_eq!(under_root("ckpt/nlp/a", "ckpt/nlp"), None);
-        assert_eq!(under_root("/ckpt/nlp/a\nb", "/ckpt/nlp"), None);
-    }
 }

@@ -32,8 +32,8 @@ fn launch(index_var: &str) -> Vec<String> {
 
 #[derive(Serialize)]
 struct PodContext<'a> {
-    job: &'a JobContext,
-    g: &'a Group,
+    job: &'a JobContext<'a>,
+    g: &'a Group<'a>,
     image: &'a str,
     labels: &'a [(String, String)],
     node_selector_terms: Vec<(String, String)>,
@@ -43,13 +43,16 @@ struct PodContext<'a> {
 }
 
 /// Renders the Kubernetes objects of one job.
-pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
     let priority_value = PRIORITIES
         .iter()
         .find(|(name, _)| *name == job.priority)
         .map_or(10_000, |(_, v)| *v);
-    let priority_class = format!("loam-{}", crate::escape::dns_label(&job.priority, 20));
+    let priority_class = format!(
+        "loam-{}",
+        loam_compiler::names::dns_label(&job.priority, 20)
+    );
     let labels: Vec<(String, String)> = vec![
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -79,14 +82,18 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
     };
     let mut pods = Vec::new();
     for g in &job.groups {
-        let mut terms = g.node_labels.clone();
-        if let Some(block) = &g.block {
+        let mut terms: Vec<(String, String)> =
+            g.ir.node_labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+        if let Some(block) = &g.ir.block {
             terms.push(("loam.io/topology-block".to_string(), block.clone()));
             terms.sort();
         }
-        let resource = match (&g.slice, g.k8s_resource.as_str()) {
+        let resource = match (&g.ir.slice, g.ir.k8s_resource.as_str()) {
             (Some(slice), "nvidia.com/gpu") => format!("nvidia.com/mig-{slice}"),
-            _ => g.k8s_resource.clone(),
+            _ => g.ir.k8s_resource.clone(),
         };
         let ctx = PodContext {
             job,
@@ -144,7 +151,7 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
 /// Renders `template` with `ctx`, turning a template error into L4009.
 pub(crate) fn render_one(
     env: &minijinja::Environment<'_>,
-    job: &JobContext,
+    job: &JobContext<'_>,
     template: &str,
     ctx: Value,
 ) -> Result<String, Vec<Diagnostic>> {

@@ -111,9 +111,8 @@ pub fn render(
     let mut manifests = Vec::new();
     let mut folders: BTreeMap<String, String> = BTreeMap::new();
     for plan in &doc.plans {
-        match render_plan(doc, plan, target, options) {
-            Ok(files) => {
-                let folder = job::folder(plan);
+        match render_job(doc, plan, target, options) {
+            Ok((folder, files)) => {
                 if let Some(other) = folders.insert(folder.clone(), plan.job.clone()) {
                     diagnostics.push(job::error(
                         codes::emit::SHARED_OUTPUT_FOLDER,
@@ -148,10 +147,21 @@ pub fn render_plan(
     target: Target,
     options: &Options,
 ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    render_job(doc, plan, target, options).map(|(_, files)| files)
+}
+
+/// Renders one plan of `doc` for `target`: the job's folder name and the files in it.
+fn render_job(
+    doc: &PlanDocument,
+    plan: &Plan,
+    target: Target,
+    options: &Options,
+) -> Result<(String, Vec<Manifest>), Vec<Diagnostic>> {
     let job = job::JobContext::new(doc, plan, options)?;
-    match target {
+    let files = match target {
         Target::Kubernetes => kubernetes::render(&job, options),
         Target::Slurm => slurm::render(&job, options),
         Target::Baremetal => baremetal::render(&job, options),
-    }
+    }?;
+    Ok((job.name, files))
 }

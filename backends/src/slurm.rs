@@ -79,7 +79,7 @@ struct Component {
 
 #[derive(Serialize)]
 struct ScriptContext<'a> {
-    job: &'a JobContext,
+    job: &'a JobContext<'a>,
     version: String,
     common: Vec<String>,
     components: Vec<Component>,
@@ -117,7 +117,7 @@ pub fn gres_name(k8s_resource: &str) -> &'static str {
 }
 
 /// Renders the batch script of one job.
-pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let version = options.slurm_version;
     let mut errors = Vec::new();
     if version < SlurmVersion::OLDEST {
@@ -132,50 +132,50 @@ pub fn render(job: &JobContext, options: &Options) -> Result<Vec<Manifest>, Vec<
     }
     let mut components = Vec::new();
     for g in &job.groups {
-        let Some(partition) = &g.partition else {
+        let Some(partition) = &g.ir.slurm_partition else {
             errors.push(error(
                 codes::emit::NO_SLURM_PARTITION,
                 format!(
                     "group {} of job `{}` (node group `{}`) has no Slurm partition",
-                    g.index, job.job, g.node_group
+                    g.index, job.job, g.ir.node_group
                 ),
                 "give the node group a `slurm_partition` in the catalogue",
             ));
             continue;
         };
-        if !is_plain_word(&g.node_group) {
+        if !is_plain_word(&g.ir.node_group) {
             errors.push(error(
                 codes::emit::UNUSABLE_NAME,
                 format!(
                     "node group `{}` of job `{}` cannot be a Slurm constraint",
-                    g.node_group.escape_debug(),
+                    g.ir.node_group.escape_debug(),
                     job.job
                 ),
                 "use letters, digits, `-`, `_` and `.` in node group names",
             ));
             continue;
         }
-        let gres = gres_name(&g.k8s_resource);
+        let gres = gres_name(&g.ir.k8s_resource);
         let devices = if gres == "gpu" && version >= SlurmVersion::GPUS_PER_NODE {
-            format!("--gpus-per-node={}", g.devices_per_node)
+            format!("--gpus-per-node={}", g.ir.devices_per_node)
         } else {
-            format!("--gres={gres}:{}", g.devices_per_node)
+            format!("--gres={gres}:{}", g.ir.devices_per_node)
         };
         let mut opts = vec![
             format!("--partition={partition}"),
-            format!("--nodes={}", g.nodes),
+            format!("--nodes={}", g.ir.nodes),
             "--ntasks-per-node=1".to_string(),
             devices,
-            format!("--constraint={}", g.node_group),
+            format!("--constraint={}", g.ir.node_group),
             "--exclusive".to_string(),
         ];
-        if g.block.is_some() {
+        if g.ir.block.is_some() {
             opts.push("--switches=1".to_string());
         }
         components.push(Component {
             options: opts,
             env: vec![
-                format!("NPROC_PER_NODE={}", g.devices_per_node),
+                format!("NPROC_PER_NODE={}", g.ir.devices_per_node),
                 format!("NODE_RANK_OFFSET={}", g.node_rank_offset),
                 format!("RANK_OFFSET={}", g.rank_offset),
                 format!("LOAM_GROUP={}", g.index),

@@ -25,7 +25,7 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
                 queue: tenant.queue.clone(),
                 slurm_account: tenant.slurm_account.clone(),
                 slurm_qos: None,
-                checkpoint_root: tenant.checkpoint_root.value.clone(),
+                checkpoint_root: tenant.checkpoint_root.value.to_string(),
             },
         );
     }

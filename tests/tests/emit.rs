@@ -1,9 +1,30 @@
 //! `loam emit` on the plan fixtures of `tests/cases/emit/`: golden files for every backend,
 //! every emit diagnostic, determinism and atomic writes. The real tools (Slurm, shellcheck, the
 //! Kubernetes schemas, ssh) check the same manifests in `emit_tools.rs`.
+//!
+//! The plan fixtures are written for the shipped catalogue, but carry [`FIXTURE_DIGEST`] instead
+//! of its digest, which changes with every edit of `specs/`: [`emit`] stamps a copy with the real
+//! digest (`loam emit` refuses a plan made with another catalogue, L4010) and writes the real
+//! digest back as the placeholder in what it returns, so the snapshots do not change either.
 
 use loam_tests::{repo_root, run_cli};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The `catalogue_digest` of the plan fixtures, standing for the shipped catalogue's.
+const FIXTURE_DIGEST: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The digest of the catalogue `loam emit` runs with in these tests (the shipped one).
+fn catalogue_digest() -> &'static str {
+    static DIGEST: OnceLock<String> = OnceLock::new();
+    DIGEST.get_or_init(|| {
+        let (code, out, err) = run_cli(&["catalogue", "list", "--format", "json"], "");
+        assert_eq!(code, 0, "{err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        doc["catalogue_digest"].as_str().unwrap().to_string()
+    })
+}
 
 /// The backends and flavours every fixture is emitted for: `(snapshot suffix, arguments)`.
 const BACKENDS: &[(&str, &[&str])] = &[
@@ -50,7 +71,27 @@ fn files(dir: &Path) -> Vec<(String, String)> {
 }
 
 /// Runs `loam emit FIXTURE ARGS --out OUT`: exit code, and the files written or the stderr.
+/// A plan fixture with [`FIXTURE_DIGEST`] is emitted from a copy beside OUT that carries the
+/// catalogue's digest; what a plan fixture's emit returns shows that digest as the placeholder.
 fn emit(fixture: &Path, args: &[&str], out: &Path) -> (u8, String) {
+    if fixture.extension().is_none_or(|e| e != "json") {
+        return emit_as_is(fixture, args, out);
+    }
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let (code, body) = if text.contains(FIXTURE_DIGEST) {
+        let name = out.file_name().unwrap().to_string_lossy();
+        let stamped = out.with_file_name(format!("{name}.plan.json"));
+        std::fs::create_dir_all(stamped.parent().unwrap()).unwrap();
+        std::fs::write(&stamped, text.replace(FIXTURE_DIGEST, catalogue_digest())).unwrap();
+        emit_as_is(&stamped, args, out)
+    } else {
+        emit_as_is(fixture, args, out)
+    };
+    (code, body.replace(catalogue_digest(), FIXTURE_DIGEST))
+}
+
+/// Runs `loam emit FIXTURE ARGS --out OUT` on the fixture as it is.
+fn emit_as_is(fixture: &Path, args: &[&str], out: &Path) -> (u8, String) {
     let fixture = fixture.to_string_lossy().into_owned();
     let out_s = out.to_string_lossy().into_owned();
     let mut argv = vec!["emit", fixture.as_str()];
@@ -76,6 +117,7 @@ fn plan_fixtures_emit_the_golden_manifests() {
         for (suffix, args) in BACKENDS {
             let name = format!("{stem}@{suffix}");
             let (code, body) = emit(path, args, &dir.join(&name));
+            let body = body.replace(&format!("{}/", repo_root().display()), "");
             insta::with_settings!({ snapshot_suffix => name, description => format!("loam emit {} {}", path.file_name().unwrap().to_string_lossy(), args.join(" ")) }, {
                 insta::assert_snapshot!(format!("exit {code}\n{body}"));
             });
@@ -206,5 +248,31 @@ fn emit_rejects_an_unknown_slurm_version_and_one_too_old() {
         body.contains("--gres=gpu:8") && !body.contains("--gpus-per-node"),
         "{body}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn emit_refuses_a_plan_made_with_another_catalogue() {
+    let dir = scratch("digest");
+    let out = dir.join("out");
+    let good = repo_root().join("tests/cases/emit/plans/two-node-lab.json");
+    let (code, before) = emit(&good, &["--backend", "slurm"], &out);
+    assert_eq!(code, 0, "{before}");
+    // The fixture as it is: its placeholder digest is no catalogue's.
+    let (code, err) = emit_as_is(&good, &["--backend", "baremetal"], &out);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("error[L4010]") && err.contains(catalogue_digest()),
+        "{err}"
+    );
+    assert!(err.ends_with("nothing emitted\n"), "{err}");
+    let after: String = files(&out)
+        .into_iter()
+        .map(|(path, text)| format!("--- {path} ---\n{text}"))
+        .collect();
+    assert_eq!(before, after.replace(catalogue_digest(), FIXTURE_DIGEST));
+    // The same plan with the catalogue's digest emits.
+    let (code, _) = emit(&good, &["--backend", "baremetal"], &out);
+    assert_eq!(code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

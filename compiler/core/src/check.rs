@@ -10,6 +10,7 @@ mod model;
 mod parallel;
 mod reader;
 
+use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::codes;
 pub use job::{
     CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
@@ -17,6 +18,7 @@ pub use job::{
 pub use model::parameter_count;
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::names::{self, JobNameProblem};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Block, File};
@@ -284,6 +286,9 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         .unwrap_or_default();
     let goal = check_goal(single_block(block, "goal", diags), diags);
     let checkpoint = check_checkpoint(single_block(block, "checkpoint", diags), diags);
+    if let Some(name) = &name {
+        check_job_name(name, &checkpoint, diags);
+    }
     let data = check_data(block, diags);
 
     if let (Some(model), Some(train)) = (&model, &train) {
@@ -303,6 +308,37 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         checkpoint,
         span: block.span,
     })
+}
+
+/// L1019: the job's name must make a name on every backend ([`names::job_label`], the function
+/// the backends use) and, when the spec gives no checkpoint path, name the checkpoint folder
+/// `<root>/<job name>` the planner derives ([`CheckpointPath::job_folder`]).
+fn check_job_name(name: &Spanned<String>, checkpoint: &CheckpointSpec, diags: &mut Diagnostics) {
+    let shown = name.value.escape_debug();
+    let (message, label, help) = match names::job_label(&name.value) {
+        Err(JobNameProblem::Empty) => (
+            "expected a job name, found an empty string".to_string(),
+            "no Kubernetes, Slurm or folder name can be made from this",
+            "name the job with letters, digits and `-`, e.g. `job \"llama3-8b-sft\"`",
+        ),
+        Err(JobNameProblem::NoLetterOrDigit) => (
+            format!("expected a job name with an ASCII letter or digit, found `{shown}`"),
+            "no Kubernetes, Slurm or folder name can be made from this",
+            "name the job with letters, digits and `-`, e.g. `job \"llama3-8b-sft\"`",
+        ),
+        Ok(_) => match CheckpointPath::folder_name_problem(&name.value) {
+            Some(problem) if checkpoint.path.is_none() => (
+                format!("job name `{shown}` cannot be a folder name: {problem}"),
+                "without a checkpoint `path`, checkpoints go to `<root>/<job name>`",
+                "rename the job, or set `path` in its `checkpoint` block to a folder below the tenant's root",
+            ),
+            _ => return,
+        },
+    };
+    diags.push(
+        Diagnostic::error(codes::check::INVALID_JOB_NAME, message, name.span, label)
+            .with_help(help),
+    );
 }
 
 fn required_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) -> Option<&'a Block> {
@@ -406,10 +442,10 @@ fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> Checkpoin
         _ => f.quantity("interval", &Dimension::Duration),
     };
     if let Some(path) = &path
-        && let Some(problem) = checkpoint_path_problem(&path.value)
+        && let Err(problem) = CheckpointPath::parse(&path.value)
     {
         f.diags.push(
-                Diagnostic::error(codes::check::INVALID_CHECKPOINT_PATH, format!("invalid checkpoint path: {problem}"), path.span, problem)
+                Diagnostic::error(codes::check::INVALID_CHECKPOINT_PATH, format!("invalid checkpoint path: {problem}"), path.span, problem.to_string())
                     .with_help("write an absolute path below your tenant's checkpoint root, e.g. \"/ckpt/nlp/run-1\""),
             );
     }
@@ -417,22 +453,6 @@ fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> Checkpoin
         path,
         interval,
         span: Some(block.span),
-    }
-}
-
-/// What is wrong with a checkpoint path on its own (the tenant root is checked against the
-/// catalogue later).
-pub fn checkpoint_path_problem(path: &str) -> Option<&'static str> {
-    if !path.starts_with('/') {
-        Some("the path is not absolute")
-    } else if path.split('/').any(|part| part == ".." || part == ".") {
-        Some("the path contains `.` or `..`")
-    } else if path.contains("//") {
-        Some("the path contains an empty component")
-    } else if path.chars().any(|c| c.is_control()) {
-        Some("the path contains a control character")
-    } else {
-        None
     }
 }
 

@@ -14,11 +14,13 @@
 pub mod calibrate;
 pub mod catalogue;
 pub mod check;
+pub mod checkpoint;
 pub mod cost;
 pub mod diagnostics;
 pub mod fmt;
 pub mod hardware;
 pub mod layout_rules;
+pub mod names;
 pub mod parallel;
 pub mod plan;
 pub mod project;

@@ -8,8 +8,10 @@ use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
 use crate::session::{load_checked, plan_catalogue, threads};
 use loam_backends::{Flavor, Manifest, Options, SlurmVersion, Target};
+use loam_compiler::diagnostics::{Diagnostic, codes};
 use loam_compiler::plan::ir::PlanDocument;
 use loam_compiler::project::plan_project;
+use loam_compiler::span::SourceMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +19,8 @@ use std::path::{Path, PathBuf};
 const MARKER: &str = ".loam-emit";
 
 /// Runs `loam emit`; exit 0 when every manifest was written, 1 on problems in the specs or plans
-/// (nothing written), 2 on usage or I/O errors.
+/// (nothing written; a plan JSON made with another catalogue is one, L4010), 2 on usage or I/O
+/// errors.
 pub fn run(
     args: &EmitArgs,
     catalogue_dir: Option<&Path>,
@@ -32,7 +35,27 @@ pub fn run(
                 io::display(&args.path)
             ))
         })?;
-        (doc, plan_catalogue(catalogue_dir)?)
+        let catalogue = plan_catalogue(catalogue_dir)?;
+        // The tenants' names and checkpoint roots come from this catalogue: they must be the
+        // ones the plan was made with.
+        if doc.catalogue_digest != catalogue.digest() {
+            let diagnostic = Diagnostic::unlocated(
+                codes::emit::OTHER_CATALOGUE,
+                format!(
+                    "the plan in `{}` was made with catalogue `{}`, not with this one (`{}`)",
+                    io::display(&args.path),
+                    doc.catalogue_digest.escape_debug(),
+                    catalogue.digest()
+                ),
+            )
+            .with_help(
+                "plan again with this catalogue (`loam plan --format json`), or pass the catalogue the plan was made with (`--catalogue DIR`)",
+            );
+            cx.eprint(&render_text(&[diagnostic], &SourceMap::new(), cx.color));
+            cx.eprint("nothing emitted\n");
+            return Ok(1);
+        }
+        (doc, catalogue)
     } else {
         // The same checks as `loam plan`, then the same planner; any error stops the emit.
         let specs = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
@@ -75,11 +98,7 @@ pub fn run(
     let manifests = match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests,
         Err(diagnostics) => {
-            cx.eprint(&crate::render::diagnostics::render_text(
-                &diagnostics,
-                &loam_compiler::span::SourceMap::new(),
-                cx.color,
-            ));
+            cx.eprint(&render_text(&diagnostics, &SourceMap::new(), cx.color));
             cx.eprint("nothing emitted\n");
             return Ok(1);
         }

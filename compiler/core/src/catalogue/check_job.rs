@@ -12,6 +12,7 @@ use super::fit::check_fit;
 use super::model::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use super::software::check_software;
 use crate::check::Job;
+use crate::checkpoint::{CheckpointPath, RootProblem};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
@@ -272,39 +273,42 @@ fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Optio
         return None;
     };
     // A path that is malformed on its own is reported by the checker (L1018) already.
-    if let Some(path) = job
-        .checkpoint
-        .path
-        .as_ref()
-        .filter(|p| crate::check::checkpoint_path_problem(&p.value).is_none())
+    if let Some(spec) = &job.checkpoint.path
+        && let Ok(path) = CheckpointPath::parse(&spec.value)
+        && let Err(problem) = path.relative_to(&tenant.checkpoint_root.value)
     {
-        let root = tenant.checkpoint_root.value.trim_end_matches('/');
-        let inside = path.value == root
-            || path
-                .value
-                .strip_prefix(root)
-                .is_some_and(|rest| rest.starts_with('/'));
-        if !inside && !root.is_empty() {
-            diags.push(
-                Diagnostic::error(
-                    codes::CHECKPOINT_OUTSIDE_ROOT,
-                    format!(
-                        "expected a checkpoint path under `{root}`, found `{}`",
-                        path.value
-                    ),
-                    path.span,
-                    format!("outside the checkpoint root of tenant `{}`", name.value),
-                )
+        let root = &tenant.checkpoint_root.value;
+        let (message, label) = match problem {
+            RootProblem::TheRoot => (
+                format!("expected a checkpoint path below `{root}`, found the root itself"),
+                format!(
+                    "the checkpoint root of tenant `{}`, shared by all its jobs",
+                    name.value
+                ),
+            ),
+            RootProblem::Outside => (
+                format!(
+                    "expected a checkpoint path under `{root}`, found `{}`",
+                    spec.value
+                ),
+                format!("outside the checkpoint root of tenant `{}`", name.value),
+            ),
+        };
+        // What the planner does without `path` (the same function).
+        let help = match root.job_folder(&job.name.value) {
+            Ok(folder) => format!(
+                "remove `path` to use `{folder}` (the tenant's root and the job's name), or write another folder below `{root}`"
+            ),
+            Err(_) => format!("write a folder below `{root}`, e.g. \"{root}/run-1\""),
+        };
+        diags.push(
+            Diagnostic::error(codes::CHECKPOINT_OUTSIDE_ROOT, message, spec.span, label)
                 .with_related(
                     tenant.checkpoint_root.span,
                     format!("tenant `{}` keeps its checkpoints here", name.value),
                 )
-                .with_help(format!(
-                    "write a path below `{root}/`, e.g. \"{root}/{}\", or remove `path` to use the root",
-                    job.name.value
-                )),
-            );
-        }
+                .with_help(help),
+        );
     }
     Some(tenant)
 }

@@ -9,6 +9,7 @@ use super::model::{self, Catalogue, Device, Pool, spanned};
 use super::raw::{self, Loc};
 use super::values::{Money, bad_unit, out_of_range, parse_version};
 use super::yaml::{Source, schema_error};
+use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::Diagnostic;
 use crate::span::{FileId, Span, Spanned};
 use crate::units::{Dimension, parse_quantity};
@@ -529,18 +530,23 @@ impl Cx<'_, '_> {
     fn tenant(&mut self, raw: &raw::Tenant) -> Option<model::Tenant> {
         self.identifier(&raw.name, "tenant name");
         let root = &raw.checkpoint_root.value;
-        let clean =
-            root.starts_with('/') && !root.split('/').any(|part| part == ".." || part == ".");
-        if !clean || (root.len() > 1 && root.ends_with('/')) {
-            let d = Diagnostic::error(
-                codes::INVALID_NAME,
-                format!("expected an absolute path without `.` or `..` parts, found `{root}`"),
-                self.span(&raw.checkpoint_root),
-                "not a clean absolute path",
-            )
-            .with_help("write the checkpoint root like `/ckpt/nlp`, with no trailing `/`");
-            self.push(d);
-        }
+        let checkpoint_root = match CheckpointPath::parse(root) {
+            Ok(path) => Some(spanned(path, self.span(&raw.checkpoint_root))),
+            Err(problem) => {
+                let d = Diagnostic::error(
+                    codes::INVALID_NAME,
+                    format!(
+                        "expected a clean absolute path, found `{}`",
+                        root.escape_debug()
+                    ),
+                    self.span(&raw.checkpoint_root),
+                    problem.to_string(),
+                )
+                .with_help("write the checkpoint root like `/ckpt/nlp`");
+                self.push(d);
+                None
+            }
+        };
         let mut quota = Vec::new();
         for q in &raw.quota {
             let guaranteed = self.count(&q.guaranteed, 0, "guaranteed");
@@ -556,7 +562,7 @@ impl Cx<'_, '_> {
         (quota.len() == raw.quota.len()).then_some(())?;
         Some(model::Tenant {
             name: self.spanned(&raw.name),
-            checkpoint_root: self.spanned(&raw.checkpoint_root),
+            checkpoint_root: checkpoint_root?,
             kubernetes_namespace: raw.kubernetes_namespace.value.clone(),
             slurm_account: raw.slurm_account.value.clone(),
             queue: raw.queue.value.clone(),

@@ -4,6 +4,7 @@
 //! seconds). Every field a later phase may point at carries its [`Span`] in the YAML file, so a
 //! check can add "required by the catalogue here" as a secondary label.
 
+use crate::checkpoint::CheckpointPath;
 use crate::span::{Span, Spanned};
 use crate::types::Precision;
 use serde::{Deserialize, Serialize};
@@ -288,8 +289,8 @@ pub struct Quota {
 pub struct Tenant {
     /// Tenant name.
     pub name: Spanned<String>,
-    /// Checkpoints of this tenant's jobs must live under this path.
-    pub checkpoint_root: Spanned<String>,
+    /// Checkpoints of this tenant's jobs must live in folders below this path.
+    pub checkpoint_root: Spanned<CheckpointPath>,
     /// Kubernetes namespace.
     pub kubernetes_namespace: String,
     /// Slurm account.

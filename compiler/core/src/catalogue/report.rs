@@ -275,7 +275,7 @@ fn pool_json(p: &Pool) -> Value {
             "bandwidth_gbps": l.bandwidth * 8.0 / 1e9, "egress_per_gb": l.egress_per_gb,
         })).collect::<Vec<_>>(),
         "tenants": p.tenants.iter().map(|t| json!({
-            "name": t.name.value, "checkpoint_root": t.checkpoint_root.value,
+            "name": t.name.value, "checkpoint_root": t.checkpoint_root.value.as_str(),
             "kubernetes_namespace": t.kubernetes_namespace, "slurm_account": t.slurm_account, "queue": t.queue,
             "quota": t.quota.iter().map(|q| json!({
                 "device": q.device.value, "guaranteed": q.guaranteed.value, "elastic": q.elastic.value

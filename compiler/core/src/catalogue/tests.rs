@@ -207,7 +207,7 @@ fn lookups_for_checker_and_planner() {
     assert!(xirang.device_ids().len() >= 6);
     assert_eq!(xirang.site_names()[0], "shanghai");
     assert_eq!(
-        xirang.tenant("nlp").unwrap().checkpoint_root.value,
+        xirang.tenant("nlp").unwrap().checkpoint_root.value.as_str(),
         "/ckpt/nlp"
     );
     let (site, group) = xirang.node_group("gy-910b-a").unwrap();

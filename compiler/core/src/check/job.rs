@@ -172,7 +172,7 @@ pub struct GoalSpec {
 /// The `checkpoint` block.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CheckpointSpec {
-    /// Where checkpoints go; absent = the tenant's checkpoint root.
+    /// Where checkpoints go; absent = `<tenant root>/<job name>` ([`crate::checkpoint`]).
     pub path: Option<Spanned<String>>,
     /// Time between checkpoints in seconds; absent = planned (Young/Daly).
     pub interval: Option<Spanned<f64>>,

@@ -470,14 +470,18 @@ pub(crate) fn checkpoint_for(
         Some(i) => i.value,
         None => ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s),
     };
+    // Without `path`, `<root>/<job name>` (the checker refuses names that cannot be a folder,
+    // L1019, and tenants it does not know, L2113, so the fallbacks are never used).
     let path = match &job.checkpoint.path {
         Some(p) => p.value.clone(),
-        None => {
-            let root = pool
-                .tenant(&job.tenant.value)
-                .map_or("/ckpt", |t| t.checkpoint_root.value.as_str());
-            format!("{}/{}", root.trim_end_matches('/'), job.name.value)
-        }
+        None => match pool.tenant(&job.tenant.value) {
+            Some(t) => t
+                .checkpoint_root
+                .value
+                .job_folder(&job.name.value)
+                .map_or_else(|_| t.checkpoint_root.value.to_string(), |f| f.to_string()),
+            None => format!("/ckpt/{}", job.name.value),
+        },
     };
     CheckpointIr {
         interval_min: round(interval_s / 60.0),

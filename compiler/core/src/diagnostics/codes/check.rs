@@ -19,4 +19,5 @@ super::codes! {
     NO_JOB = "L1016" => "no job in file",
     BLOCK_LABEL = "L1017" => "block label",
     INVALID_CHECKPOINT_PATH = "L1018" => "invalid checkpoint path",
+    INVALID_JOB_NAME = "L1019" => "invalid job name",
 }

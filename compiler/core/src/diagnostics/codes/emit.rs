@@ -11,4 +11,5 @@ super::codes! {
     UNSUPPORTED_FORMAT = "L4007" => "unsupported plan format version",
     SHARED_OUTPUT_FOLDER = "L4008" => "two jobs share an output folder",
     INTERNAL_ERROR = "L4009" => "internal template error",
+    OTHER_CATALOGUE = "L4010" => "plan made with another catalogue",
 }
