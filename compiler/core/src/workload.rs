@@ -11,7 +11,9 @@ mod memory;
 pub mod ops;
 mod params;
 
-pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_per_layer};
+pub(crate) use comm::{
+    CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer,
+};
 pub use comm::{CommSizes, comm_sizes};
 pub use from_job::{model_dims, train_setup};
 pub use memory::{
@@ -175,6 +177,12 @@ impl Layout {
     /// Micro-batches per pipeline per step: `global_batch / (data · micro_batch)`.
     pub fn micro_batches(&self, global_batch: u32) -> f64 {
         f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
+    }
+
+    /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks
+    /// each hold a chunk of every sequence).
+    pub(crate) fn micro_batch_tokens(&self, seq_len: u32) -> f64 {
+        f64::from(self.micro_batch) * f64::from(seq_len) / f64::from(self.context.max(1))
     }
 }
 

@@ -2,16 +2,18 @@
 //! heterogeneous pipeline planner.
 //!
 //! Built from the same primitives as the homogeneous step model ([`block_time`], the GEMM
-//! timing of [`Rates`], the tensor-parallel collectives), so a stage costs what the same layers
-//! cost in [`super::estimate`]. A block's time is split between its attention and MLP ops by
-//! their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
+//! timing of [`Rates`], the tensor-parallel collectives of [`tensor_comm_per_layer`]), so a
+//! stage costs what the same layers cost in [`super::estimate`]. A block's time is split between
+//! its attention and MLP ops by their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
 //! run in bf16, and a device hosts an op only if it supports the op's precision.
 
 use super::compute::{Rates, block_time};
-use super::network::{Collective, Group, collective_time};
+use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::types::{Precision, Recompute};
-use crate::workload::{Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer};
+use crate::workload::{
+    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, tp_buffer,
+};
 
 /// What one op costs one device for one micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,23 +85,8 @@ pub fn op_costs(
     let block_at = |precision: Precision| {
         let rates = Rates::new(device, precision)?;
         let block = block_time(model, &layout, &rates, setup.flash_attention);
-        let elt = precision.bytes();
-        let tp = if setting.tensor > 1 {
-            let group = Group {
-                size: t,
-                stride: 1.0,
-            };
-            let buffer = tokens * h * elt;
-            let per_layer = 4.0
-                + match setting.recompute {
-                    Recompute::Full => 2.0,
-                    Recompute::Selective => 1.0,
-                    Recompute::None => 0.0,
-                };
-            per_layer * 2.0 * collective_time(Collective::Gather, buffer, group, cluster)
-        } else {
-            0.0
-        };
+        let buffer = tp_buffer(model, &layout, precision);
+        let tp = tensor_comm_per_layer(&layout, buffer, cluster);
         let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
         Some((block, tp, stash, rates))
     };
