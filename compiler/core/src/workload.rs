@@ -11,15 +11,15 @@ mod memory;
 pub mod ops;
 mod params;
 
-pub(crate) use comm::{
-    CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer,
-};
+pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
 pub use from_job::{model_dims, train_setup};
 pub use memory::{
     MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
 };
-pub(crate) use memory::{StageActivations, breakdown, layer_bytes_per_token, state_bytes};
+pub(crate) use memory::{
+    StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
+};
 pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub(crate) use params::params_per_device_counted;
 pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};

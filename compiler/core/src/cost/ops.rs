@@ -7,12 +7,13 @@
 //! its attention and MLP ops by their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
 //! run in bf16, and a device hosts an op only if it supports the op's precision.
 
-use super::compute::{Rates, block_time};
+use super::compute::{HeadTime, Rates, block_time};
 use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::types::{Precision, Recompute};
 use crate::workload::{
-    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, tp_buffer,
+    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, logits_bytes,
+    tp_buffer,
 };
 
 /// What one op costs one device for one micro-batch.
@@ -77,9 +78,8 @@ pub fn op_costs(
         ..Layout::single()
     };
     let t = f64::from(setting.tensor.max(1));
-    let tokens = f64::from(setting.micro_batch) * f64::from(model.seq_len);
+    let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
-    let vocab = f64::from(model.vocab);
 
     // One block at the job's precision (and at bf16 for blocks marked sensitive in fp8 jobs).
     let block_at = |precision: Precision| {
@@ -140,14 +140,13 @@ pub fn op_costs(
                     (s, 2.0 * s / 3.0, tokens * h * elt)
                 }
                 OpKind::LmHead => {
-                    let forward = rates.gemm(tokens, vocab / t, h);
-                    (3.0 * forward, 2.0 * forward, tokens * h * elt)
+                    let head = HeadTime::new(model, tokens, setting.tensor, &rates);
+                    (head.logits(), head.logits_backward(), tokens * h * elt)
                 }
-                // Softmax cross-entropy over fp32 logits: about four passes over them; the logits
-                // themselves are the stash.
+                // The logits themselves are the stash.
                 OpKind::Loss => {
-                    let s = 4.0 * tokens * vocab / t * 4.0 / bw;
-                    (s, s / 2.0, tokens * vocab / t * 4.0)
+                    let s = HeadTime::new(model, tokens, setting.tensor, &rates).loss;
+                    (s, s / 2.0, logits_bytes(model, tokens, setting.tensor))
                 }
             };
             OpCost {
