@@ -21,8 +21,8 @@ pub(crate) use memory::{
     StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
-pub(crate) use params::params_per_device_counted;
 pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
+pub(crate) use params::{forward_flops, params_per_device_counted};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;

@@ -12,8 +12,8 @@ use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::types::{Precision, Recompute};
 use crate::workload::{
-    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, logits_bytes,
-    tp_buffer,
+    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, forward_flops,
+    logits_bytes, tp_buffer,
 };
 
 /// What one op costs one device for one micro-batch.
@@ -90,10 +90,9 @@ pub fn op_costs(
         let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
         Some((block, tp, stash, rates))
     };
-    let attention_flops =
-        2.0 * h * (2.0 * h + 2.0 * model.kv_dim()) + 4.0 * f64::from(model.seq_len) * h;
-    let mlp_flops = 2.0 * model.mlp_matrices() * h * f64::from(model.ffn) * model.active_experts();
-    let attention_share = attention_flops / (attention_flops + mlp_flops).max(1.0);
+    let forward = forward_flops(model);
+    let attention_flops = forward.attention();
+    let attention_share = attention_flops / (attention_flops + forward.mlp).max(1.0);
 
     let job = setup.precision;
     let plain = block_at(job);
