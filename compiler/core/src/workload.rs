@@ -89,6 +89,11 @@ impl ModelDims {
         }
     }
 
+    /// Parameters of the input embedding (and of an untied output head): `vocab · hidden`.
+    pub fn embedding_params(&self) -> f64 {
+        f64::from(self.vocab) * f64::from(self.hidden)
+    }
+
     /// Width of one attention head.
     pub fn head_dim(&self) -> f64 {
         f64::from(self.hidden) / f64::from(self.heads.max(1))
@@ -177,6 +182,12 @@ impl Layout {
     /// Micro-batches per pipeline per step: `global_batch / (data · micro_batch)`.
     pub fn micro_batches(&self, global_batch: u32) -> f64 {
         f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
+    }
+
+    /// Blocks on one pipeline stage: `layers / pipeline` (a fraction when the layout does not
+    /// divide them, which the search rejects).
+    pub(crate) fn layers_per_stage(&self, layers: u32) -> f64 {
+        f64::from(layers) / f64::from(self.pipeline.max(1))
     }
 
     /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks

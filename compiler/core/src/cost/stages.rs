@@ -273,7 +273,7 @@ impl<'a> Costing<'a> {
         let d = f64::from(layout.data.max(1));
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
-        let layers_per_stage = f64::from(self.model.layers) / p;
+        let layers_per_stage = layout.layers_per_stage(self.model.layers);
         let lps = layers_per_stage.max(1.0);
         let elt = self.setup.precision.bytes();
         let dp_grad_buffer = params * elt;

@@ -120,10 +120,9 @@ pub(crate) fn comm_shape(
     let cp = f64::from(layout.context.max(1));
     let d = f64::from(layout.data.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let p = f64::from(layout.pipeline.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let m = layout.micro_batches(setup.global_batch);
-    let layers_per_stage = f64::from(model.layers) / p;
+    let layers_per_stage = layout.layers_per_stage(model.layers);
     let tp_buffer = buffers.tp;
     let dp_grad_buffer = params * elt;
     let cp_kv_buffer = buffers.cp_kv;

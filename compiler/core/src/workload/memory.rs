@@ -231,7 +231,7 @@ impl StageActivations {
             kept,
             input_only,
             scores,
-            layers_per_stage: f64::from(model.layers) / p,
+            layers_per_stage: layout.layers_per_stage(model.layers),
             in_flight: p.min(m).max(1.0),
             interleave: if layout.virtual_stages > 1 {
                 1.0 + (p - 1.0) / (p * v)

@@ -109,7 +109,7 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     let mlp_params =
         parts.expert_weights * model.total_experts() + parts.norm + parts.mlp_biases + parts.router;
     let forward = forward_flops(model);
-    let embed = vocab * h;
+    let embed = model.embedding_params();
     let op = |kind, block, params, flops| Op {
         kind,
         block,

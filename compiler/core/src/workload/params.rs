@@ -69,7 +69,6 @@ pub(crate) fn block_params(model: &ModelDims) -> BlockParams {
 /// norms, biases for GeLU (GPT-style) blocks (see [`BlockParams`]), the final norm, and the
 /// embedding (doubled when untied).
 pub fn param_count(model: &ModelDims) -> ParamCount {
-    let h = f64::from(model.hidden);
     let block = block_params(model);
     let attn = block.attention_weights;
     let mlp_one = block.expert_weights;
@@ -80,7 +79,7 @@ pub fn param_count(model: &ModelDims) -> ParamCount {
     let experts_active = mlp_one * model.active_experts();
     let per_layer = attn + experts_total + norms + biases + router;
     let per_layer_active = attn + experts_active + norms + biases + router;
-    let embed_one = f64::from(model.vocab) * h;
+    let embed_one = model.embedding_params();
     let embedding = if model.tied_embeddings {
         embed_one
     } else {
@@ -197,17 +196,15 @@ pub(crate) fn params_per_device_counted(
     layout: &Layout,
 ) -> f64 {
     let t = f64::from(layout.tensor.max(1));
-    let p = f64::from(layout.pipeline.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let layers_per_stage = f64::from(model.layers) / p;
+    let layers_per_stage = layout.layers_per_stage(model.layers);
     let dense_part = count.per_layer - count.per_layer_experts;
     let block = dense_part / t + count.per_layer_experts / (t * ep);
     // The first stage holds the input embedding, the last the head; with one stage both.
-    let embed_one = f64::from(model.vocab) * f64::from(model.hidden);
     let embed = if layout.pipeline <= 1 {
         count.embedding
     } else {
-        embed_one
+        model.embedding_params()
     };
     layers_per_stage * block + embed / t
 }
