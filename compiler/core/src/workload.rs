@@ -11,16 +11,18 @@ mod memory;
 pub mod ops;
 mod params;
 
-pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_per_layer};
+pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
 pub use from_job::{model_dims, train_setup};
 pub use memory::{
     MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
 };
-pub(crate) use memory::{StageActivations, breakdown, layer_bytes_per_token, state_bytes};
+pub(crate) use memory::{
+    StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
+};
 pub use ops::{Op, OpGraph, OpKind, op_graph};
-pub(crate) use params::params_per_device_counted;
 pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
+pub(crate) use params::{forward_flops, params_per_device_counted};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
@@ -85,6 +87,11 @@ impl ModelDims {
             tied_embeddings: false,
             dropout: false,
         }
+    }
+
+    /// Parameters of the input embedding (and of an untied output head): `vocab · hidden`.
+    pub fn embedding_params(&self) -> f64 {
+        f64::from(self.vocab) * f64::from(self.hidden)
     }
 
     /// Width of one attention head.
@@ -175,6 +182,18 @@ impl Layout {
     /// Micro-batches per pipeline per step: `global_batch / (data · micro_batch)`.
     pub fn micro_batches(&self, global_batch: u32) -> f64 {
         f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
+    }
+
+    /// Blocks on one pipeline stage: `layers / pipeline` (a fraction when the layout does not
+    /// divide them, which the search rejects).
+    pub(crate) fn layers_per_stage(&self, layers: u32) -> f64 {
+        f64::from(layers) / f64::from(self.pipeline.max(1))
+    }
+
+    /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks
+    /// each hold a chunk of every sequence).
+    pub(crate) fn micro_batch_tokens(&self, seq_len: u32) -> f64 {
+        f64::from(self.micro_batch) * f64::from(seq_len) / f64::from(self.context.max(1))
     }
 }
 

@@ -95,9 +95,8 @@ pub(crate) fn block_time(
     flash_attention: bool,
 ) -> BlockTime {
     let t = f64::from(layout.tensor.max(1));
-    let cp = f64::from(layout.context.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len) / cp;
+    let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
     let f = f64::from(model.ffn);
     let kv = model.kv_dim();
@@ -147,15 +146,49 @@ pub(crate) fn block_time(
     .with_recompute(layout.recompute)
 }
 
+/// The output head of one micro-batch on one device: the logits GEMM and the softmax
+/// cross-entropy loss over its fp32 logits. The homogeneous model times it whole on the last
+/// pipeline stage ([`head_time`]); the operator graph times the two as ops of their own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct HeadTime {
+    /// Forward seconds of the `tokens × hidden · hidden × vocab/t` logits GEMM.
+    pub logits_forward: f64,
+    /// Seconds of the loss, forward and backward.
+    pub loss: f64,
+}
+
+impl HeadTime {
+    /// The head of `tokens` tokens with the vocabulary split over `tensor` ranks.
+    pub(crate) fn new(model: &ModelDims, tokens: f64, tensor: u32, rates: &Rates) -> HeadTime {
+        let t = f64::from(tensor.max(1));
+        let v = f64::from(model.vocab) / t;
+        // Softmax cross-entropy over fp32 logits: about four passes over them.
+        let loss = 4.0 * tokens * v * 4.0 / rates.memory_bandwidth;
+        HeadTime {
+            logits_forward: rates.gemm(tokens, v, f64::from(model.hidden)),
+            loss,
+        }
+    }
+
+    /// Forward and backward (input and weight gradients) of the logits GEMM.
+    pub(crate) fn logits(&self) -> f64 {
+        3.0 * self.logits_forward
+    }
+
+    /// Backward of the logits GEMM.
+    pub(crate) fn logits_backward(&self) -> f64 {
+        2.0 * self.logits_forward
+    }
+
+    /// The logits GEMM and the loss.
+    pub(crate) fn total(&self) -> f64 {
+        self.logits() + self.loss
+    }
+}
+
 /// Seconds of the output head (logits GEMM, forward and backward, and the loss) for one
 /// micro-batch on the last pipeline stage.
 pub(crate) fn head_time(model: &ModelDims, layout: &Layout, rates: &Rates) -> f64 {
-    let t = f64::from(layout.tensor.max(1));
-    let tokens =
-        f64::from(layout.micro_batch) * f64::from(model.seq_len) / f64::from(layout.context.max(1));
-    let v = f64::from(model.vocab) / t;
-    let gemm = 3.0 * rates.gemm(tokens, v, f64::from(model.hidden));
-    // Softmax cross-entropy over fp32 logits: about four passes over them.
-    let loss = 4.0 * tokens * v * 4.0 / rates.memory_bandwidth;
-    gemm + loss
+    let tokens = layout.micro_batch_tokens(model.seq_len);
+    HeadTime::new(model, tokens, layout.tensor, rates).total()
 }

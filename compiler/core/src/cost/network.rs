@@ -14,6 +14,7 @@
 
 use super::{LINK_EFFICIENCY, SCALE_UP_HOP_LATENCY_S};
 use crate::hardware::ClusterFigures;
+use crate::workload::{Layout, tp_per_layer};
 
 /// The kind of a collective operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +133,27 @@ pub(crate) fn collective_time(
             intra + inter + latency
         }
     }
+}
+
+/// Seconds of one tensor-parallel collective of a block over `layout`'s tensor group (the
+/// innermost ranks) on a buffer of `bytes`: an all-reduce, or with sequence parallelism the
+/// reduce-scatter and all-gather it splits into.
+pub(crate) fn tensor_collective_time(layout: &Layout, bytes: f64, cluster: &ClusterFigures) -> f64 {
+    let group = Group {
+        size: f64::from(layout.tensor.max(1)),
+        stride: 1.0,
+    };
+    if layout.sequence_parallel {
+        2.0 * collective_time(Collective::Gather, bytes, group, cluster)
+    } else {
+        collective_time(Collective::AllReduce, bytes, group, cluster)
+    }
+}
+
+/// Seconds of every tensor-parallel collective of one block for one micro-batch: blocking, on
+/// the critical path ([`tp_per_layer`] collectives of [`tensor_collective_time`]).
+pub(crate) fn tensor_comm_per_layer(layout: &Layout, bytes: f64, cluster: &ClusterFigures) -> f64 {
+    tp_per_layer(layout) * tensor_collective_time(layout, bytes, cluster)
 }
 
 /// Seconds to send `bytes` from one rank to the rank `stride` places away.

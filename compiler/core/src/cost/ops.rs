@@ -2,16 +2,19 @@
 //! heterogeneous pipeline planner.
 //!
 //! Built from the same primitives as the homogeneous step model ([`block_time`], the GEMM
-//! timing of [`Rates`], the tensor-parallel collectives), so a stage costs what the same layers
-//! cost in [`super::estimate`]. A block's time is split between its attention and MLP ops by
-//! their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
+//! timing of [`Rates`], the tensor-parallel collectives of [`tensor_comm_per_layer`]), so a
+//! stage costs what the same layers cost in [`super::estimate`]. A block's time is split between
+//! its attention and MLP ops by their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
 //! run in bf16, and a device hosts an op only if it supports the op's precision.
 
-use super::compute::{Rates, block_time};
-use super::network::{Collective, Group, collective_time};
+use super::compute::{HeadTime, Rates, block_time};
+use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::types::{Precision, Recompute};
-use crate::workload::{Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer};
+use crate::workload::{
+    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, forward_flops,
+    logits_bytes, tp_buffer,
+};
 
 /// What one op costs one device for one micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,38 +78,21 @@ pub fn op_costs(
         ..Layout::single()
     };
     let t = f64::from(setting.tensor.max(1));
-    let tokens = f64::from(setting.micro_batch) * f64::from(model.seq_len);
+    let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
-    let vocab = f64::from(model.vocab);
 
     // One block at the job's precision (and at bf16 for blocks marked sensitive in fp8 jobs).
     let block_at = |precision: Precision| {
         let rates = Rates::new(device, precision)?;
         let block = block_time(model, &layout, &rates, setup.flash_attention);
-        let elt = precision.bytes();
-        let tp = if setting.tensor > 1 {
-            let group = Group {
-                size: t,
-                stride: 1.0,
-            };
-            let buffer = tokens * h * elt;
-            let per_layer = 4.0
-                + match setting.recompute {
-                    Recompute::Full => 2.0,
-                    Recompute::Selective => 1.0,
-                    Recompute::None => 0.0,
-                };
-            per_layer * 2.0 * collective_time(Collective::Gather, buffer, group, cluster)
-        } else {
-            0.0
-        };
+        let buffer = tp_buffer(model, &layout, precision);
+        let tp = tensor_comm_per_layer(&layout, buffer, cluster);
         let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
         Some((block, tp, stash, rates))
     };
-    let attention_flops =
-        2.0 * h * (2.0 * h + 2.0 * model.kv_dim()) + 4.0 * f64::from(model.seq_len) * h;
-    let mlp_flops = 2.0 * model.mlp_matrices() * h * f64::from(model.ffn) * model.active_experts();
-    let attention_share = attention_flops / (attention_flops + mlp_flops).max(1.0);
+    let forward = forward_flops(model);
+    let attention_flops = forward.attention();
+    let attention_share = attention_flops / (attention_flops + forward.mlp).max(1.0);
 
     let job = setup.precision;
     let plain = block_at(job);
@@ -153,14 +139,13 @@ pub fn op_costs(
                     (s, 2.0 * s / 3.0, tokens * h * elt)
                 }
                 OpKind::LmHead => {
-                    let forward = rates.gemm(tokens, vocab / t, h);
-                    (3.0 * forward, 2.0 * forward, tokens * h * elt)
+                    let head = HeadTime::new(model, tokens, setting.tensor, &rates);
+                    (head.logits(), head.logits_backward(), tokens * h * elt)
                 }
-                // Softmax cross-entropy over fp32 logits: about four passes over them; the logits
-                // themselves are the stash.
+                // The logits themselves are the stash.
                 OpKind::Loss => {
-                    let s = 4.0 * tokens * vocab / t * 4.0 / bw;
-                    (s, s / 2.0, tokens * vocab / t * 4.0)
+                    let s = HeadTime::new(model, tokens, setting.tensor, &rates).loss;
+                    (s, s / 2.0, logits_bytes(model, tokens, setting.tensor))
                 }
             };
             OpCost {

@@ -15,7 +15,7 @@
 //! one straight pass: results are bit-identical whichever way they are reached.
 
 use super::compute::{BlockTime, Rates, block_time, head_time};
-use super::network::{Collective, Group, collective_time, p2p_time};
+use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
 use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
@@ -234,17 +234,9 @@ impl<'a> Costing<'a> {
             .with_recompute(Recompute::None);
         let head = head_time(model, layout, &self.rates);
 
-        // Tensor parallel: blocking collectives on the critical path of every block.
-        let tp_group = Group {
-            size: t,
-            stride: 1.0,
-        };
-        let tp_one = if layout.sequence_parallel {
-            // Sequence parallelism splits each all-reduce into a reduce-scatter and an all-gather.
-            2.0 * collective_time(Collective::Gather, buffers.tp, tp_group, cluster)
-        } else {
-            collective_time(Collective::AllReduce, buffers.tp, tp_group, cluster)
-        };
+        // Tensor parallel: blocking collectives on the critical path of every block; how many
+        // depends on recomputation, so [`Costing::replay`] counts them.
+        let tp_one = tensor_collective_time(layout, buffers.tp, cluster);
         // Context parallel: K/V ring steps hide under the attention core they feed.
         let (cp_forward, cp_backward) = if layout.context > 1 {
             let ring = (cp - 1.0) * p2p_time(buffers.cp_kv, t, cluster);
@@ -281,7 +273,7 @@ impl<'a> Costing<'a> {
         let d = f64::from(layout.data.max(1));
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
-        let layers_per_stage = f64::from(self.model.layers) / p;
+        let layers_per_stage = layout.layers_per_stage(self.model.layers);
         let lps = layers_per_stage.max(1.0);
         let elt = self.setup.precision.bytes();
         let dp_grad_buffer = params * elt;

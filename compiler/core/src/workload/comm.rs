@@ -5,7 +5,7 @@
 
 use super::params::params_per_device;
 use super::{Layout, ModelDims, TrainSetup};
-use crate::types::{Arch, Recompute};
+use crate::types::{Arch, Precision, Recompute};
 use serde::Serialize;
 
 /// Communication one device takes part in during one training step.
@@ -61,17 +61,22 @@ pub(crate) struct CommBuffers {
 pub(crate) fn comm_buffers(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> CommBuffers {
     let elt = setup.precision.bytes();
     let t = f64::from(layout.tensor.max(1));
-    let cp = f64::from(layout.context.max(1));
     let h = f64::from(model.hidden);
-    let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len) / cp;
+    let tokens = layout.micro_batch_tokens(model.seq_len);
     CommBuffers {
-        tp: tokens * h * elt,
+        tp: tp_buffer(model, layout, setup.precision),
         cp_kv: 2.0 * tokens * model.kv_dim() * elt / t,
         ep: match model.arch {
             Arch::Dense => 0.0,
             Arch::Moe => tokens * model.active_experts() * h * elt / t,
         },
     }
+}
+
+/// Bytes of one tensor-parallel collective ([`CommSizes::tp_buffer`]) of a block that runs in
+/// `precision`: the heterogeneous planner runs precision-sensitive blocks of fp8 jobs in bf16.
+pub(crate) fn tp_buffer(model: &ModelDims, layout: &Layout, precision: Precision) -> f64 {
+    layout.micro_batch_tokens(model.seq_len) * f64::from(model.hidden) * precision.bytes()
 }
 
 /// What [`comm_sizes`] works out before the ZeRO stage and recomputation are known: the layout
@@ -115,10 +120,9 @@ pub(crate) fn comm_shape(
     let cp = f64::from(layout.context.max(1));
     let d = f64::from(layout.data.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let p = f64::from(layout.pipeline.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let m = layout.micro_batches(setup.global_batch);
-    let layers_per_stage = f64::from(model.layers) / p;
+    let layers_per_stage = layout.layers_per_stage(model.layers);
     let tp_buffer = buffers.tp;
     let dp_grad_buffer = params * elt;
     let cp_kv_buffer = buffers.cp_kv;

@@ -82,8 +82,7 @@ fn layer_stash(
 ) -> (f64, f64) {
     let elt = precision.bytes();
     let t = f64::from(layout.tensor.max(1));
-    let tokens =
-        f64::from(layout.micro_batch) * f64::from(model.seq_len) / f64::from(layout.context.max(1));
+    let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
     let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
     (tokens * per_token, tokens * elt * h / replicated_div)
@@ -105,6 +104,12 @@ fn per_token_layer_bytes(model: &ModelDims, elt: f64, t: f64, replicated_div: f6
         Mlp::Swiglu => 3.0 * elt * f,
     };
     replicated / replicated_div + (attention + mlp) / t
+}
+
+/// Bytes of the fp32 logits of `tokens` tokens with the vocabulary split over `tensor` ranks:
+/// what the loss keeps for its backward on the last pipeline stage.
+pub(crate) fn logits_bytes(model: &ModelDims, tokens: f64, tensor: u32) -> f64 {
+    tokens * f64::from(model.vocab) / f64::from(tensor.max(1)) * 4.0
 }
 
 /// Memory per device on the heaviest pipeline stage.
@@ -208,8 +213,7 @@ impl StageActivations {
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
         let m = layout.micro_batches(setup.global_batch);
-        let tokens = f64::from(layout.micro_batch) * f64::from(model.seq_len)
-            / f64::from(layout.context.max(1));
+        let tokens = layout.micro_batch_tokens(model.seq_len);
         let (kept, input_only) = layer_stash(model, layout, setup.precision, per_token);
         let scores = if setup.flash_attention {
             None
@@ -227,14 +231,14 @@ impl StageActivations {
             kept,
             input_only,
             scores,
-            layers_per_stage: f64::from(model.layers) / p,
+            layers_per_stage: layout.layers_per_stage(model.layers),
             in_flight: p.min(m).max(1.0),
             interleave: if layout.virtual_stages > 1 {
                 1.0 + (p - 1.0) / (p * v)
             } else {
                 1.0
             },
-            logits: tokens * f64::from(model.vocab) / f64::from(layout.tensor.max(1)) * 4.0,
+            logits: logits_bytes(model, tokens, layout.tensor),
             pipelined: layout.pipeline > 1,
         }
     }

@@ -8,7 +8,8 @@
 //! of their own; the final norm, the LM head and the loss (softmax cross-entropy) are.
 
 use super::ModelDims;
-use crate::types::{Arch, Mlp};
+use super::params::{block_params, forward_flops};
+use crate::types::Arch;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
@@ -101,28 +102,14 @@ pub fn is_sensitive(kind: OpKind, arch: Arch, extra: &[String]) -> bool {
 /// Builds the op chain of `model`; `extra_sensitive` are the names of `model.sensitive`.
 pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     let h = f64::from(model.hidden);
-    let f = f64::from(model.ffn);
-    let kv = model.kv_dim();
-    let s = f64::from(model.seq_len);
     let vocab = f64::from(model.vocab);
-    let (norm, biases_attn, biases_mlp) = match model.mlp {
-        Mlp::Swiglu => (h, 0.0, 0.0),
-        Mlp::Gelu => (
-            2.0 * h,
-            2.0 * h + 2.0 * kv,
-            h + f * model.active_experts().max(1.0),
-        ),
-    };
-    let router = match model.arch {
-        Arch::Dense => 0.0,
-        Arch::Moe => h * model.total_experts(),
-    };
-    let attention_params = h * (2.0 * h + 2.0 * kv) + norm + biases_attn;
+    // The block's parameters and FLOPs as the whole-model counts have them, split by op.
+    let parts = block_params(model);
+    let attention_params = parts.attention_weights + parts.norm + parts.attention_biases;
     let mlp_params =
-        model.mlp_matrices() * h * f * model.total_experts() + norm + biases_mlp + router;
-    let attention_flops = 2.0 * h * (2.0 * h + 2.0 * kv) + 4.0 * s * h;
-    let mlp_flops = 2.0 * model.mlp_matrices() * h * f * model.active_experts();
-    let embed = vocab * h;
+        parts.expert_weights * model.total_experts() + parts.norm + parts.mlp_biases + parts.router;
+    let forward = forward_flops(model);
+    let embed = model.embedding_params();
     let op = |kind, block, params, flops| Op {
         kind,
         block,
@@ -136,13 +123,13 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
             OpKind::Attention,
             Some(b),
             attention_params,
-            attention_flops,
+            forward.attention(),
         ));
-        ops.push(op(OpKind::Mlp, Some(b), mlp_params, mlp_flops));
+        ops.push(op(OpKind::Mlp, Some(b), mlp_params, forward.mlp));
     }
-    ops.push(op(OpKind::FinalNorm, None, norm, 0.0));
+    ops.push(op(OpKind::FinalNorm, None, parts.norm, 0.0));
     let head_params = if model.tied_embeddings { 0.0 } else { embed };
-    ops.push(op(OpKind::LmHead, None, head_params, 2.0 * h * vocab));
+    ops.push(op(OpKind::LmHead, None, head_params, forward.head));
     ops.push(op(OpKind::Loss, None, 0.0, 0.0));
 
     let mut graph = DiGraph::new();
@@ -165,6 +152,7 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Mlp;
     use crate::workload::param_count;
     use petgraph::algo::toposort;
 

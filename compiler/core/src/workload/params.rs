@@ -1,7 +1,7 @@
 //! Parameter counts and FLOPs per token, with the FLOP convention named.
 
 use super::{Layout, ModelDims};
-use crate::types::{Mlp, Recompute};
+use crate::types::{Arch, Mlp, Recompute};
 use serde::Serialize;
 
 /// Parameter counts of a model.
@@ -21,43 +21,72 @@ pub struct ParamCount {
     pub per_layer_experts: f64,
 }
 
-/// Counts parameters: attention with GQA (`h·(2h + 2·kv_dim)`), MLP (3 or 2 matrices of
-/// `h × ffn`, times experts for MoE, plus the router), norms, biases for GeLU (GPT-style) blocks,
-/// and the embedding (doubled when untied).
-pub fn param_count(model: &ModelDims) -> ParamCount {
+/// Parameters of one transformer block, in the parts the operator graph hands its attention
+/// and MLP ops, so that the ops hold exactly what [`param_count`] counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BlockParams {
+    /// QKV and output projections with GQA: `h·(2h + 2·kv_dim)`.
+    pub(crate) attention_weights: f64,
+    /// The MLP matrices of one expert: 3 or 2 of `h × ffn`.
+    pub(crate) expert_weights: f64,
+    /// One norm: the RMSNorm weight (Llama class), or the LayerNorm weight and bias (GPT class).
+    pub(crate) norm: f64,
+    /// QKV and output projection biases (GPT class; none for SwiGLU blocks).
+    pub(crate) attention_biases: f64,
+    /// MLP-in and MLP-out biases (GPT class; none for SwiGLU blocks).
+    pub(crate) mlp_biases: f64,
+    /// The MoE router (0 for dense).
+    pub(crate) router: f64,
+}
+
+/// The parts of one block of `model` (see [`BlockParams`]).
+pub(crate) fn block_params(model: &ModelDims) -> BlockParams {
     let h = f64::from(model.hidden);
     let f = f64::from(model.ffn);
     let kv = model.kv_dim();
-    let attn = h * (2.0 * h + 2.0 * kv);
-    let mlp_one = model.mlp_matrices() * h * f;
-    let (norms, biases) = match model.mlp {
-        // RMSNorm weight only, no biases (Llama class).
-        Mlp::Swiglu => (2.0 * h, 0.0),
-        // LayerNorm weight and bias; QKV, output, MLP-in and MLP-out biases (GPT class).
+    let (norm, attention_biases, mlp_biases) = match model.mlp {
+        Mlp::Swiglu => (h, 0.0, 0.0),
         Mlp::Gelu => (
-            4.0 * h,
-            2.0 * h + 2.0 * kv + h + f * model.active_experts().max(1.0),
+            2.0 * h,
+            2.0 * h + 2.0 * kv,
+            h + f * model.active_experts().max(1.0),
         ),
     };
-    let router = match model.arch {
-        crate::types::Arch::Dense => 0.0,
-        crate::types::Arch::Moe => h * model.total_experts(),
-    };
+    BlockParams {
+        attention_weights: h * (2.0 * h + 2.0 * kv),
+        expert_weights: model.mlp_matrices() * h * f,
+        norm,
+        attention_biases,
+        mlp_biases,
+        router: match model.arch {
+            Arch::Dense => 0.0,
+            Arch::Moe => h * model.total_experts(),
+        },
+    }
+}
+
+/// Counts parameters: attention with GQA, MLP (times experts for MoE, plus the router), two
+/// norms, biases for GeLU (GPT-style) blocks (see [`BlockParams`]), the final norm, and the
+/// embedding (doubled when untied).
+pub fn param_count(model: &ModelDims) -> ParamCount {
+    let block = block_params(model);
+    let attn = block.attention_weights;
+    let mlp_one = block.expert_weights;
+    let norms = 2.0 * block.norm;
+    let biases = block.attention_biases + block.mlp_biases;
+    let router = block.router;
     let experts_total = mlp_one * model.total_experts();
     let experts_active = mlp_one * model.active_experts();
     let per_layer = attn + experts_total + norms + biases + router;
     let per_layer_active = attn + experts_active + norms + biases + router;
-    let embed_one = f64::from(model.vocab) * h;
+    let embed_one = model.embedding_params();
     let embedding = if model.tied_embeddings {
         embed_one
     } else {
         2.0 * embed_one
     };
     let layers = f64::from(model.layers);
-    let final_norm = match model.mlp {
-        Mlp::Swiglu => h,
-        Mlp::Gelu => 2.0 * h,
-    };
+    let final_norm = block.norm;
     ParamCount {
         total: layers * per_layer + embedding + final_norm,
         active: layers * per_layer_active + embedding + final_norm,
@@ -65,8 +94,8 @@ pub fn param_count(model: &ModelDims) -> ParamCount {
         per_layer,
         per_layer_active,
         per_layer_experts: match model.arch {
-            crate::types::Arch::Dense => 0.0,
-            crate::types::Arch::Moe => experts_total,
+            Arch::Dense => 0.0,
+            Arch::Moe => experts_total,
         },
     }
 }
@@ -97,17 +126,47 @@ pub struct FlopsPerToken {
     pub head_forward: f64,
 }
 
-/// FLOPs per token of training for `model` under `recompute` (see [`FlopConvention`]).
-pub fn flops_per_token(model: &ModelDims, recompute: Recompute) -> FlopsPerToken {
+/// Forward FLOPs per token of the parts of the model, for [`flops_per_token`] and the ops of
+/// the operator graph alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ForwardFlops {
+    /// QKV and output projections of one block: `2·h·(2h + 2·kv_dim)`.
+    pub(crate) attention_projections: f64,
+    /// The attention core of one block (`QKᵀ` and `AV`, no causal halving): `4·s·h`.
+    pub(crate) attention_core: f64,
+    /// The MLP of one block over the experts a token runs.
+    pub(crate) mlp: f64,
+    /// The output head: `2·h·vocab`.
+    pub(crate) head: f64,
+}
+
+impl ForwardFlops {
+    /// The attention op of one block: projections and core.
+    pub(crate) fn attention(&self) -> f64 {
+        self.attention_projections + self.attention_core
+    }
+}
+
+/// The forward FLOPs per token of `model`'s parts (see [`ForwardFlops`]).
+pub(crate) fn forward_flops(model: &ModelDims) -> ForwardFlops {
     let h = f64::from(model.hidden);
     let f = f64::from(model.ffn);
     let s = f64::from(model.seq_len);
+    ForwardFlops {
+        attention_projections: 2.0 * h * (2.0 * h + 2.0 * model.kv_dim()),
+        attention_core: 4.0 * s * h,
+        mlp: 2.0 * model.mlp_matrices() * h * f * model.active_experts(),
+        head: 2.0 * h * f64::from(model.vocab),
+    }
+}
+
+/// FLOPs per token of training for `model` under `recompute` (see [`FlopConvention`]).
+pub fn flops_per_token(model: &ModelDims, recompute: Recompute) -> FlopsPerToken {
     let layers = f64::from(model.layers);
-    let matmul_per_layer = h * (2.0 * h + 2.0 * model.kv_dim())
-        + model.mlp_matrices() * h * f * model.active_experts();
-    let block_gemm_forward = 2.0 * matmul_per_layer * layers;
-    let attention_forward = 4.0 * s * h * layers;
-    let head_forward = 2.0 * h * f64::from(model.vocab);
+    let forward = forward_flops(model);
+    let block_gemm_forward = (forward.attention_projections + forward.mlp) * layers;
+    let attention_forward = forward.attention_core * layers;
+    let head_forward = forward.head;
     let model_flops = 3.0 * (block_gemm_forward + attention_forward + head_forward);
     let extra = match recompute {
         Recompute::None => 0.0,
@@ -137,17 +196,15 @@ pub(crate) fn params_per_device_counted(
     layout: &Layout,
 ) -> f64 {
     let t = f64::from(layout.tensor.max(1));
-    let p = f64::from(layout.pipeline.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let layers_per_stage = f64::from(model.layers) / p;
+    let layers_per_stage = layout.layers_per_stage(model.layers);
     let dense_part = count.per_layer - count.per_layer_experts;
     let block = dense_part / t + count.per_layer_experts / (t * ep);
     // The first stage holds the input embedding, the last the head; with one stage both.
-    let embed_one = f64::from(model.vocab) * f64::from(model.hidden);
     let embed = if layout.pipeline <= 1 {
         count.embedding
     } else {
-        embed_one
+        model.embedding_params()
     };
     layers_per_stage * block + embed / t
 }
