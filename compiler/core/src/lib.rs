@@ -16,6 +16,7 @@ pub mod catalogue;
 pub mod check;
 pub mod cost;
 pub mod diagnostics;
+pub mod display;
 pub mod fmt;
 pub mod hardware;
 pub mod plan;

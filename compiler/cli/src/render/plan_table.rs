@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// `1234567.8` → `1,234,568`.
 pub fn thousands(amount: f64) -> String {
-    loam_compiler::plan::thousands(amount)
+    loam_compiler::display::thousands(amount)
 }
 
 /// Hours as `29.1 days` (or `5.2 h` under two days).
