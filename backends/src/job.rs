@@ -307,7 +307,7 @@ impl JobContext {
             name: folder(plan),
             tenant: plan.tenant.clone(),
             tenancy,
-            priority: plan.priority.clone(),
+            priority: plan.priority.to_string(),
             interruptible: plan.interruptible,
             groups,
             nnodes,

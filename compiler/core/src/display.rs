@@ -7,6 +7,7 @@
 //! in the planner's sentences, from hours in the plan table), each has its own function, so no
 //! output changes when a caller moves here.
 
+use crate::plan::ir::LayoutIr;
 use crate::types::Recompute;
 use crate::workload::Layout;
 
@@ -128,8 +129,8 @@ pub fn bytes(bytes: f64) -> String {
     }
 }
 
-/// The figures of a parallel layout that loam writes, from the search's
-/// [`Layout`](crate::workload::Layout) or the Plan IR's `LayoutIr`.
+/// The figures of a parallel layout that loam writes, from the search's [`Layout`] or the Plan
+/// IR's [`LayoutIr`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LayoutFigures {
     /// Tensor-parallel degree.
@@ -162,6 +163,22 @@ impl From<&Layout> for LayoutFigures {
             expert: l.expert.into(),
             virtual_stages: l.virtual_stages.into(),
             micro_batch: l.micro_batch.into(),
+            zero: l.zero,
+            recompute: l.recompute,
+        }
+    }
+}
+
+impl From<&LayoutIr> for LayoutFigures {
+    fn from(l: &LayoutIr) -> Self {
+        LayoutFigures {
+            tensor: l.tensor,
+            pipeline: l.pipeline,
+            data: l.data,
+            context: l.context,
+            expert: l.expert,
+            virtual_stages: l.virtual_stages,
+            micro_batch: l.micro_batch,
             zero: l.zero,
             recompute: l.recompute,
         }
@@ -375,6 +392,24 @@ mod tests {
             "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective"
         );
         assert_eq!(layout_compact(&l), "t8 p4 d16 c1 v1 b1 z1 selective");
+    }
+
+    #[test]
+    fn a_plan_layout_reads_like_the_searched_one() {
+        let l = layout();
+        let ir = LayoutIr {
+            tensor: 8,
+            pipeline: 4,
+            data: 16,
+            context: 1,
+            expert: 1,
+            virtual_stages: 1,
+            micro_batch: 1,
+            zero: 1,
+            recompute: Recompute::Selective,
+        };
+        assert_eq!(LayoutFigures::from(&ir), LayoutFigures::from(&l));
+        assert_eq!(layout_line(&ir), layout_line(&l));
     }
 
     #[test]

@@ -375,7 +375,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     text("job", plan.job.clone());
     text("file", plan.file.clone());
     text("tenant", plan.tenant.clone());
-    text("priority", plan.priority.clone());
+    text("priority", plan.priority.to_string());
     text("interruptible", plan.interruptible.to_string());
     text("pool", plan.pool.clone());
     text("feasible", plan.feasible.to_string());
@@ -390,7 +390,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     );
     text("workload.tokens", format!("{}", w.tokens));
     text("workload.global_batch", w.global_batch.to_string());
-    text("workload.precision", w.precision.clone());
+    text("workload.precision", w.precision.to_string());
     if let Some(l) = &plan.layout {
         text("layout.tensor", l.tensor.to_string());
         text("layout.pipeline", l.pipeline.to_string());
@@ -400,7 +400,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
         text("layout.virtual_stages", l.virtual_stages.to_string());
         text("layout.micro_batch", l.micro_batch.to_string());
         text("layout.zero", l.zero.to_string());
-        text("layout.recompute", l.recompute.clone());
+        text("layout.recompute", l.recompute.to_string());
     }
     let mut sites: Vec<&str> = plan.groups.iter().map(|g| g.site.as_str()).collect();
     sites.sort_unstable();

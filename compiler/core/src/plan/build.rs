@@ -335,7 +335,7 @@ pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
         virtual_stages: l.virtual_stages.into(),
         micro_batch: l.micro_batch.into(),
         zero: l.zero,
-        recompute: l.recompute.as_str().to_string(),
+        recompute: l.recompute,
     }
 }
 
