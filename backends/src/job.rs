@@ -298,7 +298,7 @@ impl<'a> JobContext<'a> {
             name,
             tenant: plan.tenant.clone(),
             tenancy,
-            priority: plan.priority.clone(),
+            priority: plan.priority.to_string(),
             interruptible: plan.interruptible,
             groups,
             nnodes,

@@ -276,3 +276,22 @@ fn emit_refuses_a_plan_made_with_another_catalogue() {
     assert_eq!(code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn emit_refuses_a_plan_whose_keyword_fields_hold_other_words() {
+    let dir = scratch("keyword");
+    let good = repo_root().join("tests/cases/emit/plans/two-node-lab.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    assert!(text.contains("\"precision\": \"bf16\""));
+    let bad = dir.join("bad.json");
+    let hostile = "\"precision\": \"bf16'; touch /tmp/loam-pwned; '\"";
+    std::fs::write(&bad, text.replace("\"precision\": \"bf16\"", hostile)).unwrap();
+    let (code, err) = emit(&bad, &["--backend", "slurm"], &dir.join("out"));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is not a loam plan") && err.contains("expected one of `fp32`"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,14 +3,14 @@
 //!
 //! ```text
 //!  repo ──git2──▶ Snapshot (spec bytes, catalogue texts) ──check+plan──▶ Side ─┐
-//!  (base, head)     repo.rs, side.rs                      parallel.rs          ├─compare─▶ PlanDiff ──▶ text | markdown | json
+//!  (base, head)     repo.rs, side.rs                      loam_compiler::project ├─compare─▶ PlanDiff ──▶ text | markdown | json
 //!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs
 //! ```
 //!
-//! Reading uses git2 only (no `git` process, no network). Both sides go through the code paths of
-//! `loam check` and `loam plan`: [`crate::catalogue_source::load_texts`] for a catalogue read
-//! from a revision, [`crate::session::check_against`] and the planner's
-//! [`loam_compiler::plan::plan_document`].
+//! Reading uses git2 only (no `git` process, no network). Both sides go through the core's one
+//! entry point, as `loam check` and `loam plan` do: [`loam_compiler::project::check_project`]
+//! and [`loam_compiler::project::plan_project_reusing`], which takes the base's plan of a job
+//! whose spec and catalogue did not change.
 
 pub mod compare;
 pub mod json;

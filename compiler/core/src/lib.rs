@@ -17,6 +17,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod cost;
 pub mod diagnostics;
+pub mod display;
 pub mod fmt;
 pub mod hardware;
 pub mod layout_rules;

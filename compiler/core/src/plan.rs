@@ -14,7 +14,6 @@ pub mod search;
 mod slices;
 mod stages;
 
-pub use build::money as thousands;
 pub use planner::plan_job;
 pub use stages::stage_ranges;
 

@@ -1,13 +1,18 @@
 //! The closed vocabularies shared by the language, the catalogue and the planner (precisions,
 //! recomputation modes, objectives …).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Declares a closed keyword enum with its spelling in specs, YAML and JSON.
+/// Declares a closed keyword enum with its spelling in specs, YAML and JSON (and the JSON
+/// Schema of the Plan JSON, which lists the keywords).
 macro_rules! keyword_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+            JsonSchema,
+        )]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
         }

@@ -245,19 +245,6 @@ fn unknown_unit(unit: &str) -> UnitError {
     }
 }
 
-/// Writes `value` (in base units of `dimension`) back in the most readable unit, e.g.
-/// `48TB`, `30d`, `400Gbps`; used by the formatter-independent parts of the output.
-pub fn format_bytes(bytes: f64) -> String {
-    const GIB: f64 = 1_073_741_824.0;
-    if bytes >= 1e15 {
-        format!("{:.1} PB", bytes / 1e15)
-    } else if bytes >= 1e12 {
-        format!("{:.1} TB", bytes / 1e12)
-    } else {
-        format!("{:.1} GiB", bytes / GIB)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@
 //! and checkpoint plans. The explanations (`why`, `notes`, `alternatives`) are not compared.
 
 use super::side::Side;
-use crate::render::plan_table::{layout_line, thousands};
+use crate::render::plan_table::layout_line;
+use loam_compiler::display::{decimals, money, signed, thousands};
 use loam_compiler::plan::ir::Plan;
 use std::collections::BTreeMap;
 
@@ -177,56 +178,19 @@ impl Change {
     }
 }
 
-/// `+1.5` / `-0.3` with `digits` decimals, or more (up to four) when that would round a real
-/// change to zero; `±0.0` for none.
-fn signed(n: f64, digits: usize) -> String {
-    let is_zero = |text: &str| {
-        text.trim_start_matches(['+', '-'])
-            .chars()
-            .all(|c| c == '0' || c == '.')
-    };
-    let mut text = format!("{n:+.digits$}");
-    let mut more = digits;
-    while is_zero(&text) && n != 0.0 && more < 4 {
-        more += 1;
-        text = format!("{n:+.more$}");
-    }
-    if is_zero(&text) {
-        format!("±{:.digits$}", 0.0)
-    } else {
-        text
-    }
-}
-
+/// A number as the diff writes it: whole with separators from a thousand up, else with a few
+/// decimals (more when they would hide a change); a ratio in percent without a space.
 fn show_number(n: f64, metric: &Metric) -> String {
     match metric {
         Metric::Hours => format!("{} h", decimals(n, 1)),
         Metric::Seconds => format!("{} s", decimals(n, 3)),
         Metric::Rate => format!("{} tokens/s", thousands(n)),
         Metric::Ratio => format!("{}%", decimals(n * 100.0, 2)),
-        Metric::Money(currency) if n.abs() >= 1000.0 => format!("{} {currency}", thousands(n)),
+        Metric::Money(currency) if n.abs() >= 1000.0 => money(n, currency),
         Metric::Money(currency) => format!("{} {currency}", decimals(n, 2)),
         Metric::Amount(unit) if n.abs() >= 1000.0 => format!("{} {unit}", thousands(n)),
         Metric::Amount(unit) => format!("{} {unit}", decimals(n, 1)),
     }
-}
-
-/// `n` with `digits` decimals, or more (up to four) when that would show a non-zero number as
-/// zero.
-fn decimals(n: f64, digits: usize) -> String {
-    let mut more = digits;
-    let mut text = format!("{n:.more$}");
-    while n != 0.0
-        && more < 4
-        && text
-            .trim_start_matches('-')
-            .chars()
-            .all(|c| c == '0' || c == '.')
-    {
-        more += 1;
-        text = format!("{n:.more$}");
-    }
-    text
 }
 
 /// A job's change between the sides.
@@ -375,7 +339,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     text("job", plan.job.clone());
     text("file", plan.file.clone());
     text("tenant", plan.tenant.clone());
-    text("priority", plan.priority.clone());
+    text("priority", plan.priority.to_string());
     text("interruptible", plan.interruptible.to_string());
     text("pool", plan.pool.clone());
     text("feasible", plan.feasible.to_string());
@@ -390,7 +354,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     );
     text("workload.tokens", format!("{}", w.tokens));
     text("workload.global_batch", w.global_batch.to_string());
-    text("workload.precision", w.precision.clone());
+    text("workload.precision", w.precision.to_string());
     if let Some(l) = &plan.layout {
         text("layout.tensor", l.tensor.to_string());
         text("layout.pipeline", l.pipeline.to_string());
@@ -400,7 +364,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
         text("layout.virtual_stages", l.virtual_stages.to_string());
         text("layout.micro_batch", l.micro_batch.to_string());
         text("layout.zero", l.zero.to_string());
-        text("layout.recompute", l.recompute.clone());
+        text("layout.recompute", l.recompute.to_string());
     }
     let mut sites: Vec<&str> = plan.groups.iter().map(|g| g.site.as_str()).collect();
     sites.sort_unstable();

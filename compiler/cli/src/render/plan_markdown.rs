@@ -1,6 +1,7 @@
 //! The plan as Markdown, for pull-request comments.
 
-use super::plan_table::{duration, layout_line, thousands, where_line};
+use super::plan_table::{layout_line, where_line};
+use loam_compiler::display::{hours_or_days, money, percent, thousands};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::fmt::Write;
 
@@ -28,22 +29,21 @@ fn render_plan(out: &mut String, plan: &Plan) {
         let _ = writeln!(
             out,
             "| time | {} (step {:.2} s, {} tokens/s) |",
-            duration(e.train_time_h),
+            hours_or_days(e.train_time_h),
             e.step_time_s,
             thousands(e.tokens_per_s)
         );
         let _ = writeln!(
             out,
-            "| cost | {} {} · {} MWh · {} t CO2 |",
-            thousands(e.cost.amount),
-            e.cost.currency,
+            "| cost | {} · {} MWh · {} t CO2 |",
+            money(e.cost.amount, &e.cost.currency),
             thousands(e.energy_kwh / 1000.0),
             thousands(e.carbon_kg / 1000.0)
         );
         let _ = writeln!(
             out,
-            "| efficiency | MFU {:.1} % · {:.1} GiB per device |",
-            100.0 * e.mfu,
+            "| efficiency | MFU {} · {:.1} GiB per device |",
+            percent(e.mfu),
             e.memory_per_device_gib
         );
     }

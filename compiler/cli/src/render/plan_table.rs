@@ -1,22 +1,9 @@
 //! The plan as a person reads it first: where, split how, how long, how much, why, and what
 //! else was considered.
 
-use loam_compiler::plan::ir::{LayoutIr, Plan, PlanDocument, StageIr};
+use loam_compiler::display::{self, hours_or_days, money, percent, thousands};
+use loam_compiler::plan::ir::{Plan, PlanDocument, StageIr};
 use std::fmt::Write;
-
-/// `1234567.8` → `1,234,568`.
-pub fn thousands(amount: f64) -> String {
-    loam_compiler::plan::thousands(amount)
-}
-
-/// Hours as `29.1 days` (or `5.2 h` under two days).
-pub fn duration(hours: f64) -> String {
-    if hours < 48.0 {
-        format!("{hours:.1} h")
-    } else {
-        format!("{:.1} days", hours / 24.0)
-    }
-}
 
 /// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
 /// a heterogeneous data-parallel plan, each group's joined by ` + `.
@@ -24,25 +11,9 @@ pub fn layout_line(plan: &Plan) -> String {
     if is_data_split(plan) {
         return group_layout_lines(plan).join(" + ");
     }
-    plan.layout.as_ref().map_or_else(|| "-".into(), layout_text)
-}
-
-/// One layout: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`.
-fn layout_text(l: &LayoutIr) -> String {
-    let mut degrees = format!("TP{} PP{} DP{}", l.tensor, l.pipeline, l.data);
-    if l.context > 1 {
-        let _ = write!(degrees, " CP{}", l.context);
-    }
-    if l.expert > 1 {
-        let _ = write!(degrees, " EP{}", l.expert);
-    }
-    if l.virtual_stages > 1 {
-        let _ = write!(degrees, " VP{}", l.virtual_stages);
-    }
-    format!(
-        "{degrees} · micro-batch {} · ZeRO-{} · recompute {}",
-        l.micro_batch, l.zero, l.recompute
-    )
+    plan.layout
+        .as_ref()
+        .map_or_else(|| "-".into(), display::layout_line)
 }
 
 /// Whether each group of the plan runs whole replicas on its share of the batch.
@@ -55,7 +26,7 @@ fn group_layout_lines(plan: &Plan) -> Vec<String> {
     plan.groups
         .iter()
         .filter_map(|g| {
-            let layout = layout_text(g.layout.as_ref()?);
+            let layout = display::layout_line(g.layout.as_ref()?);
             let share = g
                 .sequences_per_step
                 .map_or(String::new(), |s| format!(" · {s} sequences per step"));
@@ -184,7 +155,7 @@ pub fn render_plan(plan: &Plan) -> String {
             "time",
             &format!(
                 "{} · step {:.2} s · {} tokens/s",
-                duration(e.train_time_h),
+                hours_or_days(e.train_time_h),
                 e.step_time_s,
                 thousands(e.tokens_per_s)
             ),
@@ -193,9 +164,8 @@ pub fn render_plan(plan: &Plan) -> String {
             &mut out,
             "cost",
             &format!(
-                "{} {} · {} MWh · {} t CO2",
-                thousands(e.cost.amount),
-                e.cost.currency,
+                "{} · {} MWh · {} t CO2",
+                money(e.cost.amount, &e.cost.currency),
                 thousands(e.energy_kwh / 1000.0),
                 thousands(e.carbon_kg / 1000.0)
             ),
@@ -204,8 +174,8 @@ pub fn render_plan(plan: &Plan) -> String {
             &mut out,
             "efficiency",
             &format!(
-                "MFU {:.1} % · {:.0} model TFLOP/s per device · {:.1} GiB memory per device",
-                100.0 * e.mfu,
+                "MFU {} · {:.0} model TFLOP/s per device · {:.1} GiB memory per device",
+                percent(e.mfu),
                 e.model_tflops_per_device,
                 e.memory_per_device_gib
             ),
@@ -239,13 +209,13 @@ pub fn render_plan(plan: &Plan) -> String {
         for o in d.options.iter().filter(|o| !o.chosen) {
             let moved = if o.transfer_gb > 0.0 {
                 format!(
-                    "{} GB in {:.1} h, {} {currency} egress",
+                    "{} GB in {:.1} h, {} egress",
                     thousands(o.transfer_gb),
                     o.transfer_h,
-                    thousands(o.egress)
+                    money(o.egress, currency)
                 )
             } else if o.egress > 0.0 {
-                format!("{} {currency} egress", thousands(o.egress))
+                format!("{} egress", money(o.egress, currency))
             } else {
                 "nothing moved".to_string()
             };
@@ -253,11 +223,11 @@ pub fn render_plan(plan: &Plan) -> String {
                 &mut out,
                 "",
                 &format!(
-                    "vs {} at {}: {moved}; {} · {} {currency}",
+                    "vs {} at {}: {moved}; {} · {}",
                     o.strategy,
                     o.site,
-                    duration(o.time_h),
-                    thousands(o.cost)
+                    hours_or_days(o.time_h),
+                    money(o.cost, currency)
                 ),
             );
         }
@@ -271,13 +241,13 @@ pub fn render_plan(plan: &Plan) -> String {
             &mut out,
             "schedule",
             &format!(
-                "interruptible: run {:02}:00–{:02}:00 daily ({} h at {:.2} {currency}/kWh), saves {} {currency} of power, trains in {}",
+                "interruptible: run {:02}:00–{:02}:00 daily ({} h at {:.2} {currency}/kWh), saves {} of power, trains in {}",
                 w.start_hour,
                 (w.start_hour + w.hours_per_day) % 24,
                 w.hours_per_day,
                 w.power_price_per_kwh,
-                thousands(w.saving),
-                duration(w.train_time_h)
+                money(w.saving, currency),
+                hours_or_days(w.train_time_h)
             ),
         );
     }

@@ -4,21 +4,9 @@ use super::CalibrationReport;
 use crate::workload::Layout;
 use std::fmt::Write;
 
+/// The costed layout in the table's narrow column, or `infeasible`.
 fn layout_text(layout: Option<&Layout>) -> String {
-    match layout {
-        None => "infeasible".into(),
-        Some(l) => format!(
-            "t{} p{} d{} c{} v{} b{} z{} {}",
-            l.tensor,
-            l.pipeline,
-            l.data,
-            l.context,
-            l.virtual_stages,
-            l.micro_batch,
-            l.zero,
-            l.recompute
-        ),
-    }
+    layout.map_or_else(|| "infeasible".into(), crate::display::layout_compact)
 }
 
 /// Renders the report as an aligned table with a summary line; pure, no colour.

@@ -226,8 +226,8 @@ impl Cx<'_, '_> {
                     codes::INCONSISTENT,
                     format!(
                         "slice memory above the device memory: expected at most {}, found {}",
-                        crate::units::format_bytes(total),
-                        crate::units::format_bytes(slice)
+                        crate::display::bytes(total),
+                        crate::display::bytes(slice)
                     ),
                     self.span(&profile.memory),
                     "more than the whole device",

@@ -196,63 +196,12 @@ pub(crate) fn currency_of(job: &Job) -> String {
 
 /// `x` to five significant digits, so JSON diffs show only changes that matter.
 pub(crate) fn round(x: f64) -> f64 {
-    if !x.is_finite() || x == 0.0 {
-        return if x.is_finite() { 0.0 } else { x };
-    }
-    format!("{x:.4e}").parse().unwrap_or(x)
+    crate::display::significant(x)
 }
 
-/// A duration in days (hours below two days, minutes below two hours).
-pub(crate) fn days(seconds: f64) -> String {
-    let hours = seconds / 3600.0;
-    if seconds.abs() < 120.0 {
-        format!("{seconds:.0} s")
-    } else if hours.abs() < 2.0 {
-        format!("{:.0} min", seconds / 60.0)
-    } else if hours.abs() < 48.0 {
-        format!("{hours:.1} h")
-    } else {
-        format!("{:.1} days", hours / 24.0)
-    }
-}
-
-/// A whole amount with thousands separators: `310,000` (shared with the CLI's renderers).
-pub fn money(amount: f64) -> String {
-    let whole = format!("{:.0}", amount.abs());
-    let mut out = String::new();
-    for (i, ch) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if amount < -0.5 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
-
-/// The layout in one short line: `TP8 PP4 DP16 mb1 ZeRO-1 selective`.
+/// The layout in one short line: `TP8 PP4 DP16 mb1 ZeRO-1 recompute selective`.
 pub(crate) fn layout_text(l: &Layout) -> String {
-    let mut parts = vec![
-        format!("TP{}", l.tensor),
-        format!("PP{}", l.pipeline),
-        format!("DP{}", l.data),
-    ];
-    if l.context > 1 {
-        parts.push(format!("CP{}", l.context));
-    }
-    if l.expert > 1 {
-        parts.push(format!("EP{}", l.expert));
-    }
-    if l.virtual_stages > 1 {
-        parts.push(format!("VP{}", l.virtual_stages));
-    }
-    parts.push(format!("mb{}", l.micro_batch));
-    parts.push(format!("ZeRO-{}", l.zero));
-    parts.push(format!("recompute {}", l.recompute));
-    parts.join(" ")
+    crate::display::layout_short(l)
 }
 
 /// One line: layout and placement.
@@ -382,7 +331,7 @@ pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
         virtual_stages: l.virtual_stages.into(),
         micro_batch: l.micro_batch.into(),
         zero: l.zero,
-        recompute: l.recompute.as_str().to_string(),
+        recompute: l.recompute,
     }
 }
 

@@ -9,6 +9,7 @@ use super::objective::{Constrained, Limits, Outcome, PENALTY};
 use super::planner::Ranked;
 use crate::catalogue::Pool;
 use crate::check::Job;
+use crate::display;
 use crate::types::Optimize;
 
 /// Alternatives listed per plan.
@@ -175,16 +176,16 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
     if let Some(deadline) = limits.deadline_s {
         limit_texts.push(format!(
             "the {} deadline ({} to spare)",
-            build::days(deadline),
-            build::days(deadline - best.outcome.time_s)
+            display::duration(deadline),
+            display::duration(deadline - best.outcome.time_s)
         ));
     }
     if let Some(budget) = limits.budget {
         let currency = build::currency_of(job);
         limit_texts.push(format!(
-            "the {} {currency} budget ({} {currency} to spare)",
-            build::money(budget),
-            build::money(budget - best.outcome.cost)
+            "the {} budget ({} to spare)",
+            display::money(budget, &currency),
+            display::money(budget - best.outcome.cost, &currency)
         ));
     }
     let plural = if groups == 1 { "" } else { "s" };
@@ -205,8 +206,8 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         let (mine, theirs) = (limits.raw(&best.outcome), limits.raw(&single.outcome));
         if single.score < PENALTY && theirs > 0.0 {
             text.push_str(&format!(
-                "; {:.1} % better than the best single-type plan",
-                100.0 * (1.0 - mine / theirs)
+                "; {} better than the best single-type plan",
+                display::percent(1.0 - mine / theirs)
             ));
         } else {
             text.push_str("; no single-type plan meets the limits");
@@ -225,9 +226,9 @@ pub(crate) fn miss_reasons(job: &Job, best: &Entry<'_, '_>, limits: &Limits) -> 
     {
         reasons.push(format!(
             "misses the deadline by {} ({} needed, {} allowed) with the best plan: {summary}",
-            build::days(o.time_s - deadline),
-            build::days(o.time_s),
-            build::days(deadline),
+            display::duration(o.time_s - deadline),
+            display::duration(o.time_s),
+            display::duration(deadline),
         ));
     }
     if let Some(budget) = limits.budget
@@ -235,10 +236,10 @@ pub(crate) fn miss_reasons(job: &Job, best: &Entry<'_, '_>, limits: &Limits) -> 
     {
         let currency = build::currency_of(job);
         reasons.push(format!(
-            "over budget by {} {currency} ({} {currency} needed, {} {currency} allowed) with the best plan: {summary}",
-            build::money(o.cost - budget),
-            build::money(o.cost),
-            build::money(budget),
+            "over budget by {} ({} needed, {} allowed) with the best plan: {summary}",
+            display::money(o.cost - budget, &currency),
+            display::money(o.cost, &currency),
+            display::money(budget, &currency),
         ));
     }
     reasons
@@ -307,7 +308,7 @@ pub(crate) fn alternatives(
                 shape: e.shape(best).to_string(),
                 lost_on: lost_on.to_string(),
                 summary: e.summary(),
-                objective: build::round(limits.raw(&e.outcome)),
+                objective: display::significant(limits.raw(&e.outcome)),
                 why_not,
             }
         })
@@ -329,7 +330,7 @@ fn why_not(
             "misses-deadline",
             format!(
                 "misses the deadline by {}",
-                build::days(o.time_s - deadline)
+                display::duration(o.time_s - deadline)
             ),
         );
     }
@@ -339,36 +340,40 @@ fn why_not(
         return (
             "over-budget",
             format!(
-                "over budget by {} {currency}",
-                build::money(o.cost - budget)
+                "over budget by {}",
+                display::money(o.cost - budget, currency)
             ),
         );
     }
     let mine = limits.raw(o);
     let theirs = limits.raw(&best.outcome);
-    let pct = if theirs > 0.0 {
-        100.0 * (mine / theirs - 1.0)
+    let change = if theirs > 0.0 {
+        mine / theirs - 1.0
     } else {
         0.0
     };
+    let pct = display::percent(change);
     let b = &best.outcome;
     match limits.optimize {
         Optimize::Time => (
             "slower",
-            format!("{} slower (+{pct:.1} %)", build::days(o.time_s - b.time_s)),
+            format!("{} slower (+{pct})", display::duration(o.time_s - b.time_s)),
         ),
         Optimize::Cost => (
             "costlier",
             format!(
-                "costs {} {currency} more (+{pct:.1} %)",
-                build::money(o.cost - b.cost)
+                "costs {} more (+{pct})",
+                display::money(o.cost - b.cost, currency)
             ),
         ),
-        Optimize::Balanced => ("worse-balance", format!("hours × cost {pct:+.1} % worse")),
+        Optimize::Balanced => (
+            "worse-balance",
+            format!("hours × cost {} worse", display::percent_signed(change)),
+        ),
         Optimize::Carbon => (
             "more-carbon",
             format!(
-                "emits {:.1} t more CO2 (+{pct:.1} %)",
+                "emits {:.1} t more CO2 (+{pct})",
                 (o.carbon_kg - b.carbon_kg) / 1000.0
             ),
         ),
@@ -418,10 +423,10 @@ pub(crate) fn data_options(
                 site: e.sites().join("+"),
                 transfer_gb: data.transfer_gb,
                 transfer_h: data.transfer_h,
-                egress: build::round(egress),
-                time_h: build::round(e.outcome.time_s / 3600.0),
-                cost: build::round(e.outcome.cost),
-                objective: build::round(limits.raw(&e.outcome)),
+                egress: display::significant(egress),
+                time_h: display::significant(e.outcome.time_s / 3600.0),
+                cost: display::significant(e.outcome.cost),
+                objective: display::significant(limits.raw(&e.outcome)),
                 chosen: Some(e.groups()) == chosen,
             })
         })

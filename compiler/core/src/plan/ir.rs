@@ -5,6 +5,7 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
+use crate::types::{Precision, Priority, Recompute};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,7 +39,7 @@ pub struct Plan {
     /// The owning tenant.
     pub tenant: String,
     /// Scheduling priority (`low` … `critical`).
-    pub priority: String,
+    pub priority: Priority,
     /// Whether the job tolerates preemption.
     pub interruptible: bool,
     /// The pool planned in.
@@ -106,8 +107,8 @@ pub struct WorkloadIr {
     pub global_batch: u64,
     /// Training tokens.
     pub tokens: f64,
-    /// Arithmetic precision keyword.
-    pub precision: String,
+    /// Arithmetic precision keyword (`fp32`, `tf32`, `bf16`, `fp16`, `fp8`).
+    pub precision: Precision,
 }
 
 /// The parallel layout (contract field `layout`).
@@ -129,8 +130,8 @@ pub struct LayoutIr {
     pub micro_batch: u64,
     /// ZeRO stage.
     pub zero: u8,
-    /// Recomputation keyword.
-    pub recompute: String,
+    /// Recomputation keyword (`none`, `selective`, `full`).
+    pub recompute: Recompute,
 }
 
 /// One group of identical devices at one site.
@@ -204,7 +205,7 @@ pub struct StageIr {
     /// The stage's own recomputation, in heterogeneous plans (each stage takes the least that
     /// fits its devices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recompute: Option<String>,
+    pub recompute: Option<Recompute>,
 }
 
 /// Predicted performance, cost and footprint (contract field `estimate`).
@@ -341,4 +342,33 @@ pub struct AlternativeIr {
     pub objective: f64,
     /// Why it was not chosen, with numbers.
     pub why_not: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_are_written_and_read_as_in_specs() {
+        let layout: LayoutIr = serde_json::from_str(
+            r#"{"tensor": 8, "pipeline": 1, "data": 2, "context": 1, "expert": 1,
+                "virtual_stages": 1, "micro_batch": 2, "zero": 1, "recompute": "selective"}"#,
+        )
+        .unwrap();
+        assert_eq!(layout.recompute, Recompute::Selective);
+        let json = serde_json::to_value(&layout).unwrap();
+        assert_eq!(json["recompute"], "selective");
+        assert_eq!(
+            serde_json::to_value(Priority::Critical).unwrap(),
+            "critical"
+        );
+        assert_eq!(serde_json::to_value(Precision::Bf16).unwrap(), "bf16");
+    }
+
+    #[test]
+    fn a_word_that_is_no_keyword_is_refused() {
+        let err = serde_json::from_str::<Precision>(r#""bf16'; touch /tmp/x; '""#).unwrap_err();
+        assert!(err.to_string().contains("unknown variant"), "{err}");
+        assert!(serde_json::from_str::<Priority>(r#""urgent""#).is_err());
+    }
 }

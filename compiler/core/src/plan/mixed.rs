@@ -308,7 +308,7 @@ pub(crate) fn fill_mixed(
         virtual_stages: 1,
         micro_batch: shape.micro_batch.into(),
         zero: shape.zero,
-        recompute: deepest.as_str().to_string(),
+        recompute: deepest,
     });
     let [leader, _] = m.placements;
     let stages_on = |o: &Placement<'_>| {

@@ -75,7 +75,7 @@ fn workload_ir(job: &Job) -> WorkloadIr {
         seq_len: m.seq_len,
         global_batch: job.train.global_batch,
         tokens: job.train.tokens,
-        precision: job.train.precision.value.as_str().to_string(),
+        precision: job.train.precision.value,
     }
 }
 
@@ -87,7 +87,7 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         feasible: false,
         reasons: Vec::new(),
         tenant: job.tenant.value.clone(),
-        priority: job.priority.as_str().to_string(),
+        priority: job.priority,
         interruptible: job.resources.interruptible,
         pool: job.resources.pool.value.clone(),
         workload: workload_ir(job),

@@ -82,7 +82,7 @@ pub(crate) fn stage_ir(
         layers: [blocks_before, blocks_before + blocks],
         ops: names,
         sensitive_ops: sensitive,
-        recompute: recompute.map(|r| r.as_str().to_string()),
+        recompute,
     }
 }
 
