@@ -106,7 +106,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.2");
+        assert_eq!(doc["format_version"], "1.3");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -348,9 +348,14 @@ fn a_pinned_layout_that_does_not_fit_fails_with_memory_numbers() {
 
 #[test]
 fn spec_errors_stop_planning() {
+    // The job with errors is not planned; its errors come with the (empty) plan list.
     let (code, doc) = plan_text("broken", "job \"x\" {\n  tenant = 3\n}\n");
     assert_eq!(code, 1);
-    assert!(doc.get("plans").is_none(), "{doc}");
+    assert_eq!(doc["plans"].as_array().map(Vec::len), Some(0), "{doc}");
+    assert!(
+        doc["diagnostics"].as_array().is_some_and(|d| !d.is_empty()),
+        "{doc}"
+    );
 }
 
 #[test]
