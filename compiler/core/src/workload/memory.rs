@@ -204,6 +204,7 @@ pub(crate) struct StageActivations {
 impl StageActivations {
     /// The activations of `layout` whatever its recomputation; `per_token` is its
     /// [`layer_bytes_per_token`].
+    #[inline]
     pub(crate) fn new(
         model: &ModelDims,
         setup: &TrainSetup,

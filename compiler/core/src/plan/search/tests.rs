@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::calibrate::tests::test_device;
-use crate::cost::estimate;
-use crate::types::{Mlp, Optimizer, Precision};
+use crate::cost::{estimate, usable_memory};
+use crate::types::{Arch, Mlp, Optimizer, Precision};
 
 fn h100s(nodes: u32) -> ClusterFigures {
     ClusterFigures {

@@ -1,0 +1,223 @@
+//! Costing the shapes the walk hands over: each ZeRO stage of a shape with the least
+//! recomputation that fits in memory, scored by the objective, kept when it ranks.
+//!
+//! The cost model is worked out in stages ([`StageCache`]) as the walk moves through the space:
+//! what depends only on the tensor and context degree, or only on the placement, is computed once
+//! for all the shapes below it.
+
+use super::kept::{Kept, Rejections};
+use super::space::{Axes, Visitor};
+use super::{Candidate, Objective, Rejection, SearchResult, SearchSpec, SearchStats};
+use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
+use crate::hardware::ClusterFigures;
+use crate::types::Recompute;
+use crate::workload::{
+    Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup, breakdown,
+    layer_bytes_per_token, param_count, params_per_device_counted, state_bytes,
+};
+use std::ops::ControlFlow;
+
+/// Weights, gradients and optimizer bytes of one device under one ZeRO stage.
+type States = (f64, f64, f64);
+
+/// Costs, ranks and records what the walk visits.
+pub(super) struct Ranker<'a> {
+    model: &'a ModelDims,
+    setup: &'a TrainSetup,
+    cluster: &'a ClusterFigures,
+    objective: &'a dyn Objective,
+    /// `None` when the device has no peak for the precision.
+    costing: Option<Costing<'a>>,
+    count: ParamCount,
+    stages: StageCache,
+    zeros: &'a [u8],
+    recomputes: &'a [Recompute],
+    have_bytes: f64,
+    /// Bytes per token of one block's stash under the current tensor degree.
+    per_token: f64,
+    /// Parameters one device of the current placement holds.
+    params: f64,
+    /// [`States`] of the current placement by entry of `zeros`.
+    states: [States; 4],
+    rejections: Rejections,
+    stats: SearchStats,
+    kept: Kept,
+    /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
+    /// big to copy for nothing.
+    scratch: Candidate,
+}
+
+impl<'a> Ranker<'a> {
+    /// A ranker of `spec`'s layouts by `objective`, trying the ZeRO stages and recomputation
+    /// modes of `axes`; `stats` holds the size of the space.
+    pub(super) fn new(
+        spec: &SearchSpec<'a>,
+        objective: &'a dyn Objective,
+        axes: &'a Axes,
+        stats: SearchStats,
+    ) -> Ranker<'a> {
+        let (model, setup, cluster) = (spec.model, spec.setup, spec.cluster);
+        Ranker {
+            model,
+            setup,
+            cluster,
+            objective,
+            // A device without the precision is reported at the first layout that fits in memory.
+            costing: Costing::new(model, setup, cluster).ok(),
+            count: param_count(model),
+            stages: StageCache::default(),
+            zeros: &axes.zeros,
+            recomputes: &axes.recomputes,
+            have_bytes: usable_memory(&cluster.device),
+            per_token: 0.0,
+            params: 0.0,
+            states: [(0.0, 0.0, 0.0); 4],
+            rejections: Rejections::default(),
+            stats,
+            kept: Kept::new(spec.keep),
+            scratch: Candidate {
+                layout: Layout::single(),
+                devices: 0,
+                estimate: StepEstimate::blank(),
+                train_time_s: 0.0,
+                device_hours: 0.0,
+            },
+        }
+    }
+
+    /// The kept candidates, the rejected regions and the statistics.
+    pub(super) fn finish(self) -> SearchResult {
+        let (scores, ranked) = self.kept.into_ranked();
+        SearchResult {
+            ranked,
+            scores,
+            rejected: self.rejections.into_regions(),
+            stats: self.stats,
+        }
+    }
+
+    /// The least recomputation under which `shape` at ZeRO `zero` (with model states `states`)
+    /// fits in memory, and its memory; every mode tried before it is rejected for memory.
+    #[inline]
+    fn least_recompute_that_fits(
+        &mut self,
+        shape: &Layout,
+        zero: u8,
+        (weights, gradients, optimizer): States,
+        activations: &StageActivations,
+    ) -> Option<(Recompute, MemoryBreakdown)> {
+        for &r in self.recomputes {
+            let memory = breakdown(weights, gradients, optimizer, activations.bytes(r));
+            if memory.total <= self.have_bytes {
+                return Some((r, memory));
+            }
+            let layout = Layout {
+                zero,
+                recompute: r,
+                ..*shape
+            };
+            self.rejections
+                .reject_memory(memory.total, self.have_bytes, layout);
+        }
+        None
+    }
+
+    /// Costs the scratch candidate under `zero` and `recompute` with its `memory`, and keeps it
+    /// if it ranks. Breaks when the device cannot run the precision: the search ends there.
+    #[inline]
+    fn cost_and_rank(
+        &mut self,
+        zero: u8,
+        recompute: Recompute,
+        memory: MemoryBreakdown,
+        devices: f64,
+    ) -> ControlFlow<()> {
+        let cand = &mut self.scratch;
+        cand.layout.zero = zero;
+        cand.layout.recompute = recompute;
+        self.stats.evaluated += 1;
+        let Some(costing) = &self.costing else {
+            let message = format!(
+                "`{}` has no {} peak",
+                self.cluster.device.id, self.setup.precision
+            );
+            self.rejections
+                .reject(Rejection::Unsupported { message }, cand.layout);
+            return ControlFlow::Break(());
+        };
+        costing.step_cached(
+            &mut self.stages,
+            &cand.layout,
+            self.params,
+            memory,
+            &mut cand.estimate,
+        );
+        set_totals(cand, self.setup, devices);
+        let score = self.objective.score(cand);
+        self.kept.offer(score, cand);
+        ControlFlow::Continue(())
+    }
+}
+
+impl Visitor for Ranker<'_> {
+    #[inline]
+    fn reject(&mut self, reason: Rejection, layout: Layout) {
+        self.rejections.reject(reason, layout);
+    }
+
+    fn enter_tensor(&mut self, tensor: &Layout) {
+        self.per_token = layer_bytes_per_token(self.model, self.setup.precision, tensor);
+    }
+
+    fn enter_tensor_context(&mut self) {
+        self.stages.new_tensor_context();
+    }
+
+    fn enter_placement(&mut self, placement: &Layout) {
+        self.params = params_per_device_counted(self.model, &self.count, placement);
+        self.stages.new_placement();
+        // The same for every micro-batch.
+        for (slot, &zero) in self.states.iter_mut().zip(self.zeros) {
+            let layout = Layout { zero, ..*placement };
+            *slot = state_bytes(self.setup, &layout, self.params, self.count.per_layer);
+        }
+    }
+
+    /// Tries every ZeRO stage of `shape` with the least recomputation that fits, costs and
+    /// ranks it.
+    // The search's innermost loop, thousands of times per search: inlined with what it calls
+    // into the walk, as when the walk was one function.
+    #[inline]
+    fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
+        let activations = StageActivations::new(self.model, self.setup, shape, self.per_token);
+        self.stages.new_micro_batch();
+        // The candidate's layout is rewritten field by field: copying whole layouts is a
+        // noticeable share of the innermost loop.
+        self.scratch.layout = *shape;
+        self.scratch.devices = devices;
+        // A copy of the four slots: the loop needs `self` mutably.
+        let states = self.states;
+        for (&zero, &zero_states) in self.zeros.iter().zip(&states) {
+            self.stats.enumerated += 1;
+            let Some((recompute, memory)) =
+                self.least_recompute_that_fits(shape, zero, zero_states, &activations)
+            else {
+                continue;
+            };
+            self.cost_and_rank(zero, recompute, memory, devices as f64)?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Fills in the training time and device-hours of `cand` from its estimate; `devices` is
+/// `cand.devices`.
+fn set_totals(cand: &mut Candidate, setup: &TrainSetup, devices: f64) {
+    let train_time_s = if cand.estimate.tokens_per_s > 0.0 {
+        setup.tokens / cand.estimate.tokens_per_s
+    } else {
+        f64::INFINITY
+    };
+    cand.train_time_s = train_time_s;
+    cand.device_hours = train_time_s / 3600.0 * devices;
+}

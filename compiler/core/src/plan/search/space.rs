@@ -1,0 +1,410 @@
+//! The search space in its fixed order: every tensor × context × pipeline × virtual-stage × data
+//! × expert × micro-batch shape of a job on one device type, each either handed on to be costed
+//! or rejected with the reason its region cannot work.
+//!
+//! Each layout field is one level of the walk, outermost first. A level enumerates the field's
+//! candidate values (auto fields only values that can work, pinned fields their one value),
+//! probes each one against the fields chosen so far, and either reports the rejection or goes one
+//! level deeper. The walk tells its [`Visitor`] when the tensor degree, the context degree and the
+//! placement change, so what depends only on those is worked out once per value.
+
+use super::{Pins, Rejection, SearchSpec};
+use crate::types::{Arch, Recompute};
+use crate::workload::{Layout, ModelDims};
+use std::ops::ControlFlow;
+
+/// What the walk reports, in the order it visits the space.
+pub(super) trait Visitor {
+    /// `layout`, with the fields the walk had chosen when it probed it, cannot work.
+    fn reject(&mut self, reason: Rejection, layout: Layout);
+
+    /// A new tensor degree: `tensor` has it and the sequence parallelism its shapes will have.
+    fn enter_tensor(&mut self, tensor: &Layout);
+
+    /// A new context degree (under the current tensor degree).
+    fn enter_tensor_context(&mut self);
+
+    /// A new placement: `placement` has every field but the micro-batch, ZeRO and recomputation.
+    fn enter_placement(&mut self, placement: &Layout);
+
+    /// A shape that passed every probe: every field but ZeRO and recomputation. Breaking ends the
+    /// walk.
+    fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()>;
+}
+
+/// The values each auto layout field takes, worked out once per search.
+pub(super) struct Axes {
+    tensors: Vec<u32>,
+    contexts: Vec<u32>,
+    pipelines: Vec<u32>,
+    layer_divisors: Vec<u32>,
+    batch_divisors: Vec<u32>,
+    expert_divisors: Vec<u32>,
+    /// ZeRO stages, tried innermost.
+    pub(super) zeros: Vec<u8>,
+    /// Recomputation modes, least first, tried innermost.
+    pub(super) recomputes: Vec<Recompute>,
+}
+
+impl Axes {
+    /// The values of `spec`'s fields: the pinned one, else those that can work.
+    pub(super) fn new(spec: &SearchSpec<'_>) -> Axes {
+        let model = spec.model;
+        let pins = spec.pins;
+        let dpn = spec.cluster.devices_per_node.max(1);
+        let layer_divisors = to_u32(divisors(u64::from(model.layers)));
+        Axes {
+            tensors: match pins.tensor {
+                Some(t) => vec![t],
+                None => to_u32(divisors(u64::from(model.heads)))
+                    .into_iter()
+                    .filter(|t| *t <= dpn && model.kv_heads.is_multiple_of(*t))
+                    .collect(),
+            },
+            contexts: match pins.context {
+                Some(c) => vec![c],
+                // Powers of two that leave each rank at least 1024 tokens in two balanced chunks.
+                None => (0..8)
+                    .map(|i| 1u32 << i)
+                    .filter(|c| model.seq_len / c >= 1024)
+                    .collect(),
+            },
+            pipelines: match pins.pipeline {
+                Some(p) => vec![p],
+                None => layer_divisors.clone(),
+            },
+            layer_divisors,
+            batch_divisors: to_u32(divisors(u64::from(spec.setup.global_batch))),
+            expert_divisors: match model.arch {
+                Arch::Dense => vec![1],
+                Arch::Moe => to_u32(divisors(u64::from(model.experts))),
+            },
+            zeros: match pins.zero {
+                Some(z) => vec![z],
+                None => vec![0, 1, 2, 3],
+            },
+            recomputes: match pins.recompute {
+                Some(r) => vec![r],
+                None => vec![Recompute::None, Recompute::Selective, Recompute::Full],
+            },
+        }
+    }
+}
+
+/// Positive divisors of `n` in increasing order.
+fn divisors(n: u64) -> Vec<u64> {
+    let mut low = Vec::new();
+    let mut high = Vec::new();
+    let mut i = 1;
+    while i * i <= n {
+        if n.is_multiple_of(i) {
+            low.push(i);
+            if i != n / i {
+                high.push(n / i);
+            }
+        }
+        i += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
+}
+
+fn to_u32(values: Vec<u64>) -> Vec<u32> {
+    values
+        .into_iter()
+        .filter_map(|v| u32::try_from(v).ok())
+        .collect()
+}
+
+/// The values a layout field takes: the pinned one, else `auto` (which the caller may filter
+/// further). Slices of precomputed lists, so the walk allocates nothing.
+fn values<'a>(pin: Option<&'a u32>, auto: &'a [u32]) -> &'a [u32] {
+    pin.map_or(auto, std::slice::from_ref)
+}
+
+/// The walk over one search's space.
+pub(super) struct Space<'a> {
+    model: &'a ModelDims,
+    pins: Pins,
+    axes: &'a Axes,
+    devices_per_node: u32,
+    max_devices: u64,
+    batch: u64,
+    layers: u64,
+}
+
+impl<'a> Space<'a> {
+    /// The space of `spec`, whose field values are `axes`.
+    pub(super) fn new(spec: &SearchSpec<'a>, axes: &'a Axes) -> Space<'a> {
+        Space {
+            model: spec.model,
+            pins: spec.pins,
+            axes,
+            devices_per_node: spec.cluster.devices_per_node.max(1),
+            max_devices: spec.max_devices.min(spec.cluster.devices()).max(1),
+            batch: u64::from(spec.setup.global_batch),
+            layers: u64::from(spec.model.layers),
+        }
+    }
+
+    /// Most devices a layout may use.
+    pub(super) fn max_devices(&self) -> u64 {
+        self.max_devices
+    }
+
+    /// Visits the whole space in order; stops when the visitor breaks.
+    pub(super) fn walk(&self, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        for &t in &self.axes.tensors {
+            let probe = Layout {
+                tensor: t,
+                ..Layout::single()
+            };
+            match self.probe_tensor(t) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => {
+                    visitor.enter_tensor(&Layout {
+                        sequence_parallel: self.sequence_parallel(t),
+                        ..probe
+                    });
+                    self.contexts(probe, visitor)?;
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn contexts(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        for &c in &self.axes.contexts {
+            let probe = Layout {
+                context: c,
+                ..probe
+            };
+            match self.probe_context(c) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => {
+                    visitor.enter_tensor_context();
+                    self.pipelines(probe, visitor)?;
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pipelines(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        for &p in &self.axes.pipelines {
+            let probe = Layout {
+                pipeline: p,
+                ..probe
+            };
+            match self.probe_pipeline(p) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => self.virtual_stages(probe, visitor)?,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn virtual_stages(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        let p = probe.pipeline;
+        // Auto: the divisors of the stage's layers (1 without pipelining).
+        let (values, auto) = match self.pins.virtual_stages.as_ref() {
+            Some(v) => (std::slice::from_ref(v), false),
+            None if p == 1 => (&[1][..], true),
+            None => (&self.axes.layer_divisors[..], true),
+        };
+        let stage_layers = self.layers / u64::from(p);
+        for &v in values {
+            if auto && !stage_layers.is_multiple_of(v.into()) {
+                continue;
+            }
+            let probe = Layout {
+                virtual_stages: v,
+                ..probe
+            };
+            match self.probe_virtual_stages(p, v) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => self.datas(probe, visitor)?,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn datas(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        let fixed = u64::from(probe.tensor) * u64::from(probe.context) * u64::from(probe.pipeline);
+        // Auto: the divisors of the batch that fit in the devices.
+        for &d in values(self.pins.data.as_ref(), &self.axes.batch_divisors) {
+            if self.pins.data.is_none() && fixed * u64::from(d) > self.max_devices {
+                continue;
+            }
+            let probe = Layout { data: d, ..probe };
+            match self.probe_data(fixed * u64::from(d), d) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => self.experts(probe, visitor)?,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn experts(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        let d = probe.data;
+        // Auto: divisors of the experts that divide the data degree (1 for dense models).
+        for &e in values(self.pins.expert.as_ref(), &self.axes.expert_divisors) {
+            if self.pins.expert.is_none() && !d.is_multiple_of(e) {
+                continue;
+            }
+            let probe = Layout { expert: e, ..probe };
+            match self.probe_expert(d, e) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => {
+                    visitor.enter_placement(&probe);
+                    self.micro_batches(probe, visitor)?;
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn micro_batches(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        let devices = u64::from(probe.tensor)
+            * u64::from(probe.context)
+            * u64::from(probe.pipeline)
+            * u64::from(probe.data);
+        // Auto: the divisors of the per-rank batch.
+        let per_rank = self.batch / u64::from(probe.data);
+        for &b in values(self.pins.micro_batch.as_ref(), &self.axes.batch_divisors) {
+            if self.pins.micro_batch.is_none() && !per_rank.is_multiple_of(b.into()) {
+                continue;
+            }
+            let probe = Layout {
+                micro_batch: b,
+                ..probe
+            };
+            match self.probe_micro_batch(&probe) {
+                Err(reason) => visitor.reject(reason, probe),
+                Ok(()) => {
+                    let shape = Layout {
+                        sequence_parallel: self.sequence_parallel(probe.tensor),
+                        ..probe
+                    };
+                    visitor.shape(&shape, devices)?;
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Sequence parallelism under tensor degree `t`: as pinned, on by default, never without
+    /// tensor parallelism.
+    fn sequence_parallel(&self, t: u32) -> bool {
+        self.pins.sequence_parallel.unwrap_or(t > 1) && t > 1
+    }
+
+    /// The tensor degree splits the heads and the KV heads, inside one node.
+    fn probe_tensor(&self, t: u32) -> Result<(), Rejection> {
+        let model = self.model;
+        if t == 0 || !model.heads.is_multiple_of(t) {
+            return Err(Rejection::indivisible("heads % tensor", model.heads, t));
+        }
+        if !model.kv_heads.is_multiple_of(t) {
+            return Err(Rejection::indivisible(
+                "kv_heads % tensor",
+                model.kv_heads,
+                t,
+            ));
+        }
+        if t > self.devices_per_node {
+            return Err(Rejection::TensorBeyondNode {
+                tensor: t,
+                devices_per_node: self.devices_per_node,
+            });
+        }
+        Ok(())
+    }
+
+    /// Context parallelism cuts each sequence into two balanced chunks per rank.
+    fn probe_context(&self, c: u32) -> Result<(), Rejection> {
+        let seq_len = self.model.seq_len;
+        if c == 0 || (c > 1 && !seq_len.is_multiple_of(2 * c)) {
+            return Err(Rejection::indivisible(
+                "seq_len % (2 · context)",
+                seq_len,
+                2 * c,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The pipeline splits the layers evenly.
+    fn probe_pipeline(&self, p: u32) -> Result<(), Rejection> {
+        if p == 0 || !self.layers.is_multiple_of(u64::from(p)) {
+            return Err(Rejection::indivisible("layers % pipeline", self.layers, p));
+        }
+        Ok(())
+    }
+
+    /// The virtual stages split each pipeline stage's layers evenly.
+    fn probe_virtual_stages(&self, p: u32, v: u32) -> Result<(), Rejection> {
+        let chunks = u64::from(p) * u64::from(v);
+        if v == 0 || !self.layers.is_multiple_of(chunks) {
+            return Err(Rejection::indivisible(
+                "layers % (pipeline · virtual_stages)",
+                self.layers,
+                chunks,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The layout's `devices` are allowed, and the data degree splits the batch.
+    fn probe_data(&self, devices: u64, d: u32) -> Result<(), Rejection> {
+        if devices > self.max_devices {
+            return Err(Rejection::TooManyDevices {
+                need: devices,
+                have: self.max_devices,
+            });
+        }
+        if d == 0 || !self.batch.is_multiple_of(u64::from(d)) {
+            return Err(Rejection::indivisible("global_batch % data", self.batch, d));
+        }
+        Ok(())
+    }
+
+    /// The expert degree divides the data degree and the experts.
+    fn probe_expert(&self, d: u32, e: u32) -> Result<(), Rejection> {
+        if e == 0 || !d.is_multiple_of(e) || !self.model.experts.max(1).is_multiple_of(e) {
+            return Err(Rejection::indivisible(
+                "data % expert and experts % expert",
+                d,
+                e,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The micro-batch splits each data rank's batch, into a whole number of micro-batches per
+    /// pipeline stage when stages are interleaved.
+    fn probe_micro_batch(&self, probe: &Layout) -> Result<(), Rejection> {
+        let (p, v, d, b) = (
+            probe.pipeline,
+            probe.virtual_stages,
+            probe.data,
+            probe.micro_batch,
+        );
+        let per_pipe = u64::from(d) * u64::from(b);
+        if b == 0 || !self.batch.is_multiple_of(per_pipe) {
+            return Err(Rejection::indivisible(
+                "global_batch % (data · micro_batch)",
+                self.batch,
+                per_pipe,
+            ));
+        }
+        let m = self.batch / per_pipe;
+        if v > 1 && !m.is_multiple_of(u64::from(p)) {
+            return Err(Rejection::InterleaveNeedsMicroBatches {
+                micro_batches: m,
+                pipeline: p,
+            });
+        }
+        Ok(())
+    }
+}
