@@ -21,20 +21,18 @@ enum Region {
     Unsupported,
 }
 
-impl Rejection {
-    /// `value` is not a multiple of `by`.
-    pub(super) fn indivisible(
-        what: &'static str,
-        value: impl Into<u64>,
-        by: impl Into<u64>,
-    ) -> Rejection {
+/// A broken layout rule is a rejection of its own kind, named as the rule names it.
+impl From<crate::layout_rules::Indivisible> for Rejection {
+    fn from(broken: crate::layout_rules::Indivisible) -> Self {
         Rejection::Indivisible {
-            what,
-            value: value.into(),
-            by: by.into(),
+            what: broken.what,
+            value: broken.value,
+            by: broken.by,
         }
     }
+}
 
+impl Rejection {
     /// The region a rejection belongs to.
     fn region(&self) -> Region {
         match self {

@@ -9,6 +9,7 @@
 //! placement change, so what depends only on those is worked out once per value.
 
 use super::{Pins, Rejection, SearchSpec};
+use crate::layout_rules as rules;
 use crate::types::{Arch, Recompute};
 use crate::workload::{Layout, ModelDims};
 use std::ops::ControlFlow;
@@ -301,17 +302,11 @@ impl<'a> Space<'a> {
 
     /// The tensor degree splits the heads and the KV heads, inside one node.
     fn probe_tensor(&self, t: u32) -> Result<(), Rejection> {
-        let model = self.model;
-        if t == 0 || !model.heads.is_multiple_of(t) {
-            return Err(Rejection::indivisible("heads % tensor", model.heads, t));
-        }
-        if !model.kv_heads.is_multiple_of(t) {
-            return Err(Rejection::indivisible(
-                "kv_heads % tensor",
-                model.kv_heads,
-                t,
-            ));
-        }
+        rules::tensor(
+            self.model.heads.into(),
+            self.model.kv_heads.into(),
+            t.into(),
+        )?;
         if t > self.devices_per_node {
             return Err(Rejection::TensorBeyondNode {
                 tensor: t,
@@ -323,36 +318,17 @@ impl<'a> Space<'a> {
 
     /// Context parallelism cuts each sequence into two balanced chunks per rank.
     fn probe_context(&self, c: u32) -> Result<(), Rejection> {
-        let seq_len = self.model.seq_len;
-        if c == 0 || (c > 1 && !seq_len.is_multiple_of(2 * c)) {
-            return Err(Rejection::indivisible(
-                "seq_len % (2 · context)",
-                seq_len,
-                2 * c,
-            ));
-        }
-        Ok(())
+        Ok(rules::context(self.model.seq_len.into(), c.into())?)
     }
 
     /// The pipeline splits the layers evenly.
     fn probe_pipeline(&self, p: u32) -> Result<(), Rejection> {
-        if p == 0 || !self.layers.is_multiple_of(u64::from(p)) {
-            return Err(Rejection::indivisible("layers % pipeline", self.layers, p));
-        }
-        Ok(())
+        Ok(rules::pipeline(self.layers, p.into())?)
     }
 
     /// The virtual stages split each pipeline stage's layers evenly.
     fn probe_virtual_stages(&self, p: u32, v: u32) -> Result<(), Rejection> {
-        let chunks = u64::from(p) * u64::from(v);
-        if v == 0 || !self.layers.is_multiple_of(chunks) {
-            return Err(Rejection::indivisible(
-                "layers % (pipeline · virtual_stages)",
-                self.layers,
-                chunks,
-            ));
-        }
-        Ok(())
+        Ok(rules::virtual_stages(self.layers, p.into(), v.into())?)
     }
 
     /// The layout's `devices` are allowed, and the data degree splits the batch.
@@ -363,22 +339,16 @@ impl<'a> Space<'a> {
                 have: self.max_devices,
             });
         }
-        if d == 0 || !self.batch.is_multiple_of(u64::from(d)) {
-            return Err(Rejection::indivisible("global_batch % data", self.batch, d));
-        }
-        Ok(())
+        Ok(rules::data(self.batch, d.into())?)
     }
 
     /// The expert degree divides the data degree and the experts.
     fn probe_expert(&self, d: u32, e: u32) -> Result<(), Rejection> {
-        if e == 0 || !d.is_multiple_of(e) || !self.model.experts.max(1).is_multiple_of(e) {
-            return Err(Rejection::indivisible(
-                "data % expert and experts % expert",
-                d,
-                e,
-            ));
-        }
-        Ok(())
+        Ok(rules::expert(
+            d.into(),
+            self.model.experts.into(),
+            e.into(),
+        )?)
     }
 
     /// The micro-batch splits each data rank's batch, into a whole number of micro-batches per
@@ -390,16 +360,9 @@ impl<'a> Space<'a> {
             probe.data,
             probe.micro_batch,
         );
-        let per_pipe = u64::from(d) * u64::from(b);
-        if b == 0 || !self.batch.is_multiple_of(per_pipe) {
-            return Err(Rejection::indivisible(
-                "global_batch % (data · micro_batch)",
-                self.batch,
-                per_pipe,
-            ));
-        }
-        let m = self.batch / per_pipe;
-        if v > 1 && !m.is_multiple_of(u64::from(p)) {
+        rules::micro_batch(self.batch, d.into(), b.into())?;
+        let m = self.batch / (u64::from(d) * u64::from(b));
+        if rules::interleave(m, p.into(), v.into()).is_err() {
             return Err(Rejection::InterleaveNeedsMicroBatches {
                 micro_batches: m,
                 pipeline: p,
