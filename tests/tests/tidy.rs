@@ -139,3 +139,94 @@ fn docs_and_comments_cite_only_the_repository() {
         "files citing what is outside the repository: {outside:#?}"
     );
 }
+
+/// The planner's modules (the files and folders right under `compiler/core/src/plan/`) and the
+/// sibling modules each names: `super::x` from a top-level file, `crate::plan::x` from anywhere.
+fn plan_module_uses() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let dir = repo_root().join("compiler/core/src/plan");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let units: std::collections::BTreeSet<String> = files
+        .iter()
+        .filter_map(|p| p.strip_prefix(&dir).ok())
+        .filter_map(|rel| rel.components().next())
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    let mut uses: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for path in files.iter().filter(|p| !p.ends_with("tests.rs")) {
+        let rel = path.strip_prefix(&dir).unwrap();
+        let top_level = rel.components().count() == 1;
+        let unit = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut prefixes = vec!["crate::plan::"];
+        if top_level {
+            prefixes.push("super::");
+        }
+        for prefix in prefixes {
+            for (at, _) in text.match_indices(prefix) {
+                let rest = &text[at + prefix.len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if units.contains(&name) && name != unit {
+                    uses.entry(unit.clone()).or_default().insert(name);
+                }
+            }
+        }
+        uses.entry(unit).or_default();
+    }
+    uses
+}
+
+#[test]
+fn the_planners_modules_import_each_other_in_no_cycle() {
+    let uses = plan_module_uses();
+    // Depth-first search for a back edge; the path to it is the cycle.
+    fn visit(
+        unit: &str,
+        uses: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|u| u == unit) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(unit.to_string());
+            return Some(cycle);
+        }
+        if done.contains(unit) {
+            return None;
+        }
+        path.push(unit.to_string());
+        for next in uses.get(unit).into_iter().flatten() {
+            if let Some(cycle) = visit(next, uses, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(unit.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for unit in uses.keys() {
+        let cycle = visit(unit, &uses, &mut Vec::new(), &mut done);
+        assert!(
+            cycle.is_none(),
+            "plan/ modules import each other in a cycle: {cycle:?}"
+        );
+    }
+    assert!(uses.len() > 5, "found only {uses:?}");
+}

@@ -9,6 +9,7 @@ mod job;
 mod model;
 mod parallel;
 mod reader;
+mod workload;
 
 use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::codes;
@@ -16,6 +17,7 @@ pub use job::{
     CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub use workload::{model_dims, train_setup};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::names::{self, JobNameProblem};

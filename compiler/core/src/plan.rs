@@ -1,16 +1,15 @@
 //! Planning: from a checked job and the catalogue to the Plan IR.
 
-mod build;
 mod explain;
 pub mod findings;
-pub mod hetero;
-mod hetero_data;
 pub mod ir;
-mod mixed;
 mod objective;
+pub mod pair;
+mod placement;
 pub mod planner;
 mod schedule;
 pub mod search;
+mod single;
 mod slices;
 mod stages;
 

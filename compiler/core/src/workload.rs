@@ -6,14 +6,12 @@
 //! Formulas and their sources: `docs/cost-model.md`.
 
 mod comm;
-mod from_job;
 mod memory;
 pub mod ops;
 mod params;
 
 pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
-pub use from_job::{model_dims, train_setup};
 pub use memory::{
     MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
 };

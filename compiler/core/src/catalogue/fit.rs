@@ -9,10 +9,11 @@
 use super::check_job::{Allowed, ticked};
 use super::codes;
 use crate::check::Job;
+use crate::check::{model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::types::{Arch, Recompute};
-use crate::workload::{Layout, ModelDims, TrainSetup, memory_per_device, model_dims, train_setup};
+use crate::workload::{Layout, ModelDims, TrainSetup, memory_per_device};
 
 const GB: f64 = 1e9;
 

@@ -199,5 +199,5 @@ fn billions(n: f64) -> String {
 /// Parameters implied by the model's dimensions (all experts of an MoE counted), the figure a
 /// stated `params` is checked against.
 pub fn parameter_count(model: &ModelSpec) -> f64 {
-    crate::workload::param_count(&crate::workload::model_dims(model)).total
+    crate::workload::param_count(&super::workload::model_dims(model)).total
 }

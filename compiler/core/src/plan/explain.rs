@@ -1,12 +1,13 @@
 //! Why the chosen plan won and why each alternative lost, with numbers: every costed plan of
 //! either kind (one node group, or a pipeline over two) ranked on one list.
 
-use super::build;
-use super::hetero_data::DataSplit;
 use super::ir::{AlternativeIr, DataOptionIr};
-use super::mixed::Mixed;
 use super::objective::{Constrained, Limits, Outcome, PENALTY};
-use super::planner::Ranked;
+use super::pair::PairPipeline;
+use super::pair::data::PairData;
+use super::placement;
+use super::single;
+use super::single::Ranked;
 use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::display;
@@ -21,9 +22,9 @@ pub(crate) enum Kind<'r, 'a> {
     /// One node group.
     Single(&'r Ranked<'a>),
     /// A pipeline over two node groups.
-    Mixed(&'r Mixed<'a>),
+    PairPipeline(&'r PairPipeline<'a>),
     /// Whole replicas on two node groups, the batch split between them.
-    Data(&'r DataSplit<'a>),
+    PairData(&'r PairData<'a>),
 }
 
 /// One costed plan.
@@ -38,11 +39,11 @@ impl<'r, 'a> Entry<'r, 'a> {
     pub(crate) fn first_site(&self) -> &'a crate::catalogue::Site {
         match self.kind {
             Kind::Single(r) => r.placement.site,
-            Kind::Mixed(m) => {
+            Kind::PairPipeline(m) => {
                 let [first, _] = m.placements;
                 first.site
             }
-            Kind::Data(d) => {
+            Kind::PairData(d) => {
                 let [first, _] = d.placements;
                 first.site
             }
@@ -53,8 +54,8 @@ impl<'r, 'a> Entry<'r, 'a> {
     fn kind_rank(&self) -> u8 {
         match self.kind {
             Kind::Single(_) => 0,
-            Kind::Mixed(_) => 1,
-            Kind::Data(_) => 2,
+            Kind::PairPipeline(_) => 1,
+            Kind::PairData(_) => 2,
         }
     }
 
@@ -67,8 +68,8 @@ impl<'r, 'a> Entry<'r, 'a> {
     fn groups(&self) -> [usize; 2] {
         match self.kind {
             Kind::Single(r) => [r.option, r.option],
-            Kind::Mixed(m) => m.pair,
-            Kind::Data(d) => d.pair,
+            Kind::PairPipeline(m) => m.pair,
+            Kind::PairData(d) => d.pair,
         }
     }
 
@@ -76,12 +77,12 @@ impl<'r, 'a> Entry<'r, 'a> {
     fn sites(&self) -> Vec<&str> {
         match self.kind {
             Kind::Single(r) => vec![r.placement.site.name.value.as_str()],
-            Kind::Mixed(m) => m
+            Kind::PairPipeline(m) => m
                 .placements
                 .iter()
                 .map(|p| p.site.name.value.as_str())
                 .collect(),
-            Kind::Data(d) => d
+            Kind::PairData(d) => d
                 .placements
                 .iter()
                 .map(|p| p.site.name.value.as_str())
@@ -91,9 +92,9 @@ impl<'r, 'a> Entry<'r, 'a> {
 
     fn summary(&self) -> String {
         match self.kind {
-            Kind::Single(r) => build::summary(r),
-            Kind::Mixed(m) => m.summary(),
-            Kind::Data(d) => d.summary(),
+            Kind::Single(r) => single::summary(r),
+            Kind::PairPipeline(m) => m.summary(),
+            Kind::PairData(d) => d.summary(),
         }
     }
 
@@ -105,8 +106,8 @@ impl<'r, 'a> Entry<'r, 'a> {
             .then(self.groups().cmp(&other.groups()))
             .then_with(|| match (self.kind, other.kind) {
                 (Kind::Single(a), Kind::Single(b)) => a.candidate.layout.cmp(&b.candidate.layout),
-                (Kind::Mixed(a), Kind::Mixed(b)) => a.plan.shape.cmp(&b.plan.shape),
-                (Kind::Data(a), Kind::Data(b)) => a.order(b),
+                (Kind::PairPipeline(a), Kind::PairPipeline(b)) => a.plan.shape.cmp(&b.plan.shape),
+                (Kind::PairData(a), Kind::PairData(b)) => a.order(b),
                 _ => std::cmp::Ordering::Equal,
             })
     }
@@ -115,8 +116,8 @@ impl<'r, 'a> Entry<'r, 'a> {
     /// (replicas on two groups), or `other-site` when it runs where `best` does not.
     fn shape(&self, best: &Self) -> &'static str {
         match self.kind {
-            Kind::Mixed(_) => "heterogeneous",
-            Kind::Data(_) => "heterogeneous-data",
+            Kind::PairPipeline(_) => "heterogeneous",
+            Kind::PairData(_) => "heterogeneous-data",
             Kind::Single(_) => {
                 let theirs = best.sites();
                 if self.sites().iter().all(|s| theirs.contains(s)) {
@@ -132,8 +133,8 @@ impl<'r, 'a> Entry<'r, 'a> {
 /// Every costed plan, best first.
 pub(crate) fn entries<'r, 'a>(
     ranked: &'r [Ranked<'a>],
-    mixed: &'r [Mixed<'a>],
-    splits: &'r [DataSplit<'a>],
+    mixed: &'r [PairPipeline<'a>],
+    splits: &'r [PairData<'a>],
     objectives: &[Constrained],
 ) -> Vec<Entry<'r, 'a>> {
     let mut all: Vec<Entry<'r, 'a>> = ranked
@@ -149,12 +150,12 @@ pub(crate) fn entries<'r, 'a>(
         .chain(mixed.iter().map(|m| Entry {
             score: m.score,
             outcome: m.outcome,
-            kind: Kind::Mixed(m),
+            kind: Kind::PairPipeline(m),
         }))
         .chain(splits.iter().map(|d| Entry {
             score: d.score,
             outcome: d.outcome,
-            kind: Kind::Data(d),
+            kind: Kind::PairData(d),
         }))
         .collect();
     all.sort_by(|a, b| a.order(b));
@@ -181,7 +182,7 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         ));
     }
     if let Some(budget) = limits.budget {
-        let currency = build::currency_of(job);
+        let currency = placement::currency_of(job);
         limit_texts.push(format!(
             "the {} budget ({} to spare)",
             display::money(budget, &currency),
@@ -234,7 +235,7 @@ pub(crate) fn miss_reasons(job: &Job, best: &Entry<'_, '_>, limits: &Limits) -> 
     if let Some(budget) = limits.budget
         && o.cost > budget
     {
-        let currency = build::currency_of(job);
+        let currency = placement::currency_of(job);
         reasons.push(format!(
             "over budget by {} ({} needed, {} allowed) with the best plan: {summary}",
             display::money(o.cost - budget, &currency),
@@ -401,7 +402,7 @@ pub(crate) fn data_options(
             let Some(site) = sites.first().and_then(|s| pool.site(s)) else {
                 continue;
             };
-            build::data_strategy(job, site)
+            placement::data_strategy(job, site)
         };
         if !best.iter().any(|(s, _)| *s == strategy) {
             best.push((strategy, e));
@@ -411,12 +412,12 @@ pub(crate) fn data_options(
     best.into_iter()
         .filter_map(|(strategy, e)| {
             let site = pool.site(e.sites().first()?)?;
-            let data = build::data_ir(job, pool, site);
+            let data = placement::data_ir(job, pool, site);
             let [first, _] = e.groups();
             let egress = match e.kind {
                 Kind::Single(_) => objectives.get(first)?.transfer_cost,
-                Kind::Mixed(m) => m.fixed_cost,
-                Kind::Data(d) => d.fixed_cost,
+                Kind::PairPipeline(m) => m.fixed_cost,
+                Kind::PairData(d) => d.fixed_cost,
             };
             Some(DataOptionIr {
                 strategy: strategy.to_string(),

@@ -14,31 +14,25 @@
 //! precision-sensitive ops — heterogeneous pipelines over pairs of groups ([`super::mixed`])
 //! are ranked with the single-type layouts, and the best of either kind wins.
 
-use super::build::{self, Placement};
 use super::explain;
 use super::findings::{PlanDiagnosticIr, SpecField};
-use super::hetero_data::{data_splits, fill_data_split};
 use super::ir::{Plan, WorkloadIr};
-use super::mixed::{MixedInput, fill_mixed, mixed_plans};
 use super::objective::{Constrained, Limits, PENALTY};
-use super::search::{Candidate, Economics, Pins, RejectedRegion, SearchSpec, search};
+use super::pair::data::{fill_pair_data_plan, pair_data_plans};
+use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
+use super::placement::{self, Placement};
+use super::search::{Economics, Pins, RejectedRegion, SearchSpec, search};
+use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
+use crate::check::{model_dims, train_setup};
 use crate::diagnostics::codes;
-use crate::workload::{TrainSetup, model_dims, param_count, train_setup};
+use crate::workload::{TrainSetup, param_count};
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
-
-/// One costed layout on one node group.
-pub(crate) struct Ranked<'a> {
-    pub(crate) score: f64,
-    pub(crate) option: usize,
-    pub(crate) candidate: Candidate,
-    pub(crate) placement: &'a Placement<'a>,
-}
 
 /// The layout fields a spec pins.
 fn pins(job: &Job) -> Pins {
@@ -120,7 +114,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             .push(no_node_group(job, &plan.reasons, &[]));
         return plan;
     };
-    let (options, mut skipped) = build::options(job, pool, catalogue);
+    let (options, mut skipped) = placement::options(job, pool, catalogue);
     if options.is_empty() {
         let headline = format!("no node group of pool `{}` can run the job", pool.id.value);
         plan.diagnostics.push(no_node_group(
@@ -177,11 +171,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             .then(a.candidate.layout.cmp(&b.candidate.layout))
     });
 
-    let currency = build::currency(job, pool);
+    let currency = placement::currency(job, pool);
     let base = pool.currency.value.as_str();
     let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
     let graph = job_graph(job);
-    let input = MixedInput {
+    let input = PairInput {
         job,
         pool,
         options: &options,
@@ -194,9 +188,9 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
     };
-    let (mixed, splits, mut ruled_out) = if needs_mixed(job, &ranked, &options, pins) {
-        let (mixed, mut ruled_out) = mixed_plans(&input);
-        let splits = data_splits(&input, &mut ruled_out);
+    let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, &options, pins) {
+        let (mixed, mut ruled_out) = pair_pipelines(&input);
+        let splits = pair_data_plans(&input, &mut ruled_out);
         (mixed, splits, ruled_out)
     } else {
         (Vec::new(), Vec::new(), Vec::new())
@@ -204,7 +198,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
 
     let entries = explain::entries(&ranked, &mixed, &splits, &objectives);
     let Some(best) = entries.first() else {
-        plan.reasons = build::rejection_reasons(&rejected, &options);
+        plan.reasons = single::rejection_reasons(&rejected, &options);
         plan.reasons.append(&mut skipped);
         plan.reasons.append(&mut ruled_out);
         plan.diagnostics.push(no_layout(job, pins, &plan.reasons));
@@ -225,14 +219,14 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let found;
     match best.kind {
         explain::Kind::Single(r) => {
-            let totals = build::Totals {
+            let totals = single::Totals {
                 cost: best.outcome.cost,
                 currency: currency.clone(),
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
             (plan.notes, found) = group_notes(job, &[(r.placement, r.candidate.devices)]);
-            build::fill(&mut plan, job, pool, r, totals);
+            single::fill(&mut plan, job, pool, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
                 let lead_s = best.outcome.time_s - c.train_time_s;
@@ -243,13 +237,13 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
                 }
             }
         }
-        explain::Kind::Mixed(m) => {
+        explain::Kind::PairPipeline(m) => {
             (plan.notes, found) = pair_notes(job, m.placements, m.plan.shape.devices());
-            fill_mixed(&mut plan, job, pool, m, &input, currency.clone());
+            fill_pair_pipeline(&mut plan, job, pool, m, &input, currency.clone());
         }
-        explain::Kind::Data(d) => {
+        explain::Kind::PairData(d) => {
             (plan.notes, found) = pair_notes(job, d.placements, d.devices());
-            fill_data_split(&mut plan, job, pool, d, &input, currency.clone());
+            fill_pair_data_plan(&mut plan, job, pool, d, &input, currency.clone());
         }
     }
     if plan.feasible {
@@ -360,7 +354,7 @@ fn brief(reasons: &[String]) -> String {
 /// limits, when the best takes more than half of its group and the group, not the job's
 /// `max_devices`, is what limits it (more devices would help), or when some groups can only
 /// run the sensitive ops. A spec that pins any layout field asked for a single-type shape.
-fn needs_mixed(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins: Pins) -> bool {
+fn needs_pairs(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins: Pins) -> bool {
     // Pipelines over two groups run without context or expert parallelism and pick every
     // other field themselves; a spec that pins any of those asked for a single-type shape.
     let one = |v: Option<u32>| v.is_none_or(|v| v == 1);
@@ -404,7 +398,7 @@ fn cheap_hours(
         .iter()
         .map(|p| convert(*p))
         .collect();
-    let (transfer_s, _) = build::transfer(job, pool, site);
+    let (transfer_s, _) = placement::transfer(job, pool, site);
     let train_s = best.outcome.time_s - transfer_s;
     super::schedule::cheapest_window(&super::schedule::Window {
         prices: &prices,
@@ -427,12 +421,12 @@ fn limits(job: &Job) -> Limits {
 /// The objective of `option`: money converted to the budget's currency (or the pool's), power
 /// at the site's mean price and PUE, carbon at the site's intensity.
 pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
-    let currency = build::currency(job, pool);
+    let currency = placement::currency(job, pool);
     let base = pool.currency.value.as_str();
     let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
     let watts = option.device.typical_watts * option.site.pue;
     let power_price_per_hour = watts / 1000.0 * option.site.mean_power_price();
-    let (transfer_s, transfer_cost) = build::transfer(job, pool, option.site);
+    let (transfer_s, transfer_cost) = placement::transfer(job, pool, option.site);
     Constrained {
         economics: Economics {
             optimize: job.goal.optimize,

@@ -52,10 +52,10 @@ pub(crate) fn apply_slice(plan: &mut Plan, slice: &SliceProfile) {
     };
     group.slice = Some(slice.name.clone());
     if let Some(e) = plan.estimate.as_mut() {
-        e.step_time_s = super::build::round(e.step_time_s / f);
-        e.tokens_per_s = super::build::round(e.tokens_per_s * f);
-        e.model_tflops_per_device = super::build::round(e.model_tflops_per_device * f);
-        e.train_time_h = super::build::round(e.train_time_h / f);
+        e.step_time_s = super::single::round(e.step_time_s / f);
+        e.tokens_per_s = super::single::round(e.tokens_per_s * f);
+        e.model_tflops_per_device = super::single::round(e.model_tflops_per_device * f);
+        e.train_time_h = super::single::round(e.train_time_h / f);
     }
     plan.notes.push(format!(
         "runs on a {} slice ({:.0} % of one {}'s compute, {:.0} GB): {:.1}× the time for the same money, the rest of the device stays free",

@@ -3,9 +3,10 @@
 
 use super::ir::StageIr;
 use crate::check::Job;
+use crate::check::model_dims;
 use crate::cost::ops::op_precision;
 use crate::types::Recompute;
-use crate::workload::{OpGraph, OpKind, model_dims, op_graph};
+use crate::workload::{OpGraph, OpKind, op_graph};
 
 /// Contiguous, balanced layer ranges of `stages` stages covering `[0, layers)`.
 pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {

@@ -1,5 +1,5 @@
-//! Heterogeneous plans in the planner: which pairs of node groups to try, what a pipeline over
-//! a pair costs (each group's prices, the data brought to the first group, the WAN's egress),
+//! Plans over a pair of node groups (of two device types, or two sites): which pairs to try,
+//! what a pipeline over a pair costs (each group's prices, the data brought to the first group, the WAN's egress),
 //! and the Plan IR of the winner.
 //!
 //! Pairs come from the best few node groups by their single-type score, plus groups that can run
@@ -7,15 +7,19 @@
 //! paired only over a WAN route whose latency fits `resources.max_latency`; the activations that
 //! cross it are costed in the stage times (bandwidth) and in money (egress).
 
-use super::build::{self, GIB, Placement, round};
-use super::hetero::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
+use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
 use super::ir::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
 use super::objective::{Constrained, Outcome, PairObjective};
+use super::placement::{self, Placement};
+use super::single::{self, GIB, round};
 use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
 use crate::types::Recompute;
 use crate::workload::{ModelDims, OpGraph, TrainSetup, flops_per_token};
+
+pub mod data;
+pub mod pipeline;
 
 /// Single-type node groups paired per plan (the best by their own score).
 const PAIRED_GROUPS: usize = 3;
@@ -27,7 +31,7 @@ const SENSITIVE_HOSTS: usize = 2;
 const KEEP_PER_PAIR: usize = 2;
 
 /// A costed pipeline over two node groups.
-pub(crate) struct Mixed<'a> {
+pub(crate) struct PairPipeline<'a> {
     pub(crate) score: f64,
     /// Option indices of the first and the second group.
     pub(crate) pair: [usize; 2],
@@ -38,7 +42,7 @@ pub(crate) struct Mixed<'a> {
     pub(crate) fixed_cost: f64,
 }
 
-impl Mixed<'_> {
+impl PairPipeline<'_> {
     /// One line: layout and placement.
     pub(crate) fn summary(&self) -> String {
         let s = &self.plan.shape;
@@ -106,7 +110,7 @@ pub(crate) fn candidates(options: &[Placement<'_>], single_scores: &[Option<f64>
 }
 
 /// What the planner hands the pairing.
-pub(crate) struct MixedInput<'p, 'a> {
+pub(crate) struct PairInput<'p, 'a> {
     pub(crate) job: &'p Job,
     pub(crate) pool: &'a Pool,
     pub(crate) options: &'a [Placement<'a>],
@@ -142,7 +146,7 @@ pub(crate) struct PairLink {
 /// The link between `pa` and `pb`, or `None` when no WAN route joins their sites or its
 /// latency breaks `resources.max_latency` (then one sentence saying so joins `ruled_out`).
 pub(crate) fn pair_link(
-    input: &MixedInput<'_, '_>,
+    input: &PairInput<'_, '_>,
     pa: &Placement<'_>,
     pb: &Placement<'_>,
     ruled_out: &mut Vec<String>,
@@ -198,7 +202,9 @@ pub(crate) fn pair_link(
 
 /// Every pipeline over a pair of candidate groups, best first, and one sentence for each pair
 /// the WAN rules out.
-pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Vec<String>) {
+pub(crate) fn pair_pipelines<'a>(
+    input: &PairInput<'_, 'a>,
+) -> (Vec<PairPipeline<'a>>, Vec<String>) {
     let mut found = Vec::new();
     let mut ruled_out = Vec::new();
     let picks = candidates(input.options, input.single_scores);
@@ -256,7 +262,7 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
                 search_pipelines(&spec, &objective, input.incumbent, ALTERNATIVE_SLACK)
             {
                 let outcome = pair.outcome(plan.shape.devices(), plan.train_time_s);
-                found.push(Mixed {
+                found.push(PairPipeline {
                     score,
                     pair: [a, b],
                     placements: [pa, pb],
@@ -277,12 +283,12 @@ pub(crate) fn mixed_plans<'a>(input: &MixedInput<'_, 'a>) -> (Vec<Mixed<'a>>, Ve
 }
 
 /// Fills `plan` from the winning pipeline `m`.
-pub(crate) fn fill_mixed(
+pub(crate) fn fill_pair_pipeline(
     plan: &mut Plan,
     job: &Job,
     pool: &Pool,
-    m: &Mixed<'_>,
-    input: &MixedInput<'_, '_>,
+    m: &PairPipeline<'_>,
+    input: &PairInput<'_, '_>,
     currency: String,
 ) {
     let shape = m.plan.shape;
@@ -372,7 +378,7 @@ pub(crate) struct PairRun {
 /// The estimate of a plan over two groups: throughput, and model FLOPs over both groups'
 /// devices and their peaks.
 pub(crate) fn pair_estimate(
-    input: &MixedInput<'_, '_>,
+    input: &PairInput<'_, '_>,
     placements: [&Placement<'_>; 2],
     devices: [u64; 2],
     run: &PairRun,
@@ -433,7 +439,7 @@ pub(crate) fn pair_group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> 
         node_labels: o.group.node_labels.clone(),
         slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
         block: None,
-        topology: build::block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
+        topology: placement::block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
         preemptible_devices: n.saturating_sub(o.guaranteed),
         slice: None,
         tensor: None,
@@ -454,7 +460,7 @@ pub(crate) fn fill_pair_data(
     devices: [u64; 2],
 ) {
     let [first, second] = placements;
-    let mut data = build::data_ir(job, pool, first.site);
+    let mut data = placement::data_ir(job, pool, first.site);
     if first.site.name.value != second.site.name.value {
         data.strategy = "split".to_string();
     }
@@ -468,7 +474,7 @@ pub(crate) fn fill_pair_data(
         .iter()
         .map(|o| o.site.storage_bandwidth)
         .fold(f64::INFINITY, f64::min);
-    plan.checkpoint = Some(build::checkpoint_for(
+    plan.checkpoint = Some(single::checkpoint_for(
         job,
         pool,
         storage,

@@ -1,9 +1,9 @@
 //! The workload of a checked job: its model dimensions and training setup as the cost model
 //! reads them. The one place a `check::Job` becomes `ModelDims` and `TrainSetup`.
 
-use super::{ModelDims, TrainSetup};
-use crate::check::{Job, ModelSpec};
+use super::{Job, ModelSpec};
 use crate::types::Arch;
+use crate::workload::{ModelDims, TrainSetup};
 
 /// Narrows a checked dimension; the checker bounds every dimension by 2²⁴, so this never
 /// saturates on a checked job.

@@ -4,16 +4,16 @@
 use super::{KEEP_PER_SHARE, search_splits, shares};
 use crate::catalogue::Catalogue;
 use crate::check::check_file;
+use crate::check::{model_dims, train_setup};
 use crate::cost::usable_memory;
-use crate::plan::build::options;
-use crate::plan::mixed::MixedInput;
+use crate::plan::pair::PairInput;
+use crate::plan::placement::options;
 use crate::plan::planner::objective;
 use crate::plan::search::Pins;
 use crate::plan::stages::job_graph;
 use crate::plan::tests::{node_group, one_site_catalogue};
 use crate::span::FileId;
 use crate::syntax::parse;
-use crate::workload::{model_dims, train_setup};
 use proptest::prelude::*;
 
 #[test]
@@ -79,7 +79,7 @@ const WIDE_KEEP: usize = 10 * KEEP_PER_SHARE;
 fn with_input<T>(
     catalogue: &Catalogue,
     text: &str,
-    f: impl FnOnce(&MixedInput<'_, '_>) -> Option<T>,
+    f: impl FnOnce(&PairInput<'_, '_>) -> Option<T>,
 ) -> Option<T> {
     let parsed = parse(FileId(0), text);
     let job = check_file(&parsed.file?).jobs.into_iter().next()?;
@@ -91,7 +91,7 @@ fn with_input<T>(
     let setup = train_setup(&job);
     let graph = job_graph(&job);
     let convert = |x: f64| x;
-    f(&MixedInput {
+    f(&PairInput {
         job: &job,
         pool,
         options: &options,

@@ -14,19 +14,20 @@
 //! few layouts under the job's goal and deadline (the budget holds for the pair only), and every
 //! pairing of those is costed.
 
-use super::build::{Placement, layout_ir, round};
-use super::ir::{BreakdownIr, Plan};
-use super::mixed::{
-    MixedInput, PairLink, PairRun, arithmetic_rank, candidates, fill_pair_data, pair_estimate,
+use super::{
+    PairInput, PairLink, PairRun, arithmetic_rank, candidates, fill_pair_data, pair_estimate,
     pair_group_ir, pair_link,
 };
-use super::objective::{Limits, Outcome, PairObjective};
-use super::search::{Candidate, SearchSpec, search};
-use super::stages::homogeneous_stages;
 use crate::catalogue::Feature;
 use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
+use crate::plan::ir::{BreakdownIr, Plan};
+use crate::plan::objective::{Limits, Outcome, PairObjective};
+use crate::plan::placement::Placement;
+use crate::plan::search::{Candidate, SearchSpec, search};
+use crate::plan::single::{layout_ir, round};
+use crate::plan::stages::homogeneous_stages;
 use crate::types::Optimize;
 use crate::workload::{TrainSetup, param_count};
 use std::collections::BTreeMap;
@@ -41,7 +42,7 @@ pub(crate) const KEEP_PER_SHARE: usize = 3;
 const KEEP_PER_PAIR: usize = 2;
 
 /// A costed data-parallel plan over two node groups.
-pub(crate) struct DataSplit<'a> {
+pub(crate) struct PairData<'a> {
     pub(crate) score: f64,
     /// Option indices of the first and the second group.
     pub(crate) pair: [usize; 2],
@@ -61,7 +62,7 @@ pub(crate) struct DataSplit<'a> {
     pub(crate) fixed_cost: f64,
 }
 
-impl DataSplit<'_> {
+impl PairData<'_> {
     /// One line: each group's layout and share.
     pub(crate) fn summary(&self) -> String {
         let side = |k: usize| {
@@ -78,7 +79,7 @@ impl DataSplit<'_> {
                 p.device.id.value,
                 p.site.name.value,
                 p.group.name.value,
-                super::build::layout_text(&r.layout),
+                crate::plan::single::layout_text(&r.layout),
             )
         };
         format!("data parallel over {} + {}", side(0), side(1))
@@ -135,7 +136,7 @@ fn exchange_seconds(
 /// The per-group searches, cached by (option, sequences, the pair's device cap): the layouts of
 /// one group worth pairing on one share of the batch ([`group_layouts`]).
 struct ShareSearch<'i, 'p, 'a> {
-    input: &'i MixedInput<'p, 'a>,
+    input: &'i PairInput<'p, 'a>,
     limits: Limits,
     /// Layouts kept per search.
     keep: usize,
@@ -159,7 +160,7 @@ impl ShareSearch<'_, '_, '_> {
 /// pair's device cap is below what both groups have, the same for a half and a quarter of the
 /// group's cap.
 fn group_layouts(
-    input: &MixedInput<'_, '_>,
+    input: &PairInput<'_, '_>,
     option: usize,
     sequences: u32,
     max_devices: u64,
@@ -231,20 +232,20 @@ fn group_layouts(
 
 /// Every data-parallel plan over a pair of candidate groups that both train in the job's
 /// precision, best first; pairs whose WAN breaks `max_latency` add a sentence to `ruled_out`.
-pub(crate) fn data_splits<'a>(
-    input: &MixedInput<'_, 'a>,
+pub(crate) fn pair_data_plans<'a>(
+    input: &PairInput<'_, 'a>,
     ruled_out: &mut Vec<String>,
-) -> Vec<DataSplit<'a>> {
+) -> Vec<PairData<'a>> {
     search_splits(input, ruled_out, KEEP_PER_SHARE)
 }
 
-/// [`data_splits`] with `keep` layouts per group and share (the tests compare with more).
+/// [`pair_data_plans`] with `keep` layouts per group and share (the tests compare with more).
 fn search_splits<'a>(
-    input: &MixedInput<'_, 'a>,
+    input: &PairInput<'_, 'a>,
     ruled_out: &mut Vec<String>,
     keep: usize,
-) -> Vec<DataSplit<'a>> {
-    let mut found: Vec<DataSplit<'a>> = Vec::new();
+) -> Vec<PairData<'a>> {
+    let mut found: Vec<PairData<'a>> = Vec::new();
     let Some(limits) = input.objectives.first().map(|o| o.limits) else {
         return found;
     };
@@ -284,12 +285,12 @@ fn search_splits<'a>(
                 transfer_s: oa.transfer_s.max(ob.transfer_s),
                 fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
             };
-            let mut kept: Vec<DataSplit<'a>> = Vec::new();
+            let mut kept: Vec<PairData<'a>> = Vec::new();
             let grid = shares(batch);
             let cap = link.max_devices;
             let cost_share = |first: u32,
                               searches: &mut ShareSearch<'_, '_, 'a>,
-                              kept: &mut Vec<DataSplit<'a>>| {
+                              kept: &mut Vec<PairData<'a>>| {
                 let second = batch - first;
                 let ra = searches.best(a, first, cap).to_vec();
                 let rb = searches.best(b, second, cap).to_vec();
@@ -304,7 +305,7 @@ fn search_splits<'a>(
                             x.estimate.step_time_s.max(y.estimate.step_time_s) + exchange_s;
                         let train_time_s = steps * step_time_s;
                         let outcome = pair.outcome(devices, train_time_s);
-                        let split = DataSplit {
+                        let split = PairData {
                             score: limits.score(&outcome),
                             pair: [a, b],
                             placements: [pa, pb],
@@ -330,7 +331,7 @@ fn search_splits<'a>(
     found
 }
 
-impl DataSplit<'_> {
+impl PairData<'_> {
     /// Score, then pair, then the first group's share, then the layouts.
     pub(crate) fn order(&self, other: &Self) -> std::cmp::Ordering {
         self.score
@@ -343,7 +344,7 @@ impl DataSplit<'_> {
 }
 
 /// Keeps the [`KEEP_PER_PAIR`] best of one pair.
-fn keep_best<'a>(kept: &mut Vec<DataSplit<'a>>, split: DataSplit<'a>) {
+fn keep_best<'a>(kept: &mut Vec<PairData<'a>>, split: PairData<'a>) {
     let pos = kept
         .iter()
         .position(|k| split.order(k).is_lt())
@@ -355,12 +356,12 @@ fn keep_best<'a>(kept: &mut Vec<DataSplit<'a>>, split: DataSplit<'a>) {
 }
 
 /// Fills `plan` from the winning split `d`.
-pub(crate) fn fill_data_split(
+pub(crate) fn fill_pair_data_plan(
     plan: &mut Plan,
     job: &Job,
     pool: &Pool,
-    d: &DataSplit<'_>,
-    input: &MixedInput<'_, '_>,
+    d: &PairData<'_>,
+    input: &PairInput<'_, '_>,
     currency: String,
 ) {
     plan.hetero = Some("data".to_string());

@@ -1,0 +1,243 @@
+//! A plan on one node group: the costed layouts the search ranks, and turning the chosen one
+//! into every field of the Plan IR (groups, stages, estimate, checkpoint), with the reasons
+//! when no layout fits.
+
+use super::ir::{BreakdownIr, CheckpointIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
+use super::placement::{Placement, block_label, data_ir};
+use super::search::{Candidate, RejectedRegion, Rejection};
+use crate::catalogue::Pool;
+use crate::check::Job;
+use crate::check::model_dims;
+use crate::workload::{Layout, param_count};
+
+/// One costed layout on one node group.
+pub(crate) struct Ranked<'a> {
+    pub(crate) score: f64,
+    pub(crate) option: usize,
+    pub(crate) candidate: Candidate,
+    pub(crate) placement: &'a Placement<'a>,
+}
+
+/// Bytes in a GiB.
+pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// `x` to five significant digits, so JSON diffs show only changes that matter.
+pub(crate) fn round(x: f64) -> f64 {
+    crate::display::significant(x)
+}
+
+/// The layout in one short line: `TP8 PP4 DP16 mb1 ZeRO-1 recompute selective`.
+pub(crate) fn layout_text(l: &Layout) -> String {
+    crate::display::layout_short(l)
+}
+
+/// One line: layout and placement.
+pub(crate) fn summary(r: &Ranked<'_>) -> String {
+    format!(
+        "{} on {} × {} at {} ({})",
+        layout_text(&r.candidate.layout),
+        r.candidate.devices,
+        r.placement.device.id.value,
+        r.placement.site.name.value,
+        r.placement.group.name.value
+    )
+}
+
+/// Why nothing could be costed: the most telling rejection of each node group, with numbers.
+pub(crate) fn rejection_reasons(
+    rejected: &[(usize, RejectedRegion)],
+    options: &[Placement<'_>],
+) -> Vec<String> {
+    let mut reasons: Vec<String> = Vec::new();
+    for (i, option) in options.iter().enumerate() {
+        let mine: Vec<&RejectedRegion> = rejected
+            .iter()
+            .filter(|(o, _)| *o == i)
+            .map(|(_, r)| r)
+            .collect();
+        let telling = mine
+            .iter()
+            .find(|r| matches!(r.reason, Rejection::OutOfMemory { .. }))
+            .or_else(|| mine.first());
+        let place = format!(
+            "on {} at {} ({})",
+            option.device.id.value, option.site.name.value, option.group.name.value
+        );
+        let text = match telling {
+            None => format!("{place}: no layout fits {} devices", option.available),
+            Some(r) => format!(
+                "{} {place}, closest: {}",
+                rejection_text(&r.reason),
+                layout_text(&r.example)
+            ),
+        };
+        if !reasons.contains(&text) {
+            reasons.push(text);
+        }
+    }
+    reasons
+}
+
+/// One rejection in words, with numbers.
+pub(crate) fn rejection_text(r: &Rejection) -> String {
+    match r {
+        Rejection::OutOfMemory {
+            need_bytes,
+            have_bytes,
+        } => format!(
+            "out of memory by {:.1} GiB per device (needs {:.1} GiB, {:.1} GiB usable)",
+            (need_bytes - have_bytes) / GIB,
+            need_bytes / GIB,
+            have_bytes / GIB
+        ),
+        Rejection::Indivisible { what, value, by } => {
+            format!(
+                "{what} must be 0, but {value} % {by} = {}",
+                value % by.max(&1)
+            )
+        }
+        Rejection::TensorBeyondNode {
+            tensor,
+            devices_per_node,
+        } => {
+            format!("tensor parallelism {tensor} spans beyond a node of {devices_per_node} devices")
+        }
+        Rejection::TooManyDevices { need, have } => {
+            format!("needs {need} devices, {have} available")
+        }
+        Rejection::InterleaveNeedsMicroBatches {
+            micro_batches,
+            pipeline,
+        } => format!(
+            "interleaving needs micro-batches a multiple of the {pipeline} stages, got {micro_batches}"
+        ),
+        Rejection::Unsupported { message } => message.clone(),
+    }
+}
+
+/// Money, energy and CO2 of the whole run.
+pub(crate) struct Totals {
+    pub(crate) cost: f64,
+    pub(crate) currency: String,
+    pub(crate) energy_kwh: f64,
+    pub(crate) carbon_kg: f64,
+}
+
+/// A layout as the Plan IR writes it.
+pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
+    LayoutIr {
+        tensor: l.tensor.into(),
+        pipeline: l.pipeline.into(),
+        data: l.data.into(),
+        context: l.context.into(),
+        expert: l.expert.into(),
+        virtual_stages: l.virtual_stages.into(),
+        micro_batch: l.micro_batch.into(),
+        zero: l.zero,
+        recompute: l.recompute,
+    }
+}
+
+/// Fills every field of `plan` from the chosen layout `best`.
+pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, totals: Totals) {
+    let c = &best.candidate;
+    let l = &c.layout;
+    let o = best.placement;
+    plan.layout = Some(layout_ir(l));
+    let dpn = u64::from(o.group.devices_per_node.value.max(1));
+    plan.groups = vec![GroupIr {
+        site: o.site.name.value.clone(),
+        device: o.device.id.value.clone(),
+        nodes: c.devices.div_ceil(dpn),
+        devices: c.devices,
+        node_group: o.group.name.value.clone(),
+        devices_per_node: c.devices.min(dpn),
+        k8s_resource: o.device.kubernetes_resource.clone(),
+        node_labels: o.group.node_labels.clone(),
+        slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
+        block: None,
+        topology: block_label(o.site, c.devices.div_ceil(dpn), {
+            let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+            replica.div_ceil(dpn)
+        }),
+        preemptible_devices: c.devices.saturating_sub(o.guaranteed),
+        slice: None,
+        tensor: None,
+        layout: None,
+        sequences_per_step: None,
+        stages: Vec::new(),
+    }];
+    plan.stages = super::stages::homogeneous_stages(job, l.pipeline.into());
+    let e = &c.estimate;
+    let b = &e.breakdown;
+    plan.estimate = Some(EstimateIr {
+        step_time_s: round(e.step_time_s),
+        tokens_per_s: round(e.tokens_per_s),
+        model_tflops_per_device: round(e.model_tflops_per_device),
+        mfu: round(e.mfu),
+        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
+            .to_string(),
+        memory_per_device_gib: round(e.memory_per_device_bytes / GIB),
+        train_time_h: round(c.train_time_s / 3600.0),
+        cost: MoneyIr {
+            amount: round(totals.cost),
+            currency: totals.currency,
+        },
+        energy_kwh: round(totals.energy_kwh),
+        carbon_kg: round(totals.carbon_kg),
+        breakdown_s: BreakdownIr {
+            compute: round(b.compute),
+            tensor_comm: round(b.tensor_comm),
+            pipeline_bubble: round(b.pipeline_bubble),
+            data_comm: round(b.data_comm),
+            other: round(b.other),
+        },
+    });
+    plan.data = Some(data_ir(job, pool, o.site));
+    plan.checkpoint = Some(checkpoint(job, pool, best));
+}
+
+/// Young/Daly: interval `τ = √(2·δ·M) − δ` with `δ` the time to write one checkpoint (weights
+/// and optimizer state at the site's storage bandwidth) and `M` the job's mean time between
+/// failures (one device's MTBF over the devices used).
+fn checkpoint(job: &Job, pool: &Pool, best: &Ranked<'_>) -> CheckpointIr {
+    let o = best.placement;
+    let mtbf_job = o.device.mtbf_s / (best.candidate.devices.max(1) as f64);
+    checkpoint_for(job, pool, o.site.storage_bandwidth, mtbf_job)
+}
+
+/// The checkpoint plan given the slowest storage the job writes to and its mean time between
+/// failures.
+pub(crate) fn checkpoint_for(
+    job: &Job,
+    pool: &Pool,
+    storage_bandwidth: f64,
+    mtbf_job: f64,
+) -> CheckpointIr {
+    let params = param_count(&model_dims(&job.model)).total;
+    let bytes =
+        params * (job.train.precision.value.bytes() + job.train.optimizer.state_bytes_per_param());
+    let write_s = bytes / storage_bandwidth.max(1.0);
+    let interval_s = match &job.checkpoint.interval {
+        Some(i) => i.value,
+        None => ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s),
+    };
+    // Without `path`, `<root>/<job name>` (the checker refuses names that cannot be a folder,
+    // L1019, and tenants it does not know, L2113, so the fallbacks are never used).
+    let path = match &job.checkpoint.path {
+        Some(p) => p.value.clone(),
+        None => match pool.tenant(&job.tenant.value) {
+            Some(t) => t
+                .checkpoint_root
+                .value
+                .job_folder(&job.name.value)
+                .map_or_else(|_| t.checkpoint_root.value.to_string(), |f| f.to_string()),
+            None => format!("/ckpt/{}", job.name.value),
+        },
+    };
+    CheckpointIr {
+        interval_min: round(interval_s / 60.0),
+        write_s: round(write_s),
+        path,
+    }
+}
