@@ -8,10 +8,10 @@
 //! cross it are costed in the stage times (bandwidth) and in money (egress).
 
 use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
-use super::ir::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
+use super::ir::{BreakdownIr, EstimateIr, LayoutIr, Plan};
 use super::objective::{Constrained, Outcome, PairObjective};
 use super::placement::{self, Placement};
-use super::single::{self, GIB, round};
+use super::single::{self, round};
 use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
@@ -327,7 +327,7 @@ pub(crate) fn fill_pair_pipeline(
         .zip(devices)
         .zip(shape.tensor)
         .map(|((o, n), t)| {
-            let mut g = pair_group_ir(o, n, u64::from(t) * u64::from(stages_on(o)));
+            let mut g = single::group_ir(o, n, u64::from(t) * u64::from(stages_on(o)));
             g.tensor = Some(t.into());
             g
         })
@@ -401,52 +401,27 @@ pub(crate) fn pair_estimate(
                 * n as f64
         })
         .sum();
-    EstimateIr {
-        step_time_s: round(run.step_time_s),
-        tokens_per_s: round(tokens_per_s),
-        model_tflops_per_device: round(tokens_per_s * flops / total_devices / 1e12),
-        mfu: round(if peak > 0.0 {
-            tokens_per_s * flops / peak
-        } else {
-            0.0
-        }),
-        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
-            .to_string(),
-        memory_per_device_gib: round(run.memory_bytes / GIB),
-        train_time_h: round(run.train_time_s / 3600.0),
-        cost: MoneyIr {
-            amount: round(outcome.cost),
-            currency,
+    single::estimate_ir(
+        &single::Figures {
+            step_time_s: run.step_time_s,
+            tokens_per_s,
+            model_tflops_per_device: tokens_per_s * flops / total_devices / 1e12,
+            mfu: if peak > 0.0 {
+                tokens_per_s * flops / peak
+            } else {
+                0.0
+            },
+            memory_bytes: run.memory_bytes,
+            train_time_s: run.train_time_s,
+            breakdown: run.breakdown.clone(),
         },
-        energy_kwh: round(outcome.energy_kwh),
-        carbon_kg: round(outcome.carbon_kg),
-        breakdown_s: run.breakdown.clone(),
-    }
-}
-
-/// The IR of `n` devices of group `o` in a plan over two groups, whose model replica takes
-/// `replica_devices` of them.
-pub(crate) fn pair_group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> GroupIr {
-    let dpn = u64::from(o.group.devices_per_node.value.max(1));
-    GroupIr {
-        site: o.site.name.value.clone(),
-        device: o.device.id.value.clone(),
-        nodes: n.div_ceil(dpn),
-        devices: n,
-        node_group: o.group.name.value.clone(),
-        devices_per_node: n.min(dpn),
-        k8s_resource: o.device.kubernetes_resource.clone(),
-        node_labels: o.group.node_labels.clone(),
-        slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-        block: None,
-        topology: placement::block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
-        preemptible_devices: n.saturating_sub(o.guaranteed),
-        slice: None,
-        tensor: None,
-        layout: None,
-        sequences_per_step: None,
-        stages: Vec::new(),
-    }
+        single::Totals {
+            cost: outcome.cost,
+            currency,
+            energy_kwh: outcome.energy_kwh,
+            carbon_kg: outcome.carbon_kg,
+        },
+    )
 }
 
 /// The data and checkpoint sections of a plan over two groups: the data is read at the first

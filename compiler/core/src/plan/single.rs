@@ -144,57 +144,89 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
     let l = &c.layout;
     let o = best.placement;
     plan.layout = Some(layout_ir(l));
-    let dpn = u64::from(o.group.devices_per_node.value.max(1));
-    plan.groups = vec![GroupIr {
-        site: o.site.name.value.clone(),
-        device: o.device.id.value.clone(),
-        nodes: c.devices.div_ceil(dpn),
-        devices: c.devices,
-        node_group: o.group.name.value.clone(),
-        devices_per_node: c.devices.min(dpn),
-        k8s_resource: o.device.kubernetes_resource.clone(),
-        node_labels: o.group.node_labels.clone(),
-        slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
-        block: None,
-        topology: block_label(o.site, c.devices.div_ceil(dpn), {
-            let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
-            replica.div_ceil(dpn)
-        }),
-        preemptible_devices: c.devices.saturating_sub(o.guaranteed),
-        slice: None,
-        tensor: None,
-        layout: None,
-        sequences_per_step: None,
-        stages: Vec::new(),
-    }];
+    let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+    plan.groups = vec![group_ir(o, c.devices, replica)];
     plan.stages = super::stages::homogeneous_stages(job, l.pipeline.into());
     let e = &c.estimate;
     let b = &e.breakdown;
-    plan.estimate = Some(EstimateIr {
-        step_time_s: round(e.step_time_s),
-        tokens_per_s: round(e.tokens_per_s),
-        model_tflops_per_device: round(e.model_tflops_per_device),
-        mfu: round(e.mfu),
+    plan.estimate = Some(estimate_ir(
+        &Figures {
+            step_time_s: e.step_time_s,
+            tokens_per_s: e.tokens_per_s,
+            model_tflops_per_device: e.model_tflops_per_device,
+            mfu: e.mfu,
+            memory_bytes: e.memory_per_device_bytes,
+            train_time_s: c.train_time_s,
+            breakdown: BreakdownIr {
+                compute: round(b.compute),
+                tensor_comm: round(b.tensor_comm),
+                pipeline_bubble: round(b.pipeline_bubble),
+                data_comm: round(b.data_comm),
+                other: round(b.other),
+            },
+        },
+        totals,
+    ));
+    plan.data = Some(data_ir(job, pool, o.site));
+    plan.checkpoint = Some(checkpoint(job, pool, best));
+}
+
+/// What a plan predicts per step and per run, before rounding (the breakdown already rounded).
+pub(crate) struct Figures {
+    pub(crate) step_time_s: f64,
+    pub(crate) tokens_per_s: f64,
+    pub(crate) model_tflops_per_device: f64,
+    pub(crate) mfu: f64,
+    /// Peak bytes per device (on any group).
+    pub(crate) memory_bytes: f64,
+    pub(crate) train_time_s: f64,
+    pub(crate) breakdown: BreakdownIr,
+}
+
+/// The estimate section of the Plan IR, for a plan on one group or on a pair alike.
+pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
+    EstimateIr {
+        step_time_s: round(f.step_time_s),
+        tokens_per_s: round(f.tokens_per_s),
+        model_tflops_per_device: round(f.model_tflops_per_device),
+        mfu: round(f.mfu),
         flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
             .to_string(),
-        memory_per_device_gib: round(e.memory_per_device_bytes / GIB),
-        train_time_h: round(c.train_time_s / 3600.0),
+        memory_per_device_gib: round(f.memory_bytes / GIB),
+        train_time_h: round(f.train_time_s / 3600.0),
         cost: MoneyIr {
             amount: round(totals.cost),
             currency: totals.currency,
         },
         energy_kwh: round(totals.energy_kwh),
         carbon_kg: round(totals.carbon_kg),
-        breakdown_s: BreakdownIr {
-            compute: round(b.compute),
-            tensor_comm: round(b.tensor_comm),
-            pipeline_bubble: round(b.pipeline_bubble),
-            data_comm: round(b.data_comm),
-            other: round(b.other),
-        },
-    });
-    plan.data = Some(data_ir(job, pool, o.site));
-    plan.checkpoint = Some(checkpoint(job, pool, best));
+        breakdown_s: f.breakdown.clone(),
+    }
+}
+
+/// The IR of `n` devices of group `o` whose model replica takes `replica_devices` of them, for
+/// a plan on one group or either group of a pair.
+pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> GroupIr {
+    let dpn = u64::from(o.group.devices_per_node.value.max(1));
+    GroupIr {
+        site: o.site.name.value.clone(),
+        device: o.device.id.value.clone(),
+        nodes: n.div_ceil(dpn),
+        devices: n,
+        node_group: o.group.name.value.clone(),
+        devices_per_node: n.min(dpn),
+        k8s_resource: o.device.kubernetes_resource.clone(),
+        node_labels: o.group.node_labels.clone(),
+        slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
+        block: None,
+        topology: block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
+        preemptible_devices: n.saturating_sub(o.guaranteed),
+        slice: None,
+        tensor: None,
+        layout: None,
+        sequences_per_step: None,
+        stages: Vec::new(),
+    }
 }
 
 /// Young/Daly: interval `τ = √(2·δ·M) − δ` with `δ` the time to write one checkpoint (weights

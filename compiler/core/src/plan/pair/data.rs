@@ -16,7 +16,7 @@
 
 use super::{
     PairInput, PairLink, PairRun, arithmetic_rank, candidates, fill_pair_data, pair_estimate,
-    pair_group_ir, pair_link,
+    pair_link,
 };
 use crate::catalogue::Feature;
 use crate::catalogue::Pool;
@@ -379,7 +379,7 @@ pub(crate) fn fill_pair_data_plan(
         .map(|(k, ((o, r), batch))| {
             let l = &r.layout;
             let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
-            let mut g = pair_group_ir(o, r.devices, replica);
+            let mut g = crate::plan::single::group_ir(o, r.devices, replica);
             g.tensor = Some(l.tensor.into());
             g.layout = Some(layout_ir(l));
             g.sequences_per_step = Some(batch.into());
