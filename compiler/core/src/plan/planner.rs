@@ -11,52 +11,29 @@
 //!
 //! When one node group cannot give the job what it needs — no single-type layout meets the
 //! limits, the best one takes more than half of its group, or some devices can only run the
-//! precision-sensitive ops — heterogeneous pipelines over pairs of groups ([`super::mixed`])
+//! precision-sensitive ops — heterogeneous pipelines over pairs of groups ([`super::pair`])
 //! are ranked with the single-type layouts, and the best of either kind wins.
 
 use super::explain;
 use super::findings::{PlanDiagnosticIr, SpecField};
 use super::ir::{Plan, WorkloadIr};
-use super::objective::{Constrained, Limits, PENALTY};
+use super::objective::{Limits, PENALTY};
 use super::pair::data::{fill_pair_data_plan, pair_data_plans};
 use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
 use super::placement::{self, Placement};
-use super::search::{Economics, Pins, RejectedRegion, SearchSpec, search};
+use super::request::{PlanRequest, Unplannable};
+use super::search::{Pins, RejectedRegion, SearchSpec, search};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
-use crate::check::{model_dims, train_setup};
+use crate::check::model_dims;
 use crate::diagnostics::codes;
 use crate::workload::{TrainSetup, param_count};
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
-
-/// The layout fields a spec pins.
-fn pins(job: &Job) -> Pins {
-    let narrow = |v: &Option<crate::span::Spanned<u64>>| {
-        v.as_ref()
-            .map(|s| u32::try_from(s.value).unwrap_or(u32::MAX))
-    };
-    let p = &job.parallel;
-    Pins {
-        tensor: narrow(&p.tensor),
-        pipeline: narrow(&p.pipeline),
-        data: narrow(&p.data),
-        context: narrow(&p.context),
-        expert: narrow(&p.expert),
-        virtual_stages: narrow(&p.virtual_stages),
-        micro_batch: narrow(&p.micro_batch),
-        zero: p
-            .zero
-            .as_ref()
-            .map(|s| u8::try_from(s.value).unwrap_or(u8::MAX)),
-        recompute: p.recompute.as_ref().map(|s| s.value),
-        sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
-    }
-}
 
 /// The workload section of the IR.
 fn workload_ir(job: &Job) -> WorkloadIr {
@@ -105,35 +82,36 @@ fn skeleton(job: &Job, file: &str) -> Plan {
 /// what the user should read as a diagnostic is in `plan.diagnostics` (see [`super::findings`]).
 pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let mut plan = skeleton(job, file);
-    let Some(pool) = catalogue.pool(&job.resources.pool.value) else {
-        plan.reasons.push(format!(
-            "the catalogue has no pool `{}`",
-            job.resources.pool.value
-        ));
-        plan.diagnostics
-            .push(no_node_group(job, &plan.reasons, &[]));
-        return plan;
+    let request = match PlanRequest::new(job, catalogue) {
+        Ok(request) => request,
+        Err(Unplannable { headline, skipped }) => {
+            plan.diagnostics.push(no_node_group(
+                job,
+                std::slice::from_ref(&headline),
+                &skipped,
+            ));
+            plan.reasons.push(headline);
+            plan.reasons.extend(skipped);
+            return plan;
+        }
     };
-    let (options, mut skipped) = placement::options(job, pool, catalogue);
-    if options.is_empty() {
-        let headline = format!("no node group of pool `{}` can run the job", pool.id.value);
-        plan.diagnostics.push(no_node_group(
-            job,
-            std::slice::from_ref(&headline),
-            &skipped,
-        ));
-        plan.reasons.push(headline);
-        plan.reasons.append(&mut skipped);
-        return plan;
-    }
-    let model = model_dims(&job.model);
-    let base_setup = train_setup(job);
-    let pins = pins(job);
+    let PlanRequest {
+        pool,
+        placements: options,
+        objectives,
+        model,
+        setup: base_setup,
+        pins,
+        limits,
+        currency,
+        ..
+    } = &request;
+    let (pool, pins) = (*pool, *pins);
+    let mut skipped = request.skipped.clone();
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
     let mut rejected: Vec<(usize, RejectedRegion)> = Vec::new();
-    let objectives: Vec<Constrained> = options.iter().map(|o| objective(job, pool, o)).collect();
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
-    for (i, (option, objective)) in options.iter().zip(&objectives).enumerate() {
+    for (i, (option, objective)) in options.iter().zip(objectives.iter()).enumerate() {
         if !option.hosts_job_precision {
             continue;
         }
@@ -143,7 +121,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             ..base_setup.clone()
         };
         let spec = SearchSpec {
-            model: &model,
+            model,
             setup: &setup,
             cluster: &option.cluster,
             pins,
@@ -171,24 +149,23 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             .then(a.candidate.layout.cmp(&b.candidate.layout))
     });
 
-    let currency = placement::currency(job, pool);
     let base = pool.currency.value.as_str();
-    let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
+    let convert = |amount: f64| pool.convert(amount, base, currency).unwrap_or(amount);
     let graph = job_graph(job);
     let input = PairInput {
         job,
         pool,
-        options: &options,
-        objectives: &objectives,
+        options,
+        objectives,
         single_scores: &single_scores,
-        model: &model,
-        setup: &base_setup,
+        model,
+        setup: base_setup,
         graph: &graph,
         pins,
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
     };
-    let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, &options, pins) {
+    let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, options, pins) {
         let (mixed, mut ruled_out) = pair_pipelines(&input);
         let splits = pair_data_plans(&input, &mut ruled_out);
         (mixed, splits, ruled_out)
@@ -196,19 +173,18 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         (Vec::new(), Vec::new(), Vec::new())
     };
 
-    let entries = explain::entries(&ranked, &mixed, &splits, &objectives);
+    let entries = explain::entries(&ranked, &mixed, &splits, objectives);
     let Some(best) = entries.first() else {
-        plan.reasons = single::rejection_reasons(&rejected, &options);
+        plan.reasons = single::rejection_reasons(&rejected, options);
         plan.reasons.append(&mut skipped);
         plan.reasons.append(&mut ruled_out);
         plan.diagnostics.push(no_layout(job, pins, &plan.reasons));
         return plan;
     };
-    let limits = limits(job);
     if best.score >= PENALTY {
-        plan.reasons = explain::miss_reasons(job, best, &limits);
+        plan.reasons = explain::miss_reasons(job, best, limits);
         plan.diagnostics = missed_limits(
-            &limits,
+            limits,
             best.outcome.time_s,
             best.outcome.cost,
             &plan.reasons,
@@ -231,7 +207,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             if plan.feasible && c.devices == 1 {
                 let lead_s = best.outcome.time_s - c.train_time_s;
                 let memory = c.estimate.memory_per_device_bytes;
-                let slice = fit_slice(r.placement.device, memory, c.train_time_s, lead_s, &limits);
+                let slice = fit_slice(r.placement.device, memory, c.train_time_s, lead_s, limits);
                 if let Some(slice) = slice {
                     apply_slice(&mut plan, slice);
                 }
@@ -247,14 +223,14 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         }
     }
     if plan.feasible {
-        plan.why = explain::why(job, &entries, &limits, options.len());
+        plan.why = explain::why(job, &entries, limits, options.len());
     }
-    plan.alternatives = explain::alternatives(&entries, &limits, &currency);
+    plan.alternatives = explain::alternatives(&entries, limits, currency);
     if let Some(data) = plan.data.as_mut() {
-        data.options = explain::data_options(job, pool, &entries, &limits, &objectives);
+        data.options = explain::data_options(job, pool, &entries, limits, objectives);
     }
     if job.resources.interruptible && plan.feasible {
-        plan.schedule = cheap_hours(job, pool, best, &limits, &convert);
+        plan.schedule = cheap_hours(job, pool, best, limits, &convert);
     }
     plan.diagnostics.extend(found);
     plan
@@ -407,38 +383,6 @@ fn cheap_hours(
         lead_h: transfer_s / 3600.0,
         deadline_h: limits.deadline_s.map(|d| d / 3600.0),
     })
-}
-
-/// The job's goal and limits.
-fn limits(job: &Job) -> Limits {
-    Limits {
-        optimize: job.goal.optimize,
-        deadline_s: job.goal.deadline.as_ref().map(|d| d.value),
-        budget: job.goal.budget.as_ref().map(|b| b.value.0),
-    }
-}
-
-/// The objective of `option`: money converted to the budget's currency (or the pool's), power
-/// at the site's mean price and PUE, carbon at the site's intensity.
-pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
-    let currency = placement::currency(job, pool);
-    let base = pool.currency.value.as_str();
-    let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
-    let watts = option.device.typical_watts * option.site.pue;
-    let power_price_per_hour = watts / 1000.0 * option.site.mean_power_price();
-    let (transfer_s, transfer_cost) = placement::transfer(job, pool, option.site);
-    Constrained {
-        economics: Economics {
-            optimize: job.goal.optimize,
-            price_per_device_hour: convert(option.group.price_per_device_hour)
-                + convert(power_price_per_hour),
-            watts_per_device: watts,
-            carbon_g_per_kwh: option.site.carbon_g_per_kwh,
-        },
-        transfer_s,
-        transfer_cost: convert(transfer_cost),
-        limits: limits(job),
-    }
 }
 
 /// Non-blocking remarks on a chosen plan over two groups, and the same as findings.

@@ -8,7 +8,7 @@ use crate::check::{model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::plan::pair::PairInput;
 use crate::plan::placement::options;
-use crate::plan::planner::objective;
+use crate::plan::request::objective;
 use crate::plan::search::Pins;
 use crate::plan::stages::job_graph;
 use crate::plan::tests::{node_group, one_site_catalogue};
