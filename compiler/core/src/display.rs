@@ -8,7 +8,6 @@
 //! output changes when a caller moves here.
 
 use crate::plan::ir::LayoutIr;
-use crate::types::Recompute;
 use crate::workload::Layout;
 
 /// Significant digits of the numbers in the Plan JSON.
@@ -129,33 +128,11 @@ pub fn bytes(bytes: f64) -> String {
     }
 }
 
-/// The figures of a parallel layout that loam writes, from the search's [`Layout`] or the Plan
-/// IR's [`LayoutIr`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LayoutFigures {
-    /// Tensor-parallel degree.
-    pub tensor: u64,
-    /// Pipeline-parallel degree.
-    pub pipeline: u64,
-    /// Data-parallel degree.
-    pub data: u64,
-    /// Context-parallel degree.
-    pub context: u64,
-    /// Expert-parallel degree.
-    pub expert: u64,
-    /// Model chunks per device.
-    pub virtual_stages: u64,
-    /// Sequences per micro-batch.
-    pub micro_batch: u64,
-    /// ZeRO stage.
-    pub zero: u8,
-    /// Activation recomputation.
-    pub recompute: Recompute,
-}
-
-impl From<&Layout> for LayoutFigures {
+/// The search's [`Layout`] as the Plan IR writes it; every layout text below reads a
+/// [`LayoutIr`], so a layout is written alike wherever it comes from.
+impl From<&Layout> for LayoutIr {
     fn from(l: &Layout) -> Self {
-        LayoutFigures {
+        LayoutIr {
             tensor: l.tensor.into(),
             pipeline: l.pipeline.into(),
             data: l.data.into(),
@@ -169,24 +146,14 @@ impl From<&Layout> for LayoutFigures {
     }
 }
 
-impl From<&LayoutIr> for LayoutFigures {
+impl From<&LayoutIr> for LayoutIr {
     fn from(l: &LayoutIr) -> Self {
-        LayoutFigures {
-            tensor: l.tensor,
-            pipeline: l.pipeline,
-            data: l.data,
-            context: l.context,
-            expert: l.expert,
-            virtual_stages: l.virtual_stages,
-            micro_batch: l.micro_batch,
-            zero: l.zero,
-            recompute: l.recompute,
-        }
+        *l
     }
 }
 
 /// The parallel degrees: `TP8 PP4 DP16`, then `CP`, `EP` and `VP` when above 1.
-pub fn layout_degrees(l: impl Into<LayoutFigures>) -> String {
+pub fn layout_degrees(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     let mut text = format!("TP{} PP{} DP{}", l.tensor, l.pipeline, l.data);
     for (prefix, degree) in [
@@ -203,7 +170,7 @@ pub fn layout_degrees(l: impl Into<LayoutFigures>) -> String {
 
 /// The layout in one short line, as the planner's summaries and reasons write it:
 /// `TP8 PP4 DP16 mb1 ZeRO-1 recompute selective`.
-pub fn layout_short(l: impl Into<LayoutFigures>) -> String {
+pub fn layout_short(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
         "{} mb{} ZeRO-{} recompute {}",
@@ -216,7 +183,7 @@ pub fn layout_short(l: impl Into<LayoutFigures>) -> String {
 
 /// The layout as the plan table and markdown write it:
 /// `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`.
-pub fn layout_line(l: impl Into<LayoutFigures>) -> String {
+pub fn layout_line(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
         "{} · micro-batch {} · ZeRO-{} · recompute {}",
@@ -229,7 +196,7 @@ pub fn layout_line(l: impl Into<LayoutFigures>) -> String {
 
 /// The layout in a narrow table column, every degree written (expert parallelism left out):
 /// `t8 p4 d16 c1 v1 b1 z1 selective`.
-pub fn layout_compact(l: impl Into<LayoutFigures>) -> String {
+pub fn layout_compact(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
         "t{} p{} d{} c{} v{} b{} z{} {}",
@@ -247,6 +214,7 @@ pub fn layout_compact(l: impl Into<LayoutFigures>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Recompute;
 
     #[test]
     fn significant_keeps_five_digits() {
@@ -408,8 +376,8 @@ mod tests {
             zero: 1,
             recompute: Recompute::Selective,
         };
-        assert_eq!(LayoutFigures::from(&ir), LayoutFigures::from(&l));
-        assert_eq!(layout_line(&ir), layout_line(&l));
+        assert_eq!(LayoutIr::from(&l), ir);
+        assert_eq!(layout_line(ir), layout_line(&l));
     }
 
     #[test]

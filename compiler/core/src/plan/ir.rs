@@ -112,7 +112,7 @@ pub struct WorkloadIr {
 }
 
 /// The parallel layout (contract field `layout`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LayoutIr {
     /// Tensor-parallel degree.
     pub tensor: u64,
@@ -356,7 +356,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(layout.recompute, Recompute::Selective);
-        let json = serde_json::to_value(&layout).unwrap();
+        let json = serde_json::to_value(layout).unwrap();
         assert_eq!(json["recompute"], "selective");
         assert_eq!(
             serde_json::to_value(Priority::Critical).unwrap(),

@@ -125,17 +125,7 @@ pub(crate) struct Totals {
 
 /// A layout as the Plan IR writes it.
 pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
-    LayoutIr {
-        tensor: l.tensor.into(),
-        pipeline: l.pipeline.into(),
-        data: l.data.into(),
-        context: l.context.into(),
-        expert: l.expert.into(),
-        virtual_stages: l.virtual_stages.into(),
-        micro_batch: l.micro_batch.into(),
-        zero: l.zero,
-        recompute: l.recompute,
-    }
+    LayoutIr::from(l)
 }
 
 /// Fills every field of `plan` from the chosen layout `best`.
