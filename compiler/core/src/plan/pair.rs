@@ -119,6 +119,8 @@ pub(crate) struct PairInput<'p, 'a> {
     pub(crate) model: &'p ModelDims,
     pub(crate) setup: &'p TrainSetup,
     pub(crate) graph: &'p OpGraph,
+    /// What the job checkpoints and where.
+    pub(crate) checkpoint: &'p single::CheckpointNeeds,
     /// The layout fields the spec pins (each group of a data-parallel split honours them).
     pub(crate) pins: super::search::Pins,
     /// Converts an amount in the pool's base currency to the plan's.
@@ -286,7 +288,6 @@ pub(crate) fn pair_pipelines<'a>(
 pub(crate) fn fill_pair_pipeline(
     plan: &mut Plan,
     job: &Job,
-    pool: &Pool,
     m: &PairPipeline<'_>,
     input: &PairInput<'_, '_>,
     currency: String,
@@ -362,7 +363,7 @@ pub(crate) fn fill_pair_pipeline(
         &m.outcome,
         currency,
     ));
-    fill_pair_data(plan, job, pool, m.placements, devices);
+    fill_pair_data(plan, input, m.placements, devices);
 }
 
 /// What a plan over two groups predicts, besides its outcome.
@@ -429,11 +430,11 @@ pub(crate) fn pair_estimate(
 /// failure rate and the slower storage.
 pub(crate) fn fill_pair_data(
     plan: &mut Plan,
-    job: &Job,
-    pool: &Pool,
+    input: &PairInput<'_, '_>,
     placements: [&Placement<'_>; 2],
     devices: [u64; 2],
 ) {
+    let (job, pool) = (input.job, input.pool);
     let [first, second] = placements;
     let mut data = placement::data_ir(job, pool, first.site);
     if first.site.name.value != second.site.name.value {
@@ -450,8 +451,7 @@ pub(crate) fn fill_pair_data(
         .map(|o| o.site.storage_bandwidth)
         .fold(f64::INFINITY, f64::min);
     plan.checkpoint = Some(single::checkpoint_for(
-        job,
-        pool,
+        input.checkpoint,
         storage,
         1.0 / failures_per_s.max(1e-30),
     ));

@@ -161,6 +161,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         model,
         setup: base_setup,
         graph: &graph,
+        checkpoint: &request.checkpoint,
         pins,
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
@@ -202,7 +203,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
                 carbon_kg: best.outcome.carbon_kg,
             };
             (plan.notes, found) = group_notes(job, &[(r.placement, r.candidate.devices)]);
-            single::fill(&mut plan, job, pool, r, totals);
+            single::fill(&mut plan, job, pool, &request.checkpoint, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
                 let lead_s = best.outcome.time_s - c.train_time_s;
@@ -215,11 +216,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         }
         explain::Kind::PairPipeline(m) => {
             (plan.notes, found) = pair_notes(job, m.placements, m.plan.shape.devices());
-            fill_pair_pipeline(&mut plan, job, pool, m, &input, currency.clone());
+            fill_pair_pipeline(&mut plan, job, m, &input, currency.clone());
         }
         explain::Kind::PairData(d) => {
             (plan.notes, found) = pair_notes(job, d.placements, d.devices());
-            fill_pair_data_plan(&mut plan, job, pool, d, &input, currency.clone());
+            fill_pair_data_plan(&mut plan, job, d, &input, currency.clone());
         }
     }
     if plan.feasible {

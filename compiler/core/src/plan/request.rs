@@ -1,11 +1,13 @@
 //! The planning request: everything the planner needs from a checked job, decided once before
 //! any search — the pool, where the job may run (its placements, and why other node groups of
 //! an allowed type may not), each placement's objective, the model and training setup, the
-//! pinned layout fields, the limits and the currency money is counted in.
+//! pinned layout fields, the limits, the currency money is counted in, and what the job
+//! checkpoints where.
 
 use super::objective::{Constrained, Limits};
 use super::placement::{self, Placement};
 use super::search::{Economics, Pins};
+use super::single::CheckpointNeeds;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::{Job, model_dims, train_setup};
 use crate::workload::{ModelDims, TrainSetup};
@@ -25,6 +27,8 @@ pub(crate) struct PlanRequest<'a> {
     pub(crate) limits: Limits,
     /// The budget's currency, else the pool's.
     pub(crate) currency: String,
+    /// What the job checkpoints and where.
+    pub(crate) checkpoint: CheckpointNeeds,
 }
 
 /// Why a job cannot be planned at all: the sentences of the plan's reasons.
@@ -60,6 +64,7 @@ impl<'a> PlanRequest<'a> {
             pins: pins(job),
             limits: limits(job),
             currency: placement::currency(job, pool),
+            checkpoint: CheckpointNeeds::of(job, pool),
         })
     }
 }

@@ -129,7 +129,14 @@ pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
 }
 
 /// Fills every field of `plan` from the chosen layout `best`.
-pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, totals: Totals) {
+pub(crate) fn fill(
+    plan: &mut Plan,
+    job: &Job,
+    pool: &Pool,
+    checkpoint_needs: &CheckpointNeeds,
+    best: &Ranked<'_>,
+    totals: Totals,
+) {
     let c = &best.candidate;
     let l = &c.layout;
     let o = best.placement;
@@ -158,7 +165,7 @@ pub(crate) fn fill(plan: &mut Plan, job: &Job, pool: &Pool, best: &Ranked<'_>, t
         totals,
     ));
     plan.data = Some(data_ir(job, pool, o.site));
-    plan.checkpoint = Some(checkpoint(job, pool, best));
+    plan.checkpoint = Some(checkpoint(checkpoint_needs, best));
 }
 
 /// What a plan predicts per step and per run, before rounding (the breakdown already rounded).
@@ -222,44 +229,64 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
 /// Young/Daly: interval `τ = √(2·δ·M) − δ` with `δ` the time to write one checkpoint (weights
 /// and optimizer state at the site's storage bandwidth) and `M` the job's mean time between
 /// failures (one device's MTBF over the devices used).
-fn checkpoint(job: &Job, pool: &Pool, best: &Ranked<'_>) -> CheckpointIr {
+fn checkpoint(needs: &CheckpointNeeds, best: &Ranked<'_>) -> CheckpointIr {
     let o = best.placement;
     let mtbf_job = o.device.mtbf_s / (best.candidate.devices.max(1) as f64);
-    checkpoint_for(job, pool, o.site.storage_bandwidth, mtbf_job)
+    checkpoint_for(needs, o.site.storage_bandwidth, mtbf_job)
+}
+
+/// What the job checkpoints and where, decided once for the planning request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CheckpointNeeds {
+    /// The folder: the spec's `path`, else `<tenant root>/<job name>`.
+    pub(crate) path: String,
+    /// Bytes of one checkpoint: the weights and the optimizer state.
+    pub(crate) bytes: f64,
+    /// The spec's interval in seconds, when it pins one.
+    pub(crate) interval_s: Option<f64>,
+}
+
+impl CheckpointNeeds {
+    /// The checkpoint needs of `job` in `pool`.
+    pub(crate) fn of(job: &Job, pool: &Pool) -> Self {
+        let params = param_count(&model_dims(&job.model)).total;
+        let bytes = params
+            * (job.train.precision.value.bytes() + job.train.optimizer.state_bytes_per_param());
+        // Without `path`, `<root>/<job name>` (the checker refuses names that cannot be a folder,
+        // L1019, and tenants it does not know, L2113, so the fallbacks are never used).
+        let path = match &job.checkpoint.path {
+            Some(p) => p.value.clone(),
+            None => match pool.tenant(&job.tenant.value) {
+                Some(t) => t
+                    .checkpoint_root
+                    .value
+                    .job_folder(&job.name.value)
+                    .map_or_else(|_| t.checkpoint_root.value.to_string(), |f| f.to_string()),
+                None => format!("/ckpt/{}", job.name.value),
+            },
+        };
+        CheckpointNeeds {
+            path,
+            bytes,
+            interval_s: job.checkpoint.interval.as_ref().map(|i| i.value),
+        }
+    }
 }
 
 /// The checkpoint plan given the slowest storage the job writes to and its mean time between
 /// failures.
 pub(crate) fn checkpoint_for(
-    job: &Job,
-    pool: &Pool,
+    needs: &CheckpointNeeds,
     storage_bandwidth: f64,
     mtbf_job: f64,
 ) -> CheckpointIr {
-    let params = param_count(&model_dims(&job.model)).total;
-    let bytes =
-        params * (job.train.precision.value.bytes() + job.train.optimizer.state_bytes_per_param());
-    let write_s = bytes / storage_bandwidth.max(1.0);
-    let interval_s = match &job.checkpoint.interval {
-        Some(i) => i.value,
-        None => ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s),
-    };
-    // Without `path`, `<root>/<job name>` (the checker refuses names that cannot be a folder,
-    // L1019, and tenants it does not know, L2113, so the fallbacks are never used).
-    let path = match &job.checkpoint.path {
-        Some(p) => p.value.clone(),
-        None => match pool.tenant(&job.tenant.value) {
-            Some(t) => t
-                .checkpoint_root
-                .value
-                .job_folder(&job.name.value)
-                .map_or_else(|_| t.checkpoint_root.value.to_string(), |f| f.to_string()),
-            None => format!("/ckpt/{}", job.name.value),
-        },
-    };
+    let write_s = needs.bytes / storage_bandwidth.max(1.0);
+    let interval_s = needs
+        .interval_s
+        .unwrap_or_else(|| ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s));
     CheckpointIr {
         interval_min: round(interval_s / 60.0),
         write_s: round(write_s),
-        path,
+        path: needs.path.clone(),
     }
 }

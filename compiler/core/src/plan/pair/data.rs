@@ -19,7 +19,6 @@ use super::{
     pair_link,
 };
 use crate::catalogue::Feature;
-use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
 use crate::plan::ir::{BreakdownIr, Plan};
@@ -359,7 +358,6 @@ fn keep_best<'a>(kept: &mut Vec<PairData<'a>>, split: PairData<'a>) {
 pub(crate) fn fill_pair_data_plan(
     plan: &mut Plan,
     job: &Job,
-    pool: &Pool,
     d: &PairData<'_>,
     input: &PairInput<'_, '_>,
     currency: String,
@@ -425,7 +423,7 @@ pub(crate) fn fill_pair_data_plan(
         &d.outcome,
         currency,
     ));
-    fill_pair_data(plan, job, pool, d.placements, devices);
+    fill_pair_data(plan, input, d.placements, devices);
 }
 
 #[cfg(test)]

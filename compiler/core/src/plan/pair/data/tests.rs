@@ -91,6 +91,7 @@ fn with_input<T>(
     let setup = train_setup(&job);
     let graph = job_graph(&job);
     let convert = |x: f64| x;
+    let checkpoint = crate::plan::single::CheckpointNeeds::of(&job, pool);
     f(&PairInput {
         job: &job,
         pool,
@@ -100,6 +101,7 @@ fn with_input<T>(
         model: &model,
         setup: &setup,
         graph: &graph,
+        checkpoint: &checkpoint,
         pins: Pins::default(),
         convert: &convert,
         incumbent: f64::INFINITY,
