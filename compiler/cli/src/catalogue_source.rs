@@ -19,16 +19,14 @@ pub fn is_catalogue(dir: &Path) -> bool {
     FOLDERS.iter().any(|sub| io::is_dir(&dir.join(sub)))
 }
 
-/// The catalogue's `(display path, text)` files and where they came from (`specs/`, the folder
-/// given, or `built-in`).
-pub fn catalogue_texts(
-    cli_catalogue: Option<&Path>,
-) -> Result<(Vec<(String, String)>, String), IoError> {
+/// The catalogue's `(display path, text)` files: from the folder given, else `./specs` when it
+/// is a catalogue, else the built-in one.
+pub fn catalogue_texts(cli_catalogue: Option<&Path>) -> Result<Vec<(String, String)>, IoError> {
     let default = Path::new(DEFAULT_DIR);
     match cli_catalogue {
-        Some(dir) => Ok((read_dir(dir)?, io::display(dir))),
-        None if is_catalogue(default) => Ok((read_dir(default)?, format!("{DEFAULT_DIR}/"))),
-        None => Ok((builtin_texts(), "built-in".to_string())),
+        Some(dir) => read_dir(dir),
+        None if is_catalogue(default) => read_dir(default),
+        None => Ok(builtin_texts()),
     }
 }
 

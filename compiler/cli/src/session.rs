@@ -19,7 +19,7 @@ pub fn read_project(
     paths: &[PathBuf],
     cli_catalogue: Option<&Path>,
 ) -> Result<ProjectFiles, IoError> {
-    let (catalogue, _) = catalogue_texts(cli_catalogue)?;
+    let catalogue = catalogue_texts(cli_catalogue)?;
     let mut specs = Vec::new();
     for path in io::find_spec_files(paths)? {
         specs.push((io::display(&path), io::read(&path)?));
@@ -40,7 +40,7 @@ pub fn load_checked(
 
 /// Reads and checks the catalogue alone (no specs).
 pub fn load_catalogue_only(cli_catalogue: Option<&Path>) -> Result<CheckedProject, IoError> {
-    let (catalogue, _) = catalogue_texts(cli_catalogue)?;
+    let catalogue = catalogue_texts(cli_catalogue)?;
     Ok(check_project(
         ProjectFiles {
             catalogue,

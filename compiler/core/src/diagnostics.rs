@@ -108,14 +108,6 @@ impl Diagnostic {
         }
     }
 
-    /// The same diagnostic as a warning.
-    pub fn into_warning(self) -> Self {
-        Diagnostic {
-            severity: Severity::Warning,
-            ..self
-        }
-    }
-
     /// The order diagnostics are shown in: unlocated ones first, then by file and position,
     /// then by code.
     pub fn sort_key(&self) -> (Option<(crate::span::FileId, u32, u32)>, Code) {

@@ -81,6 +81,8 @@ pub struct PlannedProject {
     pub document: PlanDocument,
     /// Every diagnostic: the checks' and the planner's, sorted by file and position.
     pub diagnostics: Vec<Diagnostic>,
+    /// The planner's findings alone (L3xxx), located and sorted.
+    pub findings: Vec<Diagnostic>,
 }
 
 impl PlannedProject {
@@ -181,20 +183,25 @@ pub fn plan_project_reusing(
     threads: usize,
     reuse: &(dyn Fn(&CheckedJob) -> Option<Plan> + Sync),
 ) -> PlannedProject {
-    let mut diagnostics = project.diagnostics.clone();
     let Some(catalogue) = &project.catalogue else {
         return PlannedProject {
             document: empty_document(""),
-            diagnostics,
+            diagnostics: project.diagnostics.clone(),
+            findings: Vec::new(),
         };
     };
     let jobs: Vec<&CheckedJob> = project.plannable().collect();
     let plans: Vec<Plan> = map_ordered(&jobs, threads, |checked| {
         reuse(checked).unwrap_or_else(|| plan_job(&checked.job, &checked.file, catalogue))
     });
-    for (checked, plan) in jobs.iter().zip(&plans) {
-        diagnostics.extend(plan_diagnostics(&checked.job, plan));
-    }
+    let mut findings: Vec<Diagnostic> = jobs
+        .iter()
+        .zip(&plans)
+        .flat_map(|(checked, plan)| plan_diagnostics(&checked.job, plan))
+        .collect();
+    findings.sort_by(compare);
+    let mut diagnostics = project.diagnostics.clone();
+    diagnostics.extend(findings.iter().cloned());
     diagnostics.sort_by(compare);
     let mut document = empty_document(catalogue.digest());
     document.plans = plans;
@@ -203,6 +210,7 @@ pub fn plan_project_reusing(
     PlannedProject {
         document,
         diagnostics,
+        findings,
     }
 }
 

@@ -191,11 +191,7 @@ impl Side {
                 .cloned()
         };
         let planned = plan_project_reusing(&specs, threads(), &reuse_plan);
-        let planner_diagnostics = planned
-            .diagnostics
-            .into_iter()
-            .filter(|d| !specs.diagnostics.contains(d))
-            .collect();
+        let planner_diagnostics = planned.findings;
         Ok(Side {
             label: snapshot.label,
             commit: snapshot.commit,

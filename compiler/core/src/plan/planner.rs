@@ -193,7 +193,14 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     } else {
         plan.feasible = true;
     }
-    let found;
+    // What the chosen devices mean for the tenant's quota and the queue: the plan's notes, and
+    // the same as warnings.
+    let found = match best.kind {
+        explain::Kind::Single(r) => group_notes(job, &[(r.placement, r.candidate.devices)]),
+        explain::Kind::PairPipeline(m) => pair_notes(job, m.placements, m.plan.shape.devices()),
+        explain::Kind::PairData(d) => pair_notes(job, d.placements, d.devices()),
+    };
+    plan.notes = found.iter().map(|f| f.message.clone()).collect();
     match best.kind {
         explain::Kind::Single(r) => {
             let totals = single::Totals {
@@ -202,7 +209,6 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
-            (plan.notes, found) = group_notes(job, &[(r.placement, r.candidate.devices)]);
             single::fill(&mut plan, job, pool, &request.checkpoint, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
@@ -215,11 +221,9 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             }
         }
         explain::Kind::PairPipeline(m) => {
-            (plan.notes, found) = pair_notes(job, m.placements, m.plan.shape.devices());
             fill_pair_pipeline(&mut plan, job, m, &input, currency.clone());
         }
         explain::Kind::PairData(d) => {
-            (plan.notes, found) = pair_notes(job, d.placements, d.devices());
             fill_pair_data_plan(&mut plan, job, d, &input, currency.clone());
         }
     }
@@ -386,12 +390,12 @@ fn cheap_hours(
     })
 }
 
-/// Non-blocking remarks on a chosen plan over two groups, and the same as findings.
+/// Non-blocking remarks on a chosen plan over two groups (see [`group_notes`]).
 fn pair_notes(
     job: &Job,
     placements: [&Placement<'_>; 2],
     devices: [u64; 2],
-) -> (Vec<String>, Vec<PlanDiagnosticIr>) {
+) -> Vec<PlanDiagnosticIr> {
     let [a, b] = placements;
     let [da, db] = devices;
     group_notes(job, &[(a, da), (b, db)])
@@ -416,45 +420,37 @@ fn preempted_by(priority: crate::types::Priority) -> String {
     }
 }
 
-/// Quota and availability remarks on the devices the plan takes of each group: the notes the
-/// plan prints, and the same as warnings (L3005, L3006).
-fn group_notes(
-    job: &Job,
-    groups: &[(&Placement<'_>, u64)],
-) -> (Vec<String>, Vec<PlanDiagnosticIr>) {
-    let mut notes = Vec::new();
+/// Quota and availability remarks on the devices the plan takes of each group, as warnings
+/// (L3005, L3006); the plan's `notes` are their messages.
+fn group_notes(job: &Job, groups: &[(&Placement<'_>, u64)]) -> Vec<PlanDiagnosticIr> {
     let mut found = Vec::new();
     for (placement, devices) in groups {
         let devices = *devices;
         let preemptible = devices.saturating_sub(placement.guaranteed);
         if preemptible > 0 {
-            let note = format!(
-                "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted: {}",
-                placement.device.id.value,
-                preempted_by(job.priority)
-            );
             found.push(PlanDiagnosticIr::warning(
                 codes::plan::ABOVE_GUARANTEED_QUOTA,
                 SpecField::Tenant,
-                note.clone(),
+                format!(
+                    "{preemptible} of the {devices} {} are above the tenant's guaranteed quota and may be preempted: {}",
+                    placement.device.id.value,
+                    preempted_by(job.priority)
+                ),
                 "mark the job `interruptible = true` if it resumes from checkpoints, or ask for a larger guaranteed quota",
             ));
-            notes.push(note);
         }
         let free = u64::from(placement.group.free_devices);
         if devices > free {
-            let note = format!(
-                "needs {devices} {} of `{}`, {free} free now: the job queues until they are",
-                placement.device.id.value, placement.group.name.value
-            );
             found.push(PlanDiagnosticIr::warning(
                 codes::plan::QUEUES,
                 SpecField::Devices,
-                note.clone(),
+                format!(
+                    "needs {devices} {} of `{}`, {free} free now: the job queues until they are",
+                    placement.device.id.value, placement.group.name.value
+                ),
                 "expect a wait before the job starts, or allow other device types or sites",
             ));
-            notes.push(note);
         }
     }
-    (notes, found)
+    found
 }
