@@ -12,7 +12,7 @@ fn shipped_catalogue_loads_clean() {
     let (catalogue, diags) = load(&sources);
     assert_eq!(diags, vec![], "{diags:#?}");
     let catalogue = catalogue.unwrap();
-    assert_eq!(catalogue.devices.len(), 13);
+    assert_eq!(catalogue.devices.len(), 16);
 }
 
 /// Splits a fixture into its `--- path ---` files.
