@@ -6,59 +6,36 @@
 //! predicted tokens/s per device with the measured one. Each row is also planned with every
 //! layout field on auto, to check that loam's own choice is predicted at least as fast.
 
+mod row;
 mod table;
 
 pub use table::render_table;
 
+use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
+
 use crate::hardware::{ClusterFigures, DeviceFigures};
-use crate::plan::search::{Candidate, Pins, SearchSpec, search};
+use crate::plan::search::{Candidate, Pins, Rejection, SearchSpec, search};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use crate::workload::{Layout, ModelDims, TrainSetup};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// One-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
 /// hop plus NIC, as nccl-tests small messages show).
 pub const CALIBRATION_NETWORK_LATENCY_S: f64 = 5e-6;
-
-/// One row of the calibration CSV.
-#[derive(Debug, Clone, Deserialize)]
-struct Row {
-    run_id: String,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    kv_heads: u32,
-    ffn: u32,
-    vocab: u32,
-    mlp: String,
-    seq_len: u32,
-    device: String,
-    devices: u32,
-    node_nic_gbps: f64,
-    precision: String,
-    tp: u32,
-    pp: u32,
-    dp: u32,
-    cp: u32,
-    vpp: u32,
-    zero: u8,
-    recompute: Option<String>,
-    micro_batch: Option<u32>,
-    global_batch: u32,
-    measured_tokens_per_s_per_device: f64,
-}
 
 /// Predicted vs measured for one published run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationRow {
     /// The run's id.
     pub run_id: String,
-    /// loam's prediction with the published layout (0 when it found no feasible layout).
+    /// loam's prediction with the published layout (0 when the row is not costed).
     pub predicted_tokens_per_s_per_device: f64,
     /// What the run measured.
     pub measured_tokens_per_s_per_device: f64,
-    /// `100 · (predicted − measured) / measured`.
-    pub error_pct: f64,
+    /// `100 · (predicted − measured) / measured`; `None` when the row is not costed.
+    pub error_pct: Option<f64>,
+    /// Why the row could not be costed with its published layout (`None` when it was).
+    pub not_costed: Option<String>,
     /// Device id.
     pub device: String,
     /// Devices used.
@@ -80,6 +57,10 @@ pub struct CalibrationRow {
 pub struct CalibrationReport {
     /// One entry per CSV row, in file order.
     pub rows: Vec<CalibrationRow>,
+    /// Rows costed with their published layout: the statistics below are over these.
+    pub costed_rows: usize,
+    /// Rows that could not be costed, each with its reason in `not_costed`.
+    pub not_costed_rows: usize,
     /// Median of `|error_pct|`.
     pub median_abs_error_pct: f64,
     /// Mean of `|error_pct|`.
@@ -91,13 +72,18 @@ pub struct CalibrationReport {
 impl CalibrationReport {
     /// Mean signed error in percent (positive: loam predicts faster than measured).
     pub fn mean_signed_error_pct(&self) -> f64 {
-        mean(self.rows.iter().map(|r| r.error_pct))
+        mean(self.errors())
     }
 
-    /// Share of rows predicted faster than measured.
+    /// Share of costed rows predicted faster than measured.
     pub fn over_prediction_share(&self) -> f64 {
-        let n = self.rows.len().max(1) as f64;
-        self.rows.iter().filter(|r| r.error_pct > 0.0).count() as f64 / n
+        let n = self.costed_rows.max(1) as f64;
+        self.errors().filter(|e| *e > 0.0).count() as f64 / n
+    }
+
+    /// The signed errors of the costed rows, in file order.
+    pub fn errors(&self) -> impl Iterator<Item = f64> + '_ {
+        self.rows.iter().filter_map(|r| r.error_pct)
     }
 }
 
@@ -113,14 +99,6 @@ pub enum CalibrationError {
         column: String,
         /// What went wrong.
         message: String,
-    },
-    /// The device id is not known to the lookup.
-    #[error("line {line}: column `device`: unknown device `{device}`")]
-    UnknownDevice {
-        /// 1-based line.
-        line: u64,
-        /// The id.
-        device: String,
     },
     /// No data rows.
     #[error("the calibration CSV has no rows")]
@@ -182,9 +160,12 @@ pub fn calibrate(
     for (i, row) in rows.iter().enumerate() {
         out.push(calibrate_row(row, i as u64 + 2, &device_lookup)?);
     }
-    let abs: Vec<f64> = out.iter().map(|r| r.error_pct.abs()).collect();
-    let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / abs.len() as f64;
+    let abs: Vec<f64> = out.iter().filter_map(|r| r.error_pct).map(f64::abs).collect();
+    let costed = abs.len();
+    let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
     Ok(CalibrationReport {
+        costed_rows: costed,
+        not_costed_rows: out.len() - costed,
         median_abs_error_pct: median(abs.clone()),
         mean_abs_error_pct: mean(abs.into_iter()),
         within_20_pct_share: within,
@@ -209,22 +190,19 @@ fn csv_error(e: &csv::Error, headers: &[String]) -> CalibrationError {
     bad(line, &column, message)
 }
 
-fn calibrate_row(
-    row: &Row,
-    line: u64,
-    device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
-) -> Result<CalibrationRow, CalibrationError> {
-    let device = device_lookup(&row.device).ok_or_else(|| CalibrationError::UnknownDevice {
-        line,
-        device: row.device.clone(),
-    })?;
-    let mlp = Mlp::from_keyword(&row.mlp).ok_or_else(|| {
-        bad(
-            line,
-            "mlp",
-            format!("expected one of {:?}", Mlp::keywords()),
-        )
-    })?;
+/// A published run read from its row: the keywords parsed, the notes read.
+struct Published {
+    mlp: Mlp,
+    precision: Precision,
+    recompute: Option<Recompute>,
+    split: PublishedSplit,
+    noted: NotedArchitecture,
+}
+
+/// Parses the row's keyword columns; a value the file's README does not define is a bad row.
+fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
+    let mlp = Mlp::from_keyword(&row.mlp)
+        .ok_or_else(|| bad(line, "mlp", format!("expected one of {:?}", Mlp::keywords())))?;
     let precision = Precision::from_keyword(&row.precision).ok_or_else(|| {
         bad(
             line,
@@ -252,6 +230,47 @@ fn calibrate_row(
             "expected a positive device count and throughput",
         ));
     }
+    let split = PublishedSplit::parse(row.pipeline_split.as_deref()).ok_or_else(|| {
+        bad(
+            line,
+            "pipeline_split",
+            "expected `even`, `embedding_and_loss_count_as_layers`, `uneven_unstated` or blank",
+        )
+    })?;
+    let noted =
+        noted_architecture(row.notes.as_deref().unwrap_or("")).map_err(|m| bad(line, "notes", m))?;
+    Ok(Published {
+        mlp,
+        precision,
+        recompute,
+        split,
+        noted,
+    })
+}
+
+/// A row listed with the reason it could not be costed.
+fn not_costed(row: &Row, reason: String) -> CalibrationRow {
+    CalibrationRow {
+        run_id: row.run_id.clone(),
+        predicted_tokens_per_s_per_device: 0.0,
+        measured_tokens_per_s_per_device: row.measured_tokens_per_s_per_device,
+        error_pct: None,
+        not_costed: Some(reason),
+        device: row.device.clone(),
+        devices: row.devices,
+        layout: None,
+        mfu: 0.0,
+        auto_tokens_per_s_per_device: 0.0,
+        auto_layout: None,
+        auto_at_least_as_fast: false,
+    }
+}
+
+/// The model the row describes. The CSV names no kernels, so the recipe is inferred: Megatron
+/// GPT-3-era runs (GeLU, no weight sharding) train with dropout on materialised attention
+/// probabilities; FSDP / ZeRO-3 stacks and Llama-class recipes use fused flash attention
+/// without dropout.
+fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String> {
     let mut model = ModelDims::dense(
         row.layers,
         row.hidden,
@@ -260,15 +279,36 @@ fn calibrate_row(
         row.kv_heads,
         row.vocab,
         row.seq_len,
-        mlp,
+        published.mlp,
     );
-    // The CSV names no kernels, so the recipe is inferred: Megatron GPT-3-era runs (GeLU, no
-    // weight sharding) train with dropout on materialised attention probabilities; FSDP / ZeRO-3
-    // stacks and Llama-class (SwiGLU) recipes use fused flash attention without dropout.
-    model.dropout = mlp == Mlp::Gelu && row.zero < 3;
+    model.dropout = published.mlp == Mlp::Gelu && row.zero < 3;
+    let moe = row.experts.is_some_and(|e| e > 1);
+    if moe || published.noted != NotedArchitecture::default() {
+        return Err("MoE and attention variants are not modelled yet".into());
+    }
+    Ok(model)
+}
+
+fn calibrate_row(
+    row: &Row,
+    line: u64,
+    device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
+) -> Result<CalibrationRow, CalibrationError> {
+    let published = read_published(row, line)?;
+    let Some(device) = device_lookup(&row.device) else {
+        return Ok(not_costed(
+            row,
+            format!("device `{}` is not in the catalogue", row.device),
+        ));
+    };
+    let model = match published_model(row, &published) {
+        Ok(model) => model,
+        Err(reason) => return Ok(not_costed(row, reason)),
+    };
+    let _ = published.split;
     let setup = TrainSetup {
         global_batch: row.global_batch,
-        precision,
+        precision: published.precision,
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: !model.dropout,
@@ -284,15 +324,19 @@ fn calibrate_row(
         block: None,
         device,
     };
-    // Megatron runs sequence parallelism with selective recomputation (Korthikanti et al.);
-    // the full-recomputation baselines and SC21 predate it.
-    let sequence_parallel = Some(row.tp > 1 && recompute != Some(Recompute::Full));
+    let recompute = published.recompute;
+    // Sequence parallelism is standard with tensor parallelism since Korthikanti et al. (2022):
+    // Megatron-Core, NeMo and torchtitan's tensor-parallel plan all split norms and dropout over
+    // the tensor group. Only the GPT-3-era Megatron runs with full recomputation (SC21 and
+    // Korthikanti's own full-recomputation baselines) predate it.
+    let gpt3_era_full = model.dropout && recompute == Some(Recompute::Full);
+    let sequence_parallel = Some(row.tp > 1 && !gpt3_era_full);
     let pins = Pins {
         tensor: Some(row.tp),
         pipeline: Some(row.pp),
         data: Some(row.dp),
         context: Some(row.cp),
-        expert: Some(1),
+        expert: Some(row.ep.unwrap_or(1).max(1)),
         virtual_stages: Some(row.vpp),
         micro_batch: row.micro_batch,
         zero: Some(row.zero),
@@ -309,6 +353,23 @@ fn calibrate_row(
         keep: 1,
     };
     let pinned = search(&spec, &fastest);
+    let Some(best) = pinned.ranked.first() else {
+        let reason = pinned
+            .rejected
+            .iter()
+            .find(|r| matches!(r.reason, Rejection::OutOfMemory { .. }))
+            .or_else(|| pinned.rejected.first())
+            .map_or_else(
+                || "no layout matches the published one".to_string(),
+                |r| {
+                    format!(
+                        "the published layout is rejected: {}",
+                        crate::plan::rejection_text(&r.reason)
+                    )
+                },
+            );
+        return Ok(not_costed(row, reason));
+    };
     let auto = search(
         &SearchSpec {
             pins: Pins::default(),
@@ -316,24 +377,23 @@ fn calibrate_row(
         },
         &fastest,
     );
-    let best = pinned.ranked.first();
     let own = auto.ranked.first();
-    let predicted = best.map_or(0.0, |c| c.estimate.tokens_per_s_per_device);
+    let predicted = best.estimate.tokens_per_s_per_device;
     let measured = row.measured_tokens_per_s_per_device;
-    let pinned_total = best.map_or(0.0, |c| c.estimate.tokens_per_s);
     let auto_total = own.map_or(0.0, |c| c.estimate.tokens_per_s);
     Ok(CalibrationRow {
         run_id: row.run_id.clone(),
         predicted_tokens_per_s_per_device: predicted,
         measured_tokens_per_s_per_device: measured,
-        error_pct: 100.0 * (predicted - measured) / measured,
+        error_pct: Some(100.0 * (predicted - measured) / measured),
+        not_costed: None,
         device: row.device.clone(),
         devices: row.devices,
-        layout: best.map(|c| c.layout),
-        mfu: best.map_or(0.0, |c| c.estimate.mfu),
+        layout: Some(best.layout),
+        mfu: best.estimate.mfu,
         auto_tokens_per_s_per_device: own.map_or(0.0, |c| c.estimate.tokens_per_s_per_device),
         auto_layout: own.map(|c| c.layout),
-        auto_at_least_as_fast: auto_total >= pinned_total * (1.0 - 1e-9),
+        auto_at_least_as_fast: auto_total >= best.estimate.tokens_per_s * (1.0 - 1e-9),
     })
 }
 

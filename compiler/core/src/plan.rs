@@ -16,6 +16,7 @@ mod stages;
 
 pub use planner::plan_job;
 pub use stages::stage_ranges;
+pub(crate) use single::rejection_text;
 
 #[cfg(test)]
 mod tests;

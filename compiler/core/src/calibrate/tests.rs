@@ -37,8 +37,16 @@ pub(crate) fn test_device(id: &str) -> Option<DeviceFigures> {
     })
 }
 
+/// The shipped catalogue's figures for a device id, as `loam calibrate` looks them up.
+fn catalogue_device(id: &str) -> Option<DeviceFigures> {
+    thread_local! {
+        static CATALOGUE: crate::catalogue::Catalogue = crate::catalogue::builtin();
+    }
+    CATALOGUE.with(|c| c.device(id).map(|d| d.figures()))
+}
+
 fn report() -> CalibrationReport {
-    calibrate(CSV, test_device).unwrap()
+    calibrate(CSV, catalogue_device).unwrap()
 }
 
 #[test]
@@ -75,12 +83,14 @@ fn errors_are_not_biased_to_one_side() {
 }
 
 #[test]
-fn every_published_layout_is_feasible_and_auto_is_at_least_as_fast() {
+fn every_published_layout_is_costed_and_auto_is_at_least_as_fast() {
     let r = report();
     for row in &r.rows {
+        assert_eq!(row.not_costed, None, "{}", row.run_id);
         assert!(row.layout.is_some(), "{} infeasible", row.run_id);
         assert!(row.auto_at_least_as_fast, "{}", row.run_id);
     }
+    assert_eq!(r.costed_rows, 65);
 }
 
 #[test]
@@ -97,6 +107,8 @@ fn report_serializes_to_the_contract_shape() {
         keys,
         [
             "rows",
+            "costed_rows",
+            "not_costed_rows",
             "median_abs_error_pct",
             "mean_abs_error_pct",
             "within_20_pct_share"
@@ -108,6 +120,7 @@ fn report_serializes_to_the_contract_shape() {
         "predicted_tokens_per_s_per_device",
         "measured_tokens_per_s_per_device",
         "error_pct",
+        "not_costed",
     ] {
         assert!(row.get(key).is_some(), "{key}");
     }
@@ -126,11 +139,13 @@ fn bad_rows_name_line_and_column() {
         }
         other => panic!("{other:?}"),
     }
+    // A device the lookup does not know is listed with the reason, not dropped.
     let unknown = good.replace("A100_SXM_80GB", "B300");
-    assert!(matches!(
-        calibrate(&format!("{header}\n{unknown}\n"), test_device),
-        Err(CalibrationError::UnknownDevice { line: 2, .. })
-    ));
+    let listed = calibrate(&format!("{header}\n{good}\n{unknown}\n"), test_device).unwrap();
+    assert_eq!((listed.costed_rows, listed.not_costed_rows), (1, 1));
+    let reason = listed.rows[1].not_costed.as_deref().unwrap();
+    assert!(reason.contains("B300"), "{reason}");
+    assert!(render_table(&listed).contains("not costed: device `B300`"));
     assert_eq!(
         calibrate(&format!("{header}\n"), test_device),
         Err(CalibrationError::Empty)

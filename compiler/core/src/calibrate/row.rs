@@ -1,0 +1,208 @@
+//! One row of a calibration CSV, and the architecture it describes: the columns, and the
+//! architecture details the file keeps in its `notes` column (head_dim, MLA, sliding windows).
+
+use serde::Deserialize;
+
+/// One row of the calibration CSV. The MoE, pipeline-split and notes columns were added to the
+/// shared file in December 2026; a CSV without them still reads (every one is blank).
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct Row {
+    pub(super) run_id: String,
+    pub(super) layers: u32,
+    pub(super) hidden: u32,
+    pub(super) heads: u32,
+    pub(super) kv_heads: u32,
+    pub(super) ffn: u32,
+    pub(super) vocab: u32,
+    pub(super) mlp: String,
+    pub(super) seq_len: u32,
+    pub(super) device: String,
+    pub(super) devices: u32,
+    pub(super) node_nic_gbps: f64,
+    pub(super) precision: String,
+    pub(super) tp: u32,
+    pub(super) pp: u32,
+    pub(super) dp: u32,
+    pub(super) cp: u32,
+    pub(super) vpp: u32,
+    pub(super) zero: u8,
+    pub(super) recompute: Option<String>,
+    pub(super) micro_batch: Option<u32>,
+    pub(super) global_batch: u32,
+    pub(super) measured_tokens_per_s_per_device: f64,
+    /// Expert-parallel degree (blank or 1 for dense models).
+    #[serde(default)]
+    pub(super) ep: Option<u32>,
+    /// Routed experts per MoE block.
+    #[serde(default)]
+    pub(super) experts: Option<u32>,
+    /// Routed experts each token runs.
+    #[serde(default)]
+    pub(super) top_k: Option<u32>,
+    /// Hidden size of one routed expert.
+    #[serde(default)]
+    pub(super) expert_ffn: Option<u32>,
+    /// Experts every token runs besides the routed ones.
+    #[serde(default)]
+    pub(super) shared_experts: Option<u32>,
+    /// The first N blocks are dense.
+    #[serde(default)]
+    pub(super) dense_layers: Option<u32>,
+    /// FFN size of those dense blocks.
+    #[serde(default)]
+    pub(super) dense_ffn: Option<u32>,
+    /// `even`, `embedding_and_loss_count_as_layers` or `uneven_unstated`.
+    #[serde(default)]
+    pub(super) pipeline_split: Option<String>,
+    /// Architecture details without a column of their own, `|`-separated.
+    #[serde(default)]
+    pub(super) notes: Option<String>,
+}
+
+/// How the source split the blocks over pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PublishedSplit {
+    /// Blank: one stage, or the source does not say.
+    Unstated,
+    /// `even`: equal blocks per stage.
+    Even,
+    /// `embedding_and_loss_count_as_layers`: Megatron's account-for-embedding/loss split.
+    EmbeddingAndLoss,
+    /// `uneven_unstated`: the blocks cannot split evenly and the source does not say how.
+    UnevenUnstated,
+}
+
+impl PublishedSplit {
+    /// The column's value, or `None` for a value the file's README does not define.
+    pub(super) fn parse(text: Option<&str>) -> Option<PublishedSplit> {
+        match text.unwrap_or("") {
+            "" => Some(PublishedSplit::Unstated),
+            "even" => Some(PublishedSplit::Even),
+            "embedding_and_loss_count_as_layers" => Some(PublishedSplit::EmbeddingAndLoss),
+            "uneven_unstated" => Some(PublishedSplit::UnevenUnstated),
+            _ => None,
+        }
+    }
+}
+
+/// Multi-head latent attention dims (DeepSeek-V2/V3), as the notes write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MlaDims {
+    pub(super) q_lora_rank: u32,
+    pub(super) kv_lora_rank: u32,
+    pub(super) qk_nope_head_dim: u32,
+    pub(super) qk_rope_head_dim: u32,
+    pub(super) v_head_dim: u32,
+}
+
+/// Architecture details read from the `notes` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct NotedArchitecture {
+    /// `head_dim 128`.
+    pub(super) head_dim: Option<u32>,
+    /// `MLA attention (q_lora 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128)`.
+    pub(super) mla: Option<MlaDims>,
+    /// `sliding-window(128)`: the window in tokens.
+    pub(super) sliding_window: Option<u32>,
+    /// `alternating sliding-window(…)/full attention`: every second block attends fully.
+    pub(super) global_every: Option<u32>,
+}
+
+/// The whole number right after `key` in `text` (`"head_dim 128"` → 128 for key `"head_dim "`).
+fn number_after(text: &str, key: &str) -> Option<u32> {
+    let start = text.find(key)? + key.len();
+    let digits: String = text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Reads the architecture details the notes state in the shared file's wording. A note that
+/// mentions MLA but whose dims do not read is an error, so a row is never costed as plain
+/// attention by mistake.
+pub(super) fn noted_architecture(notes: &str) -> Result<NotedArchitecture, String> {
+    let mut arch = NotedArchitecture {
+        head_dim: number_after(notes, "head_dim "),
+        ..NotedArchitecture::default()
+    };
+    if notes.contains("MLA") {
+        let dims = (
+            number_after(notes, "q_lora "),
+            number_after(notes, "kv_lora "),
+            number_after(notes, "qk_nope "),
+            number_after(notes, "qk_rope "),
+            number_after(notes, " v "),
+        );
+        let (Some(q), Some(kv), Some(nope), Some(rope), Some(v)) = dims else {
+            return Err(
+                "the notes name MLA attention without all of `q_lora`, `kv_lora`, `qk_nope`, \
+                 `qk_rope` and `v`"
+                    .into(),
+            );
+        };
+        arch.mla = Some(MlaDims {
+            q_lora_rank: q,
+            kv_lora_rank: kv,
+            qk_nope_head_dim: nope,
+            qk_rope_head_dim: rope,
+            v_head_dim: v,
+        });
+    }
+    if let Some(window) = number_after(notes, "sliding-window(") {
+        arch.sliding_window = Some(window);
+        if notes.contains("alternating") {
+            arch.global_every = Some(2);
+        }
+    } else if notes.contains("sliding-window") || notes.contains("sliding window") {
+        return Err("the notes name sliding-window attention without its window".into());
+    }
+    Ok(arch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_architecture_notes_of_the_shared_file() {
+        let dsv3 = "moe_note: first 3 layers dense (ffn 18432), 58 MoE layers; MLA attention \
+                    (q_lora 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128) - kv_heads column \
+                    is not meaningful for MLA | reliability: medium";
+        let arch = noted_architecture(dsv3).unwrap();
+        assert_eq!(
+            arch.mla,
+            Some(MlaDims {
+                q_lora_rank: 1536,
+                kv_lora_rank: 512,
+                qk_nope_head_dim: 128,
+                qk_rope_head_dim: 64,
+                v_head_dim: 128
+            })
+        );
+        assert_eq!(arch.head_dim, None);
+        let gpt_oss = "moe_note: all layers MoE; head_dim 64; alternating \
+                       sliding-window(128)/full attention | dp_sharding_note: x";
+        let arch = noted_architecture(gpt_oss).unwrap();
+        assert_eq!(
+            (arch.head_dim, arch.sliding_window, arch.global_every),
+            (Some(64), Some(128), Some(2))
+        );
+        assert_eq!(
+            noted_architecture("nic_note: DGX H100").unwrap(),
+            NotedArchitecture::default()
+        );
+        assert!(noted_architecture("MLA attention (q_lora 1536)").is_err());
+        assert!(noted_architecture("sliding window layers").is_err());
+    }
+
+    #[test]
+    fn knows_the_split_values_of_the_readme() {
+        assert_eq!(PublishedSplit::parse(None), Some(PublishedSplit::Unstated));
+        assert_eq!(
+            PublishedSplit::parse(Some("embedding_and_loss_count_as_layers")),
+            Some(PublishedSplit::EmbeddingAndLoss)
+        );
+        assert_eq!(PublishedSplit::parse(Some("zigzag")), None);
+    }
+}
