@@ -29,6 +29,7 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "specs/devices/L40S.yaml",
     "specs/devices/MI250X.yaml",
     "specs/devices/MI300X.yaml",
+    "specs/pools/frontier.yaml",
     "specs/pools/lab.yaml",
     "specs/pools/xirang.yaml",
 ];
