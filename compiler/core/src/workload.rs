@@ -318,4 +318,6 @@ impl TrainSetup {
 }
 
 #[cfg(test)]
+mod frontier_tests;
+#[cfg(test)]
 mod tests;

@@ -590,7 +590,13 @@ pub(crate) fn held_params(model: &ModelDims, count: &ParamCount, layout: &Layout
     let t = f64::from(layout.tensor.max(1));
     let experts_split = f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout));
     let (blocks, embed, embed_trainable) = if layout.pipeline <= 1 {
-        (count.blocks, count.embedding, count.embedding_trainable)
+        // Everything outside the blocks: the embeddings and the final norm.
+        let b = &count.blocks;
+        (
+            count.blocks,
+            count.total - b.dense - b.routed,
+            count.trainable - b.trainable_dense - b.trainable_routed,
+        )
     } else {
         let lps = layout.layers_per_stage(model.layers);
         let heavy = BlockShare {
