@@ -11,6 +11,8 @@ mod memory;
 pub mod ops;
 mod params;
 
+pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
+pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
 pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
 pub use memory::{
@@ -20,15 +22,11 @@ pub use memory::{
 pub(crate) use memory::{
     StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
 };
-pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
 pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{
     FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count, params_per_device,
 };
-pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
-pub(crate) use params::{
-    HeldParams, attended_keys, block_matrices, forward_flops, held_params,
-};
+pub(crate) use params::{HeldParams, attended_keys, block_matrices, forward_flops, held_params};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;

@@ -2,9 +2,9 @@
 
 use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, MlaSpec, ModelSpec, OPERATIONS, single_block};
-use crate::span::Spanned;
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Mlp};
@@ -108,7 +108,7 @@ pub(super) fn check_model(
 
     // With an explicit head width (or latent attention) heads × head width may differ from
     // the hidden size (Qwen3: 64 × 128 over 4096).
-    if head_dim.is_none() && model.mla.is_none() && !model.hidden.is_multiple_of(model.heads) {
+    if head_dim.is_none() && mla_block.is_none() && !model.hidden.is_multiple_of(model.heads) {
         diags.push(
             Diagnostic::error(
                 codes::check::MODEL_DIMENSIONS_DISAGREE,
@@ -123,9 +123,18 @@ pub(super) fn check_model(
             .with_help("choose a head count that divides the hidden size"),
         );
     }
-    check_attention_fields(&model, &kv, &head_dim, &sliding_window, &global_every, diags);
+    let mla_span = mla_block.map(|b| b.span);
+    check_attention_fields(
+        &model,
+        mla_span,
+        &kv,
+        &head_dim,
+        &sliding_window,
+        &global_every,
+        diags,
+    );
     if let Some(kv) = kv
-        && model.mla.is_none()
+        && mla_block.is_none()
         && (kv.value > model.heads || !model.heads.is_multiple_of(kv.value))
     {
         diags.push(
@@ -189,9 +198,15 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
                 ("experts", experts.map(|f| f.span)),
                 ("top_k", top_k.map(|f| f.span)),
                 ("expert_ffn", moe.expert_ffn.as_ref().map(|f| f.span)),
-                ("shared_experts", moe.shared_experts.as_ref().map(|f| f.span)),
+                (
+                    "shared_experts",
+                    moe.shared_experts.as_ref().map(|f| f.span),
+                ),
                 ("dense_layers", moe.dense_layers.as_ref().map(|f| f.span)),
-                ("capacity_factor", moe.capacity_factor.as_ref().map(|f| f.span)),
+                (
+                    "capacity_factor",
+                    moe.capacity_factor.as_ref().map(|f| f.span),
+                ),
             ];
             for (name, span) in spans {
                 if let Some(span) = span {
@@ -248,6 +263,7 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
 /// Head width, latent attention and sliding windows: fields that only make sense together.
 fn check_attention_fields(
     model: &ModelSpec,
+    mla: Option<crate::span::Span>,
     kv_heads: &Option<Spanned<u64>>,
     head_dim: &Option<Spanned<u64>>,
     sliding_window: &Option<Spanned<u64>>,
@@ -255,10 +271,15 @@ fn check_attention_fields(
     diags: &mut Diagnostics,
 ) {
     let disagree = |message: String, span, label: &str, help: &str| {
-        Diagnostic::error(codes::check::MODEL_DIMENSIONS_DISAGREE, message, span, label)
-            .with_help(help)
+        Diagnostic::error(
+            codes::check::MODEL_DIMENSIONS_DISAGREE,
+            message,
+            span,
+            label,
+        )
+        .with_help(help)
     };
-    if let Some(mla) = &model.mla {
+    if let Some(mla_span) = mla {
         if let Some(d) = head_dim {
             diags.push(
                 disagree(
@@ -267,7 +288,7 @@ fn check_attention_fields(
                     "latent attention sets its head widths in `mla`",
                     "remove `head_dim`; set `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim`",
                 )
-                .with_related(mla.span, "latent attention set here"),
+                .with_related(mla_span, "latent attention set here"),
             );
         }
         if let Some(k) = kv_heads
@@ -283,7 +304,7 @@ fn check_attention_fields(
                     "every head reads its own keys and values from the shared latent",
                     "remove `kv_heads`",
                 )
-                .with_related(mla.span, "latent attention set here"),
+                .with_related(mla_span, "latent attention set here"),
             );
         }
     }

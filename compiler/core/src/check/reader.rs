@@ -359,7 +359,10 @@ impl<'a> Fields<'a> {
         let value = self.count(name)?;
         if value.value < min || value.value > max {
             let attribute = self.get(name)?;
-            self.out_of_range(&attribute.value, &format!("must be between {min} and {max}"));
+            self.out_of_range(
+                &attribute.value,
+                &format!("must be between {min} and {max}"),
+            );
             return None;
         }
         Some(value)

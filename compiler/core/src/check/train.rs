@@ -37,7 +37,13 @@ pub(super) fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<Trai
         .map_or(Optimizer::Adamw, |o| o.value);
     let freeze = f.names("freeze");
     let parts: Vec<&str> = Part::ALL.iter().map(|p| p.as_str()).collect();
-    unknown_names(&freeze, &parts, "part", "not a part of the model with weights", f.diags);
+    unknown_names(
+        &freeze,
+        &parts,
+        "part",
+        "not a part of the model with weights",
+        f.diags,
+    );
     drop(f);
     let lora = single_block(block, "lora", diags).and_then(|b| check_lora(b, diags));
     if let (Some(lora), Some(first)) = (&lora, freeze.first()) {
@@ -49,7 +55,9 @@ pub(super) fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<Trai
                 "LoRA already freezes every base weight",
             )
             .with_related(lora.span, "LoRA adapters set here")
-            .with_help("remove `freeze` for a LoRA fine-tune, or the `lora` block for a frozen-base one"),
+            .with_help(
+                "remove `freeze` for a LoRA fine-tune, or the `lora` block for a frozen-base one",
+            ),
         );
     }
     if lora.is_none()

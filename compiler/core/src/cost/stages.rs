@@ -16,15 +16,15 @@
 
 use super::compute::{BlockTime, Rates, block_time, head_time};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
-use crate::workload::{
-    HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
-};
 use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
     CommBuffers, CommShape, FlopConvention, FlopsPerToken, Layout, MemoryBreakdown, ModelDims,
     ParamCount, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count, tp_per_layer,
+};
+use crate::workload::{
+    HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
 };
 
 /// The cost model bound to one model, run and cluster.
@@ -439,8 +439,8 @@ impl<'a> Costing<'a> {
                 // the previous block) and reduce-scatter gradients under the backward.
                 let ag_layer = placement.weight_ag / lps;
                 let fwd = (ag_layer - block.forward).max(0.0);
-                let bwd = (ag_layer + placement.grad_share - block.backward - block.recompute)
-                    .max(0.0);
+                let bwd =
+                    (ag_layer + placement.grad_share - block.backward - block.recompute).max(0.0);
                 ((fwd + bwd) * lps + ag_layer, 0.0)
             }
         };

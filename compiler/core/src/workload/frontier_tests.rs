@@ -114,7 +114,11 @@ fn gpt_oss_120b_counts_117b_and_5_1b_active() {
     // input embedding. loam leaves out the attention sinks and the biases (40M together).
     assert!(rel(c.total, 116.83e9) < 0.001, "{}", c.total);
     let input_embedding = 201_088.0 * 2880.0;
-    assert!(rel(c.active - input_embedding, 5.13e9) < 0.002, "{}", c.active);
+    assert!(
+        rel(c.active - input_embedding, 5.13e9) < 0.002,
+        "{}",
+        c.active
+    );
 }
 
 #[test]
@@ -171,7 +175,10 @@ fn sliding_window_blocks_attend_over_their_window() {
     let per_block = 2.0 * 8.0 * 64.0 * 2.0;
     assert_eq!(kv_cache_bytes_per_token(&m, 2.0), 36.0 * per_block);
     let long = kv_cache_bytes(&m, 131_072.0, 2.0);
-    assert_eq!(long, 18.0 * per_block * 131_072.0 + 18.0 * per_block * 128.0);
+    assert_eq!(
+        long,
+        18.0 * per_block * 131_072.0 + 18.0 * per_block * 128.0
+    );
 }
 
 #[test]
@@ -179,7 +186,10 @@ fn kv_cache_of_gqa_and_mla() {
     // Llama-3-70B: 80 blocks · 2 · 8 KV heads · 128 · 2 bytes = 320 KiB per token.
     assert_eq!(kv_cache_bytes_per_token(&llama3_70b(), 2.0), 327_680.0);
     // DeepSeek-V3 caches the 512-wide latent and the 64-wide rotary key: 61 · 576 · 2 bytes.
-    assert_eq!(kv_cache_bytes_per_token(&deepseek_v3(), 2.0), 61.0 * 576.0 * 2.0);
+    assert_eq!(
+        kv_cache_bytes_per_token(&deepseek_v3(), 2.0),
+        61.0 * 576.0 * 2.0
+    );
 }
 
 #[test]
@@ -206,8 +216,8 @@ fn lora_on_70b_trains_207m_adapters_at_four_flops_per_frozen_weight() {
     let c = param_count(&m);
     // Per block: q 8192→8192, k and v 8192→1024, o 8192→8192, gate and up 8192→28672, down
     // 28672→8192, each `16 · (in + out)`.
-    let per_block = 16.0
-        * ((8192.0 + 8192.0) * 2.0 + (8192.0 + 1024.0) * 2.0 + (8192.0 + 28672.0) * 3.0);
+    let per_block =
+        16.0 * ((8192.0 + 8192.0) * 2.0 + (8192.0 + 1024.0) * 2.0 + (8192.0 + 28672.0) * 3.0);
     assert_eq!(c.trainable, 80.0 * per_block);
     assert!(rel(c.trainable, 207.09e6) < 1e-3);
     let base = param_count(&llama3_70b());
@@ -217,7 +227,11 @@ fn lora_on_70b_trains_207m_adapters_at_four_flops_per_frozen_weight() {
     let tuned = flops_per_token(&m, Recompute::None);
     let matmul = full.block_gemm_forward / 2.0 + full.head_forward / 2.0;
     let expected = 4.0 * matmul + 6.0 * c.trainable + 3.0 * full.attention_forward;
-    assert!(rel(tuned.model, expected) < 1e-12, "{} vs {expected}", tuned.model);
+    assert!(
+        rel(tuned.model, expected) < 1e-12,
+        "{} vs {expected}",
+        tuned.model
+    );
 }
 
 #[test]
@@ -251,7 +265,12 @@ fn lora_70b_keeps_only_its_weights_and_the_adapters_state() {
     assert!(rel(mem.optimizer, 12.0 * c.trainable / 8.0) < 1e-3);
     // Full fine-tuning at the same layout needs 16 bytes per weight: 141 GB per device.
     let full = memory_per_device(&llama3_70b(), &setup, &layout);
-    assert!(full.total > 140e9 && mem.total < 40e9, "{} {}", full.total, mem.total);
+    assert!(
+        full.total > 140e9 && mem.total < 40e9,
+        "{} {}",
+        full.total,
+        mem.total
+    );
 }
 
 #[test]

@@ -219,7 +219,11 @@ pub(crate) fn breakdown(
 /// Weight, gradient and optimizer bytes of [`memory_per_device`], from the parameters one device
 /// holds (`held`): the only part that depends on the ZeRO stage, so the layout search works it
 /// out once per stage and the activations once per recomputation mode.
-pub(crate) fn state_bytes(setup: &TrainSetup, layout: &Layout, held: &HeldParams) -> (f64, f64, f64) {
+pub(crate) fn state_bytes(
+    setup: &TrainSetup,
+    layout: &Layout,
+    held: &HeldParams,
+) -> (f64, f64, f64) {
     let precision = setup.precision;
     let (mut weights, gradients, optimizer) = held_state_bytes(held, layout, setup);
     if layout.zero >= 3 {
@@ -249,8 +253,8 @@ pub(crate) fn held_state_bytes(
     let trained_routed = state(held.trainable_routed, expert_ranks);
     let frozen_dense = held.total - held.routed - held.trainable_dense;
     let frozen_routed = held.routed - held.trainable_routed;
-    let frozen = state(frozen_dense.max(0.0), dense_ranks).0
-        + state(frozen_routed.max(0.0), expert_ranks).0;
+    let frozen =
+        state(frozen_dense.max(0.0), dense_ranks).0 + state(frozen_routed.max(0.0), expert_ranks).0;
     (
         trained_dense.0 + trained_routed.0 + frozen,
         trained_dense.1 + trained_routed.1,

@@ -154,7 +154,11 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
 /// The embedding parameters (doubled when untied).
 fn embed_total(model: &ModelDims) -> f64 {
     let one = model.embedding_params();
-    if model.tied_embeddings { one } else { 2.0 * one }
+    if model.tied_embeddings {
+        one
+    } else {
+        2.0 * one
+    }
 }
 
 /// The parameters of every block.

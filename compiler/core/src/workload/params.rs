@@ -109,7 +109,11 @@ impl Matrix {
     }
 
     fn times(self, stored: f64, run: f64) -> Matrix {
-        Matrix { stored, run, ..self }
+        Matrix {
+            stored,
+            run,
+            ..self
+        }
     }
 
     /// Weights of one copy.
@@ -317,8 +321,7 @@ pub(crate) fn block_params(model: &ModelDims, kind: BlockKind) -> BlockParams {
         // expert. Latent attention has none.
         if model.mla.is_none() {
             let d = model.head_dim();
-            p.attention +=
-                f64::from(model.heads) * d + 2.0 * f64::from(model.kv_heads) * d + h;
+            p.attention += f64::from(model.heads) * d + 2.0 * f64::from(model.kv_heads) * d + h;
         }
         if kind.moe {
             let fe = model.expert_width();

@@ -12,8 +12,8 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup, breakdown,
-    HeldParams, held_params, layer_bytes_per_token, param_count, state_bytes,
+    HeldParams, Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup,
+    breakdown, held_params, layer_bytes_per_token, param_count, state_bytes,
 };
 use std::ops::ControlFlow;
 
