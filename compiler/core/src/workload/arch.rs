@@ -181,7 +181,7 @@ pub(crate) fn block_kind(model: &ModelDims, b: u32) -> BlockKind {
         sliding: match (model.sliding_window, model.global_every) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some(_), Some(n)) => (b + 1) % n.max(1) != 0,
+            (Some(_), Some(n)) => !(b + 1).is_multiple_of(n.max(1)),
         },
     }
 }
