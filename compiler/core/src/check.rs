@@ -9,22 +9,24 @@ mod job;
 mod model;
 mod parallel;
 mod reader;
+mod train;
 mod workload;
 
 use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::codes;
 pub use job::{
-    CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
+    CheckpointSpec, DataSpec, GoalSpec, Job, LoraSpec, MlaSpec, ModelSpec, ParallelSpec,
+    ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
-pub use workload::{model_dims, train_setup};
+pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::names::{self, JobNameProblem};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Block, File};
-use crate::types::{Optimize, Optimizer, Precision, Priority};
+use crate::types::{Optimize, Priority};
 use crate::units::Dimension;
 use reader::{BlockSpec, LabelRule, duplicate, read_block};
 use std::collections::BTreeMap;
@@ -60,13 +62,38 @@ const MODEL: BlockSpec = BlockSpec {
         "top_k",
         "tie_embeddings",
         "sensitive",
+        "head_dim",
+        "sliding_window",
+        "global_every",
+        "expert_ffn",
+        "shared_experts",
+        "dense_layers",
+        "capacity_factor",
+    ],
+    blocks: &["mla"],
+    label: LabelRule::None,
+};
+const MLA: BlockSpec = BlockSpec {
+    name: "mla",
+    fields: &[
+        "q_lora_rank",
+        "kv_lora_rank",
+        "qk_nope_head_dim",
+        "qk_rope_head_dim",
+        "v_head_dim",
     ],
     blocks: &[],
     label: LabelRule::None,
 };
 const TRAIN: BlockSpec = BlockSpec {
     name: "train",
-    fields: &["tokens", "global_batch", "precision", "optimizer"],
+    fields: &["tokens", "global_batch", "precision", "optimizer", "freeze"],
+    blocks: &["lora"],
+    label: LabelRule::None,
+};
+const LORA: BlockSpec = BlockSpec {
+    name: "lora",
+    fields: &["rank", "targets"],
     blocks: &[],
     label: LabelRule::None,
 };
@@ -278,9 +305,9 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         .map(|l| Spanned::new(l.value.clone(), l.span));
     drop(fields);
 
-    let model =
-        required_block(block, "model", diags).and_then(|b| model::check_model(b, &MODEL, diags));
-    let train = required_block(block, "train", diags).and_then(|b| check_train(b, diags));
+    let model = required_block(block, "model", diags)
+        .and_then(|b| model::check_model(b, &MODEL, &MLA, diags));
+    let train = required_block(block, "train", diags).and_then(|b| train::check_train(b, diags));
     let resources =
         required_block(block, "resources", diags).and_then(|b| check_resources(b, diags));
     let parallel = single_block(block, "parallel", diags)
@@ -349,36 +376,6 @@ fn required_block<'a>(parent: &'a Block, name: &str, diags: &mut Diagnostics) ->
         missing_block(parent, name, diags);
     }
     found
-}
-
-fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<TrainSpec> {
-    let mut f = read_block(block, &TRAIN, diags);
-    let tokens = f.count("tokens");
-    let tokens = f.require("tokens", tokens, "2T");
-    let global_batch = f.integer("global_batch", 1, MAX_DIM, false);
-    let global_batch = f.require("global_batch", global_batch, "1024");
-    let precision = f.keyword(
-        "precision",
-        Precision::from_keyword,
-        &Precision::keywords(),
-        false,
-    );
-    let precision = f.require("precision", precision, "bf16");
-    let optimizer = f
-        .keyword(
-            "optimizer",
-            Optimizer::from_keyword,
-            &Optimizer::keywords(),
-            false,
-        )
-        .map_or(Optimizer::Adamw, |o| o.value);
-    Some(TrainSpec {
-        tokens: tokens?.value,
-        global_batch: global_batch?.value,
-        precision: precision?,
-        optimizer,
-        span: block.span,
-    })
 }
 
 fn check_resources(block: &Block, diags: &mut Diagnostics) -> Option<ResourcesSpec> {

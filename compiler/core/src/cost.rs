@@ -167,7 +167,7 @@ pub fn estimate(
 ) -> Result<StepEstimate, CostError> {
     let costing = Costing::new(model, setup, cluster)?;
     let kernel = costing.kernel(layout);
-    let placement = costing.placement(layout, costing.params_per_device(layout));
+    let placement = costing.placement(layout, &costing.params_per_device(layout));
     let shape = costing.shape(layout, &kernel, &placement);
     let replay = costing.replay(&shape, layout);
     let memory = memory_per_device(model, setup, layout);

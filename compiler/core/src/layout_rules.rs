@@ -71,15 +71,16 @@ pub fn data(global_batch: u64, data: u64) -> Result<(), Indivisible> {
     divides("global_batch % data", global_batch, data)
 }
 
-/// Expert-parallel groups are carved out of the data-parallel ranks, and hold equal numbers of
-/// experts.
-pub fn expert(data: u64, experts: u64, expert: u64) -> Result<(), Indivisible> {
-    if expert != 0 && data.is_multiple_of(expert) && experts.max(1).is_multiple_of(expert) {
+/// Expert parallelism is folded onto the tensor × context × data grid (Megatron-Core MoE
+/// parallel folding, Liu et al. 2025): the expert degree divides the ranks of that grid, `grid =
+/// tensor · context · data`, and the experts, so every rank holds as many.
+pub fn expert(grid: u64, experts: u64, expert: u64) -> Result<(), Indivisible> {
+    if expert != 0 && grid.is_multiple_of(expert) && experts.max(1).is_multiple_of(expert) {
         Ok(())
     } else {
         Err(Indivisible {
-            what: "data % expert and experts % expert",
-            value: data,
+            what: "(tensor · context · data) % expert and experts % expert",
+            value: grid,
             by: expert,
         })
     }
@@ -123,6 +124,10 @@ mod tests {
         assert!(expert(64, 64, 64).is_ok());
         assert!(expert(32, 64, 64).is_err());
         assert!(expert(64, 8, 16).is_err());
+        // Qwen3-235B-A22B: TP2 DP16 EP32 (32 ranks, 128 experts); Mixtral-8x22B: TP2 CP8 DP4
+        // EP8 (64 ranks, 8 experts): expert degrees above the data degree, folded onto the grid.
+        assert!(expert(2 * 16, 128, 32).is_ok());
+        assert!(expert(2 * 8 * 4, 8, 8).is_ok());
         assert!(interleave(6, 4, 1).is_ok());
         assert!(interleave(6, 4, 2).is_err());
         assert!(micro_batch(1024, 0, 1).is_err());

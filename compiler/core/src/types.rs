@@ -130,6 +130,8 @@ keyword_enum! {
         Swiglu = "swiglu",
         /// Classic two-matrix GeLU MLP.
         Gelu = "gelu",
+        /// Squared ReLU: two `hidden × ffn` matrices, no biases (Nemotron-4, Parmar et al. 2024).
+        SquaredRelu = "squared_relu",
     }
 }
 

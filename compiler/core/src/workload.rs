@@ -5,22 +5,28 @@
 //! Nothing here knows about a device; the cost model (`crate::cost`) turns these into seconds.
 //! Formulas and their sources: `docs/cost-model.md`.
 
+mod arch;
 mod comm;
 mod memory;
 pub mod ops;
 mod params;
 
+pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
+pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
 pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
 pub use memory::{
-    MemoryBreakdown, activation_bytes_per_layer, memory_per_device, model_state_bytes,
+    MemoryBreakdown, activation_bytes_per_layer, kv_cache_bytes, kv_cache_bytes_per_token,
+    memory_per_device, model_state_bytes,
 };
 pub(crate) use memory::{
     StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
-pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
-pub(crate) use params::{forward_flops, params_per_device_counted};
+pub use params::{
+    FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count, params_per_device,
+};
+pub(crate) use params::{HeldParams, attended_keys, block_matrices, forward_flops, held_params};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
@@ -55,6 +61,28 @@ pub struct ModelDims {
     /// Whether training applies dropout (GPT-3-era models do, Llama-class models do not); dropout
     /// masks cost one byte per element of activation memory.
     pub dropout: bool,
+    /// Width of one attention head when it is not `hidden / heads` (Qwen3: 64 heads × 128 over a
+    /// hidden size of 4096); `None` = `hidden / heads`. Ignored under [`Mla`].
+    pub head_dim: Option<u32>,
+    /// DeepSeek multi-head latent attention instead of grouped-query attention.
+    pub mla: Option<Mla>,
+    /// Attention window in tokens of the sliding-window blocks; `None` = every block attends to
+    /// the whole sequence.
+    pub sliding_window: Option<u32>,
+    /// With a sliding window: every `n`th block (blocks `n−1`, `2n−1`, …) attends to the whole
+    /// sequence; `None` = every block slides.
+    pub global_every: Option<u32>,
+    /// Hidden size of one routed (and shared) expert; `None` = `ffn`.
+    pub expert_ffn: Option<u32>,
+    /// Experts every token runs besides the routed ones, each of `expert_ffn` (DeepSeek: 1).
+    pub shared_experts: u32,
+    /// The first blocks of an MoE model that are dense, with an MLP of `ffn` (DeepSeek-V3: 3).
+    pub dense_layers: u32,
+    /// Expert capacity factor: each expert computes (and exchanges) `capacity_factor ×` its
+    /// balanced share of tokens, padding included; `None` = dropless, balanced routing.
+    pub capacity_factor: Option<f64>,
+    /// Which weights train (all of them unless frozen or under LoRA).
+    pub trainable: Trainable,
 }
 
 impl ModelDims {
@@ -84,7 +112,49 @@ impl ModelDims {
             top_k: 1,
             tied_embeddings: false,
             dropout: false,
+            head_dim: None,
+            mla: None,
+            sliding_window: None,
+            global_every: None,
+            expert_ffn: None,
+            shared_experts: 0,
+            dense_layers: 0,
+            capacity_factor: None,
+            trainable: Trainable::default(),
         }
+    }
+
+    /// This model as a mixture of `experts` experts of which each token runs `top_k` (every other
+    /// MoE field at its default: no shared experts, no dense blocks, dropless).
+    pub fn with_experts(self, experts: u32, top_k: u32) -> Self {
+        ModelDims {
+            arch: Arch::Moe,
+            experts,
+            top_k,
+            ..self
+        }
+    }
+
+    /// This model with heads of width `head_dim`.
+    pub fn with_head_dim(self, head_dim: u32) -> Self {
+        ModelDims {
+            head_dim: Some(head_dim),
+            ..self
+        }
+    }
+
+    /// This model with multi-head latent attention.
+    pub fn with_mla(self, mla: Mla) -> Self {
+        ModelDims {
+            mla: Some(mla),
+            kv_heads: self.heads,
+            ..self
+        }
+    }
+
+    /// This model with what trains.
+    pub fn with_trainable(self, trainable: Trainable) -> Self {
+        ModelDims { trainable, ..self }
     }
 
     /// Parameters of the input embedding (and of an untied output head): `vocab · hidden`.
@@ -92,14 +162,40 @@ impl ModelDims {
         f64::from(self.vocab) * f64::from(self.hidden)
     }
 
-    /// Width of one attention head.
+    /// Width of one attention head: `head_dim` when given, else `hidden / heads`.
     pub fn head_dim(&self) -> f64 {
-        f64::from(self.hidden) / f64::from(self.heads.max(1))
+        match self.head_dim {
+            Some(d) => f64::from(d),
+            None => f64::from(self.hidden) / f64::from(self.heads.max(1)),
+        }
     }
 
     /// Total width of the key (or value) projection: `kv_heads · head_dim`.
     pub fn kv_dim(&self) -> f64 {
         f64::from(self.kv_heads) * self.head_dim()
+    }
+
+    /// Per-head widths of the attention core: `(query·key, value)`; `(head_dim, head_dim)` for
+    /// grouped-query attention, `(nope + rope, v_head_dim)` under MLA.
+    pub fn attention_head_dims(&self) -> (f64, f64) {
+        match &self.mla {
+            Some(mla) => (
+                f64::from(mla.qk_nope_head_dim) + f64::from(mla.qk_rope_head_dim),
+                f64::from(mla.v_head_dim),
+            ),
+            None => (self.head_dim(), self.head_dim()),
+        }
+    }
+
+    /// Hidden size of one routed or shared expert.
+    pub fn expert_width(&self) -> f64 {
+        f64::from(self.expert_ffn.unwrap_or(self.ffn))
+    }
+
+    /// Expert computation per routed token over the balanced share: the capacity factor, or 1
+    /// when dropless.
+    pub fn capacity(&self) -> f64 {
+        self.capacity_factor.unwrap_or(1.0).max(1.0)
     }
 
     /// Experts each token runs (1 for dense models).
@@ -118,11 +214,11 @@ impl ModelDims {
         }
     }
 
-    /// Number of `hidden × ffn` matrices in one MLP (3 for SwiGLU, 2 for GeLU).
+    /// Number of `hidden × ffn` matrices in one MLP (3 for SwiGLU, 2 for GeLU and squared ReLU).
     pub fn mlp_matrices(&self) -> f64 {
         match self.mlp {
             Mlp::Swiglu => 3.0,
-            Mlp::Gelu => 2.0,
+            Mlp::Gelu | Mlp::SquaredRelu => 2.0,
         }
     }
 }
@@ -138,7 +234,8 @@ pub struct Layout {
     pub data: u32,
     /// Context-parallel degree (ring attention over sequence chunks).
     pub context: u32,
-    /// Expert-parallel degree (MoE experts spread over data-parallel ranks).
+    /// Expert-parallel degree: MoE experts spread over ranks of the tensor × context × data grid
+    /// (Megatron-Core parallel folding).
     pub expert: u32,
     /// Model chunks per pipeline stage (interleaved 1F1B when above 1).
     pub virtual_stages: u32,
@@ -218,5 +315,7 @@ impl TrainSetup {
     }
 }
 
+#[cfg(test)]
+mod frontier_tests;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@
 use super::check_job::{Allowed, ticked};
 use super::codes;
 use crate::check::Job;
-use crate::check::{model_dims, train_setup};
+use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::types::{Arch, Recompute};
@@ -112,7 +112,7 @@ fn best_layout(
 
 /// Reports a model that fits on none of the allowed device types.
 pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostics) {
-    let model = model_dims(&job.model);
+    let model = job_model_dims(job);
     let setup = train_setup(job);
     let mut misses = Vec::new();
     for device in &allowed.devices {

@@ -64,11 +64,57 @@ pub struct ModelSpec {
     pub experts: Option<u64>,
     /// Experts each token runs (MoE only).
     pub top_k: Option<u64>,
+    /// Width of one attention head, when not `hidden / heads`.
+    pub head_dim: Option<u64>,
+    /// Multi-head latent attention (the nested `mla { … }` block).
+    pub mla: Option<MlaSpec>,
+    /// Attention window of the sliding-window blocks, in tokens.
+    pub sliding_window: Option<u64>,
+    /// Every `global_every`th block attends globally (needs `sliding_window`).
+    pub global_every: Option<u64>,
+    /// Hidden size of one routed expert (MoE only); absent = `ffn`.
+    pub expert_ffn: Option<u64>,
+    /// Experts every token runs besides the routed ones (MoE only).
+    pub shared_experts: u64,
+    /// The first blocks that are dense, with an MLP of `ffn` (MoE only).
+    pub dense_layers: u64,
+    /// Expert capacity factor (MoE only); absent = dropless.
+    pub capacity_factor: Option<f64>,
     /// Whether input embedding and LM head share weights.
     pub tie_embeddings: bool,
     /// Extra operations to keep on high-precision devices (`sensitive = [attention]`).
     pub sensitive: Vec<Spanned<String>>,
     /// The `model` block.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// The `mla { … }` block of a model: DeepSeek multi-head latent attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MlaSpec {
+    /// Query down-projection rank; 0 = a plain query projection.
+    pub q_lora_rank: u64,
+    /// Key/value latent rank.
+    pub kv_lora_rank: u64,
+    /// Per-head query/key width without rotary embedding.
+    pub qk_nope_head_dim: u64,
+    /// Per-head query/key width with rotary embedding.
+    pub qk_rope_head_dim: u64,
+    /// Per-head value width.
+    pub v_head_dim: u64,
+    /// The `mla` block.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// The `lora { … }` block of a train block.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoraSpec {
+    /// Adapter rank.
+    pub rank: u64,
+    /// The ops whose matrices get adapters (`attention`, `mlp`).
+    pub targets: Vec<Spanned<String>>,
+    /// The `lora` block.
     #[serde(skip)]
     pub span: Span,
 }
@@ -84,6 +130,10 @@ pub struct TrainSpec {
     pub precision: Spanned<Precision>,
     /// Optimizer.
     pub optimizer: Optimizer,
+    /// LoRA adapters over a frozen base, if any.
+    pub lora: Option<LoraSpec>,
+    /// Parts whose weights are frozen (`freeze = [embedding, attention]`).
+    pub freeze: Vec<Spanned<String>>,
     /// The `train` block.
     #[serde(skip)]
     pub span: Span,

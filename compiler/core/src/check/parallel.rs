@@ -161,21 +161,25 @@ pub(super) fn check_consistency(
                 "choose an expert degree that divides the expert count",
             )),
             (Arch::Moe, _) => {
-                if let Some(d) = &parallel.data
-                    && !d.value.is_multiple_of(e.value)
+                // Folded onto the tensor × context × data grid: known once all three are pinned.
+                if let (Some(t), Some(c), Some(d)) =
+                    (&parallel.tensor, &parallel.context, &parallel.data)
                 {
-                    found.push(
-                        inconsistent(
-                            format!(
-                                "expert parallelism {} does not divide data parallelism {}",
-                                e.value, d.value
-                            ),
-                            e.span,
-                            "expert-parallel groups are carved out of the data-parallel ranks",
-                            "choose an expert degree that divides the data degree",
-                        )
-                        .with_related(d.span, "data parallelism pinned here"),
-                    );
+                    let grid = t.value * c.value * d.value;
+                    if rules::expert(grid, model.experts.unwrap_or(1), e.value).is_err() {
+                        found.push(
+                            inconsistent(
+                                format!(
+                                    "expert parallelism {} does not divide tensor × context × data = {grid}",
+                                    e.value
+                                ),
+                                e.span,
+                                "expert-parallel groups are folded onto the tensor, context and data ranks",
+                                "choose an expert degree that divides tensor × context × data",
+                            )
+                            .with_related(d.span, "data parallelism pinned here"),
+                        );
+                    }
                 }
             }
             _ => {}

@@ -354,6 +354,20 @@ impl<'a> Fields<'a> {
         self.quantity(name, &Dimension::Count)
     }
 
+    /// A plain number in `[min, max]`, e.g. `1.25`.
+    pub fn number(&mut self, name: &str, min: f64, max: f64) -> Option<Spanned<f64>> {
+        let value = self.count(name)?;
+        if value.value < min || value.value > max {
+            let attribute = self.get(name)?;
+            self.out_of_range(
+                &attribute.value,
+                &format!("must be between {min} and {max}"),
+            );
+            return None;
+        }
+        Some(value)
+    }
+
     fn out_of_range(&mut self, value: &Value, why: &str) {
         self.diags.push(
             Diagnostic::error(

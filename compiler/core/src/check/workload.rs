@@ -1,9 +1,9 @@
 //! The workload of a checked job: its model dimensions and training setup as the cost model
 //! reads them. The one place a `check::Job` becomes `ModelDims` and `TrainSetup`.
 
-use super::{Job, ModelSpec};
+use super::{Job, ModelSpec, TrainSpec};
 use crate::types::Arch;
-use crate::workload::{ModelDims, TrainSetup};
+use crate::workload::{Lora, Mla, ModelDims, Part, TrainSetup, Trainable};
 
 /// Narrows a checked dimension; the checker bounds every dimension by 2²⁴, so this never
 /// saturates on a checked job.
@@ -11,8 +11,8 @@ fn narrow(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
-/// The model dimensions of a spec's `model` block. Specs describe modern (Llama-class) training:
-/// no dropout.
+/// The model dimensions of a spec's `model` block, training every weight. Specs describe modern
+/// (Llama-class) training: no dropout.
 pub fn model_dims(model: &ModelSpec) -> ModelDims {
     let (experts, top_k) = match model.arch {
         Arch::Dense => (1, 1),
@@ -35,7 +35,46 @@ pub fn model_dims(model: &ModelSpec) -> ModelDims {
         top_k,
         tied_embeddings: model.tie_embeddings,
         dropout: false,
+        head_dim: model.head_dim.map(narrow),
+        mla: model.mla.as_ref().map(|m| Mla {
+            q_lora_rank: narrow(m.q_lora_rank),
+            kv_lora_rank: narrow(m.kv_lora_rank),
+            qk_nope_head_dim: narrow(m.qk_nope_head_dim),
+            qk_rope_head_dim: narrow(m.qk_rope_head_dim),
+            v_head_dim: narrow(m.v_head_dim),
+        }),
+        sliding_window: model.sliding_window.map(narrow),
+        global_every: model.global_every.map(narrow),
+        expert_ffn: model.expert_ffn.map(narrow),
+        shared_experts: narrow(model.shared_experts),
+        dense_layers: narrow(model.dense_layers),
+        capacity_factor: model.capacity_factor,
+        trainable: Trainable::full(),
     }
+}
+
+/// The model a job trains: its dimensions with what its `train` block freezes or adapts.
+pub fn job_model_dims(job: &Job) -> ModelDims {
+    model_dims(&job.model).with_trainable(trainable(&job.train))
+}
+
+/// What trains under a `train` block: LoRA adapters over a frozen base, the parts `freeze` does
+/// not name, or everything.
+pub fn trainable(train: &TrainSpec) -> Trainable {
+    if let Some(lora) = &train.lora {
+        let targets = |name: &str| lora.targets.iter().any(|t| t.value == name);
+        return Trainable::lora(Lora {
+            rank: narrow(lora.rank),
+            attention: targets("attention"),
+            mlp: targets("mlp"),
+        });
+    }
+    let parts: Vec<Part> = train
+        .freeze
+        .iter()
+        .filter_map(|n| Part::from_name(&n.value))
+        .collect();
+    Trainable::freezing(&parts)
 }
 
 /// The training setup of a job. Every device loam plans for runs fused (flash) attention.

@@ -8,7 +8,9 @@
 use super::{GEMM_PEAK_FRACTION, GEMM_TILE_INTENSITY, NONGEMM_H_ELEMENTS, attention_peak};
 use crate::hardware::DeviceFigures;
 use crate::types::{Mlp, Precision, Recompute};
-use crate::workload::{Layout, ModelDims};
+use crate::workload::{
+    BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, expert_tensor,
+};
 
 /// Device rates a timing needs.
 #[derive(Debug, Clone, Copy)]
@@ -87,63 +89,129 @@ impl BlockTime {
     }
 }
 
-/// Timing of one block on one device.
+/// Timing of the mean block on one device: every block kind of the model (dense first blocks,
+/// MoE blocks, sliding-window and global attention) timed and averaged by how many blocks it
+/// has, so `layers ×` the result is the whole model's.
 pub(crate) fn block_time(
     model: &ModelDims,
     layout: &Layout,
     rates: &Rates,
     flash_attention: bool,
 ) -> BlockTime {
+    let layers = f64::from(model.layers.max(1));
+    let mut mean = BlockTime::default();
+    for (count, kind) in block_kinds(model) {
+        if count == 0 {
+            continue;
+        }
+        let share = f64::from(count) / layers;
+        let b = kind_time(model, kind, layout, rates, flash_attention);
+        mean.forward += share * b.forward;
+        mean.backward += share * b.backward;
+        mean.attention_forward += share * b.attention_forward;
+    }
+    mean.with_recompute(layout.recompute)
+}
+
+/// Keys a query attends to on average in a causal kernel, which skips the masked half: `s/2`
+/// over the whole sequence, `w − w²/2s` in a window of `w` (every query past the first `w` sees
+/// `w` keys).
+fn causal_keys(model: &ModelDims, kind: BlockKind) -> f64 {
+    let s = f64::from(model.seq_len);
+    match (kind.sliding, model.sliding_window) {
+        (true, Some(w)) if f64::from(w) < s => {
+            let w = f64::from(w);
+            w - w * w / (2.0 * s)
+        }
+        _ => s / 2.0,
+    }
+}
+
+/// Forward and backward seconds of one block of `kind`.
+fn kind_time(
+    model: &ModelDims,
+    kind: BlockKind,
+    layout: &Layout,
+    rates: &Rates,
+    flash_attention: bool,
+) -> BlockTime {
     let t = f64::from(layout.tensor.max(1));
     let ep = f64::from(layout.expert.max(1));
+    let etp = f64::from(expert_tensor(layout));
     let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
-    let f = f64::from(model.ffn);
-    let kv = model.kv_dim();
-    let k = model.active_experts();
-    let experts = model.total_experts();
-    // Tokens each local expert sees when routing is balanced.
-    let expert_tokens = tokens * k * ep / experts;
+    let trainable = &model.trainable;
+    let experts = f64::from(model.experts.max(1));
+    // With expert parallelism the tensor ranks split the tokens before the experts and every
+    // expert is whole (expert tensor parallelism 1); without it the experts split like a dense
+    // MLP. Each local expert sees its balanced share, padded to the capacity factor.
+    let expert_tokens = tokens * etp / t * model.active_experts() * ep / experts * model.capacity();
     let local_experts = experts / ep;
-    let up_width = (model.mlp_matrices() - 1.0) * f / t;
-    let gemm_fwd = rates.gemm(tokens, (h + 2.0 * kv) / t, h)
-        + rates.gemm(tokens, h, h / t)
-        + local_experts
-            * (rates.gemm(expert_tokens, up_width, h) + rates.gemm(expert_tokens, h, f / t));
-    let s = f64::from(model.seq_len);
+    let rank = |part| trainable.lora_rank(part);
+    let mut gemm_fwd = 0.0;
+    let mut gemm_bwd = 0.0;
+    for m in block_matrices(model, kind) {
+        // A routed matrix runs once per local expert on that expert's tokens; any other (shared
+        // experts included) once per copy on every token.
+        let (rows, copies, split) = if m.routed {
+            (expert_tokens, local_experts, etp)
+        } else {
+            (tokens, m.stored, t)
+        };
+        let one = if m.row_parallel {
+            rates.gemm(rows, m.output, m.input / split)
+        } else {
+            rates.gemm(rows, m.output / split, m.input)
+        };
+        let r = rank(m.part);
+        let adapter = if r > 0.0 {
+            rates.gemm(rows, r, m.input) + rates.gemm(rows, m.output, r)
+        } else {
+            0.0
+        };
+        let fwd = copies * (one + adapter);
+        gemm_fwd += fwd;
+        // Input gradients always; weight gradients only for the weights that train.
+        let wgrad = if trainable.trains(m.part) { one } else { 0.0 };
+        gemm_bwd += copies * (one + wgrad + 2.0 * adapter);
+    }
+    let (qk, v) = model.attention_head_dims();
+    let heads = f64::from(model.heads) / t;
     let (attn_fwd, attn_bwd) = if flash_attention {
-        // Flash attention: causal, so half of the `4·T·s·h` score and value FLOPs are done.
-        let attn_flops = 4.0 * tokens * s * h / t * 0.5;
+        // Flash attention: causal, so only the unmasked keys are computed.
+        let attn_flops = 2.0 * tokens * heads * (qk + v) * causal_keys(model, kind);
         let fwd = attn_flops / (GEMM_PEAK_FRACTION * rates.attention_peak);
         // Backward recomputes the scores inside the kernel: 2.5× the forward FLOPs.
         (fwd, 2.5 * fwd)
     } else {
-        // Materialised scores: batched `QKᵀ` and `AV` GEMMs over heads (K = head_dim), then
-        // fused scale-mask-softmax and dropout passes over the `a·s` scores of each token
-        // (forward 4.5 element passes, backward 5.5).
-        let heads = f64::from(model.heads) / t;
-        let hd = model.head_dim();
-        let bmm = heads * (rates.gemm(tokens, s, hd) + rates.gemm(tokens, hd, s));
-        let pass = tokens * heads * s * rates.act_elt / rates.memory_bandwidth;
+        // Materialised scores: batched `QKᵀ` and `AV` GEMMs over heads, then fused
+        // scale-mask-softmax and dropout passes over the scores of each token (forward 4.5
+        // element passes, backward 5.5).
+        let keys = attended_keys(model, kind);
+        let bmm = heads * (rates.gemm(tokens, keys, qk) + rates.gemm(tokens, v, keys));
+        let pass = tokens * heads * keys * rates.act_elt / rates.memory_bandwidth;
         (bmm + 4.5 * pass, 2.0 * bmm + 5.5 * pass)
     };
     let sp_div = if layout.sequence_parallel { t } else { 1.0 };
+    let width = if kind.moe {
+        model.expert_width()
+            * (model.active_experts() * model.capacity() + f64::from(model.shared_experts))
+    } else {
+        f64::from(model.ffn)
+    };
     let act_elems = match model.mlp {
-        Mlp::Gelu => 5.0 * f * k / t,
-        Mlp::Swiglu => 8.0 * f * k / t,
+        Mlp::Gelu | Mlp::SquaredRelu => 5.0 * width / t,
+        Mlp::Swiglu => 8.0 * width / t,
     };
     let nongemm_total = tokens * rates.act_elt * (NONGEMM_H_ELEMENTS * h / sp_div + act_elems)
         / rates.memory_bandwidth;
     let nongemm_fwd = nongemm_total / 3.0;
-    let forward = gemm_fwd + attn_fwd + nongemm_fwd;
-    let backward = 2.0 * gemm_fwd + attn_bwd + 2.0 * nongemm_fwd;
     BlockTime {
-        forward,
-        backward,
+        forward: gemm_fwd + attn_fwd + nongemm_fwd,
+        backward: gemm_bwd + attn_bwd + 2.0 * nongemm_fwd,
         recompute: 0.0,
         attention_forward: attn_fwd,
     }
-    .with_recompute(layout.recompute)
 }
 
 /// The output head of one micro-batch on one device: the logits GEMM and the softmax

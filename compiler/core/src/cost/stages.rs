@@ -21,8 +21,10 @@ use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
     CommBuffers, CommShape, FlopConvention, FlopsPerToken, Layout, MemoryBreakdown, ModelDims,
-    ParamCount, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count,
-    params_per_device_counted, tp_per_layer,
+    ParamCount, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count, tp_per_layer,
+};
+use crate::workload::{
+    HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
 };
 
 /// The cost model bound to one model, run and cluster.
@@ -61,8 +63,11 @@ pub(crate) struct Placement {
     layers_per_stage: f64,
     /// `layers_per_stage`, at least 1.
     lps: f64,
-    /// Gradient reduce-scatter over the data-parallel group.
+    /// Gradient reduce-scatter: dense gradients over the data-parallel group, routed-expert
+    /// gradients over the expert-data-parallel group.
     grad_rs: f64,
+    /// All-gather of every weight the device holds, frozen ones included (ZeRO-3).
+    weight_ag: f64,
     /// `grad_rs / lps`.
     grad_share: f64,
     /// `2·grad_rs / lps`.
@@ -71,10 +76,11 @@ pub(crate) struct Placement {
     bubble_share: f64,
     /// Optimizer-step seconds with the optimizer state whole.
     optimizer_whole: f64,
-    /// The same with the state sharded over the `d·cp` data-parallel ranks (ZeRO ≥ 1).
+    /// The same with the state sharded over the data-parallel (and, for routed experts, the
+    /// expert-data-parallel) ranks (ZeRO ≥ 1).
     optimizer_sharded: f64,
     /// Parameters one device holds before ZeRO sharding.
-    params: f64,
+    params: HeldParams,
 }
 
 /// A [`Kernel`] and a [`Placement`] of one layout together.
@@ -139,6 +145,16 @@ impl StageCache {
     }
 }
 
+/// The share of `model`'s blocks that are MoE blocks (and run expert all-to-alls).
+fn moe_share(model: &ModelDims) -> f64 {
+    let moe: u32 = block_kinds(model)
+        .iter()
+        .filter(|(_, kind)| kind.moe)
+        .map(|(n, _)| n)
+        .sum();
+    f64::from(moe) / f64::from(model.layers.max(1))
+}
+
 /// The position of `recompute` in [`Recompute::ALL`], for caches by recomputation mode.
 pub(crate) fn recompute_index(recompute: Recompute) -> usize {
     match recompute {
@@ -178,8 +194,8 @@ impl<'a> Costing<'a> {
     }
 
     /// Parameters one device of `layout` holds before ZeRO sharding.
-    pub(crate) fn params_per_device(&self, layout: &Layout) -> f64 {
-        params_per_device_counted(self.model, &self.count, layout)
+    pub(crate) fn params_per_device(&self, layout: &Layout) -> HeldParams {
+        held_params(self.model, &self.count, layout)
     }
 
     /// [`Costing::step`] of `layout` into `out`, through the stages in `cache` (see
@@ -189,7 +205,7 @@ impl<'a> Costing<'a> {
         &self,
         cache: &mut StageCache,
         layout: &Layout,
-        params: f64,
+        params: &HeldParams,
         memory: MemoryBreakdown,
         out: &mut StepEstimate,
     ) {
@@ -247,12 +263,18 @@ impl<'a> Costing<'a> {
         } else {
             (0.0, 0.0)
         };
-        // Expert parallel: dispatch and combine all-to-alls, forward and backward.
+        // Expert parallel: dispatch and combine all-to-alls, forward and backward, in the MoE
+        // blocks (the mean block carries their share). Folded onto the grid with expert tensor
+        // parallelism 1, the expert group is `expert` consecutive ranks: inside a node while it
+        // fits one, else over the NICs. Exposed, as Megatron-Core runs them unless
+        // `--overlap-moe-expert-parallel-comm` is set (docs/cost-model.md).
         let ep_group = Group {
             size: ep,
-            stride: t * cp,
+            stride: f64::from(expert_tensor(layout)),
         };
-        let ep_layer = 4.0 * collective_time(Collective::AllToAll, buffers.ep, ep_group, cluster);
+        let ep_layer = 4.0
+            * collective_time(Collective::AllToAll, buffers.ep, ep_group, cluster)
+            * moe_share(model);
         Kernel {
             block,
             head,
@@ -266,38 +288,53 @@ impl<'a> Costing<'a> {
 
     /// Reads `layout`'s tensor, context and expert degrees, pipeline, virtual stages and data
     /// degree; `params` are its [`Costing::params_per_device`].
-    pub(crate) fn placement(&self, layout: &Layout, params: f64) -> Placement {
+    pub(crate) fn placement(&self, layout: &Layout, params: &HeldParams) -> Placement {
         let cluster = self.cluster;
         let t = f64::from(layout.tensor.max(1));
-        let cp = f64::from(layout.context.max(1));
-        let d = f64::from(layout.data.max(1));
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
         let layers_per_stage = layout.layers_per_stage(self.model.layers);
         let lps = layers_per_stage.max(1.0);
         let elt = self.setup.precision.bytes();
-        let dp_grad_buffer = params * elt;
-        // Data parallel over data × context ranks, stride t.
+        // Dense weights are replicated over data × context ranks, stride t; routed experts over
+        // the expert-data-parallel ranks, which sit `expert · expert_tensor` apart (Megatron-Core
+        // folds experts onto the grid as expert-tensor × expert × expert-data, innermost first).
+        let dense_ranks = dense_data_ranks(layout);
+        let expert_ranks = expert_data_ranks(layout);
         let dp_group = Group {
-            size: d * cp,
+            size: dense_ranks,
             stride: t,
         };
-        let grad_rs = collective_time(Collective::Gather, dp_grad_buffer, dp_group, cluster);
-        let params_local = dp_grad_buffer / elt;
-        let optimizer = |shards: f64| {
-            params_local / shards * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
+        let edp_group = Group {
+            size: expert_ranks,
+            stride: f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout)),
+        };
+        let dense_weights = params.total - params.routed;
+        let gather = |dense: f64, routed: f64| {
+            collective_time(Collective::Gather, dense * elt, dp_group, cluster)
+                + collective_time(Collective::Gather, routed * elt, edp_group, cluster)
+        };
+        let grad_rs = gather(params.trainable_dense, params.trainable_routed);
+        let weight_ag = gather(dense_weights, params.routed);
+        // Only the weights that train are updated.
+        let update = |dense: f64, routed: f64| {
+            (dense + routed) * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
                 / cluster.device.memory_bandwidth
         };
         Placement {
             layers_per_stage,
             lps,
             grad_rs,
+            weight_ag,
             grad_share: grad_rs / lps,
             reduce_share: 2.0 * grad_rs / lps,
             bubble_share: (p - 1.0) / v,
-            optimizer_whole: optimizer(1.0),
-            optimizer_sharded: optimizer(d * cp),
-            params,
+            optimizer_whole: update(params.trainable_dense, params.trainable_routed),
+            optimizer_sharded: update(
+                params.trainable_dense / dense_ranks,
+                params.trainable_routed / expert_ranks,
+            ),
+            params: *params,
         }
     }
 
@@ -312,7 +349,7 @@ impl<'a> Costing<'a> {
             self.model,
             self.setup,
             layout,
-            placement.params,
+            &placement.params,
             &kernel.buffers,
         );
         let pp_comm = if layout.pipeline > 1 {
@@ -400,9 +437,10 @@ impl<'a> Costing<'a> {
             _ => {
                 // FSDP: per block, gather weights before forward and backward (prefetched under
                 // the previous block) and reduce-scatter gradients under the backward.
-                let ag_layer = placement.grad_share;
+                let ag_layer = placement.weight_ag / lps;
                 let fwd = (ag_layer - block.forward).max(0.0);
-                let bwd = (2.0 * ag_layer - block.backward - block.recompute).max(0.0);
+                let bwd =
+                    (ag_layer + placement.grad_share - block.backward - block.recompute).max(0.0);
                 ((fwd + bwd) * lps + ag_layer, 0.0)
             }
         };

@@ -168,3 +168,38 @@ fn unsupported_precision_is_an_error() {
     );
     assert!(matches!(err, Err(CostError::UnsupportedPrecision { .. })));
 }
+
+#[test]
+fn expert_all_to_all_runs_on_the_tier_it_crosses() {
+    // A Mixtral-8x7B-shaped model with 16 experts at TP1 DP16 over two 8-GPU nodes: folded
+    // with expert tensor parallelism 1, an expert group is `expert` consecutive ranks, so EP8
+    // stays on NVLink and EP16 sends half of every all-to-all over the 400 Gb/s NICs.
+    let model =
+        ModelDims::dense(32, 4096, 14336, 32, 8, 32000, 4096, Mlp::Swiglu).with_experts(16, 2);
+    let s = setup(256, Precision::Bf16);
+    let c = cluster("H100_SXM", 2, 400.0);
+    let layout = |expert| Layout {
+        data: 16,
+        expert,
+        micro_batch: 1,
+        recompute: Recompute::Full,
+        zero: 1,
+        ..Layout::single()
+    };
+    let exposed = |expert| {
+        let with = estimate(&model, &s, &layout(expert), &c).unwrap();
+        let without = estimate(&model, &s, &layout(1), &c).unwrap();
+        with.breakdown.tensor_comm - without.breakdown.tensor_comm
+    };
+    // Dispatch and combine, forward and backward, of 4096 tokens · 2 copies · 4096 · 2 bytes,
+    // in each of 32 blocks and 16 micro-batches, fully exposed.
+    let bytes = 4096.0 * 2.0 * 4096.0 * 2.0;
+    let up = c.device.scale_up_bandwidth * LINK_EFFICIENCY;
+    let net = c.node_network_bandwidth * LINK_EFFICIENCY / 8.0;
+    let rounds = 16.0 * 32.0 * 4.0;
+    let inside = rounds * (7.0 / 8.0 * bytes / up + SCALE_UP_HOP_LATENCY_S);
+    let across = rounds * (7.0 / 16.0 * bytes / up + 8.0 / 16.0 * bytes / net + 5e-6);
+    assert!((exposed(8) / inside - 1.0).abs() < 1e-9, "{}", exposed(8));
+    assert!((exposed(16) / across - 1.0).abs() < 1e-9, "{}", exposed(16));
+    assert!(exposed(16) > 5.0 * exposed(8));
+}

@@ -9,7 +9,7 @@ use super::placement::{self, Placement};
 use super::search::{Economics, Pins};
 use super::single::CheckpointNeeds;
 use crate::catalogue::{Catalogue, Pool};
-use crate::check::{Job, model_dims, train_setup};
+use crate::check::{Job, job_model_dims, train_setup};
 use crate::workload::{ModelDims, TrainSetup};
 
 /// A checked job, ready to plan.
@@ -59,7 +59,7 @@ impl<'a> PlanRequest<'a> {
             placements,
             skipped,
             objectives,
-            model: model_dims(&job.model),
+            model: job_model_dims(job),
             setup: train_setup(job),
             pins: pins(job),
             limits: limits(job),

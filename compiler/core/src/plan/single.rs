@@ -7,7 +7,7 @@ use super::placement::{Placement, block_label, data_ir};
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
 use crate::check::Job;
-use crate::check::model_dims;
+use crate::check::job_model_dims;
 use crate::workload::{Layout, param_count};
 
 /// One costed layout on one node group.
@@ -249,7 +249,8 @@ pub(crate) struct CheckpointNeeds {
 impl CheckpointNeeds {
     /// The checkpoint needs of `job` in `pool`.
     pub(crate) fn of(job: &Job, pool: &Pool) -> Self {
-        let params = param_count(&model_dims(&job.model)).total;
+        // Frozen weights never change, so a checkpoint holds what trains and its optimizer state.
+        let params = param_count(&job_model_dims(job)).trainable;
         let bytes = params
             * (job.train.precision.value.bytes() + job.train.optimizer.state_bytes_per_param());
         // Without `path`, `<root>/<job name>` (the checker refuses names that cannot be a folder,

@@ -3,7 +3,7 @@
 
 use super::ir::StageIr;
 use crate::check::Job;
-use crate::check::model_dims;
+use crate::check::job_model_dims;
 use crate::cost::ops::op_precision;
 use crate::types::Recompute;
 use crate::workload::{OpGraph, OpKind, op_graph};
@@ -31,7 +31,7 @@ pub(crate) fn job_graph(job: &Job) -> OpGraph {
         .iter()
         .map(|s| s.value.clone())
         .collect();
-    op_graph(&model_dims(&job.model), &extra)
+    op_graph(&job_model_dims(job), &extra)
 }
 
 /// The stage that runs ops `[first, end)` of the chain on group `group`.

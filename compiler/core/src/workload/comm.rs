@@ -3,7 +3,8 @@
 //! Sizes are the full buffer `S` of one collective as nccl-tests defines it; the cost model turns
 //! them into time on the tier the group crosses (ring factors `2(n−1)/n`, `(n−1)/n`).
 
-use super::params::params_per_device;
+use super::arch::{dense_data_ranks, expert_data_ranks};
+use super::params::{HeldParams, held_params, param_count};
 use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Arch, Precision, Recompute};
 use serde::Serialize;
@@ -19,14 +20,19 @@ pub struct CommSizes {
     pub tp_per_layer: f64,
     /// Bytes sent at one pipeline-stage boundary per micro-batch per direction: `b·s/cp · h`.
     pub pp_buffer: f64,
-    /// Gradient bytes this device reduces over data-parallel ranks each step (or each
-    /// micro-batch under ZeRO-3); gradients are reduced in the training precision.
+    /// Gradient bytes this device reduces each step (or each micro-batch under ZeRO-3), for the
+    /// weights that train only; gradients are reduced in the training precision. Routed-expert
+    /// gradients are reduced over the expert-data-parallel ranks, the rest over data × context.
     pub dp_grad_buffer: f64,
-    /// Parameter bytes gathered per ZeRO-3 all-gather of the whole stage (0 below stage 3).
+    /// Of `dp_grad_buffer`, the routed-expert gradients.
+    pub dp_expert_grad_buffer: f64,
+    /// Parameter bytes gathered per ZeRO-3 all-gather of the whole stage, frozen weights
+    /// included (0 below stage 3).
     pub dp_param_buffer: f64,
     /// Bytes of K and V one ring step of context parallelism passes on, per block, forward.
     pub cp_kv_buffer: f64,
-    /// Bytes of one MoE all-to-all (dispatch or combine) per block per micro-batch.
+    /// Bytes of one MoE all-to-all (dispatch or combine) per block per micro-batch: the `top_k`
+    /// copies of this rank's tokens, padded to the capacity factor.
     pub ep_buffer: f64,
     /// Bytes this device moves in one step, by dimension (TP, PP, DP, CP, EP), for reports.
     pub per_step: [f64; 5],
@@ -35,14 +41,8 @@ pub struct CommSizes {
 /// Sizes of the collectives a layout causes.
 pub fn comm_sizes(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> CommSizes {
     let buffers = comm_buffers(model, setup, layout);
-    comm_shape(
-        model,
-        setup,
-        layout,
-        params_per_device(model, layout),
-        &buffers,
-    )
-    .sizes(layout)
+    let held = held_params(model, &param_count(model), layout);
+    comm_shape(model, setup, layout, &held, &buffers).sizes(layout)
 }
 
 /// The buffers of single collectives that only the tensor and context degrees and the
@@ -65,10 +65,22 @@ pub(crate) fn comm_buffers(model: &ModelDims, setup: &TrainSetup, layout: &Layou
     let tokens = layout.micro_batch_tokens(model.seq_len);
     CommBuffers {
         tp: tp_buffer(model, layout, setup.precision),
-        cp_kv: 2.0 * tokens * model.kv_dim() * elt / t,
+        // The key and value heads a ring step passes on: `kv_heads` of them, or every head's
+        // up-projected K and V under latent attention (Megatron-Core's MLA context parallelism).
+        cp_kv: {
+            let (qk, v) = model.attention_head_dims();
+            let kv_heads = match model.mla {
+                Some(_) => f64::from(model.heads),
+                None => f64::from(model.kv_heads),
+            };
+            tokens * kv_heads * (qk + v) * elt / t
+        },
+        // Each rank dispatches its own `tokens / t` tokens (the tensor ranks split the tokens
+        // among them before the MoE layer, as Megatron-Core's all-to-all dispatcher does with
+        // sequence parallelism), `top_k` copies each, padded to capacity.
         ep: match model.arch {
             Arch::Dense => 0.0,
-            Arch::Moe => tokens * model.active_experts() * h * elt / t,
+            Arch::Moe => tokens * model.active_experts() * model.capacity() * h * elt / t,
         },
     }
 }
@@ -88,6 +100,14 @@ pub(crate) struct CommShape {
     pub(crate) pp_buffer: f64,
     /// [`CommSizes::dp_grad_buffer`].
     pub(crate) dp_grad_buffer: f64,
+    /// [`CommSizes::dp_expert_grad_buffer`].
+    pub(crate) dp_expert_grad_buffer: f64,
+    /// [`CommSizes::dp_param_buffer`] under ZeRO-3.
+    dp_weight_buffer: f64,
+    /// Of `dp_weight_buffer`, routed-expert weights.
+    dp_expert_weight_buffer: f64,
+    /// Ring factor of the expert-data-parallel group.
+    ring_edp: f64,
     cp_kv_buffer: f64,
     ep_buffer: f64,
     /// Micro-batches times blocks per stage.
@@ -107,24 +127,24 @@ fn ring(n: f64) -> f64 {
 }
 
 /// The part of [`comm_sizes`] that neither the ZeRO stage nor recomputation changes, from the
-/// parameters one device holds (`params`) and the layout's [`comm_buffers`].
+/// parameters one device holds (`held`) and the layout's [`comm_buffers`].
 pub(crate) fn comm_shape(
     model: &ModelDims,
     setup: &TrainSetup,
     layout: &Layout,
-    params: f64,
+    held: &HeldParams,
     buffers: &CommBuffers,
 ) -> CommShape {
     let elt = setup.precision.bytes();
     let t = f64::from(layout.tensor.max(1));
     let cp = f64::from(layout.context.max(1));
-    let d = f64::from(layout.data.max(1));
     let ep = f64::from(layout.expert.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let m = layout.micro_batches(setup.global_batch);
     let layers_per_stage = layout.layers_per_stage(model.layers);
     let tp_buffer = buffers.tp;
-    let dp_grad_buffer = params * elt;
+    let dp_grad_buffer = held.trainable() * elt;
+    let dp_expert_grad_buffer = held.trainable_routed * elt;
     let cp_kv_buffer = buffers.cp_kv;
     let ep_buffer = buffers.ep;
     let m_layers = m * layers_per_stage;
@@ -137,12 +157,16 @@ pub(crate) fn comm_shape(
         tp_buffer,
         pp_buffer: tp_buffer / t,
         dp_grad_buffer,
+        dp_expert_grad_buffer,
+        dp_weight_buffer: held.total * elt,
+        dp_expert_weight_buffer: held.routed * elt,
+        ring_edp: ring(expert_data_ranks(layout)),
         cp_kv_buffer,
         ep_buffer,
         m_layers,
         m,
         ring_t: ring(t),
-        ring_dp: ring(d * cp),
+        ring_dp: ring(dense_data_ranks(layout)),
         pp_step,
         cp_step: m_layers * 3.0 * cp_kv_buffer * (cp - 1.0),
         ep_step: m_layers * 4.0 * ep_buffer * ring(ep),
@@ -165,7 +189,7 @@ impl CommShape {
     pub(crate) fn sizes(&self, layout: &Layout) -> CommSizes {
         let tp_per_layer = tp_per_layer(layout);
         let dp_param_buffer = if layout.zero >= 3 {
-            self.dp_grad_buffer
+            self.dp_weight_buffer
         } else {
             0.0
         };
@@ -174,6 +198,7 @@ impl CommShape {
             tp_per_layer,
             pp_buffer: self.pp_buffer,
             dp_grad_buffer: self.dp_grad_buffer,
+            dp_expert_grad_buffer: self.dp_expert_grad_buffer,
             dp_param_buffer,
             cp_kv_buffer: self.cp_kv_buffer,
             ep_buffer: self.ep_buffer,
@@ -188,10 +213,17 @@ impl CommShape {
 
     /// [`CommSizes::per_step`] with `tp_step` from [`CommShape::tp_step`], under ZeRO `zero`.
     pub(crate) fn per_step(&self, tp_step: f64, zero: u8) -> [f64; 5] {
+        // Dense gradients over data × context, routed-expert gradients over the expert-data-
+        // parallel ranks; ZeRO-3 also gathers every weight, frozen ones included, twice.
+        let dense_grads = self.dp_grad_buffer - self.dp_expert_grad_buffer;
+        let grads = dense_grads * self.ring_dp + self.dp_expert_grad_buffer * self.ring_edp;
         let dp_step = if zero >= 3 {
-            self.m * 3.0 * self.dp_grad_buffer * self.ring_dp
+            let expert_weights = self.dp_expert_weight_buffer;
+            let weights = (self.dp_weight_buffer - expert_weights) * self.ring_dp
+                + expert_weights * self.ring_edp;
+            self.m * (2.0 * weights + grads)
         } else {
-            2.0 * self.dp_grad_buffer * self.ring_dp
+            2.0 * grads
         };
         [tp_step, self.pp_step, dp_step, self.cp_step, self.ep_step]
     }

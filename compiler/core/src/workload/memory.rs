@@ -1,7 +1,9 @@
 //! Memory per device: model states under ZeRO 0–3 (Rajbhandari et al. 2020) and activations under
-//! each recomputation mode (Korthikanti et al. 2022, re-derived for GQA, SwiGLU and flash attention).
+//! each recomputation mode (Korthikanti et al. 2022, re-derived for GQA, latent attention, SwiGLU,
+//! experts and flash attention); the key/value cache a token adds.
 
-use super::params::{param_count, params_per_device_counted};
+use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks};
+use super::params::{HeldParams, held_params, param_count};
 use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
@@ -88,22 +90,91 @@ fn layer_stash(
     (tokens * per_token, tokens * elt * h / replicated_div)
 }
 
-/// Bytes per token of one block's stash with no recomputation (see [`activation_bytes_per_layer`]).
+/// Bytes per token of one block's stash with no recomputation (see [`activation_bytes_per_layer`]):
+/// the heaviest block kind of the model (an MoE block when there is one).
 fn per_token_layer_bytes(model: &ModelDims, elt: f64, t: f64, replicated_div: f64) -> f64 {
+    block_kinds(model)
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|&(_, kind)| block_bytes_per_token(model, kind, elt, t, replicated_div))
+        .fold(0.0, f64::max)
+}
+
+/// [`per_token_layer_bytes`] of one block of `kind`.
+fn block_bytes_per_token(
+    model: &ModelDims,
+    kind: BlockKind,
+    elt: f64,
+    t: f64,
+    replicated_div: f64,
+) -> f64 {
     let h = f64::from(model.hidden);
-    let f = f64::from(model.ffn) * model.active_experts();
+    let a = f64::from(model.heads);
     let mask = if model.dropout { 1.0 } else { 0.0 };
     // Two norm inputs, the QKV input, the MLP input, and two dropout masks.
     let replicated = 2.0 * elt * h + elt * h + elt * h + 2.0 * mask * h;
     // Q, K, V and the attention output (flash attention keeps no scores).
-    let attention = elt * h + 2.0 * elt * model.kv_dim() + elt * h;
-    let mlp = match model.mlp {
-        // Activation input and output.
-        Mlp::Gelu => 2.0 * elt * f,
-        // Gate and up outputs, and their product.
-        Mlp::Swiglu => 3.0 * elt * f,
+    let (qk, v) = model.attention_head_dims();
+    let attention = match &model.mla {
+        // Grouped-query: `heads` query and output heads, `kv_heads` key and value heads.
+        None => elt * (a * qk + f64::from(model.kv_heads) * (qk + v) + a * v),
+        // Latent attention as Megatron-Core runs it: the up-projected per-head Q, K, V and the
+        // output, plus the normed latents the up-projections read.
+        Some(mla) => {
+            let latents = f64::from(mla.q_lora_rank)
+                + f64::from(mla.kv_lora_rank)
+                + f64::from(mla.qk_rope_head_dim);
+            elt * (2.0 * a * qk + 2.0 * a * v + latents)
+        }
+    };
+    // Elements per unit of MLP width the activation keeps: gate and up outputs and their
+    // product (SwiGLU), the activation's input and output (GeLU, squared ReLU).
+    let per_width = match model.mlp {
+        Mlp::Swiglu => 3.0,
+        Mlp::Gelu | Mlp::SquaredRelu => 2.0,
+    };
+    let mlp = if kind.moe {
+        // Routed experts see `top_k` copies of each token, padded to capacity; each copy keeps
+        // its permuted input besides the expert's activations. Shared experts run every token.
+        let routed = f64::from(model.top_k.max(1)) * model.capacity();
+        let fe = model.expert_width();
+        elt * (routed * (per_width * fe + h) + f64::from(model.shared_experts) * per_width * fe)
+    } else {
+        elt * per_width * f64::from(model.ffn)
     };
     replicated / replicated_div + (attention + mlp) / t
+}
+
+/// Bytes of the key/value cache one token adds, summed over every block, at `elt` bytes per
+/// element: `2·kv_heads·head_dim` per block for grouped-query attention, `kv_lora_rank +
+/// qk_rope_head_dim` under latent attention (the compressed latent and the shared rotary key,
+/// DeepSeek-V2 §2.1.2). A sliding-window block keeps only its window: see [`kv_cache_bytes`].
+pub fn kv_cache_bytes_per_token(model: &ModelDims, elt: f64) -> f64 {
+    f64::from(model.layers) * kv_block_bytes_per_token(model, elt)
+}
+
+/// Bytes of the key/value cache of one sequence of `tokens` tokens: global blocks keep every
+/// token, sliding-window blocks at most their window.
+pub fn kv_cache_bytes(model: &ModelDims, tokens: f64, elt: f64) -> f64 {
+    let per_block = kv_block_bytes_per_token(model, elt);
+    block_kinds(model)
+        .iter()
+        .map(|&(n, kind)| {
+            let kept = match (kind.sliding, model.sliding_window) {
+                (true, Some(w)) => tokens.min(f64::from(w)),
+                _ => tokens,
+            };
+            f64::from(n) * per_block * kept
+        })
+        .sum()
+}
+
+/// [`kv_cache_bytes_per_token`] of one block.
+fn kv_block_bytes_per_token(model: &ModelDims, elt: f64) -> f64 {
+    match &model.mla {
+        Some(mla) => elt * (f64::from(mla.kv_lora_rank) + f64::from(mla.qk_rope_head_dim)),
+        None => elt * 2.0 * model.kv_dim(),
+    }
 }
 
 /// Bytes of the fp32 logits of `tokens` tokens with the vocabulary split over `tensor` ranks:
@@ -123,8 +194,8 @@ pub fn memory_per_device(
     layout: &Layout,
 ) -> MemoryBreakdown {
     let count = param_count(model);
-    let params = params_per_device_counted(model, &count, layout);
-    let (weights, gradients, optimizer) = state_bytes(setup, layout, params, count.per_layer);
+    let held = held_params(model, &count, layout);
+    let (weights, gradients, optimizer) = state_bytes(setup, layout, &held);
     let activations = stage_activation_bytes(model, setup, layout);
     breakdown(weights, gradients, optimizer, activations)
 }
@@ -146,24 +217,49 @@ pub(crate) fn breakdown(
 }
 
 /// Weight, gradient and optimizer bytes of [`memory_per_device`], from the parameters one device
-/// holds (`params`) and those of one block (`per_layer`): the only part that depends on the ZeRO
-/// stage, so the layout search works it out once per stage and the activations once per
-/// recomputation mode.
+/// holds (`held`): the only part that depends on the ZeRO stage, so the layout search works it
+/// out once per stage and the activations once per recomputation mode.
 pub(crate) fn state_bytes(
     setup: &TrainSetup,
     layout: &Layout,
-    params: f64,
-    per_layer: f64,
+    held: &HeldParams,
 ) -> (f64, f64, f64) {
     let precision = setup.precision;
-    let shards = f64::from(layout.data.max(1)) * f64::from(layout.context.max(1));
-    let (mut weights, gradients, optimizer) =
-        model_state_bytes(params, layout.zero, shards, precision, setup.optimizer);
+    let (mut weights, gradients, optimizer) = held_state_bytes(held, layout, setup);
     if layout.zero >= 3 {
         // Two blocks gathered at a time (the current one and the prefetched next one).
-        weights += 2.0 * per_layer / f64::from(layout.tensor.max(1)) * precision.bytes();
+        weights += 2.0 * held.block * precision.bytes();
     }
     (weights, gradients, optimizer)
+}
+
+/// [`model_state_bytes`] of what one device holds, sharded where each part is replicated: dense
+/// weights over the `data · context` ranks, routed experts over the expert-data-parallel ranks
+/// (`tensor · context · data / (expert · expert_tensor)`, Megatron-Core MoE parallel folding).
+/// Frozen weights keep only their training-precision copy (sharded under ZeRO-3); gradients and
+/// optimizer state exist for what trains.
+pub(crate) fn held_state_bytes(
+    held: &HeldParams,
+    layout: &Layout,
+    setup: &TrainSetup,
+) -> (f64, f64, f64) {
+    let (precision, optimizer) = (setup.precision, setup.optimizer);
+    let dense_ranks = dense_data_ranks(layout);
+    let expert_ranks = expert_data_ranks(layout);
+    let state = |params: f64, ranks: f64| {
+        model_state_bytes(params, layout.zero, ranks, precision, optimizer)
+    };
+    let trained_dense = state(held.trainable_dense, dense_ranks);
+    let trained_routed = state(held.trainable_routed, expert_ranks);
+    let frozen_dense = held.total - held.routed - held.trainable_dense;
+    let frozen_routed = held.routed - held.trainable_routed;
+    let frozen =
+        state(frozen_dense.max(0.0), dense_ranks).0 + state(frozen_routed.max(0.0), expert_ranks).0;
+    (
+        trained_dense.0 + trained_routed.0 + frozen,
+        trained_dense.1 + trained_routed.1,
+        trained_dense.2 + trained_routed.2,
+    )
 }
 
 /// Activation bytes of [`memory_per_device`]: the only part that depends on recomputation.

@@ -8,7 +8,8 @@
 //! of their own; the final norm, the LM head and the loss (softmax cross-entropy) are.
 
 use super::ModelDims;
-use super::params::{block_params, forward_flops};
+use super::arch::{block_kind, block_kinds};
+use super::params::{block_forward_flops, block_params, forward_flops, param_count};
 use crate::types::Arch;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
@@ -99,15 +100,12 @@ pub fn is_sensitive(kind: OpKind, arch: Arch, extra: &[String]) -> bool {
     }
 }
 
-/// Builds the op chain of `model`; `extra_sensitive` are the names of `model.sensitive`.
+/// Builds the op chain of `model`; `extra_sensitive` are the names of `model.sensitive`. Each
+/// block's ops carry that block's parameters and FLOPs (dense first blocks, sliding-window
+/// blocks), so the ops sum to the whole-model counts.
 pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     let h = f64::from(model.hidden);
     let vocab = f64::from(model.vocab);
-    // The block's parameters and FLOPs as the whole-model counts have them, split by op.
-    let parts = block_params(model);
-    let attention_params = parts.attention_weights + parts.norm + parts.attention_biases;
-    let mlp_params =
-        parts.expert_weights * model.total_experts() + parts.norm + parts.mlp_biases + parts.router;
     let forward = forward_flops(model);
     let embed = model.embedding_params();
     let op = |kind, block, params, flops| Op {
@@ -119,15 +117,19 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     };
     let mut ops = vec![op(OpKind::Embedding, None, embed, 0.0)];
     for b in 0..model.layers {
+        let kind = block_kind(model, b);
+        let parts = block_params(model, kind);
+        let flops = block_forward_flops(model, kind);
         ops.push(op(
             OpKind::Attention,
             Some(b),
-            attention_params,
-            forward.attention(),
+            parts.attention_op(),
+            flops.attention(),
         ));
-        ops.push(op(OpKind::Mlp, Some(b), mlp_params, forward.mlp));
+        ops.push(op(OpKind::Mlp, Some(b), parts.mlp_op(), flops.mlp));
     }
-    ops.push(op(OpKind::FinalNorm, None, parts.norm, 0.0));
+    let final_norm = param_count(model).total - embed_total(model) - block_total(model);
+    ops.push(op(OpKind::FinalNorm, None, final_norm, 0.0));
     let head_params = if model.tied_embeddings { 0.0 } else { embed };
     ops.push(op(OpKind::LmHead, None, head_params, forward.head));
     ops.push(op(OpKind::Loss, None, 0.0, 0.0));
@@ -149,11 +151,28 @@ pub fn op_graph(model: &ModelDims, extra_sensitive: &[String]) -> OpGraph {
     OpGraph { graph, chain }
 }
 
+/// The embedding parameters (doubled when untied).
+fn embed_total(model: &ModelDims) -> f64 {
+    let one = model.embedding_params();
+    if model.tied_embeddings {
+        one
+    } else {
+        2.0 * one
+    }
+}
+
+/// The parameters of every block.
+fn block_total(model: &ModelDims) -> f64 {
+    block_kinds(model)
+        .iter()
+        .map(|&(n, kind)| f64::from(n) * block_params(model, kind).total())
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::types::Mlp;
-    use crate::workload::param_count;
     use petgraph::algo::toposort;
 
     fn llama8b() -> ModelDims {

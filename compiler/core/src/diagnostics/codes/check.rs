@@ -20,4 +20,5 @@ super::codes! {
     BLOCK_LABEL = "L1017" => "block label",
     INVALID_CHECKPOINT_PATH = "L1018" => "invalid checkpoint path",
     INVALID_JOB_NAME = "L1019" => "invalid job name",
+    FROZEN_WEIGHTS = "L1020" => "frozen weights",
 }

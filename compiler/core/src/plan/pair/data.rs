@@ -177,7 +177,8 @@ fn group_layouts(
         ..input.setup.clone()
     };
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
-    let grad_bytes = param_count(input.model).total * input.setup.precision.bytes();
+    // Only the weights that train have gradients to sum.
+    let grad_bytes = param_count(input.model).trainable * input.setup.precision.bytes();
     let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
         / f64::from(p.cluster.devices_per_node.max(1));
     let outcome = |c: &Candidate, extra_s: f64| {
@@ -254,7 +255,8 @@ fn search_splits<'a>(
         .collect();
     let batch = input.setup.global_batch;
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
-    let grad_bytes = param_count(input.model).total * input.setup.precision.bytes();
+    // Only the weights that train have gradients to sum.
+    let grad_bytes = param_count(input.model).trainable * input.setup.precision.bytes();
     let mut searches = ShareSearch {
         input,
         limits,

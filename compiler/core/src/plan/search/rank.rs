@@ -12,8 +12,8 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup, breakdown,
-    layer_bytes_per_token, param_count, params_per_device_counted, state_bytes,
+    HeldParams, Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup,
+    breakdown, held_params, layer_bytes_per_token, param_count, state_bytes,
 };
 use std::ops::ControlFlow;
 
@@ -36,7 +36,7 @@ pub(super) struct Ranker<'a> {
     /// Bytes per token of one block's stash under the current tensor degree.
     per_token: f64,
     /// Parameters one device of the current placement holds.
-    params: f64,
+    params: HeldParams,
     /// [`States`] of the current placement by entry of `zeros`.
     states: [States; 4],
     rejections: Rejections,
@@ -70,7 +70,7 @@ impl<'a> Ranker<'a> {
             recomputes: &axes.recomputes,
             have_bytes: usable_memory(&cluster.device),
             per_token: 0.0,
-            params: 0.0,
+            params: HeldParams::default(),
             states: [(0.0, 0.0, 0.0); 4],
             rejections: Rejections::default(),
             stats,
@@ -148,7 +148,7 @@ impl<'a> Ranker<'a> {
         costing.step_cached(
             &mut self.stages,
             &cand.layout,
-            self.params,
+            &self.params,
             memory,
             &mut cand.estimate,
         );
@@ -174,12 +174,12 @@ impl Visitor for Ranker<'_> {
     }
 
     fn enter_placement(&mut self, placement: &Layout) {
-        self.params = params_per_device_counted(self.model, &self.count, placement);
+        self.params = held_params(self.model, &self.count, placement);
         self.stages.new_placement();
         // The same for every micro-batch.
         for (slot, &zero) in self.states.iter_mut().zip(self.zeros) {
             let layout = Layout { zero, ..*placement };
-            *slot = state_bytes(self.setup, &layout, self.params, self.count.per_layer);
+            *slot = state_bytes(self.setup, &layout, &self.params);
         }
     }
 

@@ -247,14 +247,15 @@ impl<'a> Space<'a> {
     }
 
     fn experts(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
-        let d = probe.data;
-        // Auto: divisors of the experts that divide the data degree (1 for dense models).
+        let grid = u64::from(probe.tensor) * u64::from(probe.context) * u64::from(probe.data);
+        // Auto: divisors of the experts that divide the tensor × context × data grid (1 for
+        // dense models).
         for &e in values(self.pins.expert.as_ref(), &self.axes.expert_divisors) {
-            if self.pins.expert.is_none() && !d.is_multiple_of(e) {
+            if self.pins.expert.is_none() && !grid.is_multiple_of(u64::from(e)) {
                 continue;
             }
             let probe = Layout { expert: e, ..probe };
-            match self.probe_expert(d, e) {
+            match self.probe_expert(grid, e) {
                 Err(reason) => visitor.reject(reason, probe),
                 Ok(()) => {
                     visitor.enter_placement(&probe);
@@ -342,13 +343,9 @@ impl<'a> Space<'a> {
         Ok(rules::data(self.batch, d.into())?)
     }
 
-    /// The expert degree divides the data degree and the experts.
-    fn probe_expert(&self, d: u32, e: u32) -> Result<(), Rejection> {
-        Ok(rules::expert(
-            d.into(),
-            self.model.experts.into(),
-            e.into(),
-        )?)
+    /// The expert degree divides the tensor × context × data grid and the experts.
+    fn probe_expert(&self, grid: u64, e: u32) -> Result<(), Rejection> {
+        Ok(rules::expert(grid, self.model.experts.into(), e.into())?)
     }
 
     /// The micro-batch splits each data rank's batch, into a whole number of micro-batches per

@@ -279,3 +279,34 @@ fn rejected_regions_come_in_the_alphabetical_order_of_their_names() {
     }
     assert!(kinds.len() >= 5, "{kinds:?}");
 }
+
+#[test]
+fn expert_parallelism_folds_onto_tensor_context_and_data() {
+    // Mixtral-8x22B (56 layers, hidden 6144, FFN 16384, 48 heads, 8 KV heads, 8 experts, top 2)
+    // with the published TP2 CP8 DP4 EP8: the expert degree is twice the data degree, which a
+    // layout whose experts are carved out of the data ranks cannot express.
+    let model =
+        ModelDims::dense(56, 6144, 16384, 48, 8, 32768, 65536, Mlp::Swiglu).with_experts(8, 2);
+    let train = setup(64);
+    let cluster = h100s(64);
+    let spec = SearchSpec {
+        model: &model,
+        setup: &train,
+        cluster: &cluster,
+        pins: Pins {
+            tensor: Some(2),
+            context: Some(8),
+            data: Some(4),
+            expert: Some(8),
+            ..Pins::default()
+        },
+        max_devices: cluster.devices(),
+        keep: 4,
+    };
+    let result = search(&spec, &time);
+    assert!(!result.ranked.is_empty(), "{:?}", result.rejected);
+    for cand in &result.ranked {
+        let l = cand.layout;
+        assert_eq!((l.tensor, l.context, l.data, l.expert), (2, 8, 4, 8));
+    }
+}
