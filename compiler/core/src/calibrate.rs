@@ -282,10 +282,26 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
         published.mlp,
     );
     model.dropout = published.mlp == Mlp::Gelu && row.zero < 3;
-    let moe = row.experts.is_some_and(|e| e > 1);
-    if moe || published.noted != NotedArchitecture::default() {
-        return Err("MoE and attention variants are not modelled yet".into());
+    let noted = published.noted;
+    if let Some(experts) = row.experts.filter(|e| *e > 1) {
+        let top_k = row.top_k.ok_or("a MoE row needs `top_k`")?;
+        model = model.with_experts(experts, top_k);
+        model.expert_ffn = row.expert_ffn;
+        model.shared_experts = row.shared_experts.unwrap_or(0);
+        model.dense_layers = row.dense_layers.unwrap_or(0);
+        if model.dense_layers > 0 {
+            // The dense first blocks run `dense_ffn`; `ffn` is their size in the model block.
+            model.ffn = row.dense_ffn.unwrap_or(row.ffn);
+        }
     }
+    if let Some(head_dim) = noted.head_dim {
+        model = model.with_head_dim(head_dim);
+    }
+    if let Some(mla) = noted.mla {
+        model = model.with_mla(mla);
+    }
+    model.sliding_window = noted.sliding_window;
+    model.global_every = noted.global_every;
     Ok(model)
 }
 

@@ -1,6 +1,7 @@
 //! One row of a calibration CSV, and the architecture it describes: the columns, and the
 //! architecture details the file keeps in its `notes` column (head_dim, MLA, sliding windows).
 
+use crate::workload::Mla;
 use serde::Deserialize;
 
 /// One row of the calibration CSV. The MoE, pipeline-split and notes columns were added to the
@@ -85,23 +86,13 @@ impl PublishedSplit {
     }
 }
 
-/// Multi-head latent attention dims (DeepSeek-V2/V3), as the notes write them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct MlaDims {
-    pub(super) q_lora_rank: u32,
-    pub(super) kv_lora_rank: u32,
-    pub(super) qk_nope_head_dim: u32,
-    pub(super) qk_rope_head_dim: u32,
-    pub(super) v_head_dim: u32,
-}
-
 /// Architecture details read from the `notes` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct NotedArchitecture {
     /// `head_dim 128`.
     pub(super) head_dim: Option<u32>,
     /// `MLA attention (q_lora 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128)`.
-    pub(super) mla: Option<MlaDims>,
+    pub(super) mla: Option<Mla>,
     /// `sliding-window(128)`: the window in tokens.
     pub(super) sliding_window: Option<u32>,
     /// `alternating sliding-window(…)/full attention`: every second block attends fully.
@@ -141,7 +132,7 @@ pub(super) fn noted_architecture(notes: &str) -> Result<NotedArchitecture, Strin
                     .into(),
             );
         };
-        arch.mla = Some(MlaDims {
+        arch.mla = Some(Mla {
             q_lora_rank: q,
             kv_lora_rank: kv,
             qk_nope_head_dim: nope,
@@ -172,7 +163,7 @@ mod tests {
         let arch = noted_architecture(dsv3).unwrap();
         assert_eq!(
             arch.mla,
-            Some(MlaDims {
+            Some(Mla {
                 q_lora_rank: 1536,
                 kv_lora_rank: 512,
                 qk_nope_head_dim: 128,
