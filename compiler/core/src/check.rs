@@ -17,6 +17,7 @@ pub use job::{
     CheckpointSpec, DataSpec, GoalSpec, Job, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub(crate) use parallel::pinned_split;
 pub use workload::{model_dims, train_setup};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -79,6 +80,8 @@ const PARALLEL: BlockSpec = BlockSpec {
         "context",
         "expert",
         "virtual_stages",
+        "pipeline_split",
+        "stages",
         "micro_batch",
         "zero",
         "recompute",

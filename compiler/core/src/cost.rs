@@ -113,13 +113,7 @@ pub struct StepEstimate {
 impl StepEstimate {
     /// An estimate of nothing, all zeros: a slot to fill.
     pub(crate) fn blank() -> StepEstimate {
-        let memory = MemoryBreakdown {
-            weights: 0.0,
-            gradients: 0.0,
-            optimizer: 0.0,
-            activations: 0.0,
-            total: 0.0,
-        };
+        let memory = MemoryBreakdown::NONE;
         StepEstimate {
             step_time_s: 0.0,
             breakdown: StepBreakdown {

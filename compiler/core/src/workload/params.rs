@@ -182,8 +182,8 @@ pub fn flops_per_token(model: &ModelDims, recompute: Recompute) -> FlopsPerToken
     }
 }
 
-/// Parameters one device holds before ZeRO sharding, on the heaviest pipeline stage: its share
-/// of the blocks split over tensor (and expert) ranks, plus the embedding or output head.
+/// Parameters one device holds before ZeRO sharding, on the rank of the pipeline that holds the
+/// most: its blocks split over tensor (and expert) ranks, plus the embedding or output head.
 pub fn params_per_device(model: &ModelDims, layout: &Layout) -> f64 {
     params_per_device_counted(model, &param_count(model), layout)
 }
@@ -197,14 +197,21 @@ pub(crate) fn params_per_device_counted(
 ) -> f64 {
     let t = f64::from(layout.tensor.max(1));
     let ep = f64::from(layout.expert.max(1));
-    let layers_per_stage = layout.layers_per_stage(model.layers);
     let dense_part = count.per_layer - count.per_layer_experts;
     let block = dense_part / t + count.per_layer_experts / (t * ep);
-    // The first stage holds the input embedding, the last the head; with one stage both.
-    let embed = if layout.pipeline <= 1 {
-        count.embedding
-    } else {
-        model.embedding_params()
-    };
-    layers_per_stage * block + embed / t
+    let (ranks, n) = layout.stage_split(model.layers).ranks(layout.pipeline);
+    ranks
+        .iter()
+        .take(n)
+        .map(|r| {
+            // The first rank holds the input embedding, the last the head; one rank both (once
+            // when they are tied).
+            let embed = match (r.embedding, r.head) {
+                (true, true) => count.embedding,
+                (true, false) | (false, true) => model.embedding_params(),
+                (false, false) => 0.0,
+            };
+            f64::from(r.blocks) * block + embed / t
+        })
+        .fold(0.0, f64::max)
 }
