@@ -1,7 +1,8 @@
 //! The cost model: seconds per training step of a layout on a homogeneous cluster.
 //!
-//! step = micro-batches × (block compute + exposed tensor/context/expert communication + head)
-//!      + pipeline bubble `(p−1)/v` stage-micro-batches + pipeline p2p
+//! step = micro-batches × slowest rank (its blocks' compute and exposed tensor/context/expert
+//!        communication, plus the embedding on the first rank and the head on the last)
+//!      + pipeline bubble `(p−1)/v` of that rank's micro-batch + pipeline p2p
 //!      + exposed data-parallel communication + optimizer step (memory-bound).
 //!
 //! Calibrated constants are few and physical; `docs/cost-model.md` says what each one means and

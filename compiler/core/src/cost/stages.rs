@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | [`Costing::new`] | model, run, cluster |
 //! | [`Costing::kernel`] | tensor, context, expert degree; micro-batch; sequence parallelism |
-//! | [`Costing::placement`] | tensor, context, expert, pipeline, data degree; virtual stages |
+//! | [`Costing::placement`] | tensor, context, expert, pipeline, data degree; virtual stages; split |
 //! | [`Costing::shape`] | a kernel and a placement of one layout |
 //! | [`Costing::replay`] | recomputation |
 //! | [`Costing::step`] | ZeRO stage (and the memory, worked out by the caller) |
