@@ -199,11 +199,17 @@ mod tests {
         assert!(pipeline_split(14, 4, 1, SplitRule::Pinned, Some(&pinned)).is_ok());
         assert_eq!(
             pipeline_split(15, 4, 1, SplitRule::Pinned, Some(&pinned)),
-            Err(SplitProblem::PinnedSum { found: 14, expected: 15 })
+            Err(SplitProblem::PinnedSum {
+                found: 14,
+                expected: 15
+            })
         );
         assert_eq!(
             pipeline_split(14, 2, 1, SplitRule::Pinned, Some(&pinned)),
-            Err(SplitProblem::PinnedLength { found: 4, expected: 2 })
+            Err(SplitProblem::PinnedLength {
+                found: 4,
+                expected: 2
+            })
         );
         assert!(expert(64, 64, 64).is_ok());
         assert!(expert(32, 64, 64).is_err());

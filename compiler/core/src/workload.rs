@@ -21,9 +21,9 @@ pub(crate) use memory::{
     LayoutMemory, StageMemory, StageStates, layer_bytes_per_token, logits_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
-pub use split::{RankLoad, StageSplit, chunk_blocks};
 pub use params::{FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count};
 pub(crate) use params::{forward_flops, params_per_device_counted};
+pub use split::{RankLoad, StageSplit, chunk_blocks};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;

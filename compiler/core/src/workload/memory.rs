@@ -188,7 +188,8 @@ pub fn memory_per_device(
     let count = param_count(model);
     let per_token = layer_bytes_per_token(model, setup.precision, layout);
     let states = StageStates::new(model, &count, setup, layout);
-    LayoutMemory::new(states, model, setup, layout, per_token).breakdown(layout.zero, layout.recompute)
+    LayoutMemory::new(states, model, setup, layout, per_token)
+        .breakdown(layout.zero, layout.recompute)
 }
 
 /// Bytes per token of one block's stash with no recomputation, under `layout`'s tensor degree and
@@ -261,7 +262,11 @@ impl StageStates {
 
     /// Dense parameters one device of a rank holding `holding` keeps (the experts apart).
     fn dense_params(&self, holding: &StageHolding) -> f64 {
-        let embedding = if holding.embedding { self.embedding } else { 0.0 };
+        let embedding = if holding.embedding {
+            self.embedding
+        } else {
+            0.0
+        };
         // A tied head is the embedding matrix itself when one rank holds both; on a pipeline the
         // last rank keeps its own copy.
         let head = if holding.head && !(self.tied && holding.embedding) {
@@ -271,7 +276,6 @@ impl StageStates {
         };
         holding.blocks * self.block_dense + embedding + head
     }
-
 }
 
 /// [`stage_memory`] of one layout shape for any rank, ZeRO stage and recomputation: the
@@ -347,7 +351,11 @@ impl StageMemory {
         let [ew, eg, eo] = states.experts.get(z).copied().unwrap_or([0.0; 3]);
         let dense = states.dense_params(holding);
         let experts = holding.blocks * states.block_experts;
-        let per_block = self.per_block.get(mode_index(recompute)).copied().unwrap_or(0.0);
+        let per_block = self
+            .per_block
+            .get(mode_index(recompute))
+            .copied()
+            .unwrap_or(0.0);
         let one = holding.blocks * per_block;
         let mut activations = one;
         if recompute == Recompute::Full && holding.blocks > 0.0 {
@@ -440,6 +448,12 @@ fn breakdown(
         pipeline_stash,
         comm_buffers,
         logits,
-        total: weights + gradients + optimizer + activations + pipeline_stash + comm_buffers + logits,
+        total: weights
+            + gradients
+            + optimizer
+            + activations
+            + pipeline_stash
+            + comm_buffers
+            + logits,
     }
 }

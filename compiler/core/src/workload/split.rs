@@ -165,8 +165,10 @@ impl StageSplit {
     }
 
     /// The ranks that can be the slowest or need the most memory on a pipeline of `pipeline`
-    /// ranks: the first, the last, and the two middle ranks above (a rank may repeat). With one
-    /// rank it holds every block, the embedding and the head.
+    /// ranks: the first, the last, and the two middle ranks above when they hold more blocks than
+    /// the first (a middle rank with no more blocks holds no embedding and fewer micro-batches in
+    /// flight, so it needs no more time or memory). With one rank it holds every block, the
+    /// embedding and the head.
     pub fn ranks(&self, pipeline: u32) -> ([RankLoad; 4], usize) {
         let p = pipeline.max(1);
         let first = RankLoad {
@@ -190,18 +192,17 @@ impl StageSplit {
             embedding: false,
             head: true,
         };
-        if p == 2 {
-            return ([first, last, first, first], 2);
+        let heavy = middle(self.heavy_rank, self.heavy);
+        let stash = middle(self.stash_rank, self.stash);
+        match (
+            p > 2 && self.heavy > self.first,
+            p > 2 && self.stash > self.first && self.stash_rank != self.heavy_rank,
+        ) {
+            (true, true) => ([first, last, heavy, stash], 4),
+            (true, false) => ([first, last, heavy, heavy], 3),
+            (false, true) => ([first, last, stash, stash], 3),
+            (false, false) => ([first, last, first, first], 2),
         }
-        (
-            [
-                first,
-                last,
-                middle(self.heavy_rank, self.heavy),
-                middle(self.stash_rank, self.stash),
-            ],
-            4,
-        )
     }
 }
 

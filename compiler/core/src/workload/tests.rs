@@ -204,7 +204,12 @@ fn the_405b_h800_stage_holds_every_micro_batch_in_flight_at_full_size() {
     };
     let mem = stage_memory(&m, &setup, &layout, &holding);
     let per_block = 65_024.0 * 8192.0;
-    assert!(rel(mem.activations + mem.pipeline_stash, 15.0 * 11.0 * per_block) < 1e-12);
+    assert!(
+        rel(
+            mem.activations + mem.pipeline_stash,
+            15.0 * 11.0 * per_block
+        ) < 1e-12
+    );
     // Weights and gradients 2 + 2 bytes, Adam's 12 bytes over 4 ranks: 7 bytes per parameter of
     // 15 blocks of 3,187.7M parameters and the 2,101M embedding, split over 8 tensor ranks.
     let block = 16384.0 * (2.0 * 16384.0 + 2.0 * 1024.0) + 3.0 * 16384.0 * 53248.0 + 2.0 * 16384.0;

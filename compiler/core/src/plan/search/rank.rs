@@ -199,8 +199,7 @@ impl Visitor for Ranker<'_> {
         self.scratch.devices = devices;
         for &zero in self.zeros {
             self.stats.enumerated += 1;
-            let Some((recompute, breakdown)) =
-                self.least_recompute_that_fits(shape, zero, &memory)
+            let Some((recompute, breakdown)) = self.least_recompute_that_fits(shape, zero, &memory)
             else {
                 continue;
             };

@@ -61,12 +61,16 @@ impl Axes {
         even_chunks.sort_unstable();
         even_chunks.dedup();
         // Auto pipeline degrees: the divisors of the layers, and the powers of two published runs
-        // use whatever the layers (Llama 3.1 405B: 126 blocks on 16
-        // ranks; DeepSeek-V3: 61 on 16), at most one rank per block.
+        // use whatever the layers (Llama 3.1 405B: 126 blocks on 16 ranks; DeepSeek-V3: 61 on
+        // 16) while they leave at least three blocks per rank (deeper uneven pipelines only
+        // lengthen the search: their bubble grows faster than their work shrinks).
         let mut pipelines: Vec<u32> = to_u32(
             divisors(layers)
                 .into_iter()
-                .chain(std::iter::successors(Some(1u64), |x| x.checked_mul(2)).take_while(|x| *x <= layers))
+                .chain(
+                    std::iter::successors(Some(1u64), |x| x.checked_mul(2))
+                        .take_while(|x| x.saturating_mul(3) <= layers),
+                )
                 .filter(|p| *p <= layers)
                 .collect(),
         );
@@ -273,8 +277,7 @@ impl<'a> Space<'a> {
             if rule == SplitRule::EmbeddingAndLoss && even && self.pins.pipeline_split.is_none() {
                 continue;
             }
-            if let Err(problem) =
-                rules::pipeline_split(self.layers, p.into(), v.into(), rule, None)
+            if let Err(problem) = rules::pipeline_split(self.layers, p.into(), v.into(), rule, None)
             {
                 // Auto splits that cannot work are not layouts of their own: the other rule may.
                 if self.pins.pipeline_split.is_some() || rule == SplitRule::Balanced {
@@ -449,9 +452,8 @@ fn problem_rejection(problem: rules::SplitProblem, layers: u64) -> Rejection {
             chunks: expected,
             layers,
         },
-        rules::SplitProblem::EmptyChunk { .. } => Rejection::StagesWithoutBlocks {
-            chunks: 0,
-            layers,
-        },
+        rules::SplitProblem::EmptyChunk { .. } => {
+            Rejection::StagesWithoutBlocks { chunks: 0, layers }
+        }
     }
 }

@@ -68,7 +68,10 @@ fn meta_405b_layout_plans_and_fits_on_80gb() {
             .unwrap_or_else(|| panic!("{recompute}: {:?}", result.rejected));
         assert_eq!(best.devices, 16384);
         let m = &best.estimate.memory;
-        assert!(m.total <= usable_memory(&cluster.device), "{recompute}: {m:?}");
+        assert!(
+            m.total <= usable_memory(&cluster.device),
+            "{recompute}: {m:?}"
+        );
         // 126 blocks on 16 ranks: the first and last hold 7, the middle ones 8.
         let split = best.layout.split;
         assert_eq!((split.first, split.last, split.max_blocks()), (7, 7, 8));
@@ -84,7 +87,10 @@ fn meta_405b_layout_plans_and_fits_on_80gb() {
             m.total / 1024f64.powi(3),
             m
         );
-        assert!((80.0..200.0).contains(&per_gpu), "{recompute}: {per_gpu} tokens/s per GPU");
+        assert!(
+            (80.0..200.0).contains(&per_gpu),
+            "{recompute}: {per_gpu} tokens/s per GPU"
+        );
     }
 }
 
@@ -164,4 +170,3 @@ fn the_head_is_charged_to_the_last_rank_only() {
     assert_eq!(chosen.layout.split.rule, SplitRule::EmbeddingAndLoss);
     assert_eq!(chosen.estimate.step_time_s, accounted);
 }
-

@@ -8,8 +8,8 @@ use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates, layer_bytes_per_token,
-    param_count,
+    Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
+    layer_bytes_per_token, param_count,
 };
 
 /// Prefix sums of one group's op costs under one recomputation mode.
