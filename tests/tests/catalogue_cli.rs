@@ -104,7 +104,7 @@ fn a_405b_model_on_8_l40s_is_rejected_with_both_memory_figures() {
     assert_eq!(d["code"], "L2108");
     assert_eq!(
         d["message"],
-        "model does not fit on `L40S`: needs at least 818.6 GB per device, \
+        "model does not fit on `L40S`: needs at least 819.9 GB per device, \
          the device has 48.0 GB (43.2 GB usable)"
     );
     // The secondary label points at the device's memory line in its catalogue file.

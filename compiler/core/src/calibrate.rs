@@ -358,6 +358,9 @@ fn calibrate_row(
         zero: Some(row.zero),
         recompute,
         sequence_parallel,
+        // The published layouts name no split rule: the faster of the two is theirs.
+        pipeline_split: None,
+        stages: None,
     };
     let fastest = |c: &Candidate| -c.estimate.tokens_per_s;
     let spec = SearchSpec {

@@ -19,6 +19,7 @@ pub use job::{
     ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub(crate) use parallel::pinned_split;
 pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -106,6 +107,8 @@ const PARALLEL: BlockSpec = BlockSpec {
         "context",
         "expert",
         "virtual_stages",
+        "pipeline_split",
+        "stages",
         "micro_batch",
         "zero",
         "recompute",

@@ -1,7 +1,8 @@
 //! The cost model: seconds per training step of a layout on a homogeneous cluster.
 //!
-//! step = micro-batches × (block compute + exposed tensor/context/expert communication + head)
-//!      + pipeline bubble `(p−1)/v` stage-micro-batches + pipeline p2p
+//! step = micro-batches × slowest rank (its blocks' compute and exposed tensor/context/expert
+//!        communication, plus the embedding on the first rank and the head on the last)
+//!      + pipeline bubble `(p−1)/v` of that rank's micro-batch + pipeline p2p
 //!      + exposed data-parallel communication + optimizer step (memory-bound).
 //!
 //! Calibrated constants are few and physical; `docs/cost-model.md` says what each one means and
@@ -113,13 +114,7 @@ pub struct StepEstimate {
 impl StepEstimate {
     /// An estimate of nothing, all zeros: a slot to fill.
     pub(crate) fn blank() -> StepEstimate {
-        let memory = MemoryBreakdown {
-            weights: 0.0,
-            gradients: 0.0,
-            optimizer: 0.0,
-            activations: 0.0,
-            total: 0.0,
-        };
+        let memory = MemoryBreakdown::NONE;
         StepEstimate {
             step_time_s: 0.0,
             breakdown: StepBreakdown {

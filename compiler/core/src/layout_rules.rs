@@ -4,7 +4,9 @@
 //! then rejects.
 //!
 //! Each rule takes plain numbers and says which division failed, with the label the plan's
-//! rejection reasons print (`layers % pipeline`).
+//! rejection reasons print (`heads % tensor`).
+
+use crate::types::SplitRule;
 
 /// A division that leaves a remainder: `value % by != 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,18 +54,86 @@ pub fn context(seq_len: u64, context: u64) -> Result<(), Indivisible> {
     }
 }
 
-/// Pipeline stages hold equal numbers of layers.
-pub fn pipeline(layers: u64, pipeline: u64) -> Result<(), Indivisible> {
-    divides("layers % pipeline", layers, pipeline)
+/// Why a pipeline split cannot work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SplitProblem {
+    /// More chunks than the rule can give at least one block each: `layers ≥ p·v` for a balanced
+    /// split, `layers + 2 ≥ 2·p·v` when the embedding and the loss count as layers (every chunk
+    /// then holds two units, so the first and last still hold a block).
+    TooManyChunks {
+        /// `pipeline · virtual_stages`.
+        chunks: u64,
+        /// Transformer blocks.
+        layers: u64,
+        /// The rule.
+        rule: SplitRule,
+    },
+    /// A pinned split lists another number of chunks than `pipeline · virtual_stages`.
+    PinnedLength {
+        /// Entries listed.
+        found: u64,
+        /// `pipeline · virtual_stages`.
+        expected: u64,
+    },
+    /// A pinned split's blocks do not add up to the layers.
+    PinnedSum {
+        /// Their sum.
+        found: u64,
+        /// The layers.
+        expected: u64,
+    },
+    /// A pinned chunk holds no block.
+    EmptyChunk {
+        /// Its position in the list, from 0.
+        index: u64,
+    },
 }
 
-/// Interleaved (virtual) stages hold equal numbers of layers too.
-pub fn virtual_stages(layers: u64, pipeline: u64, virtual_stages: u64) -> Result<(), Indivisible> {
-    divides(
-        "layers % (pipeline · virtual_stages)",
-        layers,
-        pipeline.saturating_mul(virtual_stages),
-    )
+/// A pipeline of `pipeline × virtual_stages` chunks can split `layers` blocks under `rule`,
+/// every chunk holding at least one block; a pinned split (`pinned`, blocks per chunk in model
+/// order) lists every chunk and covers every block. Any layer count works over any pipeline
+/// degree that leaves every chunk a block (the split is uneven when they do not divide).
+pub fn pipeline_split(
+    layers: u64,
+    pipeline: u64,
+    virtual_stages: u64,
+    rule: SplitRule,
+    pinned: Option<&[u64]>,
+) -> Result<(), SplitProblem> {
+    let chunks = pipeline.saturating_mul(virtual_stages.max(1));
+    if let Some(list) = pinned {
+        if list.len() as u64 != chunks {
+            return Err(SplitProblem::PinnedLength {
+                found: list.len() as u64,
+                expected: chunks,
+            });
+        }
+        if let Some(index) = list.iter().position(|&b| b == 0) {
+            return Err(SplitProblem::EmptyChunk {
+                index: index as u64,
+            });
+        }
+        let sum = list.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        if sum != layers {
+            return Err(SplitProblem::PinnedSum {
+                found: sum,
+                expected: layers,
+            });
+        }
+        return Ok(());
+    }
+    let fits = match rule {
+        SplitRule::EmbeddingAndLoss => layers + 2 >= chunks.saturating_mul(2),
+        SplitRule::Balanced | SplitRule::Pinned => layers >= chunks,
+    };
+    if chunks == 0 || !fits {
+        return Err(SplitProblem::TooManyChunks {
+            chunks,
+            layers,
+            rule,
+        });
+    }
+    Ok(())
 }
 
 /// Every data-parallel replica gets whole sequences.
@@ -120,7 +190,28 @@ mod tests {
         assert!(context(8192, 1).is_ok());
         assert!(context(8192, 4096).is_ok());
         assert!(context(8192, 8192).is_err());
-        assert_eq!(pipeline(126, 16).unwrap_err().remainder(), 14);
+        assert!(pipeline_split(126, 16, 1, SplitRule::Balanced, None).is_ok());
+        assert!(pipeline_split(61, 16, 1, SplitRule::EmbeddingAndLoss, None).is_ok());
+        assert!(pipeline_split(126, 64, 2, SplitRule::Balanced, None).is_err());
+        // 126 + 2 = 128 units = 64 chunks of 2.
+        assert!(pipeline_split(126, 16, 4, SplitRule::EmbeddingAndLoss, None).is_ok());
+        assert!(pipeline_split(126, 16, 5, SplitRule::EmbeddingAndLoss, None).is_err());
+        let pinned = [3, 4, 4, 3];
+        assert!(pipeline_split(14, 4, 1, SplitRule::Pinned, Some(&pinned)).is_ok());
+        assert_eq!(
+            pipeline_split(15, 4, 1, SplitRule::Pinned, Some(&pinned)),
+            Err(SplitProblem::PinnedSum {
+                found: 14,
+                expected: 15
+            })
+        );
+        assert_eq!(
+            pipeline_split(14, 2, 1, SplitRule::Pinned, Some(&pinned)),
+            Err(SplitProblem::PinnedLength {
+                found: 4,
+                expected: 2
+            })
+        );
         assert!(expert(64, 64, 64).is_ok());
         assert!(expert(32, 64, 64).is_err());
         assert!(expert(64, 8, 16).is_err());

@@ -86,6 +86,21 @@ keyword_enum! {
 }
 
 keyword_enum! {
+    /// How a pipeline's chunks divide the transformer blocks when the layers do not divide
+    /// evenly (or when the embedding and the loss head are counted as stage work).
+    SplitRule {
+        /// Chunks differ by at most one block; the extra blocks go to the middle ranks first.
+        Balanced = "balanced",
+        /// Megatron's `account_for_embedding_in_pipeline_split` and
+        /// `account_for_loss_in_pipeline_split`: the embedding and the loss head count as one
+        /// layer each, so the first and last chunks hold one block fewer.
+        EmbeddingAndLoss = "embedding_and_loss",
+        /// The spec pins the blocks of every chunk (`stages = [...]`).
+        Pinned = "pinned",
+    }
+}
+
+keyword_enum! {
     /// What the planner minimises.
     Optimize {
         /// Wall-clock training time.

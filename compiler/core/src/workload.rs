@@ -10,25 +10,27 @@ mod comm;
 mod memory;
 pub mod ops;
 mod params;
+mod split;
 
 pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
 pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
 pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
 pub use comm::{CommSizes, comm_sizes};
 pub use memory::{
-    MemoryBreakdown, activation_bytes_per_layer, kv_cache_bytes, kv_cache_bytes_per_token,
-    memory_per_device, model_state_bytes,
+    DP_BUCKET_BYTES, MemoryBreakdown, StageHolding, activation_bytes_per_layer, kv_cache_bytes,
+    kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
 };
 pub(crate) use memory::{
-    StageActivations, breakdown, layer_bytes_per_token, logits_bytes, state_bytes,
+    LayoutMemory, StageMemory, StageStates, layer_bytes_per_token, logits_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{
     FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count, params_per_device,
 };
 pub(crate) use params::{HeldParams, attended_keys, block_matrices, forward_flops, held_params};
+pub use split::{RankLoad, StageSplit, chunk_blocks};
 
-use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute};
+use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
 
 /// The shape of a decoder-only transformer.
@@ -247,6 +249,10 @@ pub struct Layout {
     pub recompute: Recompute,
     /// Megatron sequence parallelism (norms and dropout split over the tensor group).
     pub sequence_parallel: bool,
+    /// How the pipeline's chunks divide the blocks; [`StageSplit::UNRESOLVED`] means the
+    /// balanced split, worked out from the model when asked for ([`Layout::stage_split`]).
+    /// Last, so it breaks ties after every degree.
+    pub split: StageSplit,
 }
 
 impl Layout {
@@ -263,6 +269,7 @@ impl Layout {
             zero: 0,
             recompute: Recompute::None,
             sequence_parallel: false,
+            split: StageSplit::UNRESOLVED,
         }
     }
 
@@ -279,10 +286,45 @@ impl Layout {
         f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
     }
 
-    /// Blocks on one pipeline stage: `layers / pipeline` (a fraction when the layout does not
-    /// divide them, which the search rejects).
-    pub(crate) fn layers_per_stage(&self, layers: u32) -> f64 {
-        f64::from(layers) / f64::from(self.pipeline.max(1))
+    /// The layout's split of `layers` blocks over its pipeline: its own when worked out, else the
+    /// balanced one.
+    pub fn stage_split(&self, layers: u32) -> StageSplit {
+        if self.split.is_resolved() {
+            self.split
+        } else {
+            StageSplit::new(
+                layers,
+                self.pipeline,
+                self.virtual_stages,
+                SplitRule::Balanced,
+            )
+        }
+    }
+
+    /// This layout with the split of `layers` under `rule` (not [`SplitRule::Pinned`], whose
+    /// blocks only the spec knows).
+    pub fn with_split(self, layers: u32, rule: SplitRule) -> Layout {
+        Layout {
+            split: StageSplit::new(layers, self.pipeline, self.virtual_stages, rule),
+            ..self
+        }
+    }
+
+    /// Micro-batches a rank holds activations of at its peak: 1F1B's `min(p − rank, m)` (at least
+    /// one), times `1 + (p−1)/(p·v)` under the interleaved schedule (Korthikanti et al. 2022,
+    /// §4.2.3); one without pipelining.
+    pub fn in_flight(&self, rank: u32, micro_batches: f64) -> f64 {
+        if self.pipeline <= 1 {
+            return 1.0;
+        }
+        let p = f64::from(self.pipeline);
+        let v = f64::from(self.virtual_stages.max(1));
+        let stash = (p - f64::from(rank)).min(micro_batches).max(1.0);
+        if self.virtual_stages > 1 {
+            stash * (1.0 + (p - 1.0) / (p * v))
+        } else {
+            stash
+        }
     }
 
     /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks

@@ -12,8 +12,8 @@ use crate::check::Job;
 use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::types::{Arch, Recompute};
-use crate::workload::{Layout, ModelDims, TrainSetup, memory_per_device};
+use crate::types::{Arch, Recompute, SplitRule};
+use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup, memory_per_device};
 
 const GB: f64 = 1e9;
 
@@ -65,6 +65,8 @@ fn best_layout(
             .collect(),
     };
     let context = context.unwrap_or(1).max(1);
+    // The split the planner would keep: the same memory function sees the same blocks.
+    let (pinned_rule, pinned_stages) = crate::check::pinned_split(p, u64::from(model.layers));
     let micro_batch = micro_batch.unwrap_or(1).max(1);
     let mut best: Option<(Layout, f64)> = None;
     for &t in &tensors {
@@ -100,6 +102,14 @@ fn best_layout(
                 zero,
                 recompute,
                 sequence_parallel: p.sequence_parallel.as_ref().map_or(t > 1, |s| s.value),
+                split: StageSplit::UNRESOLVED,
+            };
+            let layout = match (pinned_stages, pinned_rule) {
+                (Some(split), _) if pipeline == Some(pp) => Layout { split, ..layout },
+                (_, Some(rule)) if rule != SplitRule::Pinned => {
+                    layout.with_split(model.layers, rule)
+                }
+                _ => layout,
             };
             let bytes = memory_per_device(model, setup, &layout).total;
             if best.is_none_or(|(_, b)| bytes < b) {

@@ -3,7 +3,7 @@
 //! `None` in a parallel or planner-facing field means `auto`: the planner chooses.
 
 use crate::span::{FileId, Span, Spanned};
-use crate::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute};
+use crate::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute, SplitRule};
 use serde::Serialize;
 
 /// One checked `job` block.
@@ -154,6 +154,10 @@ pub struct ParallelSpec {
     pub expert: Option<Spanned<u64>>,
     /// Virtual pipeline stages per device (interleaved schedule).
     pub virtual_stages: Option<Spanned<u64>>,
+    /// How the chunks divide the blocks (`balanced`, `embedding_and_loss`); `None` = auto.
+    pub pipeline_split: Option<Spanned<SplitRule>>,
+    /// Blocks of every model chunk in model order, pinned.
+    pub stages: Option<Spanned<Vec<u64>>>,
     /// Sequences per micro-batch.
     pub micro_batch: Option<Spanned<u64>>,
     /// ZeRO stage 0–3.

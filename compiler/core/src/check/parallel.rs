@@ -7,7 +7,8 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::layout_rules as rules;
 use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Recompute};
+use crate::types::{Arch, Recompute, SplitRule};
+use crate::workload::StageSplit;
 
 pub(super) fn read_parallel(
     block: &Block,
@@ -23,6 +24,17 @@ pub(super) fn read_parallel(
     let expert = degree("expert");
     let virtual_stages = degree("virtual_stages");
     let micro_batch = degree("micro_batch");
+    // `pinned` is what `stages = [...]` means, not a rule to name.
+    let pipeline_split = f.keyword(
+        "pipeline_split",
+        |text| SplitRule::from_keyword(text).filter(|r| *r != SplitRule::Pinned),
+        &[
+            SplitRule::Balanced.as_str(),
+            SplitRule::EmbeddingAndLoss.as_str(),
+        ],
+        true,
+    );
+    let stages = f.integers("stages", 1, MAX_DIM);
     let zero = f.integer("zero", 0, 3, true);
     let recompute = f.keyword(
         "recompute",
@@ -38,6 +50,8 @@ pub(super) fn read_parallel(
         context,
         expert,
         virtual_stages,
+        pipeline_split,
+        stages,
         micro_batch,
         zero,
         recompute,
@@ -77,46 +91,7 @@ pub(super) fn check_consistency(
             "choose a tensor degree that divides the head count",
         ));
     }
-    if let Some(p) = &parallel.pipeline {
-        let v = parallel.virtual_stages.as_ref().map_or(1, |v| v.value);
-        if p.value * v > model.layers {
-            found.push(inconsistent(
-                format!(
-                    "{} pipeline stages × {v} virtual stages exceed the {} layers",
-                    p.value, model.layers
-                ),
-                p.span,
-                "every stage needs at least one layer",
-                "use fewer pipeline or virtual stages",
-            ));
-        } else if let Err(broken) = rules::pipeline(model.layers, p.value) {
-            found.push(inconsistent(
-                format!(
-                    "the {} layers do not split evenly over {} pipeline stages ({} % {} = {})",
-                    model.layers,
-                    p.value,
-                    model.layers,
-                    p.value,
-                    broken.remainder()
-                ),
-                p.span,
-                "every pipeline stage holds the same number of layers",
-                "choose a pipeline degree that divides the layer count, or leave it to the planner",
-            ));
-        } else if let Some(vs) = &parallel.virtual_stages
-            && let Err(broken) = rules::virtual_stages(model.layers, p.value, vs.value)
-        {
-            found.push(inconsistent(
-                format!(
-                    "the {} layers do not split evenly over {} pipeline × {} virtual stages",
-                    model.layers, p.value, vs.value
-                ),
-                vs.span,
-                &format!("{} % {} = {}", broken.value, broken.by, broken.remainder()),
-                "choose virtual stages that divide the layers of each pipeline stage",
-            ));
-        }
-    }
+    check_split(parallel, model, &mut found);
     if let Some(v) = &parallel.virtual_stages
         && v.value > 1
         && parallel.pipeline.as_ref().is_some_and(|p| p.value == 1)
@@ -188,6 +163,126 @@ pub(super) fn check_consistency(
     check_batch(parallel, train, &mut found);
     check_device_total(parallel, resources, &mut found);
     diags.extend(found);
+}
+
+/// The rule and the pinned blocks the pipeline split follows: `Pinned` with the list when the
+/// spec pins `stages`, else the spec's rule (`Balanced` on auto: the planner also tries the
+/// embedding-and-loss split, which needs more layers, so the balanced rule is the one a pinned
+/// degree must pass).
+fn split_rule(parallel: &ParallelSpec) -> (SplitRule, Option<&[u64]>) {
+    match (&parallel.stages, &parallel.pipeline_split) {
+        (Some(stages), _) => (SplitRule::Pinned, Some(stages.value.as_slice())),
+        (None, Some(rule)) => (rule.value, None),
+        (None, None) => (SplitRule::Balanced, None),
+    }
+}
+
+/// The pinned split a planner keeps: the spec's rule, and with `stages = [...]` the summary of
+/// its blocks (`None` unless it passes [`rules::pipeline_split`] with the pinned degrees).
+pub(crate) fn pinned_split(
+    parallel: &ParallelSpec,
+    layers: u64,
+) -> (Option<SplitRule>, Option<StageSplit>) {
+    let rule = parallel.pipeline_split.as_ref().map(|r| r.value);
+    let (Some(stages), Some(p)) = (&parallel.stages, &parallel.pipeline) else {
+        return (rule, None);
+    };
+    let v = parallel.virtual_stages.as_ref().map_or(1, |v| v.value);
+    if rules::pipeline_split(layers, p.value, v, SplitRule::Pinned, Some(&stages.value)).is_err() {
+        return (rule, None);
+    }
+    let chunks: Vec<u32> = stages
+        .value
+        .iter()
+        .map(|&b| u32::try_from(b).unwrap_or(u32::MAX))
+        .collect();
+    let pipeline = u32::try_from(p.value).unwrap_or(u32::MAX);
+    (
+        Some(SplitRule::Pinned),
+        Some(StageSplit::of_chunks(SplitRule::Pinned, &chunks, pipeline)),
+    )
+}
+
+/// The pipeline's chunks can split the layers (one rule with the planner,
+/// [`rules::pipeline_split`]); a pinned split needs the pipeline degree pinned and no rule.
+fn check_split(parallel: &ParallelSpec, model: &ModelSpec, found: &mut Vec<Diagnostic>) {
+    if let (Some(stages), Some(rule)) = (&parallel.stages, &parallel.pipeline_split) {
+        found.push(
+            inconsistent(
+                "`stages` and `pipeline_split` both say how the blocks are split".to_string(),
+                stages.span,
+                "these blocks per chunk pin the split",
+                "remove `pipeline_split`, or `stages` to let the rule split the blocks",
+            )
+            .with_related(rule.span, "the rule set here"),
+        );
+    }
+    let Some(p) = &parallel.pipeline else {
+        if let Some(stages) = &parallel.stages {
+            found.push(inconsistent(
+                "`stages` needs a pinned pipeline degree".to_string(),
+                stages.span,
+                "one entry per model chunk: pipeline × virtual_stages of them",
+                "pin `pipeline` (and `virtual_stages` if interleaved)",
+            ));
+        }
+        return;
+    };
+    let v = parallel.virtual_stages.as_ref().map_or(1, |v| v.value);
+    let (rule, pinned) = split_rule(parallel);
+    let chunks = p.value.saturating_mul(v);
+    let Err(problem) = rules::pipeline_split(model.layers, p.value, v, rule, pinned) else {
+        return;
+    };
+    let stages_span = parallel.stages.as_ref().map_or(p.span, |s| s.span);
+    let pinned_help = format!(
+        "list one block count per chunk, {chunks} in all (pipeline {} × virtual_stages {v}), adding up to the {} layers",
+        p.value, model.layers
+    );
+    found.push(match problem {
+        rules::SplitProblem::TooManyChunks {
+            rule: SplitRule::EmbeddingAndLoss,
+            ..
+        } => inconsistent(
+            format!(
+                "{} pipeline stages × {v} virtual stages need at least {} layers when the embedding and the loss count as layers, found {}",
+                p.value,
+                (2 * chunks).saturating_sub(2),
+                model.layers
+            ),
+            p.span,
+            "every chunk holds two layers' worth, so the first and last still hold a block",
+            "use fewer pipeline or virtual stages, or `pipeline_split = balanced`",
+        ),
+        rules::SplitProblem::TooManyChunks { .. } => inconsistent(
+            format!(
+                "{} pipeline stages × {v} virtual stages exceed the {} layers",
+                p.value, model.layers
+            ),
+            p.span,
+            "every stage needs at least one layer",
+            "use fewer pipeline or virtual stages",
+        ),
+        rules::SplitProblem::PinnedLength { found: n, expected } => inconsistent(
+            format!("expected {expected} entries in `stages`, found {n}"),
+            stages_span,
+            "one entry per model chunk",
+            &pinned_help,
+        )
+        .with_related(p.span, "pipeline degree pinned here"),
+        rules::SplitProblem::PinnedSum { found: n, expected } => inconsistent(
+            format!("the blocks in `stages` add up to {n}, expected the {expected} layers"),
+            stages_span,
+            "every block belongs to exactly one chunk",
+            &pinned_help,
+        ),
+        rules::SplitProblem::EmptyChunk { index } => inconsistent(
+            format!("chunk {index} of `stages` holds no block"),
+            stages_span,
+            "every chunk holds at least one block",
+            &pinned_help,
+        ),
+    });
 }
 
 fn check_batch(parallel: &ParallelSpec, train: &TrainSpec, found: &mut Vec<Diagnostic>) {

@@ -321,13 +321,25 @@ impl<'a> Fields<'a> {
         } else {
             "a whole number"
         };
-        let q = self.quantity_of(&attribute.value, expected, "a whole number such as `8`")?;
+        self.whole(&attribute.value, name, min, max, expected)
+    }
+
+    /// `value` as a whole number in `[min, max]`, reporting what else it is.
+    fn whole(
+        &mut self,
+        value: &'a Value,
+        name: &str,
+        min: u64,
+        max: u64,
+        expected: &str,
+    ) -> Option<Spanned<u64>> {
+        let q = self.quantity_of(value, expected, "a whole number such as `8`")?;
         if q.dimension != Dimension::Count {
             self.diags.push(
                 Diagnostic::error(
                     codes::check::WRONG_DIMENSION,
                     format!("expected a number, found {}", q.dimension.describe()),
-                    attribute.value.span(),
+                    value.span(),
                     format!("this is {}", q.dimension.describe()),
                 )
                 .with_help(format!("`{name}` is a plain number; drop the unit")),
@@ -335,18 +347,38 @@ impl<'a> Fields<'a> {
             return None;
         }
         if q.value.fract() != 0.0 {
-            self.out_of_range(&attribute.value, "must be a whole number");
+            self.out_of_range(value, "must be a whole number");
             return None;
         }
         if q.value < min as f64 || q.value > max as f64 {
-            self.out_of_range(
-                &attribute.value,
-                &format!("must be between {min} and {max}"),
-            );
+            self.out_of_range(value, &format!("must be between {min} and {max}"));
             return None;
         }
         // In range, whole, and at most `max`, so the conversion is exact.
-        Some(Spanned::new(q.value as u64, attribute.value.span()))
+        Some(Spanned::new(q.value as u64, value.span()))
+    }
+
+    /// A list of whole numbers in `[min, max]`, e.g. `[15, 16, 16]`, spanning the list; `None`
+    /// when absent or when an item is not one (reported).
+    pub fn integers(&mut self, name: &str, min: u64, max: u64) -> Option<Spanned<Vec<u64>>> {
+        let attribute = self.get(name)?;
+        let Value::List(list) = &attribute.value else {
+            self.wrong_kind(
+                &attribute.value,
+                "a list of whole numbers",
+                "numbers in brackets, e.g. `[15, 16, 16, 15]`",
+            );
+            return None;
+        };
+        let mut values = Vec::with_capacity(list.items.len());
+        let mut complete = true;
+        for item in &list.items {
+            match self.whole(item, name, min, max, "a whole number") {
+                Some(v) => values.push(v.value),
+                None => complete = false,
+            }
+        }
+        complete.then(|| Spanned::new(values, list.span))
     }
 
     /// A positive count such as `2T` (not necessarily whole).

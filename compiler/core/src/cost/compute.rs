@@ -254,6 +254,14 @@ impl HeadTime {
     }
 }
 
+/// Seconds of the input embedding of `tokens` tokens in elements of `elt` bytes: a gather of one
+/// row per token forward and a scatter-add backward, memory-bound (three passes over
+/// `tokens × hidden`). The step model charges it to the first pipeline rank, the operator graph
+/// to its embedding op.
+pub(crate) fn embedding_time(model: &ModelDims, tokens: f64, elt: f64, rates: &Rates) -> f64 {
+    3.0 * tokens * f64::from(model.hidden) * elt / rates.memory_bandwidth
+}
+
 /// Seconds of the output head (logits GEMM, forward and backward, and the loss) for one
 /// micro-batch on the last pipeline stage.
 pub(crate) fn head_time(model: &ModelDims, layout: &Layout, rates: &Rates) -> f64 {

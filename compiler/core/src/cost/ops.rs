@@ -7,7 +7,7 @@
 //! its attention and MLP ops by their share of the block's FLOPs. Precision-sensitive ops never run in fp8: in an fp8 job they
 //! run in bf16, and a device hosts an op only if it supports the op's precision.
 
-use super::compute::{HeadTime, Rates, block_time};
+use super::compute::{HeadTime, Rates, block_time, embedding_time};
 use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::types::{Precision, Recompute};
@@ -130,7 +130,7 @@ pub fn op_costs(
                 }
                 // A gather forward and a scatter-add backward of one row per token.
                 OpKind::Embedding => {
-                    let s = 3.0 * tokens * h * elt / bw;
+                    let s = embedding_time(model, tokens, elt, &rates);
                     (s, 2.0 * s / 3.0, 0.0)
                 }
                 // Read, normalise and write, forward and backward.

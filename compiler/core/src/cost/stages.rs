@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | [`Costing::new`] | model, run, cluster |
 //! | [`Costing::kernel`] | tensor, context, expert degree; micro-batch; sequence parallelism |
-//! | [`Costing::placement`] | tensor, context, expert, pipeline, data degree; virtual stages |
+//! | [`Costing::placement`] | tensor, context, expert, pipeline, data degree; virtual stages; split |
 //! | [`Costing::shape`] | a kernel and a placement of one layout |
 //! | [`Costing::replay`] | recomputation |
 //! | [`Costing::step`] | ZeRO stage (and the memory, worked out by the caller) |
@@ -14,7 +14,7 @@
 //! Every number is the same expression on the same operands, evaluated in the same order, as in
 //! one straight pass: results are bit-identical whichever way they are reached.
 
-use super::compute::{BlockTime, Rates, block_time, head_time};
+use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
 use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
@@ -44,7 +44,10 @@ pub(crate) struct Costing<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Kernel {
     block: BlockTime,
+    /// The final norm, LM head and loss of one micro-batch (the last rank's extra work).
     head: f64,
+    /// The input embedding of one micro-batch (the first rank's extra work).
+    embedding: f64,
     buffers: CommBuffers,
     /// One tensor-parallel collective of a block.
     tp_one: f64,
@@ -60,8 +63,12 @@ pub(crate) struct Kernel {
 /// Pipeline stages and data-parallel ranks of a layout: what does not depend on its micro-batch.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Placement {
-    layers_per_stage: f64,
-    /// `layers_per_stage`, at least 1.
+    /// The ranks that can pace the pipeline (the first, the last, the middle one with the most
+    /// blocks): their blocks and whether they hold the embedding and the head.
+    ranks: [(f64, bool, bool); 3],
+    /// How many of `ranks` there are.
+    rank_count: usize,
+    /// The most blocks a rank holds, at least 1.
     lps: f64,
     /// Gradient reduce-scatter: dense gradients over the data-parallel group, routed-expert
     /// gradients over the expert-data-parallel group.
@@ -249,6 +256,8 @@ impl<'a> Costing<'a> {
         let block = block_time(model, layout, &self.rates, self.setup.flash_attention)
             .with_recompute(Recompute::None);
         let head = head_time(model, layout, &self.rates);
+        let tokens = layout.micro_batch_tokens(model.seq_len);
+        let embedding = embedding_time(model, tokens, self.setup.precision.bytes(), &self.rates);
 
         // Tensor parallel: blocking collectives on the critical path of every block; how many
         // depends on recomputation, so [`Costing::replay`] counts them.
@@ -278,6 +287,7 @@ impl<'a> Costing<'a> {
         Kernel {
             block,
             head,
+            embedding,
             buffers,
             tp_one,
             cp_forward,
@@ -293,8 +303,10 @@ impl<'a> Costing<'a> {
         let t = f64::from(layout.tensor.max(1));
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
-        let layers_per_stage = layout.layers_per_stage(self.model.layers);
-        let lps = layers_per_stage.max(1.0);
+        let split = layout.stage_split(self.model.layers);
+        let (loads, count) = split.ranks(layout.pipeline);
+        let [a, b, c, _] = loads.map(|r| (f64::from(r.blocks), r.embedding, r.head));
+        let lps = f64::from(split.max_blocks()).max(1.0);
         let elt = self.setup.precision.bytes();
         // Dense weights are replicated over data × context ranks, stride t; routed experts over
         // the expert-data-parallel ranks, which sit `expert · expert_tensor` apart (Megatron-Core
@@ -322,7 +334,8 @@ impl<'a> Costing<'a> {
                 / cluster.device.memory_bandwidth
         };
         Placement {
-            layers_per_stage,
+            ranks: [a, b, c],
+            rank_count: count.min(3),
             lps,
             grad_rs,
             weight_ag,
@@ -384,15 +397,28 @@ impl<'a> Costing<'a> {
         };
         let comm_layer = tp_layer + cp_layer + kernel.ep_layer;
         let placement = &shape.placement;
-        let (m, layers_per_stage, lps) = (shape.m, placement.layers_per_stage, placement.lps);
-        let stage_mb = layers_per_stage * (block.total() + comm_layer) + kernel.head;
+        let (m, lps) = (shape.m, placement.lps);
+        // The step runs at the pace of the slowest rank: its blocks, plus the embedding on the
+        // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs
+        // each micro-batch at the pace of the slowest).
+        let per_block = block.total() + comm_layer;
+        let mut pace = (f64::NEG_INFINITY, 0.0, 0.0);
+        for &(blocks, embedding, head) in placement.ranks.iter().take(placement.rank_count) {
+            let extra = if embedding { kernel.embedding } else { 0.0 }
+                + if head { kernel.head } else { 0.0 };
+            let seconds = blocks * per_block + extra;
+            if seconds > pace.0 {
+                pace = (seconds, blocks, extra);
+            }
+        }
+        let (stage_mb, blocks, extra) = pace;
         Replay {
             block,
             tp_step: shape.comm.tp_step(tp_per_layer),
             steady: m * stage_mb,
             bubble: placement.bubble_share * stage_mb,
-            compute: m * (layers_per_stage * block.total() + kernel.head),
-            tensor_comm: m * layers_per_stage * comm_layer,
+            compute: m * (blocks * block.total() + extra),
+            tensor_comm: m * blocks * comm_layer,
             backward_window: (block.backward + block.recompute) * (lps - 1.0),
             forward_window: block.forward * (lps - 1.0),
             flops: self

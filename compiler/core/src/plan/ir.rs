@@ -5,13 +5,13 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
-use crate::types::{Precision, Priority, Recompute};
+use crate::types::{Precision, Priority, Recompute, SplitRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.3";
+pub const FORMAT_VERSION: &str = "1.4";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -126,6 +126,10 @@ pub struct LayoutIr {
     pub expert: u64,
     /// Model chunks per device (interleaved schedule).
     pub virtual_stages: u64,
+    /// How the pipeline's chunks divide the blocks (`balanced`, `embedding_and_loss`,
+    /// `pinned`); absent without pipelining. Added in format 1.4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_split: Option<SplitRule>,
     /// Sequences per micro-batch.
     pub micro_batch: u64,
     /// ZeRO stage.
@@ -196,6 +200,11 @@ pub struct StageIr {
     pub group: u64,
     /// Half-open range `[first, end)` of transformer blocks.
     pub layers: [u64; 2],
+    /// The pipeline rank that runs this chunk, in interleaved plans (`virtual_stages > 1`: the
+    /// stages are the model chunks in model order, chunk `c` on rank `c mod pipeline`). Added in
+    /// format 1.4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u64>,
     /// Operations, e.g. `["embedding", "block×12"]`.
     pub ops: Vec<String>,
     /// Of `ops`, those that are precision-sensitive, with the precision they run in
@@ -223,6 +232,9 @@ pub struct EstimateIr {
     pub flops_convention: String,
     /// Peak memory per device in GiB.
     pub memory_per_device_gib: f64,
+    /// That memory by what it holds, in GiB (added in format 1.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<MemoryIr>,
     /// Hours to train on all tokens.
     pub train_time_h: f64,
     /// Money for the whole run.
@@ -233,6 +245,26 @@ pub struct EstimateIr {
     pub carbon_kg: f64,
     /// Where a step's time goes.
     pub breakdown_s: BreakdownIr,
+}
+
+/// The memory of the device that needs the most, by what it holds, in GiB; the parts add up to
+/// `memory_per_device_gib` (each rounded on its own).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryIr {
+    /// Parameters in the training precision (the ZeRO-3 shard).
+    pub weights: f64,
+    /// Gradients.
+    pub gradients: f64,
+    /// Optimizer state (fp32 master copy and moments).
+    pub optimizer: f64,
+    /// Activations of the running micro-batch.
+    pub activations: f64,
+    /// Activations of the other micro-batches in flight on the pipeline rank.
+    pub pipeline_stash: f64,
+    /// ZeRO-3 gathered blocks, or the data-parallel gradient bucket.
+    pub comm_buffers: f64,
+    /// fp32 logits on the last pipeline rank.
+    pub logits: f64,
 }
 
 /// An amount of money.

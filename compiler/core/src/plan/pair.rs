@@ -16,7 +16,7 @@ use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
 use crate::types::Recompute;
-use crate::workload::{ModelDims, OpGraph, TrainSetup, flops_per_token};
+use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, TrainSetup, flops_per_token};
 
 pub mod data;
 pub mod pipeline;
@@ -313,6 +313,8 @@ pub(crate) fn fill_pair_pipeline(
         context: 1,
         expert: 1,
         virtual_stages: 1,
+        // The partition over the two groups is no rule's: `stages` give it.
+        pipeline_split: None,
         micro_batch: shape.micro_batch.into(),
         zero: shape.zero,
         recompute: deepest,
@@ -346,7 +348,12 @@ pub(crate) fn fill_pair_pipeline(
     let run = PairRun {
         step_time_s: p.step_time_s,
         train_time_s: p.train_time_s,
-        memory_bytes: p.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max),
+        memory: p
+            .stages
+            .iter()
+            .map(|s| s.memory)
+            .reduce(|a, b| if b.total > a.total { b } else { a })
+            .unwrap_or(MemoryBreakdown::NONE),
         breakdown: BreakdownIr {
             compute: round(p.micro_batches * (p.bottleneck_s - tensor)),
             tensor_comm: round(p.micro_batches * tensor),
@@ -370,8 +377,8 @@ pub(crate) fn fill_pair_pipeline(
 pub(crate) struct PairRun {
     pub(crate) step_time_s: f64,
     pub(crate) train_time_s: f64,
-    /// Peak bytes per device, on either group.
-    pub(crate) memory_bytes: f64,
+    /// The memory of the device that needs the most, on either group.
+    pub(crate) memory: MemoryBreakdown,
     /// Where a step's time goes, rounded.
     pub(crate) breakdown: BreakdownIr,
 }
@@ -412,7 +419,7 @@ pub(crate) fn pair_estimate(
             } else {
                 0.0
             },
-            memory_bytes: run.memory_bytes,
+            memory: run.memory,
             train_time_s: run.train_time_s,
             breakdown: run.breakdown.clone(),
         },

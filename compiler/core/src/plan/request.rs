@@ -76,13 +76,15 @@ fn pins(job: &Job) -> Pins {
             .map(|s| u32::try_from(s.value).unwrap_or(u32::MAX))
     };
     let p = &job.parallel;
+    let (pipeline_split, stages) = crate::check::pinned_split(p, job.model.layers);
     Pins {
         tensor: narrow(&p.tensor),
         pipeline: narrow(&p.pipeline),
         data: narrow(&p.data),
         context: narrow(&p.context),
         expert: narrow(&p.expert),
-        virtual_stages: narrow(&p.virtual_stages),
+        // Pinned blocks per chunk fix the chunks per rank too (one unless pinned).
+        virtual_stages: narrow(&p.virtual_stages).or(stages.map(|_| 1)),
         micro_batch: narrow(&p.micro_batch),
         zero: p
             .zero
@@ -90,6 +92,8 @@ fn pins(job: &Job) -> Pins {
             .map(|s| u8::try_from(s.value).unwrap_or(u8::MAX)),
         recompute: p.recompute.as_ref().map(|s| s.value),
         sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
+        pipeline_split,
+        stages,
     }
 }
 

@@ -16,8 +16,8 @@ mod space;
 
 use crate::cost::StepEstimate;
 use crate::hardware::ClusterFigures;
-use crate::types::{Optimize, Recompute};
-use crate::workload::{Layout, ModelDims, TrainSetup};
+use crate::types::{Optimize, Recompute, SplitRule};
+use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup};
 use rank::Ranker;
 use serde::Serialize;
 use space::{Axes, Space};
@@ -45,6 +45,12 @@ pub struct Pins {
     pub recompute: Option<Recompute>,
     /// Sequence parallelism (auto: on whenever tensor > 1).
     pub sequence_parallel: Option<bool>,
+    /// How the pipeline's chunks divide the blocks (auto: the faster of the balanced and the
+    /// embedding-and-loss splits).
+    pub pipeline_split: Option<SplitRule>,
+    /// A split the spec pins chunk by chunk (`stages = [...]`), with `pipeline` and
+    /// `virtual_stages` pinned to match.
+    pub stages: Option<StageSplit>,
 }
 
 /// What to search.
@@ -167,6 +173,13 @@ pub enum Rejection {
         /// Pipeline stages.
         pipeline: u32,
     },
+    /// More pipeline chunks than the split rule can give a block each.
+    StagesWithoutBlocks {
+        /// `pipeline · virtual_stages`.
+        chunks: u64,
+        /// Transformer blocks.
+        layers: u64,
+    },
     /// The heaviest stage does not fit in device memory.
     OutOfMemory {
         /// Bytes needed per device.
@@ -196,8 +209,8 @@ pub struct RejectedRegion {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct SearchStats {
     /// Product of every field's full range (tensor 1..=devices per node, pipeline 1..=layers,
-    /// data 1..=devices, context 1..=seq_len, expert 1..=experts, virtual 1..=layers,
-    /// micro-batch 1..=global batch, 4 ZeRO stages, 3 recompute modes).
+    /// data 1..=devices, context 1..=seq_len, expert 1..=experts, virtual 1..=layers, 2 split
+    /// rules, micro-batch 1..=global batch, 4 ZeRO stages, 3 recompute modes).
     pub raw_space: f64,
     /// Layouts that passed divisibility and device-count rules and reached the memory check.
     pub enumerated: u64,
@@ -241,10 +254,13 @@ fn raw_space(spec: &SearchSpec<'_>, max_devices: u64) -> f64 {
         * f64::from(model.seq_len)
         * model.total_experts()
         * f64::from(model.layers)
+        * 2.0
         * f64::from(spec.setup.global_batch)
         * 4.0
         * 3.0
 }
 
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;

@@ -2,13 +2,15 @@
 //! into every field of the Plan IR (groups, stages, estimate, checkpoint), with the reasons
 //! when no layout fits.
 
-use super::ir::{BreakdownIr, CheckpointIr, EstimateIr, GroupIr, LayoutIr, MoneyIr, Plan};
+use super::ir::{
+    BreakdownIr, CheckpointIr, EstimateIr, GroupIr, LayoutIr, MemoryIr, MoneyIr, Plan,
+};
 use super::placement::{Placement, block_label, data_ir};
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::check::job_model_dims;
-use crate::workload::{Layout, param_count};
+use crate::workload::{Layout, MemoryBreakdown, param_count};
 
 /// One costed layout on one node group.
 pub(crate) struct Ranked<'a> {
@@ -111,6 +113,9 @@ pub(crate) fn rejection_text(r: &Rejection) -> String {
         } => format!(
             "interleaving needs micro-batches a multiple of the {pipeline} stages, got {micro_batches}"
         ),
+        Rejection::StagesWithoutBlocks { chunks, layers } => format!(
+            "{chunks} pipeline chunks leave some of them without one of the {layers} blocks"
+        ),
         Rejection::Unsupported { message } => message.clone(),
     }
 }
@@ -143,7 +148,7 @@ pub(crate) fn fill(
     plan.layout = Some(layout_ir(l));
     let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
     plan.groups = vec![group_ir(o, c.devices, replica)];
-    plan.stages = super::stages::homogeneous_stages(job, l.pipeline.into());
+    plan.stages = super::stages::homogeneous_stages(job, l);
     let e = &c.estimate;
     let b = &e.breakdown;
     plan.estimate = Some(estimate_ir(
@@ -152,7 +157,7 @@ pub(crate) fn fill(
             tokens_per_s: e.tokens_per_s,
             model_tflops_per_device: e.model_tflops_per_device,
             mfu: e.mfu,
-            memory_bytes: e.memory_per_device_bytes,
+            memory: e.memory,
             train_time_s: c.train_time_s,
             breakdown: BreakdownIr {
                 compute: round(b.compute),
@@ -174,8 +179,8 @@ pub(crate) struct Figures {
     pub(crate) tokens_per_s: f64,
     pub(crate) model_tflops_per_device: f64,
     pub(crate) mfu: f64,
-    /// Peak bytes per device (on any group).
-    pub(crate) memory_bytes: f64,
+    /// The memory of the device that needs the most (on any group).
+    pub(crate) memory: MemoryBreakdown,
     pub(crate) train_time_s: f64,
     pub(crate) breakdown: BreakdownIr,
 }
@@ -189,7 +194,16 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
         mfu: round(f.mfu),
         flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
             .to_string(),
-        memory_per_device_gib: round(f.memory_bytes / GIB),
+        memory_per_device_gib: round(f.memory.total / GIB),
+        memory_gib: Some(MemoryIr {
+            weights: round(f.memory.weights / GIB),
+            gradients: round(f.memory.gradients / GIB),
+            optimizer: round(f.memory.optimizer / GIB),
+            activations: round(f.memory.activations / GIB),
+            pipeline_stash: round(f.memory.pipeline_stash / GIB),
+            comm_buffers: round(f.memory.comm_buffers / GIB),
+            logits: round(f.memory.logits / GIB),
+        }),
         train_time_h: round(f.train_time_s / 3600.0),
         cost: MoneyIr {
             amount: round(totals.cost),

@@ -6,7 +6,8 @@ use crate::check::Job;
 use crate::check::job_model_dims;
 use crate::cost::ops::op_precision;
 use crate::types::Recompute;
-use crate::workload::{OpGraph, OpKind, op_graph};
+use crate::types::SplitRule;
+use crate::workload::{Layout, OpGraph, OpKind, chunk_blocks, op_graph};
 
 /// Contiguous, balanced layer ranges of `stages` stages covering `[0, layers)`.
 pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {
@@ -81,26 +82,57 @@ pub(crate) fn stage_ir(
         index: index as u64,
         group: group as u64,
         layers: [blocks_before, blocks_before + blocks],
+        rank: None,
         ops: names,
         sensitive_ops: sensitive,
         recompute,
     }
 }
 
-/// The stages of a homogeneous plan: balanced block ranges, the embedding on the first stage
-/// and the final norm, head and loss on the last.
-pub(crate) fn homogeneous_stages(job: &Job, pipeline: u64) -> Vec<StageIr> {
+/// The blocks of every chunk of `layout`'s pipeline in model order: the spec's pinned list, else
+/// the split of its rule.
+fn layout_chunks(job: &Job, layout: &Layout) -> Vec<u64> {
+    let layers = u32::try_from(job.model.layers).unwrap_or(u32::MAX);
+    if layout.split.rule == SplitRule::Pinned
+        && let Some(stages) = &job.parallel.stages
+    {
+        return stages.value.clone();
+    }
+    let rule = if layout.split.is_resolved() {
+        layout.split.rule
+    } else {
+        SplitRule::Balanced
+    };
+    chunk_blocks(layers, layout.pipeline, layout.virtual_stages, rule)
+        .into_iter()
+        .map(u64::from)
+        .collect()
+}
+
+/// The stages of a plan on one group: the model chunks of `layout`'s split in model order (one
+/// per pipeline rank, or with `rank` set when interleaved), the embedding on the first and the
+/// final norm, head and loss on the last.
+pub(crate) fn homogeneous_stages(job: &Job, layout: &Layout) -> Vec<StageIr> {
     let graph = job_graph(job);
     let n = graph.len();
-    let ranges = stage_ranges(job.model.layers, pipeline);
-    let last = ranges.len().saturating_sub(1);
-    ranges
+    let chunks = layout_chunks(job, layout);
+    let last = chunks.len().saturating_sub(1);
+    let p = u64::from(layout.pipeline.max(1));
+    let interleaved = layout.virtual_stages > 1 && layout.pipeline > 1;
+    let mut start = 0u64;
+    chunks
         .into_iter()
         .enumerate()
-        .map(|(i, [a, b])| {
+        .map(|(i, blocks)| {
+            let (a, b) = (start, start + blocks);
+            start = b;
             let first = if i == 0 { 0 } else { 1 + 2 * a as usize };
             let end = if i == last { n } else { 1 + 2 * b as usize };
-            stage_ir(job, &graph, i, 0, [first, end], None)
+            let mut stage = stage_ir(job, &graph, i, 0, [first, end], None);
+            if interleaved {
+                stage.rank = Some(i as u64 % p);
+            }
+            stage
         })
         .collect()
 }

@@ -110,7 +110,7 @@ pub(crate) struct CommShape {
     ring_edp: f64,
     cp_kv_buffer: f64,
     ep_buffer: f64,
-    /// Micro-batches times blocks per stage.
+    /// Micro-batches times the blocks of the rank holding the most.
     m_layers: f64,
     /// Micro-batches per step.
     m: f64,
@@ -141,7 +141,8 @@ pub(crate) fn comm_shape(
     let ep = f64::from(layout.expert.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let m = layout.micro_batches(setup.global_batch);
-    let layers_per_stage = layout.layers_per_stage(model.layers);
+    // The rank with the most blocks sets the traffic per step.
+    let layers_per_stage = f64::from(layout.stage_split(model.layers).max_blocks());
     let tp_buffer = buffers.tp;
     let dp_grad_buffer = held.trainable() * elt;
     let dp_expert_grad_buffer = held.trainable_routed * elt;

@@ -2,8 +2,8 @@
 //! each recomputation mode (Korthikanti et al. 2022, re-derived for GQA, latent attention, SwiGLU,
 //! experts and flash attention); the key/value cache a token adds.
 
-use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks};
-use super::params::{HeldParams, held_params, param_count};
+use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor};
+use super::params::{BlockShare, ParamCount, param_count};
 use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
@@ -11,16 +11,61 @@ use serde::Serialize;
 /// Bytes one device needs, by what they hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryBreakdown {
-    /// Parameters in the training precision (ZeRO-3: the shard plus two gathered layers).
+    /// Parameters in the training precision (the ZeRO-3 shard; gathered blocks are
+    /// `comm_buffers`).
     pub weights: f64,
     /// Gradients in the training precision.
     pub gradients: f64,
     /// Optimizer state (fp32 master copy and moments).
     pub optimizer: f64,
-    /// Activations stashed for backward, for every in-flight micro-batch.
+    /// Activations of the micro-batch being run: the stash of the rank's blocks, the working set
+    /// of the block being recomputed (full recomputation), the inputs of the final norm and the
+    /// LM head on the last rank.
     pub activations: f64,
+    /// Activations of the other micro-batches the pipeline keeps in flight on this rank
+    /// (1F1B's `min(p − rank, m) − 1`, more when interleaved).
+    pub pipeline_stash: f64,
+    /// Communication buffers: under ZeRO-3 two gathered blocks of weights and one of gradients;
+    /// otherwise one data-parallel gradient bucket ([`DP_BUCKET_BYTES`]).
+    pub comm_buffers: f64,
+    /// The fp32 logits the loss keeps for its backward, on the last rank.
+    pub logits: f64,
     /// Sum of the above.
     pub total: f64,
+}
+
+impl MemoryBreakdown {
+    /// Nothing held.
+    pub const NONE: MemoryBreakdown = MemoryBreakdown {
+        weights: 0.0,
+        gradients: 0.0,
+        optimizer: 0.0,
+        activations: 0.0,
+        pipeline_stash: 0.0,
+        comm_buffers: 0.0,
+        logits: 0.0,
+        total: 0.0,
+    };
+}
+
+/// Bytes of the gradient bucket data-parallel training reduces at a time: PyTorch DDP's
+/// `bucket_cap_mb = 25` default (Li et al. 2020, "PyTorch Distributed", §3.2.3). NCCL's own
+/// buffers and the CUDA context are in the memory loam leaves free
+/// (`cost::USABLE_MEMORY_FRACTION`).
+pub const DP_BUCKET_BYTES: f64 = 25.0 * 1024.0 * 1024.0;
+
+/// What one pipeline rank holds, as the memory function reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageHolding {
+    /// Transformer blocks, all the rank's chunks.
+    pub blocks: f64,
+    /// Whether it holds the input embedding.
+    pub embedding: bool,
+    /// Whether it holds the final norm, the LM head and the loss.
+    pub head: bool,
+    /// Micro-batches whose activations it holds at its peak, the running one included
+    /// ([`Layout::in_flight`]).
+    pub in_flight: f64,
 }
 
 /// Model-state bytes (weights, gradients, optimizer state) of `params` parameters under ZeRO
@@ -183,89 +228,39 @@ pub(crate) fn logits_bytes(model: &ModelDims, tokens: f64, tensor: u32) -> f64 {
     tokens * f64::from(model.vocab) / f64::from(tensor.max(1)) * 4.0
 }
 
-/// Memory per device on the heaviest pipeline stage.
-///
-/// With 1F1B the first stage stashes `min(p, m)` micro-batches of its `layers/p` blocks;
-/// interleaving multiplies that by `1 + (p−1)/(p·v)`. Full recomputation adds one block's
-/// working set during its backward. The last stage also holds fp32 logits of one micro-batch.
+/// Memory per device of one pipeline rank: `holding`'s blocks, embedding and head, under
+/// `layout`'s tensor, context, data and expert degrees, ZeRO stage, recomputation and
+/// micro-batch, in `setup`'s precision. The one memory function: single-type plans (through
+/// [`memory_per_device`] and the layout search's [`LayoutMemory`]), both kinds of plans over two
+/// groups and the checker's fit all compute a rank's memory here.
+pub fn stage_memory(
+    model: &ModelDims,
+    setup: &TrainSetup,
+    layout: &Layout,
+    holding: &StageHolding,
+) -> MemoryBreakdown {
+    let count = param_count(model);
+    let per_token = layer_bytes_per_token(model, setup.precision, layout);
+    let states = StageStates::new(model, &count, setup, layout);
+    StageMemory::new(states, model, setup, layout, per_token).rank(
+        holding,
+        layout.zero,
+        layout.recompute,
+    )
+}
+
+/// Memory per device on the rank of `layout`'s pipeline that needs the most ([`stage_memory`]
+/// of the first, the last and the heaviest middle ranks of its split).
 pub fn memory_per_device(
     model: &ModelDims,
     setup: &TrainSetup,
     layout: &Layout,
 ) -> MemoryBreakdown {
     let count = param_count(model);
-    let held = held_params(model, &count, layout);
-    let (weights, gradients, optimizer) = state_bytes(setup, layout, &held);
-    let activations = stage_activation_bytes(model, setup, layout);
-    breakdown(weights, gradients, optimizer, activations)
-}
-
-/// The breakdown of the four parts, summed in one fixed order.
-pub(crate) fn breakdown(
-    weights: f64,
-    gradients: f64,
-    optimizer: f64,
-    activations: f64,
-) -> MemoryBreakdown {
-    MemoryBreakdown {
-        weights,
-        gradients,
-        optimizer,
-        activations,
-        total: weights + gradients + optimizer + activations,
-    }
-}
-
-/// Weight, gradient and optimizer bytes of [`memory_per_device`], from the parameters one device
-/// holds (`held`): the only part that depends on the ZeRO stage, so the layout search works it
-/// out once per stage and the activations once per recomputation mode.
-pub(crate) fn state_bytes(
-    setup: &TrainSetup,
-    layout: &Layout,
-    held: &HeldParams,
-) -> (f64, f64, f64) {
-    let precision = setup.precision;
-    let (mut weights, gradients, optimizer) = held_state_bytes(held, layout, setup);
-    if layout.zero >= 3 {
-        // Two blocks gathered at a time (the current one and the prefetched next one).
-        weights += 2.0 * held.block * precision.bytes();
-    }
-    (weights, gradients, optimizer)
-}
-
-/// [`model_state_bytes`] of what one device holds, sharded where each part is replicated: dense
-/// weights over the `data · context` ranks, routed experts over the expert-data-parallel ranks
-/// (`tensor · context · data / (expert · expert_tensor)`, Megatron-Core MoE parallel folding).
-/// Frozen weights keep only their training-precision copy (sharded under ZeRO-3); gradients and
-/// optimizer state exist for what trains.
-pub(crate) fn held_state_bytes(
-    held: &HeldParams,
-    layout: &Layout,
-    setup: &TrainSetup,
-) -> (f64, f64, f64) {
-    let (precision, optimizer) = (setup.precision, setup.optimizer);
-    let dense_ranks = dense_data_ranks(layout);
-    let expert_ranks = expert_data_ranks(layout);
-    let state = |params: f64, ranks: f64| {
-        model_state_bytes(params, layout.zero, ranks, precision, optimizer)
-    };
-    let trained_dense = state(held.trainable_dense, dense_ranks);
-    let trained_routed = state(held.trainable_routed, expert_ranks);
-    let frozen_dense = held.total - held.routed - held.trainable_dense;
-    let frozen_routed = held.routed - held.trainable_routed;
-    let frozen =
-        state(frozen_dense.max(0.0), dense_ranks).0 + state(frozen_routed.max(0.0), expert_ranks).0;
-    (
-        trained_dense.0 + trained_routed.0 + frozen,
-        trained_dense.1 + trained_routed.1,
-        trained_dense.2 + trained_routed.2,
-    )
-}
-
-/// Activation bytes of [`memory_per_device`]: the only part that depends on recomputation.
-fn stage_activation_bytes(model: &ModelDims, setup: &TrainSetup, layout: &Layout) -> f64 {
     let per_token = layer_bytes_per_token(model, setup.precision, layout);
-    StageActivations::new(model, setup, layout, per_token).bytes(layout.recompute)
+    let states = StageStates::new(model, &count, setup, layout);
+    LayoutMemory::new(states, model, setup, layout, per_token)
+        .breakdown(layout.zero, layout.recompute)
 }
 
 /// Bytes per token of one block's stash with no recomputation, under `layout`'s tensor degree and
@@ -280,86 +275,306 @@ pub(crate) fn layer_bytes_per_token(
     per_token_layer_bytes(model, precision.bytes(), t, replicated_div)
 }
 
-/// The activation bytes of one layout under every recomputation mode, with what the modes share
-/// worked out once: the layout search asks for up to three modes of each layout.
+/// The part of [`stage_memory`] that neither the micro-batch, the ZeRO stage nor recomputation
+/// changes: parameters per device and model-state bytes per parameter under each ZeRO stage.
+/// The layout search works it out once per placement.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StageActivations {
-    /// [`activation_bytes_per_layer`] without recomputation.
-    kept: f64,
-    /// [`activation_bytes_per_layer`] under full recomputation.
-    input_only: f64,
-    /// Materialised attention scores per block, without flash attention.
-    scores: Option<f64>,
-    layers_per_stage: f64,
-    in_flight: f64,
-    interleave: f64,
-    logits: f64,
-    pipelined: bool,
+pub(crate) struct StageStates {
+    /// One block of the heaviest kind on one device: dense weights split over tensor ranks,
+    /// routed experts over `expert · expert_tensor` ranks, each with what trains.
+    block: BlockShare,
+    /// Every block of the model on one device, for a rank that holds them all (exact where the
+    /// kinds differ: DeepSeek-V3's dense first blocks).
+    all_blocks: BlockShare,
+    /// Blocks of the model.
+    layers: f64,
+    /// The input embedding on one device (vocabulary-parallel over tensor ranks).
+    embedding: f64,
+    /// Of `embedding`, what trains.
+    embedding_trainable: f64,
+    /// Whether the head shares the embedding matrix (one copy when a rank holds both).
+    tied: bool,
+    /// `(weights, gradients, optimizer)` bytes per trained dense parameter (sharded over the
+    /// `data · context` ranks), by ZeRO stage 0..=3.
+    dense: [[f64; 3]; 4],
+    /// The same per trained routed-expert parameter (sharded over the expert-data-parallel ranks).
+    experts: [[f64; 3]; 4],
+    /// Weight bytes per frozen dense and per frozen routed parameter, by ZeRO stage: a frozen
+    /// weight keeps only its training-precision copy, sharded under ZeRO-3.
+    frozen: [[f64; 2]; 4],
+    /// ZeRO-3's gathered blocks: two of weights (the running one and the prefetched next, as
+    /// FSDP and DeepSpeed prefetch one ahead) and one of unsharded gradients before its
+    /// reduce-scatter (Zhao et al. 2023, "PyTorch FSDP", §3.2).
+    gathered: f64,
+    /// [`DP_BUCKET_BYTES`] with more than one data-parallel rank, else nothing.
+    bucket: f64,
 }
 
-impl StageActivations {
-    /// The activations of `layout` whatever its recomputation; `per_token` is its
+/// Parameters one device of a rank holds, split as [`BlockShare`] (embedding included).
+type Held = BlockShare;
+
+impl StageStates {
+    /// The states of `layout`'s tensor, context, data and expert degrees; `count` is the
+    /// model's [`param_count`].
+    pub(crate) fn new(
+        model: &ModelDims,
+        count: &ParamCount,
+        setup: &TrainSetup,
+        layout: &Layout,
+    ) -> StageStates {
+        let t = f64::from(layout.tensor.max(1));
+        let experts_split = f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout));
+        let (dense_ranks, expert_ranks) = (dense_data_ranks(layout), expert_data_ranks(layout));
+        let per_param = |zero: u8, ranks: f64| {
+            let (w, g, o) = model_state_bytes(1.0, zero, ranks, setup.precision, setup.optimizer);
+            [w, g, o]
+        };
+        let by_zero = |ranks: f64| [0, 1, 2, 3].map(|z| per_param(z, ranks));
+        let dense = by_zero(dense_ranks);
+        let experts = by_zero(expert_ranks);
+        let frozen = [0, 1, 2, 3].map(|z| [per_param(z, dense_ranks)[0], per_param(z, expert_ranks)[0]]);
+        let on_device = |share: BlockShare| BlockShare {
+            dense: share.dense / t,
+            routed: share.routed / experts_split,
+            trainable_dense: share.trainable_dense / t,
+            trainable_routed: share.trainable_routed / experts_split,
+        };
+        let block = on_device(BlockShare {
+            dense: count.per_layer - count.per_layer_experts,
+            routed: count.per_layer_experts,
+            trainable_dense: count.per_layer_trainable - count.per_layer_trainable_experts,
+            trainable_routed: count.per_layer_trainable_experts,
+        });
+        let embedding = model.embedding_params() / t;
+        let shards = f64::from(layout.data.max(1)) * f64::from(layout.context.max(1));
+        StageStates {
+            block,
+            all_blocks: on_device(count.blocks),
+            layers: f64::from(model.layers),
+            embedding,
+            embedding_trainable: if count.embedding_trainable > 0.0 {
+                embedding
+            } else {
+                0.0
+            },
+            tied: model.tied_embeddings,
+            dense,
+            experts,
+            frozen,
+            gathered: 3.0 * (block.dense + block.routed) * setup.precision.bytes(),
+            bucket: if shards > 1.0 { DP_BUCKET_BYTES } else { 0.0 },
+        }
+    }
+
+    /// Parameters one device of a rank holding `holding` keeps.
+    fn held(&self, holding: &StageHolding) -> Held {
+        let blocks = if holding.blocks >= self.layers {
+            self.all_blocks
+        } else {
+            BlockShare::default().add(self.block, holding.blocks)
+        };
+        // A tied head is the embedding matrix itself when one rank holds both; on a pipeline the
+        // last rank keeps its own copy.
+        let copies = f64::from(u8::from(holding.embedding))
+            + f64::from(u8::from(holding.head && !(self.tied && holding.embedding)));
+        Held {
+            dense: blocks.dense + copies * self.embedding,
+            trainable_dense: blocks.trainable_dense + copies * self.embedding_trainable,
+            ..blocks
+        }
+    }
+
+    /// `(weights, gradients, optimizer)` bytes of what a rank holding `holding` keeps under
+    /// ZeRO `zero`: trained parameters with their gradients and optimizer state, frozen ones
+    /// with their weights alone.
+    fn bytes(&self, holding: &StageHolding, zero: u8) -> (f64, f64, f64) {
+        let z = usize::from(zero.min(3));
+        let [dw, dg, do_] = self.dense.get(z).copied().unwrap_or([0.0; 3]);
+        let [ew, eg, eo] = self.experts.get(z).copied().unwrap_or([0.0; 3]);
+        let [fd, fe] = self.frozen.get(z).copied().unwrap_or([0.0; 2]);
+        let held = self.held(holding);
+        let (td, tr) = (held.trainable_dense, held.trainable_routed);
+        let frozen = (held.dense - td).max(0.0) * fd + (held.routed - tr).max(0.0) * fe;
+        (
+            td * dw + tr * ew + frozen,
+            td * dg + tr * eg,
+            td * do_ + tr * eo,
+        )
+    }
+}
+
+/// [`stage_memory`] of one layout shape for any rank, ZeRO stage and recomputation: the
+/// activations per block under each recomputation mode worked out once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageMemory {
+    states: StageStates,
+    /// Activation bytes of one block for one micro-batch, by recomputation mode (none,
+    /// selective, full).
+    per_block: [f64; 3],
+    /// One block's full stash: the working set of the block being recomputed under full
+    /// recomputation.
+    working_set: f64,
+    /// Inputs of the final norm and the LM head.
+    head_inputs: f64,
+    /// fp32 logits of one micro-batch.
+    logits: f64,
+}
+
+/// The position of `recompute` in (none, selective, full).
+fn mode_index(recompute: Recompute) -> usize {
+    match recompute {
+        Recompute::None => 0,
+        Recompute::Selective => 1,
+        Recompute::Full => 2,
+    }
+}
+
+impl StageMemory {
+    /// The memory of `layout`'s shape (its tensor, context and expert degrees, micro-batch and
+    /// sequence parallelism; `states` of its placement); `per_token` is its
     /// [`layer_bytes_per_token`].
     #[inline]
     pub(crate) fn new(
+        states: StageStates,
         model: &ModelDims,
         setup: &TrainSetup,
         layout: &Layout,
         per_token: f64,
-    ) -> StageActivations {
-        let p = f64::from(layout.pipeline.max(1));
-        let v = f64::from(layout.virtual_stages.max(1));
-        let m = layout.micro_batches(setup.global_batch);
-        let tokens = layout.micro_batch_tokens(model.seq_len);
+    ) -> StageMemory {
         let (kept, input_only) = layer_stash(model, layout, setup.precision, per_token);
         let scores = if setup.flash_attention {
-            None
+            0.0
         } else {
             // Korthikanti's `5·a·s²·b` (scores, softmax output, dropout mask and output), split
-            // over tensor ranks and context chunks.
+            // over tensor ranks and context chunks; selective recomputation drops exactly these.
             let s = f64::from(model.seq_len);
-            Some(
-                5.0 * f64::from(model.heads) * s * s * f64::from(layout.micro_batch)
-                    / f64::from(layout.tensor.max(1))
-                    / f64::from(layout.context.max(1)),
-            )
+            5.0 * f64::from(model.heads) * s * s * f64::from(layout.micro_batch)
+                / f64::from(layout.tensor.max(1))
+                / f64::from(layout.context.max(1))
         };
-        StageActivations {
-            kept,
-            input_only,
-            scores,
-            layers_per_stage: layout.layers_per_stage(model.layers),
-            in_flight: p.min(m).max(1.0),
-            interleave: if layout.virtual_stages > 1 {
-                1.0 + (p - 1.0) / (p * v)
-            } else {
-                1.0
-            },
+        let tokens = layout.micro_batch_tokens(model.seq_len);
+        StageMemory {
+            states,
+            per_block: [kept + scores, kept, input_only],
+            working_set: kept,
+            head_inputs: 2.0 * tokens * f64::from(model.hidden) * setup.precision.bytes(),
             logits: logits_bytes(model, tokens, layout.tensor),
-            pipelined: layout.pipeline > 1,
         }
     }
 
-    /// The bytes under `recompute`.
-    pub(crate) fn bytes(&self, recompute: Recompute) -> f64 {
-        let layers_per_stage = self.layers_per_stage;
-        let mut per_layer = if recompute == Recompute::Full {
-            self.input_only
+    /// The memory of one rank holding `holding` under ZeRO `zero` and `recompute`.
+    #[inline]
+    pub(crate) fn rank(
+        &self,
+        holding: &StageHolding,
+        zero: u8,
+        recompute: Recompute,
+    ) -> MemoryBreakdown {
+        let states = &self.states;
+        let (weights, gradients, optimizer) = states.bytes(holding, zero);
+        let per_block = self
+            .per_block
+            .get(mode_index(recompute))
+            .copied()
+            .unwrap_or(0.0);
+        let one = holding.blocks * per_block;
+        let mut activations = one;
+        if recompute == Recompute::Full && holding.blocks > 0.0 {
+            activations += self.working_set;
+        }
+        let mut logits = 0.0;
+        if holding.head {
+            activations += self.head_inputs;
+            logits = self.logits;
+        }
+        let comm_buffers = if zero >= 3 {
+            states.gathered
         } else {
-            self.kept
+            states.bucket
         };
-        if let (Recompute::None, Some(scores)) = (recompute, self.scores) {
-            per_layer += scores;
+        breakdown(
+            weights,
+            gradients,
+            optimizer,
+            activations,
+            one * (holding.in_flight - 1.0).max(0.0),
+            comm_buffers,
+            logits,
+        )
+    }
+}
+
+/// [`stage_memory`] of every rank of one layout that can need the most: the first, the last and
+/// the heaviest middle ones of its split ([`crate::workload::StageSplit::ranks`]), with their
+/// micro-batches in flight.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LayoutMemory {
+    unit: StageMemory,
+    ranks: [StageHolding; 4],
+    count: usize,
+}
+
+impl LayoutMemory {
+    /// The ranks of `layout` (every field but ZeRO and recomputation read).
+    #[inline]
+    pub(crate) fn new(
+        states: StageStates,
+        model: &ModelDims,
+        setup: &TrainSetup,
+        layout: &Layout,
+        per_token: f64,
+    ) -> LayoutMemory {
+        let unit = StageMemory::new(states, model, setup, layout, per_token);
+        let m = layout.micro_batches(setup.global_batch);
+        let (loads, count) = layout.stage_split(model.layers).ranks(layout.pipeline);
+        let ranks = loads.map(|r| StageHolding {
+            blocks: f64::from(r.blocks),
+            embedding: r.embedding,
+            head: r.head,
+            in_flight: layout.in_flight(r.rank, m),
+        });
+        LayoutMemory { unit, ranks, count }
+    }
+
+    /// The breakdown of the rank needing the most memory under `zero` and `recompute` (the
+    /// earliest of equals).
+    #[inline]
+    pub(crate) fn breakdown(&self, zero: u8, recompute: Recompute) -> MemoryBreakdown {
+        let mut worst: Option<MemoryBreakdown> = None;
+        for holding in self.ranks.iter().take(self.count) {
+            let memory = self.unit.rank(holding, zero, recompute);
+            if worst.is_none_or(|w| memory.total > w.total) {
+                worst = Some(memory);
+            }
         }
-        let mut first_stage = per_layer * layers_per_stage * self.in_flight * self.interleave;
-        if recompute == Recompute::Full {
-            first_stage += self.kept;
-        }
-        if self.pipelined {
-            let last = per_layer * layers_per_stage + self.logits;
-            first_stage.max(last)
-        } else {
-            first_stage + self.logits
-        }
+        worst.unwrap_or(MemoryBreakdown::NONE)
+    }
+}
+
+/// The breakdown of its parts, summed in one fixed order.
+fn breakdown(
+    weights: f64,
+    gradients: f64,
+    optimizer: f64,
+    activations: f64,
+    pipeline_stash: f64,
+    comm_buffers: f64,
+    logits: f64,
+) -> MemoryBreakdown {
+    MemoryBreakdown {
+        weights,
+        gradients,
+        optimizer,
+        activations,
+        pipeline_stash,
+        comm_buffers,
+        logits,
+        total: weights
+            + gradients
+            + optimizer
+            + activations
+            + pipeline_stash
+            + comm_buffers
+            + logits,
     }
 }

@@ -53,7 +53,7 @@ pub(crate) struct BlockShare {
 }
 
 impl BlockShare {
-    fn add(self, other: BlockShare, times: f64) -> BlockShare {
+    pub(crate) fn add(self, other: BlockShare, times: f64) -> BlockShare {
         BlockShare {
             dense: self.dense + times * other.dense,
             routed: self.routed + times * other.routed,
@@ -568,8 +568,8 @@ impl HeldParams {
     }
 }
 
-/// Parameters one device holds before ZeRO sharding, on the heaviest pipeline stage: its share
-/// of the blocks split over tensor (and expert) ranks, plus the embedding or output head.
+/// Parameters one device holds before ZeRO sharding, on the rank of the pipeline that holds the
+/// most: its blocks split over tensor (and expert) ranks, plus the embedding or output head.
 pub fn params_per_device(model: &ModelDims, layout: &Layout) -> f64 {
     params_per_device_counted(model, &param_count(model), layout)
 }
@@ -584,46 +584,64 @@ pub(crate) fn params_per_device_counted(
     held_params(model, count, layout).total
 }
 
-/// [`params_per_device_counted`] split as [`HeldParams`]. Dense weights split over the tensor
-/// ranks; routed experts over `expert · expert_tensor` ranks ([`expert_tensor`]). With one
-/// pipeline stage the device holds every block; with more, the heaviest stage holds
-/// `layers / pipeline` of the heaviest block (an MoE block: dense first blocks sit on the first
-/// stage) and one embedding matrix.
+/// [`params_per_device_counted`] split as [`HeldParams`], on the rank of the pipeline that holds
+/// the most. Dense weights split over the tensor ranks; routed experts over `expert ·
+/// expert_tensor` ranks ([`expert_tensor`]). A rank holding every block holds them exactly; on a
+/// pipeline each rank's blocks are taken as the heaviest block kind (an MoE block: the dense
+/// first blocks sit on the first rank, where this over-counts them a little).
 pub(crate) fn held_params(model: &ModelDims, count: &ParamCount, layout: &Layout) -> HeldParams {
     let t = f64::from(layout.tensor.max(1));
     let experts_split = f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout));
-    let (blocks, embed, embed_trainable) = if layout.pipeline <= 1 {
-        // Everything outside the blocks: the embeddings and the final norm.
-        let b = &count.blocks;
-        (
-            count.blocks,
-            count.total - b.dense - b.routed,
-            count.trainable - b.trainable_dense - b.trainable_routed,
-        )
-    } else {
-        let lps = layout.layers_per_stage(model.layers);
-        let heavy = BlockShare {
-            dense: count.per_layer - count.per_layer_experts,
-            routed: count.per_layer_experts,
-            trainable_dense: count.per_layer_trainable - count.per_layer_trainable_experts,
-            trainable_routed: count.per_layer_trainable_experts,
-        };
-        let one = model.embedding_params();
-        let trains = if count.embedding_trainable > 0.0 {
-            one
-        } else {
-            0.0
-        };
-        (BlockShare::default().add(heavy, lps), one, trains)
+    let heavy = BlockShare {
+        dense: count.per_layer - count.per_layer_experts,
+        routed: count.per_layer_experts,
+        trainable_dense: count.per_layer_trainable - count.per_layer_trainable_experts,
+        trainable_routed: count.per_layer_trainable_experts,
     };
-    let routed = blocks.routed / experts_split;
-    let trainable_routed = blocks.trainable_routed / experts_split;
-    HeldParams {
-        total: blocks.dense / t + routed + embed / t,
-        routed,
-        trainable_dense: blocks.trainable_dense / t + embed_trainable / t,
-        trainable_routed,
-        block: (count.per_layer - count.per_layer_experts) / t
-            + count.per_layer_experts / experts_split,
+    let block = heavy.dense / t + heavy.routed / experts_split;
+    let one = model.embedding_params();
+    let one_trains = if count.embedding_trainable > 0.0 {
+        one
+    } else {
+        0.0
+    };
+    let (ranks, n) = layout.stage_split(model.layers).ranks(layout.pipeline);
+    let mut best = HeldParams::default();
+    for r in ranks.iter().take(n) {
+        let (blocks, embed, embed_trainable) = if r.blocks >= model.layers {
+            // Everything outside the blocks: the embeddings and the final norm.
+            let b = &count.blocks;
+            (
+                count.blocks,
+                count.total - b.dense - b.routed,
+                count.trainable - b.trainable_dense - b.trainable_routed,
+            )
+        } else {
+            // The first rank holds the input embedding, the last the head; one rank both (once
+            // when they are tied).
+            let copies = match (r.embedding, r.head) {
+                (true, true) if model.tied_embeddings => 1.0,
+                (true, true) => 2.0,
+                (true, false) | (false, true) => 1.0,
+                (false, false) => 0.0,
+            };
+            (
+                BlockShare::default().add(heavy, f64::from(r.blocks)),
+                copies * one,
+                copies * one_trains,
+            )
+        };
+        let routed = blocks.routed / experts_split;
+        let held = HeldParams {
+            total: blocks.dense / t + routed + embed / t,
+            routed,
+            trainable_dense: blocks.trainable_dense / t + embed_trainable / t,
+            trainable_routed: blocks.trainable_routed / experts_split,
+            block,
+        };
+        if held.total > best.total {
+            best = held;
+        }
     }
+    best
 }

@@ -383,7 +383,7 @@ pub(crate) fn fill_pair_data_plan(
             g.tensor = Some(l.tensor.into());
             g.layout = Some(layout_ir(l));
             g.sequences_per_step = Some(batch.into());
-            g.stages = homogeneous_stages(job, l.pipeline.into());
+            g.stages = homogeneous_stages(job, l);
             for stage in &mut g.stages {
                 stage.group = k as u64;
             }
@@ -405,10 +405,11 @@ pub(crate) fn fill_pair_data_plan(
     let run = PairRun {
         step_time_s: d.step_time_s,
         train_time_s: d.train_time_s,
-        memory_bytes: ra
-            .estimate
-            .memory_per_device_bytes
-            .max(rb.estimate.memory_per_device_bytes),
+        memory: if rb.estimate.memory.total > ra.estimate.memory.total {
+            rb.estimate.memory
+        } else {
+            ra.estimate.memory
+        },
         breakdown: BreakdownIr {
             compute: round(b.compute),
             tensor_comm: round(b.tensor_comm),

@@ -17,7 +17,7 @@ use crate::cost::ops::{OpSetting, op_costs};
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
-use crate::workload::{ModelDims, OpGraph, OpKind, TrainSetup};
+use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
 use partition::{MODES, Prefix, Side, cost_shape, span};
 use std::collections::BTreeMap;
 
@@ -84,6 +84,8 @@ pub struct PipelineStage {
     pub tensor_comm: f64,
     /// Bytes per device.
     pub memory_bytes: f64,
+    /// Those bytes by what they hold.
+    pub memory: MemoryBreakdown,
 }
 
 /// The shape of a heterogeneous plan.

@@ -8,7 +8,8 @@ use std::collections::btree_map::Entry;
 
 /// A stable key grouping rejections into regions. Regions are reported in the order of this
 /// key, which is the alphabetical order of their names (`indivisible: heads % tensor`,
-/// `interleave needs micro-batches`, `out of memory`, `tensor beyond node`, `too many devices`,
+/// `interleave needs micro-batches`, `out of memory`, `stages without blocks`,
+/// `tensor beyond node`, `too many devices`,
 /// `unsupported`): keep the variants in that order. A fixed key, because the search rejects
 /// thousands of layouts and a text key costs an allocation each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -16,6 +17,7 @@ enum Region {
     Indivisible(&'static str),
     InterleaveNeedsMicroBatches,
     OutOfMemory,
+    StagesWithoutBlocks,
     TensorBeyondNode,
     TooManyDevices,
     Unsupported,
@@ -41,6 +43,7 @@ impl Rejection {
             Rejection::TooManyDevices { .. } => Region::TooManyDevices,
             Rejection::InterleaveNeedsMicroBatches { .. } => Region::InterleaveNeedsMicroBatches,
             Rejection::OutOfMemory { .. } => Region::OutOfMemory,
+            Rejection::StagesWithoutBlocks { .. } => Region::StagesWithoutBlocks,
             Rejection::Unsupported { .. } => Region::Unsupported,
         }
     }
@@ -68,6 +71,7 @@ pub(super) struct Rejections {
     too_many_devices: Option<RejectedRegion>,
     interleave_needs_micro_batches: Option<RejectedRegion>,
     out_of_memory: Option<RejectedRegion>,
+    stages_without_blocks: Option<RejectedRegion>,
     unsupported: Option<RejectedRegion>,
 }
 
@@ -90,6 +94,7 @@ impl Rejections {
             Region::TooManyDevices => &mut self.too_many_devices,
             Region::InterleaveNeedsMicroBatches => &mut self.interleave_needs_micro_batches,
             Region::OutOfMemory => &mut self.out_of_memory,
+            Region::StagesWithoutBlocks => &mut self.stages_without_blocks,
             Region::Unsupported => &mut self.unsupported,
         };
         match slot {
@@ -126,6 +131,7 @@ impl Rejections {
                 self.interleave_needs_micro_batches,
             ),
             (Region::OutOfMemory, self.out_of_memory),
+            (Region::StagesWithoutBlocks, self.stages_without_blocks),
             (Region::Unsupported, self.unsupported),
         ];
         for (region, slot) in slots {

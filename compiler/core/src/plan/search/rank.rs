@@ -12,13 +12,10 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    HeldParams, Layout, MemoryBreakdown, ModelDims, ParamCount, StageActivations, TrainSetup,
-    breakdown, held_params, layer_bytes_per_token, param_count, state_bytes,
+    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, StageStates,
+    TrainSetup, held_params, layer_bytes_per_token, param_count,
 };
 use std::ops::ControlFlow;
-
-/// Weights, gradients and optimizer bytes of one device under one ZeRO stage.
-type States = (f64, f64, f64);
 
 /// Costs, ranks and records what the walk visits.
 pub(super) struct Ranker<'a> {
@@ -37,8 +34,8 @@ pub(super) struct Ranker<'a> {
     per_token: f64,
     /// Parameters one device of the current placement holds.
     params: HeldParams,
-    /// [`States`] of the current placement by entry of `zeros`.
-    states: [States; 4],
+    /// Model states per parameter of the current placement, under every ZeRO stage.
+    states: Option<StageStates>,
     rejections: Rejections,
     stats: SearchStats,
     kept: Kept,
@@ -71,7 +68,7 @@ impl<'a> Ranker<'a> {
             have_bytes: usable_memory(&cluster.device),
             per_token: 0.0,
             params: HeldParams::default(),
-            states: [(0.0, 0.0, 0.0); 4],
+            states: None,
             rejections: Rejections::default(),
             stats,
             kept: Kept::new(spec.keep),
@@ -96,20 +93,19 @@ impl<'a> Ranker<'a> {
         }
     }
 
-    /// The least recomputation under which `shape` at ZeRO `zero` (with model states `states`)
-    /// fits in memory, and its memory; every mode tried before it is rejected for memory.
+    /// The least recomputation under which `shape` at ZeRO `zero` fits in memory, and its
+    /// memory; every mode tried before it is rejected for memory.
     #[inline]
     fn least_recompute_that_fits(
         &mut self,
         shape: &Layout,
         zero: u8,
-        (weights, gradients, optimizer): States,
-        activations: &StageActivations,
+        memory: &LayoutMemory,
     ) -> Option<(Recompute, MemoryBreakdown)> {
         for &r in self.recomputes {
-            let memory = breakdown(weights, gradients, optimizer, activations.bytes(r));
-            if memory.total <= self.have_bytes {
-                return Some((r, memory));
+            let breakdown = memory.breakdown(zero, r);
+            if breakdown.total <= self.have_bytes {
+                return Some((r, breakdown));
             }
             let layout = Layout {
                 zero,
@@ -117,7 +113,7 @@ impl<'a> Ranker<'a> {
                 ..*shape
             };
             self.rejections
-                .reject_memory(memory.total, self.have_bytes, layout);
+                .reject_memory(breakdown.total, self.have_bytes, layout);
         }
         None
     }
@@ -176,11 +172,13 @@ impl Visitor for Ranker<'_> {
     fn enter_placement(&mut self, placement: &Layout) {
         self.params = held_params(self.model, &self.count, placement);
         self.stages.new_placement();
-        // The same for every micro-batch.
-        for (slot, &zero) in self.states.iter_mut().zip(self.zeros) {
-            let layout = Layout { zero, ..*placement };
-            *slot = state_bytes(self.setup, &layout, &self.params);
-        }
+        // The same for every micro-batch, ZeRO stage and recomputation.
+        self.states = Some(StageStates::new(
+            self.model,
+            &self.count,
+            self.setup,
+            placement,
+        ));
     }
 
     /// Tries every ZeRO stage of `shape` with the least recomputation that fits, costs and
@@ -189,22 +187,23 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
-        let activations = StageActivations::new(self.model, self.setup, shape, self.per_token);
+        let states = match self.states {
+            Some(states) => states,
+            None => StageStates::new(self.model, &self.count, self.setup, shape),
+        };
+        let memory = LayoutMemory::new(states, self.model, self.setup, shape, self.per_token);
         self.stages.new_micro_batch();
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.
         self.scratch.layout = *shape;
         self.scratch.devices = devices;
-        // A copy of the four slots: the loop needs `self` mutably.
-        let states = self.states;
-        for (&zero, &zero_states) in self.zeros.iter().zip(&states) {
+        for &zero in self.zeros {
             self.stats.enumerated += 1;
-            let Some((recompute, memory)) =
-                self.least_recompute_that_fits(shape, zero, zero_states, &activations)
+            let Some((recompute, breakdown)) = self.least_recompute_that_fits(shape, zero, &memory)
             else {
                 continue;
             };
-            self.cost_and_rank(zero, recompute, memory, devices as f64)?;
+            self.cost_and_rank(zero, recompute, breakdown, devices as f64)?;
         }
         ControlFlow::Continue(())
     }

@@ -10,8 +10,8 @@
 
 use super::{Pins, Rejection, SearchSpec};
 use crate::layout_rules as rules;
-use crate::types::{Arch, Recompute};
-use crate::workload::{Layout, ModelDims};
+use crate::types::{Arch, Recompute, SplitRule};
+use crate::workload::{Layout, ModelDims, StageSplit};
 use std::ops::ControlFlow;
 
 /// What the walk reports, in the order it visits the space.
@@ -38,7 +38,9 @@ pub(super) struct Axes {
     tensors: Vec<u32>,
     contexts: Vec<u32>,
     pipelines: Vec<u32>,
-    layer_divisors: Vec<u32>,
+    /// Chunk counts `p · v` that split the blocks evenly under one of the two rules: the
+    /// divisors of `layers` and of `layers + 2`.
+    even_chunks: Vec<u64>,
     batch_divisors: Vec<u32>,
     expert_divisors: Vec<u32>,
     /// ZeRO stages, tried innermost.
@@ -53,7 +55,27 @@ impl Axes {
         let model = spec.model;
         let pins = spec.pins;
         let dpn = spec.cluster.devices_per_node.max(1);
-        let layer_divisors = to_u32(divisors(u64::from(model.layers)));
+        let layers = u64::from(model.layers);
+        let mut even_chunks = divisors(layers);
+        even_chunks.extend(divisors(layers + 2));
+        even_chunks.sort_unstable();
+        even_chunks.dedup();
+        // Auto pipeline degrees: the divisors of the layers, and the powers of two published runs
+        // use whatever the layers (Llama 3.1 405B: 126 blocks on 16 ranks; DeepSeek-V3: 61 on
+        // 16) while they leave at least three blocks per rank (deeper uneven pipelines only
+        // lengthen the search: their bubble grows faster than their work shrinks).
+        let mut pipelines: Vec<u32> = to_u32(
+            divisors(layers)
+                .into_iter()
+                .chain(
+                    std::iter::successors(Some(1u64), |x| x.checked_mul(2))
+                        .take_while(|x| x.saturating_mul(3) <= layers),
+                )
+                .filter(|p| *p <= layers)
+                .collect(),
+        );
+        pipelines.sort_unstable();
+        pipelines.dedup();
         Axes {
             tensors: match pins.tensor {
                 Some(t) => vec![t],
@@ -72,9 +94,9 @@ impl Axes {
             },
             pipelines: match pins.pipeline {
                 Some(p) => vec![p],
-                None => layer_divisors.clone(),
+                None => pipelines,
             },
-            layer_divisors,
+            even_chunks,
             batch_divisors: to_u32(divisors(u64::from(spec.setup.global_batch))),
             expert_divisors: match model.arch {
                 Arch::Dense => vec![1],
@@ -207,25 +229,72 @@ impl<'a> Space<'a> {
 
     fn virtual_stages(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
         let p = probe.pipeline;
-        // Auto: the divisors of the stage's layers (1 without pipelining).
-        let (values, auto) = match self.pins.virtual_stages.as_ref() {
-            Some(v) => (std::slice::from_ref(v), false),
-            None if p == 1 => (&[1][..], true),
-            None => (&self.axes.layer_divisors[..], true),
+        // Auto: 1, and the values whose chunks come out even under one of the two rules.
+        let pinned = self.pins.virtual_stages;
+        let most = (self.layers / u64::from(p.max(1))).max(1);
+        let autos = std::iter::once(1u64).chain(
+            self.axes
+                .even_chunks
+                .iter()
+                .filter(|&&n| n > u64::from(p) && n.is_multiple_of(u64::from(p)))
+                .map(|n| n / u64::from(p))
+                .filter(|&v| v <= most),
+        );
+        let mut values: Vec<u32> = match pinned {
+            Some(v) => vec![v],
+            None if p == 1 => vec![1],
+            None => autos.filter_map(|v| u32::try_from(v).ok()).collect(),
         };
-        let stage_layers = self.layers / u64::from(p);
-        for &v in values {
-            if auto && !stage_layers.is_multiple_of(v.into()) {
-                continue;
-            }
+        values.dedup();
+        for v in values {
             let probe = Layout {
                 virtual_stages: v,
                 ..probe
             };
-            match self.probe_virtual_stages(p, v) {
-                Err(reason) => visitor.reject(reason, probe),
-                Ok(()) => self.datas(probe, visitor)?,
+            self.splits(probe, visitor)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The splits of the blocks over the chunks: the pinned one, else the balanced one and, when
+    /// the chunks do not divide the blocks, the one counting the embedding and the loss as layers
+    /// (skipped when it gives the ranks the same blocks, which would cost the same). Trying it on
+    /// even splits too made the 3-type benchmark three times slower; a spec can still pin it.
+    fn splits(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        let (p, v) = (probe.pipeline, probe.virtual_stages);
+        if let Some(split) = self.pins.stages {
+            return self.datas(Layout { split, ..probe }, visitor);
+        }
+        let rules: &[SplitRule] = match &self.pins.pipeline_split {
+            Some(rule) => std::slice::from_ref(rule),
+            None => &[SplitRule::Balanced, SplitRule::EmbeddingAndLoss],
+        };
+        let mut balanced: Option<StageSplit> = None;
+        let even = self
+            .layers
+            .is_multiple_of(u64::from(p).saturating_mul(u64::from(v.max(1))));
+        for &rule in rules {
+            if rule == SplitRule::EmbeddingAndLoss && even && self.pins.pipeline_split.is_none() {
+                continue;
             }
+            if let Err(problem) = rules::pipeline_split(self.layers, p.into(), v.into(), rule, None)
+            {
+                // Auto splits that cannot work are not layouts of their own: the other rule may.
+                if self.pins.pipeline_split.is_some() || rule == SplitRule::Balanced {
+                    visitor.reject(problem_rejection(problem, self.layers), probe);
+                }
+                continue;
+            }
+            let split = StageSplit::new(self.model.layers, p, v, rule);
+            if let Some(b) = balanced
+                && (StageSplit { rule, ..b }) == split
+            {
+                continue;
+            }
+            if rule == SplitRule::Balanced {
+                balanced = Some(split);
+            }
+            self.datas(Layout { split, ..probe }, visitor)?;
         }
         ControlFlow::Continue(())
     }
@@ -322,14 +391,10 @@ impl<'a> Space<'a> {
         Ok(rules::context(self.model.seq_len.into(), c.into())?)
     }
 
-    /// The pipeline splits the layers evenly.
+    /// Every pipeline rank holds at least one block.
     fn probe_pipeline(&self, p: u32) -> Result<(), Rejection> {
-        Ok(rules::pipeline(self.layers, p.into())?)
-    }
-
-    /// The virtual stages split each pipeline stage's layers evenly.
-    fn probe_virtual_stages(&self, p: u32, v: u32) -> Result<(), Rejection> {
-        Ok(rules::virtual_stages(self.layers, p.into(), v.into())?)
+        rules::pipeline_split(self.layers, p.into(), 1, SplitRule::Balanced, None)
+            .map_err(|problem| problem_rejection(problem, self.layers))
     }
 
     /// The layout's `devices` are allowed, and the data degree splits the batch.
@@ -366,5 +431,26 @@ impl<'a> Space<'a> {
             });
         }
         Ok(())
+    }
+}
+
+/// The rejection of a split that cannot work.
+fn problem_rejection(problem: rules::SplitProblem, layers: u64) -> Rejection {
+    match problem {
+        rules::SplitProblem::TooManyChunks { chunks, layers, .. } => {
+            Rejection::StagesWithoutBlocks { chunks, layers }
+        }
+        // Pinned splits are the checker's (L1015); the search gets only those that work.
+        rules::SplitProblem::PinnedLength { expected, .. } => Rejection::StagesWithoutBlocks {
+            chunks: expected,
+            layers,
+        },
+        rules::SplitProblem::PinnedSum { expected, .. } => Rejection::StagesWithoutBlocks {
+            chunks: expected,
+            layers,
+        },
+        rules::SplitProblem::EmptyChunk { .. } => {
+            Rejection::StagesWithoutBlocks { chunks: 0, layers }
+        }
     }
 }

@@ -232,6 +232,7 @@ fn region_name(reason: &Rejection) -> String {
         Rejection::TooManyDevices { .. } => "too many devices".into(),
         Rejection::InterleaveNeedsMicroBatches { .. } => "interleave needs micro-batches".into(),
         Rejection::OutOfMemory { .. } => "out of memory".into(),
+        Rejection::StagesWithoutBlocks { .. } => "stages without blocks".into(),
         Rejection::Unsupported { .. } => "unsupported".into(),
     }
 }

@@ -7,14 +7,16 @@ use crate::cost::ops::OpCost;
 use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
-use crate::workload::model_state_bytes;
+use crate::workload::{
+    Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
+    layer_bytes_per_token, param_count,
+};
 
 /// Prefix sums of one group's op costs under one recomputation mode.
 pub(super) struct Prefix {
     pub(super) seconds: Vec<f64>,
     pub(super) backward: Vec<f64>,
     pub(super) tensor: Vec<f64>,
-    pub(super) stash: Vec<f64>,
     pub(super) unhostable: Vec<u32>,
 }
 
@@ -24,23 +26,16 @@ impl Prefix {
             seconds: vec![0.0],
             backward: vec![0.0],
             tensor: vec![0.0],
-            stash: vec![0.0],
             unhostable: vec![0],
         };
         for c in costs {
             let last = |v: &Vec<f64>| v.last().copied().unwrap_or(0.0);
-            let (s, b, t, m) = (
-                last(&p.seconds),
-                last(&p.backward),
-                last(&p.tensor),
-                last(&p.stash),
-            );
+            let (s, b, t) = (last(&p.seconds), last(&p.backward), last(&p.tensor));
             let u = p.unhostable.last().copied().unwrap_or(0);
             let hostable = c.hostable && c.seconds.is_finite();
             p.seconds.push(s + if hostable { c.seconds } else { 0.0 });
             p.backward.push(b + if hostable { c.backward } else { 0.0 });
             p.tensor.push(t + c.tensor_comm);
-            p.stash.push(m + c.stash_bytes);
             p.unhostable.push(u + u32::from(!hostable));
         }
         p
@@ -63,16 +58,17 @@ pub(super) struct Side<'a> {
 
 /// What a stage on one group costs per parameter it holds, in one configuration.
 pub(super) struct PerSide {
-    /// Tensor degree, as a float.
-    tensor: f64,
-    /// Weights, gradients and optimizer state, bytes per parameter of the stage.
-    state_per_param: f64,
     /// Gradient all-reduce over the data-parallel ranks (stride `tensor`), seconds per parameter.
     reduce_per_param: f64,
     /// Optimizer step, seconds per parameter.
     optimizer_per_param: f64,
     /// Both directions of one micro-batch's activations to the next stage in the group.
     inside_send: f64,
+    /// The memory of a stage on this group ([`crate::workload::stage_memory`], worked out once
+    /// per configuration).
+    memory: StageMemory,
+    /// The group's layout as the memory function reads it (all the pipeline's stages).
+    layout: Layout,
 }
 
 impl PerSide {
@@ -82,13 +78,26 @@ impl PerSide {
         index: usize,
         shape: PipelineShape,
         spec: &PipelineSpec<'_>,
+        count: &ParamCount,
     ) -> PerSide {
         let c = side.group.cluster;
         let t = f64::from(side.tensor.max(1));
         let d = f64::from(shape.data.max(1));
         let setup = spec.setup;
         let elt = setup.precision.bytes();
-        let (w, g, o) = model_state_bytes(1.0 / t, shape.zero, d, setup.precision, setup.optimizer);
+        // Each stage of the group as a single-type layout of the whole pipeline would run it.
+        let layout = Layout {
+            tensor: side.tensor,
+            pipeline: shape.stages[0] + shape.stages[1],
+            data: shape.data,
+            micro_batch: shape.micro_batch,
+            zero: shape.zero,
+            sequence_parallel: side.tensor > 1,
+            ..Layout::single()
+        };
+        let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);
+        let states = StageStates::new(spec.model, count, setup, &layout);
+        let memory = StageMemory::new(states, spec.model, setup, &layout, per_token);
         let per_device =
             c.node_network_bandwidth * LINK_EFFICIENCY / f64::from(c.devices_per_node.max(1));
         // Ring all-reduce; inside the node when the data-parallel ranks all fit in it.
@@ -115,14 +124,14 @@ impl PerSide {
             * elt
             / t;
         PerSide {
-            tensor: t,
-            state_per_param: w + g + o,
             reduce_per_param,
             optimizer_per_param: (crate::cost::OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
                 / t
                 / shards
                 / c.device.memory_bandwidth.max(1.0),
             inside_send: 2.0 * (activation / per_device.max(1.0) + c.network_latency_s),
+            memory,
+            layout,
         }
     }
 }
@@ -135,6 +144,10 @@ pub(super) struct Stager<'s, 'a> {
     sides: [&'s Side<'a>; 2],
     params: &'s [f64],
     cuttable: &'s [bool],
+    /// Blocks among the first `i` ops of the chain, by `i`.
+    blocks: Vec<u32>,
+    /// The index of the LM head in the chain.
+    head_op: usize,
     shape: PipelineShape,
     micro_batches: f64,
     /// Seconds of the send across the group boundary per micro-batch (both directions).
@@ -152,7 +165,7 @@ pub(super) struct StageCost {
     /// Of those, tensor-parallel collectives.
     tensor: f64,
     recompute: Recompute,
-    memory: f64,
+    memory: MemoryBreakdown,
     /// Exposed gradient reduction after the last micro-batch.
     reduce: f64,
     /// The optimizer step.
@@ -175,8 +188,13 @@ impl Stager<'_, '_> {
             return None;
         }
         let params = span(self.params, i, j);
-        let state = params * per.state_per_param;
-        let in_flight = ((p - k) as f64).min(self.micro_batches).max(1.0) / per.tensor;
+        let blocks = self.blocks.get(j)? - self.blocks.get(i)?;
+        let holding = StageHolding {
+            blocks: f64::from(blocks),
+            embedding: i == 0,
+            head: (i..j).contains(&self.head_op),
+            in_flight: per.layout.in_flight(k as u32, self.micro_batches),
+        };
         let send = if k + 1 == p {
             0.0
         } else if k + 1 == self.shape.stages[0] as usize {
@@ -188,8 +206,8 @@ impl Stager<'_, '_> {
         let reduce = params * per.reduce_per_param;
         let optimizer = params * per.optimizer_per_param;
         for (mode, prefix) in MODES.iter().zip(&side.modes) {
-            let memory = state + span(&prefix.stash, i, j) * in_flight;
-            if memory <= side.usable {
+            let memory = per.memory.rank(&holding, self.shape.zero, *mode);
+            if memory.total <= side.usable {
                 let seconds = span(&prefix.seconds, i, j) + send;
                 // Hidden under the last micro-batch's backward except its last op.
                 let window = span(&prefix.backward, i, j) * (ops - 1.0) / ops;
@@ -311,15 +329,29 @@ pub(super) fn cost_shape(
             (2.0 * (bytes / bw.max(1.0) + latency), 0.0)
         }
     };
+    let count = param_count(spec.model);
+    let mut blocks = Vec::with_capacity(params.len());
+    let mut head_op = usize::MAX;
+    let mut seen = 0u32;
+    blocks.push(0);
+    for (i, op) in spec.graph.ops().enumerate() {
+        seen += u32::from(op.kind == OpKind::Attention);
+        if op.kind == OpKind::LmHead {
+            head_op = i;
+        }
+        blocks.push(seen);
+    }
     let stager = Stager {
         per_side: [
-            PerSide::new(sides[0], 0, shape, spec),
-            PerSide::new(sides[1], 1, shape, spec),
+            PerSide::new(sides[0], 0, shape, spec, &count),
+            PerSide::new(sides[1], 1, shape, spec, &count),
         ],
         slots: micro_batches + f64::from(shape.stages[0] + shape.stages[1]) - 1.0,
         sides,
         params,
         cuttable,
+        blocks,
+        head_op,
         shape,
         micro_batches,
         boundary_s,
@@ -353,7 +385,8 @@ pub(super) fn cost_shape(
             recompute: cost.recompute,
             seconds: cost.seconds,
             tensor_comm: cost.tensor,
-            memory_bytes: cost.memory,
+            memory_bytes: cost.memory.total,
+            memory: cost.memory,
         });
     }
     let slowest = slowest?;

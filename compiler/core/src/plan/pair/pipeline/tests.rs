@@ -220,3 +220,95 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A pipeline over two groups of the same device type is a single-type layout with a pinned
+    /// split: each stage's memory is what the single-type memory function gives that rank, and
+    /// the heaviest stage's is the single-type plan's (±1 %).
+    #[test]
+    fn two_groups_of_one_type_report_the_single_type_memory(
+        (layers, batch, nodes_a, nodes_b) in (3u32..9, prop::sample::select(vec![8u32, 16, 32]), 1u32..3, 1u32..3)
+    ) {
+        let model = small_model(layers);
+        let graph = op_graph(&model, &[]);
+        let setup = setup(batch, Precision::Bf16);
+        let (a, b) = (cluster(fast(), nodes_a), cluster(fast(), nodes_b));
+        let spec = PipelineSpec {
+            model: &model,
+            setup: &setup,
+            graph: &graph,
+            first: PipelineGroup { cluster: &a, available: a.devices(), hosts_sensitive: true },
+            second: PipelineGroup { cluster: &b, available: b.devices(), hosts_sensitive: true },
+            wan: None,
+            max_devices: 48,
+            keep: 4,
+        };
+        let ops: Vec<&crate::workload::Op> = graph.ops().collect();
+        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0) {
+            let shape = plan.shape;
+            let p = shape.stages[0] + shape.stages[1];
+            let m = f64::from(batch) / f64::from(shape.data * shape.micro_batch);
+            let blocks: Vec<u32> = plan
+                .stages
+                .iter()
+                .map(|s| {
+                    ops[s.ops[0]..s.ops[1]]
+                        .iter()
+                        .filter(|o| o.kind == OpKind::Attention)
+                        .count() as u32
+                })
+                .collect();
+            let layout = |tensor: u32, recompute: Recompute| crate::workload::Layout {
+                tensor,
+                pipeline: p,
+                data: shape.data,
+                micro_batch: shape.micro_batch,
+                zero: shape.zero,
+                recompute,
+                sequence_parallel: tensor > 1,
+                ..crate::workload::Layout::single()
+            };
+            for (k, stage) in plan.stages.iter().enumerate() {
+                let holding = crate::workload::StageHolding {
+                    blocks: f64::from(blocks[k]),
+                    embedding: k == 0,
+                    head: k + 1 == plan.stages.len(),
+                    in_flight: (f64::from(p) - k as f64).min(m).max(1.0),
+                };
+                let single = crate::workload::stage_memory(
+                    &model,
+                    &setup,
+                    &layout(shape.tensor[stage.side], stage.recompute),
+                    &holding,
+                );
+                prop_assert!(
+                    (stage.memory_bytes - single.total).abs() <= 0.01 * single.total,
+                    "stage {k}: {} vs single-type {}", stage.memory_bytes, single.total
+                );
+            }
+            let recompute = plan.stages[0].recompute;
+            if shape.tensor[0] == shape.tensor[1]
+                && plan.stages.iter().all(|s| s.recompute == recompute)
+                && blocks.iter().all(|&b| b > 0)
+            {
+                let split = crate::workload::StageSplit::of_chunks(
+                    crate::types::SplitRule::Pinned,
+                    &blocks,
+                    p,
+                );
+                let single = crate::workload::memory_per_device(
+                    &model,
+                    &setup,
+                    &crate::workload::Layout { split, ..layout(shape.tensor[0], recompute) },
+                );
+                let pair = plan.stages.iter().map(|s| s.memory_bytes).fold(0.0, f64::max);
+                prop_assert!(
+                    (pair - single.total).abs() <= 0.01 * single.total,
+                    "pair {pair} vs single-type {} ({blocks:?})", single.total
+                );
+            }
+        }
+    }
+}
