@@ -275,8 +275,7 @@ impl<'a> Costing<'a> {
         // Expert parallel: dispatch and combine all-to-alls, forward and backward, in the MoE
         // blocks (the mean block carries their share). Folded onto the grid with expert tensor
         // parallelism 1, the expert group is `expert` consecutive ranks: inside a node while it
-        // fits one, else over the NICs. Exposed, as Megatron-Core runs them unless
-        // `--overlap-moe-expert-parallel-comm` is set (docs/cost-model.md).
+        // fits one, else over the NICs. How much of it a pipeline hides: [`Costing::replay`].
         let ep_group = Group {
             size: ep,
             stride: f64::from(expert_tensor(layout)),
@@ -395,8 +394,18 @@ impl<'a> Costing<'a> {
         } else {
             0.0
         };
-        let comm_layer = tp_layer + cp_layer + kernel.ep_layer;
         let placement = &shape.placement;
+        // Expert all-to-alls on a pipeline overlap the compute of the other micro-batch the
+        // steady 1F1B state runs (a forward against a backward): DeepSeek-V3's DualPipe
+        // (arXiv:2412.19437 §3.2.1) and Megatron-Core's EP all-to-all overlap
+        // (`--overlap-moe-expert-parallel-comm`) schedule them so; only what exceeds a block's
+        // compute is exposed. Without a pipeline there is no other micro-batch to hide under.
+        let ep_layer = if layout.pipeline > 1 {
+            (kernel.ep_layer - block.total()).max(0.0)
+        } else {
+            kernel.ep_layer
+        };
+        let comm_layer = tp_layer + cp_layer + ep_layer;
         let (m, lps) = (shape.m, placement.lps);
         // The step runs at the pace of the slowest rank: its blocks, plus the embedding on the
         // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs

@@ -292,6 +292,8 @@ pub(crate) struct StageStates {
     embedding: f64,
     /// Of `embedding`, what trains.
     embedding_trainable: f64,
+    /// The final norm (and what of it trains), on the rank holding the head.
+    final_norm: (f64, f64),
     /// Whether the head shares the embedding matrix (one copy when a rank holds both).
     tied: bool,
     /// `(weights, gradients, optimizer)` bytes per trained dense parameter (sharded over the
@@ -357,6 +359,17 @@ impl StageStates {
             } else {
                 0.0
             },
+            final_norm: {
+                let b = &count.blocks;
+                (
+                    (count.total - b.dense - b.routed - count.embedding).max(0.0),
+                    (count.trainable
+                        - b.trainable_dense
+                        - b.trainable_routed
+                        - count.embedding_trainable)
+                        .max(0.0),
+                )
+            },
             tied: model.tied_embeddings,
             dense,
             experts,
@@ -377,9 +390,14 @@ impl StageStates {
         // last rank keeps its own copy.
         let copies = f64::from(u8::from(holding.embedding))
             + f64::from(u8::from(holding.head && !(self.tied && holding.embedding)));
+        let (norm, norm_trains) = if holding.head {
+            self.final_norm
+        } else {
+            (0.0, 0.0)
+        };
         Held {
-            dense: blocks.dense + copies * self.embedding,
-            trainable_dense: blocks.trainable_dense + copies * self.embedding_trainable,
+            dense: blocks.dense + copies * self.embedding + norm,
+            trainable_dense: blocks.trainable_dense + copies * self.embedding_trainable + norm_trains,
             ..blocks
         }
     }
