@@ -160,7 +160,11 @@ pub fn calibrate(
     for (i, row) in rows.iter().enumerate() {
         out.push(calibrate_row(row, i as u64 + 2, &device_lookup)?);
     }
-    let abs: Vec<f64> = out.iter().filter_map(|r| r.error_pct).map(f64::abs).collect();
+    let abs: Vec<f64> = out
+        .iter()
+        .filter_map(|r| r.error_pct)
+        .map(f64::abs)
+        .collect();
     let costed = abs.len();
     let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
     Ok(CalibrationReport {
@@ -201,8 +205,13 @@ struct Published {
 
 /// Parses the row's keyword columns; a value the file's README does not define is a bad row.
 fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
-    let mlp = Mlp::from_keyword(&row.mlp)
-        .ok_or_else(|| bad(line, "mlp", format!("expected one of {:?}", Mlp::keywords())))?;
+    let mlp = Mlp::from_keyword(&row.mlp).ok_or_else(|| {
+        bad(
+            line,
+            "mlp",
+            format!("expected one of {:?}", Mlp::keywords()),
+        )
+    })?;
     let precision = Precision::from_keyword(&row.precision).ok_or_else(|| {
         bad(
             line,
@@ -237,8 +246,8 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
             "expected `even`, `embedding_and_loss_count_as_layers`, `uneven_unstated` or blank",
         )
     })?;
-    let noted =
-        noted_architecture(row.notes.as_deref().unwrap_or("")).map_err(|m| bad(line, "notes", m))?;
+    let noted = noted_architecture(row.notes.as_deref().unwrap_or(""))
+        .map_err(|m| bad(line, "notes", m))?;
     Ok(Published {
         mlp,
         precision,

@@ -57,9 +57,11 @@ pub fn context(seq_len: u64, context: u64) -> Result<(), Indivisible> {
 /// Why a pipeline split cannot work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SplitProblem {
-    /// More chunks than the rule can give at least one block each: `layers ≥ p·v` for a balanced
-    /// split, `layers + 2 ≥ 2·p·v` when the embedding and the loss count as layers (every chunk
-    /// then holds two units, so the first and last still hold a block).
+    /// More chunks than the rule can fill: `layers ≥ p·v` for a balanced split (a block per
+    /// chunk); when the embedding and the loss count as layers, `layers + 2 ≥ p·v` (a unit per
+    /// chunk, so the first chunk may hold the embedding alone and the last the head alone, as in
+    /// Llama 3.1 405B's 126 + 2 = 128 chunks on 16 ranks × 8) and, without interleaving, `layers +
+    /// 2 ≥ 2·p` so the first and last ranks still hold a block.
     TooManyChunks {
         /// `pipeline · virtual_stages`.
         chunks: u64,
@@ -123,7 +125,10 @@ pub fn pipeline_split(
         return Ok(());
     }
     let fits = match rule {
-        SplitRule::EmbeddingAndLoss => layers + 2 >= chunks.saturating_mul(2),
+        SplitRule::EmbeddingAndLoss if virtual_stages <= 1 => {
+            layers + 2 >= chunks.saturating_mul(2)
+        }
+        SplitRule::EmbeddingAndLoss => layers + 2 >= chunks,
         SplitRule::Balanced | SplitRule::Pinned => layers >= chunks,
     };
     if chunks == 0 || !fits {

@@ -15,8 +15,8 @@ mod slices;
 mod stages;
 
 pub use planner::plan_job;
-pub use stages::stage_ranges;
 pub(crate) use single::rejection_text;
+pub use stages::stage_ranges;
 
 #[cfg(test)]
 mod tests;

@@ -247,11 +247,15 @@ fn check_split(parallel: &ParallelSpec, model: &ModelSpec, found: &mut Vec<Diagn
             format!(
                 "{} pipeline stages × {v} virtual stages need at least {} layers when the embedding and the loss count as layers, found {}",
                 p.value,
-                (2 * chunks).saturating_sub(2),
+                if v > 1 { chunks.saturating_sub(2) } else { (2 * chunks).saturating_sub(2) },
                 model.layers
             ),
             p.span,
-            "every chunk holds two layers' worth, so the first and last still hold a block",
+            if v > 1 {
+                "every chunk holds a layer's worth: a block, the embedding or the loss"
+            } else {
+                "every stage holds two layers' worth, so the first and last still hold a block"
+            },
             "use fewer pipeline or virtual stages, or `pipeline_split = balanced`",
         ),
         rules::SplitProblem::TooManyChunks { .. } => inconsistent(

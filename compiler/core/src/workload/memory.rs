@@ -190,6 +190,43 @@ fn block_bytes_per_token(
     replicated / replicated_div + (attention + mlp) / t
 }
 
+/// Bytes per token of one block's stash that selective recomputation drops besides the attention
+/// scores, for models with latent attention or experts: the two norm outputs, MLA's up-projected
+/// queries, keys and values (the latents stay), and the experts' activation products, as
+/// DeepSeek-V3 recomputes RMSNorm and the MLA up-projections (arXiv:2412.19437 §3.2.3) and
+/// Megatron-Core's `--recompute-modules layernorm mla_up_proj moe_act` do. Dense models with
+/// plain attention drop nothing more: their selective recomputation is the attention core alone
+/// (Korthikanti et al. 2022).
+fn selective_dropped_bytes_per_token(
+    model: &ModelDims,
+    elt: f64,
+    t: f64,
+    replicated_div: f64,
+) -> f64 {
+    let moe = block_kinds(model)
+        .iter()
+        .any(|(n, kind)| *n > 0 && kind.moe);
+    if model.mla.is_none() && !moe {
+        return 0.0;
+    }
+    let h = f64::from(model.hidden);
+    let a = f64::from(model.heads);
+    let norms = 2.0 * elt * h / replicated_div;
+    let (qk, v) = model.attention_head_dims();
+    let up_projected = if model.mla.is_some() {
+        elt * (2.0 * a * qk + a * v)
+    } else {
+        0.0
+    };
+    let products = if moe {
+        let routed = f64::from(model.top_k.max(1)) * model.capacity();
+        elt * (routed + f64::from(model.shared_experts)) * model.expert_width()
+    } else {
+        0.0
+    };
+    norms + (up_projected + products) / t
+}
+
 /// Bytes of the key/value cache one token adds, summed over every block, at `elt` bytes per
 /// element: `2·kv_heads·head_dim` per block for grouped-query attention, `kv_lora_rank +
 /// qk_rope_head_dim` under latent attention (the compressed latent and the shared rotary key,
@@ -334,7 +371,8 @@ impl StageStates {
         let by_zero = |ranks: f64| [0, 1, 2, 3].map(|z| per_param(z, ranks));
         let dense = by_zero(dense_ranks);
         let experts = by_zero(expert_ranks);
-        let frozen = [0, 1, 2, 3].map(|z| [per_param(z, dense_ranks)[0], per_param(z, expert_ranks)[0]]);
+        let frozen =
+            [0, 1, 2, 3].map(|z| [per_param(z, dense_ranks)[0], per_param(z, expert_ranks)[0]]);
         let on_device = |share: BlockShare| BlockShare {
             dense: share.dense / t,
             routed: share.routed / experts_split,
@@ -397,7 +435,9 @@ impl StageStates {
         };
         Held {
             dense: blocks.dense + copies * self.embedding + norm,
-            trainable_dense: blocks.trainable_dense + copies * self.embedding_trainable + norm_trains,
+            trainable_dense: blocks.trainable_dense
+                + copies * self.embedding_trainable
+                + norm_trains,
             ..blocks
         }
     }
@@ -471,9 +511,13 @@ impl StageMemory {
                 / f64::from(layout.context.max(1))
         };
         let tokens = layout.micro_batch_tokens(model.seq_len);
+        let t = f64::from(layout.tensor.max(1));
+        let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
+        let dropped = tokens
+            * selective_dropped_bytes_per_token(model, setup.precision.bytes(), t, replicated_div);
         StageMemory {
             states,
-            per_block: [kept + scores, kept, input_only],
+            per_block: [kept + scores, (kept - dropped).max(input_only), input_only],
             working_set: kept,
             head_inputs: 2.0 * tokens * f64::from(model.hidden) * setup.precision.bytes(),
             logits: logits_bytes(model, tokens, layout.tensor),

@@ -231,7 +231,9 @@ impl<'a> Space<'a> {
         let p = probe.pipeline;
         // Auto: 1, and the values whose chunks come out even under one of the two rules.
         let pinned = self.pins.virtual_stages;
-        let most = (self.layers / u64::from(p.max(1))).max(1);
+        // At most one block per chunk; counting the embedding and the loss as layers allows two
+        // chunks more (the first may hold the embedding alone and the last the head alone).
+        let most = ((self.layers + 2) / u64::from(p.max(1))).max(1);
         let autos = std::iter::once(1u64).chain(
             self.axes
                 .even_chunks
