@@ -2,7 +2,7 @@
 //! else was considered.
 
 use loam_compiler::display::{self, hours_or_days, money, percent, thousands};
-use loam_compiler::plan::ir::{Plan, PlanDocument, StageIr};
+use loam_compiler::plan::ir::{MemoryIr, Plan, PlanDocument, StageIr};
 use std::fmt::Write;
 
 /// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
@@ -93,22 +93,55 @@ fn group_stages_lines(plan: &Plan) -> Vec<String> {
 }
 
 /// Stages in short: `4 stages × 20 blocks` or the ranges when unequal.
+/// The split in a few words: `16 stages × 8 blocks`, or for an uneven split how many stages hold
+/// each count (`16 stages: 14 × 8 blocks, 2 × 7 blocks`); interleaved plans count chunks and
+/// name their ranks. The exact ranges are in the Plan JSON (`stages[].layers`).
 fn stages_line(stages: &[StageIr]) -> String {
-    let sizes: Vec<u64> = stages.iter().map(|s| s.layers[1] - s.layers[0]).collect();
-    match sizes.first() {
-        Some(first) if sizes.iter().all(|s| s == first) => {
-            let n = sizes.len();
-            format!(
-                "{n} stage{} × {first} blocks",
-                if n == 1 { "" } else { "s" }
-            )
-        }
-        _ => stages
-            .iter()
-            .map(|s| format!("[{}, {})", s.layers[0], s.layers[1]))
-            .collect::<Vec<_>>()
-            .join(" "),
+    let n = stages.len();
+    let ranks = stages.iter().filter_map(|s| s.rank).max().map(|r| r + 1);
+    let what = match ranks {
+        Some(r) => format!("{n} chunks on {r} ranks"),
+        None => format!("{n} stage{}", if n == 1 { "" } else { "s" }),
+    };
+    let mut counts: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    for s in stages {
+        *counts.entry(s.layers[1] - s.layers[0]).or_default() += 1;
     }
+    let blocks = |b: u64| if b == 1 { "block" } else { "blocks" };
+    match counts.len() {
+        0 => what,
+        1 => {
+            let b = counts.keys().next().copied().unwrap_or(0);
+            format!("{what} × {b} {}", blocks(b))
+        }
+        _ => {
+            let parts: Vec<String> = counts
+                .iter()
+                .rev()
+                .map(|(b, k)| format!("{k} × {b} {}", blocks(*b)))
+                .collect();
+            format!("{what}: {}", parts.join(", "))
+        }
+    }
+}
+
+/// The memory of the device that needs the most, by part, leaving out parts under 0.05 GiB.
+fn memory_line(total_gib: f64, m: &MemoryIr) -> String {
+    let parts = [
+        ("weights", m.weights),
+        ("gradients", m.gradients),
+        ("optimizer", m.optimizer),
+        ("activations", m.activations),
+        ("pipeline stash", m.pipeline_stash),
+        ("buffers", m.comm_buffers),
+        ("logits", m.logits),
+    ];
+    let shown: Vec<String> = parts
+        .iter()
+        .filter(|(_, gib)| *gib >= 0.05)
+        .map(|(name, gib)| format!("{name} {gib:.1}"))
+        .collect();
+    format!("{total_gib:.1} GiB per device: {} (GiB)", shown.join(" · "))
 }
 
 fn row(out: &mut String, key: &str, value: &str) {
@@ -180,6 +213,9 @@ pub fn render_plan(plan: &Plan) -> String {
                 e.memory_per_device_gib
             ),
         );
+        if let Some(m) = &e.memory_gib {
+            row(&mut out, "memory", &memory_line(e.memory_per_device_gib, m));
+        }
         let b = &e.breakdown_s;
         row(
             &mut out,
