@@ -289,6 +289,9 @@ impl<'a> JobContext<'a> {
             format!("--checkpoint-dir={}", checkpoint.path),
             format!("--checkpoint-interval-min={}", checkpoint.interval_min),
         ]);
+        if let Some(split) = pipeline_layout(&plan.stages) {
+            trainer_args.push(format!("--pipeline-layout={split}"));
+        }
         let days = estimate.train_time_h.max(0.0) / 24.0;
         let max_restarts = (days.ceil() as u64).clamp(3, 1000);
         let grace_s = (2.0 * checkpoint.write_s.max(0.0)).ceil() as u64 + 60;
@@ -335,4 +338,36 @@ fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
         ),
         "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
     )
+}
+
+/// The blocks of every pipeline chunk in Megatron-Core's `--pipeline-model-parallel-layout`
+/// notation when they are not all equal: chunks in model order separated by `|`, `E` the
+/// embedding (first chunk), `t` one transformer block, `L` the head and loss (last chunk), as in
+/// `Et|tt|…|tL`. `None` for a single stage or an even split, which `--pipeline-parallel` and
+/// `--virtual-stages` already say.
+fn pipeline_layout(stages: &[loam_compiler::plan::ir::StageIr]) -> Option<String> {
+    let sizes: Vec<u64> = stages
+        .iter()
+        .map(|s| s.layers[1].saturating_sub(s.layers[0]))
+        .collect();
+    if sizes.len() < 2 || sizes.iter().all(|b| Some(b) == sizes.first()) {
+        return None;
+    }
+    let last = sizes.len() - 1;
+    let chunks: Vec<String> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &blocks)| {
+            let mut chunk = String::new();
+            if i == 0 {
+                chunk.push('E');
+            }
+            chunk.push_str(&"t".repeat(usize::try_from(blocks).unwrap_or(0)));
+            if i == last {
+                chunk.push('L');
+            }
+            chunk
+        })
+        .collect();
+    Some(chunks.join("|"))
 }

@@ -200,7 +200,12 @@ mod tests {
         assert!(pipeline_split(126, 64, 2, SplitRule::Balanced, None).is_err());
         // 126 + 2 = 128 units = 64 chunks of 2.
         assert!(pipeline_split(126, 16, 4, SplitRule::EmbeddingAndLoss, None).is_ok());
-        assert!(pipeline_split(126, 16, 5, SplitRule::EmbeddingAndLoss, None).is_err());
+        // Meta's split: 128 chunks of one unit, the first the embedding alone, the last the head.
+        assert!(pipeline_split(126, 16, 8, SplitRule::EmbeddingAndLoss, None).is_ok());
+        assert!(pipeline_split(126, 16, 9, SplitRule::EmbeddingAndLoss, None).is_err());
+        // Without interleaving the first and last ranks must still hold a block.
+        assert!(pipeline_split(126, 64, 1, SplitRule::EmbeddingAndLoss, None).is_ok());
+        assert!(pipeline_split(126, 65, 1, SplitRule::EmbeddingAndLoss, None).is_err());
         let pinned = [3, 4, 4, 3];
         assert!(pipeline_split(14, 4, 1, SplitRule::Pinned, Some(&pinned)).is_ok());
         assert_eq!(

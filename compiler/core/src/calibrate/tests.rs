@@ -6,9 +6,15 @@ use std::collections::BTreeMap;
 
 const CSV: &str = include_str!("../../../../tests/data/training_runs_calibration.csv");
 
-/// The accuracy this model reaches on the calibration file, rounded up a little; a change that
-/// makes the median worse than this fails.
-const MEDIAN_BOUND_PCT: f64 = 5.5;
+/// The accuracy this model reaches on the 65-row calibration file, rounded up a little; a change
+/// that makes the median worse than this fails. (It was 5.5 % on the first 22 rows, the
+/// Megatron-LM and FSDP runs of 2021-2023; the fp8, MoE, long-context and Blackwell rows added in
+/// December 2026 are where the model is weakest.)
+const MEDIAN_BOUND_PCT: f64 = 13.0;
+
+/// The mean signed error on the same file, rounded up: the model over-predicts long-context,
+/// FSDP-on-H100 and Blackwell rows (see the table), so a change that biases it further fails.
+const MEAN_SIGNED_BOUND_PCT: f64 = 21.0;
 
 /// Datasheet figures from `devices.csv` (NVIDIA A100 and H100 datasheets) until the catalogue
 /// lookup is available to tests.
@@ -45,8 +51,13 @@ fn catalogue_device(id: &str) -> Option<DeviceFigures> {
     CATALOGUE.with(|c| c.device(id).map(|d| d.figures()))
 }
 
+/// The report on the shared file, worked out once for every test of this module (planning 65 runs
+/// twice takes a while in debug builds).
 fn report() -> CalibrationReport {
-    calibrate(CSV, catalogue_device).unwrap()
+    static REPORT: std::sync::OnceLock<CalibrationReport> = std::sync::OnceLock::new();
+    REPORT
+        .get_or_init(|| calibrate(CSV, catalogue_device).unwrap())
+        .clone()
 }
 
 #[test]
@@ -71,7 +82,7 @@ fn median_error_stays_within_bound() {
 fn errors_are_not_biased_to_one_side() {
     let r = report();
     assert!(
-        r.mean_signed_error_pct().abs() < 8.0,
+        r.mean_signed_error_pct().abs() < MEAN_SIGNED_BOUND_PCT,
         "{}",
         r.mean_signed_error_pct()
     );

@@ -275,6 +275,8 @@ impl<'a> Space<'a> {
         let even = self
             .layers
             .is_multiple_of(u64::from(p).saturating_mul(u64::from(v.max(1))));
+        let mut failed = None;
+        let mut worked = false;
         for &rule in rules {
             if rule == SplitRule::EmbeddingAndLoss && even && self.pins.pipeline_split.is_none() {
                 continue;
@@ -282,11 +284,10 @@ impl<'a> Space<'a> {
             if let Err(problem) = rules::pipeline_split(self.layers, p.into(), v.into(), rule, None)
             {
                 // Auto splits that cannot work are not layouts of their own: the other rule may.
-                if self.pins.pipeline_split.is_some() || rule == SplitRule::Balanced {
-                    visitor.reject(problem_rejection(problem, self.layers), probe);
-                }
+                failed = failed.or(Some(problem));
                 continue;
             }
+            worked = true;
             let split = StageSplit::new(self.model.layers, p, v, rule);
             if let Some(b) = balanced
                 && (StageSplit { rule, ..b }) == split
@@ -297,6 +298,9 @@ impl<'a> Space<'a> {
                 balanced = Some(split);
             }
             self.datas(Layout { split, ..probe }, visitor)?;
+        }
+        if let (false, Some(problem)) = (worked, failed) {
+            visitor.reject(problem_rejection(problem, self.layers), probe);
         }
         ControlFlow::Continue(())
     }
