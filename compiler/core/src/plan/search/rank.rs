@@ -12,8 +12,8 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, StageStates,
-    TrainSetup, held_params, layer_bytes_per_token, param_count,
+    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, PlacementMemory,
+    StageStates, TrainSetup, held_params, layer_bytes_per_token, param_count,
 };
 use std::ops::ControlFlow;
 
@@ -34,8 +34,9 @@ pub(super) struct Ranker<'a> {
     per_token: f64,
     /// Parameters one device of the current placement holds.
     params: HeldParams,
-    /// Model states per parameter of the current placement, under every ZeRO stage.
-    states: Option<StageStates>,
+    /// The memory the current placement alone decides: its model states under every ZeRO
+    /// stage.
+    placement: Option<PlacementMemory>,
     rejections: Rejections,
     stats: SearchStats,
     kept: Kept,
@@ -68,7 +69,7 @@ impl<'a> Ranker<'a> {
             have_bytes: usable_memory(&cluster.device),
             per_token: 0.0,
             params: HeldParams::default(),
-            states: None,
+            placement: None,
             rejections: Rejections::default(),
             stats,
             kept: Kept::new(spec.keep),
@@ -173,12 +174,8 @@ impl Visitor for Ranker<'_> {
         self.params = held_params(self.model, &self.count, placement);
         self.stages.new_placement();
         // The same for every micro-batch, ZeRO stage and recomputation.
-        self.states = Some(StageStates::new(
-            self.model,
-            &self.count,
-            self.setup,
-            placement,
-        ));
+        let states = StageStates::new(self.model, &self.count, self.setup, placement);
+        self.placement = Some(PlacementMemory::new(states, self.model, placement));
     }
 
     /// Tries every ZeRO stage of `shape` with the least recomputation that fits, costs and
@@ -187,11 +184,16 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
-        let states = match self.states {
-            Some(states) => states,
-            None => StageStates::new(self.model, &self.count, self.setup, shape),
+        let (model, setup) = (self.model, self.setup);
+        let memory = match &self.placement {
+            Some(placement) => {
+                LayoutMemory::of_placement(placement, model, setup, shape, self.per_token)
+            }
+            None => {
+                let states = StageStates::new(model, &self.count, setup, shape);
+                LayoutMemory::new(states, model, setup, shape, self.per_token)
+            }
         };
-        let memory = LayoutMemory::new(states, self.model, self.setup, shape, self.per_token);
         self.stages.new_micro_batch();
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.
