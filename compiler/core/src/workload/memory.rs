@@ -8,6 +8,9 @@ use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
 
+mod layout;
+pub(crate) use layout::{LayoutMemory, PlacementMemory};
+
 /// Bytes one device needs, by what they hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryBreakdown {
@@ -568,7 +571,22 @@ impl StageMemory {
         zero: u8,
         recompute: Recompute,
     ) -> MemoryBreakdown {
-        let states = &self.states;
+        let [activations, pipeline_stash, logits] = self.activations(holding, recompute);
+        breakdown(
+            weights,
+            gradients,
+            optimizer,
+            activations,
+            pipeline_stash,
+            self.comm_buffers(zero),
+            logits,
+        )
+    }
+
+    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`:
+    /// the parts of its memory that no ZeRO stage changes.
+    #[inline]
+    fn activations(&self, holding: &StageHolding, recompute: Recompute) -> [f64; 3] {
         let per_block = self
             .per_block
             .get(mode_index(recompute))
@@ -584,120 +602,21 @@ impl StageMemory {
             activations += self.head_inputs;
             logits = self.logits;
         }
-        let comm_buffers = if zero >= 3 {
-            states.gathered
-        } else {
-            states.bucket
-        };
-        breakdown(
-            weights,
-            gradients,
-            optimizer,
+        [
             activations,
             one * (holding.in_flight - 1.0).max(0.0),
-            comm_buffers,
             logits,
-        )
+        ]
     }
-}
 
-/// What of a layout's memory its placement alone decides (every field but the micro-batch, ZeRO
-/// and recomputation): the [`StageStates`], the ranks that can need the most memory
-/// ([`crate::workload::StageSplit::ranks`]) and their model-state bytes under each ZeRO stage.
-/// The layout search works it out once per placement, not once per micro-batch.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PlacementMemory {
-    states: StageStates,
-    /// The ranks (their micro-batches in flight not yet known: 1) and their model states by
-    /// ZeRO stage.
-    ranks: [(StageHolding, [StateBytes; 4]); 4],
-    count: usize,
-    /// The rank numbers of `ranks`, for [`Layout::in_flight`].
-    rank_ids: [u32; 4],
-}
-
-impl PlacementMemory {
-    /// The memory of `layout`'s placement; `states` are its [`StageStates`].
-    pub(crate) fn new(states: StageStates, model: &ModelDims, layout: &Layout) -> PlacementMemory {
-        let (loads, count) = layout.stage_split(model.layers).ranks(layout.pipeline);
-        let ranks = loads.map(|r| {
-            let holding = StageHolding {
-                blocks: f64::from(r.blocks),
-                embedding: r.embedding,
-                head: r.head,
-                in_flight: 1.0,
-            };
-            (holding, states.bytes_by_zero(&holding))
-        });
-        PlacementMemory {
-            states,
-            ranks,
-            count,
-            rank_ids: loads.map(|r| r.rank),
-        }
-    }
-}
-
-/// [`stage_memory`] of every rank of one layout that can need the most: the first, the last and
-/// the heaviest middle ones of its split ([`crate::workload::StageSplit::ranks`]), with their
-/// micro-batches in flight.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LayoutMemory {
-    unit: StageMemory,
-    ranks: [(StageHolding, [StateBytes; 4]); 4],
-    count: usize,
-}
-
-impl LayoutMemory {
-    /// The ranks of `layout` (every field but ZeRO and recomputation read).
+    /// Communication buffers under ZeRO `zero`.
     #[inline]
-    pub(crate) fn new(
-        states: StageStates,
-        model: &ModelDims,
-        setup: &TrainSetup,
-        layout: &Layout,
-        per_token: f64,
-    ) -> LayoutMemory {
-        let placement = PlacementMemory::new(states, model, layout);
-        LayoutMemory::of_placement(&placement, model, setup, layout, per_token)
-    }
-
-    /// [`LayoutMemory::new`] of a layout whose placement's memory is `placement`.
-    #[inline]
-    pub(crate) fn of_placement(
-        placement: &PlacementMemory,
-        model: &ModelDims,
-        setup: &TrainSetup,
-        layout: &Layout,
-        per_token: f64,
-    ) -> LayoutMemory {
-        let unit = StageMemory::new(placement.states, model, setup, layout, per_token);
-        let m = layout.micro_batches(setup.global_batch);
-        let mut ranks = placement.ranks;
-        for ((holding, _), &rank) in ranks.iter_mut().zip(&placement.rank_ids) {
-            holding.in_flight = layout.in_flight(rank, m);
+    fn comm_buffers(&self, zero: u8) -> f64 {
+        if zero >= 3 {
+            self.states.gathered
+        } else {
+            self.states.bucket
         }
-        LayoutMemory {
-            unit,
-            ranks,
-            count: placement.count,
-        }
-    }
-
-    /// The breakdown of the rank needing the most memory under `zero` and `recompute` (the
-    /// earliest of equals).
-    #[inline]
-    pub(crate) fn breakdown(&self, zero: u8, recompute: Recompute) -> MemoryBreakdown {
-        let z = usize::from(zero.min(3));
-        let mut worst: Option<MemoryBreakdown> = None;
-        for (holding, bytes) in self.ranks.iter().take(self.count) {
-            let states = bytes.get(z).copied().unwrap_or([0.0; 3]);
-            let memory = self.unit.rank_with(states, holding, zero, recompute);
-            if worst.is_none_or(|w| memory.total > w.total) {
-                worst = Some(memory);
-            }
-        }
-        worst.unwrap_or(MemoryBreakdown::NONE)
     }
 }
 

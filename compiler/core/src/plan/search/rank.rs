@@ -39,7 +39,9 @@ pub(super) struct Ranker<'a> {
     placement: Option<PlacementMemory>,
     rejections: Rejections,
     stats: SearchStats,
-    kept: Kept,
+    /// The best candidates within each device cap, widest cap first (one cap, the walk's own,
+    /// for a plain search).
+    kept: Vec<(u64, Kept)>,
     /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
     /// big to copy for nothing.
     scratch: Candidate,
@@ -47,12 +49,14 @@ pub(super) struct Ranker<'a> {
 
 impl<'a> Ranker<'a> {
     /// A ranker of `spec`'s layouts by `objective`, trying the ZeRO stages and recomputation
-    /// modes of `axes`; `stats` holds the size of the space.
+    /// modes of `axes`; `stats` holds the size of the space. It keeps the best of the layouts
+    /// within each of `caps` devices apart.
     pub(super) fn new(
         spec: &SearchSpec<'a>,
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
+        caps: &[u64],
     ) -> Ranker<'a> {
         let (model, setup, cluster) = (spec.model, spec.setup, spec.cluster);
         Ranker {
@@ -72,7 +76,10 @@ impl<'a> Ranker<'a> {
             placement: None,
             rejections: Rejections::default(),
             stats,
-            kept: Kept::new(spec.keep),
+            kept: caps
+                .iter()
+                .map(|&cap| (cap, Kept::new(spec.keep)))
+                .collect(),
             scratch: Candidate {
                 layout: Layout::single(),
                 devices: 0,
@@ -83,15 +90,28 @@ impl<'a> Ranker<'a> {
         }
     }
 
-    /// The kept candidates, the rejected regions and the statistics.
+    /// The kept candidates, the rejected regions and the statistics, of the first cap.
     pub(super) fn finish(self) -> SearchResult {
-        let (scores, ranked) = self.kept.into_ranked();
+        let (scores, ranked) = self
+            .kept
+            .into_iter()
+            .next()
+            .map(|(_, kept)| kept.into_ranked())
+            .unwrap_or_default();
         SearchResult {
             ranked,
             scores,
             rejected: self.rejections.into_regions(),
             stats: self.stats,
         }
+    }
+
+    /// The kept candidates of every cap, in the order of the caps.
+    pub(super) fn finish_capped(self) -> Vec<Vec<Candidate>> {
+        self.kept
+            .into_iter()
+            .map(|(_, kept)| kept.into_ranked().1)
+            .collect()
     }
 
     /// The least recomputation under which `shape` at ZeRO `zero` fits in memory, and its
@@ -104,9 +124,10 @@ impl<'a> Ranker<'a> {
         memory: &LayoutMemory,
     ) -> Option<(Recompute, MemoryBreakdown)> {
         for &r in self.recomputes {
-            let breakdown = memory.breakdown(zero, r);
-            if breakdown.total <= self.have_bytes {
-                return Some((r, breakdown));
+            // Totals first: most tries are rejected, and need no breakdown.
+            let (total, rank) = memory.worst(zero, r);
+            if total <= self.have_bytes {
+                return Some((r, memory.rank_breakdown(rank, zero, r, total)));
             }
             let layout = Layout {
                 zero,
@@ -114,7 +135,7 @@ impl<'a> Ranker<'a> {
                 ..*shape
             };
             self.rejections
-                .reject_memory(breakdown.total, self.have_bytes, layout);
+                .reject_memory(total, self.have_bytes, layout);
         }
         None
     }
@@ -151,7 +172,11 @@ impl<'a> Ranker<'a> {
         );
         set_totals(cand, self.setup, devices);
         let score = self.objective.score(cand);
-        self.kept.offer(score, cand);
+        for (cap, kept) in &mut self.kept {
+            if cand.devices <= *cap {
+                kept.offer(score, cand);
+            }
+        }
         ControlFlow::Continue(())
     }
 }
