@@ -239,10 +239,40 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
     };
-    let mut ranker = Ranker::new(spec, objective, &axes, stats);
+    let mut ranker = Ranker::new(spec, objective, &axes, stats, &[u64::MAX]);
     // A break is the device lacking the precision: what was found up to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()
+}
+
+/// The ranked candidates of [`search`] of `spec` with `max_devices` set to each of `caps` in
+/// turn, in one walk: a smaller cap's search visits a subset of a larger one's layouts and costs
+/// each the same (nothing of the cost model reads the cap), so its best are the best of the
+/// wider walk's candidates within the cap. The rejected regions and the statistics, which do
+/// depend on the cap, are not returned. One list per cap, in the order of `caps`.
+pub fn search_capped(
+    spec: &SearchSpec<'_>,
+    objective: &dyn Objective,
+    caps: &[u64],
+) -> Vec<Vec<Candidate>> {
+    let Some(&widest) = caps.iter().max() else {
+        return Vec::new();
+    };
+    let wide = SearchSpec {
+        max_devices: widest,
+        ..spec.clone()
+    };
+    let axes = Axes::new(&wide);
+    let space = Space::new(&wide, &axes);
+    // The devices each cap allows, as the walk of a search with that cap bounds them.
+    let allowed: Vec<u64> = caps
+        .iter()
+        .map(|&cap| cap.min(spec.cluster.devices()).max(1))
+        .collect();
+    let mut ranker = Ranker::new(&wide, objective, &axes, SearchStats::default(), &allowed);
+    // A break is the device lacking the precision: nothing was kept for any cap.
+    let _ = space.walk(&mut ranker);
+    ranker.finish_capped()
 }
 
 /// The product of every field's full range (see [`SearchStats::raw_space`]).

@@ -8,6 +8,9 @@ use super::{Layout, ModelDims, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
 
+mod layout;
+pub(crate) use layout::{LayoutMemory, PlacementMemory};
+
 /// Bytes one device needs, by what they hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryBreakdown {
@@ -445,21 +448,36 @@ impl StageStates {
     /// `(weights, gradients, optimizer)` bytes of what a rank holding `holding` keeps under
     /// ZeRO `zero`: trained parameters with their gradients and optimizer state, frozen ones
     /// with their weights alone.
-    fn bytes(&self, holding: &StageHolding, zero: u8) -> (f64, f64, f64) {
+    fn bytes(&self, holding: &StageHolding, zero: u8) -> StateBytes {
+        self.bytes_of(&self.held(holding), zero)
+    }
+
+    /// [`StageStates::bytes`] under every ZeRO stage, by stage: what a rank holds is worked
+    /// out once for the four.
+    pub(crate) fn bytes_by_zero(&self, holding: &StageHolding) -> [StateBytes; 4] {
+        let held = self.held(holding);
+        [0, 1, 2, 3].map(|zero| self.bytes_of(&held, zero))
+    }
+
+    /// [`StageStates::bytes`] of the parameters `held`.
+    #[inline]
+    fn bytes_of(&self, held: &Held, zero: u8) -> StateBytes {
         let z = usize::from(zero.min(3));
         let [dw, dg, do_] = self.dense.get(z).copied().unwrap_or([0.0; 3]);
         let [ew, eg, eo] = self.experts.get(z).copied().unwrap_or([0.0; 3]);
         let [fd, fe] = self.frozen.get(z).copied().unwrap_or([0.0; 2]);
-        let held = self.held(holding);
         let (td, tr) = (held.trainable_dense, held.trainable_routed);
         let frozen = (held.dense - td).max(0.0) * fd + (held.routed - tr).max(0.0) * fe;
-        (
+        [
             td * dw + tr * ew + frozen,
             td * dg + tr * eg,
             td * do_ + tr * eo,
-        )
+        ]
     }
 }
+
+/// `[weights, gradients, optimizer]` bytes a rank keeps under one ZeRO stage.
+pub(crate) type StateBytes = [f64; 3];
 
 /// [`stage_memory`] of one layout shape for any rank, ZeRO stage and recomputation: the
 /// activations per block under each recomputation mode worked out once.
@@ -532,8 +550,43 @@ impl StageMemory {
         zero: u8,
         recompute: Recompute,
     ) -> MemoryBreakdown {
-        let states = &self.states;
-        let (weights, gradients, optimizer) = states.bytes(holding, zero);
+        let bytes = self.states.bytes(holding, zero);
+        self.rank_with(bytes, holding, zero, recompute)
+    }
+
+    /// The model states of this shape's placement ([`StageStates::bytes_by_zero`] of a rank
+    /// holding `holding`).
+    pub(crate) fn state_bytes(&self, holding: &StageHolding) -> [StateBytes; 4] {
+        self.states.bytes_by_zero(holding)
+    }
+
+    /// [`StageMemory::rank`] with the rank's model-state bytes under `zero` already worked out
+    /// (by [`StageMemory::state_bytes`]): they depend on neither the micro-batch nor
+    /// recomputation, so the search and the pipeline partition work them out once per placement.
+    #[inline]
+    pub(crate) fn rank_with(
+        &self,
+        [weights, gradients, optimizer]: StateBytes,
+        holding: &StageHolding,
+        zero: u8,
+        recompute: Recompute,
+    ) -> MemoryBreakdown {
+        let [activations, pipeline_stash, logits] = self.activations(holding, recompute);
+        breakdown(
+            weights,
+            gradients,
+            optimizer,
+            activations,
+            pipeline_stash,
+            self.comm_buffers(zero),
+            logits,
+        )
+    }
+
+    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`:
+    /// the parts of its memory that no ZeRO stage changes.
+    #[inline]
+    fn activations(&self, holding: &StageHolding, recompute: Recompute) -> [f64; 3] {
         let per_block = self
             .per_block
             .get(mode_index(recompute))
@@ -549,67 +602,21 @@ impl StageMemory {
             activations += self.head_inputs;
             logits = self.logits;
         }
-        let comm_buffers = if zero >= 3 {
-            states.gathered
-        } else {
-            states.bucket
-        };
-        breakdown(
-            weights,
-            gradients,
-            optimizer,
+        [
             activations,
             one * (holding.in_flight - 1.0).max(0.0),
-            comm_buffers,
             logits,
-        )
-    }
-}
-
-/// [`stage_memory`] of every rank of one layout that can need the most: the first, the last and
-/// the heaviest middle ones of its split ([`crate::workload::StageSplit::ranks`]), with their
-/// micro-batches in flight.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LayoutMemory {
-    unit: StageMemory,
-    ranks: [StageHolding; 4],
-    count: usize,
-}
-
-impl LayoutMemory {
-    /// The ranks of `layout` (every field but ZeRO and recomputation read).
-    #[inline]
-    pub(crate) fn new(
-        states: StageStates,
-        model: &ModelDims,
-        setup: &TrainSetup,
-        layout: &Layout,
-        per_token: f64,
-    ) -> LayoutMemory {
-        let unit = StageMemory::new(states, model, setup, layout, per_token);
-        let m = layout.micro_batches(setup.global_batch);
-        let (loads, count) = layout.stage_split(model.layers).ranks(layout.pipeline);
-        let ranks = loads.map(|r| StageHolding {
-            blocks: f64::from(r.blocks),
-            embedding: r.embedding,
-            head: r.head,
-            in_flight: layout.in_flight(r.rank, m),
-        });
-        LayoutMemory { unit, ranks, count }
+        ]
     }
 
-    /// The breakdown of the rank needing the most memory under `zero` and `recompute` (the
-    /// earliest of equals).
+    /// Communication buffers under ZeRO `zero`.
     #[inline]
-    pub(crate) fn breakdown(&self, zero: u8, recompute: Recompute) -> MemoryBreakdown {
-        let mut worst: Option<MemoryBreakdown> = None;
-        for holding in self.ranks.iter().take(self.count) {
-            let memory = self.unit.rank(holding, zero, recompute);
-            if worst.is_none_or(|w| memory.total > w.total) {
-                worst = Some(memory);
-            }
+    fn comm_buffers(&self, zero: u8) -> f64 {
+        if zero >= 3 {
+            self.states.gathered
+        } else {
+            self.states.bucket
         }
-        worst.unwrap_or(MemoryBreakdown::NONE)
     }
 }
 

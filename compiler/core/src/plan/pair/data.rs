@@ -24,7 +24,7 @@ use crate::cost::LINK_EFFICIENCY;
 use crate::plan::ir::{BreakdownIr, Plan};
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
-use crate::plan::search::{Candidate, SearchSpec, search};
+use crate::plan::search::{Candidate, SearchSpec, search_capped};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
 use crate::types::Optimize;
@@ -201,27 +201,31 @@ fn group_layouts(
     if max_devices < p.available.saturating_mul(2) {
         caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
     }
+    let spec = SearchSpec {
+        model: input.model,
+        setup: &setup,
+        cluster: &p.cluster,
+        pins: input.pins,
+        max_devices: cap,
+        keep,
+    };
+    // Under a time goal the fastest counting the exchange are what the pair wants; under
+    // another goal the best on their own are kept as well. Each cap's best come from one walk
+    // (the same as a search per cap, at the cost of the widest).
+    let on_its_own = if limits.optimize == Optimize::Time {
+        Vec::new()
+    } else {
+        search_capped(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0)), &caps)
+    };
+    let in_pair = search_capped(
+        &spec,
+        &|c: &Candidate| paired.score(&outcome(c, exchange_s(c))),
+        &caps,
+    );
+    let mut on_its_own = on_its_own.into_iter();
     let mut kept: Vec<Candidate> = Vec::new();
-    for devices in caps {
-        let spec = SearchSpec {
-            model: input.model,
-            setup: &setup,
-            cluster: &p.cluster,
-            pins: input.pins,
-            max_devices: devices,
-            keep,
-        };
-        // Under a time goal the fastest counting the exchange are what the pair wants; under
-        // another goal the best on their own are kept as well.
-        let on_its_own = if limits.optimize == Optimize::Time {
-            Vec::new()
-        } else {
-            search(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0))).ranked
-        };
-        let in_pair = search(&spec, &|c: &Candidate| {
-            paired.score(&outcome(c, exchange_s(c)))
-        });
-        for c in on_its_own.into_iter().chain(in_pair.ranked) {
+    for in_pair in in_pair {
+        for c in on_its_own.next().into_iter().flatten().chain(in_pair) {
             if !kept.iter().any(|k| k.layout == c.layout) {
                 kept.push(c);
             }

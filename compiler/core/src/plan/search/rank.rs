@@ -12,8 +12,8 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, StageStates,
-    TrainSetup, held_params, layer_bytes_per_token, param_count,
+    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, PlacementMemory,
+    StageStates, TrainSetup, held_params, layer_bytes_per_token, param_count,
 };
 use std::ops::ControlFlow;
 
@@ -34,11 +34,14 @@ pub(super) struct Ranker<'a> {
     per_token: f64,
     /// Parameters one device of the current placement holds.
     params: HeldParams,
-    /// Model states per parameter of the current placement, under every ZeRO stage.
-    states: Option<StageStates>,
+    /// The memory the current placement alone decides: its model states under every ZeRO
+    /// stage.
+    placement: Option<PlacementMemory>,
     rejections: Rejections,
     stats: SearchStats,
-    kept: Kept,
+    /// The best candidates within each device cap, widest cap first (one cap, the walk's own,
+    /// for a plain search).
+    kept: Vec<(u64, Kept)>,
     /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
     /// big to copy for nothing.
     scratch: Candidate,
@@ -46,12 +49,14 @@ pub(super) struct Ranker<'a> {
 
 impl<'a> Ranker<'a> {
     /// A ranker of `spec`'s layouts by `objective`, trying the ZeRO stages and recomputation
-    /// modes of `axes`; `stats` holds the size of the space.
+    /// modes of `axes`; `stats` holds the size of the space. It keeps the best of the layouts
+    /// within each of `caps` devices apart.
     pub(super) fn new(
         spec: &SearchSpec<'a>,
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
+        caps: &[u64],
     ) -> Ranker<'a> {
         let (model, setup, cluster) = (spec.model, spec.setup, spec.cluster);
         Ranker {
@@ -68,10 +73,13 @@ impl<'a> Ranker<'a> {
             have_bytes: usable_memory(&cluster.device),
             per_token: 0.0,
             params: HeldParams::default(),
-            states: None,
+            placement: None,
             rejections: Rejections::default(),
             stats,
-            kept: Kept::new(spec.keep),
+            kept: caps
+                .iter()
+                .map(|&cap| (cap, Kept::new(spec.keep)))
+                .collect(),
             scratch: Candidate {
                 layout: Layout::single(),
                 devices: 0,
@@ -82,15 +90,28 @@ impl<'a> Ranker<'a> {
         }
     }
 
-    /// The kept candidates, the rejected regions and the statistics.
+    /// The kept candidates, the rejected regions and the statistics, of the first cap.
     pub(super) fn finish(self) -> SearchResult {
-        let (scores, ranked) = self.kept.into_ranked();
+        let (scores, ranked) = self
+            .kept
+            .into_iter()
+            .next()
+            .map(|(_, kept)| kept.into_ranked())
+            .unwrap_or_default();
         SearchResult {
             ranked,
             scores,
             rejected: self.rejections.into_regions(),
             stats: self.stats,
         }
+    }
+
+    /// The kept candidates of every cap, in the order of the caps.
+    pub(super) fn finish_capped(self) -> Vec<Vec<Candidate>> {
+        self.kept
+            .into_iter()
+            .map(|(_, kept)| kept.into_ranked().1)
+            .collect()
     }
 
     /// The least recomputation under which `shape` at ZeRO `zero` fits in memory, and its
@@ -103,9 +124,10 @@ impl<'a> Ranker<'a> {
         memory: &LayoutMemory,
     ) -> Option<(Recompute, MemoryBreakdown)> {
         for &r in self.recomputes {
-            let breakdown = memory.breakdown(zero, r);
-            if breakdown.total <= self.have_bytes {
-                return Some((r, breakdown));
+            // Totals first: most tries are rejected, and need no breakdown.
+            let (total, rank) = memory.worst(zero, r);
+            if total <= self.have_bytes {
+                return Some((r, memory.rank_breakdown(rank, zero, r, total)));
             }
             let layout = Layout {
                 zero,
@@ -113,7 +135,7 @@ impl<'a> Ranker<'a> {
                 ..*shape
             };
             self.rejections
-                .reject_memory(breakdown.total, self.have_bytes, layout);
+                .reject_memory(total, self.have_bytes, layout);
         }
         None
     }
@@ -150,7 +172,11 @@ impl<'a> Ranker<'a> {
         );
         set_totals(cand, self.setup, devices);
         let score = self.objective.score(cand);
-        self.kept.offer(score, cand);
+        for (cap, kept) in &mut self.kept {
+            if cand.devices <= *cap {
+                kept.offer(score, cand);
+            }
+        }
         ControlFlow::Continue(())
     }
 }
@@ -173,12 +199,8 @@ impl Visitor for Ranker<'_> {
         self.params = held_params(self.model, &self.count, placement);
         self.stages.new_placement();
         // The same for every micro-batch, ZeRO stage and recomputation.
-        self.states = Some(StageStates::new(
-            self.model,
-            &self.count,
-            self.setup,
-            placement,
-        ));
+        let states = StageStates::new(self.model, &self.count, self.setup, placement);
+        self.placement = Some(PlacementMemory::new(states, self.model, placement));
     }
 
     /// Tries every ZeRO stage of `shape` with the least recomputation that fits, costs and
@@ -187,11 +209,16 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
-        let states = match self.states {
-            Some(states) => states,
-            None => StageStates::new(self.model, &self.count, self.setup, shape),
+        let (model, setup) = (self.model, self.setup);
+        let memory = match &self.placement {
+            Some(placement) => {
+                LayoutMemory::of_placement(placement, model, setup, shape, self.per_token)
+            }
+            None => {
+                let states = StageStates::new(model, &self.count, setup, shape);
+                LayoutMemory::new(states, model, setup, shape, self.per_token)
+            }
         };
-        let memory = LayoutMemory::new(states, self.model, self.setup, shape, self.per_token);
         self.stages.new_micro_batch();
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.

@@ -9,7 +9,7 @@ use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
     Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
-    layer_bytes_per_token, param_count,
+    StateBytes, layer_bytes_per_token, param_count,
 };
 
 /// Prefix sums of one group's op costs under one recomputation mode.
@@ -67,6 +67,10 @@ pub(super) struct PerSide {
     /// The memory of a stage on this group ([`crate::workload::stage_memory`], worked out once
     /// per configuration).
     memory: StageMemory,
+    /// The model states of a stage under the configuration's ZeRO stage, by
+    /// [`PerSide::holding_index`]: the partition asks for the same few holdings thousands of
+    /// times.
+    states: Vec<StateBytes>,
     /// The group's layout as the memory function reads it (all the pipeline's stages).
     layout: Layout,
 }
@@ -98,6 +102,26 @@ impl PerSide {
         let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);
         let states = StageStates::new(spec.model, count, setup, &layout);
         let memory = StageMemory::new(states, spec.model, setup, &layout, per_token);
+        let zero = usize::from(shape.zero.min(3));
+        let states = (0..=spec.model.layers)
+            .flat_map(|blocks| {
+                [(false, false), (false, true), (true, false), (true, true)].map(
+                    |(embedding, head)| StageHolding {
+                        blocks: f64::from(blocks),
+                        embedding,
+                        head,
+                        in_flight: 1.0,
+                    },
+                )
+            })
+            .map(|holding| {
+                memory
+                    .state_bytes(&holding)
+                    .get(zero)
+                    .copied()
+                    .unwrap_or([0.0; 3])
+            })
+            .collect();
         let per_device =
             c.node_network_bandwidth * LINK_EFFICIENCY / f64::from(c.devices_per_node.max(1));
         // Ring all-reduce; inside the node when the data-parallel ranks all fit in it.
@@ -131,8 +155,15 @@ impl PerSide {
                 / c.device.memory_bandwidth.max(1.0),
             inside_send: 2.0 * (activation / per_device.max(1.0) + c.network_latency_s),
             memory,
+            states,
             layout,
         }
+    }
+
+    /// Where [`PerSide::states`] keeps the model states of a stage of `blocks` blocks, with or
+    /// without the embedding and the head.
+    fn holding_index(blocks: u32, embedding: bool, head: bool) -> usize {
+        blocks as usize * 4 + usize::from(embedding) * 2 + usize::from(head)
     }
 }
 
@@ -205,8 +236,20 @@ impl Stager<'_, '_> {
         let ops = (j - i).max(1) as f64;
         let reduce = params * per.reduce_per_param;
         let optimizer = params * per.optimizer_per_param;
+        let index = PerSide::holding_index(blocks, holding.embedding, holding.head);
+        let states = match per.states.get(index) {
+            Some(states) => *states,
+            None => per
+                .memory
+                .state_bytes(&holding)
+                .get(usize::from(self.shape.zero.min(3)))
+                .copied()
+                .unwrap_or([0.0; 3]),
+        };
         for (mode, prefix) in MODES.iter().zip(&side.modes) {
-            let memory = per.memory.rank(&holding, self.shape.zero, *mode);
+            let memory = per
+                .memory
+                .rank_with(states, &holding, self.shape.zero, *mode);
             if memory.total <= side.usable {
                 let seconds = span(&prefix.seconds, i, j) + send;
                 // Hidden under the last micro-batch's backward except its last op.

@@ -1,0 +1,188 @@
+//! The memory of the layouts the search tries, worked out in two stages as the walk moves
+//! through the space: what a placement decides (the ranks that can need the most, their model
+//! states) once per placement, what the micro-batch adds once per shape, so that trying a ZeRO
+//! stage and a recomputation mode costs a few additions per rank.
+
+use super::{MemoryBreakdown, StageHolding, StageMemory, StageStates, StateBytes, mode_index};
+use crate::types::Recompute;
+use crate::workload::{Layout, ModelDims, TrainSetup};
+
+/// What of a layout's memory its placement alone decides (every field but the micro-batch, ZeRO
+/// and recomputation): the [`StageStates`], the ranks that can need the most memory
+/// ([`crate::workload::StageSplit::ranks`]) and their model-state bytes under each ZeRO stage.
+/// The layout search works it out once per placement, not once per micro-batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlacementMemory {
+    states: StageStates,
+    /// The ranks (their micro-batches in flight not yet known: 1) and their model states by
+    /// ZeRO stage.
+    ranks: [(StageHolding, [StateBytes; 4]); 4],
+    count: usize,
+    /// The rank numbers of `ranks`, for [`Layout::in_flight`].
+    rank_ids: [u32; 4],
+    /// `weights + gradients + optimizer` by rank and ZeRO stage.
+    state_sums: [[f64; 4]; 4],
+}
+
+impl PlacementMemory {
+    /// The memory of `layout`'s placement; `states` are its [`StageStates`].
+    pub(crate) fn new(states: StageStates, model: &ModelDims, layout: &Layout) -> PlacementMemory {
+        let (loads, count) = layout.stage_split(model.layers).ranks(layout.pipeline);
+        let ranks = loads.map(|r| {
+            let holding = StageHolding {
+                blocks: f64::from(r.blocks),
+                embedding: r.embedding,
+                head: r.head,
+                in_flight: 1.0,
+            };
+            (holding, states.bytes_by_zero(&holding))
+        });
+        PlacementMemory {
+            states,
+            ranks,
+            count,
+            rank_ids: loads.map(|r| r.rank),
+            state_sums: ranks.map(|(_, bytes)| bytes.map(|[w, g, o]| w + g + o)),
+        }
+    }
+}
+
+/// [`stage_memory`] of every rank of one layout that can need the most: the first, the last and
+/// the heaviest middle ones of its split ([`crate::workload::StageSplit::ranks`]), with their
+/// micro-batches in flight. What no ZeRO stage changes is worked out for every recomputation
+/// mode when it is made, so that trying a ZeRO stage and a mode costs a few additions per rank.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LayoutMemory {
+    /// Model states by rank and ZeRO stage ([`PlacementMemory::ranks`]).
+    states: [[StateBytes; 4]; 4],
+    /// `weights + gradients + optimizer` of `states`, the first terms of a rank's total.
+    state_sums: [[f64; 4]; 4],
+    /// `[activations, pipeline_stash, logits]` by rank and recomputation mode.
+    activations: [[[f64; 3]; 3]; 4],
+    /// Communication buffers by ZeRO stage.
+    comm_buffers: [f64; 4],
+    count: usize,
+}
+
+impl LayoutMemory {
+    /// The ranks of `layout` (every field but ZeRO and recomputation read).
+    #[inline]
+    pub(crate) fn new(
+        states: StageStates,
+        model: &ModelDims,
+        setup: &TrainSetup,
+        layout: &Layout,
+        per_token: f64,
+    ) -> LayoutMemory {
+        let placement = PlacementMemory::new(states, model, layout);
+        LayoutMemory::of_placement(&placement, model, setup, layout, per_token)
+    }
+
+    /// [`LayoutMemory::new`] of a layout whose placement's memory is `placement`.
+    #[inline]
+    pub(crate) fn of_placement(
+        placement: &PlacementMemory,
+        model: &ModelDims,
+        setup: &TrainSetup,
+        layout: &Layout,
+        per_token: f64,
+    ) -> LayoutMemory {
+        let unit = StageMemory::new(placement.states, model, setup, layout, per_token);
+        let m = layout.micro_batches(setup.global_batch);
+        let mut activations = [[[0.0; 3]; 3]; 4];
+        let mut states = [[[0.0; 3]; 4]; 4];
+        let count = placement.count.min(4);
+        for k in 0..count {
+            let (Some((holding, bytes)), Some(&rank), Some(out)) = (
+                placement.ranks.get(k),
+                placement.rank_ids.get(k),
+                activations.get_mut(k),
+            ) else {
+                continue;
+            };
+            let holding = StageHolding {
+                in_flight: layout.in_flight(rank, m),
+                ..*holding
+            };
+            *out = [Recompute::None, Recompute::Selective, Recompute::Full]
+                .map(|r| unit.activations(&holding, r));
+            if let Some(slot) = states.get_mut(k) {
+                *slot = *bytes;
+            }
+        }
+        LayoutMemory {
+            states,
+            state_sums: placement.state_sums,
+            activations,
+            comm_buffers: [0, 1, 2, 3].map(|z| unit.comm_buffers(z)),
+            count,
+        }
+    }
+
+    /// The breakdown of the rank needing the most memory under `zero` and `recompute` (the
+    /// earliest of equals).
+    #[inline]
+    pub(crate) fn breakdown(&self, zero: u8, recompute: Recompute) -> MemoryBreakdown {
+        let (total, rank) = self.worst(zero, recompute);
+        self.rank_breakdown(rank, zero, recompute, total)
+    }
+
+    /// The total of the rank needing the most memory under `zero` and `recompute` (the earliest
+    /// of equals), and which of the ranks it is: the same sum [`breakdown`] makes, in the same
+    /// order.
+    #[inline]
+    pub(crate) fn worst(&self, zero: u8, recompute: Recompute) -> (f64, usize) {
+        let (z, r) = (usize::from(zero.min(3)), mode_index(recompute));
+        let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
+        let mut worst = (0.0, usize::MAX);
+        for (k, (sums, modes)) in self
+            .state_sums
+            .iter()
+            .zip(&self.activations)
+            .take(self.count)
+            .enumerate()
+        {
+            let states = sums.get(z).copied().unwrap_or(0.0);
+            let [activations, stash, logits] = modes.get(r).copied().unwrap_or([0.0; 3]);
+            let total = states + activations + stash + comm + logits;
+            if k == 0 || total > worst.0 {
+                worst = (total, k);
+            }
+        }
+        worst
+    }
+
+    /// The breakdown of rank `k` (of [`LayoutMemory::worst`]) under `zero` and `recompute`,
+    /// whose total is `total`.
+    #[inline]
+    pub(crate) fn rank_breakdown(
+        &self,
+        k: usize,
+        zero: u8,
+        recompute: Recompute,
+        total: f64,
+    ) -> MemoryBreakdown {
+        let (z, r) = (usize::from(zero.min(3)), mode_index(recompute));
+        let Some([weights, gradients, optimizer]) =
+            self.states.get(k).and_then(|s| s.get(z)).copied()
+        else {
+            return MemoryBreakdown::NONE;
+        };
+        let [activations, pipeline_stash, logits] = self
+            .activations
+            .get(k)
+            .and_then(|a| a.get(r))
+            .copied()
+            .unwrap_or([0.0; 3]);
+        MemoryBreakdown {
+            weights,
+            gradients,
+            optimizer,
+            activations,
+            pipeline_stash,
+            comm_buffers: self.comm_buffers.get(z).copied().unwrap_or(0.0),
+            logits,
+            total,
+        }
+    }
+}
