@@ -184,8 +184,10 @@ fn every_example_plans_feasibly_with_every_contract_field() {
             let devices: u64 = if plan["hetero"] == "data" {
                 groups.iter().map(|g| degrees(&g["layout"])).sum()
             } else {
+                // Interleaved plans list every chunk; the first `pipeline` are one per rank.
                 stages
                     .iter()
+                    .filter(|s| !interleaved || s["index"].as_u64().unwrap() < pipeline)
                     .map(|s| {
                         let g = &groups[s["group"].as_u64().unwrap() as usize];
                         let tensor = g["tensor"]

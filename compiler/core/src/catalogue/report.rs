@@ -20,6 +20,8 @@ pub struct UnknownId {
 }
 
 const GB: f64 = 1e9;
+/// Device memory is shown in GiB, the unit HBM is sold in and the devices report.
+const GIB: f64 = (1u64 << 30) as f64;
 const TFLOPS: f64 = 1e12;
 
 fn tflops(device: &Device, precision: Precision) -> String {
@@ -87,7 +89,7 @@ pub fn list_text(catalogue: &Catalogue) -> String {
                 d.id.value.clone(),
                 d.vendor.clone(),
                 status,
-                format!("{:.0} GB", d.memory_bytes.value / GB),
+                format!("{:.0} GiB", d.memory_bytes.value / GIB),
                 tflops(d, Precision::Bf16),
                 where_text(catalogue, &d.id.value),
             ]
@@ -205,8 +207,8 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
     let _ = writeln!(out, "  source      {}", d.source);
     let _ = writeln!(
         out,
-        "  memory      {:.0} GB at {:.2} TB/s",
-        d.memory_bytes.value / GB,
+        "  memory      {:.1} GiB at {:.2} TB/s",
+        d.memory_bytes.value / GIB,
         d.memory_bandwidth / 1e12
     );
     for (p, v) in &d.peak_flops {

@@ -243,7 +243,7 @@ fn reports() {
     let list = list_text(&c);
     insta::assert_snapshot!("list_text", list);
     let json = list_json(&c);
-    assert_eq!(json["devices"].as_array().unwrap().len(), 13);
+    assert_eq!(json["devices"].as_array().unwrap().len(), 16);
     assert_eq!(json["devices"][2]["id"], "Ascend910B");
     assert_eq!(json["devices"][2]["estimate"], true);
     insta::assert_snapshot!("show_device", show_text(&c, "H100_SXM").unwrap());
