@@ -116,6 +116,24 @@ impl Rejections {
         }
     }
 
+    /// Whether an out-of-memory rejection at least `distance` bytes over would be no closer
+    /// miss than the region's example (false while the region is empty).
+    #[inline]
+    pub(super) fn no_closer_memory_miss(&self, distance: f64) -> bool {
+        self.out_of_memory
+            .as_ref()
+            .is_some_and(|entry| distance >= entry.reason.distance())
+    }
+
+    /// Counts `n` out-of-memory rejections that are no closer misses than the region's example
+    /// ([`Rejections::no_closer_memory_miss`]).
+    #[inline]
+    pub(super) fn count_memory(&mut self, n: u64) {
+        if let Some(entry) = &mut self.out_of_memory {
+            entry.count += n;
+        }
+    }
+
     /// Every region, in [`Region`] order.
     pub(super) fn into_regions(self) -> Vec<RejectedRegion> {
         let mut regions: BTreeMap<Region, RejectedRegion> = self

@@ -209,16 +209,11 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
-        let (model, setup) = (self.model, self.setup);
-        let memory = match &self.placement {
-            Some(placement) => {
-                LayoutMemory::of_placement(placement, model, setup, shape, self.per_token)
-            }
-            None => {
-                let states = StageStates::new(model, &self.count, setup, shape);
-                LayoutMemory::new(states, model, setup, shape, self.per_token)
-            }
-        };
+        let (model, setup, have) = (self.model, self.setup, self.have_bytes);
+        // Any rank's memory is at least its model states, which the placement decides.
+        let floors = self.placement.as_ref().map(PlacementMemory::floors);
+        let tries = self.recomputes.len() as u64;
+        let mut memory: Option<LayoutMemory> = None;
         self.stages.new_micro_batch();
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.
@@ -226,7 +221,27 @@ impl Visitor for Ranker<'_> {
         self.scratch.devices = devices;
         for &zero in self.zeros {
             self.stats.enumerated += 1;
-            let Some((recompute, breakdown)) = self.least_recompute_that_fits(shape, zero, &memory)
+            // When the states alone overflow the device by at least the closest miss so far,
+            // every recomputation is rejected and none is a closer miss: count them without
+            // working out the activations (most shapes of large models end here).
+            let floor = floors.and_then(|f| f.get(usize::from(zero.min(3))).copied());
+            if let Some(floor) = floor
+                && floor > have
+                && self.rejections.no_closer_memory_miss(floor - have)
+            {
+                self.rejections.count_memory(tries);
+                continue;
+            }
+            let memory = memory.get_or_insert_with(|| match &self.placement {
+                Some(placement) => {
+                    LayoutMemory::of_placement(placement, model, setup, shape, self.per_token)
+                }
+                None => {
+                    let states = StageStates::new(model, &self.count, setup, shape);
+                    LayoutMemory::new(states, model, setup, shape, self.per_token)
+                }
+            });
+            let Some((recompute, breakdown)) = self.least_recompute_that_fits(shape, zero, memory)
             else {
                 continue;
             };

@@ -22,6 +22,8 @@ pub(crate) struct PlacementMemory {
     rank_ids: [u32; 4],
     /// `weights + gradients + optimizer` by rank and ZeRO stage.
     state_sums: [[f64; 4]; 4],
+    /// The largest of `state_sums` over the ranks, by ZeRO stage.
+    floors: [f64; 4],
 }
 
 impl PlacementMemory {
@@ -37,13 +39,28 @@ impl PlacementMemory {
             };
             (holding, states.bytes_by_zero(&holding))
         });
+        let state_sums = ranks.map(|(_, bytes)| bytes.map(|[w, g, o]| w + g + o));
         PlacementMemory {
             states,
             ranks,
             count,
             rank_ids: loads.map(|r| r.rank),
-            state_sums: ranks.map(|(_, bytes)| bytes.map(|[w, g, o]| w + g + o)),
+            state_sums,
+            floors: [0, 1, 2, 3].map(|z| {
+                state_sums
+                    .iter()
+                    .take(count)
+                    .filter_map(|sums| sums.get(z).copied())
+                    .fold(f64::NEG_INFINITY, f64::max)
+            }),
         }
+    }
+
+    /// A lower bound on the memory of the layout's every shape, by ZeRO stage: the largest
+    /// model states of its ranks. A rank's total is its states plus terms that are never
+    /// negative, summed states first, so it is never below them.
+    pub(crate) fn floors(&self) -> [f64; 4] {
+        self.floors
     }
 }
 
