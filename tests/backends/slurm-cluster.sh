@@ -44,6 +44,10 @@ PARTITIONS=(
   "zw-mi300x 32 gpu zw-mi300x-a 21201 0"
   "zw-h800 32 gpu zw-h800-a 21301 0"
   "zw-dcu 32 dcu zw-dcu-a 21401 0"
+  "fr-h100 2048 gpu fr-h100 21501 0"
+  "fr-h800 256 gpu fr-h800 23601 0"
+  "fr-b200 32 gpu fr-b200 23901 0"
+  "fr-gaudi2 8 gpu fr-gaudi2 23951 0"
 )
 
 log() { printf '[slurm-cluster %s] %s\n' "$(date +%T)" "$*" >&2; }
