@@ -15,7 +15,7 @@ use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Pins, Rejection, SearchSpec, search};
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, TrainSetup};
 use serde::Serialize;
 
@@ -330,7 +330,6 @@ fn calibrate_row(
         Ok(model) => model,
         Err(reason) => return Ok(not_costed(row, reason)),
     };
-    let _ = published.split;
     let setup = TrainSetup {
         global_batch: row.global_batch,
         precision: published.precision,
@@ -368,7 +367,12 @@ fn calibrate_row(
         recompute,
         sequence_parallel,
         // The published layouts name no split rule: the faster of the two is theirs.
-        pipeline_split: None,
+        // The split the source names; blank or unstated leaves it to the search.
+        pipeline_split: match published.split {
+            PublishedSplit::Even => Some(SplitRule::Balanced),
+            PublishedSplit::EmbeddingAndLoss => Some(SplitRule::EmbeddingAndLoss),
+            PublishedSplit::Unstated | PublishedSplit::UnevenUnstated => None,
+        },
         stages: None,
     };
     let fastest = |c: &Candidate| -c.estimate.tokens_per_s;
