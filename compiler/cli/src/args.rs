@@ -149,6 +149,10 @@ pub struct PlanArgs {
 pub struct CalibrateArgs {
     /// A CSV with the columns of `tests/data/training_runs_calibration.csv`.
     pub csv: PathBuf,
+    /// Refit the cost model's fitted constants with each source family left out in turn and
+    /// report the error on the family left out.
+    #[arg(long)]
+    pub cross_validate: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,

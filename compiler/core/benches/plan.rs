@@ -25,6 +25,7 @@ fn h100() -> DeviceFigures {
         scale_up_bandwidth: 450e9,
         devices_per_node: 8,
         tdp_watts: 700.0,
+        efficiency: loam_compiler::hardware::Efficiency::unmeasured(),
     }
 }
 
@@ -46,6 +47,7 @@ fn bench(c: &mut Criterion) {
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
+        fitted: loam_compiler::hardware::FittedConstants::SHIPPED,
     };
     let spec = SearchSpec {
         model: &model,

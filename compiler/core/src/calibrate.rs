@@ -6,14 +6,16 @@
 //! predicted tokens/s per device with the measured one. Each row is also planned with every
 //! layout field on auto, to check that loam's own choice is predicted at least as fast.
 
+mod cross;
 mod row;
 mod table;
 
+pub use cross::{CrossValidation, FamilyFold, cross_validate, render_cross_validation};
 pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
-use crate::hardware::{ClusterFigures, DeviceFigures};
+use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
 use crate::plan::search::{Candidate, Pins, Rejection, SearchSpec, search};
 use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, TrainSetup};
@@ -139,6 +141,29 @@ pub fn calibrate(
     csv_text: &str,
     device_lookup: impl Fn(&str) -> Option<DeviceFigures>,
 ) -> Result<CalibrationReport, CalibrationError> {
+    let (report, _) = calibrate_prepared(csv_text, &device_lookup)?;
+    Ok(report)
+}
+
+/// A costed row kept for refitting: everything its prediction depends on but the fitted
+/// constants, which [`cross_validate`] varies.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    /// The run's source family (the `run_id` up to its first `_`).
+    pub family: String,
+    pub model: ModelDims,
+    pub setup: TrainSetup,
+    pub cluster: ClusterFigures,
+    /// The layout costed with the shipped constants.
+    pub layout: Layout,
+    pub measured: f64,
+}
+
+/// [`calibrate`], also returning every costed row ready to re-cost.
+pub(crate) fn calibrate_prepared(
+    csv_text: &str,
+    device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
+) -> Result<(CalibrationReport, Vec<Prepared>), CalibrationError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_reader(csv_text.as_bytes());
@@ -157,24 +182,32 @@ pub fn calibrate(
         return Err(CalibrationError::Empty);
     }
     let mut out = Vec::new();
+    let mut prepared = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        out.push(calibrate_row(row, i as u64 + 2, &device_lookup)?);
+        let (result, ready) = calibrate_row(row, i as u64 + 2, device_lookup)?;
+        out.push(result);
+        prepared.extend(ready);
     }
-    let abs: Vec<f64> = out
+    Ok((summarise(out), prepared))
+}
+
+/// The report of `rows`: the statistics over the costed ones.
+fn summarise(rows: Vec<CalibrationRow>) -> CalibrationReport {
+    let abs: Vec<f64> = rows
         .iter()
         .filter_map(|r| r.error_pct)
         .map(f64::abs)
         .collect();
     let costed = abs.len();
     let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
-    Ok(CalibrationReport {
+    CalibrationReport {
         costed_rows: costed,
-        not_costed_rows: out.len() - costed,
+        not_costed_rows: rows.len() - costed,
         median_abs_error_pct: median(abs.clone()),
         mean_abs_error_pct: mean(abs.into_iter()),
         within_20_pct_share: within,
-        rows: out,
-    })
+        rows,
+    }
 }
 
 fn csv_error(e: &csv::Error, headers: &[String]) -> CalibrationError {
@@ -276,7 +309,7 @@ fn not_costed(row: &Row, reason: String) -> CalibrationRow {
 }
 
 /// The model the row describes. The CSV names no kernels, so the recipe is inferred: Megatron
-/// GPT-3-era runs (GeLU, no weight sharding) train with dropout on materialised attention
+/// GPT-3-era runs (GeLU, no weight sharding, 16-bit) train with dropout on materialised attention
 /// probabilities; FSDP / ZeRO-3 stacks and Llama-class recipes use fused flash attention
 /// without dropout.
 fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String> {
@@ -290,7 +323,10 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
         row.seq_len,
         published.mlp,
     );
-    model.dropout = published.mlp == Mlp::Gelu && row.zero < 3;
+    // FP8 training only exists on Transformer Engine-era stacks, whose GPT recipes run fused
+    // flash attention without dropout.
+    model.dropout =
+        published.mlp == Mlp::Gelu && row.zero < 3 && published.precision != Precision::Fp8;
     let noted = published.noted;
     if let Some(experts) = row.experts.filter(|e| *e > 1) {
         let top_k = row.top_k.ok_or("a MoE row needs `top_k`")?;
@@ -318,17 +354,20 @@ fn calibrate_row(
     row: &Row,
     line: u64,
     device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
-) -> Result<CalibrationRow, CalibrationError> {
+) -> Result<(CalibrationRow, Option<Prepared>), CalibrationError> {
     let published = read_published(row, line)?;
     let Some(device) = device_lookup(&row.device) else {
-        return Ok(not_costed(
-            row,
-            format!("device `{}` is not in the catalogue", row.device),
+        return Ok((
+            not_costed(
+                row,
+                format!("device `{}` is not in the catalogue", row.device),
+            ),
+            None,
         ));
     };
     let model = match published_model(row, &published) {
         Ok(model) => model,
-        Err(reason) => return Ok(not_costed(row, reason)),
+        Err(reason) => return Ok((not_costed(row, reason), None)),
     };
     let setup = TrainSetup {
         global_batch: row.global_batch,
@@ -347,6 +386,7 @@ fn calibrate_row(
         // The published runs name no switch blocks; their fabrics are taken at full bisection.
         block: None,
         device,
+        fitted: FittedConstants::SHIPPED,
     };
     let recompute = published.recompute;
     // Sequence parallelism is standard with tensor parallelism since Korthikanti et al. (2022):
@@ -400,7 +440,7 @@ fn calibrate_row(
                     )
                 },
             );
-        return Ok(not_costed(row, reason));
+        return Ok((not_costed(row, reason), None));
     };
     let auto = search(
         &SearchSpec {
@@ -413,7 +453,7 @@ fn calibrate_row(
     let predicted = best.estimate.tokens_per_s_per_device;
     let measured = row.measured_tokens_per_s_per_device;
     let auto_total = own.map_or(0.0, |c| c.estimate.tokens_per_s);
-    Ok(CalibrationRow {
+    let result = CalibrationRow {
         run_id: row.run_id.clone(),
         predicted_tokens_per_s_per_device: predicted,
         measured_tokens_per_s_per_device: measured,
@@ -426,7 +466,16 @@ fn calibrate_row(
         auto_tokens_per_s_per_device: own.map_or(0.0, |c| c.estimate.tokens_per_s_per_device),
         auto_layout: own.map(|c| c.layout),
         auto_at_least_as_fast: auto_total >= best.estimate.tokens_per_s * (1.0 - 1e-9),
-    })
+    };
+    let prepared = Prepared {
+        family: row.run_id.split('_').next().unwrap_or("").to_string(),
+        model,
+        setup,
+        cluster,
+        layout: best.layout,
+        measured,
+    };
+    Ok((result, Some(prepared)))
 }
 
 #[cfg(test)]

@@ -22,14 +22,33 @@ pub(crate) use network::{Collective, Group, uplink_slowdown};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};
 
-/// Calibrated: the fraction of datasheet dense peak that tensor cores sustain inside large GEMMs
-/// (clock under power load, instruction issue, epilogues).
-pub const GEMM_PEAK_FRACTION: f64 = 0.96;
+/// The cost model's fitted constants: the only numbers set by matching published runs
+/// (`docs/cost-model.md`, "Constants" lists every constant with its kind). They live in one value
+/// so that `loam calibrate --cross-validate` can refit them with a source family left out.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FittedConstants {
+    /// Share of a device's best measured GEMM throughput ([`crate::hardware::Efficiency`]) that
+    /// the GEMMs of a training step sustain: their shapes are not the sweep's best, and clocks
+    /// sag under the power of a whole step rather than one kernel.
+    pub gemm_sustained: f64,
+    /// Compute slowed by communication running beside it, as a share of the communication time
+    /// it hides: collectives take SMs and memory bandwidth from the kernels they overlap.
+    pub overlap_contention: f64,
+}
 
-/// Calibrated: FLOPs a GEMM kernel does per byte of DRAM traffic for its tiles at 2-byte
-/// operands (set by tile size and L2 reuse). Devices whose `peak / memory bandwidth` nears it
-/// lose efficiency, which is why H100 sustains a lower share of its peak than A100.
-pub const GEMM_TILE_INTENSITY: f64 = 420.0;
+impl FittedConstants {
+    /// The values loam ships, fitted on the shared calibration file.
+    pub const SHIPPED: FittedConstants = FittedConstants {
+        gemm_sustained: 0.86,
+        overlap_contention: 0.3,
+    };
+}
+
+impl Default for FittedConstants {
+    fn default() -> FittedConstants {
+        FittedConstants::SHIPPED
+    }
+}
 
 /// Physical (nccl-tests): achieved bus bandwidth as a share of the datasheet link bandwidth.
 pub const LINK_EFFICIENCY: f64 = 0.8;
@@ -46,24 +65,14 @@ pub const NONGEMM_H_ELEMENTS: f64 = 42.0;
 /// gradient read and weight write (fp32 master, m and v, each read and written).
 pub const OPTIMIZER_STATE_TRAFFIC: f64 = 24.0;
 
+/// Counted: bytes per gradient element in the data-parallel reduction. Megatron-Core reduces in
+/// fp32 (`grad_reduce_in_fp32`, set by NeMo and Megatron-Bridge recipes); torchtitan's and
+/// Composer's FSDP mixed-precision policies default to `reduce_dtype=float32`.
+pub const GRADIENT_REDUCE_BYTES: f64 = 4.0;
+
 /// Physical: share of device memory a training process can fill (CUDA context, NCCL buffers,
 /// allocator fragmentation take the rest).
 pub const USABLE_MEMORY_FRACTION: f64 = 0.9;
-
-/// Peak FLOP/s attention kernels run at: FP8 GEMMs leave attention in 16-bit.
-pub(crate) fn attention_peak(device: &DeviceFigures, precision: Precision) -> f64 {
-    let wanted = if precision == Precision::Fp8 {
-        Precision::Bf16
-    } else {
-        precision
-    };
-    device
-        .peak_flops
-        .get(&wanted)
-        .or_else(|| device.peak_flops.get(&precision))
-        .copied()
-        .unwrap_or(0.0)
-}
 
 /// Seconds of one step, split as the Plan JSON reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

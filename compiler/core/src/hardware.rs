@@ -4,6 +4,7 @@
 //! harness builds them from a CSV row. Keeping them small keeps the cost model independent of how
 //! the catalogue is written.
 
+pub use crate::cost::FittedConstants;
 use crate::types::Precision;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,6 +27,62 @@ pub struct DeviceFigures {
     pub devices_per_node: u32,
     /// Typical board power in watts.
     pub tdp_watts: f64,
+    /// What share of `peak_flops` real kernels sustain on this device.
+    pub efficiency: Efficiency,
+}
+
+/// Measured kernel throughput of one device as a share of its datasheet peak: the physical side
+/// of "how fast does a GEMM run here", which the cost model no longer derives from one formula
+/// fitted on NVIDIA parts. The catalogue carries each figure with its source
+/// (`docs/catalogue.md`, "efficiency").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Efficiency {
+    /// Best large-GEMM throughput per precision over the dense peak of that precision (the
+    /// "maximum achievable matmul FLOPS" of a shape sweep). A precision absent here takes the
+    /// figure of its 16-bit neighbour (see [`Efficiency::gemm`]).
+    pub gemm: BTreeMap<Precision, f64>,
+    /// Causal flash-attention forward throughput over the 16-bit dense peak.
+    pub attention_forward: f64,
+    /// Causal flash-attention backward throughput over the 16-bit dense peak.
+    pub attention_backward: f64,
+    /// Relative uncertainty of a throughput predicted from these figures (0.2 = ±20 %): zero
+    /// when they are measured, stated when they are estimates.
+    pub uncertainty: f64,
+}
+
+impl Efficiency {
+    /// Figures for a device nobody has measured: the lower end of the measured accelerators
+    /// (MI300X sustains 51 % of its BF16 peak in GEMMs, A100 87 %) with a ±30 % uncertainty,
+    /// rather than the efficiency of any one vendor's part.
+    pub fn unmeasured() -> Efficiency {
+        Efficiency {
+            gemm: BTreeMap::from([(Precision::Bf16, 0.6)]),
+            attention_forward: 0.35,
+            attention_backward: 0.3,
+            uncertainty: 0.3,
+        }
+    }
+
+    /// The GEMM share of `precision`: its own figure, else the 16-bit one (fp16 and bf16 share
+    /// the tensor path; an unmeasured fp8 or tf32 path is taken no better than 16-bit), else the
+    /// lowest figure given.
+    pub fn gemm(&self, precision: Precision) -> f64 {
+        let sixteen = self
+            .gemm
+            .get(&Precision::Bf16)
+            .or_else(|| self.gemm.get(&Precision::Fp16));
+        self.gemm
+            .get(&precision)
+            .or(sixteen)
+            .copied()
+            .unwrap_or_else(|| {
+                self.gemm
+                    .values()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .min(1.0)
+            })
+    }
 }
 
 /// A homogeneous set of nodes of one device type and how they are networked.
@@ -45,7 +102,9 @@ pub struct ClusterFigures {
     pub network_latency_s: f64,
     /// The switch blocks the nodes sit in, when the fabric is not a full-bisection fat tree;
     /// `None` when every node reaches every other at its full NIC bandwidth.
-    pub block: Option<SwitchBlock>,
+    pub block: Option<SwitchBlock>,    /// The cost model's fitted constants: [`FittedConstants::SHIPPED`] everywhere but in
+    /// `loam calibrate --cross-validate`, which refits them without one source family.
+    pub fitted: FittedConstants,
 }
 
 /// A switch block: nodes under one leaf/spine block at full bisection, and the block's uplink to

@@ -5,7 +5,7 @@ use crate::Context;
 use crate::args::{CalibrateArgs, OutputFormat};
 use crate::render::plan_json::sort_keys;
 use crate::session::plan_catalogue;
-use loam_compiler::calibrate::{calibrate, render_table};
+use loam_compiler::calibrate::{calibrate, cross_validate, render_cross_validation, render_table};
 use std::path::Path;
 
 /// Runs `loam calibrate`; exit 0 on success, 1 when the CSV is malformed, 2 when unreadable.
@@ -21,7 +21,24 @@ pub fn run(
         cx.eprint(&format!("error: {name}: the CSV is not UTF-8 text\n"));
         return Ok(1);
     };
-    let report = match calibrate(&text, |id| catalogue.device(id).map(|d| d.figures())) {
+    let lookup = |id: &str| catalogue.device(id).map(|d| d.figures());
+    if args.cross_validate {
+        let cv = match cross_validate(&text, lookup) {
+            Ok(cv) => cv,
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                return Ok(1);
+            }
+        };
+        match args.format {
+            OutputFormat::Json => {
+                cx.print_json(&sort_keys(serde_json::to_value(&cv).unwrap_or_default()));
+            }
+            OutputFormat::Text => cx.print(&render_cross_validation(&cv)),
+        }
+        return Ok(0);
+    }
+    let report = match calibrate(&text, lookup) {
         Ok(report) => report,
         Err(e) => {
             cx.eprint(&format!("error: {name}: {e}\n"));

@@ -40,6 +40,7 @@ pub(crate) fn test_device(id: &str) -> Option<DeviceFigures> {
         scale_up_bandwidth: up_bidir_gb_s * 1e9 / 2.0,
         devices_per_node: 8,
         tdp_watts: tdp,
+        efficiency: crate::hardware::Efficiency::unmeasured(),
     })
 }
 

@@ -114,6 +114,7 @@ impl Device {
             scale_up_bandwidth: self.scale_up_bandwidth_bidir / 2.0,
             devices_per_node: self.devices_per_node.value,
             tdp_watts: self.tdp_watts,
+            efficiency: self.efficiency.clone(),
         }
     }
 
@@ -182,6 +183,7 @@ impl NodeGroup {
                     uplink: site.block_uplink,
                 },
             ),
+            fitted: crate::hardware::FittedConstants::SHIPPED,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! check can add "required by the catalogue here" as a secondary label.
 
 use crate::checkpoint::CheckpointPath;
+use crate::hardware::Efficiency;
 use crate::span::{Span, Spanned};
 use crate::types::Precision;
 use serde::{Deserialize, Serialize};
@@ -152,6 +153,11 @@ pub struct Device {
     pub memory_bytes: Spanned<f64>,
     /// Memory bandwidth in bytes/s.
     pub memory_bandwidth: f64,
+    /// Measured kernel throughput as a share of peak ([`Efficiency::unmeasured`] when the file
+    /// gives none).
+    pub efficiency: Efficiency,
+    /// Where the efficiency figures come from (empty when the file gives none).
+    pub efficiency_source: String,
     /// Intra-node fabric name (`NVLink4`, `HCCS` …).
     pub fabric: String,
     /// Intra-node fabric bandwidth per device in bytes/s, both directions together.

@@ -26,6 +26,8 @@ pub(crate) struct DeviceFile {
     pub features: Vec<Loc<super::model::Feature>>,
     pub memory: Loc<String>,
     pub memory_bandwidth: Loc<String>,
+    #[serde(default)]
+    pub efficiency: Option<EfficiencyBlock>,
     pub scale_up: ScaleUp,
     pub devices_per_node: Loc<i64>,
     pub power: Power,
@@ -34,6 +36,25 @@ pub(crate) struct DeviceFile {
     #[serde(default)]
     pub slicing: Option<Slicing>,
     pub reliability: Reliability,
+}
+
+/// Measured kernel throughput as a share of the dense peak.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EfficiencyBlock {
+    pub gemm: BTreeMap<crate::types::Precision, Loc<f64>>,
+    pub attention: AttentionEfficiency,
+    pub source: Loc<String>,
+    #[serde(default)]
+    pub uncertainty: Option<Loc<f64>>,
+}
+
+/// Causal flash-attention throughput as a share of the 16-bit dense peak.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AttentionEfficiency {
+    pub forward: Loc<f64>,
+    pub backward: Loc<f64>,
 }
 
 /// Intra-node fabric.

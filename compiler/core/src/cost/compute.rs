@@ -1,12 +1,14 @@
 //! Compute time of one transformer block and of the output head on one device.
 //!
 //! Every GEMM is timed from its own dimensions after tensor (and expert) splitting: tensor-core
-//! time at the sustained fraction of peak, plus the DRAM traffic of its tiles (which bounds small
-//! and skinny GEMMs, and devices whose FLOP/byte balance is high), plus reading its operands once.
-//! Work outside GEMMs (norms, activations, residuals, dropout) is memory-bound.
+//! time at the device's measured GEMM throughput (its [`Efficiency`] share of peak, sustained
+//! over a step by [`FittedConstants::gemm_sustained`]), plus reading its operands once, plus,
+//! under FP8, casting its 16-bit input to FP8 with its scale. Attention runs at the device's
+//! measured flash-attention throughput, forward and backward apart. Work outside GEMMs (norms,
+//! activations, residuals, dropout, expert permutation) is memory-bound.
 
-use super::{GEMM_PEAK_FRACTION, GEMM_TILE_INTENSITY, NONGEMM_H_ELEMENTS, attention_peak};
-use crate::hardware::DeviceFigures;
+use super::NONGEMM_H_ELEMENTS;
+use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency, FittedConstants};
 use crate::types::{Mlp, Precision, Recompute};
 use crate::workload::{
     BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, expert_tensor,
@@ -15,43 +17,87 @@ use crate::workload::{
 /// Device rates a timing needs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rates {
-    /// Peak dense FLOP/s of the GEMM precision.
+    /// Datasheet dense peak FLOP/s of the GEMM precision (the MFU denominator).
     pub gemm_peak: f64,
-    /// Peak dense FLOP/s of the attention kernels (16-bit even under FP8).
-    pub attention_peak: f64,
+    /// Sustained FLOP/s of the GEMM precision.
+    pub gemm_rate: f64,
+    /// Sustained FLOP/s of the causal flash-attention forward (16-bit even under FP8).
+    pub attention_forward_rate: f64,
+    /// Sustained FLOP/s of the causal flash-attention backward.
+    pub attention_backward_rate: f64,
     /// Memory bandwidth in bytes/s.
     pub memory_bandwidth: f64,
     /// Bytes per GEMM operand element.
     pub gemm_elt: f64,
     /// Bytes per activation element.
     pub act_elt: f64,
+    /// Bytes moved per element of a GEMM's activation operand to cast it to FP8 (read the
+    /// 16-bit value, write the 8-bit one; the amax for the scale is fused into the cast, as
+    /// Transformer Engine does); zero outside FP8.
+    pub cast_bytes: f64,
+}
+
+/// Peak FLOP/s attention kernels run at: FP8 GEMMs leave attention in 16-bit.
+pub(crate) fn attention_peak(device: &DeviceFigures, precision: Precision) -> f64 {
+    device
+        .peak_flops
+        .get(&sixteen_bit(precision))
+        .or_else(|| device.peak_flops.get(&precision))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// The precision attention and the output head run in: 16-bit under FP8 (Transformer Engine
+/// and torchao leave both out of FP8), the job's own otherwise.
+pub(crate) fn sixteen_bit(precision: Precision) -> Precision {
+    if precision == Precision::Fp8 {
+        Precision::Bf16
+    } else {
+        precision
+    }
 }
 
 impl Rates {
-    /// The rates of `device` under `precision`, if the device supports it.
-    pub(crate) fn new(device: &DeviceFigures, precision: Precision) -> Option<Rates> {
-        let gemm_peak = *device.peak_flops.get(&precision)?;
+    /// The rates of `cluster`'s device under `precision`, if the device supports it.
+    pub(crate) fn new(cluster: &ClusterFigures, precision: Precision) -> Option<Rates> {
+        Rates::of(&cluster.device, &cluster.fitted, precision)
+    }
+
+    /// The rates of `device` under `precision` with the `fitted` constants.
+    pub(crate) fn of(
+        device: &DeviceFigures,
+        fitted: &FittedConstants,
+        precision: Precision,
+    ) -> Option<Rates> {
+        let peak = *device.peak_flops.get(&precision)?;
+        let efficiency: &Efficiency = &device.efficiency;
         let gemm_elt = match precision {
             Precision::Fp8 => 1.0,
             other => other.bytes(),
         };
+        let attention_peak = attention_peak(device, precision);
         Some(Rates {
-            gemm_peak,
-            attention_peak: attention_peak(device, precision),
+            gemm_peak: peak,
+            gemm_rate: peak * efficiency.gemm(precision) * fitted.gemm_sustained,
+            attention_forward_rate: attention_peak * efficiency.attention_forward,
+            attention_backward_rate: attention_peak * efficiency.attention_backward,
             memory_bandwidth: device.memory_bandwidth,
             gemm_elt,
             act_elt: precision.bytes(),
+            cast_bytes: if precision == Precision::Fp8 {
+                precision.bytes() + 1.0
+            } else {
+                0.0
+            },
         })
     }
 
-    /// Seconds of one `M×K · K×N` GEMM.
+    /// Seconds of one `M×K · K×N` GEMM whose activation operand is `M×K`.
     pub(crate) fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
         let flops = 2.0 * m * n * k;
-        let tensor = flops / (GEMM_PEAK_FRACTION * self.gemm_peak);
-        // Tile reloads: GEMM_TILE_INTENSITY is FLOP per DRAM byte at 2-byte operands.
-        let tiles = flops * self.gemm_elt / (2.0 * GEMM_TILE_INTENSITY * self.memory_bandwidth);
         let operands = self.gemm_elt * (m * k + k * n) + self.act_elt * m * n;
-        tensor + tiles + operands / self.memory_bandwidth
+        let cast = self.cast_bytes * m * k;
+        flops / self.gemm_rate + (operands + cast) / self.memory_bandwidth
     }
 }
 
@@ -180,9 +226,11 @@ fn kind_time(
     let (attn_fwd, attn_bwd) = if flash_attention {
         // Flash attention: causal, so only the unmasked keys are computed.
         let attn_flops = 2.0 * tokens * heads * (qk + v) * causal_keys(model, kind);
-        let fwd = attn_flops / (GEMM_PEAK_FRACTION * rates.attention_peak);
         // Backward recomputes the scores inside the kernel: 2.5× the forward FLOPs.
-        (fwd, 2.5 * fwd)
+        (
+            attn_flops / rates.attention_forward_rate,
+            2.5 * attn_flops / rates.attention_backward_rate,
+        )
     } else {
         // Materialised scores: batched `QKᵀ` and `AV` GEMMs over heads, then fused
         // scale-mask-softmax and dropout passes over the scores of each token (forward 4.5
@@ -205,6 +253,14 @@ fn kind_time(
     };
     let nongemm_total = tokens * rates.act_elt * (NONGEMM_H_ELEMENTS * h / sp_div + act_elems)
         / rates.memory_bandwidth;
+    // Routed tokens are permuted into expert order and back, forward and backward: a read and
+    // a write of every routed copy each time (Megatron-Core's token dispatcher), eight passes.
+    let permute = if kind.moe {
+        8.0 * tokens * etp / t * model.active_experts() * h * rates.act_elt / rates.memory_bandwidth
+    } else {
+        0.0
+    };
+    let nongemm_total = nongemm_total + permute;
     let nongemm_fwd = nongemm_total / 3.0;
     BlockTime {
         forward: gemm_fwd + attn_fwd + nongemm_fwd,

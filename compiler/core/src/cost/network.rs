@@ -195,6 +195,7 @@ mod tests {
                 scale_up_bandwidth: 450e9,
                 devices_per_node: 8,
                 tdp_watts: 700.0,
+                efficiency: crate::hardware::Efficiency::unmeasured(),
             },
             devices_per_node: 8,
             nodes: 64,
@@ -205,6 +206,7 @@ mod tests {
                 nodes: 32,
                 uplink: uplink_tbps * 1e12 / 8.0,
             }),
+            fitted: crate::hardware::FittedConstants::SHIPPED,
         }
     }
 
@@ -239,6 +241,7 @@ mod tests {
         assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &full), 1.0);
         let none = ClusterFigures {
             block: None,
+            fitted: crate::hardware::FittedConstants::SHIPPED,
             ..quarter.clone()
         };
         assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &none), 1.0);

@@ -83,7 +83,7 @@ pub fn op_costs(
 
     // One block at the job's precision (and at bf16 for blocks marked sensitive in fp8 jobs).
     let block_at = |precision: Precision| {
-        let rates = Rates::new(device, precision)?;
+        let rates = Rates::new(cluster, precision)?;
         let block = block_time(model, &layout, &rates, setup.flash_attention);
         let buffer = tp_buffer(model, &layout, precision);
         let tp = tensor_comm_per_layer(&layout, buffer, cluster);

@@ -14,9 +14,11 @@
 //! Every number is the same expression on the same operands, evaluated in the same order, as in
 //! one straight pass: results are bit-identical whichever way they are reached.
 
-use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time};
+use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time, sixteen_bit};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
-use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
+use super::{
+    CostError, GRADIENT_REDUCE_BYTES, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate,
+};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
@@ -34,6 +36,8 @@ pub(crate) struct Costing<'a> {
     setup: &'a TrainSetup,
     cluster: &'a ClusterFigures,
     rates: Rates,
+    /// The output head's rates: 16-bit in FP8 jobs.
+    head_rates: Rates,
     count: ParamCount,
     /// FLOPs per token under each recomputation mode, by [`recompute_index`].
     flops: [FlopsPerToken; 3],
@@ -75,9 +79,11 @@ pub(crate) struct Placement {
     grad_rs: f64,
     /// All-gather of every weight the device holds, frozen ones included (ZeRO-3).
     weight_ag: f64,
+    /// All-gather of the updated trainable weights after a sharded optimizer step (ZeRO-1/2).
+    param_ag: f64,
     /// `grad_rs / lps`.
     grad_share: f64,
-    /// `2·grad_rs / lps`.
+    /// `grad_rs / lps`: the last bucket, which nothing hides.
     reduce_share: f64,
     /// `(p − 1) / v`.
     bubble_share: f64,
@@ -163,6 +169,14 @@ fn moe_share(model: &ModelDims) -> f64 {
 }
 
 /// The position of `recompute` in [`Recompute::ALL`], for caches by recomputation mode.
+/// Seconds `comm` adds to a step when it runs beside `window` seconds of compute: whatever does
+/// not fit under the window, plus the slowdown the hidden part inflicts on the compute it
+/// overlaps ([`FittedConstants::overlap_contention`](crate::hardware::FittedConstants)).
+pub(crate) fn exposed(comm: f64, window: f64, contention: f64) -> f64 {
+    let hidden = comm.min(window.max(0.0));
+    (comm - hidden) + contention * hidden
+}
+
 pub(crate) fn recompute_index(recompute: Recompute) -> usize {
     match recompute {
         Recompute::None => 0,
@@ -179,17 +193,19 @@ impl<'a> Costing<'a> {
         setup: &'a TrainSetup,
         cluster: &'a ClusterFigures,
     ) -> Result<Costing<'a>, CostError> {
-        let rates = Rates::new(&cluster.device, setup.precision).ok_or_else(|| {
+        let rates = Rates::new(cluster, setup.precision).ok_or_else(|| {
             CostError::UnsupportedPrecision {
                 device: cluster.device.id.clone(),
                 precision: setup.precision,
             }
         })?;
+        let head_rates = Rates::new(cluster, sixteen_bit(setup.precision)).unwrap_or(rates);
         Ok(Costing {
             model,
             setup,
             cluster,
             rates,
+            head_rates,
             count: param_count(model),
             flops: [
                 flops_per_token(model, Recompute::None),
@@ -255,7 +271,7 @@ impl<'a> Costing<'a> {
         let buffers = comm_buffers(model, self.setup, layout);
         let block = block_time(model, layout, &self.rates, self.setup.flash_attention)
             .with_recompute(Recompute::None);
-        let head = head_time(model, layout, &self.rates);
+        let head = head_time(model, layout, &self.head_rates);
         let tokens = layout.micro_batch_tokens(model.seq_len);
         let embedding = embedding_time(model, tokens, self.setup.precision.bytes(), &self.rates);
 
@@ -265,9 +281,10 @@ impl<'a> Costing<'a> {
         // Context parallel: K/V ring steps hide under the attention core they feed.
         let (cp_forward, cp_backward) = if layout.context > 1 {
             let ring = (cp - 1.0) * p2p_time(buffers.cp_kv, t, cluster);
+            let contention = cluster.fitted.overlap_contention;
             (
-                (ring - block.attention_forward).max(0.0),
-                (2.0 * ring - 2.0 * block.attention_forward).max(0.0),
+                exposed(ring, block.attention_forward, contention),
+                exposed(2.0 * ring, 2.0 * block.attention_forward, contention),
             )
         } else {
             (0.0, 0.0)
@@ -325,8 +342,14 @@ impl<'a> Costing<'a> {
             collective_time(Collective::Gather, dense * elt, dp_group, cluster)
                 + collective_time(Collective::Gather, routed * elt, edp_group, cluster)
         };
-        let grad_rs = gather(params.trainable_dense, params.trainable_routed);
+        // Gradients are reduced in fp32 (Megatron-Core `grad_reduce_in_fp32`, which NeMo and
+        // Megatron-Bridge recipes set; torchtitan's and Composer's FSDP default
+        // `reduce_dtype=float32`): twice the bytes of a 16-bit reduction. Weights are gathered
+        // in the training precision.
+        let grad_rs = GRADIENT_REDUCE_BYTES / elt
+            * gather(params.trainable_dense, params.trainable_routed);
         let weight_ag = gather(dense_weights, params.routed);
+        let param_ag = gather(params.trainable_dense, params.trainable_routed);
         // Only the weights that train are updated.
         let update = |dense: f64, routed: f64| {
             (dense + routed) * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
@@ -338,8 +361,9 @@ impl<'a> Costing<'a> {
             lps,
             grad_rs,
             weight_ag,
+            param_ag,
             grad_share: grad_rs / lps,
-            reduce_share: 2.0 * grad_rs / lps,
+            reduce_share: grad_rs / lps,
             bubble_share: (p - 1.0) / v,
             optimizer_whole: update(params.trainable_dense, params.trainable_routed),
             optimizer_sharded: update(
@@ -400,8 +424,9 @@ impl<'a> Costing<'a> {
         // (arXiv:2412.19437 §3.2.1) and Megatron-Core's EP all-to-all overlap
         // (`--overlap-moe-expert-parallel-comm`) schedule them so; only what exceeds a block's
         // compute is exposed. Without a pipeline there is no other micro-batch to hide under.
+        let contention = self.cluster.fitted.overlap_contention;
         let ep_layer = if layout.pipeline > 1 {
-            (kernel.ep_layer - block.total()).max(0.0)
+            exposed(kernel.ep_layer, block.total(), contention)
         } else {
             kernel.ep_layer
         };
@@ -453,29 +478,38 @@ impl<'a> Costing<'a> {
         let block = &replay.block;
         let placement = &shape.placement;
         let (m, lps, grad_rs) = (shape.m, placement.lps, placement.grad_rs);
+        let contention = self.cluster.fitted.overlap_contention;
+        let hide = |comm: f64, window: f64| exposed(comm, window, contention);
         let (dp_per_mb, dp_step) = match layout.zero {
             0 | 1 => {
                 // Bucketed reduction overlaps the last micro-batch's backward except its last
-                // bucket; ZeRO-1 gathers updated parameters under the next forward the same way.
-                let reduce = 2.0 * grad_rs;
-                let exposed = (reduce - replay.backward_window).max(placement.reduce_share);
+                // bucket: an all-reduce (ZeRO-0), or a reduce-scatter of gradients then a gather
+                // of the updated parameters under the next forward (ZeRO-1).
+                let reduce = if layout.zero == 0 {
+                    2.0 * grad_rs
+                } else {
+                    grad_rs + placement.param_ag
+                };
+                let exposed = hide(reduce, replay.backward_window).max(placement.reduce_share);
                 (0.0, exposed)
             }
             2 => {
                 // Gradients are reduce-scattered every micro-batch under its backward.
-                let exposed = (grad_rs - replay.backward_window).max(placement.grad_share);
+                let exposed = hide(grad_rs, replay.backward_window).max(placement.grad_share);
                 (
                     exposed,
-                    (grad_rs - replay.forward_window).max(placement.grad_share),
+                    hide(placement.param_ag, replay.forward_window).max(placement.grad_share),
                 )
             }
             _ => {
                 // FSDP: per block, gather weights before forward and backward (prefetched under
                 // the previous block) and reduce-scatter gradients under the backward.
                 let ag_layer = placement.weight_ag / lps;
-                let fwd = (ag_layer - block.forward).max(0.0);
-                let bwd =
-                    (ag_layer + placement.grad_share - block.backward - block.recompute).max(0.0);
+                let fwd = hide(ag_layer, block.forward);
+                let bwd = hide(
+                    ag_layer + placement.grad_share,
+                    block.backward + block.recompute,
+                );
                 ((fwd + bwd) * lps + ag_layer, 0.0)
             }
         };

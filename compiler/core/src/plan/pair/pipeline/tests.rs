@@ -23,6 +23,7 @@ fn device(
         scale_up_bandwidth: 300e9,
         devices_per_node: dpn,
         tdp_watts: 500.0,
+        efficiency: crate::hardware::Efficiency::unmeasured(),
     }
 }
 
@@ -36,6 +37,7 @@ fn cluster(device: DeviceFigures, nodes: u32) -> ClusterFigures {
         nics_per_node: 4,
         network_latency_s: 5e-6,
         block: None,
+        fitted: crate::hardware::FittedConstants::SHIPPED,
     }
 }
 
