@@ -162,3 +162,24 @@ fn bad_rows_name_line_and_column() {
         Err(CalibrationError::Empty)
     );
 }
+
+#[test]
+fn measured_model_flops_agree_with_the_costed_mfu() {
+    // Two routes to the same figure: the measured tokens/s × the model's FLOPs per token, and
+    // the costed layout's MFU × the peak, scaled from predicted to measured tokens/s.
+    let catalogue = crate::catalogue::builtin();
+    for row in report().rows {
+        let measured = row.measured_model_tflops_per_device.unwrap();
+        let peak = catalogue
+            .device(&row.device)
+            .and_then(|d| d.peak(row.precision))
+            .unwrap();
+        let scaled = row.mfu * peak / 1e12 * row.measured_tokens_per_s_per_device
+            / row.predicted_tokens_per_s_per_device;
+        assert!(
+            (measured - scaled).abs() <= 1e-6 * measured,
+            "{}: {measured} vs {scaled}",
+            row.run_id
+        );
+    }
+}
