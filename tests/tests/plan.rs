@@ -355,6 +355,45 @@ fn a_pinned_layout_that_does_not_fit_fails_with_memory_numbers() {
 }
 
 #[test]
+fn a_plan_above_the_best_published_run_warns_and_still_succeeds() {
+    // The L3007 fixture: a feasible plan on H100_SXM predicted above the catalogue's figure.
+    let fixture = "tests/cases/plan/L3007-prediction-above-the-best-published-run.loam";
+    let (code, doc, err) = plan_json(&[fixture]);
+    assert_eq!(code, 0, "a warning does not fail the plan: {err}");
+    let plan = &doc["plans"][0];
+    assert_eq!(plan["feasible"], true);
+    let finding = plan["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "L3007")
+        .unwrap_or_else(|| panic!("no L3007 in {plan}"));
+    assert_eq!(finding["severity"], "warning");
+    assert_eq!(finding["field"], "job");
+    let message = finding["message"].as_str().unwrap();
+    // The figure in the message is the plan's own estimate, above the catalogue's.
+    let predicted = plan["estimate"]["model_tflops_per_device"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        message.contains(&format!("{predicted:.1} TFLOP/s")),
+        "{message}"
+    );
+    assert!(
+        plan["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == message)
+    );
+    // `loam plan` shows it like the other warnings, and exits 0.
+    let (code, table, err) = loam(&["plan", fixture]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("L3007"), "{err}");
+    assert!(table.contains(message), "{table}");
+}
+
+#[test]
 fn spec_errors_stop_planning() {
     // The job with errors is not planned; its errors come with the (empty) plan list.
     let (code, doc) = plan_text("broken", "job \"x\" {\n  tenant = 3\n}\n");

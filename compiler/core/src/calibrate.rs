@@ -34,6 +34,13 @@ pub struct CalibrationRow {
     pub predicted_tokens_per_s_per_device: f64,
     /// What the run measured.
     pub measured_tokens_per_s_per_device: f64,
+    /// The precision the run trained in.
+    pub precision: Precision,
+    /// The measured throughput as model TFLOP/s per device, in loam's MFU convention (measured
+    /// tokens/s per device × the model's FLOPs per token, attention included, no
+    /// recomputation); what a device's `best_published` figure is taken from. `None` when the
+    /// row's model cannot be built.
+    pub measured_model_tflops_per_device: Option<f64>,
     /// `100 · (predicted − measured) / measured`; `None` when the row is not costed.
     pub error_pct: Option<f64>,
     /// Why the row could not be costed with its published layout (`None` when it was).
@@ -291,11 +298,18 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
 }
 
 /// A row listed with the reason it could not be costed.
-fn not_costed(row: &Row, reason: String) -> CalibrationRow {
+fn not_costed(
+    row: &Row,
+    published: &Published,
+    model: Option<&ModelDims>,
+    reason: String,
+) -> CalibrationRow {
     CalibrationRow {
         run_id: row.run_id.clone(),
         predicted_tokens_per_s_per_device: 0.0,
         measured_tokens_per_s_per_device: row.measured_tokens_per_s_per_device,
+        precision: published.precision,
+        measured_model_tflops_per_device: model.map(|m| measured_model_tflops(row, m)),
         error_pct: None,
         not_costed: Some(reason),
         device: row.device.clone(),
@@ -350,24 +364,32 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
     Ok(model)
 }
 
+/// The row's measured tokens/s per device as model TFLOP/s per device (MFU convention).
+fn measured_model_tflops(row: &Row, model: &ModelDims) -> f64 {
+    let per_token = crate::workload::flops_per_token(model, Recompute::None).model;
+    row.measured_tokens_per_s_per_device * per_token / 1e12
+}
+
 fn calibrate_row(
     row: &Row,
     line: u64,
     device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
 ) -> Result<(CalibrationRow, Option<Prepared>), CalibrationError> {
     let published = read_published(row, line)?;
+    let model = match published_model(row, &published) {
+        Ok(model) => model,
+        Err(reason) => return Ok((not_costed(row, &published, None, reason), None)),
+    };
     let Some(device) = device_lookup(&row.device) else {
         return Ok((
             not_costed(
                 row,
+                &published,
+                Some(&model),
                 format!("device `{}` is not in the catalogue", row.device),
             ),
             None,
         ));
-    };
-    let model = match published_model(row, &published) {
-        Ok(model) => model,
-        Err(reason) => return Ok((not_costed(row, reason), None)),
     };
     let setup = TrainSetup {
         global_batch: row.global_batch,
@@ -440,7 +462,7 @@ fn calibrate_row(
                     )
                 },
             );
-        return Ok((not_costed(row, reason), None));
+        return Ok((not_costed(row, &published, Some(&model), reason), None));
     };
     let auto = search(
         &SearchSpec {
@@ -457,6 +479,8 @@ fn calibrate_row(
         run_id: row.run_id.clone(),
         predicted_tokens_per_s_per_device: predicted,
         measured_tokens_per_s_per_device: measured,
+        precision: published.precision,
+        measured_model_tflops_per_device: Some(measured_model_tflops(row, &model)),
         error_pct: Some(100.0 * (predicted - measured) / measured),
         not_costed: None,
         device: row.device.clone(),

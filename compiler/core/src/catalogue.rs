@@ -36,8 +36,8 @@ pub use check_job::check_job;
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{
-    Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site, SliceProfile,
-    SlicingKind, Stack, Status, Tenant,
+    BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site,
+    SliceProfile, SlicingKind, Stack, Status, Tenant,
 };
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};
 pub use values::{compare_versions, parse_version};

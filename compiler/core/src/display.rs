@@ -88,6 +88,11 @@ pub fn percent_signed(ratio: f64) -> String {
     format!("{:+.1} %", 100.0 * ratio)
 }
 
+/// A compute rate in TFLOP/s with one decimal: `4.589e14` → `458.9 TFLOP/s`.
+pub fn tflops(flops_per_s: f64) -> String {
+    format!("{:.1} TFLOP/s", flops_per_s / 1e12)
+}
+
 /// A duration given in seconds, as the planner's sentences write it: seconds below two minutes
 /// (`90 s`), minutes below two hours (`95 min`), hours below two days (`36.0 h`), else days
 /// (`29.1 days`). The unit follows the magnitude, so a negative duration reads like its

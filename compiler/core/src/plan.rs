@@ -7,6 +7,7 @@ mod objective;
 pub mod pair;
 mod placement;
 pub mod planner;
+mod plausibility;
 mod request;
 mod schedule;
 pub mod search;

@@ -163,3 +163,74 @@ fn bad_rows_name_line_and_column() {
         Err(CalibrationError::Empty)
     );
 }
+
+#[test]
+fn measured_model_flops_agree_with_the_costed_mfu() {
+    // Two routes to the same figure: the measured tokens/s × the model's FLOPs per token, and
+    // the costed layout's MFU × the peak, scaled from predicted to measured tokens/s.
+    let catalogue = crate::catalogue::builtin();
+    for row in report().rows {
+        let measured = row.measured_model_tflops_per_device.unwrap();
+        let peak = catalogue
+            .device(&row.device)
+            .and_then(|d| d.peak(row.precision))
+            .unwrap();
+        let scaled = row.mfu * peak / 1e12 * row.measured_tokens_per_s_per_device
+            / row.predicted_tokens_per_s_per_device;
+        assert!(
+            (measured - scaled).abs() <= 1e-6 * measured,
+            "{}: {measured} vs {scaled}",
+            row.run_id
+        );
+    }
+}
+
+#[test]
+fn the_catalogues_best_published_figures_are_the_files_best_runs() {
+    // The `source` column by run id.
+    let mut reader = csv::Reader::from_reader(CSV.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (run_column, source_column) = (column("run_id"), column("source"));
+    let sources: BTreeMap<String, String> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[run_column].to_string(), r[source_column].to_string())
+        })
+        .collect();
+    // The fastest run of the file per device and precision, in model TFLOP/s per device.
+    let mut best: BTreeMap<(String, Precision), (f64, String)> = BTreeMap::new();
+    for row in report().rows {
+        let measured = row.measured_model_tflops_per_device.unwrap();
+        let entry = best
+            .entry((row.device.clone(), row.precision))
+            .or_insert((measured, row.run_id.clone()));
+        if measured > entry.0 {
+            *entry = (measured, row.run_id.clone());
+        }
+    }
+    // The shipped catalogue has exactly those, written to 0.1 TFLOP/s, with the run's source;
+    // a device without a published run has no figure.
+    let catalogue = crate::catalogue::builtin();
+    let mut shipped = BTreeMap::new();
+    for (id, device) in &catalogue.devices {
+        for (precision, figure) in &device.best_published {
+            shipped.insert((id.clone(), *precision), figure.clone());
+        }
+    }
+    assert_eq!(
+        shipped.keys().collect::<Vec<_>>(),
+        best.keys().collect::<Vec<_>>()
+    );
+    for (key, (tflops, run)) in &best {
+        let figure = &shipped[key];
+        assert!(
+            (figure.model_flops.value / 1e12 - tflops).abs() <= 0.05 + 1e-9,
+            "{key:?}: catalogue {} vs {tflops} from {run}",
+            figure.model_flops.value / 1e12
+        );
+        assert_eq!(&figure.run, run, "{key:?}");
+        assert_eq!(figure.source, sources[run], "{key:?}");
+    }
+}

@@ -17,6 +17,8 @@ use crate::span::{FileId, Span, Spanned};
 use crate::units::{Dimension, parse_quantity};
 use std::collections::BTreeMap;
 
+mod published;
+
 /// What a catalogue file describes, decided by the folder it is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -209,6 +211,7 @@ impl Cx<'_, '_> {
             Dimension::Duration,
             "reliability.mtbf",
         );
+        let best_published = self.best_published(&raw, &peak_flops);
         self.version(&raw.software.min_version, "software.min_version");
         let mut slice_profiles = Vec::new();
         for profile in raw.slicing.iter().flat_map(|s| &s.profiles) {
@@ -279,6 +282,7 @@ impl Cx<'_, '_> {
             slice_profiles,
             mtbf_s: mtbf?,
             mtbf_basis: raw.reliability.basis.value,
+            best_published,
             file: self.source.path.to_string(),
         })
     }

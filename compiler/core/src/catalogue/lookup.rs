@@ -132,6 +132,11 @@ impl Device {
     pub fn peak(&self, precision: Precision) -> Option<f64> {
         self.peak_flops.get(&precision).map(|v| v.value)
     }
+
+    /// The best published measurement in `precision`, when a published run is known.
+    pub fn best_published(&self, precision: Precision) -> Option<&super::BestPublished> {
+        self.best_published.get(&precision)
+    }
 }
 
 impl Site {

@@ -130,6 +130,19 @@ pub struct SliceProfile {
     pub compute_fraction: f64,
 }
 
+/// The best throughput a published training run measured on a device in one precision: model
+/// FLOP/s per device in loam's MFU convention (6·N·tokens plus attention, no recomputation), so
+/// a plan's `model_tflops_per_device` compares with it directly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BestPublished {
+    /// Model FLOP/s per device the run measured.
+    pub model_flops: Spanned<f64>,
+    /// The run's id in the calibration file (`tests/data/training_runs_calibration.csv`).
+    pub run: String,
+    /// Where the run was published.
+    pub source: String,
+}
+
 /// One accelerator type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Device {
@@ -182,6 +195,9 @@ pub struct Device {
     pub mtbf_s: f64,
     /// Why that MTBF was assumed.
     pub mtbf_basis: String,
+    /// The best published measurement per precision; a plan above it is an extrapolation.
+    /// Empty when no published run on the device is known.
+    pub best_published: BTreeMap<Precision, BestPublished>,
     /// The file it was read from.
     pub file: String,
 }

@@ -36,6 +36,8 @@ pub(crate) struct DeviceFile {
     #[serde(default)]
     pub slicing: Option<Slicing>,
     pub reliability: Reliability,
+    #[serde(default)]
+    pub best_published: BTreeMap<crate::types::Precision, BestPublished>,
 }
 
 /// Measured kernel throughput as a share of the dense peak.
@@ -104,6 +106,15 @@ pub(crate) struct SliceProfile {
 pub(crate) struct Reliability {
     pub mtbf: Loc<String>,
     pub basis: Loc<String>,
+}
+
+/// The best model FLOP/s per device a published training run measured in one precision.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BestPublished {
+    pub model_flops: Loc<String>,
+    pub run: Loc<String>,
+    pub source: Loc<String>,
 }
 
 /// One pool file, `specs/pools/<id>.yaml`.

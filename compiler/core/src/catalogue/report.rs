@@ -149,6 +149,9 @@ fn device_json(catalogue: &Catalogue, d: &Device) -> Value {
             })).collect::<Vec<_>>(),
         })),
         "mtbf_h": d.mtbf_s / 3600.0,
+        "best_published": d.best_published.iter().map(|(p, b)| (p.as_str().to_string(), json!({
+            "model_tflops": b.model_flops.value / TFLOPS, "run": b.run, "source": b.source
+        }))).collect::<serde_json::Map<_, _>>(),
         "file": d.file,
         "placements": placements,
     })
@@ -260,6 +263,15 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
         let _ = writeln!(out, "  slicing     {kind}: {}", names.join(", "));
     }
     let _ = writeln!(out, "  mtbf        {:.0} h (assumed)", d.mtbf_s / 3600.0);
+    for (precision, best) in &d.best_published {
+        let _ = writeln!(
+            out,
+            "  best {:<6} {} model FLOPs per device, measured by {}",
+            precision.as_str(),
+            crate::display::tflops(best.model_flops.value),
+            best.run
+        );
+    }
     let _ = writeln!(out, "  where       {}", where_text(catalogue, &d.id.value));
     out
 }

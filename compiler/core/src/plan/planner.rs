@@ -21,6 +21,7 @@ use super::objective::{Limits, PENALTY};
 use super::pair::data::{fill_pair_data_plan, pair_data_plans};
 use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
 use super::placement::{self, Placement};
+use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
 use super::search::{Pins, RejectedRegion, SearchSpec, search};
 use super::single::{self, Ranked};
@@ -238,6 +239,12 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         plan.schedule = cheap_hours(job, pool, best, limits, &convert);
     }
     plan.diagnostics.extend(found);
+    // A prediction above every published run on the device is shown, not trusted silently.
+    if let Some(estimate) = &plan.estimate {
+        let guarded = extrapolations(base_setup.precision, model, &graph, best.kind, estimate);
+        plan.notes.extend(guarded.iter().map(|f| f.message.clone()));
+        plan.diagnostics.extend(guarded);
+    }
     plan
 }
 

@@ -1,6 +1,6 @@
 //! Diagnostic codes of the plan phase (L3xxx): what the planner finds about a job that the
 //! checks cannot know — whether any layout fits, whether the limits are met, whether the devices
-//! are free and guaranteed.
+//! are free and guaranteed, whether the prediction is above anything published.
 
 super::codes! {
     NO_LAYOUT = "L3001" => "no layout fits",
@@ -9,4 +9,5 @@ super::codes! {
     OVER_BUDGET = "L3004" => "over budget",
     QUEUES = "L3005" => "devices not free now",
     ABOVE_GUARANTEED_QUOTA = "L3006" => "devices above the guaranteed quota",
+    EXTRAPOLATION = "L3007" => "prediction above the best published run",
 }
