@@ -138,7 +138,7 @@ impl StepEstimate {
             model_tflops_per_device: 0.0,
             mfu: 0.0,
             hfu: 0.0,
-            flops_convention: FlopConvention::ModelPalm,
+            flops_convention: FlopConvention::ModelCausal,
             model_flops_per_token: 0.0,
             hardware_flops_per_token: 0.0,
             memory_per_device_bytes: 0.0,

@@ -28,7 +28,9 @@ pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{
     FlopConvention, FlopsPerToken, ParamCount, flops_per_token, param_count, params_per_device,
 };
-pub(crate) use params::{HeldParams, attended_keys, block_matrices, forward_flops, held_params};
+pub(crate) use params::{
+    HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
+};
 pub use split::{RankLoad, StageSplit, chunk_blocks};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};

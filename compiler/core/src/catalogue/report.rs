@@ -149,6 +149,13 @@ fn device_json(catalogue: &Catalogue, d: &Device) -> Value {
             })).collect::<Vec<_>>(),
         })),
         "mtbf_h": d.mtbf_s / 3600.0,
+        "efficiency": {
+            "gemm": d.efficiency.gemm.iter().map(|(p, v)| (p.as_str().to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "attention_forward": d.efficiency.attention_forward,
+            "attention_backward": d.efficiency.attention_backward,
+            "uncertainty": d.efficiency.uncertainty,
+            "source": d.efficiency_source,
+        },
         "best_published": d.best_published.iter().map(|(p, b)| (p.as_str().to_string(), json!({
             "model_tflops": b.model_flops.value / TFLOPS, "run": b.run, "source": b.source
         }))).collect::<serde_json::Map<_, _>>(),
@@ -263,6 +270,24 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
         let _ = writeln!(out, "  slicing     {kind}: {}", names.join(", "));
     }
     let _ = writeln!(out, "  mtbf        {:.0} h (assumed)", d.mtbf_s / 3600.0);
+    let e = &d.efficiency;
+    let gemm: Vec<String> = e
+        .gemm
+        .iter()
+        .map(|(p, v)| format!("{} {:.0} %", p.as_str(), 100.0 * v))
+        .collect();
+    let uncertain = if e.uncertainty > 0.0 {
+        format!(" (±{:.0} %)", 100.0 * e.uncertainty)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  efficiency  GEMM {} · attention forward {:.0} %, backward {:.0} % of peak{uncertain}",
+        gemm.join(", "),
+        100.0 * e.attention_forward,
+        100.0 * e.attention_backward
+    );
     for (precision, best) in &d.best_published {
         let _ = writeln!(
             out,

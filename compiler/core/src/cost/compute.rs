@@ -11,7 +11,8 @@ use super::NONGEMM_H_ELEMENTS;
 use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency, FittedConstants};
 use crate::types::{Mlp, Precision, Recompute};
 use crate::workload::{
-    BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, expert_tensor,
+    BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, causal_keys,
+    expert_tensor,
 };
 
 /// Device rates a timing needs.
@@ -157,20 +158,6 @@ pub(crate) fn block_time(
         mean.attention_forward += share * b.attention_forward;
     }
     mean.with_recompute(layout.recompute)
-}
-
-/// Keys a query attends to on average in a causal kernel, which skips the masked half: `s/2`
-/// over the whole sequence, `w − w²/2s` in a window of `w` (every query past the first `w` sees
-/// `w` keys).
-fn causal_keys(model: &ModelDims, kind: BlockKind) -> f64 {
-    let s = f64::from(model.seq_len);
-    match (kind.sliding, model.sliding_window) {
-        (true, Some(w)) if f64::from(w) < s => {
-            let w = f64::from(w);
-            w - w * w / (2.0 * s)
-        }
-        _ => s / 2.0,
-    }
 }
 
 /// Forward and backward seconds of one block of `kind`.

@@ -346,8 +346,8 @@ impl<'a> Costing<'a> {
         // Megatron-Bridge recipes set; torchtitan's and Composer's FSDP default
         // `reduce_dtype=float32`): twice the bytes of a 16-bit reduction. Weights are gathered
         // in the training precision.
-        let grad_rs = GRADIENT_REDUCE_BYTES / elt
-            * gather(params.trainable_dense, params.trainable_routed);
+        let grad_rs =
+            GRADIENT_REDUCE_BYTES / elt * gather(params.trainable_dense, params.trainable_routed);
         let weight_ag = gather(dense_weights, params.routed);
         let param_ag = gather(params.trainable_dense, params.trainable_routed);
         // Only the weights that train are updated.
@@ -539,7 +539,7 @@ impl<'a> Costing<'a> {
         out.model_tflops_per_device = model_flops_s / 1e12;
         out.mfu = model_flops_s / gemm_peak;
         out.hfu = per_device * flops.hardware / gemm_peak;
-        out.flops_convention = FlopConvention::ModelPalm;
+        out.flops_convention = FlopConvention::ModelCausal;
         out.model_flops_per_token = flops.model;
         out.hardware_flops_per_token = flops.hardware;
         out.memory_per_device_bytes = memory.total;

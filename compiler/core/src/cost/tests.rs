@@ -155,7 +155,7 @@ fn slower_nics_expose_fsdp_traffic() {
     .unwrap();
     assert!(slow.breakdown.data_comm > fast.breakdown.data_comm);
     assert!(slow.step_time_s > 1.2 * fast.step_time_s);
-    assert_eq!(fast.flops_convention, FlopConvention::ModelPalm);
+    assert_eq!(fast.flops_convention, FlopConvention::ModelCausal);
 }
 
 #[test]

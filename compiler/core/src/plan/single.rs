@@ -192,8 +192,9 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
         tokens_per_s: round(f.tokens_per_s),
         model_tflops_per_device: round(f.model_tflops_per_device),
         mfu: round(f.mfu),
-        flops_convention: "model: 6·N·tokens + attention, no recomputation (Megatron-LM, Llama 3)"
-            .to_string(),
+        flops_convention:
+            "model: 6·N·tokens + causal attention (the keys each query sees), no recomputation"
+                .to_string(),
         memory_per_device_gib: round(f.memory.total / GIB),
         memory_gib: Some(MemoryIr {
             weights: round(f.memory.weights / GIB),

@@ -393,13 +393,14 @@ pub fn param_count(model: &ModelDims) -> ParamCount {
 /// Which FLOP count a number follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FlopConvention {
-    /// Model FLOPs, PaLM / Megatron-LM / Llama 3 convention: 3 × (2 × matmul parameters a token
-    /// touches, output head included, input embedding lookup excluded) + the attention core
-    /// (`QKᵀ` and `AV` over the keys each query sees: the whole sequence, or the window of a
-    /// sliding-window block), no causal halving, no recomputation, no capacity padding. A frozen
-    /// weight costs 4 instead of 6 FLOPs per parameter: its weight gradient is never computed.
-    /// Used for MFU.
-    ModelPalm,
+    /// Model FLOPs: 3 × (2 × matmul parameters a token touches, output head included, input
+    /// embedding lookup excluded) + the causal attention core (`QKᵀ` and `AV` over the keys each
+    /// query sees: half the sequence on average, or its window in a sliding-window block, as
+    /// the timing charges it), no recomputation, no capacity padding. A frozen weight costs 4
+    /// instead of 6 FLOPs per parameter: its weight gradient is never computed. Used for MFU.
+    /// PaLM's convention counts the masked half too; at 128K tokens that doubles the attention
+    /// term and overstates MFU.
+    ModelCausal,
     /// Hardware FLOPs: model FLOPs plus the forward passes repeated by activation recomputation
     /// and the padded expert slots of a capacity factor.
     HardwareWithRecompute,
@@ -408,13 +409,13 @@ pub enum FlopConvention {
 /// FLOPs one token of training costs (forward + backward).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FlopsPerToken {
-    /// Model FLOPs ([`FlopConvention::ModelPalm`]).
+    /// Model FLOPs ([`FlopConvention::ModelCausal`]).
     pub model: f64,
     /// Hardware FLOPs including recomputation ([`FlopConvention::HardwareWithRecompute`]).
     pub hardware: f64,
     /// Forward FLOPs of the dense matrix multiplications of all blocks (per token).
     pub block_gemm_forward: f64,
-    /// Forward FLOPs of the attention core (`QKᵀ` and `AV`, no causal halving) of all blocks.
+    /// Forward FLOPs of the causal attention core (`QKᵀ` and `AV`) of all blocks.
     pub attention_forward: f64,
     /// Forward FLOPs of the output head (`2·hidden·vocab`).
     pub head_forward: f64,
@@ -446,8 +447,23 @@ impl ForwardFlops {
     }
 }
 
-/// Keys each query of a block of `kind` attends to in the model-FLOP count: the sequence, or
-/// the window of a sliding-window block.
+/// Keys a query attends to on average in a causal kernel, which skips the masked half: `s/2`
+/// over the whole sequence, `w − w²/2s` in a window of `w` (every query past the first `w` sees
+/// `w` keys). Both the model-FLOP count and the flash-attention timing use it, so MFU counts
+/// the work the timing charges.
+pub(crate) fn causal_keys(model: &ModelDims, kind: BlockKind) -> f64 {
+    let s = f64::from(model.seq_len);
+    match (kind.sliding, model.sliding_window) {
+        (true, Some(w)) if f64::from(w) < s => {
+            let w = f64::from(w);
+            w - w * w / (2.0 * s)
+        }
+        _ => s / 2.0,
+    }
+}
+
+/// Keys each query of a block of `kind` meets when the scores are materialised: the sequence,
+/// or the window of a sliding-window block, masked half included.
 pub(crate) fn attended_keys(model: &ModelDims, kind: BlockKind) -> f64 {
     let s = f64::from(model.seq_len);
     match (kind.sliding, model.sliding_window) {
@@ -483,7 +499,7 @@ pub(crate) fn block_forward_flops(model: &ModelDims, kind: BlockKind) -> Forward
         }
     }
     let (qk, v) = model.attention_head_dims();
-    f.attention_core = 2.0 * f64::from(model.heads) * (qk + v) * attended_keys(model, kind);
+    f.attention_core = 2.0 * f64::from(model.heads) * (qk + v) * causal_keys(model, kind);
     f
 }
 

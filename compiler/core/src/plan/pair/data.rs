@@ -20,7 +20,7 @@ use super::{
 };
 use crate::catalogue::Feature;
 use crate::check::Job;
-use crate::cost::LINK_EFFICIENCY;
+use crate::cost::{GRADIENT_REDUCE_BYTES, LINK_EFFICIENCY};
 use crate::plan::ir::{BreakdownIr, Plan};
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
@@ -178,7 +178,7 @@ fn group_layouts(
     };
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
     // Only the weights that train have gradients to sum.
-    let grad_bytes = param_count(input.model).trainable * input.setup.precision.bytes();
+    let grad_bytes = param_count(input.model).trainable * GRADIENT_REDUCE_BYTES;
     let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
         / f64::from(p.cluster.devices_per_node.max(1));
     let outcome = |c: &Candidate, extra_s: f64| {
@@ -198,7 +198,16 @@ fn group_layouts(
         |c: &Candidate| steps * grad_bytes / (c.devices as f64 * per_device_net).max(1.0);
     let cap = p.available.min(max_devices);
     let mut caps = vec![cap];
-    if max_devices < p.available.saturating_mul(2) {
+    if limits.optimize != Optimize::Time {
+        // Under another goal the pair pays for devices × the slower group's time, so its best
+        // may take from a group a small, slow layout that matches the other group's pace: the
+        // fastest under every halving of the cap, down to one device.
+        let mut c = cap / 2;
+        while c >= 1 {
+            caps.push(c);
+            c /= 2;
+        }
+    } else if max_devices < p.available.saturating_mul(2) {
         caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
     }
     let spec = SearchSpec {
@@ -260,7 +269,7 @@ fn search_splits<'a>(
     let batch = input.setup.global_batch;
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
     // Only the weights that train have gradients to sum.
-    let grad_bytes = param_count(input.model).trainable * input.setup.precision.bytes();
+    let grad_bytes = param_count(input.model).trainable * GRADIENT_REDUCE_BYTES;
     let mut searches = ShareSearch {
         input,
         limits,

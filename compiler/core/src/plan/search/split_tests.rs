@@ -77,8 +77,9 @@ fn meta_405b_layout_plans_and_fits_on_80gb() {
         let split = best.layout.split;
         assert_eq!((split.first, split.last, split.max_blocks()), (7, 7, 8));
         // Meta measured 38–43 % MFU (about 151 tokens/s per GPU at 16K GPUs); loam predicts
-        // 108 (full recomputation, four chunks per rank) and 88 (selective, which fits only
-        // without interleaving): an under-prediction, not a refusal.
+        // 125 (full recomputation, eight chunks per rank) and 75 (selective, which fits only
+        // without interleaving, so its bubble is 15/16 of a step's compute): an
+        // under-prediction, not a refusal.
         let per_gpu = best.estimate.tokens_per_s_per_device;
         println!(
             "405B TP8 PP16 DP128 {recompute}: {:?} VP{} {per_gpu:.1} tokens/s/GPU, MFU {:.3}, {:.1} GiB ({:?})",
@@ -89,7 +90,7 @@ fn meta_405b_layout_plans_and_fits_on_80gb() {
             m
         );
         assert!(
-            (80.0..200.0).contains(&per_gpu),
+            (60.0..200.0).contains(&per_gpu),
             "{recompute}: {per_gpu} tokens/s per GPU"
         );
     }
