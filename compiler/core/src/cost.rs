@@ -18,7 +18,7 @@ use crate::types::Precision;
 use crate::workload::{
     FlopConvention, Layout, MemoryBreakdown, ModelDims, TrainSetup, memory_per_device,
 };
-pub(crate) use network::{Collective, Group, uplink_slowdown};
+pub(crate) use network::{Collective, Group, collective_time, p2p_time, uplink_slowdown};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};
 
@@ -63,6 +63,15 @@ pub(crate) fn attention_peak(device: &DeviceFigures, precision: Precision) -> f6
         .or_else(|| device.peak_flops.get(&precision))
         .copied()
         .unwrap_or(0.0)
+}
+
+/// Seconds of a pipeline stage's gradient reduction `reduce` left exposed after its last
+/// micro-batch: bucketed reduction runs under that micro-batch's backward (`backward` seconds
+/// over the stage's `ops` ops) except the last op's bucket. Heterogeneous pipelines, planned or
+/// calibrated, expose their stages' reductions by this rule.
+pub(crate) fn exposed_reduction(reduce: f64, backward: f64, ops: f64) -> f64 {
+    let window = backward * (ops - 1.0) / ops;
+    (reduce - window).max(reduce / ops)
 }
 
 /// Seconds of one step, split as the Plan JSON reports them.

@@ -252,9 +252,8 @@ impl Stager<'_, '_> {
                 .rank_with(states, &holding, self.shape.zero, *mode);
             if memory.total <= side.usable {
                 let seconds = span(&prefix.seconds, i, j) + send;
-                // Hidden under the last micro-batch's backward except its last op.
-                let window = span(&prefix.backward, i, j) * (ops - 1.0) / ops;
-                let exposed = (reduce - window).max(reduce / ops);
+                let exposed =
+                    crate::cost::exposed_reduction(reduce, span(&prefix.backward, i, j), ops);
                 return Some(StageCost {
                     paced: seconds + (exposed + optimizer) / self.slots,
                     seconds,
