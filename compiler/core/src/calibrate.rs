@@ -5,10 +5,20 @@
 //! layout pinned (blank `micro_batch` / `recompute` are left to the search), and compares the
 //! predicted tokens/s per device with the measured one. Each row is also planned with every
 //! layout field on auto, to check that loam's own choice is predicted at least as fast.
+//!
+//! A CSV with the columns of `tests/data/hetero_runs_calibration.csv` (runs that mix device
+//! types or node shapes) is the other kind ([`csv_kind`]); [`calibrate_hetero`] costs each of
+//! its rows with its published stage layout.
 
+mod hetero;
+mod hetero_row;
 mod row;
 mod table;
 
+pub use hetero::{
+    ASSUMED_GPT_VOCAB, ASSUMED_INFINIBAND_GBPS, ASSUMED_NODE_NETWORK_GBPS, HeteroCalibrationReport,
+    HeteroCalibrationRow, HeteroStageCost, calibrate_hetero, render_hetero_table,
+};
 pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
@@ -103,6 +113,41 @@ pub enum CalibrationError {
     /// No data rows.
     #[error("the calibration CSV has no rows")]
     Empty,
+}
+
+/// Which calibration a CSV is for, by its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvKind {
+    /// Published homogeneous training runs (`training_runs_calibration.csv`'s columns).
+    Training,
+    /// Runs that mix device types or node shapes (`hetero_runs_calibration.csv`'s columns:
+    /// `point_id`, `gpu_mix` and `stage_layout` among them).
+    Hetero,
+}
+
+/// The kind of calibration CSV `csv_text` is; anything without the heterogeneous file's marker
+/// columns is read as the training kind (which reports a header it cannot read).
+pub fn csv_kind(csv_text: &str) -> CsvKind {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .map(|h| h.iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    if hetero::is_hetero_header(&headers) {
+        CsvKind::Hetero
+    } else {
+        CsvKind::Training
+    }
+}
+
+/// Whether a published run with this MLP and ZeRO stage trained with the GPT-3-era Megatron
+/// recipe: dropout, and attention probabilities materialised to apply it. The CSVs name no
+/// kernels, so GeLU runs without weight sharding are read as Megatron GPT-3-era runs; FSDP /
+/// ZeRO-3 stacks and Llama-class recipes use fused flash attention without dropout.
+fn gpt_era_recipe(mlp: Mlp, zero: u8) -> bool {
+    mlp == Mlp::Gelu && zero < 3
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -275,10 +320,7 @@ fn not_costed(row: &Row, reason: String) -> CalibrationRow {
     }
 }
 
-/// The model the row describes. The CSV names no kernels, so the recipe is inferred: Megatron
-/// GPT-3-era runs (GeLU, no weight sharding) train with dropout on materialised attention
-/// probabilities; FSDP / ZeRO-3 stacks and Llama-class recipes use fused flash attention
-/// without dropout.
+/// The model the row describes, trained with the recipe [`gpt_era_recipe`] infers.
 fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String> {
     let mut model = ModelDims::dense(
         row.layers,
@@ -290,7 +332,7 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
         row.seq_len,
         published.mlp,
     );
-    model.dropout = published.mlp == Mlp::Gelu && row.zero < 3;
+    model.dropout = gpt_era_recipe(published.mlp, row.zero);
     let noted = published.noted;
     if let Some(experts) = row.experts.filter(|e| *e > 1) {
         let top_k = row.top_k.ok_or("a MoE row needs `top_k`")?;
