@@ -310,11 +310,14 @@ fn read_costable(
         .copied()
         .filter(|d| row.count(d).is_none())
         .collect();
+    let layout_text = row.text("stage_layout");
     if !missing.is_empty() {
-        return Err(format!(
-            "model dims blank or unreadable: {}",
-            missing.join(", ")
-        ));
+        let mut reason = format!("model dims blank or unreadable: {}", missing.join(", "));
+        if let Some(layout) = unpublished_layout(layout_text) {
+            reason.push_str("; ");
+            reason.push_str(&layout);
+        }
+        return Err(reason);
     }
     let dim = |d: &str| row.count(d).unwrap_or(1);
     let (layers, hidden, heads, ffn, seq_len) = (
@@ -358,7 +361,6 @@ fn read_costable(
     let micro_batch = row
         .count("micro_batch")
         .ok_or("micro_batch blank or unreadable")?;
-    let layout_text = row.text("stage_layout");
     if row.text("framework").contains("scheduler") {
         return Err(format!(
             "the stage placement was chosen by the framework's scheduler and is not published \
@@ -407,12 +409,8 @@ fn read_costable(
         published_stages(&parsed, layers, &device, &node, even_nodes)?
     } else if layout_text.starts_with("uniform") {
         uniform_stages(row, &mix, layers, &device, &node, even_nodes, assumptions)?
-    } else if layout_text.is_empty() {
-        return Err("no stage layout published".into());
     } else {
-        return Err(format!(
-            "the stage layout is not published per stage: `{layout_text}`"
-        ));
+        return Err(unpublished_layout(layout_text).unwrap_or_default());
     };
     let devices: u32 = stages
         .iter()
@@ -439,6 +437,20 @@ fn read_costable(
         data,
         micro_batch,
     })
+}
+
+/// Why `stage_layout` gives nothing to cost, or `None` when it is a per-stage (`S0[…]`) or
+/// uniform layout.
+fn unpublished_layout(layout_text: &str) -> Option<String> {
+    if layout_text.starts_with("S0[") || layout_text.starts_with("uniform") {
+        None
+    } else if layout_text.is_empty() {
+        Some("no stage layout published".into())
+    } else {
+        Some(format!(
+            "the stage layout is not published per stage: `{layout_text}`"
+        ))
+    }
 }
 
 /// Op indices `[first, end)` of modules `first..=last` (module 0 the embedding, module `b` block
