@@ -205,6 +205,7 @@ struct Costable {
     micro_batch: u32,
 }
 
+/// One row's comparison, or the reason it has none.
 fn calibrate_row(
     row: &HeteroRow,
     lookup: &impl Fn(&str) -> Option<DeviceFigures>,
@@ -235,7 +236,7 @@ fn calibrate_row(
         Ok(costed) => match out.measured_tokens_per_s {
             None => {
                 out.not_costed =
-                    Some("the row gives neither tokens/s nor an iteration time".into());
+                    Some("the row gives neither tokens/s, an iteration time nor samples/s".into());
             }
             Some(measured) => {
                 out.recompute = Some(costed.recompute);
@@ -256,12 +257,15 @@ fn calibrate_row(
 }
 
 /// The whole job's measured tokens/s: the `tokens_per_s` column, else tokens per step over the
-/// iteration time.
+/// iteration time, else samples/s times the sequence length.
 fn measured_tokens_per_s(row: &HeteroRow) -> Option<f64> {
-    row.number("tokens_per_s").or_else(|| {
-        let tokens = f64::from(row.count("global_batch")?) * f64::from(row.count("seq_len")?);
-        Some(tokens / row.number("iter_time_s")?)
-    })
+    let seq_len = || row.count("seq_len").map(f64::from);
+    row.number("tokens_per_s")
+        .or_else(|| {
+            let tokens = f64::from(row.count("global_batch")?) * seq_len()?;
+            Some(tokens / row.number("iter_time_s")?)
+        })
+        .or_else(|| Some(row.number("samples_per_s")? * seq_len()?))
 }
 
 /// `gpu_mix` by catalogue ids where every name resolves, else as written.
