@@ -24,7 +24,7 @@ fn copy_specs(dir: &Path) {
 }
 
 #[test]
-fn list_shows_the_sixteen_devices_with_their_status() {
+fn list_shows_the_twenty_three_devices_with_their_status() {
     let (code, out, err) = run_cli(&["catalogue", "list"], "");
     assert_eq!(code, 0, "{err}");
     insta::assert_snapshot!(out);
@@ -32,7 +32,7 @@ fn list_shows_the_sixteen_devices_with_their_status() {
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let devices = doc["devices"].as_array().unwrap();
-    assert_eq!(devices.len(), 16);
+    assert_eq!(devices.len(), 23);
     assert!(devices.iter().all(|d| d["status"].is_string()));
     assert!(
         doc["catalogue_digest"]

@@ -416,9 +416,11 @@ fn calibration_stays_within_its_bound() {
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_sorted(&report);
-    // The bound the core's calibration test keeps (compiler/core/src/calibrate/tests.rs).
+    // The goals the core's calibration test keeps (compiler/core/src/calibrate/tests.rs).
     let median = report["median_abs_error_pct"].as_f64().unwrap();
-    assert!(median <= 13.0, "median |error| {median} %");
+    assert!(median <= 8.0, "median |error| {median} %");
+    let within = report["within_20_pct_share"].as_f64().unwrap();
+    assert!(within >= 0.85, "{within} of runs within ±20 %");
     assert!(report["mean_abs_error_pct"].as_f64().is_some());
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 65);
@@ -443,6 +445,159 @@ fn calibration_stays_within_its_bound() {
     let (code, text, _) = loam(&["calibrate", "tests/data/training_runs_calibration.csv"]);
     assert_eq!(code, 0);
     assert!(text.contains("median |error|"), "{text}");
+}
+
+/// `loam calibrate --cross-validate`: one fold per source family, each refitted without it, and
+/// the pooled error on the families left out within the goal.
+#[test]
+fn calibrate_cross_validates_by_source_family() {
+    let (code, out, err) = loam(&[
+        "calibrate",
+        "--cross-validate",
+        "tests/data/training_runs_calibration.csv",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cv: Value = serde_json::from_str(&out).unwrap();
+    assert_sorted(&cv);
+    let folds = cv["folds"].as_array().unwrap();
+    let families: std::collections::BTreeSet<&str> = folds
+        .iter()
+        .map(|f| f["family"].as_str().unwrap())
+        .collect();
+    assert_eq!(families.len(), folds.len());
+    for family in ["sc21", "nemo2407", "tt2412", "mb260401"] {
+        assert!(families.contains(family), "{family} missing: {cv}");
+    }
+    let runs: u64 = folds.iter().map(|f| f["rows"].as_u64().unwrap()).sum();
+    assert_eq!(runs, 65);
+    let median = cv["median_abs_error_pct"].as_f64().unwrap();
+    assert!(median <= 12.0, "left-out median |error| {median} %");
+    let (code, text, _) = loam(&[
+        "calibrate",
+        "--cross-validate",
+        "tests/data/training_runs_calibration.csv",
+    ]);
+    assert_eq!(code, 0);
+    assert!(text.contains("left-out families: median |error|"), "{text}");
+    // A file of mixed device types has no single-type constants to refit: a clear error.
+    let (code, _, err) = loam(&[
+        "calibrate",
+        "--cross-validate",
+        "tests/data/hetero_runs_calibration.csv",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--cross-validate"), "{err}");
+}
+
+/// `loam calibrate` on the heterogeneous-run file: recognised by its columns, 21 of its 38 runs
+/// costed with their published stage layouts (the bound is the core test's,
+/// compiler/core/src/calibrate/hetero/tests.rs: the median was 39.6 % when it was set), every
+/// other run listed with the reason it is not.
+#[test]
+fn hetero_calibration_costs_the_published_stage_layouts() {
+    let (code, out, err) = loam(&[
+        "calibrate",
+        "tests/data/hetero_runs_calibration.csv",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_sorted(&report);
+    assert_eq!(report["costed_rows"], 21, "{report}");
+    assert_eq!(report["not_costed_rows"], 17);
+    let median = report["median_abs_error_pct"].as_f64().unwrap();
+    assert!(median <= 45.0, "median |error| {median} %");
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 38);
+    for row in rows {
+        has(
+            row,
+            &[
+                "point_id",
+                "role",
+                "devices",
+                "predicted_tokens_per_s",
+                "measured_tokens_per_s",
+                "error_pct",
+                "not_costed",
+                "assumptions",
+                "stages",
+            ],
+            "row",
+        );
+        assert_ne!(
+            row["error_pct"].is_null(),
+            row["not_costed"].is_null(),
+            "{row}"
+        );
+    }
+    let (code, text, _) = loam(&["calibrate", "tests/data/hetero_runs_calibration.csv"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("median |error|"), "{text}");
+    assert!(text.contains("17 of 38 runs not costed"), "{text}");
+    assert!(
+        text.contains("not costed: the stage placement was chosen by the framework's scheduler"),
+        "{text}"
+    );
+}
+
+/// A CSV with the heterogeneous file's columns but rows that cannot be costed (an unknown
+/// device, blank model dims, a garbled stage layout, a short row) still calibrates: each row
+/// says why it is not costed, and the command succeeds.
+#[test]
+fn odd_hetero_rows_are_not_costed_with_reasons() {
+    let dir = std::env::temp_dir().join(format!("loam-hetero-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = std::fs::read_to_string(repo_root().join("tests/data/hetero_runs_calibration.csv"))
+        .unwrap();
+    let header = file.lines().next().unwrap();
+    let good = file
+        .lines()
+        .find(|l| l.starts_with("sailor_mit_N2_D1,"))
+        .unwrap();
+    let odd = |id: &str, from: &str, to: &str| {
+        assert!(good.contains(from), "{from}");
+        good.replacen("sailor_mit_N2_D1", id, 1)
+            .replacen(from, to, 1)
+    };
+    let rows = [
+        odd("unknown_device", "S0[RTX-3090x2]", "S0[RTX-4090x2]"),
+        odd("blank_dims", ",24,1024,16,4096,", ",24,,16,4096,"),
+        odd(
+            "garbled_layout",
+            "S0[RTX-3090x2]:modules 0-11 | S1[Titan-RTXx2]:modules 12-25",
+            "S0[RTX-3090x2]:modules 0-11 S1[Titan-RTXx2]",
+        ),
+        "short_row,hetero".to_string(),
+    ];
+    let path = dir.join("odd.csv");
+    std::fs::write(&path, format!("{header}\n{good}\n{}\n", rows.join("\n"))).unwrap();
+    let (code, out, err) = loam(&["calibrate", path.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["costed_rows"], 1, "{report}");
+    let reason = |i: usize| {
+        report["rows"][i]["not_costed"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        reason(1).contains("device `RTX-4090` is not in the catalogue"),
+        "{}",
+        reason(1)
+    );
+    assert!(
+        reason(2).contains("model dims blank or unreadable: hidden"),
+        "{}",
+        reason(2)
+    );
+    assert!(reason(3).contains("stage_layout garbled"), "{}", reason(3));
+    assert!(reason(4).contains("model dims blank"), "{}", reason(4));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

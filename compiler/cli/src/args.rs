@@ -147,7 +147,9 @@ pub struct PlanArgs {
 /// Arguments of `loam calibrate`.
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// A CSV with the columns of `tests/data/training_runs_calibration.csv`.
+    /// A CSV with the columns of `tests/data/training_runs_calibration.csv`, or of
+    /// `tests/data/hetero_runs_calibration.csv` (runs that mix device types), told apart by its
+    /// header.
     pub csv: PathBuf,
     /// Refit the cost model's fitted constants with each source family left out in turn and
     /// report the error on the family left out.

@@ -5,12 +5,22 @@
 //! layout pinned (blank `micro_batch` / `recompute` are left to the search), and compares the
 //! predicted tokens/s per device with the measured one. Each row is also planned with every
 //! layout field on auto, to check that loam's own choice is predicted at least as fast.
+//!
+//! A CSV with the columns of `tests/data/hetero_runs_calibration.csv` (runs that mix device
+//! types or node shapes) is the other kind ([`csv_kind`]); [`calibrate_hetero`] costs each of
+//! its rows with its published stage layout.
 
 mod cross;
+mod hetero;
+mod hetero_row;
 mod row;
 mod table;
 
 pub use cross::{CrossValidation, FamilyFold, cross_validate, render_cross_validation};
+pub use hetero::{
+    ASSUMED_GPT_VOCAB, ASSUMED_INFINIBAND_GBPS, ASSUMED_NODE_NETWORK_GBPS, HeteroCalibrationReport,
+    HeteroCalibrationRow, HeteroStageCost, calibrate_hetero, render_hetero_table,
+};
 pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
@@ -112,6 +122,42 @@ pub enum CalibrationError {
     /// No data rows.
     #[error("the calibration CSV has no rows")]
     Empty,
+}
+
+/// Which calibration a CSV is for, by its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvKind {
+    /// Published homogeneous training runs (`training_runs_calibration.csv`'s columns).
+    Training,
+    /// Runs that mix device types or node shapes (`hetero_runs_calibration.csv`'s columns:
+    /// `point_id`, `gpu_mix` and `stage_layout` among them).
+    Hetero,
+}
+
+/// The kind of calibration CSV `csv_text` is; anything without the heterogeneous file's marker
+/// columns is read as the training kind (which reports a header it cannot read).
+pub fn csv_kind(csv_text: &str) -> CsvKind {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .map(|h| h.iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    if hetero::is_hetero_header(&headers) {
+        CsvKind::Hetero
+    } else {
+        CsvKind::Training
+    }
+}
+
+/// Whether a published run with this MLP, ZeRO stage and precision trained with the GPT-3-era
+/// Megatron recipe: dropout, and attention probabilities materialised to apply it. The CSVs name
+/// no kernels, so 16-bit GeLU runs without weight sharding are read as Megatron GPT-3-era runs;
+/// FSDP / ZeRO-3 stacks and Llama-class recipes use fused flash attention without dropout, and
+/// FP8 only exists on Transformer Engine-era stacks, whose GPT recipes do too.
+fn gpt_era_recipe(mlp: Mlp, zero: u8, precision: Precision) -> bool {
+    mlp == Mlp::Gelu && zero < 3 && precision != Precision::Fp8
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -322,10 +368,7 @@ fn not_costed(
     }
 }
 
-/// The model the row describes. The CSV names no kernels, so the recipe is inferred: Megatron
-/// GPT-3-era runs (GeLU, no weight sharding, 16-bit) train with dropout on materialised attention
-/// probabilities; FSDP / ZeRO-3 stacks and Llama-class recipes use fused flash attention
-/// without dropout.
+/// The model the row describes, trained with the recipe [`gpt_era_recipe`] infers.
 fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String> {
     let mut model = ModelDims::dense(
         row.layers,
@@ -337,10 +380,7 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
         row.seq_len,
         published.mlp,
     );
-    // FP8 training only exists on Transformer Engine-era stacks, whose GPT recipes run fused
-    // flash attention without dropout.
-    model.dropout =
-        published.mlp == Mlp::Gelu && row.zero < 3 && published.precision != Precision::Fp8;
+    model.dropout = gpt_era_recipe(published.mlp, row.zero, published.precision);
     let noted = published.noted;
     if let Some(experts) = row.experts.filter(|e| *e > 1) {
         let top_k = row.top_k.ok_or("a MoE row needs `top_k`")?;

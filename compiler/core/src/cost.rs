@@ -18,7 +18,7 @@ use crate::types::Precision;
 use crate::workload::{
     FlopConvention, Layout, MemoryBreakdown, ModelDims, TrainSetup, memory_per_device,
 };
-pub(crate) use network::{Collective, Group, uplink_slowdown};
+pub(crate) use network::{Collective, Group, collective_time, p2p_time, uplink_slowdown};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};
 
@@ -73,6 +73,16 @@ pub const GRADIENT_REDUCE_BYTES: f64 = 4.0;
 /// Physical: share of device memory a training process can fill (CUDA context, NCCL buffers,
 /// allocator fragmentation take the rest).
 pub const USABLE_MEMORY_FRACTION: f64 = 0.9;
+
+/// Seconds of a pipeline stage's gradient reduction `reduce` left exposed after its last
+/// micro-batch: bucketed reduction runs under that micro-batch's backward (`backward` seconds
+/// over the stage's `ops` ops) except the last op's bucket, slowing the compute it hides under
+/// by `contention` of itself ([`stages::exposed`]). Heterogeneous pipelines, planned or
+/// calibrated, expose their stages' reductions by this rule.
+pub(crate) fn exposed_reduction(reduce: f64, backward: f64, ops: f64, contention: f64) -> f64 {
+    let window = backward * (ops - 1.0) / ops;
+    stages::exposed(reduce, window, contention).max(reduce / ops)
+}
 
 /// Seconds of one step, split as the Plan JSON reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -1,11 +1,15 @@
 //! `loam calibrate`: predicted vs measured throughput of published training runs, and whether
-//! loam's own layout beats the published one.
+//! loam's own layout beats the published one; or, for a CSV of runs that mix device types,
+//! predicted vs measured whole-job throughput with each run's own stage layout.
 
 use crate::Context;
 use crate::args::{CalibrateArgs, OutputFormat};
 use crate::render::plan_json::sort_keys;
 use crate::session::plan_catalogue;
-use loam_compiler::calibrate::{calibrate, cross_validate, render_cross_validation, render_table};
+use loam_compiler::calibrate::{
+    CsvKind, calibrate, calibrate_hetero, cross_validate, csv_kind, render_cross_validation,
+    render_hetero_table, render_table,
+};
 use std::path::Path;
 
 /// Runs `loam calibrate`; exit 0 on success, 1 when the CSV is malformed, 2 when unreadable.
@@ -22,6 +26,30 @@ pub fn run(
         return Ok(1);
     };
     let lookup = |id: &str| catalogue.device(id).map(|d| d.figures());
+    if csv_kind(&text) == CsvKind::Hetero {
+        if args.cross_validate {
+            cx.eprint(&format!(
+                "error: {name}: --cross-validate refits on training runs of one device type; this file mixes device types\n"
+            ));
+            return Ok(1);
+        }
+        let report = match calibrate_hetero(&text, lookup) {
+            Ok(report) => report,
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                return Ok(1);
+            }
+        };
+        match args.format {
+            OutputFormat::Json => {
+                cx.print_json(&sort_keys(
+                    serde_json::to_value(&report).unwrap_or_default(),
+                ));
+            }
+            OutputFormat::Text => cx.print(&render_hetero_table(&report)),
+        }
+        return Ok(0);
+    }
     if args.cross_validate {
         let cv = match cross_validate(&text, lookup) {
             Ok(cv) => cv,

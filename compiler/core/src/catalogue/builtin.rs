@@ -13,6 +13,7 @@ macro_rules! shipped {
 }
 
 const SHIPPED: &[(&str, &str)] = shipped![
+    "specs/devices/A10.yaml",
     "specs/devices/A100_SXM_40GB.yaml",
     "specs/devices/A100_SXM_80GB.yaml",
     "specs/devices/Ascend910B.yaml",
@@ -29,6 +30,12 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "specs/devices/L40S.yaml",
     "specs/devices/MI250X.yaml",
     "specs/devices/MI300X.yaml",
+    "specs/devices/QUADRO_RTX_8000.yaml",
+    "specs/devices/RTX_2080.yaml",
+    "specs/devices/RTX_3090.yaml",
+    "specs/devices/T4.yaml",
+    "specs/devices/TITAN_RTX.yaml",
+    "specs/devices/V100_SXM2_16GB.yaml",
     "specs/pools/frontier.yaml",
     "specs/pools/lab.yaml",
     "specs/pools/xirang.yaml",

@@ -715,7 +715,7 @@ impl Cx<'_, '_> {
                 let d = Diagnostic::error(
                     codes::INCONSISTENT,
                     format!(
-                        "efficiency figures of a `{}` device without an uncertainty",
+                        "efficiency figures without an uncertainty on a device whose status is `{}`",
                         status.value.as_str()
                     ),
                     self.source.span(&status.referenced),

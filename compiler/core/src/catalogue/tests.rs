@@ -12,7 +12,7 @@ fn shipped_catalogue_loads_clean() {
     let (catalogue, diags) = load(&sources);
     assert_eq!(diags, vec![], "{diags:#?}");
     let catalogue = catalogue.unwrap();
-    assert_eq!(catalogue.devices.len(), 16);
+    assert_eq!(catalogue.devices.len(), 23);
 }
 
 /// Splits a fixture into its `--- path ---` files.
@@ -243,9 +243,9 @@ fn reports() {
     let list = list_text(&c);
     insta::assert_snapshot!("list_text", list);
     let json = list_json(&c);
-    assert_eq!(json["devices"].as_array().unwrap().len(), 16);
-    assert_eq!(json["devices"][2]["id"], "Ascend910B");
-    assert_eq!(json["devices"][2]["estimate"], true);
+    assert_eq!(json["devices"].as_array().unwrap().len(), 23);
+    assert_eq!(json["devices"][3]["id"], "Ascend910B");
+    assert_eq!(json["devices"][3]["estimate"], true);
     insta::assert_snapshot!("show_device", show_text(&c, "H100_SXM").unwrap());
     insta::assert_snapshot!("show_pool", show_text(&c, "xirang").unwrap());
     insta::assert_snapshot!("show_site", show_text(&c, "guiyang").unwrap());

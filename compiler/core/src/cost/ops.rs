@@ -61,6 +61,7 @@ pub struct OpSetting {
 }
 
 /// The cost of every op of `graph` on `cluster`'s device under `setting`, in chain order.
+/// Heterogeneous plans split norms and dropout over the tensor group (sequence parallelism).
 pub fn op_costs(
     graph: &OpGraph,
     model: &ModelDims,
@@ -68,8 +69,6 @@ pub fn op_costs(
     cluster: &ClusterFigures,
     setting: OpSetting,
 ) -> Vec<OpCost> {
-    let device = &cluster.device;
-    let supports = |p: Precision| device.peak_flops.contains_key(&p);
     let layout = Layout {
         tensor: setting.tensor,
         micro_batch: setting.micro_batch,
@@ -77,7 +76,23 @@ pub fn op_costs(
         sequence_parallel: setting.tensor > 1,
         ..Layout::single()
     };
-    let t = f64::from(setting.tensor.max(1));
+    op_costs_of_layout(graph, model, setup, cluster, &layout)
+}
+
+/// [`op_costs`] under `layout`'s tensor degree, micro-batch, recomputation and sequence
+/// parallelism (its other fields are not read): the calibration of published heterogeneous
+/// runs times their stages this way, with sequence parallelism as each run had it.
+pub(crate) fn op_costs_of_layout(
+    graph: &OpGraph,
+    model: &ModelDims,
+    setup: &TrainSetup,
+    cluster: &ClusterFigures,
+    layout: &Layout,
+) -> Vec<OpCost> {
+    let device = &cluster.device;
+    let supports = |p: Precision| device.peak_flops.contains_key(&p);
+    let layout = *layout;
+    let t = f64::from(layout.tensor.max(1));
     let tokens = layout.micro_batch_tokens(model.seq_len);
     let h = f64::from(model.hidden);
 
@@ -87,7 +102,7 @@ pub fn op_costs(
         let block = block_time(model, &layout, &rates, setup.flash_attention);
         let buffer = tp_buffer(model, &layout, precision);
         let tp = tensor_comm_per_layer(&layout, buffer, cluster);
-        let stash = activation_bytes_per_layer(model, &layout, precision, setting.recompute);
+        let stash = activation_bytes_per_layer(model, &layout, precision, layout.recompute);
         Some((block, tp, stash, rates))
     };
     let forward = forward_flops(model);
@@ -119,7 +134,7 @@ pub fn op_costs(
                         1.0 - attention_share
                     };
                     // Selective recomputation replays only the attention core.
-                    let replay = match setting.recompute {
+                    let replay = match layout.recompute {
                         Recompute::Selective if op.kind == OpKind::Attention => block.recompute,
                         Recompute::Selective => 0.0,
                         _ => block.recompute * share,
@@ -139,13 +154,13 @@ pub fn op_costs(
                     (s, 2.0 * s / 3.0, tokens * h * elt)
                 }
                 OpKind::LmHead => {
-                    let head = HeadTime::new(model, tokens, setting.tensor, &rates);
+                    let head = HeadTime::new(model, tokens, layout.tensor, &rates);
                     (head.logits(), head.logits_backward(), tokens * h * elt)
                 }
                 // The logits themselves are the stash.
                 OpKind::Loss => {
-                    let s = HeadTime::new(model, tokens, setting.tensor, &rates).loss;
-                    (s, s / 2.0, logits_bytes(model, tokens, setting.tensor))
+                    let s = HeadTime::new(model, tokens, layout.tensor, &rates).loss;
+                    (s, s / 2.0, logits_bytes(model, tokens, layout.tensor))
                 }
             };
             OpCost {

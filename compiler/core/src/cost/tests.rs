@@ -204,3 +204,54 @@ fn expert_all_to_all_runs_on_the_tier_it_crosses() {
     assert!((exposed(16) / across - 1.0).abs() < 1e-9, "{}", exposed(16));
     assert!(exposed(16) > 5.0 * exposed(8));
 }
+
+#[test]
+fn hidden_communication_costs_only_its_contention() {
+    use super::stages::exposed;
+    // Fully hidden: only the slowdown of the compute it overlaps.
+    assert!((exposed(1.0, 3.0, 0.3) - 0.3).abs() < 1e-12);
+    // Longer than its window: the excess plus the slowdown over the window.
+    assert!((exposed(5.0, 2.0, 0.3) - (3.0 + 0.6)).abs() < 1e-12);
+    // Nothing to hide under: all of it.
+    assert!((exposed(2.0, 0.0, 0.3) - 2.0).abs() < 1e-12);
+    // Without contention, overlap is free.
+    assert_eq!(exposed(1.0, 3.0, 0.0), 0.0);
+}
+
+#[test]
+fn a_precision_without_a_gemm_figure_takes_the_sixteen_bit_one() {
+    use crate::hardware::Efficiency;
+    use crate::types::Precision;
+    let e = Efficiency {
+        gemm: std::collections::BTreeMap::from([(Precision::Bf16, 0.8), (Precision::Fp32, 0.9)]),
+        attention_forward: 0.4,
+        attention_backward: 0.3,
+        uncertainty: 0.0,
+    };
+    assert_eq!(e.gemm(Precision::Fp32), 0.9);
+    assert_eq!(e.gemm(Precision::Fp8), 0.8);
+    assert_eq!(e.gemm(Precision::Fp16), 0.8);
+    let only_fp32 = Efficiency {
+        gemm: std::collections::BTreeMap::from([(Precision::Fp32, 0.7)]),
+        ..e
+    };
+    assert_eq!(only_fp32.gemm(Precision::Bf16), 0.7);
+}
+
+#[test]
+fn gemms_run_at_the_devices_measured_share_of_peak() {
+    // A large square GEMM is compute-bound: its rate is the device's measured share of peak,
+    // sustained by the fitted constant, whatever the device.
+    let c = cluster("H100_SXM", 1, 3200.0);
+    let rates = super::compute::Rates::new(&c, crate::types::Precision::Bf16).unwrap();
+    let n = 16384.0;
+    let seconds = rates.gemm(n, n, n);
+    let achieved = 2.0 * n * n * n / seconds;
+    let expected = c.device.peak_flops[&crate::types::Precision::Bf16]
+        * c.device.efficiency.gemm(crate::types::Precision::Bf16)
+        * c.fitted.gemm_sustained;
+    assert!(
+        achieved < expected && achieved > 0.97 * expected,
+        "{achieved} vs {expected}"
+    );
+}

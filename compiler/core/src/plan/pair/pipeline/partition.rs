@@ -62,6 +62,8 @@ pub(super) struct PerSide {
     reduce_per_param: f64,
     /// Optimizer step, seconds per parameter.
     optimizer_per_param: f64,
+    /// The group's [`crate::hardware::FittedConstants::overlap_contention`].
+    contention: f64,
     /// Both directions of one micro-batch's activations to the next stage in the group.
     inside_send: f64,
     /// The memory of a stage on this group ([`crate::workload::stage_memory`], worked out once
@@ -149,6 +151,7 @@ impl PerSide {
             / t;
         PerSide {
             reduce_per_param,
+            contention: c.fitted.overlap_contention,
             optimizer_per_param: (crate::cost::OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
                 / t
                 / shards
@@ -252,9 +255,12 @@ impl Stager<'_, '_> {
                 .rank_with(states, &holding, self.shape.zero, *mode);
             if memory.total <= side.usable {
                 let seconds = span(&prefix.seconds, i, j) + send;
-                // Hidden under the last micro-batch's backward except its last op.
-                let window = span(&prefix.backward, i, j) * (ops - 1.0) / ops;
-                let exposed = (reduce - window).max(reduce / ops);
+                let exposed = crate::cost::exposed_reduction(
+                    reduce,
+                    span(&prefix.backward, i, j),
+                    ops,
+                    per.contention,
+                );
                 return Some(StageCost {
                     paced: seconds + (exposed + optimizer) / self.slots,
                     seconds,
