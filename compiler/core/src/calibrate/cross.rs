@@ -100,7 +100,8 @@ fn abs_errors(rows: &[&Prepared], fitted: &FittedConstants) -> Vec<f64> {
 
 fn grid((from, to, step): (f64, f64, f64)) -> impl Iterator<Item = f64> {
     let steps = ((to - from) / step).round() as u32;
-    (0..=steps).map(move |i| from + f64::from(i) * step)
+    // Rounded to the grid's decimals, so that a fitted value prints and compares as written.
+    (0..=steps).map(move |i| ((from + f64::from(i) * step) * 1e6).round() / 1e6)
 }
 
 /// The constants on the grid with the lowest median `|error|` over `rows`, ties broken by the

@@ -241,7 +241,8 @@ fn a_precision_without_a_gemm_figure_takes_the_sixteen_bit_one() {
 #[test]
 fn gemms_run_at_the_devices_measured_share_of_peak() {
     // A large square GEMM is compute-bound: its rate is the device's measured share of peak,
-    // sustained by the fitted constant, whatever the device.
+    // sustained by the fitted constant, whatever the device; reading its operands once costs
+    // a few per cent more.
     let c = cluster("H100_SXM", 1, 3200.0);
     let rates = super::compute::Rates::new(&c, crate::types::Precision::Bf16).unwrap();
     let n = 16384.0;
@@ -251,7 +252,7 @@ fn gemms_run_at_the_devices_measured_share_of_peak() {
         * c.device.efficiency.gemm(crate::types::Precision::Bf16)
         * c.fitted.gemm_sustained;
     assert!(
-        achieved < expected && achieved > 0.97 * expected,
+        achieved < expected && achieved > 0.95 * expected,
         "{achieved} vs {expected}"
     );
 }
