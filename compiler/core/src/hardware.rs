@@ -102,7 +102,8 @@ pub struct ClusterFigures {
     pub network_latency_s: f64,
     /// The switch blocks the nodes sit in, when the fabric is not a full-bisection fat tree;
     /// `None` when every node reaches every other at its full NIC bandwidth.
-    pub block: Option<SwitchBlock>,    /// The cost model's fitted constants: [`FittedConstants::SHIPPED`] everywhere but in
+    pub block: Option<SwitchBlock>,
+    /// The cost model's fitted constants: [`FittedConstants::SHIPPED`] everywhere but in
     /// `loam calibrate --cross-validate`, which refits them without one source family.
     pub fitted: FittedConstants,
 }

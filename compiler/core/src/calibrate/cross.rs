@@ -130,7 +130,12 @@ pub fn render_cross_validation(cv: &CrossValidation) -> String {
     let _ = writeln!(
         out,
         "{:<14} {:>5} {:>15} {:>19} {:>22} {:>17}",
-        "left out", "runs", "gemm_sustained", "overlap_contention", "median |error| refit", "with shipped"
+        "left out",
+        "runs",
+        "gemm_sustained",
+        "overlap_contention",
+        "median |error| refit",
+        "with shipped"
     );
     for f in &cv.folds {
         let _ = writeln!(

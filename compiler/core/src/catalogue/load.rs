@@ -12,8 +12,8 @@ use super::yaml::{Source, schema_error};
 use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::Diagnostic;
 use crate::hardware::Efficiency;
-use crate::types::Precision;
 use crate::span::{FileId, Span, Spanned};
+use crate::types::Precision;
 use crate::units::{Dimension, parse_quantity};
 use std::collections::BTreeMap;
 
@@ -688,7 +688,9 @@ impl Cx<'_, '_> {
                     self.span(share),
                     "a figure for an unlisted precision",
                 )
-                .with_help(format!("add `{precision}` to `precisions` or remove this figure"));
+                .with_help(format!(
+                    "add `{precision}` to `precisions` or remove this figure"
+                ));
                 self.push(d);
                 ok = false;
             }
@@ -726,7 +728,7 @@ impl Cx<'_, '_> {
             }
             None => 0.0,
         };
-        ok.then(|| Efficiency {
+        ok.then_some(Efficiency {
             gemm,
             attention_forward: block.attention.forward.value,
             attention_backward: block.attention.backward.value,

@@ -346,8 +346,8 @@ impl<'a> Costing<'a> {
         // Megatron-Bridge recipes set; torchtitan's and Composer's FSDP default
         // `reduce_dtype=float32`): twice the bytes of a 16-bit reduction. Weights are gathered
         // in the training precision.
-        let grad_rs = GRADIENT_REDUCE_BYTES / elt
-            * gather(params.trainable_dense, params.trainable_routed);
+        let grad_rs =
+            GRADIENT_REDUCE_BYTES / elt * gather(params.trainable_dense, params.trainable_routed);
         let weight_ag = gather(dense_weights, params.routed);
         let param_ag = gather(params.trainable_dense, params.trainable_routed);
         // Only the weights that train are updated.
