@@ -110,6 +110,52 @@ fn acceptance_two_commits_in_every_format() {
 }
 
 #[test]
+fn the_markdown_table_states_the_uncertainty_of_estimated_device_figures() {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    repo.write("jobs/a.loam", spec("job-a", 64, 16));
+    repo.commit("first");
+    repo.write("jobs/a.loam", spec("job-a", 128, 16));
+    let on_npu = spec("job-npu", 64, 16).replace(
+        "    max_devices = 16\n",
+        "    devices     = [Ascend910B]\n    max_devices = 16\n",
+    );
+    repo.write("jobs/npu.loam", on_npu);
+    repo.commit("second");
+    let (code, markdown, err) = repo.loam(&[
+        "diff",
+        "--base",
+        "HEAD~1",
+        "--format",
+        "markdown",
+        "--manifests",
+        "none",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let row = |job: &str| {
+        markdown
+            .lines()
+            .find(|l| l.starts_with("| `") && l.contains(&format!("| `{job}` |")))
+            .unwrap_or_else(|| panic!("no row of {job} in {markdown}"))
+            .to_string()
+    };
+    // The job on Ascend910B shows the catalogue's stated uncertainty after its train time; the
+    // one on H100_SXM (measured figures) shows none.
+    let stated = loam_compiler::catalogue::builtin()
+        .device("Ascend910B")
+        .unwrap()
+        .efficiency
+        .uncertainty;
+    assert!(stated > 0.0);
+    let npu = row("job-npu");
+    assert!(
+        npu.contains(&format!(" ±{:.0} % |", stated * 100.0)),
+        "{npu}"
+    );
+    assert!(!row("job-a").contains('±'), "{}", row("job-a"));
+}
+
+#[test]
 fn detailed_exitcode_is_2_on_changes_and_0_without() {
     let repo = two_commits();
     let changed = repo.loam(&[

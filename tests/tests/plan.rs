@@ -106,7 +106,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.4");
+        assert_eq!(doc["format_version"], "1.5");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -264,6 +264,65 @@ fn plans_of_the_70b_example_snapshot() {
         assert_eq!(code, 0);
         insta::assert_snapshot!(format!("plan_{name}_table"), redact(&table));
     }
+}
+
+#[test]
+fn plans_on_estimated_device_figures_state_their_uncertainty_and_measured_ones_do_not() {
+    // hetero-data-70b-shanghai runs on H100_SXM and H20, hetero-70b-guiyang on H800_SXM and
+    // Ascend910B, the other two on H100_SXM alone. What each should show is read from the
+    // catalogue's figures.
+    let catalogue = loam_compiler::catalogue::builtin();
+    let stated = |device: &str| catalogue.device(device).unwrap().efficiency.uncertainty;
+    let mut shown = Vec::new();
+    for example in [
+        "examples/hetero-data-70b-shanghai.loam",
+        "examples/hetero-70b-guiyang.loam",
+        "examples/llama3-8b-finetune.loam",
+        "examples/llama3-70b-pretrain.loam",
+    ] {
+        let (code, doc, err) = plan_json(&[example]);
+        assert_eq!(code, 0, "{example}: {err}");
+        let plan = &doc["plans"][0];
+        let devices: Vec<&str> = plan["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["device"].as_str().unwrap())
+            .collect();
+        let largest = devices.iter().map(|d| stated(d)).fold(0.0, f64::max);
+        let estimate = &plan["estimate"];
+        assert_eq!(
+            estimate["throughput_uncertainty"].as_f64(),
+            Some(largest),
+            "{example}: {estimate}"
+        );
+        let (code, table, _) = loam(&["plan", example]);
+        assert_eq!(code, 0);
+        let time = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("time "))
+            .unwrap_or_else(|| panic!("{example}: no time line in {table}"));
+        if largest == 0.0 {
+            assert!(!time.contains('±'), "{example}: {time}");
+            continue;
+        }
+        let plus_minus = format!("±{:.0} %", largest * 100.0);
+        assert!(
+            time.contains(&format!("· {plus_minus} (device figures estimated: ")),
+            "{example}: {time}"
+        );
+        // Only the estimated devices are named.
+        let named = &time[time.find("estimated: ").unwrap()..];
+        for device in &devices {
+            assert_eq!(
+                named.contains(device),
+                stated(device) > 0.0,
+                "{example}: {device} in {time}"
+            );
+        }
+        shown.push(example);
+    }
+    assert_eq!(shown.len(), 2, "{shown:?}");
 }
 
 #[test]

@@ -88,6 +88,12 @@ pub fn percent_signed(ratio: f64) -> String {
     format!("{:+.1} %", 100.0 * ratio)
 }
 
+/// A relative uncertainty in whole percent, with `±` and a space before the sign: `0.3` →
+/// `±30 %` (more decimals only when whole percent would show zero: `0.004` → `±0.4 %`).
+pub fn plus_minus(ratio: f64) -> String {
+    format!("±{} %", decimals(100.0 * ratio, 0))
+}
+
 /// A compute rate in TFLOP/s with one decimal: `4.589e14` → `458.9 TFLOP/s`.
 pub fn tflops(flops_per_s: f64) -> String {
     format!("{:.1} TFLOP/s", flops_per_s / 1e12)
@@ -304,6 +310,13 @@ mod tests {
         assert_eq!(percent_signed(0.05), "+5.0 %");
         assert_eq!(percent_signed(-0.05), "-5.0 %");
         assert_eq!(percent_signed(0.0), "+0.0 %");
+    }
+
+    #[test]
+    fn uncertainties_are_whole_percent_unless_that_reads_zero() {
+        assert_eq!(plus_minus(0.3), "±30 %");
+        assert_eq!(plus_minus(0.25), "±25 %");
+        assert_eq!(plus_minus(0.004), "±0.4 %");
     }
 
     #[test]

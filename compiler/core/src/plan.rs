@@ -14,6 +14,7 @@ pub mod search;
 mod single;
 mod slices;
 mod stages;
+mod uncertainty;
 
 pub use planner::plan_job;
 pub(crate) use single::rejection_text;

@@ -12,7 +12,8 @@
 //!
 //! A job changes when anything that decides how it runs differs: file, tenant, priority,
 //! pool, feasibility and reasons, workload, layout, placement (groups, stages), estimates, data
-//! and checkpoint plans. The explanations (`why`, `notes`, `alternatives`) are not compared.
+//! and checkpoint plans. The explanations (`why`, `notes`, `alternatives`) are not compared, nor
+//! is the estimates' stated uncertainty: it says how far to trust them, not how the job runs.
 
 use super::side::Side;
 use crate::render::plan_table::layout_line;

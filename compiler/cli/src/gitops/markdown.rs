@@ -4,6 +4,7 @@
 use super::compare::{Action, Change, JobDiff, PlanDiff};
 use super::side::Side;
 use super::text::{header, job_plain};
+use loam_compiler::display::plus_minus;
 use std::fmt::Write;
 
 /// The hidden marker a CI job looks for to update its earlier comment instead of adding one.
@@ -36,7 +37,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
                 "| `{}` | {name} | {} | {} | {} | {} | {} |",
                 job.action.symbol(),
                 escape(&job.file),
-                cell(job, "estimate.train_time"),
+                cell(job, "estimate.train_time") + &uncertainty(job),
                 cell(job, "estimate.cost"),
                 cell(job, "estimate.carbon"),
                 cell(job, "estimate.mfu"),
@@ -124,6 +125,18 @@ fn cell(job: &JobDiff, key: &str) -> String {
         (None, None) => "—".to_string(),
     }
     .replace('|', "\\|")
+}
+
+/// ` ±30 %` after the train time of a plan predicted on devices whose figures are estimates (the
+/// plan shown: head's, else base's); nothing when they are measured. Only the plan's own JSON
+/// and `loam plan` name the devices, to keep the table narrow.
+fn uncertainty(job: &JobDiff) -> String {
+    job.after
+        .as_ref()
+        .or(job.before.as_ref())
+        .and_then(|p| p.estimate.as_ref()?.throughput_uncertainty)
+        .filter(|u| *u > 0.0)
+        .map_or(String::new(), |u| format!(" {}", plus_minus(u)))
 }
 
 /// Text safe in a markdown table cell or line.

@@ -1,6 +1,6 @@
 //! The plan as Markdown, for pull-request comments.
 
-use super::plan_table::{layout_line, where_line};
+use super::plan_table::{layout_line, uncertainty_text, where_line};
 use loam_compiler::display::{hours_or_days, money, percent, thousands};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::fmt::Write;
@@ -26,9 +26,10 @@ fn render_plan(out: &mut String, plan: &Plan) {
     let _ = writeln!(out, "| where | {} |", where_line(plan));
     let _ = writeln!(out, "| layout | {} |", layout_line(plan));
     if let Some(e) = &plan.estimate {
+        let uncertain = uncertainty_text(plan).map_or(String::new(), |u| format!(" {u}"));
         let _ = writeln!(
             out,
-            "| time | {} (step {:.2} s, {} tokens/s) |",
+            "| time | {} (step {:.2} s, {} tokens/s){uncertain} |",
             hours_or_days(e.train_time_h),
             e.step_time_s,
             thousands(e.tokens_per_s)

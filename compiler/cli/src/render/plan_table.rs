@@ -1,7 +1,7 @@
 //! The plan as a person reads it first: where, split how, how long, how much, why, and what
 //! else was considered.
 
-use loam_compiler::display::{self, hours_or_days, money, percent, thousands};
+use loam_compiler::display::{self, hours_or_days, money, percent, plus_minus, thousands};
 use loam_compiler::plan::ir::{MemoryIr, Plan, PlanDocument, StageIr};
 use std::fmt::Write;
 
@@ -52,6 +52,42 @@ pub fn where_line(plan: &Plan) -> String {
         })
         .collect();
     format!("{}, pool {}", groups.join(" + "), plan.pool)
+}
+
+/// How uncertain the predicted throughput is because of the device figures:
+/// `±30 % (device figures estimated: Ascend910B)`, each device's own figure added when the
+/// estimated devices of a plan over two groups differ. `None` when every device is measured, and
+/// for plans written before format 1.5, which do not say.
+pub fn uncertainty_text(plan: &Plan) -> Option<String> {
+    let largest = plan
+        .estimate
+        .as_ref()?
+        .throughput_uncertainty
+        .filter(|u| *u > 0.0)?;
+    // A plan on one group states it once, in the estimate; a plan over two groups per group.
+    let mut estimated: Vec<(&str, f64)> = Vec::new();
+    for g in &plan.groups {
+        let u = g.throughput_uncertainty.unwrap_or(largest);
+        if u > 0.0 && !estimated.iter().any(|(d, _)| *d == g.device) {
+            estimated.push((g.device.as_str(), u));
+        }
+    }
+    let differ = estimated.iter().any(|(_, u)| *u != largest);
+    let names: Vec<String> = estimated
+        .iter()
+        .map(|(d, u)| {
+            if differ {
+                format!("{d} {}", plus_minus(*u))
+            } else {
+                (*d).to_string()
+            }
+        })
+        .collect();
+    let mut text = plus_minus(largest);
+    if !names.is_empty() {
+        let _ = write!(text, " (device figures estimated: {})", names.join(", "));
+    }
+    Some(text)
 }
 
 /// Stages per device group of a heterogeneous plan: `6 on H800_SXM (TP2): blocks [0, 48)`,
@@ -183,16 +219,16 @@ pub fn render_plan(plan: &Plan) -> String {
         }
     }
     if let Some(e) = &plan.estimate {
-        row(
-            &mut out,
-            "time",
-            &format!(
-                "{} · step {:.2} s · {} tokens/s",
-                hours_or_days(e.train_time_h),
-                e.step_time_s,
-                thousands(e.tokens_per_s)
-            ),
+        let mut time = format!(
+            "{} · step {:.2} s · {} tokens/s",
+            hours_or_days(e.train_time_h),
+            e.step_time_s,
+            thousands(e.tokens_per_s)
         );
+        if let Some(uncertain) = uncertainty_text(plan) {
+            let _ = write!(time, " · {uncertain}");
+        }
+        row(&mut out, "time", &time);
         row(
             &mut out,
             "cost",

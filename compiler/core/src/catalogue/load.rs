@@ -728,7 +728,7 @@ impl Cx<'_, '_> {
             }
             None => 0.0,
         };
-        ok.then(|| Efficiency {
+        ok.then_some(Efficiency {
             gemm,
             attention_forward: block.attention.forward.value,
             attention_backward: block.attention.backward.value,

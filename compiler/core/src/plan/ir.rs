@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.4";
+pub const FORMAT_VERSION: &str = "1.5";
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -189,6 +189,11 @@ pub struct GroupIr {
     /// (they cover every block once; `stages` repeats the first group's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageIr>,
+    /// The relative uncertainty of the throughput predicted on this group's devices because of
+    /// their efficiency figures (0.3 = ±30 %, 0 when measured), in heterogeneous plans (a plan
+    /// on one group states it once, as `estimate.throughput_uncertainty`). Added in format 1.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_uncertainty: Option<f64>,
 }
 
 /// One pipeline stage.
@@ -245,6 +250,12 @@ pub struct EstimateIr {
     pub carbon_kg: f64,
     /// Where a step's time goes.
     pub breakdown_s: BreakdownIr,
+    /// The relative uncertainty of `step_time_s` and `tokens_per_s` (and so of the time, cost,
+    /// energy and carbon worked out from them) that comes from the device figures: the largest
+    /// `efficiency.uncertainty` of the device types the plan runs on (0.3 = ±30 %, 0 when every
+    /// one is measured). Absent in plans written before format 1.5, which did not state it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_uncertainty: Option<f64>,
 }
 
 /// The memory of the device that needs the most, by what it holds, in GiB; the parts add up to
@@ -395,6 +406,28 @@ mod tests {
             "critical"
         );
         assert_eq!(serde_json::to_value(Precision::Bf16).unwrap(), "bf16");
+    }
+
+    #[test]
+    fn a_plan_written_before_the_uncertainty_was_stated_still_reads() {
+        // A format 1.4 estimate: no `throughput_uncertainty`. It reads as "not stated", not as
+        // "measured", and is written back without the field.
+        let old = r#"{"step_time_s": 2.0, "tokens_per_s": 1000.0, "model_tflops_per_device": 400.0,
+            "mfu": 0.4, "flops_convention": "model", "memory_per_device_gib": 60.0,
+            "train_time_h": 10.0, "cost": {"amount": 1000.0, "currency": "CNY"},
+            "energy_kwh": 100.0, "carbon_kg": 50.0,
+            "breakdown_s": {"compute": 1.5, "tensor_comm": 0.1, "pipeline_bubble": 0.2,
+                            "data_comm": 0.1, "other": 0.1}}"#;
+        let estimate: EstimateIr = serde_json::from_str(old).unwrap();
+        assert_eq!(estimate.throughput_uncertainty, None);
+        let json = serde_json::to_value(&estimate).unwrap();
+        assert!(json.get("throughput_uncertainty").is_none(), "{json}");
+        let group: GroupIr = serde_json::from_str(
+            r#"{"site": "s", "device": "H20", "nodes": 1, "devices": 8, "node_group": "g",
+                "devices_per_node": 8, "k8s_resource": "nvidia.com/gpu"}"#,
+        )
+        .unwrap();
+        assert_eq!(group.throughput_uncertainty, None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use super::search::{Pins, RejectedRegion, SearchSpec, search};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
+use super::uncertainty;
 use crate::catalogue::{Catalogue, Feature, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
@@ -239,6 +240,8 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         plan.schedule = cheap_hours(job, pool, best, limits, &convert);
     }
     plan.diagnostics.extend(found);
+    // How far to trust the time: the device figures' own uncertainty, stated on every plan.
+    uncertainty::state(&mut plan, catalogue);
     // A prediction above every published run on the device is shown, not trusted silently.
     if let Some(estimate) = &plan.estimate {
         let guarded = extrapolations(base_setup.precision, model, &graph, best.kind, estimate);

@@ -213,6 +213,8 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
         energy_kwh: round(totals.energy_kwh),
         carbon_kg: round(totals.carbon_kg),
         breakdown_s: f.breakdown.clone(),
+        // Stated once the plan's groups are known (`super::uncertainty`).
+        throughput_uncertainty: None,
     }
 }
 
@@ -238,6 +240,7 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         layout: None,
         sequences_per_step: None,
         stages: Vec::new(),
+        throughput_uncertainty: None,
     }
 }
 
