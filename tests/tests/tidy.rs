@@ -230,3 +230,61 @@ fn the_planners_modules_import_each_other_in_no_cycle() {
     }
     assert!(uses.len() > 5, "found only {uses:?}");
 }
+
+/// Every numeric constant of the cost model says what kind it is (physical with its source,
+/// counted, or fitted) and `docs/cost-model.md` lists it, so no number hides in the code.
+#[test]
+fn cost_model_constants_are_tagged_and_documented() {
+    let root = repo_root();
+    let docs = std::fs::read_to_string(root.join("docs/cost-model.md")).unwrap();
+    let mut files = Vec::new();
+    for dir in ["compiler/core/src/cost", "compiler/core/src/workload"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    for file in [
+        "compiler/core/src/cost.rs",
+        "compiler/core/src/workload.rs",
+        "compiler/core/src/calibrate.rs",
+    ] {
+        files.push(root.join(file));
+    }
+    let mut seen = 0;
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(rest) = line
+                .strip_prefix("pub const ")
+                .or_else(|| line.strip_prefix("pub(crate) const "))
+                .or_else(|| line.strip_prefix("const "))
+            else {
+                continue;
+            };
+            let Some((name, ty)) = rest.split_once(':') else {
+                continue;
+            };
+            if !ty.trim_start().starts_with("f64") {
+                continue;
+            }
+            // The doc comment above the constant starts with its kind.
+            let mut start = i;
+            while start > 0 && lines[start - 1].trim_start().starts_with("///") {
+                start -= 1;
+            }
+            let first = lines.get(start).copied().unwrap_or("");
+            assert!(
+                ["/// Physical", "/// Counted", "/// Fitted"]
+                    .iter()
+                    .any(|kind| first.trim_start().starts_with(kind)),
+                "{}: `{name}` has no kind (Physical / Counted / Fitted) in its doc comment",
+                path.display()
+            );
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "docs/cost-model.md does not list `{name}`"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 8, "only {seen} constants found");
+}

@@ -31,7 +31,7 @@ use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, TrainSetup};
 use serde::Serialize;
 
-/// One-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
+/// Physical: one-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
 /// hop plus NIC, as nccl-tests small messages show).
 pub const CALIBRATION_NETWORK_LATENCY_S: f64 = 5e-6;
 

@@ -51,7 +51,7 @@ impl MemoryBreakdown {
     };
 }
 
-/// Bytes of the gradient bucket data-parallel training reduces at a time: PyTorch DDP's
+/// Physical: bytes of the gradient bucket data-parallel training reduces at a time: PyTorch DDP's
 /// `bucket_cap_mb = 25` default (Li et al. 2020, "PyTorch Distributed", §3.2.3). NCCL's own
 /// buffers and the CUDA context are in the memory loam leaves free
 /// (`cost::USABLE_MEMORY_FRACTION`).
