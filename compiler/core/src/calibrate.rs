@@ -244,21 +244,38 @@ pub(crate) fn calibrate_prepared(
     Ok((summarise(out), prepared))
 }
 
+/// The statistics both kinds of report give over their costed rows.
+pub(crate) struct ErrorStats {
+    pub costed: usize,
+    pub median_abs: f64,
+    pub mean_abs: f64,
+    pub within_20_share: f64,
+}
+
+impl ErrorStats {
+    /// The statistics of the signed errors in percent (`None` for a row not costed).
+    pub(crate) fn of(errors: impl Iterator<Item = Option<f64>>) -> ErrorStats {
+        let abs: Vec<f64> = errors.flatten().map(f64::abs).collect();
+        let costed = abs.len();
+        let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
+        ErrorStats {
+            costed,
+            median_abs: median(abs.clone()),
+            mean_abs: mean(abs.into_iter()),
+            within_20_share: within,
+        }
+    }
+}
+
 /// The report of `rows`: the statistics over the costed ones.
 fn summarise(rows: Vec<CalibrationRow>) -> CalibrationReport {
-    let abs: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.error_pct)
-        .map(f64::abs)
-        .collect();
-    let costed = abs.len();
-    let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
+    let stats = ErrorStats::of(rows.iter().map(|r| r.error_pct));
     CalibrationReport {
-        costed_rows: costed,
-        not_costed_rows: rows.len() - costed,
-        median_abs_error_pct: median(abs.clone()),
-        mean_abs_error_pct: mean(abs.into_iter()),
-        within_20_pct_share: within,
+        costed_rows: stats.costed,
+        not_costed_rows: rows.len() - stats.costed,
+        median_abs_error_pct: stats.median_abs,
+        mean_abs_error_pct: stats.mean_abs,
+        within_20_pct_share: stats.within_20_share,
         rows,
     }
 }

@@ -16,7 +16,7 @@ use super::hetero_row::{
     GpuMix, HeteroRow, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
     parse_stage_layout, stated_bandwidth,
 };
-use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, bad, gpt_era_recipe, mean, median};
+use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, bad, gpt_era_recipe};
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::{
     Collective, Group, OPTIMIZER_STATE_TRAFFIC, collective_time, exposed_reduction, p2p_time,
@@ -160,19 +160,13 @@ pub fn calibrate_hetero(
     if rows.is_empty() {
         return Err(CalibrationError::Empty);
     }
-    let abs: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.error_pct)
-        .map(f64::abs)
-        .collect();
-    let costed = abs.len();
-    let within = abs.iter().filter(|e| **e <= 20.0).count() as f64 / costed.max(1) as f64;
+    let stats = ErrorStats::of(rows.iter().map(|r| r.error_pct));
     Ok(HeteroCalibrationReport {
-        costed_rows: costed,
-        not_costed_rows: rows.len() - costed,
-        median_abs_error_pct: median(abs.clone()),
-        mean_abs_error_pct: mean(abs.into_iter()),
-        within_20_pct_share: within,
+        costed_rows: stats.costed,
+        not_costed_rows: rows.len() - stats.costed,
+        median_abs_error_pct: stats.median_abs,
+        mean_abs_error_pct: stats.mean_abs,
+        within_20_pct_share: stats.within_20_share,
         rows,
     })
 }
