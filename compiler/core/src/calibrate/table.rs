@@ -42,21 +42,37 @@ pub fn render_table(report: &CalibrationReport) -> String {
             },
         );
     }
-    let _ = writeln!(
-        out,
-        "median |error| {:.1}%, mean |error| {:.1}%, within ±20%: {:.0}% of {} costed runs (tokens/s per device)",
+    write_summary(
+        &mut out,
         report.median_abs_error_pct,
         report.mean_abs_error_pct,
-        100.0 * report.within_20_pct_share,
-        report.costed_rows
+        report.within_20_pct_share,
+        (report.costed_rows, report.rows.len()),
+        "tokens/s per device",
     );
-    if report.not_costed_rows > 0 {
+    out
+}
+
+/// The summary lines under a calibration table: the error statistics over the `costed` of
+/// `total` runs, measured in `basis`, and how many runs were left out.
+pub(super) fn write_summary(
+    out: &mut String,
+    median_abs: f64,
+    mean_abs: f64,
+    within_20_share: f64,
+    (costed, total): (usize, usize),
+    basis: &str,
+) {
+    let _ = writeln!(
+        out,
+        "median |error| {median_abs:.1}%, mean |error| {mean_abs:.1}%, within ±20%: {:.0}% of {costed} costed runs ({basis})",
+        100.0 * within_20_share,
+    );
+    if total > costed {
         let _ = writeln!(
             out,
-            "{} of {} runs not costed (reasons above)",
-            report.not_costed_rows,
-            report.rows.len()
+            "{} of {total} runs not costed (reasons above)",
+            total - costed
         );
     }
-    out
 }

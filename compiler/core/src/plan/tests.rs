@@ -14,11 +14,17 @@ fn jobs(text: &str) -> Vec<Job> {
 }
 
 fn plan_text(text: &str) -> Plan {
-    let job = jobs(text).remove(0);
-    plan_job(&job, "job.loam", &builtin())
+    plan_with(text, &builtin())
 }
 
-fn example(name: &str) -> String {
+/// The plan of the first job of `text` against `catalogue`.
+pub(crate) fn plan_with(text: &str, catalogue: &crate::catalogue::Catalogue) -> Plan {
+    let job = jobs(text).remove(0);
+    plan_job(&job, "job.loam", catalogue)
+}
+
+/// The text of a shipped example.
+pub(crate) fn example(name: &str) -> String {
     std::fs::read_to_string(format!(
         "{}/../../examples/{name}",
         env!("CARGO_MANIFEST_DIR")

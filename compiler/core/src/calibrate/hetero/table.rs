@@ -35,21 +35,13 @@ pub fn render_hetero_table(report: &HeteroCalibrationReport) -> String {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "median |error| {:.1}%, mean |error| {:.1}%, within ±20%: {:.0}% of {} costed runs (whole-job tokens/s)",
+    crate::calibrate::table::write_summary(
+        &mut out,
         report.median_abs_error_pct,
         report.mean_abs_error_pct,
-        100.0 * report.within_20_pct_share,
-        report.costed_rows
+        report.within_20_pct_share,
+        (report.costed_rows, report.rows.len()),
+        "whole-job tokens/s",
     );
-    if report.not_costed_rows > 0 {
-        let _ = writeln!(
-            out,
-            "{} of {} runs not costed (reasons above)",
-            report.not_costed_rows,
-            report.rows.len()
-        );
-    }
     out
 }

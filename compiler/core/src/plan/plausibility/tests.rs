@@ -2,28 +2,13 @@
 //! job gets without any published figure, never from numbers the guard computes.
 
 use crate::catalogue::{BestPublished, Catalogue, builtin};
-use crate::check::check_file;
 use crate::diagnostics::{Severity, codes};
 use crate::plan::findings::SpecField;
 use crate::plan::ir::Plan;
-use crate::plan::plan_job;
 use crate::span::{FileId, Span, Spanned};
-use crate::syntax::parse;
 use crate::types::Precision;
 
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../examples/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn plan(text: &str, catalogue: &Catalogue) -> Plan {
-    let parsed = parse(FileId(0), text);
-    let job = check_file(&parsed.file.unwrap()).jobs.remove(0);
-    plan_job(&job, "job.loam", catalogue)
-}
+use crate::plan::tests::{example, plan_with as plan};
 
 /// The shipped catalogue without any published figure: the guard stays silent on it.
 fn unguarded() -> Catalogue {

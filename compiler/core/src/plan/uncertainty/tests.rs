@@ -2,25 +2,9 @@
 //! figures, never copied from a device file.
 
 use crate::catalogue::{Catalogue, builtin};
-use crate::check::check_file;
 use crate::plan::ir::Plan;
-use crate::plan::plan_job;
-use crate::span::FileId;
-use crate::syntax::parse;
 
-fn example(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../examples/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn plan(text: &str, catalogue: &Catalogue) -> Plan {
-    let parsed = parse(FileId(0), text);
-    let job = check_file(&parsed.file.unwrap()).jobs.remove(0);
-    plan_job(&job, "job.loam", catalogue)
-}
+use crate::plan::tests::{example, plan_with as plan};
 
 /// The 8B fine-tune example, allowed only `device`.
 fn eight_b_on(device: &str) -> String {
