@@ -5,7 +5,6 @@
 //! Every string that comes from a spec goes through one of these before it reaches a manifest;
 //! the template environment refuses to print a string that did not.
 
-use loam_compiler::names::is_dns_label;
 use std::fmt::Write;
 
 /// `s` as a YAML double-quoted scalar that every YAML 1.1 and 1.2 parser reads back as `s`.
@@ -89,39 +88,8 @@ pub fn json_ascii(json: &str) -> String {
     out
 }
 
-/// Whether `s` is safe unquoted in a `#SBATCH` line or a file name: 1–128 of
-/// `A-Za-z0-9._-`, not starting with `-` or `.`.
-pub fn is_plain_word(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && !s.starts_with('-')
-        && !s.starts_with('.')
-}
-
-/// Whether `s` is a Kubernetes label (or annotation) key: an optional DNS-subdomain prefix and
-/// `/`, then a name of 1–63 of `A-Za-z0-9-_.`, starting and ending alphanumeric.
-pub fn is_label_key(s: &str) -> bool {
-    let (prefix, name) = match s.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, s),
-    };
-    let prefix_ok =
-        prefix.is_none_or(|p| !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label));
-    prefix_ok && is_label_value(name) && !name.is_empty()
-}
-
-/// Whether `s` is a Kubernetes label value: empty, or 1–63 of `A-Za-z0-9-_.`, starting and
-/// ending alphanumeric.
-pub fn is_label_value(s: &str) -> bool {
-    s.is_empty()
-        || (s.len() <= 63
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
-            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric()))
-}
+// The name rules are the core's, so the catalogue loader refuses what a manifest cannot carry.
+pub use loam_compiler::names::{is_label_key, is_label_value, is_plain_word};
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@ use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
 use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
-use loam_compiler::names::{self, dns_label, is_dns_label, slug};
-use loam_compiler::plan::ir::{GroupIr, Plan, PlanDocument};
+use loam_compiler::names::{self, dns_label, is_dns_label, is_env_name, slug};
+use loam_compiler::plan::ir::{GroupIr, LayoutIr, Plan, PlanDocument};
 use serde::Serialize;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
@@ -62,6 +62,17 @@ pub struct Group<'a> {
     pub rank_offset: u64,
     /// The group as planned.
     pub ir: &'a GroupIr,
+    /// The trainer command and this group's layout arguments, one word each (each target adds
+    /// `--plan=<where the plan JSON is>`): its own tensor, data and micro-batch degrees in a
+    /// plan over two groups; their product (with the group's pipeline stages and context) is the
+    /// group's device count.
+    pub trainer_args: Vec<String>,
+    /// This group's environment beyond the rendezvous: the collective library's settings from
+    /// the catalogue, sorted by name (values are checked to be plain words or escaped per
+    /// target).
+    pub env: Vec<(String, String)>,
+    /// The collective library (`nccl`, `rccl`, `hccl`).
+    pub collective: String,
 }
 
 /// Everything common to the targets for one plan.
@@ -102,7 +113,7 @@ pub struct JobContext<'a> {
     pub trainer_args: Vec<String>,
     /// The plan (as a one-plan document), pretty JSON in printable ASCII.
     pub plan_json: String,
-    /// Restarts allowed after failures (one per started day of training, at least 3).
+    /// Restarts allowed after failures: the plan's restart budget (`estimate.goodput`).
     pub max_restarts: u64,
     /// Seconds between the stop signal and the kill: two checkpoint writes and a minute.
     pub grace_s: u64,
@@ -245,6 +256,12 @@ impl<'a> JobContext<'a> {
                 }
             }
             let device_label = slug(&g.device, 9);
+            let node = g.node.clone().unwrap_or_default();
+            for (k, v) in &node.env {
+                if !is_env_name(k) || v.chars().any(char::is_control) {
+                    errors.push(unusable(job, "collective setting", &format!("{k}={v}")));
+                }
+            }
             groups.push(Group {
                 index,
                 name: format!("g{index}-{device_label}")
@@ -253,6 +270,17 @@ impl<'a> JobContext<'a> {
                 node_rank_offset: nnodes,
                 rank_offset: world_size,
                 ir: g,
+                trainer_args: group_trainer_args(plan, g, index, layout, &options.trainer),
+                env: node
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                collective: if node.collective.is_empty() {
+                    "nccl".to_string()
+                } else {
+                    node.collective.clone()
+                },
             });
             nnodes = nnodes.saturating_add(g.nodes);
             world_size = world_size.saturating_add(g.devices);
@@ -272,28 +300,16 @@ impl<'a> JobContext<'a> {
                 "report this as a bug in loam",
             )]
         })?;
-        let mut trainer_args = options.trainer.clone();
-        trainer_args.extend([
-            format!("--tensor-parallel={}", layout.tensor),
-            format!("--pipeline-parallel={}", layout.pipeline),
-            format!("--data-parallel={}", layout.data),
-            format!("--context-parallel={}", layout.context),
-            format!("--expert-parallel={}", layout.expert),
-            format!("--virtual-stages={}", layout.virtual_stages),
-            format!("--micro-batch={}", layout.micro_batch),
-            format!("--global-batch={}", plan.workload.global_batch),
-            format!("--seq-len={}", plan.workload.seq_len),
-            format!("--zero={}", layout.zero),
-            format!("--recompute={}", layout.recompute),
-            format!("--precision={}", plan.workload.precision),
-            format!("--checkpoint-dir={}", checkpoint.path),
-            format!("--checkpoint-interval-min={}", checkpoint.interval_min),
-        ]);
-        if let Some(split) = pipeline_layout(&plan.stages) {
-            trainer_args.push(format!("--pipeline-layout={split}"));
-        }
-        let days = estimate.train_time_h.max(0.0) / 24.0;
-        let max_restarts = (days.ceil() as u64).clamp(3, 1000);
+        let trainer_args = groups
+            .first()
+            .map(|g| g.trainer_args.clone())
+            .unwrap_or_default();
+        // The plan's restart budget covers its expected interruptions (`estimate.goodput`);
+        // plans written before format 1.6 get one restart per started day, at least 3.
+        let max_restarts = match &estimate.goodput {
+            Some(goodput) => goodput.restart_budget.max(3),
+            None => ((estimate.train_time_h.max(0.0) / 24.0).ceil() as u64).clamp(3, 1000),
+        };
         let grace_s = (2.0 * checkpoint.write_s.max(0.0)).ceil() as u64 + 60;
         Ok(JobContext {
             job: job.clone(),
@@ -317,6 +333,67 @@ impl<'a> JobContext<'a> {
             grace_s,
         })
     }
+}
+
+/// The trainer command and the layout arguments of group `g` (number `index`) of `plan`: the
+/// group's own layout in a `data` plan, the plan's layout with the group's tensor degree and its
+/// share of the pipeline stages in a `pipeline` plan, the plan's layout otherwise.
+fn group_trainer_args(
+    plan: &Plan,
+    g: &GroupIr,
+    index: usize,
+    layout: &LayoutIr,
+    trainer: &[String],
+) -> Vec<String> {
+    let own = g.layout.unwrap_or(*layout);
+    let tensor = g.tensor.unwrap_or(own.tensor);
+    let mut args = trainer.to_vec();
+    args.extend([
+        format!("--tensor-parallel={tensor}"),
+        format!("--pipeline-parallel={}", own.pipeline),
+        format!("--data-parallel={}", own.data),
+        format!("--context-parallel={}", own.context),
+        format!("--expert-parallel={}", own.expert),
+        format!("--virtual-stages={}", own.virtual_stages),
+        format!("--micro-batch={}", own.micro_batch),
+        format!("--global-batch={}", plan.workload.global_batch),
+        format!("--seq-len={}", plan.workload.seq_len),
+        format!("--zero={}", own.zero),
+        format!("--recompute={}", own.recompute),
+        format!("--precision={}", plan.workload.precision),
+    ]);
+    if let Some(batch) = g.sequences_per_step {
+        // The group's share of every step's sequences in a `data` plan.
+        args.push(format!("--group-batch={batch}"));
+    }
+    if plan.groups.len() > 1 && plan.hetero.as_deref() == Some("pipeline") {
+        // The pipeline stages this group runs, first and last, from the plan's stages.
+        let mine: Vec<u64> = plan
+            .stages
+            .iter()
+            .filter(|s| s.group == index as u64)
+            .map(|s| s.index)
+            .collect();
+        if let (Some(first), Some(last)) = (mine.iter().min(), mine.iter().max()) {
+            args.push(format!("--pipeline-stages={first}-{last}"));
+        }
+    }
+    if let Some(checkpoint) = &plan.checkpoint {
+        args.push(format!("--checkpoint-dir={}", checkpoint.path));
+        args.push(format!(
+            "--checkpoint-interval-min={}",
+            checkpoint.interval_min
+        ));
+    }
+    let stages = if g.stages.is_empty() {
+        &plan.stages
+    } else {
+        &g.stages
+    };
+    if let Some(split) = pipeline_layout(stages) {
+        args.push(format!("--pipeline-layout={split}"));
+    }
+    args
 }
 
 /// L4002: the plan lacks what every target needs.

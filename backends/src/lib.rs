@@ -10,6 +10,7 @@
 //! Rendering is a pure function: same plans and options, byte-identical manifests.
 
 pub mod baremetal;
+pub mod contract;
 mod env;
 pub mod escape;
 pub mod job;

@@ -104,6 +104,48 @@ fn short_hash(s: &str) -> String {
     })
 }
 
+/// Whether `s` is safe unquoted in a `#SBATCH` line or a file name: 1–128 of
+/// `A-Za-z0-9._-`, not starting with `-` or `.`.
+pub fn is_plain_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && !s.starts_with('-')
+        && !s.starts_with('.')
+}
+
+/// Whether `s` is a Kubernetes label (or annotation) key: an optional DNS-subdomain prefix and
+/// `/`, then a name of 1–63 of `A-Za-z0-9-_.`, starting and ending alphanumeric.
+pub fn is_label_key(s: &str) -> bool {
+    let (prefix, name) = match s.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let prefix_ok =
+        prefix.is_none_or(|p| !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label));
+    prefix_ok && is_label_value(name) && !name.is_empty()
+}
+
+/// Whether `s` is a Kubernetes label value: empty, or 1–63 of `A-Za-z0-9-_.`, starting and
+/// ending alphanumeric.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty()
+        || (s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Whether `s` is an environment variable name: letters, digits and `_`, not starting with a
+/// digit.
+pub fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

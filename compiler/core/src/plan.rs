@@ -2,7 +2,9 @@
 
 mod explain;
 pub mod findings;
+pub mod goodput;
 pub mod ir;
+mod node;
 mod objective;
 pub mod pair;
 mod placement;

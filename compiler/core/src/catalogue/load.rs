@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 mod efficiency;
 mod published;
+mod run;
 
 /// What a catalogue file describes, decided by the folder it is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,8 +453,10 @@ impl Cx<'_, '_> {
             .flatten()
             .map(|r| self.spanned(r))
             .collect();
+        let run = self.site_run(raw);
         let rate = rate?;
         complete.then_some(())?;
+        let (restart_s, topology_levels) = run?;
         Some(model::Site {
             name: self.spanned(&raw.name),
             region: raw.region.value.clone(),
@@ -468,6 +471,8 @@ impl Cx<'_, '_> {
             datasets,
             node_groups: groups,
             reaches,
+            restart_s,
+            topology_levels,
         })
     }
 
@@ -494,6 +499,7 @@ impl Cx<'_, '_> {
             self.positive_quantity(&raw.nics.bandwidth, Dimension::Bandwidth, "nics.bandwidth");
         let price = self.money(&raw.price, money, "price");
         self.version(&raw.software.version, "software.version");
+        let run = self.node_run(raw);
         Some(model::NodeGroup {
             name: self.spanned(&raw.name),
             device: self.spanned(&raw.device),
@@ -508,6 +514,7 @@ impl Cx<'_, '_> {
             software_version: self.spanned(&raw.software.version),
             slurm_partition: raw.slurm_partition.value.clone(),
             node_labels: raw.node_labels.clone(),
+            run: run?,
         })
     }
 

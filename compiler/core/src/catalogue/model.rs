@@ -240,6 +240,32 @@ pub struct NodeGroup {
     pub slurm_partition: String,
     /// Kubernetes node labels.
     pub node_labels: BTreeMap<String, String>,
+    /// How its nodes run a job: pod requests, fabric, taints, Slurm limits.
+    pub run: NodeRun,
+}
+
+/// How a node group's nodes run a job (all optional in the catalogue: absent figures are zero
+/// or empty, and the manifests then leave them out).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct NodeRun {
+    /// CPU cores one node's pod requests.
+    pub cpus: u32,
+    /// Memory one node's pod requests, in bytes.
+    pub memory_bytes: f64,
+    /// Size of `/dev/shm`, in bytes.
+    pub shm_bytes: f64,
+    /// The RDMA device-plugin resource and how many a node's pod takes.
+    pub rdma: Option<(String, u32)>,
+    /// The collective library's environment.
+    pub env: BTreeMap<String, String>,
+    /// Node taints: key, value (none = any), effect.
+    pub taints: Vec<(String, Option<String>, String)>,
+    /// The Slurm partition's longest time limit, in seconds.
+    pub slurm_max_time_s: Option<f64>,
+    /// Slurm node features selecting the group.
+    pub slurm_features: Vec<String>,
+    /// Whether Slurm runs containers through pyxis/enroot.
+    pub slurm_containers: bool,
 }
 
 impl NodeGroup {
@@ -278,6 +304,10 @@ pub struct Site {
     pub node_groups: Vec<NodeGroup>,
     /// Sites this site claims to reach over WAN links (all others when not written).
     pub reaches: Vec<Spanned<String>>,
+    /// Seconds from a failure until the job runs again, before it reads its checkpoint.
+    pub restart_s: f64,
+    /// Node label keys of the topology levels, outermost first; empty when not declared.
+    pub topology_levels: Vec<String>,
 }
 
 /// A WAN link between two sites, usable in both directions.

@@ -157,6 +157,9 @@ pub(crate) struct Site {
     pub node_groups: Vec<NodeGroup>,
     #[serde(default)]
     pub reaches: Option<Vec<Loc<String>>>,
+    /// From a failure to training again, before the checkpoint is read.
+    #[serde(default)]
+    pub restart_time: Option<Loc<String>>,
 }
 
 /// Electricity price by hour of day.
@@ -174,6 +177,9 @@ pub(crate) struct Topology {
     pub nodes_per_block: Loc<i64>,
     pub block_uplink: Loc<String>,
     pub latency: Loc<String>,
+    /// Node label keys of the topology levels, outermost first (Kueue's Topology levels).
+    #[serde(default)]
+    pub levels: Vec<Loc<String>>,
 }
 
 /// A dataset cached at a site.
@@ -199,6 +205,67 @@ pub(crate) struct NodeGroup {
     pub slurm_partition: Loc<String>,
     #[serde(default)]
     pub node_labels: BTreeMap<String, String>,
+    /// What one node's pod may request.
+    #[serde(default)]
+    pub pod: Option<PodResources>,
+    /// The fast fabric and the collective library's settings.
+    #[serde(default)]
+    pub fabric: Option<Fabric>,
+    /// Taints on the group's nodes.
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+    /// The Slurm partition's limits and features.
+    #[serde(default)]
+    pub slurm: Option<SlurmGroup>,
+}
+
+/// What one node's pod requests.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PodResources {
+    pub cpus: Loc<i64>,
+    pub memory: Loc<String>,
+    pub shm: Loc<String>,
+}
+
+/// The RDMA fabric and the collective library's environment.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Fabric {
+    #[serde(default)]
+    pub rdma: Option<Rdma>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Loc<String>>,
+}
+
+/// An RDMA device-plugin resource.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rdma {
+    pub resource: Loc<String>,
+    pub per_node: Loc<i64>,
+}
+
+/// A node taint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Taint {
+    pub key: Loc<String>,
+    #[serde(default)]
+    pub value: Option<Loc<String>>,
+    pub effect: Loc<String>,
+}
+
+/// Slurm settings of a node group.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SlurmGroup {
+    #[serde(default)]
+    pub max_time: Option<Loc<String>>,
+    #[serde(default)]
+    pub features: Vec<Loc<String>>,
+    #[serde(default)]
+    pub containers: bool,
 }
 
 /// Scale-out network interfaces of one node.

@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.5";
+pub const FORMAT_VERSION: &str = "1.6";
+
+mod run;
+pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -194,6 +197,10 @@ pub struct GroupIr {
     /// on one group states it once, as `estimate.throughput_uncertainty`). Added in format 1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_uncertainty: Option<f64>,
+    /// How the group's nodes run the job: pod requests, fabric, collective library, taints,
+    /// scheduler limits. Added in format 1.6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeIr>,
 }
 
 /// One pipeline stage.
@@ -256,6 +263,11 @@ pub struct EstimateIr {
     /// one is measured). Absent in plans written before format 1.5, which did not state it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_uncertainty: Option<f64>,
+    /// What failures cost: expected interruptions, restarts, lost work and checkpoint stalls,
+    /// which `train_time_h`, `cost`, `energy_kwh` and `carbon_kg` include. Added in format 1.6
+    /// (before it those four were failure-free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputIr>,
 }
 
 /// The memory of the device that needs the most, by what it holds, in GiB; the parts add up to

@@ -5,6 +5,7 @@
 //! outcome that breaks none, by how far it misses, so when nothing meets them the best entry is
 //! the closest miss and its numbers become the reasons.
 
+use super::goodput::{Failures, Run};
 use super::search::{Candidate, Economics};
 use crate::types::Optimize;
 
@@ -81,7 +82,7 @@ impl Constrained {
     /// The outcome of a homogeneous layout.
     pub(crate) fn outcome(&self, c: &Candidate) -> Outcome {
         Outcome {
-            time_s: c.train_time_s + self.transfer_s,
+            time_s: self.economics.wall_time_s(c) + self.transfer_s,
             cost: self.economics.cost(c) + self.transfer_cost,
             energy_kwh: self.economics.energy_kwh(c),
             carbon_kg: self.economics.carbon_kg(c),
@@ -105,8 +106,21 @@ pub(crate) struct PairObjective {
 }
 
 impl PairObjective {
+    /// The run of `devices` of each group training `train_s` seconds without failures.
+    pub(crate) fn run(&self, devices: [u64; 2], train_s: f64) -> Run {
+        Failures::pair_run(
+            [&self.economics[0].failures, &self.economics[1].failures],
+            devices,
+            train_s,
+        )
+    }
+}
+
+impl PairObjective {
     /// The outcome of using `devices` of each group for `train_s` seconds.
     pub(crate) fn outcome(&self, devices: [u64; 2], train_s: f64) -> Outcome {
+        // The devices are held for the wall time, failures included.
+        let train_s = self.run(devices, train_s).wall_s;
         let mut o = Outcome {
             time_s: train_s + self.transfer_s,
             cost: self.fixed_cost,

@@ -8,6 +8,7 @@
 //! cross it are costed in the stage times (bandwidth) and in money (egress).
 
 use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
+use super::goodput::Failures;
 use super::ir::{BreakdownIr, EstimateIr, LayoutIr, Plan};
 use super::objective::{Constrained, Outcome, PairObjective};
 use super::placement::{self, Placement};
@@ -370,7 +371,7 @@ pub(crate) fn fill_pair_pipeline(
         &m.outcome,
         currency,
     ));
-    fill_pair_data(plan, input, m.placements, devices);
+    fill_pair_data(plan, input, m.placements, devices, p.train_time_s);
 }
 
 /// What a plan over two groups predicts, besides its outcome.
@@ -433,13 +434,14 @@ pub(crate) fn pair_estimate(
 }
 
 /// The data and checkpoint sections of a plan over two groups: the data is read at the first
-/// group's site (`split` when the second is elsewhere); checkpoints follow the pair's joint
-/// failure rate and the slower storage.
+/// group's site (`split` when the second is elsewhere); checkpoints and goodput follow the pair's
+/// joint failure rate and the slower storage, over `work_s` failure-free seconds.
 pub(crate) fn fill_pair_data(
     plan: &mut Plan,
     input: &PairInput<'_, '_>,
     placements: [&Placement<'_>; 2],
     devices: [u64; 2],
+    work_s: f64,
 ) {
     let (job, pool) = (input.job, input.pool);
     let [first, second] = placements;
@@ -448,18 +450,14 @@ pub(crate) fn fill_pair_data(
         data.strategy = "split".to_string();
     }
     plan.data = Some(data);
-    let failures_per_s = placements
-        .iter()
-        .zip(devices)
-        .map(|(o, n)| n as f64 / o.device.mtbf_s.max(1.0))
-        .sum::<f64>();
-    let storage = placements
-        .iter()
-        .map(|o| o.site.storage_bandwidth)
-        .fold(f64::INFINITY, f64::min);
-    plan.checkpoint = Some(single::checkpoint_for(
-        input.checkpoint,
-        storage,
-        1.0 / failures_per_s.max(1e-30),
-    ));
+    let failures = placements.map(|o| {
+        Failures::at(
+            o.device,
+            o.site,
+            input.checkpoint.bytes,
+            input.checkpoint.interval_s,
+        )
+    });
+    let run = Failures::pair_run([&failures[0], &failures[1]], devices, work_s);
+    super::goodput::state(plan, &run, devices[0] + devices[1], &input.checkpoint.path);
 }

@@ -4,6 +4,7 @@
 //! pinned layout fields, the limits, the currency money is counted in, and what the job
 //! checkpoints where.
 
+use super::goodput::Failures;
 use super::objective::{Constrained, Limits};
 use super::placement::{self, Placement};
 use super::search::{Economics, Pins};
@@ -53,7 +54,11 @@ impl<'a> PlanRequest<'a> {
                 skipped,
             });
         }
-        let objectives = placements.iter().map(|o| objective(job, pool, o)).collect();
+        let checkpoint = CheckpointNeeds::of(job, pool);
+        let objectives = placements
+            .iter()
+            .map(|o| objective(job, pool, o, &checkpoint))
+            .collect();
         Ok(PlanRequest {
             pool,
             placements,
@@ -64,7 +69,7 @@ impl<'a> PlanRequest<'a> {
             pins: pins(job),
             limits: limits(job),
             currency: placement::currency(job, pool),
-            checkpoint: CheckpointNeeds::of(job, pool),
+            checkpoint,
         })
     }
 }
@@ -108,7 +113,12 @@ fn limits(job: &Job) -> Limits {
 
 /// The objective of `option`: money converted to the budget's currency (or the pool's), power
 /// at the site's mean price and PUE, carbon at the site's intensity.
-pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Constrained {
+pub(crate) fn objective(
+    job: &Job,
+    pool: &Pool,
+    option: &Placement<'_>,
+    checkpoint: &CheckpointNeeds,
+) -> Constrained {
     let currency = placement::currency(job, pool);
     let base = pool.currency.value.as_str();
     let convert = |amount: f64| pool.convert(amount, base, &currency).unwrap_or(amount);
@@ -122,6 +132,12 @@ pub(crate) fn objective(job: &Job, pool: &Pool, option: &Placement<'_>) -> Const
                 + convert(power_price_per_hour),
             watts_per_device: watts,
             carbon_g_per_kwh: option.site.carbon_g_per_kwh,
+            failures: Failures::at(
+                option.device,
+                option.site,
+                checkpoint.bytes,
+                checkpoint.interval_s,
+            ),
         },
         transfer_s,
         transfer_cost: convert(transfer_cost),

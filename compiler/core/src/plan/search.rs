@@ -14,6 +14,7 @@ mod kept;
 mod rank;
 mod space;
 
+use super::goodput::{Failures, Run};
 use crate::cost::StepEstimate;
 use crate::hardware::ClusterFigures;
 use crate::types::{Optimize, Recompute, SplitRule};
@@ -108,17 +109,29 @@ pub struct Economics {
     pub watts_per_device: f64,
     /// Grid carbon intensity in g CO2 per kWh.
     pub carbon_g_per_kwh: f64,
+    /// What failures and checkpoints add to the run ([`Failures::NONE`] to leave them out).
+    pub failures: Failures,
 }
 
 impl Economics {
-    /// Money to train.
+    /// The run of `c` with its expected failures and checkpoint writes.
+    pub fn run(&self, c: &Candidate) -> Run {
+        self.failures.run(c.train_time_s, c.devices)
+    }
+
+    /// Expected wall seconds to train, failures included.
+    pub fn wall_time_s(&self, c: &Candidate) -> f64 {
+        self.run(c).wall_s
+    }
+
+    /// Money to train: the devices are held for the wall time.
     pub fn cost(&self, c: &Candidate) -> f64 {
-        c.device_hours * self.price_per_device_hour
+        c.device_hours * self.run(c).stretch() * self.price_per_device_hour
     }
 
     /// Energy to train in kWh.
     pub fn energy_kwh(&self, c: &Candidate) -> f64 {
-        c.device_hours * self.watts_per_device / 1000.0
+        c.device_hours * self.run(c).stretch() * self.watts_per_device / 1000.0
     }
 
     /// CO2 to train in kg.
@@ -130,10 +143,10 @@ impl Economics {
 impl Objective for Economics {
     fn score(&self, c: &Candidate) -> f64 {
         match self.optimize {
-            Optimize::Time => c.train_time_s,
+            Optimize::Time => self.wall_time_s(c),
             Optimize::Cost => self.cost(c),
             // The product of hours and money: halving either is worth the same.
-            Optimize::Balanced => c.train_time_s / 3600.0 * self.cost(c),
+            Optimize::Balanced => self.wall_time_s(c) / 3600.0 * self.cost(c),
             Optimize::Carbon => self.carbon_kg(c),
         }
     }

@@ -2,9 +2,8 @@
 //! into every field of the Plan IR (groups, stages, estimate, checkpoint), with the reasons
 //! when no layout fits.
 
-use super::ir::{
-    BreakdownIr, CheckpointIr, EstimateIr, GroupIr, LayoutIr, MemoryIr, MoneyIr, Plan,
-};
+use super::goodput::Failures;
+use super::ir::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MemoryIr, MoneyIr, Plan};
 use super::placement::{Placement, block_label, data_ir};
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
@@ -170,7 +169,15 @@ pub(crate) fn fill(
         totals,
     ));
     plan.data = Some(data_ir(job, pool, o.site));
-    plan.checkpoint = Some(checkpoint(checkpoint_needs, best));
+    let o = best.placement;
+    let failures = Failures::at(
+        o.device,
+        o.site,
+        checkpoint_needs.bytes,
+        checkpoint_needs.interval_s,
+    );
+    let run = failures.run(c.train_time_s, c.devices);
+    super::goodput::state(plan, &run, c.devices, &checkpoint_needs.path);
 }
 
 /// What a plan predicts per step and per run, before rounding (the breakdown already rounded).
@@ -215,6 +222,8 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
         breakdown_s: f.breakdown.clone(),
         // Stated once the plan's groups are known (`super::uncertainty`).
         throughput_uncertainty: None,
+        // Stated with the checkpoint plan (`super::goodput::state`).
+        goodput: None,
     }
 }
 
@@ -241,16 +250,8 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         sequences_per_step: None,
         stages: Vec::new(),
         throughput_uncertainty: None,
+        node: Some(super::node::node_ir(o)),
     }
-}
-
-/// Young/Daly: interval `τ = √(2·δ·M) − δ` with `δ` the time to write one checkpoint (weights
-/// and optimizer state at the site's storage bandwidth) and `M` the job's mean time between
-/// failures (one device's MTBF over the devices used).
-fn checkpoint(needs: &CheckpointNeeds, best: &Ranked<'_>) -> CheckpointIr {
-    let o = best.placement;
-    let mtbf_job = o.device.mtbf_s / (best.candidate.devices.max(1) as f64);
-    checkpoint_for(needs, o.site.storage_bandwidth, mtbf_job)
 }
 
 /// What the job checkpoints and where, decided once for the planning request.
@@ -289,23 +290,5 @@ impl CheckpointNeeds {
             bytes,
             interval_s: job.checkpoint.interval.as_ref().map(|i| i.value),
         }
-    }
-}
-
-/// The checkpoint plan given the slowest storage the job writes to and its mean time between
-/// failures.
-pub(crate) fn checkpoint_for(
-    needs: &CheckpointNeeds,
-    storage_bandwidth: f64,
-    mtbf_job: f64,
-) -> CheckpointIr {
-    let write_s = needs.bytes / storage_bandwidth.max(1.0);
-    let interval_s = needs
-        .interval_s
-        .unwrap_or_else(|| ((2.0 * write_s * mtbf_job).sqrt() - write_s).max(write_s));
-    CheckpointIr {
-        interval_min: round(interval_s / 60.0),
-        write_s: round(write_s),
-        path: needs.path.clone(),
     }
 }

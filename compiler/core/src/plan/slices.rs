@@ -45,17 +45,23 @@ pub(crate) fn fit_slice<'d>(
 }
 
 /// Puts a one-device `plan` on `slice`: the same money and energy, `1/f` of the throughput.
-pub(crate) fn apply_slice(plan: &mut Plan, slice: &SliceProfile) {
+pub(crate) fn apply_slice(plan: &mut Plan, device: &Device, slice: &SliceProfile) {
     let f = slice.compute_fraction;
     let Some(group) = plan.groups.first_mut() else {
         return;
     };
     group.slice = Some(slice.name.clone());
+    if let Some(node) = group.node.as_mut() {
+        node.slice_resource = Some(super::node::slice_resource(device, slice));
+    }
     if let Some(e) = plan.estimate.as_mut() {
         e.step_time_s = super::single::round(e.step_time_s / f);
         e.tokens_per_s = super::single::round(e.tokens_per_s * f);
         e.model_tflops_per_device = super::single::round(e.model_tflops_per_device * f);
         e.train_time_h = super::single::round(e.train_time_h / f);
+        if let Some(g) = e.goodput.as_mut() {
+            g.failure_free_time_h = super::single::round(g.failure_free_time_h / f);
+        }
     }
     plan.notes.push(format!(
         "runs on a {} slice ({:.0} % of one {}'s compute, {:.0} GB): {:.1}× the time for the same money, the rest of the device stays free",

@@ -439,7 +439,7 @@ pub(crate) fn fill_pair_data_plan(
         &d.outcome,
         currency,
     ));
-    fill_pair_data(plan, input, d.placements, devices);
+    fill_pair_data(plan, input, d.placements, devices, d.train_time_s);
 }
 
 #[cfg(test)]

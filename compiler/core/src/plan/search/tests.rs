@@ -160,6 +160,7 @@ fn objective_is_pluggable() {
         price_per_device_hour: 2.0,
         watts_per_device: 1000.0,
         carbon_g_per_kwh: 400.0,
+        failures: crate::plan::goodput::Failures::NONE,
     };
     let by_cost = search(&spec, &cheap);
     let c = &by_cost.ranked[0];

@@ -1,0 +1,105 @@
+//! How a group's nodes run a job, as the Plan IR states it for the backends: the catalogue's pod
+//! requests, fabric, taints and Slurm limits of the node group, the site's topology levels, the
+//! device's collective library, and the device-plugin resource of a slice.
+
+use super::ir::{NodeIr, RdmaIr, TolerationIr};
+use super::placement::Placement;
+use crate::catalogue::{Device, SliceProfile, model::SlicingKind};
+
+/// Bytes in a GiB.
+const GIB: f64 = 1_073_741_824.0;
+
+/// The node facts of placement `o`.
+pub(crate) fn node_ir(o: &Placement<'_>) -> NodeIr {
+    let run = &o.group.run;
+    NodeIr {
+        vendor: o.device.vendor.clone(),
+        collective: collective_library(&o.device.vendor).to_string(),
+        cpus: u64::from(run.cpus),
+        memory_gib: super::single::round(run.memory_bytes / GIB),
+        shm_gib: super::single::round(run.shm_bytes / GIB),
+        rdma: run.rdma.as_ref().map(|(resource, n)| RdmaIr {
+            resource: resource.clone(),
+            per_node: u64::from(*n),
+        }),
+        env: run.env.clone(),
+        tolerations: run
+            .taints
+            .iter()
+            .map(|(key, value, effect)| TolerationIr {
+                key: key.clone(),
+                value: value.clone(),
+                effect: effect.clone(),
+            })
+            .collect(),
+        topology_levels: o.site.topology_levels.clone(),
+        slurm_max_time_min: run.slurm_max_time_s.map(|s| (s / 60.0).floor() as u64),
+        slurm_features: run.slurm_features.clone(),
+        slurm_containers: run.slurm_containers,
+        slice_resource: None,
+    }
+}
+
+/// The collective library of a vendor's devices: NCCL on NVIDIA, RCCL on AMD and on Hygon DCUs
+/// (a ROCm derivative), HCCL on Huawei Ascend and Intel Gaudi (Habana's own HCCL).
+pub fn collective_library(vendor: &str) -> &'static str {
+    match vendor {
+        "amd" | "hygon" => "rccl",
+        "huawei" | "intel" => "hccl",
+        _ => "nccl",
+    }
+}
+
+/// The Kubernetes resource a pod requests for one `profile` slice of `device`: NVIDIA's
+/// device plugin names MIG devices `nvidia.com/mig-<profile>`; Ascend's names a static vNPU
+/// after its template, `vir05_1c_16g` → `huawei.com/Ascend910-5c.1cpu.16g` (AI cores, AI CPUs,
+/// memory). Other slicing (time-sliced vGPU) shares the whole-device resource.
+pub fn slice_resource(device: &Device, profile: &SliceProfile) -> String {
+    match device.slicing {
+        Some(SlicingKind::Mig) => format!("nvidia.com/mig-{}", profile.name),
+        Some(SlicingKind::Vnpu) => {
+            let mut parts = profile.name.trim_start_matches("vir").split('_');
+            let cores = parts.next().unwrap_or_default().trim_start_matches('0');
+            let mut name = format!("{cores}c");
+            for part in parts {
+                if let Some(cpus) = part.strip_suffix('c') {
+                    name.push_str(&format!(".{cpus}cpu"));
+                } else {
+                    name.push('.');
+                    name.push_str(part);
+                }
+            }
+            let base = device
+                .kubernetes_resource
+                .split_once('-')
+                .map_or(device.kubernetes_resource.as_str(), |(b, _)| b);
+            format!("{base}-{name}")
+        }
+        _ => device.kubernetes_resource.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names in the vendors' device-plugin documentation.
+    #[test]
+    fn slices_get_the_device_plugins_resource_names() {
+        let catalogue = crate::catalogue::builtin().unwrap();
+        let name = |device: &str, profile: &str| {
+            let d = catalogue.device(device).unwrap();
+            let p = d.slice_profiles.iter().find(|p| p.name == profile).unwrap();
+            slice_resource(d, p)
+        };
+        assert_eq!(name("H100_SXM", "1g.10gb"), "nvidia.com/mig-1g.10gb");
+        assert_eq!(
+            name("Ascend910B", "vir05_1c_16g"),
+            "huawei.com/Ascend910-5c.1cpu.16g"
+        );
+        assert_eq!(
+            name("Ascend910B", "vir12_3c_32g"),
+            "huawei.com/Ascend910-12c.3cpu.32g"
+        );
+    }
+}
