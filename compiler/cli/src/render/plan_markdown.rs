@@ -1,6 +1,6 @@
 //! The plan as Markdown, for pull-request comments.
 
-use super::plan_table::{layout_line, uncertainty_text, where_line};
+use super::plan_table::{failures_line, layout_line, uncertainty_text, where_line};
 use loam_compiler::display::{hours_or_days, money, percent, thousands};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::fmt::Write;
@@ -62,6 +62,9 @@ fn render_plan(out: &mut String, plan: &Plan) {
             "| checkpoint | every {:.0} min to `{}` |",
             c.interval_min, c.path
         );
+    }
+    if let Some(line) = failures_line(plan) {
+        let _ = writeln!(out, "| failures | {line} |");
     }
     if !plan.why.is_empty() {
         let _ = writeln!(out, "| why | {} |", plan.why);

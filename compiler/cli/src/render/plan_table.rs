@@ -54,6 +54,21 @@ pub fn where_line(plan: &Plan) -> String {
     format!("{}, pool {}", groups.join(" + "), plan.pool)
 }
 
+/// What failures cost the run, in one line: goodput, expected interruptions, restart and lost
+/// work per interruption, checkpoint stalls, and the restart budget the manifests allow.
+pub fn failures_line(plan: &Plan) -> Option<String> {
+    let g = plan.estimate.as_ref()?.goodput.as_ref()?;
+    Some(format!(
+        "goodput {} · {} interruptions expected · {:.0} min restart + {:.0} min redone each · {} writing checkpoints · restart budget {}",
+        percent(g.fraction),
+        thousands(g.interruptions_expected),
+        g.restart_min,
+        g.lost_work_min,
+        hours_or_days(g.checkpoint_stall_h),
+        g.restart_budget
+    ))
+}
+
 /// How uncertain the predicted throughput is because of the device figures:
 /// `±30 % (device figures estimated: Ascend910B)`, each device's own figure added when the
 /// estimated devices of a plan over two groups differ. `None` when every device is measured, and
@@ -332,6 +347,9 @@ pub fn render_plan(plan: &Plan) -> String {
                 c.interval_min, c.write_s, c.path
             ),
         );
+    }
+    if let Some(line) = failures_line(plan) {
+        row(&mut out, "failures", &line);
     }
     if !plan.why.is_empty() {
         row(&mut out, "why", &plan.why);

@@ -210,9 +210,9 @@ mod tests {
     /// 16,384 H100 GPUs. The catalogue's H100 MTBF must predict that many over that time.
     #[test]
     fn the_h100_rate_predicts_the_published_llama3_interruptions() {
-        let catalogue = crate::catalogue::builtin().unwrap();
+        let catalogue = crate::catalogue::builtin();
         let h100 = catalogue.device("H100_SXM").unwrap();
-        let expected = 54.0 * 86_400.0 * 16_384.0 / h100.mtbf_s;
+        let expected: f64 = 54.0 * 86_400.0 * 16_384.0 / h100.mtbf_s;
         assert!((expected - 419.0).abs() / 419.0 < 0.15, "{expected}");
     }
 

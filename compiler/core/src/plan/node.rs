@@ -86,7 +86,7 @@ mod tests {
     /// The names in the vendors' device-plugin documentation.
     #[test]
     fn slices_get_the_device_plugins_resource_names() {
-        let catalogue = crate::catalogue::builtin().unwrap();
+        let catalogue = crate::catalogue::builtin();
         let name = |device: &str, profile: &str| {
             let d = catalogue.device(device).unwrap();
             let p = d.slice_profiles.iter().find(|p| p.name == profile).unwrap();

@@ -85,13 +85,16 @@ fn with_input<T>(
     let job = check_file(&parsed.file?).jobs.into_iter().next()?;
     let pool = catalogue.pool(&job.resources.pool.value)?;
     let (options, _) = options(&job, pool, catalogue);
-    let objectives: Vec<_> = options.iter().map(|o| objective(&job, pool, o)).collect();
+    let checkpoint = crate::plan::single::CheckpointNeeds::of(&job, pool);
+    let objectives: Vec<_> = options
+        .iter()
+        .map(|o| objective(&job, pool, o, &checkpoint))
+        .collect();
     let single_scores = vec![None; options.len()];
     let model = model_dims(&job.model);
     let setup = train_setup(&job);
     let graph = job_graph(&job);
     let convert = |x: f64| x;
-    let checkpoint = crate::plan::single::CheckpointNeeds::of(&job, pool);
     f(&PairInput {
         job: &job,
         pool,
