@@ -100,13 +100,65 @@ fn has(value: &Value, fields: &[&str], what: &str) {
     }
 }
 
+/// Every example's plan states what failures cost and how its nodes run it, and the numbers
+/// agree with each other: the wall time is the failure-free time over the goodput, the
+/// interruptions are the wall time at the devices' rate, the restart budget covers them.
+#[test]
+fn every_plan_states_its_failures_and_how_its_nodes_run_it() {
+    for example in examples() {
+        let (code, doc, err) = plan_json(&[&example]);
+        assert_eq!(code, 0, "{example}: {err}");
+        for plan in doc["plans"].as_array().unwrap() {
+            let e = &plan["estimate"];
+            let g = &e["goodput"];
+            let number = |v: &Value| v.as_f64().unwrap();
+            let fraction = number(&g["fraction"]);
+            assert!(fraction > 0.5 && fraction <= 1.0, "{example}: {g}");
+            let wall = number(&e["train_time_h"]);
+            let work = number(&g["failure_free_time_h"]);
+            assert!(
+                (wall * fraction - work).abs() <= 1e-3 * work,
+                "{example}: {e}"
+            );
+            let devices: f64 = plan["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| number(&g["devices"]))
+                .sum();
+            let expected = wall * devices * number(&g["interruptions_per_device_hour"]);
+            let stated = number(&g["interruptions_expected"]);
+            assert!(
+                (expected - stated).abs() <= 0.01 * stated.max(1.0),
+                "{example}: {g}"
+            );
+            assert!(number(&g["restart_budget"]) > stated, "{example}: {g}");
+            assert!(number(&g["restart_min"]) > 0.0);
+            for group in plan["groups"].as_array().unwrap() {
+                let node = &group["node"];
+                let collective = node["collective"].as_str().unwrap();
+                let vendor = node["vendor"].as_str().unwrap();
+                let expected = match vendor {
+                    "nvidia" => "nccl",
+                    "amd" | "hygon" => "rccl",
+                    _ => "hccl",
+                };
+                assert_eq!(collective, expected, "{example}: {node}");
+                assert!(number(&node["cpus"]) > 0.0, "{example}: {node}");
+                assert!(number(&node["shm_gib"]) <= number(&node["memory_gib"]));
+                assert!(!node["tolerations"].as_array().unwrap().is_empty());
+            }
+        }
+    }
+}
+
 #[test]
 fn every_example_plans_feasibly_with_every_contract_field() {
     for example in examples() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.5");
+        assert_eq!(doc["format_version"], "1.6");
         assert!(
             doc["catalogue_digest"]
                 .as_str()

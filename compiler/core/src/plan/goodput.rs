@@ -98,7 +98,9 @@ impl Run {
             work_s
         } else if rate_per_s > 0.0 && interval_s > 0.0 {
             let m = 1.0 / rate_per_s;
-            m * (restart_s / m).exp() * ((interval_s + write_s) / m).exp_m1() * work_s / interval_s
+            // libm, not the platform's: a plan must be byte-identical everywhere.
+            m * libm::exp(restart_s / m) * libm::expm1((interval_s + write_s) / m) * work_s
+                / interval_s
         } else if interval_s.is_finite() && interval_s > 0.0 {
             work_s * (1.0 + write_s / interval_s)
         } else {
@@ -130,7 +132,7 @@ impl Run {
 
     /// What the plan states, with the devices the rate is spread over.
     pub fn ir(&self, devices: u64) -> GoodputIr {
-        let round = super::single::round;
+        let round = crate::display::significant;
         let expected = self.interruptions();
         GoodputIr {
             fraction: round(1.0 / self.stretch()),
@@ -151,7 +153,7 @@ impl Run {
 /// time, and the goodput. The plan's money, energy and carbon come from the objective's outcome,
 /// which already holds the devices for the wall time.
 pub(crate) fn state(plan: &mut super::ir::Plan, run: &Run, devices: u64, path: &str) {
-    let round = super::single::round;
+    let round = crate::display::significant;
     let interval_s = if run.interval_s.is_finite() {
         run.interval_s
     } else {

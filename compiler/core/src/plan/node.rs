@@ -16,8 +16,8 @@ pub(crate) fn node_ir(o: &Placement<'_>) -> NodeIr {
         vendor: o.device.vendor.clone(),
         collective: collective_library(&o.device.vendor).to_string(),
         cpus: u64::from(run.cpus),
-        memory_gib: super::single::round(run.memory_bytes / GIB),
-        shm_gib: super::single::round(run.shm_bytes / GIB),
+        memory_gib: crate::display::significant(run.memory_bytes / GIB),
+        shm_gib: crate::display::significant(run.shm_bytes / GIB),
         rdma: run.rdma.as_ref().map(|(resource, n)| RdmaIr {
             resource: resource.clone(),
             per_node: u64::from(*n),

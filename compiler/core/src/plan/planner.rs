@@ -214,7 +214,10 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             single::fill(&mut plan, job, pool, &request.checkpoint, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
-                let lead_s = best.outcome.time_s - objectives[r.option].economics.wall_time_s(c);
+                let wall_s = objectives
+                    .get(r.option)
+                    .map_or(c.train_time_s, |o| o.economics.wall_time_s(c));
+                let lead_s = best.outcome.time_s - wall_s;
                 let memory = c.estimate.memory_per_device_bytes;
                 let slice = fit_slice(r.placement.device, memory, c.train_time_s, lead_s, limits);
                 if let Some(slice) = slice {
