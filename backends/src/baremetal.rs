@@ -1,6 +1,8 @@
-//! Bare metal: a hostfile, a launcher script that starts the trainer on every host over ssh and
-//! stops all of them when one fails or time runs out, and the plan JSON.
+//! Bare metal: a hostfile, a launcher script that runs the trainer on every host over ssh inside
+//! the trainer contract and resumes all hosts from their checkpoint when one fails, and the plan
+//! JSON.
 
+use crate::contract;
 use crate::job::JobContext;
 use crate::kubernetes::{render_one, template_error};
 use crate::{Manifest, Options, env};
@@ -13,13 +15,17 @@ use serde::Serialize;
 struct LaunchContext<'a> {
     job: &'a JobContext<'a>,
     placeholders: Vec<String>,
-    timeout_s: u64,
+    /// The contract's wrapper, which the launcher runs around the trainer on every host.
+    contract: &'static str,
+    /// Names each node's lock on its host: the job and its checkpoint folder, because two runs
+    /// writing one checkpoint folder must never overlap, while tests and reruns with their own
+    /// folders may.
+    host_lock: String,
 }
 
 /// Renders the hostfile, launcher and plan of one job.
 pub fn render(job: &JobContext<'_>, _options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
-    let timeout_s = (job.train_time_h.max(0.0) * 3600.0 * 1.1).ceil() as u64 + job.grace_s;
     let ctx = LaunchContext {
         job,
         placeholders: job
@@ -27,7 +33,8 @@ pub fn render(job: &JobContext<'_>, _options: &Options) -> Result<Vec<Manifest>,
             .iter()
             .map(|g| dns_label(&g.ir.node_group, 40))
             .collect(),
-        timeout_s,
+        contract: contract::WRAPPER,
+        host_lock: dns_label(&format!("{} {}", job.name, job.checkpoint_path), 40),
     };
     let ctx = Value::from_serialize(&ctx);
     Ok(vec![

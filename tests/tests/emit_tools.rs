@@ -537,6 +537,9 @@ fn launch(
         .env("MASTER_PORT", port.to_string())
         .env("CONNECT_TIMEOUT_S", "5")
         .env("TIMEOUT_S", "90")
+        // These tests check how a run fails; emit_baremetal.rs checks the restarts.
+        .env("MAX_RESTARTS", "0")
+        .env("GRACE_S", "3")
         .output()
         .unwrap();
     (

@@ -1,0 +1,491 @@
+//! The bare-metal launcher over real ssh to two loopback hosts (the private sshd that
+//! `scripts/backend-tools.sh` starts): a run whose trainer is killed on one host resumes from the
+//! checkpoints on both and finishes; a second launcher of the same job is refused; a trainer that
+//! always fails uses up the restart budget; the rendezvous address is the host behind `user@host`,
+//! `ssh://` and ssh config aliases; each host gets its group's arguments and settings.
+//!
+//! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing sshd fails the test; otherwise the test prints
+//! why it is skipped and passes.
+
+use loam_backends::{Options, Target, Tenancy, render};
+use loam_compiler::plan::ir::PlanDocument;
+use loam_tests::repo_root;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn ci_dir() -> PathBuf {
+    std::env::var_os("LOAM_CI_DIR").map_or_else(|| PathBuf::from("/var/lib/loam-ci"), PathBuf::from)
+}
+
+fn ssh_config() -> PathBuf {
+    ci_dir().join("ssh/ssh_config")
+}
+
+/// Whether the private sshd answers; when not, fails under CI and skips elsewhere.
+#[allow(clippy::print_stderr)] // the skip message is for the person running the tests
+fn have_ssh() -> bool {
+    let ok = ssh_config().is_file()
+        && Command::new("ssh")
+            .args(["-F", ssh_config().to_str().unwrap(), "127.0.0.2", "true"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required =
+            std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
+        assert!(
+            !required,
+            "the private sshd is missing; run scripts/backend-tools.sh start (as root)"
+        );
+        eprintln!("skipping: the private sshd is missing (run scripts/backend-tools.sh start)");
+    }
+    ok
+}
+
+/// One emitted job with its checkpoints under a scratch folder.
+struct Job {
+    dir: PathBuf,
+    launcher: PathBuf,
+    ckpt: PathBuf,
+    port: u32,
+}
+
+impl Job {
+    /// Renders `doc` with `trainer` as the trainer command and checkpoints under the scratch
+    /// folder `tag`.
+    fn emit(tag: &str, mut doc: PlanDocument, trainer: &[&str]) -> Job {
+        let dir = std::env::temp_dir().join(format!("loam-bare-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = dir.join("ckpt");
+        for p in &mut doc.plans {
+            let c = p.checkpoint.as_mut().unwrap();
+            c.path = c.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
+        }
+        let mut options = Options::default();
+        options.tenants.insert(
+            "nlp".to_string(),
+            Tenancy {
+                namespace: "team-nlp".to_string(),
+                queue: "nlp-train".to_string(),
+                slurm_account: "nlp".to_string(),
+                slurm_qos: None,
+                checkpoint_root: root.to_string_lossy().into_owned(),
+            },
+        );
+        options.trainer = trainer.iter().map(|w| (*w).to_string()).collect();
+        let mut launcher = PathBuf::new();
+        for m in render(&doc, Target::Baremetal, &options).unwrap() {
+            let path = dir.join(&m.path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, m.contents).unwrap();
+            if path.ends_with("launch.sh") {
+                launcher = path;
+            }
+        }
+        let ckpt = PathBuf::from(&doc.plans[0].checkpoint.as_ref().unwrap().path);
+        // A port per launch: the tests run in parallel.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = 24_000 + (std::process::id() % 4_000) * 8 + n % 8;
+        Job {
+            dir,
+            launcher,
+            ckpt,
+            port,
+        }
+    }
+
+    /// Writes the hostfile: one `HOST GROUP 8` line per host.
+    fn hosts(&self, hosts: &[(&str, u32)]) -> PathBuf {
+        let path = self.dir.join("hosts");
+        let lines: String = hosts.iter().map(|(h, g)| format!("{h} {g} 8\n")).collect();
+        std::fs::write(&path, lines).unwrap();
+        path
+    }
+
+    /// The launcher with short pauses, a short grace and `env` added.
+    fn command(&self, hostfile: &Path, env: &[(&str, &str)]) -> Command {
+        let mut c = Command::new("timeout");
+        c.args(["90", "bash", self.launcher.to_str().unwrap()])
+            .env("HOSTFILE", hostfile)
+            .env("SSH_OPTS", format!("-F {}", ssh_config().display()))
+            .env("MASTER_PORT", self.port.to_string())
+            .env("CONNECT_TIMEOUT_S", "5")
+            .env("BACKOFF_S", "1")
+            .env("GRACE_S", "5")
+            .env_remove("MASTER_ADDR");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn spawn(&self, hostfile: &Path, env: &[(&str, &str)]) -> Child {
+        self.command(hostfile, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// What `ckpt_trainer.py` logged on node `rank`, one entry per line.
+    fn trainer_log(&self, rank: usize) -> Vec<String> {
+        std::fs::read_to_string(self.ckpt.join(format!("node{rank}.log")))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The launcher's log of node `rank`.
+    fn host_log(&self, rank: usize) -> String {
+        let logs = self.launcher.parent().unwrap().join("logs");
+        std::fs::read_to_string(logs.join(format!("node{rank}.log"))).unwrap_or_default()
+    }
+
+    fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} never happened:\n{}\n{}",
+                self.host_log(0),
+                self.host_log(1)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // Each node's lock folder on its (loopback) host, named in the launcher.
+        let script = std::fs::read_to_string(&self.launcher).unwrap_or_default();
+        if let Some(name) = script
+            .lines()
+            .find_map(|l| l.strip_prefix("LOCK_NAME='"))
+            .and_then(|l| l.strip_suffix('\''))
+        {
+            for rank in 0..2 {
+                let _ = std::fs::remove_dir_all(format!("/tmp/loam-{name}-node{rank}"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn plan(name: &str) -> PlanDocument {
+    let path = repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ckpt_trainer() -> String {
+    repo_root()
+        .join("tests/backends/ckpt_trainer.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The pids of the processes running `program` with `VAR=value` for each of `env`.
+fn processes(program: &str, env: &[(&str, String)]) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let (Ok(cmdline), Ok(environ)) = (
+            std::fs::read(entry.path().join("cmdline")),
+            std::fs::read(entry.path().join("environ")),
+        ) else {
+            continue;
+        };
+        let words = |b: &[u8]| -> Vec<String> {
+            b.split(|&c| c == 0)
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        };
+        let environ = words(&environ);
+        let cmdline = words(&cmdline);
+        if cmdline.first().is_some_and(|w| w.contains("python"))
+            && cmdline.get(1).is_some_and(|w| w.ends_with(program))
+            && env
+                .iter()
+                .all(|(k, v)| environ.contains(&format!("{k}={v}")))
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_killed_trainer_resumes_from_the_checkpoints_on_every_host() {
+    if !have_ssh() {
+        return;
+    }
+    let started = Instant::now();
+    let job = Job::emit(
+        "resume",
+        plan("two-node-lab"),
+        &["python3", &ckpt_trainer(), "6", "1"],
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let launcher = job.spawn(&hosts, &[]);
+    // Kill node 1's trainer after its second step: its host's ssh session ends with 137.
+    job.wait_for("node 1's second step", || {
+        std::fs::read_to_string(job.ckpt.join("node1.ckpt"))
+            .is_ok_and(|s| s.trim().parse::<u32>().is_ok_and(|n| n >= 2))
+    });
+    let env = [
+        (
+            "LOAM_CHECKPOINT_DIR",
+            job.ckpt.to_string_lossy().into_owned(),
+        ),
+        ("NODE_RANK", "1".to_string()),
+    ];
+    let pids = processes("ckpt_trainer.py", &env);
+    assert_eq!(pids.len(), 1, "node 1's trainer: {pids:?}");
+    let killed = Command::new("kill")
+        .args(["-KILL", &pids[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let o = launcher.wait_with_output().unwrap();
+    let (log0, log1) = (job.trainer_log(0), job.trainer_log(1));
+    let all = format!(
+        "{}\nnode0: {log0:?}\nnode1: {log1:?}\n{}\n{}",
+        text(&o),
+        job.host_log(0),
+        job.host_log(1)
+    );
+    assert!(o.status.success(), "{all}");
+    assert!(
+        text(&o).contains("node 1 (127.0.0.2) exited with status 137"),
+        "{all}"
+    );
+    assert!(text(&o).contains("restart 1 of 3"), "{all}");
+    // Node 0 was asked to checkpoint; both resumed from their checkpoints and finished.
+    let resumed_at = |log: &[String]| -> u32 {
+        log.iter()
+            .filter_map(|l| l.strip_prefix("start "))
+            .filter_map(|n| n.parse().ok())
+            .next_back()
+            .unwrap()
+    };
+    for log in [&log0, &log1] {
+        assert_eq!(log.first().map(String::as_str), Some("start 0"), "{all}");
+        assert_eq!(log.last().map(String::as_str), Some("done 6"), "{all}");
+        assert_eq!(
+            log.iter().filter(|l| l.starts_with("start ")).count(),
+            2,
+            "{all}"
+        );
+        assert!(resumed_at(log) >= 2, "{all}");
+    }
+    assert!(log0.iter().any(|l| l.starts_with("request ")), "{all}");
+    assert!(started.elapsed() < Duration::from_secs(40), "{all}");
+}
+
+#[test]
+fn a_second_launcher_of_the_same_job_is_refused() {
+    if !have_ssh() {
+        return;
+    }
+    let job = Job::emit(
+        "lock",
+        plan("two-node-lab"),
+        &["python3", &ckpt_trainer(), "4", "1"],
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let first = job.spawn(&hosts, &[]);
+    job.wait_for("both trainers' start", || {
+        job.trainer_log(0).len() == 1 && job.trainer_log(1).len() == 1
+    });
+    // From the same folder: the launcher's own lock.
+    let started = Instant::now();
+    let o = job.command(&hosts, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(
+        text(&o).contains("is already being launched"),
+        "{}",
+        text(&o)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // As if from another machine (its own lock file): each host's lock for the node.
+    let other = job.dir.join("other.lock");
+    let o = job
+        .command(&hosts, &[("LOCKFILE", other.to_str().unwrap())])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(
+        text(&o).contains("another launch of this job holds the node's lock"),
+        "{}",
+        text(&o)
+    );
+    // The first run went on undisturbed.
+    let o = first.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for rank in 0..2 {
+        assert_eq!(job.trainer_log(rank), ["start 0", "done 4"]);
+    }
+    // Once it has finished, the job can be launched again (it finds its final checkpoints).
+    let o = job.command(&hosts, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn a_trainer_that_always_fails_uses_up_the_restart_budget() {
+    if !have_ssh() {
+        return;
+    }
+    let job = Job::emit(
+        "budget",
+        plan("two-node-lab"),
+        &["sh", "-c", "echo failing on purpose >&2; exit 3"],
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let started = Instant::now();
+    let o = job
+        .command(&hosts, &[("MAX_RESTARTS", "1")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("restart 1 of 1"), "{out}");
+    assert!(out.contains("giving up after 1 of 1 restarts"), "{out}");
+    assert!(out.contains("exited with status 3"), "{out}");
+    // Both attempts ran on both hosts, and in each one a trainer failed (the other host may
+    // have been asked to stop before its trainer began).
+    let logs = [job.host_log(0), job.host_log(1)];
+    for attempt in 1..=2 {
+        let sections: Vec<&str> = logs
+            .iter()
+            .map(|log| {
+                log.split("== loam launch: attempt ")
+                    .find(|s| s.starts_with(&format!("{attempt} ")))
+                    .unwrap_or_else(|| panic!("no attempt {attempt}: {logs:?}"))
+            })
+            .collect();
+        assert!(
+            sections.iter().any(|s| s.contains("failing on purpose")),
+            "{logs:?}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// The environment and arguments the trainer got on each node.
+fn recorded(job: &Job, rank: usize) -> (BTreeMap<String, String>, Vec<String>) {
+    let env = std::fs::read_to_string(job.ckpt.join(format!("env-{rank}"))).unwrap();
+    let args = std::fs::read_to_string(job.ckpt.join(format!("args-{rank}"))).unwrap();
+    (
+        env.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        args.lines().map(str::to_string).collect(),
+    )
+}
+
+#[test]
+fn the_rendezvous_is_the_host_behind_the_entry_and_each_group_gets_its_own_words() {
+    if !have_ssh() {
+        return;
+    }
+    // Two groups of one node: the second with its own tensor degree and collective settings.
+    let mut doc = plan("two-node-lab");
+    let p = &mut doc.plans[0];
+    let mut second = p.groups[0].clone();
+    p.groups[0].nodes = 1;
+    p.groups[0].devices = 8;
+    second.nodes = 1;
+    second.devices = 8;
+    second.tensor = Some(4);
+    let node = second.node.as_mut().unwrap();
+    node.collective = "hccl".to_string();
+    node.env = [("HCCL_SOCKET_IFNAME".to_string(), "lo".to_string())]
+        .into_iter()
+        .collect();
+    p.groups.push(second);
+    let record = "mkdir -p \"$LOAM_CHECKPOINT_DIR\" && env >\"$LOAM_CHECKPOINT_DIR/env-$NODE_RANK\" \
+                  && printf '%s\\n' \"$0\" \"$@\" >\"$LOAM_CHECKPOINT_DIR/args-$NODE_RANK\"";
+    let job = Job::emit("rendezvous", doc, &["sh", "-c", record]);
+    // An ssh config alias for 127.0.0.2, beside the private sshd's settings.
+    let config = job.dir.join("ssh_config");
+    let ci = std::fs::read_to_string(ssh_config()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "Host loam-node-b\n  HostName 127.0.0.2\n{}",
+            ci.replace("\nHost 127.0.0.1 ", "\nHost loam-node-b 127.0.0.1 ")
+        ),
+    )
+    .unwrap();
+    let ssh_opts = format!("-F {}", config.display());
+    let port = job.port.to_string();
+    for (first, second) in [
+        ("root@127.0.0.2", "ssh://root@127.0.0.1:2222"),
+        ("loam-node-b", "127.0.0.1"),
+    ] {
+        let hosts = job.hosts(&[(first, 0), (second, 1)]);
+        let o = job
+            .command(&hosts, &[("SSH_OPTS", &ssh_opts)])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{first}: {}", text(&o));
+        let (env0, args0) = recorded(&job, 0);
+        let (env1, args1) = recorded(&job, 1);
+        for (rank, env) in [(0, &env0), (1, &env1)] {
+            let get = |k: &str| env.get(k).map_or("", String::as_str);
+            assert_eq!(get("MASTER_ADDR"), "127.0.0.2", "{first}: {env:?}");
+            assert_eq!(get("PET_MASTER_ADDR"), "127.0.0.2");
+            assert_eq!(get("PET_MASTER_PORT"), port);
+            assert_eq!(get("MASTER_PORT"), port);
+            assert_eq!(get("PET_NNODES"), "2");
+            assert_eq!(get("PET_NODE_RANK"), rank.to_string());
+            assert_eq!(get("NODE_RANK"), rank.to_string());
+            assert_eq!(get("PET_NPROC_PER_NODE"), "8");
+            assert_eq!(get("WORLD_SIZE"), "16");
+            assert_eq!(get("RANK_OFFSET"), (rank * 8).to_string());
+            assert_eq!(get("LOAM_GROUP"), rank.to_string());
+            assert_eq!(get("LOAM_GRACE_S"), "5");
+            let request = get("LOAM_CHECKPOINT_REQUEST");
+            assert!(
+                request.ends_with(&format!("-node{rank}/checkpoint-request"))
+                    && !request.starts_with(job.ckpt.to_str().unwrap()),
+                "the request must be host-local: {request}"
+            );
+        }
+        assert_eq!(env0.get("NCCL_IB_HCA").map(String::as_str), Some("mlx5"));
+        assert!(!env0.contains_key("HCCL_SOCKET_IFNAME"));
+        assert_eq!(
+            env1.get("HCCL_SOCKET_IFNAME").map(String::as_str),
+            Some("lo")
+        );
+        assert!(!env1.contains_key("NCCL_IB_HCA"));
+        let tensor = |args: &[String]| {
+            args.iter()
+                .find(|a| a.starts_with("--tensor-parallel="))
+                .cloned()
+        };
+        assert_ne!(tensor(&args0).as_deref(), Some("--tensor-parallel=4"));
+        assert_eq!(tensor(&args1).as_deref(), Some("--tensor-parallel=4"));
+        assert!(args1.iter().any(|a| a.starts_with("--plan=")), "{args1:?}");
+    }
+}
