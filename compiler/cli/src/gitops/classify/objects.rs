@@ -117,7 +117,9 @@ mod tests {
     #[test]
     fn objects_are_found_by_identity_and_compared_by_field() {
         let old = "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: n\ndata:\n  x: \"1\"\n---\napiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: a\nspec:\n  replicatedJobs:\n    - name: g0\n      replicas: 1\n";
-        let new = old.replace("x: \"1\"", "x: \"2\"").replace("replicas: 1", "replicas: 2");
+        let new = old
+            .replace("x: \"1\"", "x: \"2\"")
+            .replace("replicas: 1", "replicas: 2");
         let (a, b) = (parse(old).unwrap(), parse(&new).unwrap());
         assert_eq!(a.len(), 2);
         let mut paths = Vec::new();

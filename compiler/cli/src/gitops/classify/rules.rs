@@ -77,14 +77,14 @@ pub const KINDS: &[Kind] = &[
             mutable(&["metadata", "labels"], METADATA),
             mutable(&["metadata", "annotations"], METADATA),
             immutable(&["metadata", "labels", "kueue.x-k8s.io/queue-name"], QUEUE),
-            immutable(&["metadata", "labels", "kueue.x-k8s.io/priority-class"], PRIORITY),
+            immutable(
+                &["metadata", "labels", "kueue.x-k8s.io/priority-class"],
+                PRIORITY,
+            ),
             // JobSet's validating webhook (`ValidateUpdate`) compares `replicatedJobs` whole; it
             // lets pod labels, annotations, node selectors, tolerations and scheduling gates
             // change only while the JobSet is suspended, which a running one is not.
-            immutable(
-                &["spec", "replicatedJobs"],
-                "immutable on a running JobSet",
-            ),
+            immutable(&["spec", "replicatedJobs"], "immutable on a running JobSet"),
             immutable(&["spec", "managedBy"], "immutable on a JobSet"),
             // CEL rules `self == oldSelf` on the JobSet CRD.
             immutable(&["spec", "network"], "immutable on a JobSet"),
@@ -92,7 +92,10 @@ pub const KINDS: &[Kind] = &[
             immutable(&["spec", "failurePolicy"], "immutable on a JobSet"),
             immutable(&["spec", "startupPolicy"], "immutable on a JobSet"),
             immutable(&["spec", "volumeClaimPolicies"], "immutable on a JobSet"),
-            mutable(&["spec", "suspend"], "a JobSet may be suspended and resumed"),
+            mutable(
+                &["spec", "suspend"],
+                "a JobSet may be suspended and resumed",
+            ),
             mutable(
                 &["spec", "ttlSecondsAfterFinished"],
                 "neither the webhook nor the CRD fixes it",
@@ -108,7 +111,10 @@ pub const KINDS: &[Kind] = &[
             mutable(&["metadata", "labels"], METADATA),
             mutable(&["metadata", "annotations"], METADATA),
             immutable(&["metadata", "labels", "kueue.x-k8s.io/queue-name"], QUEUE),
-            immutable(&["metadata", "labels", "kueue.x-k8s.io/priority-class"], PRIORITY),
+            immutable(
+                &["metadata", "labels", "kueue.x-k8s.io/priority-class"],
+                PRIORITY,
+            ),
             // Kubernetes `ValidateJobSpecUpdate`: the template may change only in its
             // scheduling directives and only while the Job is suspended.
             immutable(
@@ -137,7 +143,10 @@ pub const KINDS: &[Kind] = &[
             mutable(&["metadata", "labels"], METADATA),
             mutable(&["metadata", "annotations"], METADATA),
             mutable(&["spec", "minAvailable"], "Volcano allows rescaling a Job"),
-            mutable(&["spec", "priorityClassName"], "Volcano allows a new priority"),
+            mutable(
+                &["spec", "priorityClassName"],
+                "Volcano allows a new priority",
+            ),
             mutable(
                 &["spec", "tasks", "*", "replicas"],
                 "Volcano allows rescaling a task",

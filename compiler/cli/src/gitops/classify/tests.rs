@@ -12,8 +12,7 @@ fn files(pairs: &[(&str, &str)]) -> Files {
 
 const JOBSET: &str = "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata:\n  name: a\n  namespace: n\n  labels:\n    team: x\n    kueue.x-k8s.io/queue-name: q\nspec:\n  replicatedJobs:\n    - name: g0\n      template:\n        spec:\n          parallelism: 2\n";
 
-const CONFIGMAP: &str =
-    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-plan\n  namespace: n\ndata:\n  plan.json: |\n    {\"a\": 1}\n";
+const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-plan\n  namespace: n\ndata:\n  plan.json: |\n    {\"a\": 1}\n";
 
 fn k8s(jobset: &str, configmap: &str) -> Files {
     files(&[("a/jobset.yaml", jobset), ("a/configmap.yaml", configmap)])
@@ -22,7 +21,10 @@ fn k8s(jobset: &str, configmap: &str) -> Files {
 #[test]
 fn a_changed_replicated_job_forces_a_replacement() {
     let old = k8s(JOBSET, CONFIGMAP);
-    let new = k8s(&JOBSET.replace("parallelism: 2", "parallelism: 4"), CONFIGMAP);
+    let new = k8s(
+        &JOBSET.replace("parallelism: 2", "parallelism: 4"),
+        CONFIGMAP,
+    );
     let verdict = classify(&old, &new, Target::Kubernetes);
     assert!(verdict.replaces());
     let reason = verdict.forcing().next().unwrap();
@@ -71,7 +73,8 @@ fn an_immutable_configmap_cannot_take_new_data() {
 
 #[test]
 fn unknown_kinds_non_yaml_files_and_new_job_objects_are_replacements() {
-    let unknown = "apiVersion: example.com/v1\nkind: Trainer\nmetadata:\n  name: a\nspec:\n  x: 1\n";
+    let unknown =
+        "apiVersion: example.com/v1\nkind: Trainer\nmetadata:\n  name: a\nspec:\n  x: 1\n";
     let old = files(&[("a/trainer.yaml", unknown)]);
     let new = files(&[("a/trainer.yaml", &unknown.replace("x: 1", "x: 2"))]);
     let verdict = classify(&old, &new, Target::Kubernetes);
@@ -101,7 +104,10 @@ fn unknown_kinds_non_yaml_files_and_new_job_objects_are_replacements() {
 fn shared_objects_and_prerequisites_update_the_cluster() {
     let queue = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata:\n  name: q\n  namespace: n\nspec:\n  clusterQueue: q\n";
     let old = files(&[("a/localqueue.yaml", queue)]);
-    let new = files(&[("a/localqueue.yaml", &queue.replace("clusterQueue: q", "clusterQueue: r"))]);
+    let new = files(&[(
+        "a/localqueue.yaml",
+        &queue.replace("clusterQueue: q", "clusterQueue: r"),
+    )]);
     let verdict = classify(&old, &new, Target::Kubernetes);
     assert!(!verdict.replaces());
     assert_eq!(verdict.reasons[0].effect, Effect::Cluster);
@@ -138,7 +144,10 @@ fn volcano_jobs_may_rescale_but_not_change_their_pods() {
 fn a_batch_job_template_is_immutable_but_parallelism_is_not() {
     let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: a\nspec:\n  parallelism: 2\n  template:\n    spec:\n      restartPolicy: Never\n";
     let old = files(&[("a/job.yaml", job)]);
-    let new = files(&[("a/job.yaml", &job.replace("parallelism: 2", "parallelism: 1"))]);
+    let new = files(&[(
+        "a/job.yaml",
+        &job.replace("parallelism: 2", "parallelism: 1"),
+    )]);
     assert!(!classify(&old, &new, Target::Kubernetes).replaces());
     let new = files(&[("a/job.yaml", &job.replace("Never", "OnFailure"))]);
     assert_eq!(
