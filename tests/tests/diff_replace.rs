@@ -52,14 +52,13 @@ fn diff(repo: &TempRepo, manifests: &str) -> String {
 fn json(repo: &TempRepo, manifests: &str) -> serde_json::Value {
     let (_, text, err) = repo.loam(&["diff", "--format", "json", "--manifests", manifests]);
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{err}"));
-    let job = doc["jobs"]
+    doc["jobs"]
         .as_array()
         .unwrap()
         .iter()
         .find(|j| j["job"] == "job-a")
         .unwrap()
-        .clone();
-    job
+        .clone()
 }
 
 #[test]
