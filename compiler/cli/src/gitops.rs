@@ -7,6 +7,10 @@
 //!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs
 //! ```
 //!
+//! Each job on both sides is then classified ([`classify`]): the backend's manifests of both
+//! sides are rendered once, diffed for the report and compared against the backend's rules to
+//! say whether the running job is updated in place or replaced.
+//!
 //! Reading uses git2 only (no `git` process, no network). Both sides go through the core's one
 //! entry point, as `loam check` and `loam plan` do: [`loam_compiler::project::check_project`]
 //! and [`loam_compiler::project::plan_project_reusing`], which takes the base's plan of a job
