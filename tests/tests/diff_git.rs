@@ -1,6 +1,7 @@
 //! `loam diff` on real git repositories made in temp folders: two commits, branches, merges,
 //! added, removed, renamed and moved jobs, a catalogue change, a spec broken on one side, binary
-//! and non-UTF-8 files beside the specs, and the exit codes.
+//! and non-UTF-8 files beside the specs, and the exit codes. Whether a changed job is updated in
+//! place or replaced on each backend is tested in `diff_replace.rs`.
 
 #[path = "support/git_repo.rs"]
 mod git_repo;
@@ -50,10 +51,12 @@ fn acceptance_two_commits_in_every_format() {
     let repo = two_commits();
     let (code, text, err) = repo.loam(&["diff", "--base", "HEAD~1", "--manifests", "none"]);
     assert_eq!(code, 0, "{err}");
-    assert!(text.contains("~ job \"job-a\""), "{text}");
+    // A new global batch changes the trainer's arguments in the JobSet's pod template, which a
+    // running JobSet cannot take: the job is replaced.
+    assert!(text.contains("-/+ job \"job-a\""), "{text}");
     assert!(text.contains("+ job \"job-c\""), "{text}");
     assert!(
-        text.contains("Plan: 1 to add, 1 to change, 0 to destroy."),
+        text.contains("Plan: 2 to add, 0 to change, 1 to destroy."),
         "{text}"
     );
     snapshot("two_commits_text", &text);
@@ -68,16 +71,21 @@ fn acceptance_two_commits_in_every_format() {
         "none",
     ]);
     assert_eq!(code, 0);
-    assert!(markdown.contains("| `~` | `job-a` |"), "{markdown}");
+    assert!(markdown.contains("| `-/+` | `job-a` |"), "{markdown}");
+    assert!(
+        markdown.contains("must be replaced on kubernetes: jobset.yaml spec.replicatedJobs"),
+        "{markdown}"
+    );
     assert!(markdown.contains("<details>"), "{markdown}");
     snapshot("two_commits_markdown", &markdown);
 
     let (code, json, _) = repo.loam(&["diff", "--base", "HEAD~1", "--format", "json"]);
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(doc["format_version"], "1.0");
-    assert_eq!(doc["summary"]["add"], 1);
-    assert_eq!(doc["summary"]["change"], 1);
+    assert_eq!(doc["format_version"], "1.1");
+    assert_eq!(doc["summary"]["add"], 2);
+    assert_eq!(doc["summary"]["change"], 0);
+    assert_eq!(doc["summary"]["destroy"], 1);
     assert_eq!(doc["summary"]["unchanged"], 1);
     let a = doc["jobs"]
         .as_array()
@@ -85,7 +93,16 @@ fn acceptance_two_commits_in_every_format() {
         .iter()
         .find(|j| j["job"] == "job-a")
         .unwrap();
-    assert_eq!(a["actions"], serde_json::json!(["update"]));
+    assert_eq!(a["actions"], serde_json::json!(["delete", "create"]));
+    assert_eq!(a["classification"]["backend"], "kubernetes");
+    let forcing = a["classification"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["effect"] == "replace")
+        .unwrap();
+    assert_eq!(forcing["file"], "jobset.yaml");
+    assert_eq!(forcing["field"], "spec.replicatedJobs");
     let batch = a["changes"]
         .as_array()
         .unwrap()
@@ -349,7 +366,7 @@ fn branches_and_merges() {
         "none",
     ]);
     assert_eq!(code, 2);
-    assert!(text.contains("~ job \"job-a\""), "{text}");
+    assert!(text.contains("-/+ job \"job-a\""), "{text}");
     assert!(text.contains("- job \"job-c\""), "{text}");
     repo.merge("feature");
     let (code, text, _) = repo.loam(&[
@@ -363,7 +380,7 @@ fn branches_and_merges() {
     ]);
     assert_eq!(code, 0);
     assert!(
-        text.contains("Plan: 0 to add, 1 to change, 0 to destroy."),
+        text.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
         "{text}"
     );
     let (_, text, _) = repo.loam(&[
@@ -394,7 +411,7 @@ fn paths_limit_the_diff() {
         jobs_a.to_str().unwrap(),
     ]);
     assert!(
-        text.contains("Plan: 0 to add, 1 to change, 0 to destroy."),
+        text.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
         "{text}{err}"
     );
 }

@@ -7,11 +7,16 @@
 //!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs
 //! ```
 //!
+//! Each job on both sides is then classified ([`classify`]): the backend's manifests of both
+//! sides are rendered once, diffed for the report and compared against the backend's rules to
+//! say whether the running job is updated in place or replaced.
+//!
 //! Reading uses git2 only (no `git` process, no network). Both sides go through the core's one
 //! entry point, as `loam check` and `loam plan` do: [`loam_compiler::project::check_project`]
 //! and [`loam_compiler::project::plan_project_reusing`], which takes the base's plan of a job
 //! whose spec and catalogue did not change.
 
+pub mod classify;
 pub mod compare;
 pub mod json;
 mod manifests;
@@ -38,9 +43,14 @@ pub struct Request {
     pub paths: Vec<PathBuf>,
     /// `--catalogue DIR`; default: `specs/` at the repository root, else the built-in catalogue.
     pub catalogue: Option<PathBuf>,
-    /// The backend whose manifests are diffed; `None` for no manifest diff.
+    /// The backend whose manifests are diffed; `None` for no manifest diff (changed jobs are
+    /// then classified for [`DEFAULT_BACKEND`]).
     pub manifests: Option<Target>,
 }
+
+/// The backend whose rules classify changed jobs when no manifests are diffed: the default of
+/// `--manifests`.
+pub const DEFAULT_BACKEND: Target = Target::Kubernetes;
 
 /// Both sides and what changes between them.
 pub struct Outcome {
@@ -82,14 +92,23 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
     let head = Side::load(head_snapshot, None)?;
     let base = Side::load(base_snapshot, Some(&head))?;
     let mut diff = compare::compare(&base, &head);
-    if let Some(target) = request.manifests {
-        for job in &mut diff.jobs {
-            if !matches!(job.action, Action::Update | Action::Replace) {
-                continue;
-            }
-            if let (Some(before), Some(after)) = (&job.before, &job.after) {
-                job.manifests = manifests::diff(before, &base, after, &head, target);
-            }
+    let target = request.manifests.unwrap_or(DEFAULT_BACKEND);
+    for job in &mut diff.jobs {
+        if !matches!(job.action, Action::Update | Action::Replace) {
+            continue;
+        }
+        let (Some(before), Some(after)) = (&job.before, &job.after) else {
+            continue;
+        };
+        // Both uses read the same rendering: what is shown is what was classified.
+        let old = manifests::render(before, &base, target);
+        let new = manifests::render(after, &head, target);
+        if request.manifests.is_some() {
+            job.manifests = manifests::diff(&old, &new);
+        }
+        // A renamed job is replaced whatever its manifests say.
+        if job.old_job.is_none() {
+            job.classify(classify::classify(&old, &new, target));
         }
     }
     Ok(Outcome { base, head, diff })

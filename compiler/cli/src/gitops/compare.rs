@@ -3,7 +3,7 @@
 //!
 //! Matching, in this order:
 //! 1. the same job name on both sides is the same job; a different file means it **moved**
-//!    (an update);
+//!    (an update, unless its manifests force a replacement: see [`super::classify`]);
 //! 2. a job only at base and a job only at head, in the same file, with the same tenant and the
 //!    same workload (model, tokens, batch, precision) are one job **renamed** (a replacement:
 //!    the old job's manifests go, the new one's come);
@@ -15,6 +15,7 @@
 //! and checkpoint plans. The explanations (`why`, `notes`, `alternatives`) are not compared, nor
 //! is the estimates' stated uncertainty: it says how far to trust them, not how the job runs.
 
+use super::classify::Verdict;
 use super::side::Side;
 use crate::render::plan_table::layout_line;
 use loam_compiler::display::{decimals, money, signed, thousands};
@@ -26,9 +27,11 @@ use std::collections::BTreeMap;
 pub enum Action {
     /// A new job (`+`).
     Create,
-    /// The same job, planned differently or moved to another file (`~`).
+    /// The same job, planned differently or moved to another file, whose running objects take
+    /// the change (`~`).
     Update,
-    /// A renamed job: the old one goes, the new one comes (`-/+`).
+    /// A renamed job, or one whose manifests change where a running job cannot: the old one
+    /// goes, the new one comes and resumes from the last checkpoint (`-/+`).
     Replace,
     /// A job that is gone (`-`).
     Delete,
@@ -56,7 +59,7 @@ impl Action {
         match self {
             Action::Create => "create",
             Action::Update => "update in place",
-            Action::Replace => "destroy and then create replacement (renamed)",
+            Action::Replace => "destroy and then create replacement",
             Action::Delete => "destroy",
             Action::Error => "does not check; not planned",
             Action::NoOp => "no change",
@@ -218,6 +221,19 @@ pub struct JobDiff {
     pub note: Option<String>,
     /// A unified diff of the job's manifests, when asked for and they differ.
     pub manifests: Option<String>,
+    /// For a job on both sides (not renamed): what its manifests' changes do on the backend.
+    pub verdict: Option<Verdict>,
+}
+
+impl JobDiff {
+    /// Records what the manifests' changes do; a change that a running job cannot take turns the
+    /// update into a replacement.
+    pub fn classify(&mut self, verdict: Verdict) {
+        if self.action == Action::Update && verdict.replaces() {
+            self.action = Action::Replace;
+        }
+        self.verdict = Some(verdict);
+    }
 }
 
 /// A spec file that does not check at head and has no plans at base to show against.
@@ -616,6 +632,7 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
             changes: whole(before, false),
             note: None,
             manifests: None,
+            verdict: None,
         };
         if head.is_broken(&before.file) {
             job.action = Action::Error;
@@ -653,6 +670,7 @@ fn created(after: &Plan) -> JobDiff {
         changes: whole(after, true),
         note: None,
         manifests: None,
+        verdict: None,
     }
 }
 
@@ -684,5 +702,6 @@ fn pair(before: &Plan, after: &Plan, action: Option<Action>) -> JobDiff {
             None
         },
         manifests: None,
+        verdict: None,
     }
 }

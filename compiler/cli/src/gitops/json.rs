@@ -7,13 +7,19 @@
 //!   "summary": { "add", "change", "destroy", "unchanged", "errors" },
 //!   "jobs": [ { "job", "file", "actions": ["update"], "previous_job", "previous_file", "note",
 //!               "changes": [ { "attribute", "before", "after", "delta", "delta_pct" } ],
-//!               "before": Plan, "after": Plan, "manifests_diff" } ],
+//!               "before": Plan, "after": Plan, "manifests_diff",
+//!               "classification": { "backend", "reasons": [ { "file", "object", "field", "at",
+//!                                   "change", "effect": "replace" | "update" | "cluster",
+//!                                   "why" } ] } | null } ],
 //!   "broken_files": [ { "file", "errors" } ],
 //!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
 //! ```
 //!
 //! Unchanged jobs are listed with `"actions": ["no-op"]` and neither plans nor changes.
+//! `classification` (since 1.1) says what the manifests' changes do on the backend of a job on
+//! both sides; it is `null` for created, destroyed, renamed and unplanned jobs.
 
+use super::classify::Verdict;
 use super::compare::{Action, PlanDiff};
 use super::side::Side;
 use crate::render::diagnostics::to_json;
@@ -21,7 +27,26 @@ use crate::render::plan_json::sort_keys;
 use serde_json::{Map, Value, json};
 
 /// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
-pub const DIFF_FORMAT_VERSION: &str = "1.0";
+pub const DIFF_FORMAT_VERSION: &str = "1.1";
+
+fn classification(verdict: &Verdict) -> Value {
+    let reasons: Vec<Value> = verdict
+        .reasons
+        .iter()
+        .map(|r| {
+            json!({
+                "file": r.file,
+                "object": r.object,
+                "field": r.field,
+                "at": r.at,
+                "change": r.change,
+                "effect": r.effect.name(),
+                "why": r.why,
+            })
+        })
+        .collect();
+    json!({"backend": verdict.backend, "reasons": reasons})
+}
 
 fn side_json(side: &Side) -> Value {
     json!({
@@ -73,6 +98,10 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
                 serde_json::to_value(&job.after).unwrap_or(Value::Null),
             );
             entry.insert("manifests_diff".into(), json!(job.manifests));
+            entry.insert(
+                "classification".into(),
+                job.verdict.as_ref().map_or(Value::Null, classification),
+            );
             Value::Object(entry)
         })
         .collect();

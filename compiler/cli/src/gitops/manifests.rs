@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// The manifests of one plan, by path; empty when the backend refuses the plan (an infeasible
 /// plan has none).
-fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> {
+pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> {
     let doc = PlanDocument {
         format_version: FORMAT_VERSION.to_string(),
         catalogue_digest: side.catalogue_digest.clone().unwrap_or_default(),
@@ -27,17 +27,9 @@ fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, String> 
     }
 }
 
-/// The unified diff of the manifests of `before` (at `base`) and `after` (at `head`), file by
-/// file in path order; `None` when they are the same.
-pub fn diff(
-    before: &Plan,
-    base: &Side,
-    after: &Plan,
-    head: &Side,
-    target: Target,
-) -> Option<String> {
-    let old = render(before, base, target);
-    let new = render(after, head, target);
+/// The unified diff of two sets of rendered manifests, file by file in path order; `None` when
+/// they are the same.
+pub fn diff(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> Option<String> {
     let mut paths: Vec<&String> = old.keys().chain(new.keys()).collect();
     paths.sort();
     paths.dedup();

@@ -1,6 +1,8 @@
 //! The diff for a terminal, in Terraform's style: a legend of the symbols used, one block per
-//! job with `+ ~ - -/+` prefixes and `old -> new`, and a summary line.
+//! job with `+ ~ - -/+` prefixes and `old -> new`, what each manifest change does on the backend
+//! (`# … forces replacement`), and a summary line.
 
+use super::classify::{Effect, Reason, Verdict};
 use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
 use super::side::Side;
 use std::fmt::Write;
@@ -125,21 +127,47 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
 /// The comment line above a job's block.
 pub fn describe(job: &JobDiff, head: &Side) -> String {
     let name = &job.job;
-    let mut text = match job.action {
-        Action::Create => format!("job \"{name}\" will be created"),
-        Action::Update => format!("job \"{name}\" will be updated in place"),
-        Action::Replace => format!(
+    let mut text = match (job.action, &job.verdict) {
+        (Action::Create, _) => format!("job \"{name}\" will be created"),
+        (Action::Update, Some(verdict)) if verdict.reasons.is_empty() => format!(
+            "job \"{name}\" will be updated in place on {} (its manifests do not change)",
+            verdict.backend
+        ),
+        (Action::Update, Some(verdict)) => {
+            format!(
+                "job \"{name}\" will be updated in place on {}",
+                verdict.backend
+            )
+        }
+        (Action::Update, None) => format!("job \"{name}\" will be updated in place"),
+        (Action::Replace, Some(verdict)) if job.old_job.is_none() => replaced(name, verdict),
+        (Action::Replace, _) => format!(
             "job \"{}\" has been renamed to \"{name}\" and must be replaced",
             job.old_job.as_deref().unwrap_or_default()
         ),
-        Action::Delete => format!("job \"{name}\" will be destroyed"),
-        Action::Error => format!("job \"{name}\" cannot be planned at {}", head.label),
-        Action::NoOp => format!("job \"{name}\" is unchanged"),
+        (Action::Delete, _) => format!("job \"{name}\" will be destroyed"),
+        (Action::Error, _) => format!("job \"{name}\" cannot be planned at {}", head.label),
+        (Action::NoOp, _) => format!("job \"{name}\" is unchanged"),
     };
     if let Some(note) = &job.note {
         let _ = write!(text, " ({note})");
     }
     text
+}
+
+/// `job "x" must be replaced on kubernetes: jobset.yaml spec.replicatedJobs changed (immutable
+/// on a running JobSet); it resumes from its last checkpoint`.
+fn replaced(name: &str, verdict: &Verdict) -> String {
+    let forcing: Vec<&Reason> = verdict.forcing().collect();
+    let first = forcing.first().map(|r| r.sentence()).unwrap_or_default();
+    let more = match forcing.len() {
+        0 | 1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    format!(
+        "job \"{name}\" must be replaced on {}: {first}{more}; it resumes from its last checkpoint",
+        verdict.backend
+    )
 }
 
 fn job_block(job: &JobDiff, head: &Side, paint: Paint) -> String {
@@ -150,6 +178,17 @@ fn job_block(job: &JobDiff, head: &Side, paint: Paint) -> String {
     };
     let _ = writeln!(out, "{} {title} {{", padded(paint, job.action));
     let _ = write!(out, "{}", changes_text(&job.changes, paint));
+    if let Some(verdict) = job.verdict.as_ref().filter(|v| !v.reasons.is_empty()) {
+        let _ = writeln!(out, "\n        # on {}:", verdict.backend);
+        for reason in &verdict.reasons {
+            let line = format!("# {}", reason.line());
+            let line = match reason.effect {
+                Effect::Replace => paint.wrap("31", &line),
+                _ => line,
+            };
+            let _ = writeln!(out, "        {line}");
+        }
+    }
     if let Some(manifests) = &job.manifests {
         out.push_str("\n        # manifests:\n");
         for line in manifests.lines() {
