@@ -1,14 +1,25 @@
 //! Slurm: one batch script per job. One device group is a plain job; several are a heterogeneous
-//! job, one component per group. The target Slurm release decides which options appear.
+//! job, one component per group. The target Slurm release decides which options appear. A run
+//! longer than its partitions' MaxTime runs in time chunks: each allocation ends with a
+//! checkpoint and the script requeues itself (`chunks`); every task runs the trainer contract's
+//! wrapper through `task::TASK`.
 
+mod chunks;
+mod task;
+
+pub use chunks::{STOP_MARGIN_S, whole_run_min};
+pub use task::TASK;
+
+use crate::contract::WRAPPER;
 use crate::escape::is_plain_word;
-use crate::job::{JobContext, error};
+use crate::job::{Group, JobContext, error};
 use crate::kubernetes::{render_one, template_error};
 use crate::{Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;
 use minijinja::Value;
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
@@ -73,8 +84,14 @@ impl FromStr for SlurmVersion {
 struct Component {
     /// `#SBATCH` options of this component, one per line.
     options: Vec<String>,
+    /// `srun` options of this component (pyxis' `--container-image`), shell-quoted.
+    srun: Vec<String>,
     /// Environment of its tasks: `NAME=value` words (values are numbers).
     env: Vec<String>,
+    /// The collective library's settings from the catalogue: `NAME=value`, shell-quoted.
+    collective_env: Vec<String>,
+    /// The trainer command and this group's own layout arguments, one word each.
+    trainer_args: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -86,21 +103,20 @@ struct ScriptContext<'a> {
     separator: &'static str,
     het_flag: &'static str,
     time_limit: String,
-}
-
-/// The time limit: the predicted training time plus 10 %, the time to write two checkpoints and
-/// 10 minutes, as `D-HH:MM:00`; at most 365 days.
-pub fn time_limit(train_time_h: f64, checkpoint_write_s: f64) -> String {
-    let minutes = (train_time_h.max(0.0) * 60.0 * 1.1).ceil()
-        + (2.0 * checkpoint_write_s.max(0.0) / 60.0).ceil()
-        + 10.0;
-    let minutes = minutes.min(365.0 * 24.0 * 60.0) as u64;
-    format!(
-        "{}-{:02}:{:02}:00",
-        minutes / (24 * 60),
-        minutes / 60 % 24,
-        minutes % 60
-    )
+    /// The partitions' MaxTime in minutes, when the run is cut into time chunks.
+    max_time_min: Option<u64>,
+    /// Allocations the predicted training time needs.
+    chunks: u64,
+    /// Seconds before the time limit that the script gets SIGUSR1.
+    signal_s: u64,
+    /// Requeues the script allows itself.
+    max_requeues: u64,
+    /// The trainer contract's wrapper (a constant).
+    wrapper: &'static str,
+    /// What each task runs around the wrapper (a constant).
+    task: &'static str,
+    /// Whether any component runs in a container (pyxis mounts the checkpoint folder).
+    containers: bool,
 }
 
 /// The generic resource name of a device-plugin resource: Ascend NPUs are `npu`, Hygon DCUs
@@ -114,6 +130,89 @@ pub fn gres_name(k8s_resource: &str) -> &'static str {
     } else {
         "gpu"
     }
+}
+
+/// The `#SBATCH` options of group `g`, or the problems that keep it from being one.
+fn component_options(
+    job: &JobContext<'_>,
+    g: &Group<'_>,
+    version: SlurmVersion,
+) -> Result<Vec<String>, Box<Diagnostic>> {
+    let Some(partition) = &g.ir.slurm_partition else {
+        return Err(Box::new(error(
+            codes::emit::NO_SLURM_PARTITION,
+            format!(
+                "group {} of job `{}` (node group `{}`) has no Slurm partition",
+                g.index, job.job, g.ir.node_group
+            ),
+            "give the node group a `slurm_partition` in the catalogue",
+        )));
+    };
+    let node = g.ir.node.clone().unwrap_or_default();
+    if let Some(bad) = node.slurm_features.iter().find(|f| !is_plain_word(f)) {
+        return Err(Box::new(error(
+            codes::emit::UNUSABLE_NAME,
+            format!(
+                "Slurm feature `{}` of node group `{}` (job `{}`) cannot be a constraint",
+                bad.escape_debug(),
+                g.ir.node_group,
+                job.job
+            ),
+            "use letters, digits, `-`, `_` and `.` in Slurm features",
+        )));
+    }
+    let gres = gres_name(&g.ir.k8s_resource);
+    let mut opts = vec![
+        format!("--partition={partition}"),
+        format!("--nodes={}", g.ir.nodes),
+        "--ntasks-per-node=1".to_string(),
+    ];
+    match &g.ir.slice {
+        // A slice shares its device with other jobs: one MIG/vNPU instance as a typed GRES
+        // (`gpu:1g.10gb:1`, the type Slurm's NVML autodetection gives MIG devices), no
+        // `--exclusive`.
+        Some(slice) => opts.push(format!("--gres={gres}:{slice}:1")),
+        None => {
+            opts.push(if gres == "gpu" && version >= SlurmVersion::GPUS_PER_NODE {
+                format!("--gpus-per-node={}", g.ir.devices_per_node)
+            } else {
+                format!("--gres={gres}:{}", g.ir.devices_per_node)
+            });
+            opts.push("--exclusive".to_string());
+        }
+    }
+    // Only the features the catalogue declares: a constraint on a feature no node has makes
+    // the job unschedulable.
+    if !node.slurm_features.is_empty() {
+        opts.push(format!("--constraint={}", node.slurm_features.join("&")));
+    }
+    if g.ir.block.is_some() {
+        opts.push("--switches=1".to_string());
+    }
+    Ok(opts)
+}
+
+/// L4011 when the plan's groups are at more than one site: a heterogeneous job runs on one
+/// cluster.
+fn one_site(job: &JobContext<'_>) -> Option<Diagnostic> {
+    let sites: BTreeSet<&str> = job.groups.iter().map(|g| g.ir.site.as_str()).collect();
+    if sites.len() < 2 {
+        return None;
+    }
+    let names: Vec<String> = sites
+        .iter()
+        .map(|s| format!("`{}`", s.escape_debug()))
+        .collect();
+    let (last, rest) = names.split_last()?;
+    Some(error(
+        codes::emit::SLURM_JOB_SPANS_SITES,
+        format!(
+            "job `{}` spans sites {} and {last}: a Slurm heterogeneous job runs on one cluster",
+            job.job,
+            rest.join(", ")
+        ),
+        "give the job one site (`resources { sites = [...] }`), or emit it for Kubernetes or bare metal, which start every group together",
+    ))
 }
 
 /// Renders the batch script of one job.
@@ -130,62 +229,53 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             "pass `--slurm-version` with the release your cluster runs (17.11 or newer)",
         ));
     }
+    errors.extend(one_site(job));
     let mut components = Vec::new();
+    let mut containers = false;
     for g in &job.groups {
-        let Some(partition) = &g.ir.slurm_partition else {
-            errors.push(error(
-                codes::emit::NO_SLURM_PARTITION,
-                format!(
-                    "group {} of job `{}` (node group `{}`) has no Slurm partition",
-                    g.index, job.job, g.ir.node_group
-                ),
-                "give the node group a `slurm_partition` in the catalogue",
-            ));
-            continue;
+        let opts = match component_options(job, g, version) {
+            Ok(opts) => opts,
+            Err(e) => {
+                errors.push(*e);
+                continue;
+            }
         };
-        if !is_plain_word(&g.ir.node_group) {
-            errors.push(error(
-                codes::emit::UNUSABLE_NAME,
-                format!(
-                    "node group `{}` of job `{}` cannot be a Slurm constraint",
-                    g.ir.node_group.escape_debug(),
-                    job.job
-                ),
-                "use letters, digits, `-`, `_` and `.` in node group names",
-            ));
-            continue;
-        }
-        let gres = gres_name(&g.ir.k8s_resource);
-        let devices = if gres == "gpu" && version >= SlurmVersion::GPUS_PER_NODE {
-            format!("--gpus-per-node={}", g.ir.devices_per_node)
-        } else {
-            format!("--gres={gres}:{}", g.ir.devices_per_node)
-        };
-        let mut opts = vec![
-            format!("--partition={partition}"),
-            format!("--nodes={}", g.ir.nodes),
-            "--ntasks-per-node=1".to_string(),
-            devices,
-            format!("--constraint={}", g.ir.node_group),
-            "--exclusive".to_string(),
-        ];
-        if g.ir.block.is_some() {
-            opts.push("--switches=1".to_string());
+        let node = g.ir.node.clone().unwrap_or_default();
+        let mut srun = Vec::new();
+        if node.slurm_containers {
+            containers = true;
+            srun.push(format!("--container-image={}", options.image));
         }
         components.push(Component {
             options: opts,
+            srun,
             env: vec![
                 format!("NPROC_PER_NODE={}", g.ir.devices_per_node),
                 format!("NODE_RANK_OFFSET={}", g.node_rank_offset),
                 format!("RANK_OFFSET={}", g.rank_offset),
                 format!("LOAM_GROUP={}", g.index),
             ],
+            collective_env: g.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            trainer_args: g.trainer_args.clone(),
         });
+    }
+    if containers && job.checkpoint_path.contains([',', ':']) {
+        // pyxis reads `--container-mounts` as `SRC:DST[,SRC:DST]`.
+        errors.push(error(
+            codes::emit::UNUSABLE_NAME,
+            format!(
+                "checkpoint path `{}` of job `{}` cannot be mounted into a pyxis container",
+                job.checkpoint_path.escape_debug(),
+                job.job
+            ),
+            "write checkpoints to a path without `,` and `:`",
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let time = time_limit(job.train_time_h, job.checkpoint_write_s);
+    let chunks = chunks::chunks(job);
+    let time = chunks::format_limit(chunks.limit_min);
     let mut common = vec![
         format!("--account={}", job.tenancy.slurm_account),
         format!("--time={time}"),
@@ -202,6 +292,13 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         separator: if old { "packjob" } else { "hetjob" },
         het_flag: if old { "--pack-group" } else { "--het-group" },
         time_limit: time,
+        max_time_min: chunks.max_time_min,
+        chunks: chunks.count,
+        signal_s: chunks.signal_s,
+        max_requeues: chunks.max_requeues,
+        wrapper: WRAPPER,
+        task: TASK,
+        containers,
     };
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
     let contents = render_one(
@@ -228,12 +325,5 @@ mod tests {
         assert!("22".parse::<SlurmVersion>().is_err());
         assert!("22.13".parse::<SlurmVersion>().is_err());
         assert_eq!(SlurmVersion::DEFAULT.to_string(), "22.05");
-    }
-
-    #[test]
-    fn time_limits_have_margin() {
-        assert_eq!(time_limit(1.0, 30.0), "0-01:17:00");
-        assert_eq!(time_limit(600.0, 41.0), "27-12:12:00");
-        assert_eq!(time_limit(1e9, 0.0), "365-00:00:00");
     }
 }

@@ -2,13 +2,16 @@
 # slurm-cluster.sh - a throw-away Slurm cluster on this one machine for loam's backend tests.
 #
 # A one-machine Slurm cluster for the tests (Debian 12: slurm-wlm 22.05, munge).
-# Must run as root. Idempotent: `start` leaves a healthy cluster alone and returns at once.
+# Must run as root. Idempotent: `start` leaves a healthy cluster whose configuration is the one
+# this script writes alone and returns at once; when the written configuration differs from the
+# running one (a partition's MaxTime, a node's features), it restarts the cluster fresh.
 #
 # The partitions mirror the Slurm partitions of the shipped catalogue (specs/pools/*.yaml) and
 # have at least as many nodes as the node groups behind them, so `sbatch --test-only` accepts
 # exactly the scripts a real cluster of that shape would accept. Nodes carry 8 fake devices
-# (gres gpu, npu or dcu, backed by character devices), 96 CPUs and 1 TB, and the feature
-# named after their node group (what `--constraint` asks for).
+# (gres gpu, npu or dcu, backed by character devices), 96 CPUs and 1 TB, and the catalogue's
+# Slurm features of their node group (what `--constraint` asks for); partitions have the
+# catalogue's MaxTime.
 #
 # Only the small lab partitions have a running slurmd per node, so jobs really run there. The
 # other nodes are power-saving cloud nodes (State=CLOUD): slurmctld counts them as available
@@ -27,27 +30,32 @@ LOG=$BASE/log
 SPOOL=$BASE/spool
 DEV=$BASE/dev
 
-# partition | nodes | gres | node group (feature) | first slurmd port | live (1 = slurmd stays up)
+# partition | nodes | gres | node features | MaxTime | first slurmd port | live (1 = slurmd stays up)
+# Features and MaxTime are the catalogue's `slurm: { features, max_time }` of the node group
+# behind the partition (features joined with `,`), so `--constraint` and `--time` are checked
+# against what a real cluster of that shape accepts. `lab-short` is for the tests only: a
+# two-minute MaxTime makes a job run in several time chunks, each ending with a requeue.
 PARTITIONS=(
-  "lab-h100 4 gpu lab-h100 17001 1"
-  "lab-l40s 2 gpu lab-l40s 17011 1"
-  "lab-910b 2 npu lab-910b 17021 1"
-  "sh-h100 256 gpu sh-h100-a 20001 0"
-  "sh-h20 96 gpu sh-h20-a 20301 0"
-  "sh-l40s 32 gpu sh-l40s-a 20401 0"
-  "gy-910b 128 npu gy-910b-a 20501 0"
-  "gy-h800 64 gpu gy-h800-a 20701 0"
-  "gy-dcu 48 dcu gy-dcu-a 20801 0"
-  "uq-a100 80 gpu uq-a100-a 20901 0"
-  "uq-910b 64 npu uq-910b-a 21001 0"
-  "uq-h20 32 gpu uq-h20-a 21101 0"
-  "zw-mi300x 32 gpu zw-mi300x-a 21201 0"
-  "zw-h800 32 gpu zw-h800-a 21301 0"
-  "zw-dcu 32 dcu zw-dcu-a 21401 0"
-  "fr-h100 2048 gpu fr-h100 21501 0"
-  "fr-h800 256 gpu fr-h800 23601 0"
-  "fr-b200 32 gpu fr-b200 23901 0"
-  "fr-gaudi2 8 gpu fr-gaudi2 23951 0"
+  "lab-h100 4 gpu h100-sxm 2-00:00:00 17001 1"
+  "lab-l40s 2 gpu l40s 2-00:00:00 17011 1"
+  "lab-910b 2 npu ascend910b 2-00:00:00 17021 1"
+  "lab-short 2 gpu h100-sxm 2 17031 1"
+  "sh-h100 256 gpu h100-sxm 7-00:00:00 20001 0"
+  "sh-h20 96 gpu h20 7-00:00:00 20301 0"
+  "sh-l40s 32 gpu l40s 7-00:00:00 20401 0"
+  "gy-910b 128 npu ascend910b 7-00:00:00 20501 0"
+  "gy-h800 64 gpu h800-sxm 7-00:00:00 20701 0"
+  "gy-dcu 48 dcu dcu-k100-ai 7-00:00:00 20801 0"
+  "uq-a100 80 gpu a100-sxm-80gb 7-00:00:00 20901 0"
+  "uq-910b 64 npu ascend910b 7-00:00:00 21001 0"
+  "uq-h20 32 gpu h20 7-00:00:00 21101 0"
+  "zw-mi300x 32 gpu mi300x 7-00:00:00 21201 0"
+  "zw-h800 32 gpu h800-sxm 7-00:00:00 21301 0"
+  "zw-dcu 32 dcu dcu-k100-ai 7-00:00:00 21401 0"
+  "fr-h100 2048 gpu h100-sxm 14-00:00:00 21501 0"
+  "fr-h800 256 gpu h800-sxm 14-00:00:00 23601 0"
+  "fr-b200 32 gpu b200 14-00:00:00 23901 0"
+  "fr-gaudi2 8 gpu gaudi2 14-00:00:00 23951 0"
 )
 
 log() { printf '[slurm-cluster %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -83,9 +91,9 @@ stop_pidfile() { # stop_pidfile <pidfile> <name>
 }
 
 nodes_of() { # nodes_of <live-filter: 0|1|all>: node names, one per line
-  local p name n gres feat port live i
+  local p name n gres feat maxtime port live i
   for p in "${PARTITIONS[@]}"; do
-    read -r name n gres feat port live <<<"$p"
+    read -r name n gres feat maxtime port live <<<"$p"
     [[ $1 == all || $1 == "$live" ]] || continue
     for ((i = 1; i <= n; i++)); do echo "$name-$i"; done
   done
@@ -128,6 +136,12 @@ JobCompType=jobcomp/none
 MailProg=/bin/true
 MinJobAge=600
 KillWait=5
+# A requeued job waits the credential lifetime before it starts again (default 120 s); short
+# here so the tests that requeue a job finish in a few minutes.
+AuthInfo=cred_expire=10
+# Refuse at submission what a partition's limits (MaxTime, nodes) would never run, as a
+# production cluster should: sbatch --test-only then checks the time chunks against MaxTime.
+EnforcePartLimits=ALL
 InactiveLimit=0
 SuspendProgram=/bin/true
 ResumeProgram=/bin/true
@@ -135,13 +149,13 @@ SuspendTime=3600
 ResumeTimeout=600
 SuspendTimeout=30
 CONF
-    local p name n gres feat port live state
+    local p name n gres feat maxtime port live state
     for p in "${PARTITIONS[@]}"; do
-      read -r name n gres feat port live <<<"$p"
+      read -r name n gres feat maxtime port live <<<"$p"
       state=UNKNOWN
       [[ $live == 1 ]] || state=CLOUD
       echo "NodeName=$name-[1-$n] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port-$((port + n - 1)) CPUs=96 RealMemory=1024000 Gres=$gres:8 Feature=$feat State=$state"
-      echo "PartitionName=$name Nodes=$name-[1-$n] MaxTime=INFINITE State=UP"
+      echo "PartitionName=$name Nodes=$name-[1-$n] MaxTime=$maxtime State=UP"
     done
   } >"$tmp"
 
@@ -155,7 +169,7 @@ CONF
   {
     echo "AutoDetect=off"
     for p in "${PARTITIONS[@]}"; do
-      read -r name n gres feat port live <<<"$p"
+      read -r name n gres feat maxtime port live <<<"$p"
       case $gres in gpu) d=nvidia ;; npu) d=davinci ;; *) d=dcu ;; esac
       echo "NodeName=$name-[1-$n] Name=$gres File=$DEV/${d}[0-7]"
     done
@@ -201,7 +215,7 @@ start_slurmd() { # start_slurmd <node>
 start_live() {
   local name
   while read -r name; do start_slurmd "$name"; done < <(nodes_of 1)
-  wait_for "$TIMEOUT" "lab nodes idle" bash -c "[[ -z \$(sinfo -h -N -p lab-h100,lab-l40s,lab-910b -o '%t' | grep -vE '^(idle|alloc|mix)$') ]]"
+  wait_for "$TIMEOUT" "lab nodes idle" bash -c "[[ -z \$(sinfo -h -N -p lab-h100,lab-l40s,lab-910b,lab-short -o '%t' | grep -vE '^(idle|alloc|mix)$') ]]"
 }
 
 do_stop() {
@@ -211,13 +225,24 @@ do_stop() {
   stop_pidfile /run/munge/munged.pid munged
 }
 
+healthy() { # slurmctld answers and every live node's slurmd runs
+  alive_pidfile "$RUN/slurmctld.pid" && scontrol ping 2>/dev/null | grep -q "is UP" || return 1
+  local name
+  while read -r name; do alive_pidfile "$RUN/slurmd-$name.pid" || return 1; done < <(nodes_of 1)
+}
+
 do_start() {
   [[ $(id -u) == 0 ]] || die "must run as root"
   command -v slurmctld >/dev/null || die "slurmctld is not installed (scripts/backend-tools.sh installs it)"
   local t0=$SECONDS changed
   changed=$(write_configs)
-  # Always a fresh cluster: jobs left in the saved state by an earlier run (a test killed
-  # mid-way) keep their nodes busy, and the tests wait for idle nodes.
+  if [[ $changed == 0 ]] && healthy; then
+    log "cluster already running with this configuration"
+    return
+  fi
+  # A fresh cluster: slurmd and slurmctld read node features, partitions and MaxTime only at
+  # start, and jobs left in the saved state by an earlier run (a test killed mid-way) keep their
+  # nodes busy while the tests wait for idle nodes.
   log "fresh start (configuration changed: $changed)"
   do_stop
   rm -rf "${SPOOL:?}/ctld"/* "${SPOOL:?}"/slurmd-*

@@ -12,4 +12,5 @@ super::codes! {
     SHARED_OUTPUT_FOLDER = "L4008" => "two jobs share an output folder",
     INTERNAL_ERROR = "L4009" => "internal template error",
     OTHER_CATALOGUE = "L4010" => "plan made with another catalogue",
+    SLURM_JOB_SPANS_SITES = "L4011" => "Slurm job spans sites",
 }

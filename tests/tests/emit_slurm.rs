@@ -1,0 +1,337 @@
+//! The Slurm batch scripts' time chunks, requeues and refusals, on the real slurmctld and slurmd
+//! that `scripts/backend-tools.sh` starts (`tests/backends/slurm-cluster.sh`):
+//! - a run longer than its partition's MaxTime (the test-only `lab-short`, two minutes) is asked
+//!   to checkpoint before the time limit, requeues itself and resumes from the checkpoint;
+//! - SIGTERM to the batch script (`scancel --batch --signal=TERM`) does the same;
+//! - partitions have the catalogue's MaxTime and features: a chunk above MaxTime or a constraint
+//!   on an undeclared feature is refused at submission;
+//! - a plan over two sites is refused (L4011).
+//!
+//! The trainer is `tests/backends/ckpt_trainer.py`, which keeps the trainer contract and logs
+//! `start N`, `request N` and `done N`. With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster
+//! fails the test; otherwise the test prints why it is skipped and passes.
+
+use loam_backends::{Options, Target, Tenancy, render};
+use loam_compiler::plan::ir::PlanDocument;
+use loam_tests::repo_root;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn plan(name: &str) -> PlanDocument {
+    let path = repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Whether slurmctld answers; when not, fails under CI and skips (returns false) elsewhere.
+#[allow(clippy::print_stderr)] // the skip message is for the person running the tests
+fn have_slurm() -> bool {
+    let up = Command::new("scontrol")
+        .arg("ping")
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("is UP"));
+    if up {
+        return true;
+    }
+    let required =
+        std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
+    assert!(
+        !required,
+        "slurmctld is down; run scripts/backend-tools.sh start (as root)"
+    );
+    eprintln!("skipping: slurmctld is down (run scripts/backend-tools.sh start as root)");
+    false
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loam-slurm-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn run(program: &str, args: &[&str], cwd: &Path) -> Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Options that run `ckpt_trainer.py STEPS STEP_S` with checkpoints under `dir/ckpt`, and `doc`
+/// with its checkpoint path moved there.
+fn runnable(doc: &mut PlanDocument, dir: &Path, steps: u32, step_s: f64) -> (Options, PathBuf) {
+    let root = dir.join("ckpt");
+    for p in &mut doc.plans {
+        let ckpt = p.checkpoint.as_mut().unwrap();
+        ckpt.path = ckpt.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
+    }
+    let mut options = Options::default();
+    options.tenants.insert(
+        "nlp".to_string(),
+        Tenancy {
+            namespace: "team-nlp".to_string(),
+            queue: "nlp-train".to_string(),
+            slurm_account: "nlp".to_string(),
+            slurm_qos: None,
+            checkpoint_root: root.to_string_lossy().into_owned(),
+        },
+    );
+    let trainer = repo_root().join("tests/backends/ckpt_trainer.py");
+    options.trainer = vec![
+        "python3".to_string(),
+        trainer.to_string_lossy().into_owned(),
+        steps.to_string(),
+        step_s.to_string(),
+    ];
+    let ckpt = PathBuf::from(&doc.plans[0].checkpoint.as_ref().unwrap().path);
+    (options, ckpt)
+}
+
+/// Writes the batch script of `doc` into `dir`.
+fn script(doc: &PlanDocument, options: &Options, dir: &Path) -> PathBuf {
+    let manifests = render(doc, Target::Slurm, options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let m = manifests
+        .iter()
+        .find(|m| m.path.ends_with("job.sbatch"))
+        .unwrap();
+    let path = dir.join("job.sbatch");
+    std::fs::write(&path, &m.contents).unwrap();
+    path
+}
+
+fn submit(script: &Path, cwd: &Path) -> String {
+    let o = run("sbatch", &["--parsable", script.to_str().unwrap()], cwd);
+    assert!(o.status.success(), "sbatch: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// `scontrol show job -o ID`, first line (the leader of a heterogeneous job).
+fn show(id: &str) -> String {
+    let o = Command::new("scontrol")
+        .args(["show", "job", "-o", id])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .unwrap_or_default()
+}
+
+/// Waits until job `id` has ended (not a requeue); returns its last `scontrol show job` line.
+fn wait_done(id: &str, cwd: &Path, limit: Duration) -> String {
+    let started = Instant::now();
+    loop {
+        let line = show(id);
+        let state = field(&line, "JobState=");
+        if ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"].contains(&state) {
+            return line;
+        }
+        if started.elapsed() > limit {
+            let _ = run("scancel", &[id], cwd);
+            panic!(
+                "job {id} still {state} after {limit:?}:\n{line}\n{}",
+                logs(cwd)
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The job's output files, for failure messages.
+fn logs(cwd: &Path) -> String {
+    std::fs::read_dir(cwd)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "out"))
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect()
+}
+
+/// Checks the trainer's log of node 0: it starts at 0, every request at step k is followed by a
+/// start at k (the next allocation resumed from the checkpoint), and it ends with `done STEPS`.
+/// Returns the steps at which it was asked to checkpoint.
+fn assert_resumed(ckpt: &Path, steps: u32, cwd: &Path) -> Vec<u32> {
+    let log = std::fs::read_to_string(ckpt.join("node0.log")).unwrap_or_default();
+    let lines: Vec<(&str, u32)> = log
+        .lines()
+        .map(|l| {
+            let (what, n) = l.split_once(' ').unwrap();
+            (what, n.parse().unwrap())
+        })
+        .collect();
+    let context = || format!("trainer log:\n{log}\njob output:\n{}", logs(cwd));
+    assert_eq!(lines.first(), Some(&("start", 0)), "{}", context());
+    assert_eq!(lines.last(), Some(&("done", steps)), "{}", context());
+    let mut requests = Vec::new();
+    for pair in lines.windows(2) {
+        if pair[0].0 == "request" {
+            assert_eq!(pair[1], ("start", pair[0].1), "{}", context());
+            requests.push(pair[0].1);
+        }
+    }
+    assert!(
+        !requests.is_empty(),
+        "never asked to checkpoint: {}",
+        context()
+    );
+    requests
+}
+
+#[test]
+fn a_run_longer_than_max_time_requeues_at_the_time_limit_and_resumes() {
+    if !have_slurm() {
+        return;
+    }
+    let started = Instant::now();
+    let dir = scratch("chunks");
+    let mut doc = plan("small-1-node");
+    {
+        let p = &mut doc.plans[0];
+        // Three minutes of training on a partition whose MaxTime is two: several allocations.
+        p.estimate.as_mut().unwrap().train_time_h = 3.0 / 60.0;
+        p.checkpoint.as_mut().unwrap().write_s = 0.0;
+        let g = &mut p.groups[0];
+        g.slurm_partition = Some("lab-short".to_string());
+        let node = g.node.as_mut().unwrap();
+        node.slurm_max_time_min = Some(2);
+        node.slurm_features = vec!["h100-sxm".to_string()];
+    }
+    // 35 one-second steps: more than an allocation trains before its SIGUSR1 (at most 30 s in).
+    let (options, ckpt) = runnable(&mut doc, &dir, 35, 1.0);
+    let script = script(&doc, &options, &dir);
+    let body = std::fs::read_to_string(&script).unwrap();
+    assert!(body.contains("#SBATCH --time=0-00:02:00"), "{body}");
+    assert!(body.contains("#SBATCH --signal=B:USR1@90"), "{body}");
+    assert!(body.contains("#SBATCH --constraint=h100-sxm"), "{body}");
+    let id = submit(&script, &dir);
+    let line = wait_done(&id, &dir, Duration::from_secs(420));
+    assert_eq!(
+        field(&line, "JobState="),
+        "COMPLETED",
+        "{line}\n{}",
+        logs(&dir)
+    );
+    let restarts: u32 = field(&line, "Restarts=").parse().unwrap();
+    let requests = assert_resumed(&ckpt, 35, &dir);
+    assert!(restarts >= 1, "{line}");
+    assert_eq!(requests.len(), restarts as usize, "{line}\n{}", logs(&dir));
+    assert!(
+        logs(&dir).contains("SIGUSR1 before the time limit"),
+        "{}",
+        logs(&dir)
+    );
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!(
+            "time-limit requeue: {restarts} requeue(s) at steps {requests:?}, {:?}",
+            started.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_to_the_batch_script_checkpoints_and_requeues() {
+    if !have_slurm() {
+        return;
+    }
+    let started = Instant::now();
+    let dir = scratch("sigterm");
+    let mut doc = plan("small-1-node");
+    let (options, ckpt) = runnable(&mut doc, &dir, 30, 0.5);
+    let script = script(&doc, &options, &dir);
+    let id = submit(&script, &dir);
+    // Wait for a few steps, then signal the batch script alone, as preemption tooling does.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(ckpt.join("node0.ckpt"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .is_none_or(|n| n < 4)
+    {
+        assert!(Instant::now() < deadline, "no progress: {}", logs(&dir));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = run("scancel", &["--batch", "--signal=TERM", &id], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let line = wait_done(&id, &dir, Duration::from_secs(240));
+    assert_eq!(
+        field(&line, "JobState="),
+        "COMPLETED",
+        "{line}\n{}",
+        logs(&dir)
+    );
+    assert_eq!(field(&line, "Restarts="), "1", "{line}");
+    let requests = assert_resumed(&ckpt, 30, &dir);
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0] >= 4, "{requests:?}");
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!(
+            "SIGTERM requeue at step {}: {:?}",
+            requests[0],
+            started.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn partitions_refuse_chunks_above_max_time_and_undeclared_features() {
+    if !have_slurm() {
+        return;
+    }
+    let dir = scratch("limits");
+    let mut doc = plan("llama3-70b-2048-h100");
+    let (options, _) = runnable(&mut doc, &dir, 1, 0.0);
+    let script = script(&doc, &options, &dir);
+    let body = std::fs::read_to_string(&script).unwrap();
+    let o = run("sbatch", &["--test-only", script.to_str().unwrap()], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    // The plan's chunk is the MaxTime it carries (2 days); past the partition's 7 days is
+    // refused.
+    assert!(body.contains("#SBATCH --time=2-00:00:00"), "{body}");
+    for (from, to) in [
+        ("--time=2-00:00:00", "--time=8-00:00:00"),
+        ("--constraint=h100-sxm", "--constraint=sh-h100-a"),
+    ] {
+        let bad = dir.join("bad.sbatch");
+        std::fs::write(&bad, body.replace(from, to)).unwrap();
+        let o = run("sbatch", &["--test-only", bad.to_str().unwrap()], &dir);
+        assert!(!o.status.success(), "{to} accepted: {}", text(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_plan_over_two_sites_is_refused() {
+    let doc = plan("hetero-h100-ascend");
+    let errors = render(&doc, Target::Slurm, &Options::default()).unwrap_err();
+    let codes: Vec<&str> = errors.iter().map(|d| d.code.as_str()).collect();
+    assert_eq!(codes, ["L4011"], "{errors:#?}");
+    assert!(
+        errors[0].message.contains("`guiyang` and `shanghai`"),
+        "{}",
+        errors[0].message
+    );
+}
