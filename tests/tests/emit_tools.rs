@@ -121,6 +121,7 @@ fn options() -> Options {
             slurm_account: "nlp".to_string(),
             slurm_qos: None,
             checkpoint_root: "/ckpt/nlp".to_string(),
+            ..Tenancy::derived("nlp")
         },
     );
     options
