@@ -163,9 +163,9 @@ pub(crate) fn context<'a>(
         ));
     }
     let mut annotations = Vec::new();
-    // Kueue's topology-aware scheduling: only where the site declares levels (a Topology then
-    // exists); the outermost level is the switch block the plan keeps the group in.
-    if let Some(level) = node.topology_levels.first() {
+    // Kueue's topology-aware scheduling: only under Kueue and where the site declares levels (a
+    // Topology then exists); the outermost level is the switch block the plan keeps the group in.
+    if let (Flavor::Jobset, Some(level)) = (options.flavor, node.topology_levels.first()) {
         let key = if g.ir.block.is_some() {
             "kueue.x-k8s.io/podset-required-topology"
         } else {
