@@ -154,7 +154,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
                 )?,
             });
         }
-        if let Some(window) = window::render(&env, job, options, site, &labels)? {
+        if let Some(window) = window::render(&env, job, options, site, &labels, &annotations)? {
             files.push(Manifest {
                 path: format!("{folder}40-window.yaml"),
                 contents: window,

@@ -44,6 +44,7 @@ pub fn render(
     options: &Options,
     site: &str,
     labels: &[(String, String)],
+    annotations: &[(String, String)],
 ) -> Result<Option<String>, Vec<Diagnostic>> {
     let Some(schedule) = job.schedule.as_ref() else {
         return Ok(None);
@@ -72,6 +73,7 @@ pub fn render(
     let ctx = minijinja::context! {
         job => Value::from_serialize(job),
         labels => Value::from_serialize(labels),
+        annotations => Value::from_serialize(annotations),
         open => open,
         close => close,
         hours => schedule.hours_per_day,
