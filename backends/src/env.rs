@@ -11,24 +11,48 @@ use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 /// Every template: `(name, source)`. Names are `<target>/<file>.j2`.
 const TEMPLATES: &[(&str, &str)] = &[
     (
+        "kubernetes/clusterqueue.yaml.j2",
+        include_str!("../templates/kubernetes/clusterqueue.yaml.j2"),
+    ),
+    (
         "kubernetes/configmap.yaml.j2",
         include_str!("../templates/kubernetes/configmap.yaml.j2"),
-    ),
-    (
-        "kubernetes/localqueue.yaml.j2",
-        include_str!("../templates/kubernetes/localqueue.yaml.j2"),
-    ),
-    (
-        "kubernetes/priorityclass.yaml.j2",
-        include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
     ),
     (
         "kubernetes/jobset.yaml.j2",
         include_str!("../templates/kubernetes/jobset.yaml.j2"),
     ),
     (
+        "kubernetes/localqueue.yaml.j2",
+        include_str!("../templates/kubernetes/localqueue.yaml.j2"),
+    ),
+    (
+        "kubernetes/namespace.yaml.j2",
+        include_str!("../templates/kubernetes/namespace.yaml.j2"),
+    ),
+    (
         "kubernetes/pod.yaml.j2",
         include_str!("../templates/kubernetes/pod.yaml.j2"),
+    ),
+    (
+        "kubernetes/priorityclass.yaml.j2",
+        include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
+    ),
+    (
+        "kubernetes/rank-table.yaml.j2",
+        include_str!("../templates/kubernetes/rank-table.yaml.j2"),
+    ),
+    (
+        "kubernetes/rendezvous-service.yaml.j2",
+        include_str!("../templates/kubernetes/rendezvous-service.yaml.j2"),
+    ),
+    (
+        "kubernetes/resourceflavor.yaml.j2",
+        include_str!("../templates/kubernetes/resourceflavor.yaml.j2"),
+    ),
+    (
+        "kubernetes/topology.yaml.j2",
+        include_str!("../templates/kubernetes/topology.yaml.j2"),
     ),
     (
         "kubernetes/volcano-job.yaml.j2",
@@ -37,6 +61,14 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "kubernetes/volcano-queue.yaml.j2",
         include_str!("../templates/kubernetes/volcano-queue.yaml.j2"),
+    ),
+    (
+        "kubernetes/window.yaml.j2",
+        include_str!("../templates/kubernetes/window.yaml.j2"),
+    ),
+    (
+        "kubernetes/workloadpriorityclass.yaml.j2",
+        include_str!("../templates/kubernetes/workloadpriorityclass.yaml.j2"),
     ),
     (
         "slurm/job.sbatch.j2",

@@ -10,8 +10,9 @@ use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::names::{self, dns_label, is_dns_label, is_env_name, slug};
-use loam_compiler::plan::ir::{GroupIr, LayoutIr, Plan, PlanDocument};
+use loam_compiler::plan::ir::{GroupIr, LayoutIr, Plan, PlanDocument, ScheduleIr};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
 pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
@@ -31,6 +32,20 @@ pub struct Tenancy {
     pub slurm_qos: Option<String>,
     /// Checkpoints must live under this absolute path.
     pub checkpoint_root: String,
+    /// The tenant's quota of each device type (by device id), for the cluster queues.
+    pub quotas: BTreeMap<String, QuotaShare>,
+    /// The IANA time zone of each site of the tenant's pool that the catalogue's region names
+    /// (for the cheap-hours window); sites left out run windows in the cluster's own zone.
+    pub time_zones: BTreeMap<String, String>,
+}
+
+/// A tenant's share of one device type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct QuotaShare {
+    /// Devices always available to the tenant.
+    pub guaranteed: u64,
+    /// Extra devices it may borrow when others leave them idle (preemptible).
+    pub elastic: u64,
 }
 
 impl Tenancy {
@@ -44,6 +59,8 @@ impl Tenancy {
             slurm_account: label.clone(),
             slurm_qos: None,
             checkpoint_root: format!("/ckpt/{label}"),
+            quotas: BTreeMap::new(),
+            time_zones: BTreeMap::new(),
         }
     }
 }
@@ -117,6 +134,8 @@ pub struct JobContext<'a> {
     pub max_restarts: u64,
     /// Seconds between the stop signal and the kill: two checkpoint writes and a minute.
     pub grace_s: u64,
+    /// The cheap-hours window of an interruptible plan, when it has one.
+    pub schedule: Option<&'a ScheduleIr>,
 }
 
 impl<'a> JobContext<'a> {
@@ -331,6 +350,7 @@ impl<'a> JobContext<'a> {
             plan_json: json_ascii(&plan_json),
             max_restarts,
             grace_s,
+            schedule: plan.schedule.as_ref(),
         })
     }
 }

@@ -1,15 +1,21 @@
-//! Kubernetes: a JobSet with one replicated job per device group, queued by Kueue (or, with
-//! `--flavor volcano`, a Volcano Job and Queue), the plan as a ConfigMap, and the tenant's
-//! LocalQueue and the WorkloadPriorityClass.
+//! Kubernetes: per job and site cluster, a JobSet with one replicated job per device group,
+//! queued by Kueue (or, with `--flavor volcano`, a Volcano Job), the plan as a ConfigMap, the
+//! rendezvous Service of a plan over several sites and the cheap-hours window; per site, the
+//! cluster prerequisites every job shares ([`prerequisites`]).
+
+mod pod;
+pub mod prerequisites;
+mod window;
 
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;
+use loam_compiler::names::dns_label;
 use minijinja::Value;
-use serde::Serialize;
+use pod::Rendezvous;
 
-/// The Kueue priority value of each priority keyword (higher preempts lower).
+/// The Kueue (and Volcano) priority value of each priority keyword (higher preempts lower).
 pub const PRIORITIES: &[(&str, i64)] = &[
     ("low", 1_000),
     ("normal", 10_000),
@@ -17,42 +23,44 @@ pub const PRIORITIES: &[(&str, i64)] = &[
     ("critical", 1_000_000),
 ];
 
-/// The command that starts the trainer in a pod: it computes the node rank from the group's
-/// offset and the pod's index, then runs the arguments. A constant: no spec string in it.
-fn launch(index_var: &str) -> Vec<String> {
-    vec![
-        "/bin/sh".to_string(),
-        "-c".to_string(),
-        format!(
-            "NODE_RANK=$((NODE_RANK_OFFSET + ${{{index_var}:?}})); export NODE_RANK; exec \"$@\""
-        ),
-        "loam-launch".to_string(),
-    ]
+/// The folder of the cluster prerequisites, beside the job folders: `_` is never part of a
+/// job folder's name (a DNS label), so no job can take it.
+pub const PREREQUISITES: &str = "_prerequisites";
+
+/// The Argo CD sync wave of every job object; prerequisites use negative waves.
+pub const JOB_WAVE: i64 = 0;
+
+/// The name of the (Workload)PriorityClass of a priority keyword.
+pub fn priority_class(priority: &str) -> String {
+    format!("loam-{}", dns_label(priority, 20))
 }
 
-#[derive(Serialize)]
-struct PodContext<'a> {
-    job: &'a JobContext<'a>,
-    g: &'a Group<'a>,
-    image: &'a str,
-    labels: &'a [(String, String)],
-    node_selector_terms: Vec<(String, String)>,
-    launch: Vec<String>,
-    master_addr: &'a str,
-    resource: String,
+/// The folder name of a site (a DNS label, so spec strings never shape a path).
+pub fn site_label(site: &str) -> String {
+    dns_label(site, 40)
 }
 
-/// Renders the Kubernetes objects of one job.
+/// The sites of a job's groups in plan order, each with its groups.
+pub fn sites<'a, 'b>(job: &'b JobContext<'a>) -> Vec<(String, Vec<&'b Group<'a>>)> {
+    let mut sites: Vec<(String, Vec<&Group<'a>>)> = Vec::new();
+    for g in &job.groups {
+        match sites.iter_mut().find(|(site, _)| *site == g.ir.site) {
+            Some((_, groups)) => groups.push(g),
+            None => sites.push((g.ir.site.clone(), vec![g])),
+        }
+    }
+    sites
+}
+
+/// The ConfigMap in every site but the first that holds the rendezvous address.
+pub fn rendezvous_config_map(job: &str) -> String {
+    format!("{job}-rendezvous")
+}
+
+/// Renders the Kubernetes objects of one job: paths relative to the job's folder, one
+/// sub-folder per site when its groups are at several sites.
 pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
-    let priority_value = PRIORITIES
-        .iter()
-        .find(|(name, _)| *name == job.priority)
-        .map_or(10_000, |(_, v)| *v);
-    let priority_class = format!(
-        "loam-{}",
-        loam_compiler::names::dns_label(&job.priority, 20)
-    );
     let labels: Vec<(String, String)> = vec![
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -61,6 +69,10 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         ("loam.io/job".to_string(), job.name.clone()),
     ];
     let annotations: Vec<(String, String)> = vec![
+        (
+            "argocd.argoproj.io/sync-wave".to_string(),
+            JOB_WAVE.to_string(),
+        ),
         ("loam.io/job-name".to_string(), job.job.clone()),
         ("loam.io/spec-file".to_string(), job.file.clone()),
         ("loam.io/tenant".to_string(), job.tenant.clone()),
@@ -69,83 +81,87 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             job.interruptible.to_string(),
         ),
     ];
-    let first = job.groups.first().map(|g| g.name.as_str()).unwrap_or("g0");
-    let (master_addr, index_var) = match options.flavor {
-        Flavor::Jobset => (
-            format!("{name}-{first}-0-0.{name}", name = job.name),
-            "JOB_COMPLETION_INDEX",
-        ),
-        Flavor::Volcano => (
-            format!("{name}-{first}-0.{name}", name = job.name),
-            "VC_TASK_INDEX",
-        ),
+    let sites = sites(job);
+    let several = sites.len() > 1;
+    let first_group = job.groups.first().map_or("g0", |g| g.name.as_str());
+    let first_host = match options.flavor {
+        Flavor::Jobset => format!("{name}-{first_group}-0-0.{name}", name = job.name),
+        Flavor::Volcano => format!("{name}-{first_group}-0.{name}", name = job.name),
     };
-    let mut pods = Vec::new();
-    for g in &job.groups {
-        let mut terms: Vec<(String, String)> =
-            g.ir.node_labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-        if let Some(block) = &g.ir.block {
-            terms.push(("loam.io/topology-block".to_string(), block.clone()));
-            terms.sort();
+    let mut files = Vec::new();
+    for (i, (site, groups)) in sites.iter().enumerate() {
+        let rendezvous = if i == 0 {
+            Rendezvous::Host(first_host.clone())
+        } else {
+            Rendezvous::ConfigMap(rendezvous_config_map(&job.name))
+        };
+        let mut pods = Vec::new();
+        let mut hccl = false;
+        for g in groups {
+            let ctx = pod::context(job, g, options, &labels, &rendezvous);
+            hccl |= ctx.rank_table.is_some();
+            let text = render_one(
+                &env,
+                job,
+                "kubernetes/pod.yaml.j2",
+                Value::from_serialize(&ctx),
+            )?;
+            pods.push(Value::from_safe_string(text.trim_end().to_string()));
         }
-        let resource = match (&g.ir.slice, g.ir.k8s_resource.as_str()) {
-            (Some(slice), "nvidia.com/gpu") => format!("nvidia.com/mig-{slice}"),
-            _ => g.ir.k8s_resource.clone(),
+        let ctx = minijinja::context! {
+            job => Value::from_serialize(job),
+            groups => Value::from_serialize(groups),
+            labels => Value::from_serialize(&labels),
+            annotations => Value::from_serialize(&annotations),
+            priority_class => priority_class(&job.priority),
+            pods => pods,
+            nnodes => groups.iter().map(|g| g.ir.nodes).sum::<u64>(),
+            site => site,
+            several => several,
+            first_group => first_group,
+            port => pod::RENDEZVOUS_PORT,
+            index_label => match options.flavor {
+                // Kubernetes labels an Indexed Job's pods with their index (1.28 and later).
+                Flavor::Jobset => "batch.kubernetes.io/job-completion-index",
+                Flavor::Volcano => "volcano.sh/task-index",
+            },
+            ring => groups.iter().find(|g| g.collective == "hccl").map(|g| pod::ascend_ring(&g.ir.device)),
         };
-        let ctx = PodContext {
-            job,
-            g,
-            image: &options.image,
-            labels: &labels,
-            node_selector_terms: terms,
-            launch: launch(index_var),
-            master_addr: &master_addr,
-            resource,
+        let mut templates: Vec<(&str, &str)> = vec![("10-configmap.yaml", "configmap")];
+        if hccl {
+            templates.push(("15-rank-table.yaml", "rank-table"));
+        }
+        templates.push(match options.flavor {
+            Flavor::Jobset => ("20-jobset.yaml", "jobset"),
+            Flavor::Volcano => ("20-volcano-job.yaml", "volcano-job"),
+        });
+        if several && i == 0 {
+            templates.push(("30-rendezvous-service.yaml", "rendezvous-service"));
+        }
+        let folder = if several {
+            format!("{}/", site_label(site))
+        } else {
+            String::new()
         };
-        let pod = render_one(
-            &env,
-            job,
-            "kubernetes/pod.yaml.j2",
-            Value::from_serialize(&ctx),
-        )?;
-        pods.push(Value::from_safe_string(pod.trim_end().to_string()));
+        for (path, template) in templates {
+            files.push(Manifest {
+                path: format!("{folder}{path}"),
+                contents: render_one(
+                    &env,
+                    job,
+                    &format!("kubernetes/{template}.yaml.j2"),
+                    ctx.clone(),
+                )?,
+            });
+        }
+        if let Some(window) = window::render(&env, job, options, site, &labels, &annotations)? {
+            files.push(Manifest {
+                path: format!("{folder}40-window.yaml"),
+                contents: window,
+            });
+        }
     }
-    let ctx = minijinja::context! {
-        job => Value::from_serialize(job),
-        labels => Value::from_serialize(&labels),
-        annotations => Value::from_serialize(&annotations),
-        priority_class => priority_class,
-        priority_value => priority_value,
-        pods => pods,
-    };
-    let files: &[(&str, &str)] = match options.flavor {
-        Flavor::Jobset => &[
-            ("configmap.yaml", "kubernetes/configmap.yaml.j2"),
-            ("jobset.yaml", "kubernetes/jobset.yaml.j2"),
-            ("localqueue.yaml", "kubernetes/localqueue.yaml.j2"),
-            (
-                "workloadpriorityclass.yaml",
-                "kubernetes/priorityclass.yaml.j2",
-            ),
-        ],
-        Flavor::Volcano => &[
-            ("configmap.yaml", "kubernetes/configmap.yaml.j2"),
-            ("volcano-job.yaml", "kubernetes/volcano-job.yaml.j2"),
-            ("volcano-queue.yaml", "kubernetes/volcano-queue.yaml.j2"),
-        ],
-    };
-    files
-        .iter()
-        .map(|(path, template)| {
-            Ok(Manifest {
-                path: (*path).to_string(),
-                contents: render_one(&env, job, template, ctx.clone())?,
-            })
-        })
-        .collect()
+    Ok(files)
 }
 
 /// Renders `template` with `ctx`, turning a template error into L4009.

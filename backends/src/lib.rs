@@ -23,7 +23,7 @@ use loam_compiler::diagnostics::codes;
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use job::Tenancy;
+pub use job::{QuotaShare, Tenancy};
 pub use slurm::SlurmVersion;
 pub use tenants::tenancies;
 
@@ -79,7 +79,8 @@ impl Default for Options {
 /// One file to write, relative to the output folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
-    /// Relative path with `/` separators, e.g. `llama3-70b/jobset.yaml`.
+    /// Relative path with `/` separators, e.g. `llama3-70b/20-jobset.yaml` or
+    /// `_prerequisites/shanghai/30-clusterqueue-nlp-train.yaml`.
     pub path: String,
     /// The file's text.
     pub contents: String,
@@ -134,6 +135,10 @@ pub fn render(
     }
     if !diagnostics.is_empty() {
         return Err(diagnostics);
+    }
+    if target == Target::Kubernetes {
+        // The cluster objects the jobs share, once per site, beside the job folders.
+        manifests.extend(kubernetes::prerequisites::render(doc, options)?);
     }
     manifests.sort_by(|a, b| a.path.cmp(&b.path));
     let paths: BTreeSet<&str> = manifests.iter().map(|m| m.path.as_str()).collect();

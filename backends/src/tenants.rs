@@ -1,7 +1,7 @@
 //! Where each tenant's jobs go on every backend, read from the catalogue's pools: the one
 //! mapping `loam emit` and `loam diff` render manifests with.
 
-use crate::Tenancy;
+use crate::{QuotaShare, Tenancy};
 use loam_compiler::catalogue::Catalogue;
 use loam_compiler::plan::ir::PlanDocument;
 use std::collections::BTreeMap;
@@ -12,12 +12,30 @@ use std::collections::BTreeMap;
 pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, Tenancy> {
     let mut found = BTreeMap::new();
     for plan in &doc.plans {
-        let Some(tenant) = catalogue
-            .pool(&plan.pool)
-            .and_then(|pool| pool.tenant(&plan.tenant))
-        else {
+        let Some(pool) = catalogue.pool(&plan.pool) else {
             continue;
         };
+        let Some(tenant) = pool.tenant(&plan.tenant) else {
+            continue;
+        };
+        let quotas = tenant
+            .quota
+            .iter()
+            .map(|q| {
+                (
+                    q.device.value.clone(),
+                    QuotaShare {
+                        guaranteed: u64::from(q.guaranteed.value),
+                        elastic: u64::from(q.elastic.value),
+                    },
+                )
+            })
+            .collect();
+        let time_zones = pool
+            .sites
+            .iter()
+            .filter_map(|s| time_zone(&s.region).map(|z| (s.name.value.clone(), z.to_string())))
+            .collect();
         found.insert(
             plan.tenant.clone(),
             Tenancy {
@@ -26,8 +44,18 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
                 slurm_account: tenant.slurm_account.clone(),
                 slurm_qos: None,
                 checkpoint_root: tenant.checkpoint_root.value.to_string(),
+                quotas,
+                time_zones,
             },
         );
     }
     found
+}
+
+/// The IANA time zone of a catalogue region code, where the code alone settles it. The
+/// catalogue has no time-zone field; a region spanning several zones gets none, and the
+/// manifests then say that the window runs in the cluster's zone.
+fn time_zone(region: &str) -> Option<&'static str> {
+    // All of mainland China keeps Beijing time.
+    region.starts_with("cn-").then_some("Asia/Shanghai")
 }

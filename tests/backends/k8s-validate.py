@@ -10,7 +10,7 @@ Every document of every file must pass:
 - names: metadata.name a DNS-1123 subdomain (a DNS-1123 label for namespaces, JobSets and
   queues), metadata.namespace a DNS-1123 label, label keys and values valid.
 
-usage: k8s-validate.py [-k 1.33.0] FILE...
+usage: k8s-validate.py [-k 1.33.0] FILE|FOLDER...   (a folder: every *.yaml below it, sorted)
 exit status: 0 all valid, 1 otherwise. Last line: "N passed, N failed".
 """
 import argparse
@@ -129,7 +129,14 @@ def main() -> int:
     args = ap.parse_args()
     crds = load_crds()
     passed = failed = 0
+    files = []
     for path in args.files:
+        # A folder of the output (per-site prerequisites, a job's site folders): its YAML files.
+        if os.path.isdir(path):
+            files.extend(sorted(glob.glob(os.path.join(path, "**", "*.yaml"), recursive=True)))
+        else:
+            files.append(path)
+    for path in files:
         try:
             with open(path, encoding="utf-8") as fh:
                 docs = [d for d in yaml.safe_load_all(fh) if d is not None]

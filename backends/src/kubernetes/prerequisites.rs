@@ -1,0 +1,312 @@
+//! The cluster prerequisites of the jobs, one set per site cluster under
+//! `_prerequisites/<site>/`: each tenant's Namespace; Kueue's Topology, a ResourceFlavor per
+//! node group, a ClusterQueue per tenant (its quota per flavor, a cohort per pool) and the
+//! LocalQueue, and the WorkloadPriorityClasses; or Volcano's Queue and PriorityClasses.
+//!
+//! Every object is written once however many jobs need it, from every plan of the document, so
+//! deleting one job's folder never deletes a queue the tenant's other jobs use. File names start
+//! with a number and objects carry Argo CD sync waves, so both `kubectl apply -R` (lexical order)
+//! and Argo CD create them before the objects that need them.
+
+use super::{PREREQUISITES, PRIORITIES, priority_class, site_label};
+use crate::job::{Group, JobContext, QuotaShare};
+use crate::{Flavor, Manifest, Options, env};
+use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::names::dns_label;
+use loam_compiler::plan::ir::PlanDocument;
+use minijinja::Value;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One node group as a Kueue ResourceFlavor.
+#[derive(Debug, Clone, Serialize)]
+struct Flavor_ {
+    name: String,
+    device: String,
+    node_labels: Vec<(String, String)>,
+    taints: Vec<(String, Option<String>, String)>,
+    topology: Option<String>,
+    /// Resource and quantity one node's pod requests.
+    per_node: BTreeMap<String, u64>,
+    devices_per_node: u64,
+    device_resource: String,
+    /// The largest number of nodes one emitted job uses here.
+    nodes_needed: u64,
+}
+
+/// One tenant at one site.
+#[derive(Debug, Clone, Default)]
+struct Tenant {
+    namespace: String,
+    queue: String,
+    cohort: String,
+    quotas: BTreeMap<String, QuotaShare>,
+    flavors: BTreeSet<String>,
+}
+
+/// One site cluster.
+#[derive(Debug, Clone, Default)]
+struct Site {
+    levels: Vec<String>,
+    flavors: BTreeMap<String, Flavor_>,
+    tenants: BTreeMap<String, Tenant>,
+}
+
+/// A resource's quota in one flavor: nominal and borrowing limit.
+#[derive(Debug, Clone, Serialize)]
+struct ResourceQuota {
+    name: String,
+    nominal: String,
+    borrowing: String,
+}
+
+/// The name of a node group's ResourceFlavor (cluster-scoped, shared by every tenant).
+pub fn flavor_name(node_group: &str) -> String {
+    dns_label(node_group, 50)
+}
+
+/// The name of a site's Kueue Topology.
+pub fn topology_name(site: &str) -> String {
+    format!("loam-{}", site_label(site))
+}
+
+/// Renders the prerequisites of every plan in `doc` that renders; paths start with
+/// `_prerequisites/<site>/`.
+pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    let mut sites: BTreeMap<String, Site> = BTreeMap::new();
+    for plan in &doc.plans {
+        // A plan that does not render was reported by the job's own rendering.
+        let Ok(job) = JobContext::new(doc, plan, options) else {
+            continue;
+        };
+        for g in &job.groups {
+            let site = sites.entry(site_label(&g.ir.site)).or_default();
+            let node = g.ir.node.clone().unwrap_or_default();
+            if site.levels.is_empty() {
+                site.levels.clone_from(&node.topology_levels);
+            }
+            let flavor = flavor_of(g, &site.levels);
+            let name = flavor.name.clone();
+            let entry = site.flavors.entry(name.clone()).or_insert(flavor);
+            entry.nodes_needed = entry.nodes_needed.max(g.ir.nodes);
+            let tenant = site
+                .tenants
+                .entry(job.tenancy.queue.clone())
+                .or_insert_with(|| Tenant {
+                    namespace: job.tenancy.namespace.clone(),
+                    queue: job.tenancy.queue.clone(),
+                    cohort: dns_label(&plan.pool, 50),
+                    quotas: job.tenancy.quotas.clone(),
+                    flavors: BTreeSet::new(),
+                });
+            tenant.flavors.insert(name);
+        }
+    }
+    let env = env::environment().map_err(|e| vec![super::template_error("prerequisites", &e)])?;
+    let mut files = Vec::new();
+    for (label, site) in &sites {
+        let folder = format!("{PREREQUISITES}/{label}");
+        let mut add = |path: String, template: &str, ctx: Value| -> Result<(), Vec<Diagnostic>> {
+            let text = env
+                .get_template(&format!("kubernetes/{template}.yaml.j2"))
+                .and_then(|t| t.render(ctx))
+                .map_err(|e| vec![super::template_error("prerequisites", &e)])?;
+            files.push(Manifest {
+                path: format!("{folder}/{path}"),
+                contents: text,
+            });
+            Ok(())
+        };
+        let namespaces: BTreeSet<&str> = site
+            .tenants
+            .values()
+            .map(|t| t.namespace.as_str())
+            .collect();
+        for ns in namespaces {
+            add(
+                format!("00-namespace-{ns}.yaml"),
+                "namespace",
+                minijinja::context! { namespace => ns },
+            )?;
+        }
+        for (name, value) in PRIORITIES {
+            let class = priority_class(name);
+            let (path, template) = match options.flavor {
+                Flavor::Jobset => (
+                    format!("10-workloadpriorityclass-{class}.yaml"),
+                    "workloadpriorityclass",
+                ),
+                Flavor::Volcano => (format!("10-priorityclass-{class}.yaml"), "priorityclass"),
+            };
+            add(
+                path,
+                template,
+                minijinja::context! { name => class, value => value, priority => name },
+            )?;
+        }
+        match options.flavor {
+            Flavor::Jobset => {
+                if !site.levels.is_empty() {
+                    let name = topology_name(label);
+                    add(
+                        format!("10-topology-{name}.yaml"),
+                        "topology",
+                        minijinja::context! { name => name, levels => site.levels },
+                    )?;
+                }
+                for flavor in site.flavors.values() {
+                    add(
+                        format!("20-resourceflavor-{}.yaml", flavor.name),
+                        "resourceflavor",
+                        Value::from_serialize(flavor),
+                    )?;
+                }
+                for tenant in site.tenants.values() {
+                    let (covered, flavors) = cluster_queue(site, tenant);
+                    add(
+                        format!("30-clusterqueue-{}.yaml", tenant.queue),
+                        "clusterqueue",
+                        minijinja::context! {
+                            queue => tenant.queue,
+                            namespace => tenant.namespace,
+                            cohort => tenant.cohort,
+                            covered => covered,
+                            flavors => Value::from_serialize(&flavors),
+                        },
+                    )?;
+                    add(
+                        format!("40-localqueue-{}-{}.yaml", tenant.namespace, tenant.queue),
+                        "localqueue",
+                        minijinja::context! { queue => tenant.queue, namespace => tenant.namespace },
+                    )?;
+                }
+            }
+            Flavor::Volcano => {
+                for tenant in site.tenants.values() {
+                    let (_, flavors) = cluster_queue(site, tenant);
+                    // The queue's bounds from the catalogue's quota, summed per resource over
+                    // the node groups the tenant uses here.
+                    let mut deserved: BTreeMap<String, u64> = BTreeMap::new();
+                    let mut capability: BTreeMap<String, u64> = BTreeMap::new();
+                    for (name, _) in &flavors {
+                        let Some(f) = site.flavors.get(name) else {
+                            continue;
+                        };
+                        let share = share(tenant, f);
+                        *deserved.entry(f.device_resource.clone()).or_default() += share.guaranteed;
+                        *capability.entry(f.device_resource.clone()).or_default() +=
+                            share.guaranteed + share.elastic;
+                    }
+                    add(
+                        format!("30-queue-{}.yaml", tenant.queue),
+                        "volcano-queue",
+                        minijinja::context! {
+                            queue => tenant.queue,
+                            deserved => Value::from_serialize(&deserved),
+                            capability => Value::from_serialize(&capability),
+                        },
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// The ResourceFlavor of group `g`'s node group at a site with topology `levels`.
+fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
+    let site = &g.ir.site;
+    let node = g.ir.node.clone().unwrap_or_default();
+    let device_resource = super::pod::device_resource(g);
+    let mut per_node = BTreeMap::new();
+    per_node.insert(device_resource.clone(), g.ir.devices_per_node);
+    if node.cpus > 0 {
+        per_node.insert("cpu".to_string(), node.cpus);
+    }
+    if node.memory_gib > 0.0 {
+        per_node.insert(
+            "memory".to_string(),
+            (node.memory_gib * 1024.0).round() as u64,
+        );
+    }
+    if let Some(rdma) = &node.rdma {
+        per_node.insert(rdma.resource.clone(), rdma.per_node);
+    }
+    Flavor_ {
+        name: flavor_name(&g.ir.node_group),
+        device: g.ir.device.clone(),
+        node_labels: g
+            .ir
+            .node_labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        taints: node
+            .tolerations
+            .iter()
+            .map(|t| (t.key.clone(), t.value.clone(), t.effect.clone()))
+            .collect(),
+        topology: (!levels.is_empty() && !g.ir.node_labels.is_empty()).then(|| topology_name(site)),
+        per_node,
+        devices_per_node: g.ir.devices_per_node.max(1),
+        device_resource,
+        nodes_needed: g.ir.nodes,
+    }
+}
+
+/// The tenant's share of a flavor's devices: the catalogue's quota of the device type, or,
+/// when the catalogue gives the tenant none, what its largest emitted job needs here, so
+/// that job can be admitted.
+fn share(tenant: &Tenant, f: &Flavor_) -> QuotaShare {
+    tenant.quotas.get(&f.device).copied().unwrap_or(QuotaShare {
+        guaranteed: f.nodes_needed * f.devices_per_node,
+        elastic: 0,
+    })
+}
+
+/// The covered resources (cpu, memory, then the others sorted) and each flavor's quotas in
+/// that order, as Kueue requires of a resource group.
+fn cluster_queue(site: &Site, tenant: &Tenant) -> (Vec<String>, Vec<(String, Vec<ResourceQuota>)>) {
+    let flavors: Vec<&Flavor_> = tenant
+        .flavors
+        .iter()
+        .filter_map(|n| site.flavors.get(n))
+        .collect();
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    for f in &flavors {
+        others.extend(f.per_node.keys().cloned());
+    }
+    others.remove("cpu");
+    others.remove("memory");
+    let covered: Vec<String> = ["cpu".to_string(), "memory".to_string()]
+        .into_iter()
+        .chain(others)
+        .collect();
+    let quotas = flavors
+        .iter()
+        .map(|f| {
+            let share = share(tenant, f);
+            // Whole nodes' worth of the devices the share holds.
+            let nodes = |devices: u64| devices.div_ceil(f.devices_per_node);
+            let quotas = covered
+                .iter()
+                .map(|r| {
+                    let per = f.per_node.get(r).copied().unwrap_or(0);
+                    let (nominal, borrowing) = if *r == f.device_resource {
+                        (share.guaranteed, share.elastic)
+                    } else {
+                        (nodes(share.guaranteed) * per, nodes(share.elastic) * per)
+                    };
+                    let unit = if r == "memory" { "Mi" } else { "" };
+                    ResourceQuota {
+                        name: r.clone(),
+                        nominal: format!("{nominal}{unit}"),
+                        borrowing: format!("{borrowing}{unit}"),
+                    }
+                })
+                .collect();
+            (f.name.clone(), quotas)
+        })
+        .collect();
+    (covered, quotas)
+}
