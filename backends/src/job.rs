@@ -34,9 +34,6 @@ pub struct Tenancy {
     pub checkpoint_root: String,
     /// The tenant's quota of each device type (by device id), for the cluster queues.
     pub quotas: BTreeMap<String, QuotaShare>,
-    /// The IANA time zone of each site of the tenant's pool that the catalogue's region names
-    /// (for the cheap-hours window); sites left out run windows in the cluster's own zone.
-    pub time_zones: BTreeMap<String, String>,
 }
 
 /// A tenant's share of one device type.
@@ -60,7 +57,6 @@ impl Tenancy {
             slurm_qos: None,
             checkpoint_root: format!("/ckpt/{label}"),
             quotas: BTreeMap::new(),
-            time_zones: BTreeMap::new(),
         }
     }
 }

@@ -31,11 +31,6 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
                 )
             })
             .collect();
-        let time_zones = pool
-            .sites
-            .iter()
-            .filter_map(|s| time_zone(&s.region).map(|z| (s.name.value.clone(), z.to_string())))
-            .collect();
         found.insert(
             plan.tenant.clone(),
             Tenancy {
@@ -45,17 +40,8 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
                 slurm_qos: None,
                 checkpoint_root: tenant.checkpoint_root.value.to_string(),
                 quotas,
-                time_zones,
             },
         );
     }
     found
-}
-
-/// The IANA time zone of a catalogue region code, where the code alone settles it. The
-/// catalogue has no time-zone field; a region spanning several zones gets none, and the
-/// manifests then say that the window runs in the cluster's zone.
-fn time_zone(region: &str) -> Option<&'static str> {
-    // All of mainland China keeps Beijing time.
-    region.starts_with("cn-").then_some("Asia/Shanghai")
 }

@@ -77,7 +77,7 @@ pub fn render(
         open => open,
         close => close,
         hours => schedule.hours_per_day,
-        time_zone => job.tenancy.time_zones.get(site),
+        time_zone => schedule.time_zone.as_deref(),
         site => site,
         script => script,
         rules => Value::from_serialize(&rules),

@@ -473,6 +473,7 @@ impl Cx<'_, '_> {
             reaches,
             restart_s,
             topology_levels,
+            time_zone: raw.time_zone.as_ref().map(|z| z.value.clone()),
         })
     }
 

@@ -308,6 +308,8 @@ pub struct Site {
     pub restart_s: f64,
     /// Node label keys of the topology levels, outermost first; empty when not declared.
     pub topology_levels: Vec<String>,
+    /// The IANA time zone of the site's tariff hours, when declared.
+    pub time_zone: Option<String>,
 }
 
 /// A WAN link between two sites, usable in both directions.

@@ -160,6 +160,9 @@ pub(crate) struct Site {
     /// From a failure to training again, before the checkpoint is read.
     #[serde(default)]
     pub restart_time: Option<Loc<String>>,
+    /// The IANA time zone of the site's clocks and tariff hours (`Asia/Shanghai`).
+    #[serde(default)]
+    pub time_zone: Option<Loc<String>>,
 }
 
 /// Electricity price by hour of day.

@@ -367,6 +367,10 @@ pub struct ScheduleIr {
     pub saving: f64,
     /// Hours until trained when run only in the window.
     pub train_time_h: f64,
+    /// The IANA time zone of `start_hour` (the site's), when the catalogue declares it; else the
+    /// hours are the site's local time, whatever zone its clocks keep. Added in format 1.6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
 }
 
 /// When and where checkpoints are written.

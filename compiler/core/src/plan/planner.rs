@@ -394,13 +394,15 @@ fn cheap_hours(
         .collect();
     let (transfer_s, _) = placement::transfer(job, pool, site);
     let train_s = best.outcome.time_s - transfer_s;
-    super::schedule::cheapest_window(&super::schedule::Window {
+    let mut window = super::schedule::cheapest_window(&super::schedule::Window {
         prices: &prices,
         energy_kwh: best.outcome.energy_kwh,
         train_h: train_s / 3600.0,
         lead_h: transfer_s / 3600.0,
         deadline_h: limits.deadline_s.map(|d| d / 3600.0),
-    })
+    })?;
+    window.time_zone = site.time_zone.clone();
+    Some(window)
 }
 
 /// Non-blocking remarks on a chosen plan over two groups (see [`group_notes`]).

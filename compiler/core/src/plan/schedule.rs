@@ -61,6 +61,7 @@ pub(crate) fn cheapest_window(w: &Window<'_>) -> Option<ScheduleIr> {
         power_price_per_kwh: round(price),
         saving: round(saving),
         train_time_h: round(w.train_h * hours as f64 / length as f64),
+        time_zone: None,
     })
 }
 

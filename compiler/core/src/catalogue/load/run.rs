@@ -17,6 +17,16 @@ use crate::units::Dimension;
 /// examples use 10 minutes), listed in docs/backends.md.
 pub(crate) const DEFAULT_RESTART_S: f64 = 600.0;
 
+/// Whether `s` reads as an IANA time zone name (`Asia/Shanghai`, `UTC`, `America/Argentina/Salta`):
+/// letters, digits, `_`, `-`, `+` and `/`, starting with a letter. Which names exist is the tz
+/// database's business; this keeps anything else out of the manifests.
+fn is_time_zone(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/'))
+}
+
 /// The taint effects Kubernetes knows.
 const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
@@ -143,6 +153,9 @@ impl Cx<'_, '_> {
             .iter()
             .map(|l| l.value.clone())
             .collect();
+        if let Some(zone) = &raw.time_zone {
+            ok &= self.manifest_name(zone, "time_zone", is_time_zone);
+        }
         ok.then_some((restart, levels))
     }
 
