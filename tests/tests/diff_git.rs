@@ -73,7 +73,7 @@ fn acceptance_two_commits_in_every_format() {
     assert_eq!(code, 0);
     assert!(markdown.contains("| `-/+` | `job-a` |"), "{markdown}");
     assert!(
-        markdown.contains("must be replaced on kubernetes: jobset.yaml spec.replicatedJobs"),
+        markdown.contains("must be replaced on kubernetes: 20-jobset.yaml spec.replicatedJobs"),
         "{markdown}"
     );
     assert!(markdown.contains("<details>"), "{markdown}");
@@ -101,7 +101,7 @@ fn acceptance_two_commits_in_every_format() {
         .iter()
         .find(|r| r["effect"] == "replace")
         .unwrap();
-    assert_eq!(forcing["file"], "jobset.yaml");
+    assert_eq!(forcing["file"], "20-jobset.yaml");
     assert_eq!(forcing["field"], "spec.replicatedJobs");
     let batch = a["changes"]
         .as_array()

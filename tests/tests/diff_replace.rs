@@ -69,7 +69,7 @@ fn a_new_tensor_degree_replaces_the_job_on_every_backend() {
     assert!(text.contains("-/+ job \"job-a\" {"), "{text}");
     assert!(
         text.contains(
-            "# job \"job-a\" must be replaced on kubernetes: jobset.yaml spec.replicatedJobs \
+            "# job \"job-a\" must be replaced on kubernetes: 20-jobset.yaml spec.replicatedJobs \
              changed (immutable on a running JobSet); it resumes from its last checkpoint"
         ),
         "{text}"
@@ -118,7 +118,7 @@ fn without_a_manifest_diff_jobs_are_classified_for_kubernetes() {
     let text = diff(&repo, "none");
     assert!(!text.contains("# manifests:"), "{text}");
     assert!(
-        text.contains("must be replaced on kubernetes: jobset.yaml spec.replicatedJobs"),
+        text.contains("must be replaced on kubernetes: 20-jobset.yaml spec.replicatedJobs"),
         "{text}"
     );
 }
@@ -135,7 +135,7 @@ fn a_new_price_updates_only_the_plan_configmap_in_place_on_kubernetes() {
     );
     assert!(text.contains("  ~ job \"job-a\" {"), "{text}");
     assert!(
-        text.contains("# configmap.yaml data changed (ConfigMap data may change"),
+        text.contains("# 10-configmap.yaml data changed (ConfigMap data may change"),
         "{text}"
     );
     assert!(!text.contains("forces replacement"), "{text}");
@@ -147,7 +147,7 @@ fn a_new_price_updates_only_the_plan_configmap_in_place_on_kubernetes() {
     assert_eq!(job["actions"], serde_json::json!(["update"]));
     let reasons = job["classification"]["reasons"].as_array().unwrap();
     assert_eq!(reasons.len(), 1, "{reasons:?}");
-    assert_eq!(reasons[0]["file"], "configmap.yaml");
+    assert_eq!(reasons[0]["file"], "10-configmap.yaml");
     assert_eq!(reasons[0]["object"], "ConfigMap/job-a-plan");
     assert_eq!(reasons[0]["field"], "data");
     assert_eq!(reasons[0]["effect"], "update");

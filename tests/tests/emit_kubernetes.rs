@@ -25,12 +25,6 @@ use loam_tests::{repo_root, run_cli};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Plans whose layout no group can run as written, which the `layout` rule would report: the
-/// two-site fixture names no `hetero` kind, so each group gets the plan's whole layout
-/// (`data-parallel=20` over 320 devices) instead of its own share. Its fixture needs
-/// `hetero: pipeline` (or per-group layouts); until then it is checked by every other rule.
-const KNOWN_UNREALISABLE: &[&str] = &["llama3-70b-hetero"];
-
 /// One object of the output: file, position in it, the object.
 #[derive(Clone, Debug)]
 struct Obj {
@@ -396,10 +390,9 @@ fn violations(objs: &[Obj], doc: &PlanDocument) -> Vec<String> {
                 .tensor
                 .or(g.layout.map(|l| l.tensor))
                 .or(plan.layout.map(|l| l.tensor));
-            if (product != g.devices
+            if product != g.devices
                 || nodes != Some(g.nodes)
-                || Some(num("tensor-parallel")) != tensor)
-                && !KNOWN_UNREALISABLE.iter().any(|k| *k == plan.job)
+                || Some(num("tensor-parallel")) != tensor
             {
                 bad.push(format!("layout: {} group {group}: tp×pp×dp×cp = {product}, {nodes:?} nodes; the plan's group has {} devices on {} nodes, tensor {tensor:?}", o.path, g.devices, g.nodes));
             }
@@ -426,8 +419,6 @@ fn options(flavor: Flavor) -> Options {
             elastic: 256,
         },
     );
-    nlp.time_zones
-        .insert("shanghai".to_string(), "Asia/Shanghai".to_string());
     options.tenants.insert("nlp".to_string(), nlp);
     options
 }

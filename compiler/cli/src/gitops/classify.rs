@@ -58,7 +58,7 @@ impl Effect {
 /// One manifest change and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reason {
-    /// The file, relative to the job's folder (`jobset.yaml`); empty for the whole job.
+    /// The file, relative to the job's folder (`20-jobset.yaml`); empty for the whole job.
     pub file: String,
     /// The object, `Kind/name`, for Kubernetes.
     pub object: Option<String>,
@@ -75,7 +75,7 @@ pub struct Reason {
 }
 
 impl Reason {
-    /// `jobset.yaml spec.replicatedJobs changed (immutable on a running JobSet)`.
+    /// `20-jobset.yaml spec.replicatedJobs changed (immutable on a running JobSet)`.
     pub fn sentence(&self) -> String {
         let mut parts: Vec<&str> = Vec::new();
         if !self.file.is_empty() {

@@ -155,7 +155,7 @@ pub fn describe(job: &JobDiff, head: &Side) -> String {
     text
 }
 
-/// `job "x" must be replaced on kubernetes: jobset.yaml spec.replicatedJobs changed (immutable
+/// `job "x" must be replaced on kubernetes: 20-jobset.yaml spec.replicatedJobs changed (immutable
 /// on a running JobSet); it resumes from its last checkpoint`.
 fn replaced(name: &str, verdict: &Verdict) -> String {
     let forcing: Vec<&Reason> = verdict.forcing().collect();
