@@ -9,15 +9,19 @@ use crate::catalogue::{Device, SliceProfile, model::SlicingKind};
 /// Bytes in a GiB.
 const GIB: f64 = 1_073_741_824.0;
 
-/// The node facts of placement `o`.
-pub(crate) fn node_ir(o: &Placement<'_>) -> NodeIr {
+/// The node facts of placement `o` for pods that take `per_node` of each node's devices: the
+/// catalogue's pod requests are a whole node's, so a pod on part of a node asks for its share
+/// (whole cores, at least one), leaving the rest to other jobs.
+pub(crate) fn node_ir(o: &Placement<'_>, per_node: u64) -> NodeIr {
     let run = &o.group.run;
+    let share = per_node as f64 / f64::from(o.group.devices_per_node.value.max(1));
+    let share = share.clamp(0.0, 1.0);
     NodeIr {
         vendor: o.device.vendor.clone(),
         collective: collective_library(&o.device.vendor).to_string(),
-        cpus: u64::from(run.cpus),
-        memory_gib: crate::display::significant(run.memory_bytes / GIB),
-        shm_gib: crate::display::significant(run.shm_bytes / GIB),
+        cpus: scaled_cpus(run.cpus, share),
+        memory_gib: crate::display::significant(run.memory_bytes * share / GIB),
+        shm_gib: crate::display::significant(run.shm_bytes * share / GIB),
         rdma: run.rdma.as_ref().map(|(resource, n)| RdmaIr {
             resource: resource.clone(),
             per_node: u64::from(*n),
@@ -38,6 +42,29 @@ pub(crate) fn node_ir(o: &Placement<'_>) -> NodeIr {
         slurm_containers: run.slurm_containers,
         slice_resource: None,
     }
+}
+
+/// `share` of `cpus` whole cores, at least one when the node has any.
+fn scaled_cpus(cpus: u32, share: f64) -> u64 {
+    if cpus == 0 {
+        return 0;
+    }
+    ((f64::from(cpus) * share).floor() as u64).max(1)
+}
+
+/// Puts the group's pods on one `fraction` slice of a device: cores, memory and shared memory
+/// shrink with it, and a job on one slice of one node needs no RDMA fabric.
+pub(crate) fn on_slice(node: &mut NodeIr, resource: String, fraction: f64) {
+    let fraction = fraction.clamp(0.0, 1.0);
+    node.cpus = if node.cpus == 0 {
+        0
+    } else {
+        ((node.cpus as f64 * fraction).floor() as u64).max(1)
+    };
+    node.memory_gib = crate::display::significant(node.memory_gib * fraction);
+    node.shm_gib = crate::display::significant(node.shm_gib * fraction);
+    node.rdma = None;
+    node.slice_resource = Some(resource);
 }
 
 /// The collective library of a vendor's devices: NCCL on NVIDIA, RCCL on AMD and on Hygon DCUs

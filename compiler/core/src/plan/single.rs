@@ -250,7 +250,7 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         sequences_per_step: None,
         stages: Vec::new(),
         throughput_uncertainty: None,
-        node: Some(super::node::node_ir(o)),
+        node: Some(super::node::node_ir(o, n.min(dpn))),
     }
 }
 

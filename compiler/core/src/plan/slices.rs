@@ -52,7 +52,8 @@ pub(crate) fn apply_slice(plan: &mut Plan, device: &Device, slice: &SliceProfile
     };
     group.slice = Some(slice.name.clone());
     if let Some(node) = group.node.as_mut() {
-        node.slice_resource = Some(super::node::slice_resource(device, slice));
+        let resource = super::node::slice_resource(device, slice);
+        super::node::on_slice(node, resource, f);
     }
     if let Some(e) = plan.estimate.as_mut() {
         e.step_time_s = super::single::round(e.step_time_s / f);
