@@ -72,6 +72,7 @@ impl Job {
                 slurm_account: "nlp".to_string(),
                 slurm_qos: None,
                 checkpoint_root: root.to_string_lossy().into_owned(),
+                quotas: Default::default(),
             },
         );
         options.trainer = trainer.iter().map(|w| (*w).to_string()).collect();

@@ -83,6 +83,7 @@ fn runnable(doc: &mut PlanDocument, dir: &Path, steps: u32, step_s: f64) -> (Opt
             slurm_account: "nlp".to_string(),
             slurm_qos: None,
             checkpoint_root: root.to_string_lossy().into_owned(),
+            quotas: Default::default(),
         },
     );
     let trainer = repo_root().join("tests/backends/ckpt_trainer.py");
