@@ -426,8 +426,6 @@ fn options(flavor: Flavor) -> Options {
             elastic: 256,
         },
     );
-    nlp.time_zones
-        .insert("shanghai".to_string(), "Asia/Shanghai".to_string());
     options.tenants.insert("nlp".to_string(), nlp);
     options
 }
