@@ -1,10 +1,11 @@
 //! Bare metal: a hostfile, a launcher script that runs the trainer on every host over ssh inside
-//! the trainer contract and resumes all hosts from their checkpoint when one fails, and the plan
-//! JSON.
+//! the trainer contract and resumes all hosts from their checkpoint when one fails (or, with a
+//! cheap-hours window, when the window opens again), and the plan JSON.
 
 use crate::contract;
 use crate::job::JobContext;
 use crate::kubernetes::{render_one, template_error};
+use crate::window::{self, Window};
 use crate::{Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::names::dns_label;
@@ -21,6 +22,8 @@ struct LaunchContext<'a> {
     /// writing one checkpoint folder must never overlap, while tests and reruns with their own
     /// folders may.
     host_lock: String,
+    /// The cheap-hours window the launcher keeps, when the plan has one.
+    window: Option<Window>,
 }
 
 /// Renders the hostfile, launcher and plan of one job.
@@ -35,6 +38,7 @@ pub fn render(job: &JobContext<'_>, _options: &Options) -> Result<Vec<Manifest>,
             .collect(),
         contract: contract::WRAPPER,
         host_lock: dns_label(&format!("{} {}", job.name, job.checkpoint_path), 40),
+        window: window::window(job),
     };
     let ctx = Value::from_serialize(&ctx);
     Ok(vec![

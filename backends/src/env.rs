@@ -75,6 +75,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/slurm/job.sbatch.j2"),
     ),
     (
+        "common/window.sh.j2",
+        include_str!("../templates/common/window.sh.j2"),
+    ),
+    (
         "baremetal/hostfile.j2",
         include_str!("../templates/baremetal/hostfile.j2"),
     ),

@@ -17,6 +17,7 @@ pub mod job;
 pub mod kubernetes;
 pub mod slurm;
 mod tenants;
+pub mod window;
 
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;

@@ -14,6 +14,7 @@ use crate::contract::WRAPPER;
 use crate::escape::is_plain_word;
 use crate::job::{Group, JobContext, error};
 use crate::kubernetes::{render_one, template_error};
+use crate::window::{self, Window};
 use crate::{Manifest, Options, env};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;
@@ -22,6 +23,14 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
+
+/// The least training an allocation must have before the window closes for it to start: five
+/// minutes, so a checkpoint's worth of work is not traded for a restart.
+const WINDOW_MIN_RUN_S: u64 = 300;
+
+/// How long a requeued job waits before it can start again: Slurm's default credential lifetime
+/// (`AuthInfo=cred_expire`), and a minute of scheduling.
+const REQUEUE_WAIT_S: u64 = 180;
 
 /// A Slurm release, `major.minor` (`22.05`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,6 +126,15 @@ struct ScriptContext<'a> {
     task: &'static str,
     /// Whether any component runs in a container (pyxis mounts the checkpoint folder).
     containers: bool,
+    /// The cheap-hours window the allocations keep, when the plan has one.
+    window: Option<Window>,
+    /// Seconds of training an allocation must have left in the window to start, besides the
+    /// signal's lead.
+    window_min_run_s: u64,
+    /// Seconds a requeued job waits before its next allocation starts (Slurm's credential
+    /// lifetime, 120 s by default), added when the script decides whether to wait for the next
+    /// opening.
+    requeue_wait_s: u64,
 }
 
 /// The generic resource name of a device-plugin resource: Ascend NPUs are `npu`, Hygon DCUs
@@ -274,7 +292,8 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
     if !errors.is_empty() {
         return Err(errors);
     }
-    let chunks = chunks::chunks(job);
+    let window = window::window(job);
+    let chunks = chunks::chunks(job, window.as_ref());
     let time = chunks::format_limit(chunks.limit_min);
     let mut common = vec![
         format!("--account={}", job.tenancy.slurm_account),
@@ -282,6 +301,11 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
     ];
     if let Some(qos) = &job.tenancy.slurm_qos {
         common.push(format!("--qos={qos}"));
+    }
+    // The first allocation waits for the window's next opening; every component, since each
+    // has its own begin time.
+    if let Some(w) = &window {
+        common.push(format!("--begin={}", w.begin));
     }
     let old = version < SlurmVersion::HETJOB;
     let ctx = ScriptContext {
@@ -299,6 +323,9 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         wrapper: WRAPPER,
         task: TASK,
         containers,
+        window,
+        window_min_run_s: WINDOW_MIN_RUN_S,
+        requeue_wait_s: REQUEUE_WAIT_S,
     };
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
     let contents = render_one(

@@ -8,12 +8,12 @@
 //! why it is skipped and passes.
 
 use loam_backends::{Options, Target, Tenancy, render};
-use loam_compiler::plan::ir::PlanDocument;
+use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn ci_dir() -> PathBuf {
     std::env::var_os("LOAM_CI_DIR").map_or_else(|| PathBuf::from("/var/lib/loam-ci"), PathBuf::from)
@@ -488,5 +488,85 @@ fn the_rendezvous_is_the_host_behind_the_entry_and_each_group_gets_its_own_words
         assert_ne!(tensor(&args0).as_deref(), Some("--tensor-parallel=4"));
         assert_eq!(tensor(&args1).as_deref(), Some("--tensor-parallel=4"));
         assert!(args1.iter().any(|a| a.starts_with("--plan=")), "{args1:?}");
+    }
+}
+
+/// `doc` with a cheap-hours window of `hours` h from `open`:00 UTC.
+fn with_window(mut doc: PlanDocument, open: u64, hours: u64) -> PlanDocument {
+    doc.plans[0].schedule = Some(ScheduleIr {
+        start_hour: open,
+        hours_per_day: hours,
+        power_price_per_kwh: 0.4,
+        saving: 1.0,
+        train_time_h: 24.0,
+        time_zone: Some("UTC".to_string()),
+    });
+    doc
+}
+
+#[test]
+fn outside_its_cheap_hours_the_launcher_waits_and_inside_them_it_runs() {
+    if !have_ssh() {
+        return;
+    }
+    let started = Instant::now();
+    let hour = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 3600
+        % 24;
+    let trainer = ckpt_trainer();
+    let trainer = ["python3", trainer.as_str(), "2", "0.5"];
+    // Closed: it opens in two hours, for one.
+    let job = Job::emit(
+        "window-closed",
+        with_window(plan("two-node-lab"), (hour + 2) % 24, 1),
+        &trainer,
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let launcher = job.spawn(&hosts, &[]);
+    std::thread::sleep(Duration::from_secs(3));
+    let early = (job.trainer_log(0), job.trainer_log(1), job.host_log(0));
+    let stopped = Command::new("kill")
+        .args(["-TERM", &launcher.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let o = launcher.wait_with_output().unwrap();
+    let out = text(&o);
+    assert_eq!(
+        early.0.len() + early.1.len(),
+        0,
+        "a trainer started: {early:?}\n{out}"
+    );
+    assert!(early.2.is_empty(), "a host was reached: {early:?}\n{out}");
+    assert!(
+        out.contains(":00 UTC) is closed: waiting until ")
+            && out.contains(&format!(
+                " {:02}:00 UTC to start the trainers",
+                (hour + 2) % 24
+            )),
+        "{out}"
+    );
+    assert_eq!(o.status.code(), Some(75), "{out}");
+
+    // Open: it opened an hour ago, for three.
+    let job = Job::emit(
+        "window-open",
+        with_window(plan("two-node-lab"), (hour + 23) % 24, 3),
+        &trainer,
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let o = job.command(&hosts, &[]).output().unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("waiting until"), "{out}");
+    for rank in 0..2 {
+        assert_eq!(job.trainer_log(rank), ["start 0", "done 2"], "{out}");
+    }
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!("window wait and run: {:?}", started.elapsed());
     }
 }

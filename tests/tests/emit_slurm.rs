@@ -12,7 +12,7 @@
 //! fails the test; otherwise the test prints why it is skipped and passes.
 
 use loam_backends::{Options, Target, Tenancy, render};
-use loam_compiler::plan::ir::PlanDocument;
+use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -335,4 +335,185 @@ fn a_plan_over_two_sites_is_refused() {
         "{}",
         errors[0].message
     );
+}
+
+/// Gives `doc`'s plan a cheap-hours window of `hours` h from `open`:00 in `zone`.
+fn with_window(doc: &mut PlanDocument, open: u64, hours: u64, zone: Option<&str>) {
+    doc.plans[0].schedule = Some(ScheduleIr {
+        start_hour: open,
+        hours_per_day: hours,
+        power_price_per_kwh: 0.4,
+        saving: 1.0,
+        train_time_h: 24.0,
+        time_zone: zone.map(str::to_string),
+    });
+}
+
+/// The window part of a batch script, which runs on its own (settings and functions only).
+fn window_section(body: &str) -> &str {
+    let start = body.find("# >>> The cheap-hours window").unwrap();
+    let end = body.find("# <<< The cheap-hours window").unwrap();
+    &body[start..end]
+}
+
+/// Runs `window_wait_until EXTRA_S` of `section` at `now` (seconds since the epoch): whether the
+/// window is open, seconds left in it, and the opening to wait for (`None`: start now).
+fn decide(section: &str, now: u64, extra_s: u64) -> (u32, u64, Option<u64>) {
+    let o = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "set -euo pipefail\n{section}\nwindow_wait_until {extra_s}\n\
+                 echo \"$window_open $window_left_s ${{wait_until:-none}}\""
+            ),
+        ])
+        .env("LOAM_TEST_NOW", now.to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let words: Vec<&str> = out.split_whitespace().collect();
+    (
+        words[0].parse().unwrap(),
+        words[1].parse().unwrap(),
+        words[2].parse().ok(),
+    )
+}
+
+/// The script's window logic with the clock set (`LOAM_TEST_NOW`): 22:00 for 6 h in Shanghai
+/// (UTC+8), a window across midnight, from inside and outside, and the next opening.
+#[test]
+fn the_window_logic_decides_inside_and_outside_and_finds_the_next_opening() {
+    let started = Instant::now();
+    let mut doc = plan("small-1-node");
+    doc.plans[0].estimate.as_mut().unwrap().train_time_h = 30.0;
+    with_window(&mut doc, 22, 6, Some("Asia/Shanghai"));
+    let manifests = render(&doc, Target::Slurm, &Options::default()).unwrap();
+    let body = &manifests[0].contents;
+    assert!(body.contains("#SBATCH --begin=22:00:00"), "{body}");
+    // The window is shorter than MaxTime and the run: each allocation is at most 6 h, and
+    // 30 h of training take six nights.
+    assert!(body.contains("#SBATCH --time=0-06:00:00"), "{body}");
+    assert!(body.contains("about 6 allocation(s)"), "{body}");
+    assert!(body.contains("window_tz='Asia/Shanghai'"), "{body}");
+    assert!(body.contains("#SBATCH --signal=B:USR1@94"), "{body}");
+    let section = window_section(body);
+    // 2026-01-15 22:00 in Shanghai, 14:00 UTC.
+    let opens: u64 = 1_768_485_600;
+    let next = opens + 86_400;
+    let min = 60;
+    // Just opened: six hours to go.
+    assert_eq!(decide(section, opens, 0), (1, 6 * 3600, None));
+    // 22:30, and 03:30 after midnight: still open.
+    assert_eq!(decide(section, opens + 30 * min, 0), (1, 330 * min, None));
+    assert_eq!(decide(section, opens + 330 * min, 0), (1, 30 * min, None));
+    // 03:52: eight minutes left, enough to start (the 94 s lead and five minutes), not enough
+    // for a requeued allocation, which starts some 180 s later: it waits for 22:00.
+    assert_eq!(decide(section, opens + 352 * min, 0), (1, 8 * min, None));
+    assert_eq!(
+        decide(section, opens + 352 * min, 180),
+        (1, 8 * min, Some(next))
+    );
+    // 03:57: too little left to start.
+    assert_eq!(
+        decide(section, opens + 357 * min, 0),
+        (1, 3 * min, Some(next))
+    );
+    // 04:00 it has closed, 12:00 it is closed, 21:59 it is about to open.
+    assert_eq!(decide(section, opens + 6 * 3600, 0), (0, 0, Some(next)));
+    assert_eq!(decide(section, opens + 14 * 3600, 0), (0, 0, Some(next)));
+    assert_eq!(decide(section, opens - min, 0), (0, 0, Some(opens)));
+    // scontrol gets the opening in the node's own zone.
+    let o = Command::new("bash")
+        .args(["-c", &format!("{section}\nslurm_time {opens}")])
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "2026-01-15T14:00:00"
+    );
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!("window decisions: {:?}", started.elapsed());
+    }
+}
+
+/// This machine's hour (slurmctld's clock and zone here).
+fn local_hour() -> u64 {
+    let o = Command::new("date").arg("+%H").output().unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
+
+/// Waits until `check` accepts job `id`'s `scontrol show job` line; returns it.
+fn wait_show(id: &str, cwd: &Path, what: &str, check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = show(id);
+        if check(&line) {
+            return line;
+        }
+        if Instant::now() > deadline {
+            let _ = run("scancel", &[id], cwd);
+            panic!("job {id}: {what} never happened:\n{line}\n{}", logs(cwd));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A window that opens two hours from now: `sbatch --test-only` accepts the script, the job's
+/// begin time is the opening, and a job started now anyway (`--begin=now`) requeues itself with
+/// its start time at the opening.
+#[test]
+fn a_window_job_begins_at_the_next_opening_and_requeues_itself_into_it() {
+    if !have_slurm() {
+        return;
+    }
+    let started = Instant::now();
+    let dir = scratch("window");
+    let mut doc = plan("small-1-node");
+    doc.plans[0].estimate.as_mut().unwrap().train_time_h = 3.0;
+    let open = (local_hour() + 2) % 24;
+    // No zone: the nodes' local time, which is the controller's here.
+    with_window(&mut doc, open, 1, None);
+    let (options, _) = runnable(&mut doc, &dir, 1, 0.0);
+    let script = script(&doc, &options, &dir);
+    let body = std::fs::read_to_string(&script).unwrap();
+    let begin = format!("{open:02}:00:00");
+    assert!(body.contains(&format!("#SBATCH --begin={begin}")), "{body}");
+    assert!(body.contains("#SBATCH --time=0-01:00:00"), "{body}");
+    let path = script.to_str().unwrap();
+    let o = run("sbatch", &["--test-only", path], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = run("sbatch", &["--parsable", "--hold", path], &dir);
+    assert!(o.status.success(), "sbatch: {}", text(&o));
+    let held = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let line = show(&held);
+    let _ = run("scancel", &[&held], &dir);
+    for key in ["EligibleTime=", "StartTime="] {
+        assert!(field(&line, key).ends_with(&format!("T{begin}")), "{line}");
+    }
+
+    // Started outside the window: the script requeues itself to the opening.
+    let o = run("sbatch", &["--parsable", "--begin=now", path], &dir);
+    assert!(o.status.success(), "sbatch: {}", text(&o));
+    let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let line = wait_show(&id, &dir, "the requeue to the opening", |line| {
+        field(line, "Restarts=") == "1"
+            && field(line, "JobState=") == "PENDING"
+            && field(line, "EligibleTime=").ends_with(&format!("T{begin}"))
+    });
+    let _ = run("scancel", &[&id], &dir);
+    assert_eq!(field(&line, "Reason="), "BeginTime", "{line}");
+    assert!(
+        logs(&dir).contains("the cheap-hours window is closed"),
+        "{}",
+        logs(&dir)
+    );
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!("window begin and requeue: {:?}", started.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
