@@ -7,6 +7,8 @@
 //! `--- catalogue/pools/<ID>.yaml ---` (or `catalogue/devices/…`) adds to it or replaces the
 //! built-in file of that name.
 
+pub mod tools;
+
 use loam_cli::render::diagnostics::render_text;
 use loam_compiler::catalogue::builtin_sources;
 use loam_compiler::project::{CheckedProject, ProjectFiles, check_project, plan_project};

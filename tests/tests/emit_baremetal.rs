@@ -7,42 +7,17 @@
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing sshd fails the test; otherwise the test prints
 //! why it is skipped and passes.
 
-use loam_backends::{Options, Target, Tenancy, render};
+use loam_backends::{Options, Target, render};
 use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
+use loam_tests::tools::{have_ssh, nlp_tenancy, plan_fixture, ssh_config, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn ci_dir() -> PathBuf {
-    std::env::var_os("LOAM_CI_DIR").map_or_else(|| PathBuf::from("/var/lib/loam-ci"), PathBuf::from)
-}
-
-fn ssh_config() -> PathBuf {
-    ci_dir().join("ssh/ssh_config")
-}
 
 /// Whether the private sshd answers; when not, fails under CI and skips elsewhere.
 #[allow(clippy::print_stderr)] // the skip message is for the person running the tests
-fn have_ssh() -> bool {
-    let ok = ssh_config().is_file()
-        && Command::new("ssh")
-            .args(["-F", ssh_config().to_str().unwrap(), "127.0.0.2", "true"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required =
-            std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
-        assert!(
-            !required,
-            "the private sshd is missing; run scripts/backend-tools.sh start (as root)"
-        );
-        eprintln!("skipping: the private sshd is missing (run scripts/backend-tools.sh start)");
-    }
-    ok
-}
-
 /// One emitted job with its checkpoints under a scratch folder.
 struct Job {
     dir: PathBuf,
@@ -64,17 +39,9 @@ impl Job {
             c.path = c.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
         }
         let mut options = Options::default();
-        options.tenants.insert(
-            "nlp".to_string(),
-            Tenancy {
-                namespace: "team-nlp".to_string(),
-                queue: "nlp-train".to_string(),
-                slurm_account: "nlp".to_string(),
-                slurm_qos: None,
-                checkpoint_root: root.to_string_lossy().into_owned(),
-                ..Tenancy::derived("nlp")
-            },
-        );
+        options
+            .tenants
+            .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));
         options.trainer = trainer.iter().map(|w| (*w).to_string()).collect();
         let mut launcher = PathBuf::new();
         for m in render(&doc, Target::Baremetal, &options).unwrap() {
@@ -177,19 +144,6 @@ impl Drop for Job {
     }
 }
 
-fn plan(name: &str) -> PlanDocument {
-    let path = repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn ckpt_trainer() -> String {
     repo_root()
         .join("tests/backends/ckpt_trainer.py")
@@ -241,7 +195,7 @@ fn a_killed_trainer_resumes_from_the_checkpoints_on_every_host() {
     let started = Instant::now();
     let job = Job::emit(
         "resume",
-        plan("two-node-lab"),
+        plan_fixture("two-node-lab"),
         &["python3", &ckpt_trainer(), "6", "1"],
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
@@ -309,7 +263,7 @@ fn a_second_launcher_of_the_same_job_is_refused() {
     }
     let job = Job::emit(
         "lock",
-        plan("two-node-lab"),
+        plan_fixture("two-node-lab"),
         &["python3", &ckpt_trainer(), "4", "1"],
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
@@ -357,7 +311,7 @@ fn a_trainer_that_always_fails_uses_up_the_restart_budget() {
     }
     let job = Job::emit(
         "budget",
-        plan("two-node-lab"),
+        plan_fixture("two-node-lab"),
         &["sh", "-c", "echo failing on purpose >&2; exit 3"],
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
@@ -410,7 +364,7 @@ fn the_rendezvous_is_the_host_behind_the_entry_and_each_group_gets_its_own_words
         return;
     }
     // Two groups of one node: the second with its own tensor degree and collective settings.
-    let mut doc = plan("two-node-lab");
+    let mut doc = plan_fixture("two-node-lab");
     let p = &mut doc.plans[0];
     let mut second = p.groups[0].clone();
     p.groups[0].nodes = 1;
@@ -521,7 +475,7 @@ fn outside_its_cheap_hours_the_launcher_waits_and_inside_them_it_runs() {
     // Closed: it opens in two hours, for one.
     let job = Job::emit(
         "window-closed",
-        with_window(plan("two-node-lab"), (hour + 2) % 24, 1),
+        with_window(plan_fixture("two-node-lab"), (hour + 2) % 24, 1),
         &trainer,
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
@@ -554,7 +508,7 @@ fn outside_its_cheap_hours_the_launcher_waits_and_inside_them_it_runs() {
     // Open: it opened an hour ago, for three.
     let job = Job::emit(
         "window-open",
-        with_window(plan("two-node-lab"), (hour + 23) % 24, 3),
+        with_window(plan_fixture("two-node-lab"), (hour + 23) % 24, 3),
         &trainer,
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);

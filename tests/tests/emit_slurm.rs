@@ -11,59 +11,21 @@
 //! `start N`, `request N` and `done N`. With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster
 //! fails the test; otherwise the test prints why it is skipped and passes.
 
-use loam_backends::{Options, Target, Tenancy, render};
+use loam_backends::{Options, Target, render};
 use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
+use loam_tests::tools::{have_slurm, nlp_tenancy, plan_fixture, run, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn plan(name: &str) -> PlanDocument {
-    let path = repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Whether slurmctld answers; when not, fails under CI and skips (returns false) elsewhere.
 #[allow(clippy::print_stderr)] // the skip message is for the person running the tests
-fn have_slurm() -> bool {
-    let up = Command::new("scontrol")
-        .arg("ping")
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("is UP"));
-    if up {
-        return true;
-    }
-    let required =
-        std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
-    assert!(
-        !required,
-        "slurmctld is down; run scripts/backend-tools.sh start (as root)"
-    );
-    eprintln!("skipping: slurmctld is down (run scripts/backend-tools.sh start as root)");
-    false
-}
-
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loam-slurm-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn run(program: &str, args: &[&str], cwd: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
 }
 
 /// Options that run `ckpt_trainer.py STEPS STEP_S` with checkpoints under `dir/ckpt`, and `doc`
@@ -75,17 +37,9 @@ fn runnable(doc: &mut PlanDocument, dir: &Path, steps: u32, step_s: f64) -> (Opt
         ckpt.path = ckpt.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
     }
     let mut options = Options::default();
-    options.tenants.insert(
-        "nlp".to_string(),
-        Tenancy {
-            namespace: "team-nlp".to_string(),
-            queue: "nlp-train".to_string(),
-            slurm_account: "nlp".to_string(),
-            slurm_qos: None,
-            checkpoint_root: root.to_string_lossy().into_owned(),
-            ..Tenancy::derived("nlp")
-        },
-    );
+    options
+        .tenants
+        .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));
     let trainer = repo_root().join("tests/backends/ckpt_trainer.py");
     options.trainer = vec![
         "python3".to_string(),
@@ -206,7 +160,7 @@ fn a_run_longer_than_max_time_requeues_at_the_time_limit_and_resumes() {
     }
     let started = Instant::now();
     let dir = scratch("chunks");
-    let mut doc = plan("small-1-node");
+    let mut doc = plan_fixture("small-1-node");
     {
         let p = &mut doc.plans[0];
         // Three minutes of training on a partition whose MaxTime is two: several allocations.
@@ -259,7 +213,7 @@ fn sigterm_to_the_batch_script_checkpoints_and_requeues() {
     }
     let started = Instant::now();
     let dir = scratch("sigterm");
-    let mut doc = plan("small-1-node");
+    let mut doc = plan_fixture("small-1-node");
     let (options, ckpt) = runnable(&mut doc, &dir, 30, 0.5);
     let script = script(&doc, &options, &dir);
     let id = submit(&script, &dir);
@@ -303,7 +257,7 @@ fn partitions_refuse_chunks_above_max_time_and_undeclared_features() {
         return;
     }
     let dir = scratch("limits");
-    let mut doc = plan("llama3-70b-2048-h100");
+    let mut doc = plan_fixture("llama3-70b-2048-h100");
     let (options, _) = runnable(&mut doc, &dir, 1, 0.0);
     let script = script(&doc, &options, &dir);
     let body = std::fs::read_to_string(&script).unwrap();
@@ -326,7 +280,7 @@ fn partitions_refuse_chunks_above_max_time_and_undeclared_features() {
 
 #[test]
 fn a_plan_over_two_sites_is_refused() {
-    let doc = plan("hetero-h100-ascend");
+    let doc = plan_fixture("hetero-h100-ascend");
     let errors = render(&doc, Target::Slurm, &Options::default()).unwrap_err();
     let codes: Vec<&str> = errors.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(codes, ["L4011"], "{errors:#?}");
@@ -385,7 +339,7 @@ fn decide(section: &str, now: u64, extra_s: u64) -> (u32, u64, Option<u64>) {
 #[test]
 fn the_window_logic_decides_inside_and_outside_and_finds_the_next_opening() {
     let started = Instant::now();
-    let mut doc = plan("small-1-node");
+    let mut doc = plan_fixture("small-1-node");
     doc.plans[0].estimate.as_mut().unwrap().train_time_h = 30.0;
     with_window(&mut doc, 22, 6, Some("Asia/Shanghai"));
     let manifests = render(&doc, Target::Slurm, &Options::default()).unwrap();
@@ -471,7 +425,7 @@ fn a_window_job_begins_at_the_next_opening_and_requeues_itself_into_it() {
     }
     let started = Instant::now();
     let dir = scratch("window");
-    let mut doc = plan("small-1-node");
+    let mut doc = plan_fixture("small-1-node");
     doc.plans[0].estimate.as_mut().unwrap().train_time_h = 3.0;
     let open = (local_hour() + 2) % 24;
     // No zone: the nodes' local time, which is the controller's here.

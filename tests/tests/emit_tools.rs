@@ -11,9 +11,13 @@
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing tool fails the test; otherwise the test
 //! prints why it is skipped and passes.
 
-use loam_backends::{Options, Target, Tenancy, render};
+use loam_backends::{Options, Target, render};
 use loam_compiler::plan::ir::PlanDocument;
 use loam_tests::repo_root;
+use loam_tests::tools::{
+    ci_dir, have, have_python, have_slurm, have_ssh, nlp_tenancy, plan_fixture, python, run, runs,
+    text,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,83 +35,13 @@ const PLANS: &[&str] = &[
 /// What the hostile fixture's strings would create if a script ever ran them.
 const PWNED: &str = "/tmp/loam-pwned";
 
-fn ci_dir() -> PathBuf {
-    std::env::var_os("LOAM_CI_DIR").map_or_else(|| PathBuf::from("/var/lib/loam-ci"), PathBuf::from)
-}
-
 /// Whether `tool` is usable; when not, fails under CI and skips (returns false) elsewhere.
 #[allow(clippy::print_stderr)] // the skip message is for the person running the tests
-fn have(tool: &str, usable: bool) -> bool {
-    if usable {
-        return true;
-    }
-    let required =
-        std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
-    assert!(
-        !required,
-        "{tool} is missing; run scripts/backend-tools.sh start (as root)"
-    );
-    eprintln!(
-        "skipping: {tool} is missing (run scripts/backend-tools.sh start as root; CI requires it)"
-    );
-    false
-}
-
-fn runs(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn python() -> PathBuf {
-    ci_dir().join("venv/bin/python")
-}
-
-fn have_python() -> bool {
-    have(
-        "the kubernetes-validate venv",
-        runs(
-            python().to_str().unwrap(),
-            &["-c", "import kubernetes_validate, yaml, jsonschema"],
-        ),
-    )
-}
-
-fn have_slurm() -> bool {
-    have(
-        "slurmctld",
-        Command::new("scontrol")
-            .arg("ping")
-            .output()
-            .is_ok_and(|o| {
-                o.status.success() && String::from_utf8_lossy(&o.stdout).contains("is UP")
-            }),
-    )
-}
-
-fn have_ssh() -> bool {
-    let config = ci_dir().join("ssh/ssh_config");
-    have(
-        "the private sshd",
-        config.is_file()
-            && runs(
-                "ssh",
-                &["-F", config.to_str().unwrap(), "127.0.0.2", "true"],
-            ),
-    )
-}
-
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("loam-tools-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn plan(name: &str) -> PlanDocument {
-    let path = repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Whether a plan's groups are at more than one site (Slurm refuses those, L4011).
@@ -122,17 +56,9 @@ fn spans_sites(doc: &PlanDocument) -> bool {
 /// The tenants of the fixtures as the catalogue names them (what `loam emit` passes).
 fn options() -> Options {
     let mut options = Options::default();
-    options.tenants.insert(
-        "nlp".to_string(),
-        Tenancy {
-            namespace: "team-nlp".to_string(),
-            queue: "nlp-train".to_string(),
-            slurm_account: "nlp".to_string(),
-            slurm_qos: None,
-            checkpoint_root: "/ckpt/nlp".to_string(),
-            ..Tenancy::derived("nlp")
-        },
-    );
+    options
+        .tenants
+        .insert("nlp".to_string(), nlp_tenancy("/ckpt/nlp"));
     options
 }
 
@@ -148,22 +74,6 @@ fn write(doc: &PlanDocument, target: Target, options: &Options, dir: &Path) -> V
             path
         })
         .collect()
-}
-
-fn run(program: impl AsRef<std::ffi::OsStr>, args: &[&str], cwd: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every file `loam emit examples/ ARGS` writes under `dir`.
@@ -202,7 +112,7 @@ fn scripts(dir: &Path) -> Vec<PathBuf> {
     ));
     found.retain(|p| p.extension().is_some_and(|e| e == "sh" || e == "sbatch"));
     for name in PLANS {
-        let doc = plan(name);
+        let doc = plan_fixture(name);
         for (target, file) in [(Target::Slurm, ".sbatch"), (Target::Baremetal, ".sh")] {
             // A plan over two sites has no Slurm script (L4011, see emit_slurm.rs).
             if target == Target::Slurm && spans_sites(&doc) {
@@ -262,7 +172,10 @@ fn every_batch_script_is_accepted_by_slurmctld() {
                 .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "loam"))
         })
         .count();
-    let single_site = PLANS.iter().filter(|n| !spans_sites(&plan(n))).count();
+    let single_site = PLANS
+        .iter()
+        .filter(|n| !spans_sites(&plan_fixture(n)))
+        .count();
     assert_eq!(checked, single_site + examples, "every fixture and example");
     // The check is real: one node more than the partition has is refused.
     let big = dir.join("llama3-70b-2048-h100-.sbatch/llama3-70b-pretrain/job.sbatch");
@@ -279,7 +192,7 @@ fn every_batch_script_is_accepted_by_slurmctld() {
 fn runnable(name: &str, dir: &Path, mode: &str) -> (PlanDocument, Options, PathBuf) {
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let mut doc = plan(name);
+    let mut doc = plan_fixture(name);
     let root = dir.join("ckpt");
     let mut options = options();
     for p in &mut doc.plans {
@@ -387,7 +300,7 @@ fn kubernetes_objects_validate_strictly_and_round_trip() {
                 ..options()
             };
             files.extend(write(
-                &plan(name),
+                &plan_fixture(name),
                 Target::Kubernetes,
                 &options,
                 &dir.join(format!("{name}-{flavor:?}")),
@@ -412,7 +325,7 @@ fn kubernetes_objects_validate_strictly_and_round_trip() {
 
     // Every document parses back (PyYAML) with the hostile strings unchanged, and every enum
     // field holds an allowed value.
-    let hostile = plan("hostile");
+    let hostile = plan_fixture("hostile");
     let p = &hostile.plans[0];
     let ckpt = &p.checkpoint.as_ref().unwrap().path;
     for file in &files {
@@ -605,9 +518,9 @@ fn the_launcher_runs_a_payload_on_two_loopback_hosts() {
             logs(1)
         );
         assert_eq!(record(&out, 0)["env"]["WORLD_SIZE"], "16");
-        assert_unchanged(&plan(name), &out, 0);
+        assert_unchanged(&plan_fixture(name), &out, 0);
         if name == "hostile" {
-            let doc = plan(name);
+            let doc = plan_fixture(name);
             let mut expected = doc.clone();
             let root = out.parent().unwrap().join("ckpt");
             for p in &mut expected.plans {

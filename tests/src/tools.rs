@@ -1,0 +1,131 @@
+//! What the real-tool tests share: finding the tools `scripts/backend-tools.sh` installs (and
+//! skipping, or failing under CI, without them), scratch folders, running commands, the plan
+//! fixtures and the tenant they are emitted for.
+
+use loam_backends::Tenancy;
+use loam_compiler::plan::ir::PlanDocument;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Where `scripts/backend-tools.sh` keeps its state (venv, Slurm, sshd).
+pub fn ci_dir() -> PathBuf {
+    std::env::var_os("LOAM_CI_DIR").map_or_else(|| PathBuf::from("/var/lib/loam-ci"), PathBuf::from)
+}
+
+/// Whether `tool` is usable; when not, fails under CI (`CI` or `LOAM_REQUIRE_TOOLS` set) and
+/// skips (returns false) elsewhere.
+#[allow(clippy::print_stderr)] // the skip message is for the person running the tests
+pub fn have(tool: &str, usable: bool) -> bool {
+    if usable {
+        return true;
+    }
+    let required =
+        std::env::var_os("CI").is_some() || std::env::var_os("LOAM_REQUIRE_TOOLS").is_some();
+    assert!(
+        !required,
+        "{tool} is missing; run scripts/backend-tools.sh start (as root)"
+    );
+    eprintln!(
+        "skipping: {tool} is missing (run scripts/backend-tools.sh start as root; CI requires it)"
+    );
+    false
+}
+
+/// Whether `program args` runs and exits 0.
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The Python of the kubernetes-validate venv.
+pub fn python() -> PathBuf {
+    ci_dir().join("venv/bin/python")
+}
+
+/// Whether the kubernetes-validate venv works.
+pub fn have_python() -> bool {
+    have(
+        "the kubernetes-validate venv",
+        runs(
+            python().to_str().unwrap(),
+            &["-c", "import kubernetes_validate, yaml, jsonschema"],
+        ),
+    )
+}
+
+/// Whether slurmctld answers.
+pub fn have_slurm() -> bool {
+    have(
+        "slurmctld",
+        Command::new("scontrol")
+            .arg("ping")
+            .output()
+            .is_ok_and(|o| {
+                o.status.success() && String::from_utf8_lossy(&o.stdout).contains("is UP")
+            }),
+    )
+}
+
+/// The ssh configuration of the private sshd on 127.0.0.1 and 127.0.0.2.
+pub fn ssh_config() -> PathBuf {
+    ci_dir().join("ssh/ssh_config")
+}
+
+/// Whether the private sshd answers.
+pub fn have_ssh() -> bool {
+    let config = ssh_config();
+    have(
+        "the private sshd",
+        config.is_file()
+            && runs(
+                "ssh",
+                &["-F", config.to_str().unwrap(), "127.0.0.2", "true"],
+            ),
+    )
+}
+
+/// An empty scratch folder `loam-<kind>-<pid>-<name>` in the temporary folder.
+pub fn scratch(kind: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loam-{kind}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `program args` in `cwd`.
+pub fn run(program: impl AsRef<std::ffi::OsStr>, args: &[&str], cwd: &Path) -> Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// A command's standard output and error together.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The plan fixture `tests/cases/emit/plans/<name>.json`.
+pub fn plan_fixture(name: &str) -> PlanDocument {
+    let path = crate::repo_root().join(format!("tests/cases/emit/plans/{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The fixtures' tenant `nlp` as the catalogue names it, with its checkpoints under `root`.
+pub fn nlp_tenancy(root: &str) -> Tenancy {
+    Tenancy {
+        namespace: "team-nlp".to_string(),
+        queue: "nlp-train".to_string(),
+        slurm_account: "nlp".to_string(),
+        slurm_qos: None,
+        checkpoint_root: root.to_string(),
+        ..Tenancy::derived("nlp")
+    }
+}
