@@ -81,11 +81,12 @@ pub(crate) struct Constrained {
 impl Constrained {
     /// The outcome of a homogeneous layout.
     pub(crate) fn outcome(&self, c: &Candidate) -> Outcome {
+        let t = self.economics.totals(c);
         Outcome {
-            time_s: self.economics.wall_time_s(c) + self.transfer_s,
-            cost: self.economics.cost(c) + self.transfer_cost,
-            energy_kwh: self.economics.energy_kwh(c),
-            carbon_kg: self.economics.carbon_kg(c),
+            time_s: t.wall_s + self.transfer_s,
+            cost: t.cost + self.transfer_cost,
+            energy_kwh: t.energy_kwh,
+            carbon_kg: t.carbon_kg,
         }
     }
 }
