@@ -121,9 +121,6 @@ pub struct JobContext<'a> {
     pub checkpoint_write_s: f64,
     /// Predicted training hours.
     pub train_time_h: f64,
-    /// The trainer command and its layout arguments, one word each (each target adds
-    /// `--plan=<where the plan JSON is>`).
-    pub trainer_args: Vec<String>,
     /// The plan (as a one-plan document), pretty JSON in printable ASCII.
     pub plan_json: String,
     /// Restarts allowed after failures: the plan's restart budget (`estimate.goodput`).
@@ -315,10 +312,6 @@ impl<'a> JobContext<'a> {
                 "report this as a bug in loam",
             )]
         })?;
-        let trainer_args = groups
-            .first()
-            .map(|g| g.trainer_args.clone())
-            .unwrap_or_default();
         // The plan's restart budget covers its expected interruptions (`estimate.goodput`);
         // plans written before format 1.6 get one restart per started day, at least 3.
         let max_restarts = match &estimate.goodput {
@@ -342,7 +335,6 @@ impl<'a> JobContext<'a> {
             checkpoint_interval_min: checkpoint.interval_min,
             checkpoint_write_s: checkpoint.write_s,
             train_time_h: estimate.train_time_h,
-            trainer_args,
             plan_json: json_ascii(&plan_json),
             max_restarts,
             grace_s,

@@ -46,14 +46,12 @@ pub fn render(
     labels: &[(String, String)],
     annotations: &[(String, String)],
 ) -> Result<Option<String>, Vec<Diagnostic>> {
-    let Some(schedule) = job.schedule.as_ref() else {
+    // The same window the Slurm and bare-metal scripts keep (none when never or always open).
+    let Some(window) = crate::window::window(job) else {
         return Ok(None);
     };
-    if schedule.hours_per_day == 0 || schedule.hours_per_day >= 24 {
-        return Ok(None);
-    }
-    let open = schedule.start_hour % 24;
-    let close = (open + schedule.hours_per_day) % 24;
+    let (open, hours) = (window.open, window.hours);
+    let close = (open + hours) % 24;
     let (script, rules) = match options.flavor {
         Flavor::Jobset => (
             KUEUE_SCRIPT,
@@ -76,8 +74,8 @@ pub fn render(
         annotations => Value::from_serialize(annotations),
         open => open,
         close => close,
-        hours => schedule.hours_per_day,
-        time_zone => schedule.time_zone.as_deref(),
+        hours => hours,
+        time_zone => window.time_zone.as_deref(),
         site => site,
         script => script,
         rules => Value::from_serialize(&rules),

@@ -126,17 +126,17 @@ impl Economics {
 
     /// Money to train: the devices are held for the wall time.
     pub fn cost(&self, c: &Candidate) -> f64 {
-        c.device_hours * self.run(c).stretch() * self.price_per_device_hour
+        self.totals(c).cost
     }
 
     /// Energy to train in kWh.
     pub fn energy_kwh(&self, c: &Candidate) -> f64 {
-        c.device_hours * self.run(c).stretch() * self.watts_per_device / 1000.0
+        self.totals(c).energy_kwh
     }
 
     /// CO2 to train in kg.
     pub fn carbon_kg(&self, c: &Candidate) -> f64 {
-        self.energy_kwh(c) * self.carbon_g_per_kwh / 1000.0
+        self.totals(c).carbon_kg
     }
 
     /// Wall seconds, money, kWh and kg CO2 of `c`, with its failures worked out once (the
