@@ -162,8 +162,15 @@ pub(crate) fn entries<'r, 'a>(
     all
 }
 
-/// Why the chosen plan won, in one sentence with numbers.
-pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups: usize) -> String {
+/// Why the chosen plan won, in one sentence with numbers; `time_s` is the plan's time to train
+/// as every output shows it (an interruptible job's in its daily window).
+pub(crate) fn why(
+    job: &Job,
+    entries: &[Entry<'_, '_>],
+    limits: &Limits,
+    groups: usize,
+    time_s: f64,
+) -> String {
     let Some(best) = entries.first() else {
         return String::new();
     };
@@ -178,7 +185,7 @@ pub(crate) fn why(job: &Job, entries: &[Entry<'_, '_>], limits: &Limits, groups:
         limit_texts.push(format!(
             "the {} deadline ({} to spare)",
             display::duration(deadline),
-            display::duration(deadline - best.outcome.time_s)
+            display::duration(deadline - time_s)
         ));
     }
     if let Some(budget) = limits.budget {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.6";
+pub const FORMAT_VERSION: &str = "1.7";
 
 mod run;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
@@ -91,6 +91,28 @@ pub struct Plan {
     /// spec field it comes from. Added in format 1.3.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<super::findings::PlanDiagnosticIr>,
+}
+
+impl Plan {
+    /// Hours from the job's start until it is trained, as every output shows it: for an
+    /// interruptible job the daily window's wall time (after the data transfer), else the
+    /// estimate's train time. `None` without an estimate.
+    pub fn wall_time_h(&self) -> Option<f64> {
+        let estimate = self.estimate.as_ref()?;
+        Some(match &self.schedule {
+            Some(window) => window.train_time_h + self.data.as_ref().map_or(0.0, |d| d.transfer_h),
+            None => estimate.train_time_h,
+        })
+    }
+
+    /// Device-hours the job holds devices for: every device of its groups for the estimate's
+    /// train time (an interruptible job gives its devices back outside its window). `None`
+    /// without an estimate.
+    pub fn device_hours(&self) -> Option<f64> {
+        let estimate = self.estimate.as_ref()?;
+        let devices: u64 = self.groups.iter().map(|g| g.devices).sum();
+        Some(devices as f64 * estimate.train_time_h)
+    }
 }
 
 /// The model and training run, as the trainer's arguments need them.
@@ -197,6 +219,17 @@ pub struct GroupIr {
     /// on one group states it once, as `estimate.throughput_uncertainty`). Added in format 1.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput_uncertainty: Option<f64>,
+    /// The model FLOP utilisation of this group's devices, in plans over two groups (the
+    /// estimate's `mfu` blends both device types). Added in format 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// Model TFLOP/s per device of this group, in plans over two groups. Added in format 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_tflops_per_device: Option<f64>,
+    /// GiB on this group's fullest device, in plans over two groups (the estimate's
+    /// `memory_per_device_gib` is the larger of the two). Added in format 1.7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_per_device_gib: Option<f64>,
     /// How the group's nodes run the job: pod requests, fabric, collective library, taints,
     /// scheduler limits. Added in format 1.6.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -372,6 +372,57 @@ pub(crate) fn fill_pair_pipeline(
         currency,
     ));
     fill_pair_data(plan, input, m.placements, devices, p.train_time_s);
+    let mut blocks = [0u64; 2];
+    let mut memory = [0.0f64; 2];
+    for (stage, ir) in p.stages.iter().zip(&plan.stages) {
+        let side = stage.side;
+        if let (Some(b), Some(m)) = (blocks.get_mut(side), memory.get_mut(side)) {
+            *b += ir.layers[1].saturating_sub(ir.layers[0]);
+            *m = m.max(stage.memory.total);
+        }
+    }
+    let all = (blocks[0] + blocks[1]).max(1) as f64;
+    let shares = blocks.map(|b| b as f64 / all);
+    fill_group_figures(plan, input, m.placements, shares, memory);
+}
+
+/// Each group's own MFU, model TFLOP/s per device and memory: the estimate blends the two
+/// device types, which hides the slower one. `shares` are the fractions of the model's FLOPs
+/// each group computes, `memory` the bytes on each group's fullest device.
+pub(crate) fn fill_group_figures(
+    plan: &mut Plan,
+    input: &PairInput<'_, '_>,
+    placements: [&Placement<'_>; 2],
+    shares: [f64; 2],
+    memory: [f64; 2],
+) {
+    let Some(tokens_per_s) = plan.estimate.as_ref().map(|e| e.tokens_per_s) else {
+        return;
+    };
+    let flops = flops_per_token(input.model, Recompute::None).model;
+    for (((group, o), share), bytes) in plan
+        .groups
+        .iter_mut()
+        .zip(placements)
+        .zip(shares)
+        .zip(memory)
+    {
+        let per_device = tokens_per_s * flops * share / group.devices.max(1) as f64;
+        let peak = o
+            .cluster
+            .device
+            .peak_flops
+            .get(&input.setup.precision)
+            .copied()
+            .unwrap_or(0.0);
+        group.model_tflops_per_device = Some(round(per_device / 1e12));
+        group.mfu = Some(if peak > 0.0 {
+            round(per_device / peak)
+        } else {
+            0.0
+        });
+        group.memory_per_device_gib = Some(round(bytes / single::GIB));
+    }
 }
 
 /// What a plan over two groups predicts, besides its outcome.

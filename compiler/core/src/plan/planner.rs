@@ -232,15 +232,20 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             fill_pair_data_plan(&mut plan, job, d, &input, currency.clone());
         }
     }
+    if job.resources.interruptible && plan.feasible {
+        plan.schedule = cheap_hours(job, pool, best, limits, &convert);
+    }
     if plan.feasible {
-        plan.why = explain::why(job, &entries, limits, options.len());
+        // An interruptible job trains only in its window: the deadline is met (or not) by the
+        // window's wall time, which is the time every output shows.
+        let time_s = plan
+            .wall_time_h()
+            .map_or(best.outcome.time_s, |h| h * 3600.0);
+        plan.why = explain::why(job, &entries, limits, options.len(), time_s);
     }
     plan.alternatives = explain::alternatives(&entries, limits, currency);
     if let Some(data) = plan.data.as_mut() {
         data.options = explain::data_options(job, pool, &entries, limits, objectives);
-    }
-    if job.resources.interruptible && plan.feasible {
-        plan.schedule = cheap_hours(job, pool, best, limits, &convert);
     }
     plan.diagnostics.extend(found);
     // How far to trust the time: the device figures' own uncertainty, stated on every plan.

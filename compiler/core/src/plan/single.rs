@@ -250,6 +250,9 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         sequences_per_step: None,
         stages: Vec::new(),
         throughput_uncertainty: None,
+        mfu: None,
+        model_tflops_per_device: None,
+        memory_per_device_gib: None,
         node: Some(super::node::node_ir(o, n.min(dpn))),
     }
 }
