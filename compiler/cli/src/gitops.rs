@@ -24,6 +24,8 @@ pub mod markdown;
 pub mod repo;
 pub mod side;
 pub mod text;
+pub mod totals;
+pub mod values;
 
 use crate::io::IoError;
 use compare::{Action, PlanDiff};

@@ -56,7 +56,8 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
         }
     }
     let summary = diff.summary();
-    let errors = summary.errors > 0 || head.catalogue_errors > 0;
+    // An infeasible job blocks like an error: applied, it would not run.
+    let errors = summary.blocks() || head.catalogue_errors > 0;
     Ok(if errors {
         1
     } else if args.detailed_exitcode && summary.has_changes() {

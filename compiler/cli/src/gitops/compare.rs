@@ -17,8 +17,8 @@
 
 use super::classify::Verdict;
 use super::side::Side;
+pub use super::values::{Change, Metric, Value};
 use crate::render::plan_table::layout_line;
-use loam_compiler::display::{decimals, money, signed, thousands};
 use loam_compiler::plan::ir::Plan;
 use std::collections::BTreeMap;
 
@@ -35,6 +35,9 @@ pub enum Action {
     Replace,
     /// A job that is gone (`-`).
     Delete,
+    /// Planned at head, but it cannot run as planned: it misses its deadline or budget, or
+    /// nothing in the pool can run it (`!`).
+    Infeasible,
     /// Its spec (or the catalogue) does not check at head (`!`).
     Error,
     /// Nothing changed.
@@ -49,8 +52,21 @@ impl Action {
             Action::Update => "~",
             Action::Replace => "-/+",
             Action::Delete => "-",
-            Action::Error => "!",
+            Action::Infeasible | Action::Error => "!",
             Action::NoOp => " ",
+        }
+    }
+
+    /// The verdict in one word, as the job lines of the pull-request comment lead with it.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Replace => "replace",
+            Action::Delete => "delete",
+            Action::Infeasible => "infeasible",
+            Action::Error => "error",
+            Action::NoOp => "no change",
         }
     }
 
@@ -61,6 +77,7 @@ impl Action {
             Action::Update => "update in place",
             Action::Replace => "destroy and then create replacement",
             Action::Delete => "destroy",
+            Action::Infeasible => "infeasible: will not run as planned",
             Action::Error => "does not check; not planned",
             Action::NoOp => "no change",
         }
@@ -73,56 +90,9 @@ impl Action {
             Action::Update => &["update"],
             Action::Replace => &["delete", "create"],
             Action::Delete => &["delete"],
+            Action::Infeasible => &["infeasible"],
             Action::Error => &["error"],
             Action::NoOp => &["no-op"],
-        }
-    }
-}
-
-/// How a number's change is written.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Metric {
-    /// Hours (train time).
-    Hours,
-    /// Seconds.
-    Seconds,
-    /// Tokens per second.
-    Rate,
-    /// A ratio shown in percent (MFU); the delta is in percentage points.
-    Ratio,
-    /// Money in a currency.
-    Money(String),
-    /// A count with a unit (`kWh`, `kg`, `GiB`, `GB`, `h`, `min`).
-    Amount(&'static str),
-}
-
-/// An attribute's value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// Text compared as it is written.
-    Text(String),
-    /// A number with its unit.
-    Number(f64, Metric),
-    /// A list of one-line items.
-    List(Vec<String>),
-}
-
-impl Value {
-    /// The value as written in the output.
-    pub fn shown(&self) -> String {
-        match self {
-            Value::Text(text) => text.clone(),
-            Value::Number(n, metric) => show_number(*n, metric),
-            Value::List(items) => items.join("; "),
-        }
-    }
-
-    /// The value as JSON.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Value::Text(text) => serde_json::Value::from(text.as_str()),
-            Value::Number(n, _) => serde_json::Value::from(*n),
-            Value::List(items) => serde_json::Value::from(items.clone()),
         }
     }
 }
@@ -134,67 +104,6 @@ pub struct Attr {
     pub key: String,
     /// Its value.
     pub value: Value,
-}
-
-/// One attribute that differs between the sides (either may be absent).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    /// Dotted key, e.g. `estimate.cost`.
-    pub key: String,
-    /// At base.
-    pub before: Option<Value>,
-    /// At head.
-    pub after: Option<Value>,
-}
-
-impl Change {
-    /// The signed change of a number, in its unit, and relative to the old value in percent,
-    /// e.g. `(-110,000 CNY, -4.8%)`; `None` unless both sides are comparable numbers.
-    pub fn delta(&self) -> Option<(f64, Option<f64>)> {
-        match (&self.before, &self.after) {
-            (Some(Value::Number(old, m1)), Some(Value::Number(new, m2))) if m1 == m2 => {
-                let pct = (*old != 0.0).then(|| (new - old) / old.abs() * 100.0);
-                Some((new - old, pct))
-            }
-            _ => None,
-        }
-    }
-
-    /// The delta as text: `-110,000 CNY, -4.8%` or `+2.1 pt`.
-    pub fn delta_text(&self) -> Option<String> {
-        let (delta, pct) = self.delta()?;
-        let metric = match &self.after {
-            Some(Value::Number(_, metric)) => metric,
-            _ => return None,
-        };
-        let amount = match metric {
-            Metric::Ratio => format!("{} pt", signed(delta * 100.0, 2)),
-            _ => {
-                let shown = show_number(delta.abs(), metric);
-                let sign = if delta < 0.0 { "-" } else { "+" };
-                format!("{sign}{shown}")
-            }
-        };
-        Some(match (metric, pct) {
-            (Metric::Ratio, _) | (_, None) => amount,
-            (_, Some(pct)) => format!("{amount}, {}%", signed(pct, 1)),
-        })
-    }
-}
-
-/// A number as the diff writes it: whole with separators from a thousand up, else with a few
-/// decimals (more when they would hide a change); a ratio in percent without a space.
-fn show_number(n: f64, metric: &Metric) -> String {
-    match metric {
-        Metric::Hours => format!("{} h", decimals(n, 1)),
-        Metric::Seconds => format!("{} s", decimals(n, 3)),
-        Metric::Rate => format!("{} tokens/s", thousands(n)),
-        Metric::Ratio => format!("{}%", decimals(n * 100.0, 2)),
-        Metric::Money(currency) if n.abs() >= 1000.0 => money(n, currency),
-        Metric::Money(currency) => format!("{} {currency}", decimals(n, 2)),
-        Metric::Amount(unit) if n.abs() >= 1000.0 => format!("{} {unit}", thousands(n)),
-        Metric::Amount(unit) => format!("{} {unit}", decimals(n, 1)),
-    }
 }
 
 /// A job's change between the sides.
@@ -266,6 +175,8 @@ pub struct Summary {
     pub destroy: usize,
     /// Jobs without changes.
     pub unchanged: usize,
+    /// Jobs planned at head that cannot run as planned.
+    pub infeasible: usize,
     /// Jobs or files that do not check at head.
     pub errors: usize,
 }
@@ -274,6 +185,42 @@ impl Summary {
     /// Whether anything changes.
     pub fn has_changes(&self) -> bool {
         self.add + self.change + self.destroy > 0
+    }
+
+    /// Whether the head cannot be applied as it is: a job is infeasible or a spec does not check.
+    pub fn blocks(&self) -> bool {
+        self.infeasible + self.errors > 0
+    }
+
+    /// The verdict a reviewer reads first: `will not run: 1 job infeasible, 1 spec with errors`,
+    /// `1 to add, 2 to change, 0 to destroy`, or `no changes`.
+    pub fn verdict(&self) -> String {
+        let mut blockers = Vec::new();
+        if self.infeasible > 0 {
+            blockers.push(format!(
+                "{} {} infeasible",
+                self.infeasible,
+                if self.infeasible == 1 { "job" } else { "jobs" }
+            ));
+        }
+        if self.errors > 0 {
+            blockers.push(format!(
+                "{} {} with errors",
+                self.errors,
+                if self.errors == 1 { "spec" } else { "specs" }
+            ));
+        }
+        if !blockers.is_empty() {
+            return format!("will not run: {}", blockers.join(", "));
+        }
+        if self.has_changes() {
+            format!(
+                "{} to add, {} to change, {} to destroy",
+                self.add, self.change, self.destroy
+            )
+        } else {
+            "no changes".to_string()
+        }
     }
 
     /// `Plan: 1 to add, 2 to change, 0 to destroy.` (or `No changes.`), with the errors.
@@ -286,6 +233,10 @@ impl Summary {
         } else {
             "No changes. The plans match.".to_string()
         };
+        if self.infeasible > 0 {
+            let what = if self.infeasible == 1 { "job" } else { "jobs" };
+            line.push_str(&format!(" {} {what} infeasible.", self.infeasible));
+        }
         if self.errors > 0 {
             let what = if self.errors == 1 { "spec" } else { "specs" };
             line.push_str(&format!(" {} {what} with errors.", self.errors));
@@ -320,6 +271,7 @@ impl PlanDiff {
                     s.destroy += 1;
                 }
                 Action::Delete => s.destroy += 1,
+                Action::Infeasible => s.infeasible += 1,
                 Action::Error => s.errors += 1,
                 Action::NoOp => s.unchanged += 1,
             }
@@ -347,41 +299,48 @@ impl PlanDiff {
 /// The main attributes of a plan, in display order.
 pub fn attributes(plan: &Plan) -> Vec<Attr> {
     let mut attrs = Vec::new();
-    let mut text = |key: &str, value: String| {
+    let mut push = |key: &str, value: Value| {
         attrs.push(Attr {
             key: key.to_string(),
-            value: Value::Text(value),
+            value,
         });
     };
-    text("job", plan.job.clone());
-    text("file", plan.file.clone());
-    text("tenant", plan.tenant.clone());
-    text("priority", plan.priority.to_string());
-    text("interruptible", plan.interruptible.to_string());
-    text("pool", plan.pool.clone());
-    text("feasible", plan.feasible.to_string());
+    let text = |value: String| Value::Text(value);
+    push("job", text(plan.job.clone()));
+    push("file", text(plan.file.clone()));
+    push("tenant", text(plan.tenant.clone()));
+    push("priority", text(plan.priority.to_string()));
+    push("interruptible", Value::Bool(plan.interruptible));
+    push("pool", text(plan.pool.clone()));
+    push("feasible", Value::Bool(plan.feasible));
     let w = &plan.workload;
-    text("workload.params", format!("{}", w.params));
-    text(
+    push("workload.params", Value::Number(w.params, Metric::Tokens));
+    push(
         "workload.model",
-        format!(
+        text(format!(
             "{} layers, hidden {}, {} heads, seq {}",
             w.layers, w.hidden, w.heads, w.seq_len
-        ),
+        )),
     );
-    text("workload.tokens", format!("{}", w.tokens));
-    text("workload.global_batch", w.global_batch.to_string());
-    text("workload.precision", w.precision.to_string());
+    push("workload.tokens", Value::Number(w.tokens, Metric::Tokens));
+    push("workload.global_batch", Value::Count(w.global_batch));
+    push("workload.precision", text(w.precision.to_string()));
     if let Some(l) = &plan.layout {
-        text("layout.tensor", l.tensor.to_string());
-        text("layout.pipeline", l.pipeline.to_string());
-        text("layout.data", l.data.to_string());
-        text("layout.context", l.context.to_string());
-        text("layout.expert", l.expert.to_string());
-        text("layout.virtual_stages", l.virtual_stages.to_string());
-        text("layout.micro_batch", l.micro_batch.to_string());
-        text("layout.zero", l.zero.to_string());
-        text("layout.recompute", l.recompute.to_string());
+        push("layout.tensor", Value::Count(l.tensor));
+        push("layout.pipeline", Value::Count(l.pipeline));
+        push("layout.data", Value::Count(l.data));
+        push("layout.context", Value::Count(l.context));
+        push("layout.expert", Value::Count(l.expert));
+        push("layout.virtual_stages", Value::Count(l.virtual_stages));
+        push("layout.micro_batch", Value::Count(l.micro_batch));
+        push("layout.zero", Value::Count(u64::from(l.zero)));
+        push("layout.recompute", text(l.recompute.to_string()));
+    }
+    // Each group's own tensor degree, in plans over two device types.
+    for g in plan.groups.iter().filter(|_| plan.groups.len() > 1) {
+        if let Some(t) = g.tensor {
+            push(&format!("layout.tensor[{}]", g.device), Value::Count(t));
+        }
     }
     let mut sites: Vec<&str> = plan.groups.iter().map(|g| g.site.as_str()).collect();
     sites.sort_unstable();
@@ -390,8 +349,8 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     devices.sort_unstable();
     devices.dedup();
     if !plan.groups.is_empty() {
-        text("placement.sites", sites.join(", "));
-        text("placement.devices", devices.join(", "));
+        push("placement.sites", text(sites.join(", ")));
+        push("placement.devices", text(devices.join(", ")));
     }
     let mut list = |key: &str, items: Vec<String>| {
         if !items.is_empty() {
@@ -441,14 +400,23 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
         });
     };
     if let Some(e) = &plan.estimate {
-        number("estimate.train_time", e.train_time_h, Metric::Hours);
+        // The time every output shows: an interruptible job's in its daily window.
+        let time = plan.wall_time_h().unwrap_or(e.train_time_h);
+        number("estimate.train_time", time, Metric::Duration);
+        if let Some(device_hours) = plan.device_hours() {
+            number(
+                "estimate.device_hours",
+                device_hours,
+                Metric::Amount("device-h"),
+            );
+        }
         number(
             "estimate.cost",
             e.cost.amount,
             Metric::Money(e.cost.currency.clone()),
         );
-        number("estimate.carbon", e.carbon_kg, Metric::Amount("kg"));
-        number("estimate.energy", e.energy_kwh, Metric::Amount("kWh"));
+        number("estimate.carbon", e.carbon_kg, Metric::Carbon);
+        number("estimate.energy", e.energy_kwh, Metric::Energy);
         number("estimate.mfu", e.mfu, Metric::Ratio);
         number("estimate.tokens_per_s", e.tokens_per_s, Metric::Rate);
         number("estimate.step_time", e.step_time_s, Metric::Seconds);
@@ -482,13 +450,15 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
 }
 
 /// The attributes shown for a created or destroyed job: the ones a reviewer looks at first.
-const SHOWN_WHOLE: [&str; 9] = [
+const SHOWN_WHOLE: [&str; 11] = [
+    "reasons",
     "file",
     "tenant",
     "pool",
     "layout",
     "placement.groups",
     "estimate.train_time",
+    "estimate.device_hours",
     "estimate.cost",
     "estimate.carbon",
     "estimate.mfu",
@@ -518,28 +488,87 @@ pub fn changes(before: &Plan, after: &Plan) -> Vec<Change> {
             });
         }
     }
-    if found.is_empty() && before != after {
-        // Something outside the shown attributes differs (a group's labels, a stage's ops …).
-        found.push(Change {
-            key: "plan".into(),
-            before: Some(Value::Text("(details)".into())),
-            after: Some(Value::Text("(details changed)".into())),
-        });
+    if found.is_empty() && differs(before, after) {
+        // Something outside the shown attributes differs (a group's labels, a stage's ops …):
+        // name it by its Plan JSON path.
+        let (a, b) = (
+            serde_json::to_value(stripped(before)).unwrap_or_default(),
+            serde_json::to_value(stripped(after)).unwrap_or_default(),
+        );
+        let mut paths = Vec::new();
+        json_changes(&a, &b, "plan", &mut paths);
+        found.extend(paths);
     }
     found
+}
+
+/// Most Plan JSON paths a change outside the shown attributes lists.
+const MOST_PATHS: usize = 5;
+
+/// The leaves that differ between two JSON values, as changes keyed by their path (at most
+/// [`MOST_PATHS`]).
+fn json_changes(a: &serde_json::Value, b: &serde_json::Value, path: &str, out: &mut Vec<Change>) {
+    use serde_json::Value as Json;
+    if out.len() >= MOST_PATHS || a == b {
+        return;
+    }
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let (va, vb) = (
+                    x.get(key).unwrap_or(&Json::Null),
+                    y.get(key).unwrap_or(&Json::Null),
+                );
+                json_changes(va, vb, &format!("{path}.{key}"), out);
+            }
+        }
+        (Json::Array(x), Json::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                json_changes(va, vb, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {
+            let leaf = |v: &Json| {
+                (!v.is_null()).then(|| {
+                    let text = v.to_string();
+                    Value::Text(if text.chars().count() > 60 {
+                        format!("{}…", text.chars().take(60).collect::<String>())
+                    } else {
+                        text
+                    })
+                })
+            };
+            out.push(Change {
+                key: path.to_string(),
+                before: leaf(a),
+                after: leaf(b),
+            });
+        }
+    }
 }
 
 /// Whether two plans of one job differ in anything that decides how it runs (see the module
 /// docs; explanations are not compared).
 fn differs(before: &Plan, after: &Plan) -> bool {
+    stripped(before) != stripped(after)
+}
+
+/// The plan without its explanations and the alternatives it was chosen over.
+fn stripped(p: &Plan) -> Plan {
     let strip = |p: &Plan| {
         let mut p = p.clone();
         p.why.clear();
         p.notes.clear();
         p.alternatives.clear();
+        // The other data strategies are alternatives too: an unchosen one's cost moves with
+        // prices the chosen plan does not pay.
+        if let Some(data) = p.data.as_mut() {
+            data.options.clear();
+        }
         p
     };
-    strip(before) != strip(after)
+    strip(p)
 }
 
 /// The attributes of one side shown for a created or destroyed job.
@@ -652,6 +681,21 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
                 file: file.clone(),
                 errors: *errors,
             });
+        }
+    }
+    // A job that cannot run as planned at head is its own verdict, whatever else changed: the
+    // pull request must not pass as a plain change.
+    for job in &mut jobs {
+        if job.after.as_ref().is_some_and(|p| !p.feasible) {
+            job.action = Action::Infeasible;
+            if job.changes.is_empty()
+                && let Some(after) = &job.after
+            {
+                job.changes = whole(after, true)
+                    .into_iter()
+                    .filter(|c| c.key == "reasons")
+                    .collect();
+            }
         }
     }
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));

@@ -27,7 +27,7 @@ use crate::render::plan_json::sort_keys;
 use serde_json::{Map, Value, json};
 
 /// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
-pub const DIFF_FORMAT_VERSION: &str = "1.1";
+pub const DIFF_FORMAT_VERSION: &str = "2.0";
 
 fn classification(verdict: &Verdict) -> Value {
     let reasons: Vec<Value> = verdict
@@ -78,9 +78,10 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
                 .changes
                 .iter()
                 .map(|c| {
-                    let (delta, pct) = c.delta().map_or((None, None), |(d, p)| (Some(d), p));
+                    let (delta, pct) = c.delta_json();
                     json!({
                         "attribute": c.key,
+                        "unit": c.unit(),
                         "before": c.before.as_ref().map(super::compare::Value::to_json),
                         "after": c.after.as_ref().map(super::compare::Value::to_json),
                         "delta": delta,
@@ -128,14 +129,21 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             diagnostics.push(value);
         }
     }
+    let totals: Vec<Value> = super::totals::totals(diff, base, head)
+        .iter()
+        .map(super::totals::Row::to_json)
+        .collect();
     sort_keys(json!({
         "format_version": DIFF_FORMAT_VERSION,
         "base": side_json(base),
         "head": side_json(head),
+        "verdict": summary.verdict(),
         "summary": {
             "add": summary.add, "change": summary.change, "destroy": summary.destroy,
-            "unchanged": summary.unchanged, "errors": summary.errors,
+            "unchanged": summary.unchanged, "infeasible": summary.infeasible,
+            "errors": summary.errors,
         },
+        "totals": totals,
         "jobs": jobs,
         "broken_files": broken,
         "diagnostics": diagnostics,

@@ -1,96 +1,278 @@
-//! The diff as markdown for a pull-request comment: the summary line and a table of the changed
-//! jobs first, then each job's details folded in `<details>`.
+//! The diff as markdown for a pull-request comment, read in ten seconds: the verdict first,
+//! then one table of totals per tenant (jobs changed, device-hours, cost, energy, carbon,
+//! before → after), one line per changed job with its verdict, the errors with their locations,
+//! and each job's details folded.
+//!
+//! The comment stays under [`LIMIT`] characters (GitHub refuses comments over 65,536): the
+//! verdict, the totals and the errors always come; job lines and folded details are added in
+//! order of severity while they fit, and a last line says how many were left out and that the
+//! JSON report (`--format json`) holds every one. Manifest detail is the changed fields, never a
+//! whole file.
 
-use super::compare::{Action, Change, JobDiff, PlanDiff};
+use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
 use super::side::Side;
 use super::text::{header, job_plain};
-use loam_compiler::display::plus_minus;
+use super::totals::{Row, totals};
+use crate::render::diagnostics::render_text;
 use std::fmt::Write;
 
 /// The hidden marker a CI job looks for to update its earlier comment instead of adding one.
 pub const MARKER: &str = "<!-- loam-diff -->";
 
+/// The most characters the comment has.
+pub const LIMIT: usize = 60_000;
+
+/// The most characters of diagnostics the comment shows.
+const ERRORS_LIMIT: usize = 12_000;
+
+/// The most characters one job's folded details take.
+const DETAILS_LIMIT: usize = 6_000;
+
 /// The whole markdown report.
 pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
+    render_with(diff, base, head, "")
+}
+
+/// The report with `extra` (markdown, e.g. the admission preview's changes) after the job
+/// lines.
+pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> String {
     let summary = diff.summary();
     let mut out = format!(
         "{MARKER}\n### loam plan diff: `{}` → `{}`\n\n",
         base.title(),
         head.title()
     );
-    let line = summary.line_with_unchanged();
-    let _ = writeln!(out, "**{line}**\n");
+    let icon = if summary.blocks() {
+        "❌"
+    } else if summary.has_changes() {
+        "📝"
+    } else {
+        "✅"
+    };
+    let mut line = format!("**{icon} {}**", capitalised(&summary.verdict()));
+    if summary.blocks() && summary.has_changes() {
+        let _ = write!(
+            line,
+            " · {} to add, {} to change, {} to destroy",
+            summary.add, summary.change, summary.destroy
+        );
+    }
+    if summary.unchanged > 0 {
+        let _ = write!(line, " · {} unchanged", plural(summary.unchanged, "job"));
+    }
+    let _ = writeln!(out, "{line}\n");
     for text in header(base, head).lines().skip(1) {
         let _ = writeln!(out, "_{}_\n", escape(text));
     }
-    let changed: Vec<&JobDiff> = diff.changed().collect();
-    if !changed.is_empty() {
-        out.push_str("| | job | file | train time | cost | carbon | MFU |\n");
-        out.push_str("| :-: | --- | --- | --: | --: | --: | --: |\n");
+    let rows = totals(diff, base, head);
+    if summary.has_changes() || summary.blocks() {
+        out.push_str(&totals_table(&rows));
+    }
+    let errors = errors_section(head);
+    let footer = "\n<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
+    let mut changed: Vec<&JobDiff> = diff.changed().collect();
+    changed.sort_by(|a, b| {
+        severity(a.action)
+            .cmp(&severity(b.action))
+            .then(cost_change(b).total_cmp(&cost_change(a)))
+            .then((&a.file, &a.job).cmp(&(&b.file, &b.job)))
+    });
+    // What must come, so the job lines and details fit around it.
+    let reserved = errors.len() + extra.len() + footer.len() + 400;
+    let mut left_out = 0usize;
+    if !changed.is_empty() || !diff.broken.is_empty() {
+        out.push_str("| | job | tenant | verdict | time | cost |\n");
+        out.push_str("| :-: | --- | --- | --- | --: | --: |\n");
         for job in &changed {
-            let name = match &job.old_job {
-                Some(old) => format!("`{}` → `{}`", escape(old), escape(&job.job)),
-                None => format!("`{}`", escape(&job.job)),
-            };
+            let row = job_row(job);
+            if out.len() + row.len() + reserved > LIMIT {
+                left_out += 1;
+                continue;
+            }
+            out.push_str(&row);
+        }
+        for file in &diff.broken {
             let _ = writeln!(
                 out,
-                "| `{}` | {name} | {} | {} | {} | {} | {} |",
-                job.action.symbol(),
-                escape(&job.file),
-                cell(job, "estimate.train_time") + &uncertainty(job),
-                cell(job, "estimate.cost"),
-                cell(job, "estimate.carbon"),
-                cell(job, "estimate.mfu"),
+                "| `!` | `{}` | | **does not check**: {} at `{}` (below) | | |",
+                escape(&file.file),
+                plural(file.errors, "error"),
+                escape(&head.label),
             );
         }
         out.push('\n');
     }
-    for file in &diff.broken {
-        let _ = writeln!(
-            out,
-            "- `!` `{}` does not check at `{}` ({} {}); run `loam check` for the diagnostics.",
-            escape(&file.file),
-            head.label,
-            file.errors,
-            if file.errors == 1 { "error" } else { "errors" }
-        );
-    }
-    if !diff.broken.is_empty() {
-        out.push('\n');
-    }
+    out.push_str(extra);
+    out.push_str(&errors);
+    let mut details_left_out = 0usize;
     for job in &changed {
-        let _ = writeln!(
-            out,
-            "<details><summary><code>{}</code> <code>{}</code>: {}</summary>\n",
-            job.action.symbol(),
-            html(&job.job),
-            html(&super::text::describe(job, head)),
-        );
-        let _ = writeln!(
-            out,
-            "```diff\n{}```\n",
-            job_plain(
-                &JobDiff {
-                    manifests: None,
-                    ..(*job).clone()
-                },
-                head
-            )
-        );
-        if let Some(manifests) = &job.manifests {
-            let _ = writeln!(
-                out,
-                "<details><summary>manifests</summary>\n\n```diff\n{}```\n\n</details>\n",
-                fence_safe(manifests)
-            );
+        let block = details(job, head);
+        if out.len() + block.len() + footer.len() + 200 > LIMIT {
+            details_left_out += 1;
+            continue;
         }
-        out.push_str("</details>\n\n");
+        out.push_str(&block);
     }
+    if left_out + details_left_out > 0 {
+        let _ = writeln!(
+            out,
+            "\n_Left out to stay under {} characters: {} and the details of {}. The JSON report has every one._",
+            thousands_usize(LIMIT),
+            plural(left_out, "job line"),
+            plural(details_left_out, "job"),
+        );
+    }
+    out.push_str(footer);
     out
 }
 
-/// A table cell for an estimate: the new value with its relative change, the old value struck
-/// through for a destroyed job, `—` when absent.
+/// The order job lines and details come in: what blocks the merge first, then what destroys.
+fn severity(action: Action) -> u8 {
+    match action {
+        Action::Infeasible => 0,
+        Action::Error => 1,
+        Action::Replace => 2,
+        Action::Delete => 3,
+        Action::Update => 4,
+        Action::Create => 5,
+        Action::NoOp => 6,
+    }
+}
+
+/// How much a job's cost moves, in its currency, for ordering (bigger first).
+fn cost_change(job: &JobDiff) -> f64 {
+    let cost = |p: &Option<loam_compiler::plan::ir::Plan>| {
+        p.as_ref()
+            .and_then(|p| p.estimate.as_ref())
+            .map_or(0.0, |e| e.cost.amount)
+    };
+    (cost(&job.after) - cost(&job.before)).abs()
+}
+
+/// The totals: one row per tenant, then the total in bold.
+fn totals_table(rows: &[Row]) -> String {
+    let mut out =
+        String::from("| tenant | jobs changed | device-hours | cost | energy | carbon |\n");
+    out.push_str("| --- | --: | --: | --: | --: | --: |\n");
+    let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
+    for row in rows {
+        // Tenants without a change are in the total only; one tenant's row would repeat it.
+        if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1) {
+            continue;
+        }
+        let name = match &row.tenant {
+            Some(t) => format!("`{}`", escape(t)),
+            None => "**total**".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {} of {} | {} | {} | {} | {} |",
+            row.changed,
+            row.after.jobs.max(row.before.jobs),
+            row.device_hours(),
+            escape(&row.cost()),
+            row.energy(),
+            row.carbon(),
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// One line per changed job: its verdict, what changes, time and cost.
+fn job_row(job: &JobDiff) -> String {
+    let name = match &job.old_job {
+        Some(old) => format!("`{}` → `{}`", escape(old), escape(&job.job)),
+        None => format!("`{}`", escape(&job.job)),
+    };
+    let tenant = job
+        .after
+        .as_ref()
+        .or(job.before.as_ref())
+        .map_or(String::new(), |p| format!("`{}`", escape(&p.tenant)));
+    format!(
+        "| `{}` | {name} | {tenant} | {} | {} | {} |\n",
+        job.action.symbol(),
+        escape(&verdict_text(job)),
+        cell(job, "estimate.train_time"),
+        cell(job, "estimate.cost"),
+    )
+}
+
+/// The verdict in a few words, with the reason where the job will not run or is replaced.
+fn verdict_text(job: &JobDiff) -> String {
+    match job.action {
+        Action::Infeasible => {
+            let reasons: Vec<String> = job
+                .after
+                .as_ref()
+                .map(|p| p.reasons.iter().map(|r| short_reason(r)).collect())
+                .unwrap_or_default();
+            format!("**infeasible**: {}", reasons.join("; "))
+        }
+        Action::Error => format!(
+            "**does not check**{}",
+            job.note
+                .as_ref()
+                .map_or(String::new(), |n| format!(": {n}"))
+        ),
+        Action::Replace => {
+            let why = job
+                .verdict
+                .as_ref()
+                .and_then(|v| v.forcing().next().map(|r| r.sentence()));
+            match (&job.old_job, why) {
+                (Some(_), _) => "replace: renamed".to_string(),
+                (None, Some(why)) => format!("replace: {why}; {}", what_changed(job)),
+                (None, None) => format!("replace; {}", what_changed(job)),
+            }
+        }
+        Action::Create => "create".to_string(),
+        Action::Delete => "delete".to_string(),
+        Action::Update => format!("update: {}", what_changed(job)),
+        Action::NoOp => String::new(),
+    }
+}
+
+/// `misses the deadline by 28.6 days (88.6 days needed, 60.0 days allowed)`: the reason
+/// without the best plan's layout, which the details show.
+fn short_reason(reason: &str) -> String {
+    reason
+        .split(" with the best plan")
+        .next()
+        .unwrap_or(reason)
+        .to_string()
+}
+
+/// The attributes that change, leading with what the author changed rather than the estimates
+/// that follow from it: `workload.tokens 2T → 4T, layout.pipeline 4 → 5`.
+fn what_changed(job: &JobDiff) -> String {
+    let (inputs, estimates): (Vec<&Change>, Vec<&Change>) = job
+        .changes
+        .iter()
+        .partition(|c| !c.key.starts_with("estimate."));
+    let mut parts: Vec<String> = inputs
+        .iter()
+        .take(3)
+        .map(|c| match (c.shown(), &c.before, &c.after) {
+            (_, Some(Value::List(_)), _) | (_, _, Some(Value::List(_))) => c.key.clone(),
+            ((Some(b), Some(a)), _, _) if b.len() + a.len() < 40 => {
+                format!("{} {b} → {a}", c.key)
+            }
+            _ => c.key.clone(),
+        })
+        .collect();
+    if inputs.len() > 3 {
+        parts.push(format!("{} more", inputs.len() - 3));
+    }
+    if parts.is_empty() {
+        parts = estimates.iter().take(3).map(|c| c.key.clone()).collect();
+    }
+    parts.join(", ")
+}
+
+/// A table cell for an estimate: the new value with its change, the old one struck through for
+/// a destroyed job, `—` when absent.
 fn cell(job: &JobDiff, key: &str) -> String {
     let find = |plan: &Option<loam_compiler::plan::ir::Plan>| {
         plan.as_ref().and_then(|p| {
@@ -100,43 +282,106 @@ fn cell(job: &JobDiff, key: &str) -> String {
                 .map(|a| a.value)
         })
     };
-    let before = find(&job.before);
-    let after = find(&job.after);
-    match (&before, &after) {
-        (_, Some(value)) if job.action == Action::Create => value.shown(),
-        (Some(value), None) => format!("~~{}~~", value.shown()),
-        (Some(_), Some(value)) => {
-            let change = Change {
-                key: key.to_string(),
-                before: before.clone(),
-                after: after.clone(),
-            };
-            match change.delta() {
-                Some((0.0, _)) => value.shown(),
-                Some(_) => format!(
-                    "{} ({})",
-                    value.shown(),
-                    change.delta_text().unwrap_or_default()
-                ),
-                None => value.shown(),
-            }
-        }
-        (None, Some(value)) => value.shown(),
+    let change = Change {
+        key: key.to_string(),
+        before: find(&job.before),
+        after: find(&job.after),
+    };
+    let (before, after) = change.shown();
+    match (before, after) {
+        (_, Some(value)) if job.action == Action::Create => value,
+        (Some(value), None) => format!("~~{value}~~"),
+        (Some(old), Some(value)) if old == value => value,
+        (Some(_), Some(value)) => match change.delta_text() {
+            Some(delta) => format!("{value} ({delta})"),
+            None => value,
+        },
+        (None, Some(value)) => value,
         (None, None) => "—".to_string(),
     }
     .replace('|', "\\|")
 }
 
-/// ` ±30 %` after the train time of a plan predicted on devices whose figures are estimates (the
-/// plan shown: head's, else base's); nothing when they are measured. Only the plan's own JSON
-/// and `loam plan` name the devices, to keep the table narrow.
-fn uncertainty(job: &JobDiff) -> String {
-    job.after
-        .as_ref()
-        .or(job.before.as_ref())
-        .and_then(|p| p.estimate.as_ref()?.throughput_uncertainty)
-        .filter(|u| *u > 0.0)
-        .map_or(String::new(), |u| format!(" {}", plus_minus(u)))
+/// The errors at head, located, as `loam check` prints them (without colour), cut to
+/// [`ERRORS_LIMIT`] characters.
+fn errors_section(head: &Side) -> String {
+    let mut errors: Vec<_> = head
+        .specs
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    errors.extend(
+        head.planner_diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned(),
+    );
+    if errors.is_empty() {
+        return String::new();
+    }
+    let mut text = render_text(&errors, &head.specs.sources, false);
+    if text.len() > ERRORS_LIMIT {
+        let mut cut = ERRORS_LIMIT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n… (cut; `loam check` shows every one)\n");
+    }
+    format!(
+        "<details open><summary>❌ {} at <code>{}</code></summary>\n\n```text\n{}```\n\n</details>\n\n",
+        plural(errors.len(), "error"),
+        html(&head.label),
+        fence_safe(&text)
+    )
+}
+
+/// One job's folded details: its changes and what its manifests' changes do, field by field.
+fn details(job: &JobDiff, head: &Side) -> String {
+    let mut body = job_plain(
+        &JobDiff {
+            manifests: None,
+            ..job.clone()
+        },
+        head,
+    );
+    if body.len() > DETAILS_LIMIT {
+        let mut cut = DETAILS_LIMIT;
+        while !body.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        body.truncate(cut);
+        body.push_str("\n    … (cut; the JSON report has the rest)\n");
+    }
+    format!(
+        "<details><summary><code>{}</code> <code>{}</code>: {}</summary>\n\n```diff\n{}```\n\n</details>\n\n",
+        job.action.symbol(),
+        html(&job.job),
+        html(&super::text::describe(job, head)),
+        fence_safe(&body)
+    )
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn thousands_usize(n: usize) -> String {
+    loam_compiler::display::thousands(n as f64)
 }
 
 /// Text safe in a markdown table cell or line.

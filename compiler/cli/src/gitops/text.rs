@@ -26,7 +26,7 @@ impl Paint {
             Action::Update => self.wrap("33", "~"),
             Action::Delete => self.wrap("31", "-"),
             Action::Replace => format!("{}/{}", self.wrap("31", "-"), self.wrap("32", "+")),
-            Action::Error => self.wrap("1;31", "!"),
+            Action::Infeasible | Action::Error => self.wrap("1;31", "!"),
             Action::NoOp => " ".to_string(),
         }
     }
@@ -121,6 +121,21 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
     out.push('\n');
+    if summary.has_changes() || summary.blocks() {
+        out.push('\n');
+        for row in super::totals::totals(diff, base, head) {
+            let _ = writeln!(
+                out,
+                "  {:<12} {} changed · {} device-h · {} · {} · {}",
+                row.name(),
+                row.changed,
+                row.device_hours(),
+                row.cost(),
+                row.energy(),
+                row.carbon()
+            );
+        }
+    }
     out
 }
 
@@ -146,6 +161,17 @@ pub fn describe(job: &JobDiff, head: &Side) -> String {
             job.old_job.as_deref().unwrap_or_default()
         ),
         (Action::Delete, _) => format!("job \"{name}\" will be destroyed"),
+        (Action::Infeasible, _) => {
+            let reasons = job
+                .after
+                .as_ref()
+                .map(|p| p.reasons.join("; "))
+                .unwrap_or_default();
+            format!(
+                "job \"{name}\" cannot run as planned at {}: {reasons}",
+                head.label
+            )
+        }
         (Action::Error, _) => format!("job \"{name}\" cannot be planned at {}", head.label),
         (Action::NoOp, _) => format!("job \"{name}\" is unchanged"),
     };
@@ -249,7 +275,11 @@ fn changes_text(changes: &[Change], paint: Paint) -> String {
                 out.push_str("        ]\n");
             }
             (Some(before), Some(after)) => {
-                let mut line = format!("{} -> {}", shown(before), shown(after));
+                let (old, new) = match change.shown() {
+                    (Some(old), Some(new)) if before.is_bare() => (old, new),
+                    _ => (shown(before), shown(after)),
+                };
+                let mut line = format!("{old} -> {new}");
                 if let Some(delta) = change.delta_text() {
                     let _ = write!(line, " ({delta})");
                 }
@@ -288,9 +318,6 @@ fn list_items(value: &Option<Value>) -> Vec<String> {
 
 fn shown(value: &Value) -> String {
     match value {
-        Value::Text(text) if text.parse::<f64>().is_ok() || text == "true" || text == "false" => {
-            text.clone()
-        }
         Value::Text(text) => quote(text),
         other => other.shown(),
     }

@@ -1,7 +1,9 @@
 //! The plan as Markdown, for pull-request comments.
 
-use super::plan_table::{failures_line, layout_line, uncertainty_text, where_line};
-use loam_compiler::display::{hours_or_days, money, percent, thousands};
+use super::plan_table::{
+    efficiency_lines, failures_line, layout_line, schedule_line, time_text, where_line,
+};
+use loam_compiler::display::{money, thousands};
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::fmt::Write;
 
@@ -26,14 +28,9 @@ fn render_plan(out: &mut String, plan: &Plan) {
     let _ = writeln!(out, "| where | {} |", where_line(plan));
     let _ = writeln!(out, "| layout | {} |", layout_line(plan));
     if let Some(e) = &plan.estimate {
-        let uncertain = uncertainty_text(plan).map_or(String::new(), |u| format!(" {u}"));
-        let _ = writeln!(
-            out,
-            "| time | {} (step {:.2} s, {} tokens/s){uncertain} |",
-            hours_or_days(e.train_time_h),
-            e.step_time_s,
-            thousands(e.tokens_per_s)
-        );
+        if let Some(time) = time_text(plan) {
+            let _ = writeln!(out, "| time | {time} |");
+        }
         let _ = writeln!(
             out,
             "| cost | {} · {} MWh · {} t CO2 |",
@@ -43,10 +40,12 @@ fn render_plan(out: &mut String, plan: &Plan) {
         );
         let _ = writeln!(
             out,
-            "| efficiency | MFU {} · {:.1} GiB per device |",
-            percent(e.mfu),
-            e.memory_per_device_gib
+            "| efficiency | {} |",
+            efficiency_lines(plan).join("<br>")
         );
+    }
+    if let Some(line) = schedule_line(plan) {
+        let _ = writeln!(out, "| schedule | {line} |");
     }
     if let Some(d) = &plan.data {
         let _ = writeln!(

@@ -1,0 +1,256 @@
+//! What a change costs in total: the device-hours, money, energy and carbon of every planned job
+//! before and after, per tenant and for the whole repository, the first table a reviewer reads.
+//!
+//! Every job planned on a side counts on that side, infeasible ones with the best plan the
+//! planner found (what the change asks for; the verdict says it will not run). A job whose
+//! spec does not check at head counts with its base plan on both sides (its cost is not saved,
+//! only unknown); a new spec that does not check counts nowhere.
+
+use super::compare::{Action, PlanDiff};
+use super::side::Side;
+use loam_compiler::display::{decimals, signed, significant, thousands};
+use loam_compiler::plan::ir::Plan;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The sums over one side's jobs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// Jobs planned.
+    pub jobs: usize,
+    /// Device-hours (every device of a job for its train time).
+    pub device_hours: f64,
+    /// Money, per currency.
+    pub cost: BTreeMap<String, f64>,
+    /// Energy, kWh.
+    pub energy_kwh: f64,
+    /// Carbon, kg CO2.
+    pub carbon_kg: f64,
+}
+
+impl Figures {
+    fn add(&mut self, plan: &Plan) {
+        self.jobs += 1;
+        let Some(e) = &plan.estimate else { return };
+        self.device_hours += plan.device_hours().unwrap_or(0.0);
+        *self.cost.entry(e.cost.currency.clone()).or_default() += e.cost.amount;
+        self.energy_kwh += e.energy_kwh;
+        self.carbon_kg += e.carbon_kg;
+    }
+}
+
+/// One row of the totals: a tenant's jobs, or all of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The tenant; `None` for the total.
+    pub tenant: Option<String>,
+    /// Jobs that change (any verdict but no change).
+    pub changed: usize,
+    /// At base.
+    pub before: Figures,
+    /// At head.
+    pub after: Figures,
+}
+
+/// The rows: one per tenant with a job on either side (sorted), then the total.
+pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<Row> {
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    let mut total = Row {
+        tenant: None,
+        changed: 0,
+        before: Figures::default(),
+        after: Figures::default(),
+    };
+    let row = |rows: &mut BTreeMap<String, Row>, tenant: &str| -> Row {
+        rows.remove(tenant).unwrap_or_else(|| Row {
+            tenant: Some(tenant.to_string()),
+            changed: 0,
+            before: Figures::default(),
+            after: Figures::default(),
+        })
+    };
+    for plan in &base.plans {
+        let mut r = row(&mut rows, &plan.tenant);
+        r.before.add(plan);
+        total.before.add(plan);
+        rows.insert(plan.tenant.clone(), r);
+    }
+    for plan in &head.plans {
+        let mut r = row(&mut rows, &plan.tenant);
+        r.after.add(plan);
+        total.after.add(plan);
+        rows.insert(plan.tenant.clone(), r);
+    }
+    // A job that does not check at head is not gone: it counts with its base plan on both
+    // sides, so the totals do not show its cost as saved.
+    for plan in diff
+        .jobs
+        .iter()
+        .filter(|j| j.action == Action::Error)
+        .filter_map(|j| j.before.as_ref())
+    {
+        let mut r = row(&mut rows, &plan.tenant);
+        r.after.add(plan);
+        total.after.add(plan);
+        rows.insert(plan.tenant.clone(), r);
+    }
+    for job in diff.changed().filter(|j| j.action != Action::NoOp) {
+        let Some(plan) = job.after.as_ref().or(job.before.as_ref()) else {
+            continue;
+        };
+        let mut r = row(&mut rows, &plan.tenant);
+        r.changed += 1;
+        total.changed += 1;
+        rows.insert(plan.tenant.clone(), r);
+    }
+    let mut out: Vec<Row> = rows.into_values().collect();
+    out.push(total);
+    out
+}
+
+/// `before → after (+delta, +pct %)`, or the one value when it did not change.
+fn cell(before: f64, after: f64, show: &dyn Fn(f64) -> String) -> String {
+    if show(before) == show(after) {
+        return show(after);
+    }
+    let delta = after - before;
+    let sign = if delta < 0.0 { "-" } else { "+" };
+    let pct = if before == 0.0 {
+        String::new()
+    } else {
+        format!(", {} %", signed(delta / before.abs() * 100.0, 1))
+    };
+    format!(
+        "{} → {} ({sign}{}{pct})",
+        show(before),
+        show(after),
+        show(delta.abs())
+    )
+}
+
+/// Whole with separators from a hundred up, else one decimal.
+fn amount(n: f64) -> String {
+    if n.abs() >= 100.0 {
+        thousands(n)
+    } else {
+        decimals(n, 1)
+    }
+}
+
+impl Row {
+    /// The row's name: the tenant, or `total`.
+    pub fn name(&self) -> &str {
+        self.tenant.as_deref().unwrap_or("total")
+    }
+
+    /// Device-hours, before → after.
+    pub fn device_hours(&self) -> String {
+        cell(self.before.device_hours, self.after.device_hours, &amount)
+    }
+
+    /// Money per currency, before → after (`17,746,000 → 35,477,000 CNY (+…)`).
+    pub fn cost(&self) -> String {
+        let mut currencies: Vec<&String> = self
+            .before
+            .cost
+            .keys()
+            .chain(self.after.cost.keys())
+            .collect();
+        currencies.sort();
+        currencies.dedup();
+        if currencies.is_empty() {
+            return "—".into();
+        }
+        currencies
+            .iter()
+            .map(|c| {
+                let get = |f: &Figures| f.cost.get(*c).copied().unwrap_or(0.0);
+                format!(
+                    "{} {c}",
+                    cell(get(&self.before), get(&self.after), &thousands)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// Energy in MWh, before → after.
+    pub fn energy(&self) -> String {
+        format!(
+            "{} MWh",
+            cell(
+                self.before.energy_kwh / 1000.0,
+                self.after.energy_kwh / 1000.0,
+                &amount
+            )
+        )
+    }
+
+    /// Carbon in t CO2, before → after.
+    pub fn carbon(&self) -> String {
+        format!(
+            "{} t CO2",
+            cell(
+                self.before.carbon_kg / 1000.0,
+                self.after.carbon_kg / 1000.0,
+                &amount
+            )
+        )
+    }
+
+    /// The row as JSON, in the units of the diff's vocabulary, rounded to 5 significant digits.
+    pub fn to_json(&self) -> Value {
+        let side = |f: &Figures| {
+            let cost: BTreeMap<&String, f64> =
+                f.cost.iter().map(|(c, a)| (c, significant(*a))).collect();
+            json!({
+                "jobs": f.jobs,
+                "device_hours": significant(f.device_hours),
+                "cost": cost,
+                "energy_mwh": significant(f.energy_kwh / 1000.0),
+                "carbon_t": significant(f.carbon_kg / 1000.0),
+            })
+        };
+        let mut currencies: Vec<&String> = self
+            .before
+            .cost
+            .keys()
+            .chain(self.after.cost.keys())
+            .collect();
+        currencies.sort();
+        currencies.dedup();
+        let cost_delta: BTreeMap<&String, f64> = currencies
+            .into_iter()
+            .map(|c| {
+                let get = |f: &Figures| f.cost.get(c).copied().unwrap_or(0.0);
+                (c, significant(get(&self.after) - get(&self.before)))
+            })
+            .collect();
+        json!({
+            "tenant": self.tenant,
+            "jobs_changed": self.changed,
+            "before": side(&self.before),
+            "after": side(&self.after),
+            "delta": {
+                "jobs": self.after.jobs as i64 - self.before.jobs as i64,
+                "device_hours": significant(self.after.device_hours - self.before.device_hours),
+                "cost": cost_delta,
+                "energy_mwh": significant((self.after.energy_kwh - self.before.energy_kwh) / 1000.0),
+                "carbon_t": significant((self.after.carbon_kg - self.before.carbon_kg) / 1000.0),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_shows_both_sides_and_the_change_only_when_they_differ() {
+        assert_eq!(cell(10.0, 10.0, &amount), "10.0");
+        assert_eq!(cell(200.0, 300.0, &amount), "200 → 300 (+100, +50.0 %)");
+        assert_eq!(cell(300.0, 200.0, &amount), "300 → 200 (-100, -33.3 %)");
+        assert_eq!(cell(0.0, 5.0, &amount), "0.0 → 5.0 (+5.0)");
+    }
+}
