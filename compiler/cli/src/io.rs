@@ -1,5 +1,8 @@
 //! All file-system access of loam: finding spec files, reading them, writing files atomically.
 
+mod loamignore;
+
+pub use loamignore::{FILE_NAME as IGNORE_FILE, LoamIgnore};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -14,8 +17,25 @@ impl std::fmt::Display for IoError {
 }
 
 /// The spec files named by `paths`: files as given, folders searched recursively for `*.loam`
-/// (hidden folders and `target` skipped). Sorted and deduplicated, so output order is stable.
+/// (hidden folders, `target` and what the `.loamignore` that applies from the current folder
+/// leaves out are skipped; see [`LoamIgnore::discover`]). Sorted and deduplicated, so output
+/// order is stable.
 pub fn find_spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IoError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| IoError(format!("cannot read the current folder: {e}")))?;
+    let ignore = LoamIgnore::discover(&cwd)?;
+    find_spec_files_ignoring(paths, &cwd, &ignore)
+}
+
+/// [`find_spec_files`] with the ignore rules given: `paths` are relative to `cwd` (or absolute).
+/// A file named in `paths` is always read, and so is a folder named in `paths` searched, even
+/// when the rules match it; below it, an ignored folder is not entered and an ignored file is
+/// left out.
+pub fn find_spec_files_ignoring(
+    paths: &[PathBuf],
+    cwd: &Path,
+    ignore: &LoamIgnore,
+) -> Result<Vec<PathBuf>, IoError> {
     let defaults = [PathBuf::from(".")];
     let paths = if paths.is_empty() {
         &defaults[..]
@@ -27,7 +47,8 @@ pub fn find_spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IoError> {
         let meta = fs::metadata(path)
             .map_err(|e| IoError(format!("cannot read `{}`: {e}", display(path))))?;
         if meta.is_dir() {
-            walk(path, &mut found)?;
+            let relative = ignore.relative_to_root(cwd, path);
+            walk(path, relative.as_deref(), ignore, &mut found)?;
         } else {
             found.push(path.clone());
         }
@@ -37,19 +58,34 @@ pub fn find_spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, IoError> {
     Ok(found)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), IoError> {
+/// Searches `dir`; `relative` is `dir` relative to the ignore file's folder (`None` when the
+/// rules do not reach it).
+fn walk(
+    dir: &Path,
+    relative: Option<&Path>,
+    ignore: &LoamIgnore,
+    found: &mut Vec<PathBuf>,
+) -> Result<(), IoError> {
     let entries =
         fs::read_dir(dir).map_err(|e| IoError(format!("cannot read `{}`: {e}", display(dir))))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if path.is_dir() {
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        let child = relative.map(|r| r.join(name));
+        let name = name.to_str().unwrap_or_default();
+        let is_dir = path.is_dir();
+        if child
+            .as_deref()
+            .is_some_and(|c| ignore.is_ignored(c, is_dir))
+        {
+            continue;
+        }
+        if is_dir {
             if !name.starts_with('.') && name != "target" {
-                walk(&path, found)?;
+                walk(&path, child.as_deref(), ignore, found)?;
             }
         } else if name.ends_with(".loam") {
             found.push(path);

@@ -3,9 +3,15 @@
 //!
 //! Every path handed out is relative to the repository root with `/` separators, so the two
 //! sides of a diff name the same file alike whatever folder loam was run from.
+//!
+//! Each side's spec search honours the `.loamignore` at the root of that side: the one in the
+//! revision's tree, or the work tree's file on disk, so a rule a pull request adds applies to
+//! its head only.
 
-use crate::io::{self, IoError};
-use git2::{ObjectType, Repository, TreeWalkMode, TreeWalkResult};
+use crate::io::{self, IGNORE_FILE, IoError, LoamIgnore};
+use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// A file read from one side of a diff: its repository-relative path and its bytes.
@@ -16,6 +22,8 @@ pub struct Repo {
     repo: Repository,
     /// The work tree's root, canonical; `None` for a bare repository.
     root: Option<PathBuf>,
+    /// The revision each tree handed out by [`Repo::tree`] was named by, for messages.
+    revisions: RefCell<BTreeMap<Oid, String>>,
 }
 
 /// The file mode git gives symbolic links; their blobs hold a path, not a spec.
@@ -42,7 +50,11 @@ impl Repo {
             )
         })?;
         let root = repo.workdir().and_then(|dir| dir.canonicalize().ok());
-        Ok(Repo { repo, root })
+        Ok(Repo {
+            repo,
+            root,
+            revisions: RefCell::new(BTreeMap::new()),
+        })
     }
 
     /// The work tree's root, if the repository has one.
@@ -82,19 +94,44 @@ impl Repo {
         let short = commit
             .map(|c| c.id().to_string().chars().take(8).collect::<String>())
             .unwrap_or_default();
+        self.revisions
+            .borrow_mut()
+            .entry(tree.id())
+            .or_insert_with(|| rev.to_string());
         Ok((tree, short))
     }
 
+    /// The rules of the `.loamignore` at the root of `tree`; none when it has no such file.
+    pub fn tree_ignore(&self, tree: &git2::Tree<'_>) -> Result<LoamIgnore, IoError> {
+        let Some(entry) = tree.get_name(IGNORE_FILE) else {
+            return Ok(LoamIgnore::none());
+        };
+        let name = match self.revisions.borrow().get(&tree.id()) {
+            Some(rev) => format!("{IGNORE_FILE}` at `{rev}"),
+            None => format!("{IGNORE_FILE}` in tree `{}", tree.id()),
+        };
+        if entry.kind() != Some(ObjectType::Blob) || entry.filemode() == MODE_LINK {
+            return Err(IoError(format!("`{name}` is not a file")));
+        }
+        let blob = self
+            .repo
+            .find_blob(entry.id())
+            .map_err(|e| git_error(&format!("cannot read `{name}`"), &e))?;
+        LoamIgnore::parse(None, &name, blob.content())
+    }
+
     /// Every blob under one of `prefixes` (repository-relative; `""` is the root) whose name ends
-    /// in `.<extension>`, with its bytes, sorted by path. Hidden folders and `target` below a
-    /// prefix are skipped, as when walking the file system; symbolic links and submodules are
-    /// not specs.
+    /// in `.<extension>`, with its bytes, sorted by path. Hidden folders, `target` and what the
+    /// tree's own `.loamignore` matches are skipped below a prefix, as when walking the file
+    /// system; a prefix naming a file is read whatever the rules say. Symbolic links and
+    /// submodules are not specs.
     pub fn tree_files(
         &self,
         tree: &git2::Tree<'_>,
         prefixes: &[String],
         extension: &str,
     ) -> Result<Vec<FileBytes>, IoError> {
+        let ignore = self.tree_ignore(tree)?;
         let suffix = format!(".{extension}");
         let mut ids = Vec::new();
         tree.walk(TreeWalkMode::PreOrder, |root, entry| {
@@ -109,14 +146,17 @@ impl Repo {
                         under(&path, prefix) || under(prefix, &path) || prefix.is_empty()
                     });
                     let explicit = prefixes.iter().any(|prefix| under(prefix, &path));
-                    if !reachable || (!explicit && skipped_folder(name)) {
+                    let ignored = skipped_folder(name) || ignore.is_ignored(Path::new(&path), true);
+                    if !reachable || (!explicit && ignored) {
                         return TreeWalkResult::Skip;
                     }
                 }
                 Some(ObjectType::Blob)
                     if entry.filemode() != MODE_LINK
                         && wanted(&path)
-                        && (name.ends_with(&suffix) || prefixes.contains(&path)) =>
+                        && (prefixes.contains(&path)
+                            || (name.ends_with(&suffix)
+                                && !ignore.is_ignored(Path::new(&path), false))) =>
                 {
                     ids.push((path, entry.id()));
                 }
@@ -178,7 +218,9 @@ impl Repo {
     }
 
     /// The `*.loam` files of the work tree under `prefixes`, as the file system has them now
-    /// (tracked or not), leaving out what `.gitignore` ignores. Sorted by path.
+    /// (tracked or not), leaving out what `.gitignore` ignores and what the `.loamignore` at the
+    /// work tree's root matches (a prefix naming a file is read whatever it says). Sorted by
+    /// path.
     pub fn worktree_files(&self, prefixes: &[String]) -> Result<Vec<FileBytes>, IoError> {
         let Some(root) = self.root.as_deref() else {
             return Err(IoError(
@@ -193,8 +235,18 @@ impl Repo {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
+        let ignore_file = root.join(IGNORE_FILE);
+        let ignore = if ignore_file.is_file() {
+            LoamIgnore::parse(
+                Some(root.to_path_buf()),
+                &io::display(&ignore_file),
+                &io::read(&ignore_file)?,
+            )?
+        } else {
+            LoamIgnore::none()
+        };
         let mut found = Vec::new();
-        for path in io::find_spec_files(&paths)? {
+        for path in io::find_spec_files_ignoring(&paths, root, &ignore)? {
             let Ok(rest) = path.strip_prefix(root) else {
                 continue;
             };

@@ -1,0 +1,15 @@
+//! The `loam` binary, built inside the test crate so that tests can run it as a process (in a
+//! folder of their own, from a shell, as the README's tour does): Cargo hands integration tests
+//! the paths of their own package's binaries only. It is `compiler/cli/src/main.rs` exactly.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let code = loam_cli::run(
+        std::env::args_os(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+        &mut std::io::stdin().lock(),
+    );
+    ExitCode::from(code)
+}
