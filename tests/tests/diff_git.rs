@@ -82,7 +82,7 @@ fn acceptance_two_commits_in_every_format() {
     let (code, json, _) = repo.loam(&["diff", "--base", "HEAD~1", "--format", "json"]);
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(doc["format_version"], "1.1");
+    assert_eq!(doc["format_version"], "2.0");
     assert_eq!(doc["summary"]["add"], 2);
     assert_eq!(doc["summary"]["change"], 0);
     assert_eq!(doc["summary"]["destroy"], 1);
@@ -109,8 +109,21 @@ fn acceptance_two_commits_in_every_format() {
         .iter()
         .find(|c| c["attribute"] == "workload.global_batch")
         .unwrap();
-    assert_eq!(batch["before"], "64");
-    assert_eq!(batch["after"], "128");
+    // Counts are JSON numbers, and their change too.
+    assert_eq!(batch["before"], 64);
+    assert_eq!(batch["after"], 128);
+    assert_eq!(batch["delta"], 64);
+    // Estimates carry their unit, in the vocabulary `loam plan` uses.
+    let time = a["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["attribute"] == "estimate.train_time")
+        .unwrap();
+    assert_eq!(time["unit"], "days");
+    let before_days = time["before"].as_f64().unwrap();
+    let plan_hours = a["before"]["estimate"]["train_time_h"].as_f64().unwrap();
+    assert!((before_days * 24.0 - plan_hours).abs() < 1e-3 * plan_hours);
     assert!(
         a["changes"]
             .as_array()

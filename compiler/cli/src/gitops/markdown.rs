@@ -69,7 +69,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
         out.push_str(&totals_table(&rows));
     }
     let errors = errors_section(head);
-    let footer = "\n<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
+    let footer = "<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
     let mut changed: Vec<&JobDiff> = diff.changed().collect();
     changed.sort_by(|a, b| {
         severity(a.action)
@@ -113,14 +113,18 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
         }
         out.push_str(&block);
     }
+    if !out.ends_with("\n\n") {
+        out.push('\n');
+    }
     if left_out + details_left_out > 0 {
         let _ = writeln!(
             out,
-            "\n_Left out to stay under {} characters: {} and the details of {}. The JSON report has every one._",
+            "_Left out to stay under {} characters: {} and the details of {}. The JSON report has every one._",
             thousands_usize(LIMIT),
             plural(left_out, "job line"),
             plural(details_left_out, "job"),
         );
+        out.push('\n');
     }
     out.push_str(footer);
     out
@@ -194,7 +198,7 @@ fn job_row(job: &JobDiff) -> String {
         "| `{}` | {name} | {tenant} | {} | {} | {} |\n",
         job.action.symbol(),
         escape(&verdict_text(job)),
-        cell(job, "estimate.train_time"),
+        cell(job, "estimate.train_time") + &uncertainty(job),
         cell(job, "estimate.cost"),
     )
 }
@@ -247,10 +251,27 @@ fn short_reason(reason: &str) -> String {
 /// The attributes that change, leading with what the author changed rather than the estimates
 /// that follow from it: `workload.tokens 2T → 4T, layout.pipeline 4 → 5`.
 fn what_changed(job: &JobDiff) -> String {
-    let (inputs, estimates): (Vec<&Change>, Vec<&Change>) = job
+    let (mut inputs, estimates): (Vec<&Change>, Vec<&Change>) = job
         .changes
         .iter()
         .partition(|c| !c.key.starts_with("estimate."));
+    // What the author asked for first, then where the job runs, then how it is split.
+    let rank = |key: &str| {
+        [
+            "workload.",
+            "tenant",
+            "priority",
+            "pool",
+            "placement.devices",
+            "placement.sites",
+            "interruptible",
+            "layout",
+        ]
+        .iter()
+        .position(|p| key.starts_with(p))
+        .unwrap_or(8)
+    };
+    inputs.sort_by_key(|c| rank(&c.key));
     let mut parts: Vec<String> = inputs
         .iter()
         .take(3)
@@ -300,6 +321,20 @@ fn cell(job: &JobDiff, key: &str) -> String {
         (None, None) => "—".to_string(),
     }
     .replace('|', "\\|")
+}
+
+/// ` ±30 %` after the train time of a plan predicted on devices whose figures are estimates (the
+/// plan shown: head's, else base's); nothing when they are measured. Only the plan's own JSON
+/// and `loam plan` name the devices, to keep the table narrow.
+fn uncertainty(job: &JobDiff) -> String {
+    job.after
+        .as_ref()
+        .or(job.before.as_ref())
+        .and_then(|p| p.estimate.as_ref()?.throughput_uncertainty)
+        .filter(|u| *u > 0.0)
+        .map_or(String::new(), |u| {
+            format!(" {}", loam_compiler::display::plus_minus(u))
+        })
 }
 
 /// The errors at head, located, as `loam check` prints them (without colour), cut to

@@ -123,7 +123,14 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     out.push('\n');
     if summary.has_changes() || summary.blocks() {
         out.push('\n');
-        for row in super::totals::totals(diff, base, head) {
+        let rows = super::totals::totals(diff, base, head);
+        let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
+        for row in rows {
+            // Tenants without a change are in the total only; one tenant's row would repeat it.
+            if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1)
+            {
+                continue;
+            }
             let _ = writeln!(
                 out,
                 "  {:<12} {} changed · {} device-h · {} · {} · {}",

@@ -1,0 +1,385 @@
+//! `loam diff --format markdown` as a pull-request comment, on a repository of the shipped
+//! examples and the six changes platform teams make: more tokens (the job no longer meets its
+//! deadline), another device list, a catalogue price, a new job, a deleted job, a spec error.
+//! Each comment must say in its first lines what changes, what it costs and whether it will
+//! run; the totals must agree with `loam plan` of each revision; a comment for many jobs must
+//! fit GitHub's limit.
+
+#[path = "support/git_repo.rs"]
+mod git_repo;
+
+use git_repo::{TempRepo, spec};
+use serde_json::Value;
+
+/// The examples the repository holds: a cost-bound pretraining, a small fine-tune, an MoE, an
+/// interruptible job (whose window sets its time).
+const EXAMPLES: [&str; 4] = [
+    "llama3-70b-pretrain",
+    "llama3-8b-finetune",
+    "mixtral-8x7b-moe",
+    "interruptible-cost-7b",
+];
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(format!("../examples/{name}.loam")).unwrap()
+}
+
+/// A repository on `main` with the catalogue and the examples under `jobs/`.
+fn repository() -> TempRepo {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    for name in EXAMPLES {
+        repo.write(&format!("jobs/{name}.loam"), example(name));
+    }
+    repo.commit("the examples");
+    repo
+}
+
+/// Runs the pull request's diff in every format: exit code, markdown, JSON.
+fn diff(repo: &TempRepo, branch: &str) -> (u8, String, Value) {
+    let (code, markdown, err) = repo.loam(&[
+        "diff",
+        "--base",
+        "main",
+        "--head",
+        branch,
+        "--format",
+        "markdown",
+        "--detailed-exitcode",
+    ]);
+    let (json_code, json, _) = repo.loam(&[
+        "diff", "--base", "main", "--head", branch, "--format", "json",
+    ]);
+    assert_eq!(code == 1, json_code == 1, "{err}");
+    (code, markdown, serde_json::from_str(&json).unwrap())
+}
+
+/// The plans of the work tree, by job name, as `loam plan --format json` gives them.
+fn plans(repo: &TempRepo) -> serde_json::Map<String, Value> {
+    let catalogue = repo.path().join("specs");
+    let jobs = repo.path().join("jobs");
+    let (_, json, _) = repo.loam(&[
+        "plan",
+        "--format",
+        "json",
+        "--catalogue",
+        catalogue.to_str().unwrap(),
+        jobs.to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    doc["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["job"].as_str().unwrap().to_string(), p.clone()))
+        .collect()
+}
+
+fn cost(plan: &Value) -> f64 {
+    plan["estimate"]["cost"]["amount"].as_f64().unwrap()
+}
+
+/// The first lines of the comment, before any table: what a reviewer reads in ten seconds.
+fn headline(markdown: &str) -> String {
+    markdown.lines().take(4).collect::<Vec<_>>().join("\n")
+}
+
+fn job_rows(markdown: &str) -> Vec<&str> {
+    markdown
+        .lines()
+        .filter(|l| l.starts_with("| `") && !l.starts_with("| `nlp`"))
+        .filter(|l| {
+            ["| `~` |", "| `+` |", "| `-` |", "| `-/+` |", "| `!` |"]
+                .iter()
+                .any(|s| l.starts_with(s))
+        })
+        .collect()
+}
+
+#[test]
+fn six_pull_requests_each_say_what_changes_what_it_costs_and_whether_it_runs() {
+    let mut repo = repository();
+    let base = plans(&repo);
+
+    // 1. Twice the tokens: the job misses its deadline and budget.
+    repo.branch("tokens");
+    let path = "jobs/llama3-70b-pretrain.loam";
+    repo.write(path, repo.read(path).replace("= 2T", "= 4T"));
+    repo.commit("twice the tokens");
+    let doubled = plans(&repo);
+    assert!(
+        !doubled["llama3-70b-pretrain"]["feasible"]
+            .as_bool()
+            .unwrap()
+    );
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "tokens");
+    assert_eq!(code, 1, "an infeasible head fails the check: {markdown}");
+    assert!(
+        headline(&markdown).contains("Will not run: 1 job infeasible"),
+        "{markdown}"
+    );
+    let rows = job_rows(&markdown);
+    assert_eq!(rows.len(), 1, "{markdown}");
+    assert!(
+        rows[0].starts_with("| `!` | `llama3-70b-pretrain` |"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[0].contains("**infeasible**: misses the deadline by"),
+        "{}",
+        rows[0]
+    );
+    let job = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "llama3-70b-pretrain")
+        .unwrap();
+    assert_eq!(job["actions"], serde_json::json!(["infeasible"]));
+    assert!(
+        job["classification"].is_null(),
+        "no manifests are judged for a job that will not run"
+    );
+    assert_eq!(json["summary"]["infeasible"], 1);
+    // The located planner error is in the comment, not an instruction to run a command.
+    assert!(markdown.contains("L3003"), "{markdown}");
+    assert!(
+        markdown.contains("jobs/llama3-70b-pretrain.loam:"),
+        "{markdown}"
+    );
+
+    // 2. Another device list: the job moves to another device type.
+    repo.branch("devices");
+    let path = "jobs/llama3-8b-finetune.loam";
+    repo.write(
+        path,
+        repo.read(path).replace(
+            "max_devices = 16",
+            "devices     = [H800_SXM]\n    max_devices = 16",
+        ),
+    );
+    repo.commit("only H800");
+    let moved = plans(&repo);
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "devices");
+    assert_eq!(code, 2, "{markdown}");
+    let rows = job_rows(&markdown);
+    assert_eq!(rows.len(), 1, "{markdown}");
+    assert!(rows[0].contains("`llama3-8b-sft`"), "{}", rows[0]);
+    assert!(
+        rows[0].contains("placement.devices H100_SXM → H800_SXM"),
+        "{}",
+        rows[0]
+    );
+    let delta = cost(&moved["llama3-8b-sft"]) - cost(&base["llama3-8b-sft"]);
+    let total = json["totals"].as_array().unwrap().last().unwrap();
+    assert!(total["tenant"].is_null());
+    let reported = total["delta"]["cost"]["CNY"].as_f64().unwrap();
+    assert!(
+        (reported - delta).abs() <= 1e-4 * delta.abs().max(1.0),
+        "{reported} vs {delta}"
+    );
+
+    // 3. A price no chosen plan pays (an alternative's node group): nothing changes.
+    repo.branch("unchosen-price");
+    let pool = repo.read("specs/pools/xirang.yaml");
+    let at = pool.find("name: uq-a100-a").unwrap();
+    let price = at + pool[at..].find("price: ").unwrap();
+    let end = price + pool[price..].find(" CNY").unwrap();
+    let mut changed = pool.clone();
+    changed.replace_range(price..end, "price: 99.0");
+    repo.write("specs/pools/xirang.yaml", changed);
+    repo.commit("a price no plan pays");
+    let repriced = plans(&repo);
+    repo.checkout("main");
+    let (code, markdown, _) = diff(&repo, "unchosen-price");
+    let same = |a: &Value, b: &Value| a["estimate"] == b["estimate"] && a["groups"] == b["groups"];
+    let unchanged = base.iter().all(|(name, plan)| same(plan, &repriced[name]));
+    assert!(unchanged, "the price must be one no chosen plan pays");
+    assert_eq!(
+        code, 0,
+        "a job whose chosen plan is unchanged does not appear: {markdown}"
+    );
+    assert!(job_rows(&markdown).is_empty(), "{markdown}");
+    assert!(headline(&markdown).contains("No changes"), "{markdown}");
+
+    // 4. A price the chosen plans pay: exactly the jobs whose chosen plan changed appear.
+    repo.branch("price");
+    let pool = repo.read("specs/pools/xirang.yaml");
+    repo.write(
+        "specs/pools/xirang.yaml",
+        pool.replacen("price: 32.0 CNY", "price: 36.0 CNY", 1),
+    );
+    repo.commit("H100 costs more");
+    let repriced = plans(&repo);
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "price");
+    assert_eq!(code, 2, "{markdown}");
+    let expected: Vec<&String> = base
+        .keys()
+        .filter(|name| !same(&base[*name], &repriced[*name]))
+        .collect();
+    assert!(!expected.is_empty());
+    let rows = job_rows(&markdown);
+    assert_eq!(rows.len(), expected.len(), "{markdown}");
+    for name in &expected {
+        assert!(
+            rows.iter().any(|r| r.contains(&format!("`{name}`"))),
+            "{name}: {markdown}"
+        );
+    }
+    let delta: f64 = expected
+        .iter()
+        .map(|n| cost(&repriced[*n]) - cost(&base[*n]))
+        .sum();
+    let reported = json["totals"].as_array().unwrap().last().unwrap()["delta"]["cost"]["CNY"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (reported - delta).abs() <= 1e-4 * delta.abs(),
+        "{reported} vs {delta}"
+    );
+    assert!(markdown.contains("| tenant | jobs changed | device-hours | cost | energy | carbon |"));
+
+    // 5. A new job.
+    repo.branch("add");
+    repo.write("jobs/qwen-7b.loam", spec("qwen-7b", 64, 8));
+    repo.commit("a new job");
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "add");
+    assert_eq!(code, 2, "{markdown}");
+    assert!(
+        headline(&markdown).contains("1 to add, 0 to change, 0 to destroy"),
+        "{markdown}"
+    );
+    let rows = job_rows(&markdown);
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].starts_with("| `+` | `qwen-7b` |"), "{}", rows[0]);
+    assert_eq!(
+        json["totals"].as_array().unwrap().last().unwrap()["delta"]["jobs"],
+        1
+    );
+
+    // 6. A deleted job: its cost leaves the totals.
+    repo.branch("delete");
+    repo.remove("jobs/mixtral-8x7b-moe.loam");
+    repo.commit("no more mixtral");
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "delete");
+    assert_eq!(code, 2, "{markdown}");
+    assert!(
+        headline(&markdown).contains("0 to add, 0 to change, 1 to destroy"),
+        "{markdown}"
+    );
+    let reported = json["totals"].as_array().unwrap().last().unwrap()["delta"]["cost"]["CNY"]
+        .as_f64()
+        .unwrap();
+    let removed = cost(&base["mixtral-8x7b"]);
+    assert!(
+        (reported + removed).abs() <= 1e-4 * removed,
+        "{reported} vs -{removed}"
+    );
+
+    // 7. A spec error: the comment shows the located error and the check fails.
+    repo.branch("error");
+    let path = "jobs/llama3-70b-pretrain.loam";
+    repo.write(path, repo.read(path).replace("hidden   =", "hiden   ="));
+    repo.commit("a typo");
+    repo.checkout("main");
+    let (code, markdown, _) = diff(&repo, "error");
+    assert_eq!(code, 1, "{markdown}");
+    assert!(
+        headline(&markdown).contains("Will not run: 1 spec with errors"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("unknown field `hiden` in `model`"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("jobs/llama3-70b-pretrain.loam:"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("did you mean `hidden`?"), "{markdown}");
+    // Its cost is not counted as saved.
+    assert!(!markdown.contains("(-17,"), "{markdown}");
+}
+
+#[test]
+fn an_interruptible_job_shows_its_window_time_everywhere() {
+    let repo = repository();
+    let plan = &plans(&repo)["qwen-7b-continued"];
+    let window_h = plan["schedule"]["train_time_h"].as_f64().unwrap();
+    let training_h = plan["estimate"]["train_time_h"].as_f64().unwrap();
+    assert!(window_h > training_h);
+    let days = format!("{:.1} days", window_h / 24.0);
+    let (_, table, _) = repo.loam(&["plan"]);
+    let block = table
+        .split("\n\n")
+        .find(|b| b.contains("qwen-7b-continued"))
+        .unwrap();
+    let time = block
+        .lines()
+        .find(|l| l.trim_start().starts_with("time"))
+        .unwrap();
+    assert!(time.contains(&days), "{time}");
+    let (_, markdown, _) = repo.loam(&["plan", "--format", "markdown"]);
+    assert!(markdown.contains(&format!("| time | {days}")), "{markdown}");
+    assert!(
+        markdown.contains("| schedule | interruptible"),
+        "{markdown}"
+    );
+    // The deadline's slack is the window's.
+    let deadline_h = 60.0 * 24.0;
+    let spare = deadline_h - window_h - plan["data"]["transfer_h"].as_f64().unwrap_or(0.0);
+    let why = plan["why"].as_str().unwrap();
+    let stated = if spare < 48.0 {
+        format!("({spare:.1} h to spare)")
+    } else {
+        format!("({:.1} days to spare)", spare / 24.0)
+    };
+    assert!(why.contains(&stated), "{why} vs {stated}");
+}
+
+#[test]
+fn a_comment_for_many_changed_jobs_fits_githubs_limit() {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    for i in 0..240 {
+        let name = format!("team-job-{i:03}-with-a-long-descriptive-name");
+        repo.write(&format!("jobs/{name}.loam"), spec(&name, 64, 8));
+    }
+    repo.commit("many jobs");
+    for i in 0..240 {
+        let name = format!("team-job-{i:03}-with-a-long-descriptive-name");
+        repo.write(&format!("jobs/{name}.loam"), spec(&name, 128, 16));
+    }
+    repo.commit("every job doubles its batch");
+    let (code, markdown, err) = repo.loam(&[
+        "diff",
+        "--base",
+        "HEAD~1",
+        "--format",
+        "markdown",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(markdown.len() < 60_000, "{} characters", markdown.len());
+    assert!(
+        headline(&markdown).contains("240 to add, 0 to change, 240 to destroy"),
+        "{}",
+        headline(&markdown)
+    );
+    // The totals and the verdict come whole; what was left out is said.
+    assert!(markdown.contains("| tenant | jobs changed |"));
+    assert!(
+        markdown.contains("Left out to stay under 60,000 characters"),
+        "{markdown}"
+    );
+    assert!(
+        !markdown.contains("apiVersion"),
+        "no whole manifest in a comment"
+    );
+}
