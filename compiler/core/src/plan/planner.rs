@@ -238,9 +238,10 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     if plan.feasible {
         // An interruptible job trains only in its window: the deadline is met (or not) by the
         // window's wall time, which is the time every output shows.
-        let time_s = plan
-            .wall_time_h()
-            .map_or(best.outcome.time_s, |h| h * 3600.0);
+        let transfer_s = plan.data.as_ref().map_or(0.0, |d| d.transfer_h * 3600.0);
+        let time_s = plan.schedule.as_ref().map_or(best.outcome.time_s, |w| {
+            w.train_time_h * 3600.0 + transfer_s
+        });
         plan.why = explain::why(job, &entries, limits, options.len(), time_s);
     }
     plan.alternatives = explain::alternatives(&entries, limits, currency);
