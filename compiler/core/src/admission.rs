@@ -9,6 +9,8 @@
 mod changes;
 mod place;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 pub use changes::{AdmissionChange, changes};

@@ -5,12 +5,12 @@ use super::*;
 use crate::catalogue::{builtin_sources, load};
 use crate::span::FileId;
 
+/// A tenant and its quotas: `(device, guaranteed, elastic)`.
+type TenantQuotas<'a> = (&'a str, &'a [(&'a str, u32, u32)]);
+
 /// A one-site pool `t` with node groups `(name, device, nodes)` of 8 devices per node and
 /// tenants `(name, [(device, guaranteed, elastic)])`.
-pub(crate) fn catalogue(
-    groups: &[(&str, &str, u32)],
-    tenants: &[(&str, &[(&str, u32, u32)])],
-) -> Catalogue {
+pub(crate) fn catalogue(groups: &[(&str, &str, u32)], tenants: &[TenantQuotas<'_>]) -> Catalogue {
     let mut yaml = String::from(
         "id: t\nname: test\ncurrency:\n  base: CNY\nsites:\n  - name: only\n    region: r\n    city: c\n    carbon_intensity: 500\n    pue: 1.3\n    storage_bandwidth: 10GB/s\n    power_price:\n      currency: CNY\n      per_kwh: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]\n    topology:\n      nodes_per_block: 4\n      block_uplink: 800Gbps\n      latency: 5us\n    node_groups:\n",
     );

@@ -3,14 +3,17 @@
 //! device type, the guaranteed part never exceeds the guaranteed quota, and the pool never holds
 //! more than the cohort's guaranteed total.
 
-use loam_compiler::admission::{AdmissionStatus, preview};
-use loam_compiler::catalogue::{Catalogue, builtin_sources, load};
-use loam_compiler::plan::ir::Plan;
-use loam_compiler::span::FileId;
+use crate::admission::{AdmissionStatus, preview};
+use crate::catalogue::{Catalogue, builtin_sources, load};
+use crate::plan::ir::Plan;
+use crate::span::FileId;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 const DEVICES: [&str; 2] = ["H100_SXM", "A100_SXM_80GB"];
+
+/// A job: (tenant, priority, [(node group, devices)]).
+type JobCase = (usize, usize, Vec<(usize, u64)>);
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -19,7 +22,7 @@ struct Case {
     /// Per tenant, per device type: (guaranteed share in eighths of the pool, elastic).
     tenants: Vec<[(u32, u32); 2]>,
     /// (tenant, priority, [(group, devices)]).
-    jobs: Vec<(usize, usize, Vec<(usize, u64)>)>,
+    jobs: Vec<JobCase>,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -27,7 +30,11 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec(1u32..4, 1..4),
         prop::collection::vec([(0u32..4, 0u32..40), (0u32..4, 0u32..40)], 1..4),
         prop::collection::vec(
-            (0usize..3, 0usize..4, prop::collection::vec((0usize..3, 1u64..30), 1..3)),
+            (
+                0usize..3,
+                0usize..4,
+                prop::collection::vec((0usize..3, 1u64..30), 1..3),
+            ),
             1..9,
         ),
     )
