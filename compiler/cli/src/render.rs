@@ -1,5 +1,6 @@
 //! Turning results into text for people and JSON for tools.
 
+pub mod admission;
 pub mod diagnostics;
 pub mod github;
 pub mod plan_json;

@@ -11,6 +11,7 @@
 //! clock. The CLI reads files and hands their text in; the core returns values together with
 //! the diagnostics it collected.
 
+pub mod admission;
 pub mod calibrate;
 pub mod catalogue;
 pub mod check;

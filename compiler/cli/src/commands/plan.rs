@@ -3,7 +3,7 @@
 use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::render::{plan_json, plan_markdown, plan_table};
+use crate::render::{admission, plan_json, plan_markdown, plan_table};
 use crate::session::{load_checked, threads};
 use loam_compiler::project::plan_project;
 use serde_json::json;
@@ -42,6 +42,17 @@ pub fn run(
         PlanFormat::Table if !doc.plans.is_empty() => cx.print(&plan_table::render(doc)),
         PlanFormat::Markdown if !doc.plans.is_empty() => cx.print(&plan_markdown::render(doc)),
         PlanFormat::Table | PlanFormat::Markdown => {}
+    }
+    // With more than one job, what Kueue would make of all of them at once.
+    if doc.plans.len() > 1
+        && let Some(catalogue) = &specs.catalogue
+    {
+        let preview = loam_compiler::admission::preview(&doc.plans, catalogue);
+        match args.format {
+            PlanFormat::Table => cx.print(&format!("\n{}", admission::table(&preview))),
+            PlanFormat::Markdown => cx.print(&format!("\n{}", admission::markdown(&preview))),
+            PlanFormat::Json => {}
+        }
     }
     if checks_failed {
         let errors = specs.errors();

@@ -1,0 +1,724 @@
+//! Placing one pool's jobs: the static checks (rule 3), the quotas (rule 4), the admission loop
+//! with reclaiming (rules 5 and 7), and the final accounting of who holds what (rule 8).
+
+use super::{
+    AdmissionStatus, FlavorShare, JobAdmission, NodeGroupUsage, PoolAdmission, Preemptor,
+    TenantUsage, VerdictCounts, Window,
+};
+use crate::catalogue::Pool;
+use crate::plan::ir::Plan;
+use crate::types::Priority;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One node group of the pool.
+struct NodeGroupInfo {
+    site: String,
+    device: String,
+    devices: u64,
+}
+
+/// A placeable job: what it takes of each node group and device type.
+struct Demand {
+    tenant: String,
+    priority: Priority,
+    /// Devices per node group.
+    per_group: BTreeMap<String, u64>,
+    /// Devices per device type.
+    per_device: BTreeMap<String, u64>,
+}
+
+/// A tenant's quota of one device type.
+#[derive(Debug, Clone, Copy, Default)]
+struct Quota {
+    guaranteed: u64,
+    elastic: u64,
+    derived: bool,
+}
+
+/// Every tenant's quota per device type, and the cohort's (the pool's) guaranteed total.
+struct Quotas {
+    of: BTreeMap<(String, String), Quota>,
+    cohort: BTreeMap<String, u64>,
+}
+
+impl Quotas {
+    fn get(&self, tenant: &str, device: &str) -> Quota {
+        self.of
+            .get(&(tenant.to_string(), device.to_string()))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn cohort(&self, device: &str) -> u64 {
+        self.cohort.get(device).copied().unwrap_or(0)
+    }
+}
+
+/// What the admitted jobs hold.
+#[derive(Clone, Default)]
+struct Ledger {
+    group_used: BTreeMap<String, u64>,
+    tenant_used: BTreeMap<(String, String), u64>,
+    device_used: BTreeMap<String, u64>,
+    /// Admission sequence number → job index; a job put back keeps its number.
+    admitted: BTreeMap<usize, usize>,
+}
+
+/// Why a job does not fit now.
+enum Blocker {
+    Tenant {
+        device: String,
+        needs: u64,
+        room: u64,
+    },
+    Cohort {
+        device: String,
+        needs: u64,
+        room: u64,
+    },
+    NodeGroup {
+        name: String,
+        device: String,
+        needs: u64,
+        free: u64,
+    },
+}
+
+impl Ledger {
+    fn used_by(&self, tenant: &str, device: &str) -> u64 {
+        self.tenant_used
+            .get(&(tenant.to_string(), device.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether `d` fits next to what is admitted, or the first limit it hits: the tenant's
+    /// guaranteed + elastic quota, the cohort's guaranteed total, the node group's devices.
+    fn fits(
+        &self,
+        d: &Demand,
+        quotas: &Quotas,
+        groups: &BTreeMap<String, NodeGroupInfo>,
+    ) -> Result<(), Blocker> {
+        for (device, &needs) in &d.per_device {
+            let q = quotas.get(&d.tenant, device);
+            let used = self.used_by(&d.tenant, device);
+            let limit = q.guaranteed + q.elastic;
+            if used + needs > limit {
+                return Err(Blocker::Tenant {
+                    device: device.clone(),
+                    needs,
+                    room: limit.saturating_sub(used),
+                });
+            }
+            let total = self.device_used.get(device).copied().unwrap_or(0);
+            let cohort = quotas.cohort(device);
+            if total + needs > cohort {
+                return Err(Blocker::Cohort {
+                    device: device.clone(),
+                    needs,
+                    room: cohort.saturating_sub(total),
+                });
+            }
+        }
+        for (name, &needs) in &d.per_group {
+            let capacity = groups.get(name).map_or(0, |g| g.devices);
+            let used = self.group_used.get(name).copied().unwrap_or(0);
+            if used + needs > capacity {
+                return Err(Blocker::NodeGroup {
+                    name: name.clone(),
+                    device: groups
+                        .get(name)
+                        .map(|g| g.device.clone())
+                        .unwrap_or_default(),
+                    needs,
+                    free: capacity.saturating_sub(used),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, seq: usize, index: usize, d: &Demand) {
+        for (name, n) in &d.per_group {
+            *self.group_used.entry(name.clone()).or_default() += n;
+        }
+        for (device, n) in &d.per_device {
+            *self
+                .tenant_used
+                .entry((d.tenant.clone(), device.clone()))
+                .or_default() += n;
+            *self.device_used.entry(device.clone()).or_default() += n;
+        }
+        self.admitted.insert(seq, index);
+    }
+
+    fn remove(&mut self, seq: usize, d: &Demand) {
+        for (name, n) in &d.per_group {
+            if let Some(used) = self.group_used.get_mut(name) {
+                *used = used.saturating_sub(*n);
+            }
+        }
+        for (device, n) in &d.per_device {
+            if let Some(used) = self
+                .tenant_used
+                .get_mut(&(d.tenant.clone(), device.clone()))
+            {
+                *used = used.saturating_sub(*n);
+            }
+            if let Some(used) = self.device_used.get_mut(device) {
+                *used = used.saturating_sub(*n);
+            }
+        }
+        self.admitted.remove(&seq);
+    }
+}
+
+/// The preview of pool `id` for `plans` (all of this pool), with the catalogue's `pool`.
+pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> PoolAdmission {
+    let groups: BTreeMap<String, NodeGroupInfo> = pool
+        .map(|p| {
+            p.node_groups()
+                .map(|(site, g)| {
+                    (
+                        g.name.value.clone(),
+                        NodeGroupInfo {
+                            site: site.name.value.clone(),
+                            device: g.device.value.clone(),
+                            devices: g.devices(),
+                        },
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let quotas = quotas(plans, pool, &groups);
+
+    // Rule 2: the order of consideration.
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|&i| {
+        plans.get(i).map(|p| {
+            (
+                p.schedule.is_some(),
+                Reverse(p.priority),
+                p.file.clone(),
+                p.job.clone(),
+            )
+        })
+    });
+
+    let mut jobs: Vec<JobAdmission> = Vec::new();
+    let mut demands: Vec<Option<Demand>> = Vec::new();
+    for &i in &order {
+        let Some(plan) = plans.get(i) else { continue };
+        let (job, demand) = admission_of(plan, pool.is_some(), &groups, &quotas);
+        jobs.push(job);
+        demands.push(demand);
+    }
+
+    let mut ledger = Ledger::default();
+    let mut next_seq = 0;
+    let mut evicted_by: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut waiting: Vec<usize> = Vec::new();
+    // Rule 5: in order, admit what fits; a job within its tenant's guaranteed quota reclaims
+    // it from borrowing jobs of other tenants (rule 7).
+    for index in 0..demands.len() {
+        let Some(Some(d)) = demands.get(index) else {
+            continue;
+        };
+        if ledger.fits(d, &quotas, &groups).is_ok() {
+            ledger.add(next_seq, index, d);
+            next_seq += 1;
+            continue;
+        }
+        match reclaim(index, &demands, &ledger, &quotas, &groups) {
+            Some((after, victims)) => {
+                ledger = after;
+                ledger.add(next_seq, index, d);
+                next_seq += 1;
+                for v in victims {
+                    evicted_by.insert(v, index);
+                    waiting.push(v);
+                }
+            }
+            None => waiting.push(index),
+        }
+    }
+    // Kueue's BestEffortFIFO tries every waiting job again when quota is freed; here the
+    // waiting jobs are tried again in the rules' order, without reclaiming, until none fits.
+    waiting.sort_unstable();
+    loop {
+        let mut admitted_one = false;
+        waiting.retain(|&index| {
+            let Some(Some(d)) = demands.get(index) else {
+                return false;
+            };
+            if ledger.fits(d, &quotas, &groups).is_ok() {
+                ledger.add(next_seq, index, d);
+                next_seq += 1;
+                evicted_by.remove(&index);
+                admitted_one = true;
+                return false;
+            }
+            true
+        });
+        if !admitted_one {
+            break;
+        }
+    }
+
+    account(id, jobs, &demands, &ledger, &quotas, &groups, &evicted_by)
+}
+
+/// The job's entry (its verdict when it is never placed) and its demand when it may be.
+fn admission_of(
+    plan: &Plan,
+    pool_known: bool,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+    quotas: &Quotas,
+) -> (JobAdmission, Option<Demand>) {
+    let mut per_group: BTreeMap<String, u64> = BTreeMap::new();
+    let mut per_device: BTreeMap<String, u64> = BTreeMap::new();
+    let flavors: Vec<FlavorShare> = plan
+        .groups
+        .iter()
+        .map(|g| {
+            *per_group.entry(g.node_group.clone()).or_default() += g.devices;
+            *per_device.entry(g.device.clone()).or_default() += g.devices;
+            FlavorShare {
+                node_group: g.node_group.clone(),
+                device: g.device.clone(),
+                devices: g.devices,
+                borrowed: 0,
+            }
+        })
+        .collect();
+    let mut job = JobAdmission {
+        job: plan.job.clone(),
+        file: plan.file.clone(),
+        tenant: plan.tenant.clone(),
+        priority: plan.priority,
+        interruptible: plan.interruptible,
+        window: plan.schedule.as_ref().map(|s| Window {
+            start_hour: s.start_hour,
+            hours_per_day: s.hours_per_day,
+        }),
+        flavors,
+        status: AdmissionStatus::Admitted,
+    };
+    if !plan.feasible {
+        job.status = AdmissionStatus::NotPlanned {
+            reasons: plan.reasons.clone(),
+        };
+        return (job, None);
+    }
+    // Rule 3: what no other job can change.
+    let never = |reason: String| AdmissionStatus::NeverAdmissible { reason };
+    if !pool_known {
+        job.status = never(format!("pool `{}` is not in the catalogue", plan.pool));
+        return (job, None);
+    }
+    if plan.groups.is_empty() {
+        job.status = never("the plan names no node group".to_string());
+        return (job, None);
+    }
+    for g in &plan.groups {
+        match groups.get(&g.node_group) {
+            None => {
+                job.status = never(format!(
+                    "node group `{}` is not in pool `{}`",
+                    g.node_group, plan.pool
+                ));
+                return (job, None);
+            }
+            Some(info) if info.device != g.device => {
+                job.status = never(format!(
+                    "the plan puts {} on node group `{}`, which holds {}: plan again",
+                    g.device, g.node_group, info.device
+                ));
+                return (job, None);
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, &needs) in &per_group {
+        let capacity = groups.get(name).map_or(0, |g| g.devices);
+        if needs > capacity {
+            job.status = never(format!(
+                "needs {needs} devices of `{name}`, which has {capacity}"
+            ));
+            return (job, None);
+        }
+    }
+    for (device, &needs) in &per_device {
+        let q = quotas.get(&plan.tenant, device);
+        if q.guaranteed + q.elastic == 0 {
+            job.status = never(format!(
+                "tenant `{}` has no quota for {device}",
+                plan.tenant
+            ));
+            return (job, None);
+        }
+        if needs > q.guaranteed + q.elastic {
+            job.status = never(format!(
+                "needs {needs} {device}, above tenant `{}`'s {} guaranteed + {} elastic",
+                plan.tenant, q.guaranteed, q.elastic
+            ));
+            return (job, None);
+        }
+        let cohort = quotas.cohort(device);
+        if needs > cohort {
+            job.status = never(format!(
+                "needs {needs} {device}, above the {cohort} the pool's tenants are guaranteed in all (the most the cohort holds)"
+            ));
+            return (job, None);
+        }
+    }
+    let demand = Demand {
+        tenant: plan.tenant.clone(),
+        priority: plan.priority,
+        per_group,
+        per_device,
+    };
+    (job, Some(demand))
+}
+
+/// Rule 4: each tenant's quota per device type. A tenant with quotas in the catalogue has them
+/// (none for a device type it is not given); a tenant with none gets what the emitted
+/// ClusterQueue gets: per node group its jobs use, the largest job there (whole nodes), no
+/// elastic share. The cohort holds every tenant's guaranteed quota.
+fn quotas(
+    plans: &[&Plan],
+    pool: Option<&Pool>,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+) -> Quotas {
+    let mut of: BTreeMap<(String, String), Quota> = BTreeMap::new();
+    let mut declared: BTreeSet<String> = BTreeSet::new();
+    if let Some(pool) = pool {
+        for tenant in pool.tenants.iter().filter(|t| !t.quota.is_empty()) {
+            declared.insert(tenant.name.value.clone());
+            for q in &tenant.quota {
+                let entry = of
+                    .entry((tenant.name.value.clone(), q.device.value.clone()))
+                    .or_default();
+                entry.guaranteed += u64::from(q.guaranteed.value);
+                entry.elastic += u64::from(q.elastic.value);
+            }
+        }
+    }
+    // The largest whole-node need of any feasible plan on each node group (the backends'
+    // `nodes_needed` × devices per node).
+    let mut largest: BTreeMap<&str, u64> = BTreeMap::new();
+    for plan in plans.iter().filter(|p| p.feasible) {
+        for g in &plan.groups {
+            let need = (g.nodes * g.devices_per_node).max(g.devices);
+            let entry = largest.entry(g.node_group.as_str()).or_default();
+            *entry = (*entry).max(need);
+        }
+    }
+    let mut derived_groups: BTreeMap<(String, String), BTreeSet<&str>> = BTreeMap::new();
+    for plan in plans
+        .iter()
+        .filter(|p| p.feasible && !declared.contains(&p.tenant))
+    {
+        for g in &plan.groups {
+            let Some(info) = groups.get(&g.node_group) else {
+                continue;
+            };
+            derived_groups
+                .entry((plan.tenant.clone(), info.device.clone()))
+                .or_default()
+                .insert(g.node_group.as_str());
+        }
+    }
+    for (key, names) in derived_groups {
+        let guaranteed = names
+            .iter()
+            .map(|n| largest.get(n).copied().unwrap_or(0))
+            .sum();
+        of.insert(
+            key,
+            Quota {
+                guaranteed,
+                elastic: 0,
+                derived: true,
+            },
+        );
+    }
+    let mut cohort: BTreeMap<String, u64> = BTreeMap::new();
+    for ((_, device), q) in &of {
+        *cohort.entry(device.clone()).or_default() += q.guaranteed;
+    }
+    Quotas { of, cohort }
+}
+
+/// Rule 7 (Kueue's classic preemption with `reclaimWithinCohort: Any`): a job that fits in its
+/// tenant's unused guaranteed quota may evict jobs of other tenants that borrow the device types
+/// it needs, lowest priority and latest admitted first, then gives back every victim it can do
+/// without. Returns the ledger without the victims, and the victims, or `None` when evicting
+/// every candidate would not make room.
+fn reclaim(
+    index: usize,
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    quotas: &Quotas,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+) -> Option<(Ledger, Vec<usize>)> {
+    let d = demands.get(index)?.as_ref()?;
+    let within_guaranteed = d.per_device.iter().all(|(device, n)| {
+        ledger.used_by(&d.tenant, device) + n <= quotas.get(&d.tenant, device).guaranteed
+    });
+    if !within_guaranteed {
+        return None;
+    }
+    let borrowing = |l: &Ledger, tenant: &str, device: &str| {
+        l.used_by(tenant, device) > quotas.get(tenant, device).guaranteed
+    };
+    let mut candidates: Vec<(usize, usize, Priority)> = ledger
+        .admitted
+        .iter()
+        .filter_map(|(&seq, &j)| {
+            let other = demands.get(j)?.as_ref()?;
+            (other.tenant != d.tenant
+                && other
+                    .per_device
+                    .keys()
+                    .any(|k| d.per_device.contains_key(k)))
+            .then_some((seq, j, other.priority))
+        })
+        .collect();
+    // Lowest priority first, then the most recently admitted.
+    candidates.sort_by_key(|&(seq, _, priority)| (priority, Reverse(seq)));
+    let mut after = ledger.clone();
+    let mut victims: Vec<(usize, usize)> = Vec::new();
+    for (seq, j, _) in candidates {
+        if after.fits(d, quotas, groups).is_ok() {
+            break;
+        }
+        let Some(other) = demands.get(j).and_then(Option::as_ref) else {
+            continue;
+        };
+        // Only a tenant still above its guaranteed quota of a shared device type lends.
+        let lends = other
+            .per_device
+            .keys()
+            .any(|k| d.per_device.contains_key(k) && borrowing(&after, &other.tenant, k));
+        if lends {
+            after.remove(seq, other);
+            victims.push((seq, j));
+        }
+    }
+    if after.fits(d, quotas, groups).is_err() {
+        return None;
+    }
+    // Give back, in reverse, every victim the job still fits beside.
+    let mut kept: Vec<usize> = Vec::new();
+    for &(seq, j) in victims.iter().rev() {
+        let Some(other) = demands.get(j).and_then(Option::as_ref) else {
+            continue;
+        };
+        after.add(seq, j, other);
+        if after.fits(d, quotas, groups).is_err() {
+            after.remove(seq, other);
+            kept.push(j);
+        }
+    }
+    kept.reverse();
+    Some((after, kept))
+}
+
+/// Rule 8: the verdict of every job from the final ledger, and what each node group and tenant
+/// holds.
+fn account(
+    id: &str,
+    mut jobs: Vec<JobAdmission>,
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    quotas: &Quotas,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+    evicted_by: &BTreeMap<usize, usize>,
+) -> PoolAdmission {
+    // Split each tenant's use into guaranteed and borrowed in admission order: the earliest
+    // admitted jobs hold the guaranteed quota.
+    let mut guaranteed_left: BTreeMap<(String, String), u64> = quotas
+        .of
+        .iter()
+        .map(|(k, q)| (k.clone(), q.guaranteed))
+        .collect();
+    let mut node_groups: BTreeMap<String, NodeGroupUsage> = groups
+        .iter()
+        .map(|(name, g)| {
+            (
+                name.clone(),
+                NodeGroupUsage {
+                    site: g.site.clone(),
+                    device: g.device.clone(),
+                    devices: g.devices,
+                    used: 0,
+                    free: g.devices,
+                    borrowed: 0,
+                },
+            )
+        })
+        .collect();
+    for &index in ledger.admitted.values() {
+        let Some(job) = jobs.get_mut(index) else {
+            continue;
+        };
+        let mut borrowed: BTreeMap<String, u64> = BTreeMap::new();
+        for flavor in &mut job.flavors {
+            let left = guaranteed_left
+                .entry((job.tenant.clone(), flavor.device.clone()))
+                .or_default();
+            let inside = flavor.devices.min(*left);
+            *left -= inside;
+            flavor.borrowed = flavor.devices - inside;
+            if flavor.borrowed > 0 {
+                *borrowed.entry(flavor.device.clone()).or_default() += flavor.borrowed;
+            }
+            if let Some(usage) = node_groups.get_mut(&flavor.node_group) {
+                usage.used += flavor.devices;
+                usage.free = usage.devices.saturating_sub(usage.used);
+                usage.borrowed += flavor.borrowed;
+            }
+        }
+        if !borrowed.is_empty() {
+            job.status = AdmissionStatus::Borrows {
+                borrowed,
+                preempted_by: Vec::new(),
+            };
+        }
+    }
+    let mut tenants: BTreeMap<String, BTreeMap<String, TenantUsage>> = BTreeMap::new();
+    for ((tenant, device), q) in &quotas.of {
+        let used = ledger.used_by(tenant, device);
+        let guaranteed_used = used.min(q.guaranteed);
+        tenants.entry(tenant.clone()).or_default().insert(
+            device.clone(),
+            TenantUsage {
+                guaranteed: q.guaranteed,
+                elastic: q.elastic,
+                guaranteed_used,
+                borrowed: used - guaranteed_used,
+                derived: q.derived,
+            },
+        );
+    }
+    let admitted: BTreeSet<usize> = ledger.admitted.values().copied().collect();
+    let names: Vec<String> = jobs.iter().map(|j| j.job.clone()).collect();
+    for (index, job) in jobs.iter_mut().enumerate() {
+        if let AdmissionStatus::Borrows {
+            borrowed,
+            preempted_by,
+        } = &mut job.status
+        {
+            *preempted_by = preemptors(&job.tenant, job.priority, borrowed, &tenants);
+            continue;
+        }
+        if admitted.contains(&index) {
+            continue;
+        }
+        let Some(Some(d)) = demands.get(index) else {
+            continue;
+        };
+        let (behind, mut reason) = match ledger.fits(d, quotas, groups) {
+            Ok(()) => (Vec::new(), "waits for its turn".to_string()),
+            Err(blocker) => holders(&blocker, d, demands, ledger, &names),
+        };
+        if let Some(name) = evicted_by.get(&index).and_then(|r| names.get(*r)) {
+            reason = format!(
+                "preempted by `{name}`, whose tenant reclaims its guaranteed quota; {reason}"
+            );
+        }
+        job.status = AdmissionStatus::Queues { behind, reason };
+    }
+    let counts = VerdictCounts::of(&jobs);
+    PoolAdmission {
+        pool: id.to_string(),
+        jobs,
+        node_groups,
+        tenants,
+        counts,
+    }
+}
+
+/// Rule 6: who may preempt a job of `tenant` at `priority` that borrows `borrowed`.
+fn preemptors(
+    tenant: &str,
+    priority: Priority,
+    borrowed: &BTreeMap<String, u64>,
+    tenants: &BTreeMap<String, BTreeMap<String, TenantUsage>>,
+) -> Vec<Preemptor> {
+    let mut found = Vec::new();
+    for device in borrowed.keys() {
+        for (lender, usage) in tenants {
+            let Some(u) = usage.get(device) else { continue };
+            let unused = u.guaranteed.saturating_sub(u.guaranteed_used);
+            if lender != tenant && unused > 0 {
+                found.push(Preemptor::Reclaim {
+                    tenant: lender.clone(),
+                    device: device.clone(),
+                    unused_guaranteed: unused,
+                });
+            }
+        }
+    }
+    if priority != Priority::Critical {
+        found.push(Preemptor::HigherPriority { above: priority });
+    }
+    found
+}
+
+/// The admitted jobs holding what `blocker` says is missing, in admission order, and the reason
+/// in words.
+fn holders(
+    blocker: &Blocker,
+    d: &Demand,
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    names: &[String],
+) -> (Vec<String>, String) {
+    let holds = |j: usize| -> bool {
+        let Some(Some(other)) = demands.get(j) else {
+            return false;
+        };
+        match blocker {
+            Blocker::Tenant { device, .. } => {
+                other.tenant == d.tenant && other.per_device.contains_key(device)
+            }
+            Blocker::Cohort { device, .. } => other.per_device.contains_key(device),
+            Blocker::NodeGroup { name, .. } => other.per_group.contains_key(name),
+        }
+    };
+    let behind = ledger
+        .admitted
+        .values()
+        .filter(|&&j| holds(j))
+        .filter_map(|&j| names.get(j).cloned())
+        .collect();
+    let reason = match blocker {
+        Blocker::Tenant {
+            device,
+            needs,
+            room,
+        } => format!(
+            "needs {needs} {device}, {room} left of tenant `{}`'s guaranteed + elastic quota",
+            d.tenant
+        ),
+        Blocker::Cohort {
+            device,
+            needs,
+            room,
+        } => format!("needs {needs} {device}, {room} left of the cohort's guaranteed quota"),
+        Blocker::NodeGroup {
+            name,
+            device,
+            needs,
+            free,
+        } => {
+            format!("needs {needs} {device} on `{name}`, {free} free")
+        }
+    };
+    (behind, reason)
+}
