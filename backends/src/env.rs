@@ -15,6 +15,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/kubernetes/clusterqueue.yaml.j2"),
     ),
     (
+        "kubernetes/lender-clusterqueue.yaml.j2",
+        include_str!("../templates/kubernetes/lender-clusterqueue.yaml.j2"),
+    ),
+    (
         "kubernetes/configmap.yaml.j2",
         include_str!("../templates/kubernetes/configmap.yaml.j2"),
     ),

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use job::{QuotaShare, Tenancy};
 pub use slurm::SlurmVersion;
-pub use tenants::tenancies;
+pub use tenants::{node_group_devices, tenancies};
 
 /// Which system the manifests are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,6 +63,10 @@ pub struct Options {
     /// Backend names of each tenant (namespace, queue, account, checkpoint root), by tenant name;
     /// tenants not listed get [`Tenancy::derived`].
     pub tenants: BTreeMap<String, Tenancy>,
+    /// Devices of each node group of the plans' pools, by node group name, from the catalogue:
+    /// what the pool's cohort holds beyond the tenants' guaranteed quotas is lent by one more
+    /// ClusterQueue ([`node_group_devices`]). Empty: no lender queue.
+    pub node_groups: BTreeMap<String, u64>,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
             image: "ghcr.io/loam-dev/trainer:latest".to_string(),
             trainer: vec!["loam-train".to_string()],
             tenants: BTreeMap::new(),
+            node_groups: BTreeMap::new(),
         }
     }
 }

@@ -45,3 +45,18 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
     }
     found
 }
+
+/// The devices of every node group of the pools `doc`'s plans run in, by node group name: the
+/// capacity the pool's Kueue cohort must hold for the catalogue's elastic quotas to be real.
+pub fn node_group_devices(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, u64> {
+    let mut found = BTreeMap::new();
+    for plan in &doc.plans {
+        let Some(pool) = catalogue.pool(&plan.pool) else {
+            continue;
+        };
+        for (_, group) in pool.node_groups() {
+            found.insert(group.name.value.clone(), group.devices());
+        }
+    }
+    found
+}

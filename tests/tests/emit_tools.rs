@@ -295,8 +295,15 @@ fn kubernetes_objects_validate_strictly_and_round_trip() {
             loam_backends::Flavor::Jobset,
             loam_backends::Flavor::Volcano,
         ] {
+            let doc = plan_fixture(name);
+            // The catalogue's node groups, so the pool's lender ClusterQueue is emitted and
+            // checked against the Kueue schema too.
             let options = Options {
                 flavor,
+                node_groups: loam_backends::node_group_devices(
+                    &doc,
+                    &loam_compiler::catalogue::builtin(),
+                ),
                 ..options()
             };
             files.extend(write(

@@ -6,7 +6,7 @@
 //! deadline or the budget is missed): those are the plan phase's own findings (L3xxx), reported
 //! by `loam plan` before emit refuses them, and not a rule that check skipped.
 
-use loam_backends::{Flavor, Options, Target, tenancies};
+use loam_backends::{Flavor, Options, Target, node_group_devices, tenancies};
 use loam_compiler::project::{check_project, plan_project};
 use loam_tests::{project_files, repo_root, split_fixture};
 use std::path::PathBuf;
@@ -63,6 +63,7 @@ fn no_later_phase_rejects_what_an_earlier_one_accepted() {
             let options = Options {
                 flavor,
                 tenants: tenancies(doc, catalogue),
+                node_groups: node_group_devices(doc, catalogue),
                 ..Options::default()
             };
             match loam_backends::render(doc, target, &options) {

@@ -18,10 +18,83 @@ use minijinja::Value;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The lender queue's name: `unreserved-<cohort>`.
+fn lender_name(cohort: &str) -> String {
+    dns_label(&format!("unreserved-{cohort}"), 63)
+}
+
+/// The devices of the site's node groups that no tenant is guaranteed, as the nominal quota of
+/// a ClusterQueue in the pool's cohort that no LocalQueue points at: it runs nothing and lends
+/// everything, so the tenants' elastic quotas (their `borrowingLimit`) can borrow devices the
+/// pool has but nobody reserved. Kueue lends only other queues' unused nominal quota; without
+/// it a tenant could borrow only what the other tenants are guaranteed. Each resource is whole
+/// nodes' worth of the unreserved devices. `None` when nothing is unreserved, or when the
+/// catalogue's node groups are not known (`node_groups` empty).
+fn lender(
+    site: &Site,
+    node_groups: &BTreeMap<String, u64>,
+) -> Option<(String, Vec<String>, Vec<(String, Vec<ResourceQuota>)>)> {
+    let cohort = site.tenants.values().next()?.cohort.clone();
+    let mut covered_set: BTreeSet<String> = BTreeSet::new();
+    let mut unreserved: Vec<(&Flavor_, u64)> = Vec::new();
+    for f in site.flavors.values() {
+        let Some(total) = node_groups.get(&f.node_group) else {
+            continue;
+        };
+        let reserved: u64 = site
+            .tenants
+            .values()
+            .filter(|t| t.flavors.contains(&f.name))
+            .map(|t| share(t, f).guaranteed)
+            .sum();
+        let free = total.saturating_sub(reserved);
+        if free > 0 {
+            covered_set.extend(f.per_node.keys().cloned());
+            unreserved.push((f, free));
+        }
+    }
+    if unreserved.is_empty() {
+        return None;
+    }
+    covered_set.remove("cpu");
+    covered_set.remove("memory");
+    let covered: Vec<String> = ["cpu".to_string(), "memory".to_string()]
+        .into_iter()
+        .chain(covered_set)
+        .collect();
+    let flavors = unreserved
+        .iter()
+        .map(|(f, free)| {
+            let nodes = free / f.devices_per_node;
+            let quotas = covered
+                .iter()
+                .map(|r| {
+                    let per = f.per_node.get(r).copied().unwrap_or(0);
+                    let nominal = if *r == f.device_resource {
+                        *free
+                    } else {
+                        nodes * per
+                    };
+                    let unit = if r == "memory" { "Mi" } else { "" };
+                    ResourceQuota {
+                        name: r.clone(),
+                        nominal: format!("{nominal}{unit}"),
+                        borrowing: format!("0{unit}"),
+                    }
+                })
+                .collect();
+            (f.name.clone(), quotas)
+        })
+        .collect();
+    Some((cohort, covered, flavors))
+}
+
 /// One node group as a Kueue ResourceFlavor.
 #[derive(Debug, Clone, Serialize)]
 struct Flavor_ {
     name: String,
+    /// The catalogue node group it is.
+    node_group: String,
     device: String,
     node_labels: Vec<(String, String)>,
     taints: Vec<(String, Option<String>, String)>,
@@ -161,6 +234,18 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                         Value::from_serialize(flavor),
                     )?;
                 }
+                if let Some((cohort, covered, flavors)) = lender(site, &options.node_groups) {
+                    add(
+                        format!("30-clusterqueue-{}.yaml", lender_name(&cohort)),
+                        "lender-clusterqueue",
+                        minijinja::context! {
+                            queue => lender_name(&cohort),
+                            cohort => cohort,
+                            covered => covered,
+                            flavors => Value::from_serialize(&flavors),
+                        },
+                    )?;
+                }
                 for tenant in site.tenants.values() {
                     let (covered, flavors) = cluster_queue(site, tenant);
                     add(
@@ -234,6 +319,7 @@ fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
     }
     Flavor_ {
         name: flavor_name(&g.ir.node_group),
+        node_group: g.ir.node_group.clone(),
         device: g.ir.device.clone(),
         node_labels: g
             .ir

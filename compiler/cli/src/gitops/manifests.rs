@@ -17,6 +17,7 @@ pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, Stri
     let mut options = Options::default();
     if let Some(catalogue) = &side.specs.catalogue {
         options.tenants = loam_backends::tenancies(&doc, catalogue);
+        options.node_groups = loam_backends::node_group_devices(&doc, catalogue);
     }
     match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests

@@ -36,7 +36,7 @@ struct Quota {
     derived: bool,
 }
 
-/// Every tenant's quota per device type, and the cohort's (the pool's) guaranteed total.
+/// Every tenant's quota per device type, and what the cohort (the pool) holds of each.
 struct Quotas {
     of: BTreeMap<(String, String), Quota>,
     cohort: BTreeMap<String, u64>,
@@ -94,7 +94,7 @@ impl Ledger {
     }
 
     /// Whether `d` fits next to what is admitted, or the first limit it hits: the tenant's
-    /// guaranteed + elastic quota, the cohort's guaranteed total, the node group's devices.
+    /// guaranteed + elastic quota, what the cohort holds, the node group's devices.
     fn fits(
         &self,
         d: &Demand,
@@ -370,7 +370,7 @@ fn admission_of(
         let cohort = quotas.cohort(device);
         if needs > cohort {
             job.status = never(format!(
-                "needs {needs} {device}, above the {cohort} the pool's tenants are guaranteed in all (the most the cohort holds)"
+                "needs {needs} {device}, above the {cohort} the pool's cohort holds"
             ));
             return (job, None);
         }
@@ -387,7 +387,8 @@ fn admission_of(
 /// Rule 4: each tenant's quota per device type. A tenant with quotas in the catalogue has them
 /// (none for a device type it is not given); a tenant with none gets what the emitted
 /// ClusterQueue gets: per node group its jobs use, the largest job there (whole nodes), no
-/// elastic share. The cohort holds every tenant's guaranteed quota.
+/// elastic share. The cohort holds every device of the pool: the tenants' guaranteed quotas
+/// and the unreserved rest, which the pool's lender ClusterQueue lends.
 fn quotas(
     plans: &[&Plan],
     pool: Option<&Pool>,
@@ -446,9 +447,20 @@ fn quotas(
             },
         );
     }
-    let mut cohort: BTreeMap<String, u64> = BTreeMap::new();
+    // The cohort holds the tenants' guaranteed quotas and, through the pool's lender queue,
+    // every device nobody is guaranteed: all the pool's devices of the type (more only when
+    // the catalogue guarantees more than there are).
+    let mut guaranteed: BTreeMap<String, u64> = BTreeMap::new();
     for ((_, device), q) in &of {
-        *cohort.entry(device.clone()).or_default() += q.guaranteed;
+        *guaranteed.entry(device.clone()).or_default() += q.guaranteed;
+    }
+    let mut cohort: BTreeMap<String, u64> = BTreeMap::new();
+    for info in groups.values() {
+        *cohort.entry(info.device.clone()).or_default() += info.devices;
+    }
+    for (device, g) in guaranteed {
+        let held = cohort.entry(device).or_default();
+        *held = (*held).max(g);
     }
     Quotas { of, cohort }
 }
@@ -710,7 +722,7 @@ fn holders(
             device,
             needs,
             room,
-        } => format!("needs {needs} {device}, {room} left of the cohort's guaranteed quota"),
+        } => format!("needs {needs} {device}, {room} left in the pool's cohort"),
         Blocker::NodeGroup {
             name,
             device,
