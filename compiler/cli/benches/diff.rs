@@ -90,6 +90,7 @@ fn bench(c: &mut Criterion) {
         paths: vec![dir.path().to_path_buf()],
         catalogue: None,
         manifests: Some(Target::Kubernetes),
+        cache: None,
     };
     let start = Instant::now();
     if let Ok(outcome) = run(&request) {
