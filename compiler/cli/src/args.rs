@@ -142,6 +142,10 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
     pub format: PlanFormat,
+    /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
+    /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
 }
 
 /// Arguments of `loam calibrate`.
@@ -284,4 +288,8 @@ pub struct DiffArgs {
     /// Whose manifests to diff for changed jobs.
     #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
     pub manifests: DiffManifests,
+    /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
+    /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
 }

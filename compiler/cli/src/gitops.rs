@@ -13,8 +13,9 @@
 //!
 //! Reading uses git2 only (no `git` process, no network). Both sides go through the core's one
 //! entry point, as `loam check` and `loam plan` do: [`loam_compiler::project::check_project`]
-//! and [`loam_compiler::project::plan_project_reusing`], which takes the base's plan of a job
-//! whose spec and catalogue did not change.
+//! and [`loam_compiler::project::plan_project_reusing`], which takes the head's plan of a job
+//! whose spec and catalogue inputs (its pool, the devices it uses) did not change, or the plan
+//! the cache holds for it ([`crate::plan_cache`]).
 
 pub mod classify;
 pub mod compare;
@@ -48,6 +49,8 @@ pub struct Request {
     /// The backend whose manifests are diffed; `None` for no manifest diff (changed jobs are
     /// then classified for [`DEFAULT_BACKEND`]).
     pub manifests: Option<Target>,
+    /// The plan cache (`--cache DIR`, `LOAM_CACHE_DIR`); `None` for none.
+    pub cache: Option<crate::plan_cache::PlanCache>,
 }
 
 /// The backend whose rules classify changed jobs when no manifests are diffed: the default of
@@ -91,8 +94,9 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
         None => Snapshot::worktree(&repo, &prefixes, &catalogue_dir)?,
     };
     let base_snapshot = Snapshot::at_revision(&repo, &request.base, &prefixes, &catalogue_dir)?;
-    let head = Side::load(head_snapshot, None)?;
-    let base = Side::load(base_snapshot, Some(&head))?;
+    let cache = request.cache.as_ref();
+    let head = Side::load(head_snapshot, None, cache)?;
+    let base = Side::load(base_snapshot, Some(&head), cache)?;
     let mut diff = compare::compare(&base, &head);
     let target = request.manifests.unwrap_or(DEFAULT_BACKEND);
     for job in &mut diff.jobs {

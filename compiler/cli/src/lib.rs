@@ -9,6 +9,7 @@ pub mod catalogue_source;
 mod commands;
 pub mod gitops;
 pub mod io;
+pub mod plan_cache;
 pub mod render;
 pub mod session;
 

@@ -11,6 +11,11 @@
 //! so every command parses, checks and plans a spec the same way. A job with an error of its own
 //! is not planned; every other job is, also in the same file, so one bad job never hides the
 //! plans of the rest.
+//!
+//! A job's plan is a pure function of its spec file (path and text), its name, the catalogue
+//! parts it can read ([`Catalogue::inputs_digest`]) and loam itself; [`plan_key`] hashes exactly
+//! these, so a caller may keep plans by key (the other side of a diff, an on-disk cache) and hand
+//! them back through [`plan_project_reusing`].
 
 use crate::catalogue::{self, Catalogue};
 use crate::check::{Job, check_file, check_unique_job_names};
@@ -21,6 +26,9 @@ use crate::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
 use crate::plan::plan_job;
 use crate::span::{FileId, SourceMap, Span};
 use crate::syntax::{decode_utf8, parse};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// Everything a run reads, as the CLI (or a test, or a git revision) hands it in.
 #[derive(Debug, Clone, Default)]
@@ -83,6 +91,11 @@ pub struct PlannedProject {
     pub diagnostics: Vec<Diagnostic>,
     /// The planner's findings alone (L3xxx), located and sorted.
     pub findings: Vec<Diagnostic>,
+    /// The [`plan_key`] of each plan of `document.plans`, in the same order.
+    pub keys: Vec<String>,
+    /// Whether each plan of `document.plans` was handed in by the caller's reuse rather than
+    /// planned here, in the same order.
+    pub reused: Vec<bool>,
 }
 
 impl PlannedProject {
@@ -172,45 +185,127 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
 
 /// Plans every plannable job of `project` on up to `threads` threads.
 pub fn plan_project(project: &CheckedProject, threads: usize) -> PlannedProject {
-    plan_project_reusing(project, threads, &|_| None)
+    plan_project_reusing(project, threads, &|_, _| None)
 }
 
-/// [`plan_project`], taking the plan `reuse` offers for a job instead of planning it again (the
-/// other side of a diff planned the same spec against the same catalogue: planning is a pure
-/// function of the two). A reused plan brings its findings with it.
+/// What a plan key covers besides its inputs: loam's version and the Plan format, since the
+/// planner and the IR change between versions.
+const KEY_VERSION: &str = concat!("loam ", env!("CARGO_PKG_VERSION"), " plan ");
+
+/// The key of a job's plan: `sha256:<hex>` over loam's version, the Plan format version, the
+/// spec file's display path and text, the job's name and the job's catalogue inputs
+/// ([`Catalogue::inputs_digest`]). The plan is a pure function of these: two jobs with the same
+/// key have byte-identical plans. (The path is in the key because the plan names its file.)
+pub fn plan_key(file: &str, text: &str, job: &str, inputs_digest: &str) -> String {
+    let version = format!("{KEY_VERSION}{FORMAT_VERSION}");
+    let parts: [&[u8]; 5] = [
+        version.as_bytes(),
+        file.as_bytes(),
+        text.as_bytes(),
+        job.as_bytes(),
+        inputs_digest.as_bytes(),
+    ];
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+/// `sha256:<hex>` of `bytes`, for callers that check what they stored (a cached plan's text).
+pub fn checksum(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::from("sha256:");
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The [`plan_key`] of every plannable job of `project`, in [`CheckedProject::plannable`] order
+/// (each pool's inputs digest worked out once); empty when the catalogue did not load.
+pub fn plan_keys(project: &CheckedProject) -> Vec<String> {
+    let Some(catalogue) = &project.catalogue else {
+        return Vec::new();
+    };
+    let mut inputs: BTreeMap<&str, String> = BTreeMap::new();
+    project
+        .plannable()
+        .map(|checked| {
+            let pool = checked.job.resources.pool.value.as_str();
+            let digest = inputs
+                .entry(pool)
+                .or_insert_with(|| catalogue.inputs_digest(pool));
+            let text = project
+                .sources
+                .get(checked.job.file)
+                .map_or("", |f| f.text.as_str());
+            plan_key(&checked.file, text, &checked.job.name.value, digest)
+        })
+        .collect()
+}
+
+/// [`plan_project`], taking the plan `reuse` offers for a job and its [`plan_key`] instead of
+/// planning it again (the other side of a diff, or a cache, planned the same spec against the
+/// same catalogue inputs: planning is a pure function of the two). A reused plan brings its
+/// findings with it; one that names another file or job is not taken.
 pub fn plan_project_reusing(
     project: &CheckedProject,
     threads: usize,
-    reuse: &(dyn Fn(&CheckedJob) -> Option<Plan> + Sync),
+    reuse: &(dyn Fn(&CheckedJob, &str) -> Option<Plan> + Sync),
 ) -> PlannedProject {
     let Some(catalogue) = &project.catalogue else {
         return PlannedProject {
             document: empty_document(""),
             diagnostics: project.diagnostics.clone(),
             findings: Vec::new(),
+            keys: Vec::new(),
+            reused: Vec::new(),
         };
     };
-    let jobs: Vec<&CheckedJob> = project.plannable().collect();
-    let plans: Vec<Plan> = map_ordered(&jobs, threads, |checked| {
-        reuse(checked).unwrap_or_else(|| plan_job(&checked.job, &checked.file, catalogue))
+    let jobs: Vec<(&CheckedJob, String)> = project.plannable().zip(plan_keys(project)).collect();
+    let results: Vec<(Plan, bool)> = map_ordered(&jobs, threads, |(checked, key)| {
+        match reuse(checked, key)
+            .filter(|p| p.file == checked.file && p.job == checked.job.name.value)
+        {
+            Some(plan) => (plan, true),
+            None => (plan_job(&checked.job, &checked.file, catalogue), false),
+        }
     });
     let mut findings: Vec<Diagnostic> = jobs
         .iter()
-        .zip(&plans)
-        .flat_map(|(checked, plan)| plan_diagnostics(&checked.job, plan))
+        .zip(&results)
+        .flat_map(|((checked, _), (plan, _))| plan_diagnostics(&checked.job, plan))
         .collect();
     findings.sort_by(compare);
     let mut diagnostics = project.diagnostics.clone();
     diagnostics.extend(findings.iter().cloned());
     diagnostics.sort_by(compare);
-    let mut document = empty_document(catalogue.digest());
-    document.plans = plans;
+    let mut planned: Vec<(Plan, String, bool)> = results
+        .into_iter()
+        .zip(jobs)
+        .map(|((plan, reused), (_, key))| (plan, key, reused))
+        .collect();
     // A stable sort: the jobs of one file stay in source order.
-    document.plans.sort_by(|a, b| a.file.cmp(&b.file));
+    planned.sort_by(|a, b| a.0.file.cmp(&b.0.file));
+    let mut document = empty_document(catalogue.digest());
+    let mut keys = Vec::with_capacity(planned.len());
+    let mut reused = Vec::with_capacity(planned.len());
+    for (plan, key, was_reused) in planned {
+        document.plans.push(plan);
+        keys.push(key);
+        reused.push(was_reused);
+    }
     PlannedProject {
         document,
         diagnostics,
         findings,
+        keys,
+        reused,
     }
 }
 

@@ -30,6 +30,7 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
             DiffManifests::Baremetal => Some(Target::Baremetal),
             DiffManifests::None => None,
         },
+        cache: crate::plan_cache::PlanCache::open(args.cache.as_deref()),
     };
     let outcome = gitops::run(&request)?;
     let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);

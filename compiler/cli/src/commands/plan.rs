@@ -2,10 +2,10 @@
 
 use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
+use crate::plan_cache::{self, PlanCache};
 use crate::render::diagnostics::{render_text, to_json};
 use crate::render::{admission, plan_json, plan_markdown, plan_table};
 use crate::session::{load_checked, threads};
-use loam_compiler::project::plan_project;
 use serde_json::json;
 use std::path::Path;
 
@@ -18,7 +18,8 @@ pub fn run(
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
     let specs = load_checked(&args.paths, catalogue_dir)?;
-    let planned = plan_project(&specs, threads());
+    let cache = PlanCache::open(args.cache.as_deref());
+    let planned = plan_cache::plan(&specs, threads(), cache.as_ref(), &|_| None);
     if !planned.diagnostics.is_empty() {
         cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
     }

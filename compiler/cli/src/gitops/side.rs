@@ -4,12 +4,11 @@
 use super::repo::{FileBytes, Repo};
 use crate::catalogue_source::{builtin_texts, read_dir};
 use crate::io::IoError;
+use crate::plan_cache::{self, PlanCache};
 use crate::session::threads;
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::plan::ir::Plan;
-use loam_compiler::project::{
-    CheckedJob, CheckedProject, ProjectFiles, check_project, plan_project_reusing,
-};
+use loam_compiler::project::{CheckedProject, ProjectFiles, check_project};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -141,14 +140,24 @@ pub struct Side {
     pub catalogue_errors: usize,
     /// The bytes of each spec file, by path.
     pub bytes: BTreeMap<String, Vec<u8>>,
+    /// The index in `plans` of each plan, by its key ([`loam_compiler::project::plan_key`]).
+    pub keys: BTreeMap<String, usize>,
+    /// How many plans were taken from the other side or the cache rather than planned.
+    pub reused: usize,
 }
 
 impl Side {
     /// Checks and plans `snapshot` with the core's entry point. A diff shows a spec file with
-    /// errors as broken, whole, so none of its jobs is planned. When `reuse` planned the same
-    /// job (same file, same bytes, checked clean) against the same catalogue, its plan is taken
-    /// instead of planning again: planning is a pure function of the two.
-    pub fn load(snapshot: Snapshot, reuse: Option<&Side>) -> Result<Side, IoError> {
+    /// errors as broken, whole, so none of its jobs is planned. When `reuse` planned a job with
+    /// the same key (same file and bytes, same job, same catalogue inputs: its pool and the
+    /// devices the pool uses), or `cache` holds one, that plan is taken instead of planning
+    /// again: planning is a pure function of the key's parts. A price change in one pool
+    /// re-plans only that pool's jobs.
+    pub fn load(
+        snapshot: Snapshot,
+        reuse: Option<&Side>,
+        cache: Option<&PlanCache>,
+    ) -> Result<Side, IoError> {
         let catalogue = match snapshot.catalogue {
             CatalogueSource::Texts(texts) => texts,
             CatalogueSource::Folder(dir) => read_dir(&dir)?,
@@ -175,22 +184,22 @@ impl Side {
             }
         }
         let catalogue_digest = specs.catalogue.as_ref().map(|c| c.digest().to_string());
-        let reuse_plan = |job: &CheckedJob| -> Option<Plan> {
+        let other = |key: &str| -> Option<Plan> {
             let other = reuse?;
-            let same = other.catalogue_digest.is_some()
-                && other.catalogue_digest == catalogue_digest
-                && other.bytes.get(&job.file) == bytes.get(&job.file)
-                && !other.broken.contains_key(&job.file);
-            if !same {
-                return None;
-            }
             other
-                .plans
-                .iter()
-                .find(|p| p.file == job.file && p.job == job.job.name.value)
+                .keys
+                .get(key)
+                .and_then(|i| other.plans.get(*i))
                 .cloned()
         };
-        let planned = plan_project_reusing(&specs, threads(), &reuse_plan);
+        let planned = plan_cache::plan(&specs, threads(), cache, &other);
+        let keys = planned
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| (key.clone(), i))
+            .collect();
+        let reused = planned.reused.iter().filter(|r| **r).count();
         let planner_diagnostics = planned.findings;
         Ok(Side {
             label: snapshot.label,
@@ -203,6 +212,8 @@ impl Side {
             broken,
             catalogue_errors,
             bytes,
+            keys,
+            reused,
         })
     }
 

@@ -100,6 +100,25 @@ impl Catalogue {
     pub fn digest(&self) -> &str {
         &self.digest
     }
+
+    /// The sha256 hash, `sha256:<hex>`, of the catalogue parts a plan of a job in pool `pool`
+    /// can read: the pool as loaded and the device entry of every device type its node groups
+    /// use (see `catalogue/digest.rs`). Equal digests and equal specs give equal plans; a change
+    /// anywhere else in the catalogue leaves it as it is. A pool the catalogue lacks has a
+    /// digest of its own.
+    pub fn inputs_digest(&self, pool: &str) -> String {
+        let found = self.pools.get(pool);
+        let devices: Vec<(&str, Option<&Device>)> = found
+            .map(|p| {
+                p.device_ids()
+                    .into_iter()
+                    .map(|id| (id, self.devices.get(id)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Conservative: what cannot be hashed part by part is keyed by the whole catalogue.
+        super::digest::inputs(pool, found, &devices).unwrap_or_else(|| self.digest.clone())
+    }
 }
 
 impl Device {

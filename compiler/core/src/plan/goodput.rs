@@ -93,14 +93,13 @@ pub struct Run {
 impl Run {
     fn new(rate_per_s: f64, write_s: f64, restart_s: f64, pinned: Option<f64>, work_s: f64) -> Run {
         let write_s = write_s.max(0.0);
-        let interval_s = pinned.unwrap_or_else(|| daly_interval(write_s, rate_per_s));
+        let (interval_s, factor) = stretch_factor(rate_per_s, write_s, restart_s, pinned);
         let wall_s = if !work_s.is_finite() {
             work_s
         } else if rate_per_s > 0.0 && interval_s > 0.0 {
-            let m = 1.0 / rate_per_s;
-            // libm, not the platform's: a plan must be byte-identical everywhere.
-            m * libm::exp(restart_s / m) * libm::expm1((interval_s + write_s) / m) * work_s
-                / interval_s
+            // `factor` is `m·e^{R/M}·(e^{(τ+δ)/M} − 1)`, the left operand of the same product
+            // evaluated in the same order, so the wall time is bit for bit what it was.
+            factor * work_s / interval_s
         } else if interval_s.is_finite() && interval_s > 0.0 {
             work_s * (1.0 + write_s / interval_s)
         } else {
@@ -168,6 +167,52 @@ pub(crate) fn state(plan: &mut super::ir::Plan, run: &Run, devices: u64, path: &
         e.train_time_h = round(run.wall_s / 3600.0);
         e.goodput = Some(run.ir(devices));
     }
+}
+
+/// The checkpoint interval and the factor `m·e^{R/M}·(e^{(τ+δ)/M} − 1)` of a run's wall time
+/// (`factor · work / τ`). Neither depends on the work, only on the rate (so on the device count),
+/// the write and restart times and a pinned interval: the search asks for the same few values for
+/// thousands of layouts, so the last ones computed on this thread are kept (a pure function's
+/// results: which are kept changes only how long it takes).
+fn stretch_factor(
+    rate_per_s: f64,
+    write_s: f64,
+    restart_s: f64,
+    pinned: Option<f64>,
+) -> (f64, f64) {
+    type Slot = Option<([u64; 4], (f64, f64))>;
+    thread_local! {
+        static KEPT: std::cell::RefCell<[Slot; 64]> = const { std::cell::RefCell::new([None; 64]) };
+    }
+    let key = [
+        rate_per_s.to_bits(),
+        write_s.to_bits(),
+        restart_s.to_bits(),
+        pinned.map_or(u64::MAX, f64::to_bits),
+    ];
+    let slot = (key
+        .iter()
+        .fold(0u64, |h, k| (h ^ k).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        >> 58) as usize;
+    if let Some(Some((kept, value))) = KEPT.with(|k| k.borrow().get(slot).copied())
+        && kept == key
+    {
+        return value;
+    }
+    let interval_s = pinned.unwrap_or_else(|| daly_interval(write_s, rate_per_s));
+    let factor = if rate_per_s > 0.0 && interval_s > 0.0 {
+        let m = 1.0 / rate_per_s;
+        // libm, not the platform's: a plan must be byte-identical everywhere.
+        m * libm::exp(restart_s / m) * libm::expm1((interval_s + write_s) / m)
+    } else {
+        0.0
+    };
+    KEPT.with(|k| {
+        if let Some(s) = k.borrow_mut().get_mut(slot) {
+            *s = Some((key, (interval_s, factor)));
+        }
+    });
+    (interval_s, factor)
 }
 
 /// Daly's higher-order optimum: the seconds of work between checkpoints that minimise the
@@ -239,6 +284,31 @@ mod tests {
         assert!(large.stretch() < 1.5);
         assert!(large.ir(16_384).restart_budget > large.interruptions() as u64);
         assert!(large.interval_s < small.interval_s);
+    }
+
+    /// The kept factor gives the wall time bit for bit as the closed form, whichever keys were
+    /// asked for before (slots collide and are overwritten).
+    #[test]
+    fn kept_factors_give_the_closed_form_bit_for_bit() {
+        let closed = |rate: f64, write: f64, restart: f64, work: f64| {
+            let tau = daly_interval(write, rate);
+            let m = 1.0 / rate;
+            m * libm::exp(restart / m) * libm::expm1((tau + write) / m) * work / tau
+        };
+        for round in 0..3 {
+            for devices in 1..300_u64 {
+                let f = Failures {
+                    per_device_s: 1.0 / (50_000.0 * 3600.0),
+                    write_s: 30.0 + f64::from(round),
+                    restart_s: 900.0,
+                    pinned_interval_s: None,
+                };
+                let work = 1e6 + devices as f64 * 17.0;
+                let run = f.run(work, devices);
+                let expected = closed(f.per_device_s * devices as f64, f.write_s, 900.0, work);
+                assert_eq!(run.wall_s.to_bits(), expected.max(work).to_bits());
+            }
+        }
     }
 
     #[test]
