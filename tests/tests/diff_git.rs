@@ -265,7 +265,10 @@ fn a_catalogue_price_replans_unchanged_specs() {
     raise_price(&repo);
     let (code, text, err) = repo.loam(&["diff", "--detailed-exitcode", "--manifests", "none"]);
     assert_eq!(code, 2, "{text}{err}");
-    assert!(text.contains("every job is planned again"), "{text}");
+    assert!(
+        text.contains("jobs whose pool or devices changed are planned again"),
+        "{text}"
+    );
     assert!(text.contains("~ estimate.cost"), "{text}");
     // The cost rises by a quarter (32 -> 40 CNY per device-hour) unless the planner moved the job.
     assert!(

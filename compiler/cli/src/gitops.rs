@@ -117,5 +117,13 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
             job.classify(classify::classify(&old, &new, target));
         }
     }
+    // What the change does to admission across the whole pool: every job of each side
+    // placed at once, by the same rules as `loam plan`'s preview.
+    if let (Some(at_base), Some(at_head)) = (&base.specs.catalogue, &head.specs.catalogue) {
+        diff.admission = loam_compiler::admission::changes(
+            &loam_compiler::admission::preview(&base.plans, at_base),
+            &loam_compiler::admission::preview(&head.plans, at_head),
+        );
+    }
     Ok(Outcome { base, head, diff })
 }

@@ -161,6 +161,9 @@ pub struct PlanDiff {
     pub jobs: Vec<JobDiff>,
     /// Spec files that do not check at head and had no plans at base.
     pub broken: Vec<BrokenFile>,
+    /// The jobs whose admission (Kueue's verdict over the whole pool, docs/admission.md)
+    /// differs between the sides.
+    pub admission: Vec<loam_compiler::admission::AdmissionChange>,
 }
 
 /// How many jobs are added, changed and destroyed, Terraform-style (a replacement counts as
@@ -699,7 +702,11 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
         }
     }
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
-    PlanDiff { jobs, broken }
+    PlanDiff {
+        jobs,
+        broken,
+        admission: Vec::new(),
+    }
 }
 
 fn created(after: &Plan) -> JobDiff {

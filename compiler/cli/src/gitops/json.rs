@@ -144,6 +144,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             "errors": summary.errors,
         },
         "totals": totals,
+        "admission_changes": serde_json::to_value(&diff.admission).unwrap_or(Value::Null),
         "jobs": jobs,
         "broken_files": broken,
         "diagnostics": diagnostics,

@@ -1,7 +1,7 @@
 //! The diff as markdown for a pull-request comment, read in ten seconds: the verdict first,
 //! then one table of totals per tenant (jobs changed, device-hours, cost, energy, carbon,
-//! before → after), one line per changed job with its verdict, the errors with their locations,
-//! and each job's details folded.
+//! before → after), one line per changed job with its verdict, what the change does to
+//! admission across the pool, the errors with their locations, and each job's details folded.
 //!
 //! The comment stays under [`LIMIT`] characters (GitHub refuses comments over 65,536): the
 //! verdict, the totals and the errors always come; job lines and folded details are added in
@@ -78,7 +78,8 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
             .then((&a.file, &a.job).cmp(&(&b.file, &b.job)))
     });
     // What must come, so the job lines and details fit around it.
-    let reserved = errors.len() + extra.len() + footer.len() + 400;
+    let admission = crate::render::admission::changes_markdown(&diff.admission);
+    let reserved = errors.len() + admission.len() + extra.len() + footer.len() + 400;
     let mut left_out = 0usize;
     if !changed.is_empty() || !diff.broken.is_empty() {
         out.push_str("| | job | tenant | verdict | time | cost |\n");
@@ -100,6 +101,10 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
                 escape(&head.label),
             );
         }
+        out.push('\n');
+    }
+    out.push_str(&admission);
+    if !diff.admission.is_empty() {
         out.push('\n');
     }
     out.push_str(extra);

@@ -71,7 +71,7 @@ pub fn header(base: &Side, head: &Side) -> String {
         };
         let _ = writeln!(
             out,
-            "catalogue: {origin} ({} -> {}); every job is planned again",
+            "catalogue: {origin} ({} -> {}); jobs whose pool or devices changed are planned again",
             digest(base),
             digest(head)
         );
@@ -117,6 +117,11 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
             padded(paint, Action::Error),
             file.file
         );
+    }
+    if !diff.admission.is_empty() {
+        out.push_str("Admission across the pool (Kueue's rules, docs/admission.md):\n");
+        out.push_str(&crate::render::admission::changes_text(&diff.admission));
+        out.push('\n');
     }
     let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
