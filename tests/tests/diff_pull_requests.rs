@@ -5,6 +5,8 @@
 //! run; the totals must agree with `loam plan` of each revision; a comment for many jobs must
 //! fit GitHub's limit.
 
+// Branches and merges are `diff_git.rs`'s business; these tests branch and check out only.
+#[allow(dead_code)]
 #[path = "support/git_repo.rs"]
 mod git_repo;
 
@@ -261,6 +263,16 @@ fn six_pull_requests_each_say_what_changes_what_it_costs_and_whether_it_runs() {
         json["totals"].as_array().unwrap().last().unwrap()["delta"]["jobs"],
         1
     );
+    // What the new job does to admission across the pool is said, and only for changed jobs.
+    let admission = json["admission_changes"].as_array().unwrap();
+    let new_job = admission.iter().find(|c| c["job"] == "qwen-7b").unwrap();
+    assert!(new_job["before"].is_null(), "{new_job}");
+    assert!(markdown.contains("### Admission changes"), "{markdown}");
+    assert!(
+        markdown.contains(new_job["sentence"].as_str().unwrap()),
+        "{markdown}"
+    );
+    assert!(admission.iter().all(|c| c["before"] != c["after"]));
 
     // 6. A deleted job: its cost leaves the totals.
     repo.branch("delete");

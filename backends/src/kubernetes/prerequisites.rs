@@ -18,6 +18,9 @@ use minijinja::Value;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Each flavor's name and its resources' quotas, in the covered resources' order.
+type FlavorQuotas = Vec<(String, Vec<ResourceQuota>)>;
+
 /// The lender queue's name: `unreserved-<cohort>`.
 fn lender_name(cohort: &str) -> String {
     dns_label(&format!("unreserved-{cohort}"), 63)
@@ -33,7 +36,7 @@ fn lender_name(cohort: &str) -> String {
 fn lender(
     site: &Site,
     node_groups: &BTreeMap<String, u64>,
-) -> Option<(String, Vec<String>, Vec<(String, Vec<ResourceQuota>)>)> {
+) -> Option<(String, Vec<String>, FlavorQuotas)> {
     let cohort = site.tenants.values().next()?.cohort.clone();
     let mut covered_set: BTreeSet<String> = BTreeSet::new();
     let mut unreserved: Vec<(&Flavor_, u64)> = Vec::new();
