@@ -717,3 +717,70 @@ fn every_rule_can_fail() {
         );
     }
 }
+
+/// Kueue lends only unused nominal quota: the ClusterQueues of a pool's cohort at a site must
+/// hold every device of the node groups they use (the tenants' guaranteed quota plus the
+/// lender queue's unreserved rest), or a job within its tenant's guaranteed + elastic quota
+/// could never be admitted. The lender admits nothing (no namespace, no LocalQueue) and
+/// borrows nothing.
+#[test]
+fn the_cohort_holds_every_device_of_the_node_groups_it_uses() {
+    let catalogue = loam_compiler::catalogue::builtin();
+    let mut devices: BTreeMap<String, u64> = BTreeMap::new();
+    for pool in ["xirang", "frontier", "lab"] {
+        for (_, group) in catalogue.pool(pool).unwrap().node_groups() {
+            devices.insert(dns_label(&group.name.value, 63), group.devices());
+        }
+    }
+    let mut lenders = 0;
+    for (name, objs, _) in cases().iter().filter(|(n, _, _)| n.ends_with("Jobset")) {
+        if !name.starts_with(&repo_root().join("examples").to_string_lossy().into_owned()) {
+            continue;
+        }
+        let queues: Vec<&Obj> = objs.iter().filter(|o| o.kind() == "ClusterQueue").collect();
+        let mut held: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for q in &queues {
+            let lender = q.name().starts_with("unreserved-");
+            if lender {
+                lenders += 1;
+                assert!(
+                    q.doc["spec"]["namespaceSelector"].is_null(),
+                    "{name}: {:?}",
+                    q.doc
+                );
+                assert!(
+                    !objs
+                        .iter()
+                        .any(|o| o.kind() == "LocalQueue"
+                            && o.doc["spec"]["clusterQueue"] == q.name()),
+                    "{name}: a LocalQueue feeds the lender"
+                );
+            }
+            for group in q.doc["spec"]["resourceGroups"].as_array().unwrap() {
+                for flavor in group["flavors"].as_array().unwrap() {
+                    let f = flavor["name"].as_str().unwrap().to_string();
+                    for r in flavor["resources"].as_array().unwrap() {
+                        let resource = r["name"].as_str().unwrap();
+                        if lender {
+                            assert!(r["borrowingLimit"] == "0" || r["borrowingLimit"] == "0Mi");
+                        }
+                        if resource.contains('/') && !resource.starts_with("rdma/") {
+                            let n: u64 = r["nominalQuota"].as_str().unwrap().parse().unwrap();
+                            *held.entry((q.site(), f.clone())).or_default() += n;
+                        }
+                    }
+                }
+            }
+        }
+        for ((site, flavor), n) in &held {
+            let Some(total) = devices.get(flavor) else {
+                continue;
+            };
+            assert!(
+                n >= total,
+                "{name}: the cohort at {site} holds {n} devices of {flavor}, which has {total}"
+            );
+        }
+    }
+    assert!(lenders > 0, "no example emits a lender queue");
+}

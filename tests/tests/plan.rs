@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.6");
+        assert_eq!(doc["format_version"], "1.7");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -173,6 +173,29 @@ fn every_example_plans_feasibly_with_every_contract_field() {
             assert_eq!(plan["file"], example.as_str());
             has(&plan["layout"], LAYOUT_FIELDS, "layout");
             has(&plan["estimate"], ESTIMATE_FIELDS, "estimate");
+            // A plan over two device types states each type's own figures (1.7), and the
+            // blended MFU lies between them.
+            let groups = plan["groups"].as_array().unwrap();
+            if groups.len() > 1 {
+                let mfus: Vec<f64> = groups.iter().map(|g| g["mfu"].as_f64().unwrap()).collect();
+                let blended = plan["estimate"]["mfu"].as_f64().unwrap();
+                let (lo, hi) = (
+                    mfus.iter().copied().fold(1.0, f64::min),
+                    mfus.iter().copied().fold(0.0, f64::max),
+                );
+                assert!(
+                    lo - 1e-4 <= blended && blended <= hi + 1e-4,
+                    "{example}: {blended} not in {mfus:?}"
+                );
+                let memory = groups
+                    .iter()
+                    .map(|g| g["memory_per_device_gib"].as_f64().unwrap())
+                    .fold(0.0, f64::max);
+                assert!(
+                    (memory - plan["estimate"]["memory_per_device_gib"].as_f64().unwrap()).abs()
+                        < 1e-3
+                );
+            }
             has(
                 &plan["estimate"]["breakdown_s"],
                 &[

@@ -78,7 +78,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
             .then((&a.file, &a.job).cmp(&(&b.file, &b.job)))
     });
     // What must come, so the job lines and details fit around it.
-    let admission = crate::render::admission::changes_markdown(&diff.admission);
+    let admission = bounded_admission(&diff.admission);
     let reserved = errors.len() + admission.len() + extra.len() + footer.len() + 400;
     let mut left_out = 0usize;
     if !changed.is_empty() || !diff.broken.is_empty() {
@@ -133,6 +133,31 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     }
     out.push_str(footer);
     out
+}
+
+/// The most characters of admission changes the comment shows.
+const ADMISSION_LIMIT: usize = 8_000;
+
+/// The admission changes, as many whole sentences as fit in [`ADMISSION_LIMIT`], then how many
+/// more there are.
+fn bounded_admission(changes: &[loam_compiler::admission::AdmissionChange]) -> String {
+    let mut shown = changes.len();
+    let mut text = crate::render::admission::changes_markdown(changes);
+    while text.len() > ADMISSION_LIMIT && shown > 0 {
+        shown /= 2;
+        text = crate::render::admission::changes_markdown(changes.get(..shown).unwrap_or(&[]));
+    }
+    if shown < changes.len() {
+        if shown == 0 {
+            text = String::from("### Admission changes\n\n");
+        }
+        let _ = writeln!(
+            text,
+            "- … and {} more (the JSON report's `admission_changes` has every one)",
+            changes.len() - shown
+        );
+    }
+    text
 }
 
 /// The order job lines and details come in: what blocks the merge first, then what destroys.

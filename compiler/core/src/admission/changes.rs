@@ -122,7 +122,18 @@ pub(crate) fn devices_text(devices: &BTreeMap<String, u64>) -> String {
 }
 
 /// `` `a`, `b` ``.
+/// Most job names a sentence lists; the rest are counted, so a sentence stays one line when
+/// hundreds of jobs hold a node group.
+const MOST_NAMES: usize = 3;
+
 fn quoted(names: &[String]) -> String {
-    let parts: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    let mut parts: Vec<String> = names
+        .iter()
+        .take(MOST_NAMES)
+        .map(|n| format!("`{n}`"))
+        .collect();
+    if names.len() > MOST_NAMES {
+        parts.push(format!("{} more", names.len() - MOST_NAMES));
+    }
     parts.join(", ")
 }
