@@ -370,19 +370,7 @@ fn uncertainty(job: &JobDiff) -> String {
 /// The errors at head, located, as `loam check` prints them (without colour), cut to
 /// [`ERRORS_LIMIT`] characters.
 fn errors_section(head: &Side) -> String {
-    let mut errors: Vec<_> = head
-        .specs
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .cloned()
-        .collect();
-    errors.extend(
-        head.planner_diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .cloned(),
-    );
+    let errors = head.errors();
     if errors.is_empty() {
         return String::new();
     }

@@ -217,6 +217,18 @@ impl Side {
         })
     }
 
+    /// The errors of this side's checks and planner, as `loam check` and `loam plan` report
+    /// them.
+    pub fn errors(&self) -> Vec<Diagnostic> {
+        self.specs
+            .diagnostics
+            .iter()
+            .chain(&self.planner_diagnostics)
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect()
+    }
+
     /// Whether the jobs of `file` could not be planned on this side: the file, or the
     /// catalogue, has errors.
     pub fn is_broken(&self, file: &str) -> bool {
