@@ -52,7 +52,7 @@ pub fn changes(base: &AdmissionPreview, head: &AdmissionPreview) -> Vec<Admissio
                 pool: pool.clone(),
                 before: None,
                 after: Some(new.status.clone()),
-                sentence: format!("the new job {}", makes(new)),
+                sentence: format!("new job: this change {}", makes(new)),
             }),
             (Some((old_pool, old)), Some((pool, new))) => {
                 let same_flavors = old.flavors.len() == new.flavors.len()

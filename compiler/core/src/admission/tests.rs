@@ -347,7 +347,7 @@ fn changes_say_which_job_now_queues_behind_which() {
     assert!(
         llama
             .sentence
-            .starts_with("the new job admits `llama3-70b`")
+            .starts_with("new job: this change admits `llama3-70b`")
     );
     assert!(changes(&head, &head).is_empty());
 }
