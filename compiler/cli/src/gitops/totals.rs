@@ -55,57 +55,38 @@ pub struct Row {
 /// The rows: one per tenant with a job on either side (sorted), then the total.
 pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<Row> {
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
-    let mut total = Row {
-        tenant: None,
-        changed: 0,
-        before: Figures::default(),
-        after: Figures::default(),
-    };
-    let row = |rows: &mut BTreeMap<String, Row>, tenant: &str| -> Row {
-        rows.remove(tenant).unwrap_or_else(|| Row {
-            tenant: Some(tenant.to_string()),
-            changed: 0,
-            before: Figures::default(),
-            after: Figures::default(),
-        })
-    };
-    for plan in &base.plans {
-        let mut r = row(&mut rows, &plan.tenant);
-        r.before.add(plan);
-        total.before.add(plan);
-        rows.insert(plan.tenant.clone(), r);
-    }
-    for plan in &head.plans {
-        let mut r = row(&mut rows, &plan.tenant);
-        r.after.add(plan);
-        total.after.add(plan);
-        rows.insert(plan.tenant.clone(), r);
-    }
+    let mut total = Row::new(None);
     // A job that does not check at head is not gone: it counts with its base plan on both
     // sides, so the totals do not show its cost as saved.
-    for plan in diff
+    let unchecked = diff
         .jobs
         .iter()
         .filter(|j| j.action == Action::Error)
-        .filter_map(|j| j.before.as_ref())
-    {
-        let mut r = row(&mut rows, &plan.tenant);
-        r.after.add(plan);
-        total.after.add(plan);
-        rows.insert(plan.tenant.clone(), r);
+        .filter_map(|j| j.before.as_ref());
+    for plan in &base.plans {
+        row(&mut rows, &plan.tenant).before.add(plan);
+        total.before.add(plan);
     }
-    for job in diff.changed().filter(|j| j.action != Action::NoOp) {
+    for plan in head.plans.iter().chain(unchecked) {
+        row(&mut rows, &plan.tenant).after.add(plan);
+        total.after.add(plan);
+    }
+    for job in diff.changed() {
         let Some(plan) = job.after.as_ref().or(job.before.as_ref()) else {
             continue;
         };
-        let mut r = row(&mut rows, &plan.tenant);
-        r.changed += 1;
+        row(&mut rows, &plan.tenant).changed += 1;
         total.changed += 1;
-        rows.insert(plan.tenant.clone(), r);
     }
     let mut out: Vec<Row> = rows.into_values().collect();
     out.push(total);
     out
+}
+
+/// The row of `tenant`, made empty on first use.
+fn row<'a>(rows: &'a mut BTreeMap<String, Row>, tenant: &str) -> &'a mut Row {
+    rows.entry(tenant.to_string())
+        .or_insert_with(|| Row::new(Some(tenant.to_string())))
 }
 
 /// `before → after (+delta, +pct %)`, or the one value when it did not change.
@@ -138,6 +119,28 @@ fn amount(n: f64) -> String {
 }
 
 impl Row {
+    fn new(tenant: Option<String>) -> Row {
+        Row {
+            tenant,
+            changed: 0,
+            before: Figures::default(),
+            after: Figures::default(),
+        }
+    }
+
+    /// The currencies either side spends, sorted.
+    fn currencies(&self) -> Vec<&String> {
+        let mut currencies: Vec<&String> = self
+            .before
+            .cost
+            .keys()
+            .chain(self.after.cost.keys())
+            .collect();
+        currencies.sort();
+        currencies.dedup();
+        currencies
+    }
+
     /// The row's name: the tenant, or `total`.
     pub fn name(&self) -> &str {
         self.tenant.as_deref().unwrap_or("total")
@@ -150,14 +153,7 @@ impl Row {
 
     /// Money per currency, before → after (`17,746,000 → 35,477,000 CNY (+…)`).
     pub fn cost(&self) -> String {
-        let mut currencies: Vec<&String> = self
-            .before
-            .cost
-            .keys()
-            .chain(self.after.cost.keys())
-            .collect();
-        currencies.sort();
-        currencies.dedup();
+        let currencies = self.currencies();
         if currencies.is_empty() {
             return "—".into();
         }
@@ -211,15 +207,8 @@ impl Row {
                 "carbon_t": significant(f.carbon_kg / 1000.0),
             })
         };
-        let mut currencies: Vec<&String> = self
-            .before
-            .cost
-            .keys()
-            .chain(self.after.cost.keys())
-            .collect();
-        currencies.sort();
-        currencies.dedup();
-        let cost_delta: BTreeMap<&String, f64> = currencies
+        let cost_delta: BTreeMap<&String, f64> = self
+            .currencies()
             .into_iter()
             .map(|c| {
                 let get = |f: &Figures| f.cost.get(c).copied().unwrap_or(0.0);
