@@ -304,6 +304,7 @@ impl<'a> JobContext<'a> {
             format_version: doc.format_version.clone(),
             catalogue_digest: doc.catalogue_digest.clone(),
             plans: vec![plan.clone()],
+            services: Vec::new(),
         };
         let plan_json = serde_json::to_string_pretty(&one).map_err(|e| {
             vec![error(

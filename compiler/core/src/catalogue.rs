@@ -14,6 +14,7 @@
 
 mod builtin;
 mod check_job;
+mod check_service;
 pub mod codes;
 mod digest;
 pub mod eligible;
@@ -33,6 +34,7 @@ mod tests;
 
 pub use builtin::{builtin, builtin_devices_with_pool, builtin_sources};
 pub use check_job::check_job;
+pub use check_service::check_service;
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{

@@ -9,6 +9,7 @@ mod job;
 mod model;
 mod parallel;
 mod reader;
+mod service;
 mod train;
 mod workload;
 
@@ -19,6 +20,10 @@ pub use job::{
     ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub use service::{
+    DATASETS, DatasetShape, LengthSpec, LoadSpec, ServeSpec, Service, TargetsSpec, TrafficSpec,
+    dataset_shape,
+};
 pub(crate) use parallel::pinned_split;
 pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
@@ -173,6 +178,8 @@ const MAX_DIM: u64 = 1 << 24;
 pub struct Checked {
     /// Jobs with every required part present (a job with errors may still be here).
     pub jobs: Vec<Job>,
+    /// Services with every required part present, likewise.
+    pub services: Vec<Service>,
     /// All problems, sorted by position.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -181,19 +188,21 @@ pub struct Checked {
 pub fn check_file(file: &File) -> Checked {
     let mut diags = Diagnostics::new();
     let mut jobs = Vec::new();
+    let mut services = Vec::new();
     let mut seen: BTreeMap<String, Span> = BTreeMap::new();
     for block in &file.blocks {
-        if block.name.name != "job" {
-            let help = match closest(&block.name.name, ["job"]) {
+        if block.name.name != "job" && block.name.name != "service" {
+            let help = match closest(&block.name.name, ["job", "service"]) {
                 Some(near) => format!("did you mean `{near}`?"),
-                None => "a file holds `job \"name\" { … }` blocks".to_string(),
+                None => "a file holds `job \"name\" { … }` and `service \"name\" { … }` blocks"
+                    .to_string(),
             };
             diags.push(
                 Diagnostic::error(
                     codes::check::UNKNOWN_BLOCK,
                     format!("unknown block `{}` at the top level", block.name.name),
                     block.name.span,
-                    "only `job` blocks may stand here",
+                    "only `job` and `service` blocks may stand here",
                 )
                 .with_help(help),
             );
@@ -215,7 +224,9 @@ pub fn check_file(file: &File) -> Checked {
                 seen.insert(label.value.clone(), label.span);
             }
         }
-        if let Some(job) = check_job(block, &mut diags) {
+        if block.name.name == "service" {
+            services.extend(service::check_service(block, &mut diags));
+        } else if let Some(job) = check_job(block, &mut diags) {
             jobs.push(job);
         }
     }
@@ -235,6 +246,7 @@ pub fn check_file(file: &File) -> Checked {
     }
     Checked {
         jobs,
+        services,
         diagnostics: diags.into_sorted(),
     }
 }

@@ -26,6 +26,7 @@ pub mod names;
 pub mod parallel;
 pub mod plan;
 pub mod project;
+pub mod serve;
 pub mod span;
 pub mod suggest;
 pub mod syntax;

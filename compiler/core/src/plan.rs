@@ -12,6 +12,7 @@ pub mod planner;
 mod plausibility;
 mod request;
 mod schedule;
+pub mod service;
 pub mod search;
 mod single;
 mod slices;

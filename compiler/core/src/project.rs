@@ -18,7 +18,7 @@
 //! them back through [`plan_project_reusing`].
 
 use crate::catalogue::{self, Catalogue};
-use crate::check::{Job, check_file, check_unique_job_names};
+use crate::check::{Job, Service, check_file, check_unique_job_names};
 use crate::diagnostics::Diagnostic;
 use crate::parallel::map_ordered;
 use crate::plan::findings::SpecField;
@@ -51,6 +51,17 @@ pub struct CheckedJob {
     pub errors: usize,
 }
 
+/// One checked service, with what the planner needs to know about its checks.
+#[derive(Debug, Clone)]
+pub struct CheckedService {
+    /// The typed service.
+    pub service: Service,
+    /// The display path of its spec file.
+    pub file: String,
+    /// Errors inside this service's block (its own checks and those against the catalogue).
+    pub errors: usize,
+}
+
 /// The result of checking a whole project.
 #[derive(Debug, Clone)]
 pub struct CheckedProject {
@@ -64,6 +75,8 @@ pub struct CheckedProject {
     pub catalogue_errors: usize,
     /// Every job complete enough to type, in file then source order.
     pub jobs: Vec<CheckedJob>,
+    /// Every service complete enough to type, in file then source order.
+    pub services: Vec<CheckedService>,
     /// Every diagnostic of the catalogue and the specs, sorted by file and position.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -79,6 +92,14 @@ impl CheckedProject {
         self.jobs
             .iter()
             .filter(move |j| self.catalogue.is_some() && j.errors == 0)
+    }
+
+    /// The services the planner may plan: the catalogue loaded and the service has no error
+    /// of its own.
+    pub fn plannable_services(&self) -> impl Iterator<Item = &CheckedService> {
+        self.services
+            .iter()
+            .filter(move |s| self.catalogue.is_some() && s.errors == 0)
     }
 }
 
@@ -127,6 +148,7 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
         catalogue: catalogue.filter(|_| catalogue_errors == 0),
         catalogue_errors,
         jobs: Vec::new(),
+        services: Vec::new(),
         diagnostics: Vec::new(),
     };
     if project.catalogue.is_none() {
@@ -141,9 +163,13 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
         project.files.push(name);
     }
     let mut jobs = Vec::new();
-    for (found, checked) in map_ordered(&work, threads, |(id, bytes)| check_spec(*id, bytes)) {
+    let mut services = Vec::new();
+    for (found, checked, served) in
+        map_ordered(&work, threads, |(id, bytes)| check_spec(*id, bytes))
+    {
         diagnostics.extend(found);
         jobs.extend(checked);
+        services.extend(served);
     }
     diagnostics.extend(check_unique_job_names(&jobs));
     if let Some(catalogue) = &project.catalogue {
@@ -164,7 +190,32 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
             diagnostics.extend(found);
         }
     }
+    if let Some(catalogue) = &project.catalogue {
+        for service in &services {
+            if !has_syntax_error_in(service.span, &diagnostics) {
+                diagnostics.extend(catalogue::check_service(service, catalogue));
+            }
+        }
+    }
     diagnostics.sort_by(compare);
+    project.services = services
+        .into_iter()
+        .map(|service| {
+            let errors = diagnostics
+                .iter()
+                .filter(|d| d.is_error() && d.span.is_some_and(|s| inside(s, service.span)))
+                .count();
+            let file = project
+                .sources
+                .get(service.file)
+                .map_or(String::new(), |f| f.name.clone());
+            CheckedService {
+                service,
+                file,
+                errors,
+            }
+        })
+        .collect();
     project.jobs = jobs
         .into_iter()
         .map(|job| {
@@ -293,6 +344,13 @@ pub fn plan_project_reusing(
     // A stable sort: the jobs of one file stay in source order.
     planned.sort_by(|a, b| a.0.file.cmp(&b.0.file));
     let mut document = empty_document(catalogue.digest());
+    let services: Vec<&CheckedService> = project.plannable_services().collect();
+    let mut service_plans = map_ordered(&services, threads, |checked| {
+        crate::plan::service::plan_service(&checked.service, &checked.file, catalogue)
+    });
+    // A stable sort: the services of one file stay in source order.
+    service_plans.sort_by(|a, b| a.file.cmp(&b.file));
+    document.services = service_plans;
     let mut keys = Vec::with_capacity(planned.len());
     let mut reused = Vec::with_capacity(planned.len());
     for (plan, key, was_reused) in planned {
@@ -350,31 +408,42 @@ fn empty_document(digest: &str) -> PlanDocument {
         format_version: FORMAT_VERSION.to_string(),
         catalogue_digest: digest.to_string(),
         plans: Vec::new(),
+        services: Vec::new(),
     }
 }
 
-/// Parses and checks one spec file: its diagnostics and its jobs.
-fn check_spec(id: FileId, bytes: &[u8]) -> (Vec<Diagnostic>, Vec<Job>) {
+/// What checking one spec file finds: its diagnostics, its jobs and its services.
+type SpecChecked = (Vec<Diagnostic>, Vec<Job>, Vec<Service>);
+
+/// Parses and checks one spec file: its diagnostics, its jobs and its services.
+fn check_spec(id: FileId, bytes: &[u8]) -> SpecChecked {
     let text = match decode_utf8(id, bytes) {
         Ok(text) => text,
-        Err(diagnostic) => return (vec![*diagnostic], Vec::new()),
+        Err(diagnostic) => return (vec![*diagnostic], Vec::new(), Vec::new()),
     };
     let parsed = parse(id, text);
     let mut diagnostics = parsed.diagnostics;
     let mut jobs = Vec::new();
+    let mut services = Vec::new();
     if let Some(file) = parsed.file {
         let checked = check_file(&file);
         diagnostics.extend(checked.diagnostics);
         jobs = checked.jobs;
+        services = checked.services;
     }
-    (diagnostics, jobs)
+    (diagnostics, jobs, services)
 }
 
 /// Whether a syntax error (L0xxx) lies inside `job`'s block.
 fn has_syntax_error(job: &Job, diagnostics: &[Diagnostic]) -> bool {
+    has_syntax_error_in(job.span, diagnostics)
+}
+
+/// Whether a syntax error (L0xxx) lies inside `span`.
+fn has_syntax_error_in(span: Span, diagnostics: &[Diagnostic]) -> bool {
     diagnostics
         .iter()
-        .any(|d| d.code.as_str().starts_with("L0") && d.span.is_some_and(|s| inside(s, job.span)))
+        .any(|d| d.code.as_str().starts_with("L0") && d.span.is_some_and(|s| inside(s, span)))
 }
 
 fn inside(span: Span, outer: Span) -> bool {

@@ -175,6 +175,168 @@ impl Optimizer {
     }
 }
 
+keyword_enum! {
+    /// The precision a service's weights are stored and multiplied in.
+    ServePrecision {
+        /// bfloat16 weights and activations.
+        Bf16 = "bf16",
+        /// IEEE half weights and activations.
+        Fp16 = "fp16",
+        /// 8-bit floating-point weights and GEMMs (W8A8).
+        Fp8 = "fp8",
+        /// 8-bit integer weights, 16-bit activations and GEMMs (weight-only W8A16).
+        Int8 = "int8",
+        /// 4-bit integer weights, 16-bit activations and GEMMs (weight-only W4A16, AWQ/GPTQ).
+        Int4 = "int4",
+        /// 4-bit floating-point weights and GEMMs (NVFP4/MXFP4), where the device has an fp4
+        /// tensor rate.
+        Fp4 = "fp4",
+    }
+}
+
+impl ServePrecision {
+    /// Bytes of one stored weight (quantisation scales included: one 16-bit scale per group of
+    /// 128 for int4, per group of 16 for fp4).
+    pub fn weight_bytes(self) -> f64 {
+        match self {
+            ServePrecision::Bf16 | ServePrecision::Fp16 => 2.0,
+            ServePrecision::Fp8 | ServePrecision::Int8 => 1.0,
+            ServePrecision::Int4 => 0.5 + 2.0 / 128.0,
+            ServePrecision::Fp4 => 0.5 + 1.0 / 16.0,
+        }
+    }
+
+    /// The precision the GEMMs run in: weight-only formats dequantise to 16 bits; `None` for
+    /// fp4, which runs on the device's fp4 rate ([`crate::catalogue::Device::fp4_peak`]).
+    pub fn compute(self) -> Option<Precision> {
+        match self {
+            ServePrecision::Bf16 | ServePrecision::Int8 | ServePrecision::Int4 => {
+                Some(Precision::Bf16)
+            }
+            ServePrecision::Fp16 => Some(Precision::Fp16),
+            ServePrecision::Fp8 => Some(Precision::Fp8),
+            ServePrecision::Fp4 => None,
+        }
+    }
+
+    /// The KV-cache precision a service gets when it names none: fp8 beside fp8 or fp4
+    /// weights (what the engines' fp8 checkpoints ship with), else 16 bits.
+    pub fn default_kv_cache(self) -> KvCache {
+        match self {
+            ServePrecision::Fp8 | ServePrecision::Fp4 => KvCache::Fp8,
+            ServePrecision::Fp16 => KvCache::Fp16,
+            _ => KvCache::Bf16,
+        }
+    }
+}
+
+keyword_enum! {
+    /// The precision of a service's KV cache.
+    KvCache {
+        /// bfloat16 keys and values.
+        Bf16 = "bf16",
+        /// IEEE half keys and values.
+        Fp16 = "fp16",
+        /// 8-bit floating-point keys and values.
+        Fp8 = "fp8",
+    }
+}
+
+impl KvCache {
+    /// Bytes of one cached key or value element.
+    pub fn bytes(self) -> f64 {
+        match self {
+            KvCache::Bf16 | KvCache::Fp16 => 2.0,
+            KvCache::Fp8 => 1.0,
+        }
+    }
+}
+
+keyword_enum! {
+    /// The serving engine a service runs on: a hint for the manifests (its command line) and
+    /// for its efficiency.
+    Engine {
+        /// vLLM (`vllm serve`).
+        Vllm = "vllm",
+        /// SGLang (`python -m sglang.launch_server`).
+        Sglang = "sglang",
+        /// NVIDIA TensorRT-LLM (`trtllm-serve`).
+        Trtllm = "trtllm",
+        /// Huawei MindIE (Ascend).
+        Mindie = "mindie",
+        /// LMDeploy (`lmdeploy serve api_server`).
+        Lmdeploy = "lmdeploy",
+    }
+}
+
+impl Engine {
+    /// The device vendors the engine runs on (its published support matrix): TensorRT-LLM only
+    /// on NVIDIA, MindIE only on Ascend; vLLM on every vendor loam knows (vllm-ascend,
+    /// vllm-gaudi, the ROCm and DCU builds); SGLang on NVIDIA, AMD and Ascend; LMDeploy on
+    /// NVIDIA and Ascend.
+    pub fn vendors(self) -> &'static [&'static str] {
+        match self {
+            Engine::Vllm => &["nvidia", "amd", "huawei", "hygon", "intel"],
+            Engine::Sglang => &["nvidia", "amd", "huawei"],
+            Engine::Trtllm => &["nvidia"],
+            Engine::Mindie => &["huawei"],
+            Engine::Lmdeploy => &["nvidia", "huawei"],
+        }
+    }
+
+    /// Whether the engine runs on devices of `vendor`.
+    pub fn runs_on(self, vendor: &str) -> bool {
+        self.vendors().contains(&vendor)
+    }
+
+    /// The engine a service gets when it names none: vLLM where it runs, MindIE on Ascend.
+    pub fn default_for(vendor: &str) -> Engine {
+        if vendor == "huawei" {
+            Engine::Mindie
+        } else {
+            Engine::Vllm
+        }
+    }
+}
+
+keyword_enum! {
+    /// The percentile a latency target holds at.
+    Percentile {
+        /// The median.
+        P50 = "p50",
+        /// The 90th percentile.
+        P90 = "p90",
+        /// The 95th percentile.
+        P95 = "p95",
+        /// The 99th percentile.
+        P99 = "p99",
+    }
+}
+
+impl Percentile {
+    /// The fraction of requests at or below the percentile (0.99 for `p99`).
+    pub fn fraction(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P90 => 0.90,
+            Percentile::P95 => 0.95,
+            Percentile::P99 => 0.99,
+        }
+    }
+}
+
+keyword_enum! {
+    /// Whether a service runs prefill and decode on the same replicas.
+    Disaggregation {
+        /// The planner decides.
+        Auto = "auto",
+        /// Every replica prefills and decodes (continuous batching mixes both).
+        Aggregated = "aggregated",
+        /// Prefill replicas hand the KV cache to decode replicas.
+        Disaggregated = "disaggregated",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

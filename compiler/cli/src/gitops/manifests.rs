@@ -13,6 +13,7 @@ pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, Stri
         format_version: FORMAT_VERSION.to_string(),
         catalogue_digest: side.catalogue_digest.clone().unwrap_or_default(),
         plans: vec![plan.clone()],
+        services: Vec::new(),
     };
     let mut options = Options::default();
     if let Some(catalogue) = &side.specs.catalogue {

@@ -155,6 +155,10 @@ impl Cx<'_, '_> {
                 peak_flops.insert(*precision, spanned(v, self.span(text)));
             }
         }
+        let fp4_peak = raw
+            .peak_fp4
+            .as_ref()
+            .and_then(|text| self.positive_quantity(text, Dimension::FlopRate, "peak_fp4"));
         let precisions: Vec<_> = raw.precisions.iter().map(|p| p.value).collect();
         for (precision, text) in &raw.peak_dense {
             if !precisions.contains(precision) {
@@ -257,6 +261,7 @@ impl Cx<'_, '_> {
             status: spanned(raw.status.value, self.source.span(&raw.status.referenced)),
             source: raw.source.value,
             peak_flops,
+            fp4_peak,
             precisions: spanned(precisions, precisions_span),
             features: spanned(
                 raw.features.iter().map(|f| f.value).collect(),

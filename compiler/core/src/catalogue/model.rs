@@ -158,6 +158,9 @@ pub struct Device {
     pub source: String,
     /// Peak dense FLOP/s per precision (no sparsity).
     pub peak_flops: BTreeMap<Precision, Spanned<f64>>,
+    /// Dense fp4 FLOP/s, when the device has an fp4 tensor rate: services may store and
+    /// multiply weights in fp4 there (training never does).
+    pub fp4_peak: Option<f64>,
     /// Precisions the device trains in.
     pub precisions: Spanned<Vec<Precision>>,
     /// Capabilities.

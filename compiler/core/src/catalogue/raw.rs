@@ -22,6 +22,9 @@ pub(crate) struct DeviceFile {
     pub source: Loc<String>,
     pub peak_dense: BTreeMap<crate::types::Precision, Loc<String>>,
     pub precisions: Vec<Loc<crate::types::Precision>>,
+    /// Dense fp4 tensor rate, for serving only (loam trains in no 4-bit format).
+    #[serde(default)]
+    pub peak_fp4: Option<Loc<String>>,
     #[serde(default)]
     pub features: Vec<Loc<super::model::Feature>>,
     pub memory: Loc<String>,

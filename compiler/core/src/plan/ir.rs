@@ -11,10 +11,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.7";
+pub const FORMAT_VERSION: &str = "1.8";
 
 mod run;
+mod service;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
+pub use service::{
+    AutoscalingIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr, ServicePlan, TrafficIr,
+};
 
 /// `loam plan --format json`: the plans of every job in the given paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -25,6 +29,10 @@ pub struct PlanDocument {
     pub catalogue_digest: String,
     /// One plan per job, in file then source order.
     pub plans: Vec<Plan>,
+    /// One plan per model service (kind `service`), in file then source order. Added in format
+    /// 1.8; absent when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServicePlan>,
 }
 
 /// The plan of one job.

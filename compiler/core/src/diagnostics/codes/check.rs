@@ -21,4 +21,5 @@ super::codes! {
     INVALID_CHECKPOINT_PATH = "L1018" => "invalid checkpoint path",
     INVALID_JOB_NAME = "L1019" => "invalid job name",
     FROZEN_WEIGHTS = "L1020" => "frozen weights",
+    SERVICE_FIELDS = "L1021" => "inconsistent service fields",
 }
