@@ -23,6 +23,7 @@ pub(super) const SERVICE: BlockSpec = BlockSpec {
 const SERVE: BlockSpec = BlockSpec {
     name: "serve",
     fields: &[
+        "weights",
         "precision",
         "kv_cache",
         "engine",
@@ -96,6 +97,9 @@ pub struct Service {
 /// The `serve` block.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServeSpec {
+    /// Where the engine loads the weights from: a Hugging Face repository id
+    /// (`meta-llama/Llama-3.1-70B-Instruct`) or an absolute path on the nodes.
+    pub weights: Spanned<String>,
     /// Weight precision.
     pub precision: Spanned<ServePrecision>,
     /// KV-cache precision, when written (else [`ServePrecision::default_kv_cache`]).
@@ -298,6 +302,8 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
 
 fn check_serve(block: &Block, diags: &mut Diagnostics) -> Option<ServeSpec> {
     let mut f = read_block(block, &SERVE, diags);
+    let weights = f.string("weights");
+    let weights = f.require("weights", weights, "\"meta-llama/Llama-3.1-70B-Instruct\"");
     let precision = f.keyword(
         "precision",
         ServePrecision::from_keyword,
@@ -320,6 +326,7 @@ fn check_serve(block: &Block, diags: &mut Diagnostics) -> Option<ServeSpec> {
     let expert = f.integer("expert", 1, MAX_DIM, true);
     let max_batch = f.integer("max_batch", 1, MAX_DIM, true);
     Some(ServeSpec {
+        weights: weights?,
         precision: precision?,
         kv_cache,
         engine,

@@ -63,6 +63,9 @@ pub struct ServicePlan {
 /// The model as the engine loads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServedModelIr {
+    /// Where the engine loads the weights from: a Hugging Face repository id or an absolute
+    /// path on the nodes.
+    pub weights: String,
     /// Every stored parameter.
     pub params: f64,
     /// Parameters one token runs through.
