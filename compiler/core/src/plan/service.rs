@@ -471,3 +471,6 @@ impl<'a> candidates::Role<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

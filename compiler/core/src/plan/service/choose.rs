@@ -77,18 +77,23 @@ fn compare(
 /// lowest latency first, at most [`FRONT_SIZE`] (the chosen one always among them).
 fn pareto_front(deployments: &[Deployment<'_>], within: &[usize], best: usize) -> Vec<usize> {
     let get = |i: usize| deployments.get(i);
+    // Compared as the plan states them, so a reader never sees a dominated point.
+    let axes = |d: &Deployment<'_>| {
+        (
+            crate::display::significant(d.throughput_per_device()),
+            super::round_ms(d.point.tpot_s),
+        )
+    };
     let mut front: Vec<usize> = within
         .iter()
         .copied()
         .filter(|&i| {
             let Some(d) = get(i) else { return false };
+            let (tp, lat) = axes(d);
             !within.iter().any(|&j| {
                 get(j).is_some_and(|o| {
-                    let better_tp = o.throughput_per_device() >= d.throughput_per_device();
-                    let better_lat = o.point.tpot_s <= d.point.tpot_s;
-                    let strictly = o.throughput_per_device() > d.throughput_per_device()
-                        || o.point.tpot_s < d.point.tpot_s;
-                    better_tp && better_lat && strictly
+                    let (otp, olat) = axes(o);
+                    otp >= tp && olat <= lat && (otp > tp || olat < lat)
                 })
             })
         })
