@@ -68,7 +68,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                 labels => Value::from_serialize(&pod_labels),
                 annotations => Value::from_serialize(&pod_annotations),
                 priority_class => class,
-                node_labels => Value::from_serialize(&role.ir.group.node_labels),
+                node_labels => Value::from_serialize(role.ir.group.node_labels.iter().collect::<Vec<_>>()),
                 tolerations => Value::from_serialize(&role.tolerations),
                 image => svc.image,
                 command => command(role),
