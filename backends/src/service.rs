@@ -109,7 +109,10 @@ impl<'a> ServiceContext<'a> {
             Some("aggregated") => false,
             Some("disaggregated") => true,
             _ => {
-                errors.push(incomplete(service, "its mode is neither aggregated nor disaggregated"));
+                errors.push(incomplete(
+                    service,
+                    "its mode is neither aggregated nor disaggregated",
+                ));
                 false
             }
         };
@@ -122,7 +125,11 @@ impl<'a> ServiceContext<'a> {
         if roles_named != expected {
             errors.push(incomplete(
                 service,
-                &format!("its roles are [{}], expected [{}]", roles_named.join(", "), expected.join(", ")),
+                &format!(
+                    "its roles are [{}], expected [{}]",
+                    roles_named.join(", "),
+                    expected.join(", ")
+                ),
             ));
         }
         let name = names::job_label(service).unwrap_or_else(|problem| {
@@ -154,7 +161,7 @@ impl<'a> ServiceContext<'a> {
             if r.replicas == 0
                 || r.nodes_per_replica == 0
                 || r.devices_per_replica == 0
-                || r.devices_per_replica % r.nodes_per_replica != 0
+                || !r.devices_per_replica.is_multiple_of(r.nodes_per_replica)
                 || r.devices_per_replica != r.tensor.saturating_mul(r.pipeline)
             {
                 errors.push(incomplete(
@@ -229,11 +236,16 @@ impl<'a> ServiceContext<'a> {
                 launch,
                 devices_per_pod,
                 node_share,
-                cpus: (node.cpus as f64 * node_share).floor().max(if node.cpus > 0 { 1.0 } else { 0.0 })
-                    as u64,
+                cpus: (node.cpus as f64 * node_share)
+                    .floor()
+                    .max(if node.cpus > 0 { 1.0 } else { 0.0 }) as u64,
                 memory_mib: mib(node.memory_gib),
                 shm_mib: mib(node.shm_gib),
-                env: node.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                env: node
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
                 tolerations: node.tolerations.clone(),
                 rdma: node
                     .rdma

@@ -95,7 +95,10 @@ fn rendering_is_deterministic_and_engines_get_their_flags() {
     let hpa = file("llama-405b/30-serve-hpa.yaml");
     assert!(hpa.contains("kind: LeaderWorkerSet") && hpa.contains("vllm:num_requests_running"));
     let decode = file("deepseek-pd/10-decode-deployment.yaml");
-    assert!(decode.contains("\"--disaggregation-mode\"\n") || decode.contains("\"--disaggregation-mode\""));
+    assert!(
+        decode.contains("\"--disaggregation-mode\"\n")
+            || decode.contains("\"--disaggregation-mode\"")
+    );
     assert!(decode.contains("\"--ep-size\""));
     let router = file("deepseek-pd/40-router.yaml");
     assert!(router.contains("\"--pd-disaggregation\"") && router.contains("kind: RoleBinding"));
@@ -142,7 +145,11 @@ fn every_service_object_validates_against_kubernetes_and_the_lws_crd() {
         .unwrap()
         .replace("  startupPolicy:", "  startupPolicyy:");
     std::fs::write(&lws, broken).unwrap();
-    let o = run(python(), &[validator.to_str().unwrap(), lws.to_str().unwrap()], &dir);
+    let o = run(
+        python(),
+        &[validator.to_str().unwrap(), lws.to_str().unwrap()],
+        &dir,
+    );
     assert!(!o.status.success(), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -180,7 +187,12 @@ fn every_service_batch_script_is_accepted_by_slurmctld() {
     assert_eq!(scripts.len(), 4);
     for script in &scripts {
         let o = run("sbatch", &["--test-only", script.to_str().unwrap()], &dir);
-        assert!(o.status.success(), "sbatch --test-only {}:\n{}", script.display(), text(&o));
+        assert!(
+            o.status.success(),
+            "sbatch --test-only {}:\n{}",
+            script.display(),
+            text(&o)
+        );
     }
     // The check is real: more nodes than the partition has are refused.
     let decode = dir.join("deepseek-pd/decode.sbatch");

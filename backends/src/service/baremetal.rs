@@ -43,7 +43,12 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         };
         files.push(Manifest {
             path: hostfile.clone(),
-            contents: render_one(&env, &svc.service, "baremetal/service-hostfile.j2", ctx.clone())?,
+            contents: render_one(
+                &env,
+                &svc.service,
+                "baremetal/service-hostfile.j2",
+                ctx.clone(),
+            )?,
         });
         files.push(Manifest {
             path: format!("{}-launch.sh", role.role),

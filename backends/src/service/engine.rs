@@ -101,7 +101,11 @@ fn vllm(plan: &ServicePlan, role: &RoleIr, disaggregated: bool) -> EngineLaunch 
     }
     push(&mut argv, "--max-num-seqs", role.max_batch);
     push(&mut argv, "--max-model-len", plan.model.max_model_len);
-    push(&mut argv, "--max-num-batched-tokens", role.max_batched_tokens);
+    push(
+        &mut argv,
+        "--max-num-batched-tokens",
+        role.max_batched_tokens,
+    );
     push(
         &mut argv,
         "--gpu-memory-utilization",

@@ -97,7 +97,12 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         let kind = if lws { "leaderworkerset" } else { "deployment" };
         files.push(Manifest {
             path: format!("10-{}-{kind}.yaml", role.role),
-            contents: render_one(&env, &svc.service, "kubernetes/service-workload.yaml.j2", ctx)?,
+            contents: render_one(
+                &env,
+                &svc.service,
+                "kubernetes/service-workload.yaml.j2",
+                ctx,
+            )?,
         });
         // The Service selects the pods that serve the API: every pod of a Deployment, the
         // leaders of a LeaderWorkerSet.
@@ -314,7 +319,7 @@ fn resources(role: &RoleContext<'_>) -> Vec<(String, String)> {
 /// A Kubernetes quantity for a concurrency: whole numbers as they are, else in thousandths.
 fn quantity(x: f64) -> String {
     let milli = (x.max(0.0) * 1000.0).round() as u64;
-    if milli % 1000 == 0 {
+    if milli.is_multiple_of(1000) {
         (milli / 1000).to_string()
     } else {
         format!("{milli}m")

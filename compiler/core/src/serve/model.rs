@@ -162,9 +162,7 @@ pub fn prefill_s(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64, pro
     let attention = 2.0 * f64::from(d.layers) * f64::from(d.hidden) * prompt * tokens;
     let compute = (linear + attention) / (gemm_rate(model, shape.device) * devices);
     let weights = replica_memory(model, shape).weights_bytes / shape.device.memory_bandwidth;
-    let comm = 2.0
-        * f64::from(d.layers)
-        * all_reduce_s(shape, tokens * f64::from(d.hidden) * 2.0)
+    let comm = 2.0 * f64::from(d.layers) * all_reduce_s(shape, tokens * f64::from(d.hidden) * 2.0)
         / f64::from(shape.pipeline.max(1));
     compute.max(weights) + comm
 }

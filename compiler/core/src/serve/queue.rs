@@ -1,7 +1,9 @@
 //! Latency at a load: continuous batching's steady state (Little's law over the decode batch)
 //! and the wait for prefill, as percentiles.
 
-use super::model::{ReplicaShape, ServedModel, decode_step_s, kv_transfer_s, prefill_s, replica_memory};
+use super::model::{
+    ReplicaShape, ServedModel, decode_step_s, kv_transfer_s, prefill_s, replica_memory,
+};
 
 /// Request lengths in tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,7 +112,10 @@ pub fn operating_point(
             let b = c.min(max_batch);
             let step = decode_step_s(model, shape, b, context);
             let per_request = output * step / b + input * prefill_per_token;
-            (b, (1.0 / per_request).min(c / (output * step + prefill_one)))
+            (
+                b,
+                (1.0 / per_request).min(c / (output * step + prefill_one)),
+            )
         }
         Load::Rate(r) => {
             // Little's law: batch = rate × time in decode; iterate to the fixed point.
@@ -135,13 +140,15 @@ pub fn operating_point(
         _ => true,
     };
     let tpot_p50 = step / (1.0 - prefill_share).max(1e-3);
-    let tpot = tpot_p50 * (1.0 + prefill_s(model, shape, input_p99, input_p99) / (step * 20.0).max(1e-9)).min(2.0);
+    let tpot = tpot_p50
+        * (1.0 + prefill_s(model, shape, input_p99, input_p99) / (step * 20.0).max(1e-9)).min(2.0);
     let wait = match load {
         Load::Rate(_) => wait_s(prefill_share, prefill_one, fraction),
         Load::Offline | Load::StaticBatch(_) => 0.0,
         Load::Concurrency(_) => 0.0,
     };
-    let ttft_p50 = prefill_s(model, shape, input_p50, input_p50) + wait_s(prefill_share, prefill_one, 0.5);
+    let ttft_p50 =
+        prefill_s(model, shape, input_p50, input_p50) + wait_s(prefill_share, prefill_one, 0.5);
     let ttft = prefill_s(model, shape, input_p99.max(input), input_p99.max(input)) + wait;
     let e2e = ttft + output_p99 * tpot;
     OperatingPoint {
@@ -191,8 +198,12 @@ pub fn disaggregated_point(
     }
     let step = decode_step_s(model, decode, b, context);
     let stable = rho < 0.98 && decode_rate * output * step <= max_batch;
-    let ttft = prefill_s(model, prefill, input_p99, input_p99) + wait_s(rho, prefill_one, fraction) + transfer;
-    let ttft_p50 = prefill_s(model, prefill, input_p50, input_p50) + wait_s(rho, prefill_one, 0.5) + kv_transfer_s(model, input_p50, link_bandwidth);
+    let ttft = prefill_s(model, prefill, input_p99, input_p99)
+        + wait_s(rho, prefill_one, fraction)
+        + transfer;
+    let ttft_p50 = prefill_s(model, prefill, input_p50, input_p50)
+        + wait_s(rho, prefill_one, 0.5)
+        + kv_transfer_s(model, input_p50, link_bandwidth);
     OperatingPoint {
         batch: b,
         requests_per_s: rate,
