@@ -324,6 +324,7 @@ fn role_ir(role: &candidates::Role<'_>, model: &ServedModel) -> RoleIr {
         memory_fraction: memory.memory_fraction,
         kv_cache_tokens: memory.kv_tokens.floor(),
         weights_per_device_gib: crate::display::significant(memory.weights_bytes / GIB),
+        node_devices: Some(dpn),
         group: GroupIr {
             site: role.place.site.name.value.clone(),
             device: role.place.device.id.value.clone(),
