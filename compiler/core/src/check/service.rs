@@ -4,8 +4,11 @@
 
 use super::job::{GoalSpec, ModelSpec, ResourcesSpec};
 use super::reader::{BlockSpec, LabelRule, read_block};
+use super::parallel::{expert_problem, pipeline_problem, tensor_problem};
 use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources, single_block};
-use super::{CheckpointSpec, required_block};
+use super::required_block;
+use crate::layout_rules as rules;
+use crate::types::Arch;
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{FileId, Span, Spanned};
@@ -265,25 +268,13 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
         );
     }
     if let Some(name) = &name {
-        check_job_name(name, &CheckpointSpec::default(), diags);
+        check_job_name(name, None, diags);
     }
     if let (Some(model), Some(traffic)) = (&model, &traffic) {
-        let longest = traffic.input.p99 + traffic.output.p99;
-        if longest > model.seq_len as f64 {
-            diags.push(
-                Diagnostic::error(
-                    codes::check::SERVICE_FIELDS,
-                    format!(
-                        "the longest requests need {longest:.0} tokens of context, more than the model's `seq_len` of {}",
-                        model.seq_len
-                    ),
-                    traffic.span,
-                    "p99 input plus p99 output tokens",
-                )
-                .with_related(model.span, "the model's context length")
-                .with_help("raise `seq_len` to the context the model supports, or shorten the requests"),
-            );
-        }
+        check_longest_request(model, traffic, diags);
+    }
+    if let (Some(model), Some(serve)) = (&model, &serve) {
+        check_degrees(serve, model, resources.as_ref(), diags);
     }
     Some(Service {
         name: name?,
@@ -298,6 +289,97 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
         goal,
         span: block.span,
     })
+}
+
+/// The longest request (p99 input plus p99 output tokens) must fit in the model's context.
+fn check_longest_request(model: &ModelSpec, traffic: &TrafficSpec, diags: &mut Diagnostics) {
+    let longest = traffic.input.p99 + traffic.output.p99;
+    if longest <= model.seq_len as f64 {
+        return;
+    }
+    let span = if traffic.input.span == traffic.output.span {
+        traffic.input.span
+    } else {
+        traffic.input.span.join(traffic.output.span)
+    };
+    diags.push(
+        Diagnostic::error(
+            codes::check::SERVICE_FIELDS,
+            format!(
+                "the longest requests need {longest:.0} tokens of context, more than the model's `seq_len` of {}",
+                model.seq_len
+            ),
+            span,
+            format!(
+                "p99 input {:.0} plus p99 output {:.0} tokens",
+                traffic.input.p99, traffic.output.p99
+            ),
+        )
+        .with_related(model.span, "the model's context length is set in this block")
+        .with_help("raise `seq_len` to the context the model supports, or shorten the requests"),
+    );
+}
+
+/// The pinned degrees of one replica against the model ([`crate::layout_rules`], the rules jobs
+/// follow) and `max_devices`. A replica's expert-parallel ranks are its tensor-parallel ranks.
+fn check_degrees(
+    serve: &ServeSpec,
+    model: &ModelSpec,
+    resources: Option<&ResourcesSpec>,
+    diags: &mut Diagnostics,
+) {
+    if let Some(t) = &serve.tensor {
+        diags.extend(tensor_problem(t, model));
+    }
+    if let Some(p) = &serve.pipeline {
+        diags.extend(pipeline_problem(p, model));
+    }
+    if let Some(e) = &serve.expert {
+        if let Some(problem) = expert_problem(e, model) {
+            diags.push(problem);
+        } else if model.arch == Arch::Moe
+            && let Some(t) = &serve.tensor
+            && rules::expert(t.value, model.experts.unwrap_or(1), e.value).is_err()
+        {
+            diags.push(
+                Diagnostic::error(
+                    codes::check::INCONSISTENT_LAYOUT,
+                    format!(
+                        "expert parallelism {} does not divide tensor parallelism {}",
+                        e.value, t.value
+                    ),
+                    e.span,
+                    "a replica's expert-parallel ranks are its tensor-parallel ranks",
+                )
+                .with_related(t.span, "tensor parallelism pinned here")
+                .with_help("choose an expert degree that divides `tensor`, or leave it to the planner"),
+            );
+        }
+    }
+    let devices = serve.tensor.as_ref().map_or(1, |t| t.value)
+        * serve.pipeline.as_ref().map_or(1, |p| p.value);
+    if let Some(max) = resources.and_then(|r| r.max_devices.as_ref())
+        && devices > max.value
+        && let Some(span) = [&serve.tensor, &serve.pipeline]
+            .into_iter()
+            .flatten()
+            .map(|d| d.span)
+            .reduce(Span::join)
+    {
+        diags.push(
+            Diagnostic::error(
+                codes::check::INCONSISTENT_LAYOUT,
+                format!(
+                    "one replica needs {devices} devices but `max_devices` is {}",
+                    max.value
+                ),
+                span,
+                "tensor × pipeline devices per replica",
+            )
+            .with_related(max.span, "limit set here")
+            .with_help("lower `tensor` or `pipeline`, or raise `max_devices`"),
+        );
+    }
 }
 
 fn check_serve(block: &Block, diags: &mut Diagnostics) -> Option<ServeSpec> {
@@ -347,8 +429,8 @@ fn check_traffic(block: &Block, diags: &mut Diagnostics) -> Option<TrafficSpec> 
     let rate = f.number("rate", 0.0, MAX_RATE);
     let concurrency = f.integer("concurrency", 1, MAX_DIM, false);
     let profile = f.get("profile").and_then(|a| read_profile(&a.value, f.diags));
-    let rate_written = f.get("rate").is_some();
-    let concurrency_written = f.get("concurrency").is_some();
+    let rate_at = f.get("rate").map(|a| a.value.span());
+    let concurrency_at = f.get("concurrency").map(|a| a.value.span());
     drop(f);
     let shape = match &dataset {
         Some(name) => match dataset_shape(&name.value) {
@@ -373,49 +455,41 @@ fn check_traffic(block: &Block, diags: &mut Diagnostics) -> Option<TrafficSpec> 
         },
         None => None,
     };
-    let input = length(block, "input", input_len, shape.map(|s| s.input), diags);
-    let output = length(block, "output", output_len, shape.map(|s| s.output), diags);
-    let load = match (rate, concurrency) {
-        (Some(rate), None) if rate.value > 0.0 => Some(LoadSpec::Rate(rate)),
-        (None, Some(concurrency)) => Some(LoadSpec::Concurrency(concurrency)),
-        (Some(rate), Some(_)) => {
+    let at = |lengths: fn(&DatasetShape) -> [f64; 3]| {
+        shape.zip(dataset.as_ref()).map(|(s, d)| (lengths(s), d.span))
+    };
+    let input = length(block, "input", input_len, at(|s| s.input), diags);
+    let output = length(block, "output", output_len, at(|s| s.output), diags);
+    let load = match (rate_at, concurrency_at) {
+        (Some(rate_at), Some(concurrency_at)) => {
             diags.push(
                 Diagnostic::error(
                     codes::check::SERVICE_FIELDS,
                     "both `rate` and `concurrency`",
-                    rate.span,
+                    concurrency_at,
                     "the load is given twice",
                 )
+                .with_related(rate_at, "`rate` given here")
                 .with_help("give the busiest hour's `rate` in requests per second, or the `concurrency` of a closed loop of clients, not both"),
             );
             None
         }
-        (Some(rate), None) => {
+        (None, None) => {
             diags.push(
                 Diagnostic::error(
-                    codes::check::OUT_OF_RANGE,
-                    "value out of range: must be greater than zero",
-                    rate.span,
-                    "must be greater than zero",
+                    codes::check::MISSING_FIELD,
+                    "missing field `rate` in `traffic`",
+                    block.name.span,
+                    "no load given",
                 )
-                .with_help("write the busiest hour's requests per second, e.g. `rate = 20`"),
+                .with_help("add `rate = 20` (requests per second at the busiest hour) or `concurrency = 64`"),
             );
             None
         }
-        (None, None) => {
-            if !rate_written && !concurrency_written {
-                diags.push(
-                    Diagnostic::error(
-                        codes::check::MISSING_FIELD,
-                        "missing field `rate` in `traffic`",
-                        block.name.span,
-                        "no load given",
-                    )
-                    .with_help("add `rate = 20` (requests per second at the busiest hour) or `concurrency = 64`"),
-                );
-            }
-            None
-        }
+        // A value written but refused has been reported where it is.
+        _ => rate
+            .map(LoadSpec::Rate)
+            .or(concurrency.map(LoadSpec::Concurrency)),
     };
     Some(TrafficSpec {
         input: input?,
@@ -433,7 +507,7 @@ fn length(
     traffic: &Block,
     name: &str,
     fixed: Option<Spanned<u64>>,
-    dataset: Option<[f64; 3]>,
+    dataset: Option<([f64; 3], Span)>,
     diags: &mut Diagnostics,
 ) -> Option<LengthSpec> {
     let block = single_block(traffic, name, diags);
@@ -496,11 +570,11 @@ fn length(
             })
         }
         (None, None) => match dataset {
-            Some([mean, p50, p99]) => Some(LengthSpec {
+            Some(([mean, p50, p99], span)) => Some(LengthSpec {
                 mean,
                 p50,
                 p99,
-                span: traffic.span,
+                span,
             }),
             None => {
                 diags.push(
@@ -618,6 +692,24 @@ fn check_targets(block: &Block, diags: &mut Diagnostics) -> Option<TargetsSpec> 
         );
         return None;
     }
+    if let (Some(ttft), Some(e2e)) = (&ttft, &e2e)
+        && e2e.value < ttft.value
+    {
+        diags.push(
+            Diagnostic::error(
+                codes::check::SERVICE_FIELDS,
+                format!(
+                    "the `e2e` target of {} is below the `ttft` target of {}",
+                    latency(e2e.value),
+                    latency(ttft.value)
+                ),
+                e2e.span,
+                "a request ends after its first token",
+            )
+            .with_related(ttft.span, "time to first token set here")
+            .with_help("raise `e2e` above `ttft` plus the output tokens' time, or drop one of them"),
+        );
+    }
     Some(TargetsSpec {
         ttft,
         tpot,
@@ -625,4 +717,13 @@ fn check_targets(block: &Block, diags: &mut Diagnostics) -> Option<TargetsSpec> 
         percentile,
         span: block.span,
     })
+}
+
+/// A latency target as a spec writes it: `50ms` below a second, else `2s` or `1.5s`.
+fn latency(seconds: f64) -> String {
+    if seconds < 1.0 {
+        format!("{}ms", (seconds * 1e3 * 1e3).round() / 1e3)
+    } else {
+        format!("{}s", (seconds * 1e3).round() / 1e3)
+    }
 }
