@@ -134,6 +134,9 @@ fn check_runs<'a>(
     };
     let diagnostic = if running.is_empty() {
         let lacking = ids(&allowed.devices);
+        let mut theirs: Vec<&str> = allowed.devices.iter().map(|d| d.vendor.as_str()).collect();
+        theirs.sort_unstable();
+        theirs.dedup();
         let fitting: Vec<&str> = Engine::keywords()
             .into_iter()
             .filter(|k| {
@@ -146,10 +149,11 @@ fn check_runs<'a>(
             format!("no allowed device runs engine `{}`", engine.value),
             engine.span,
             format!(
-                "`{}` runs on {vendors} devices; {} {} not",
+                "`{}` runs on {vendors} devices, {} {} {}",
                 engine.value,
                 ticked(lacking.iter().map(String::as_str)),
-                if lacking.len() == 1 { "is" } else { "are" }
+                if lacking.len() == 1 { "is" } else { "are" },
+                theirs.join(", ")
             ),
         )
         .with_help(format!(
@@ -386,9 +390,11 @@ fn does_not_fit(
         .filter(|p| p.weight_bytes() < precision.weight_bytes() && device.serves(*p))
         .max_by(|a, b| a.weight_bytes().total_cmp(&b.weight_bytes()))
     {
+        let bytes = smaller.weight_bytes();
         fixes.push(format!(
-            "`precision = {smaller}` ({} bytes per weight)",
-            crate::display::significant(smaller.weight_bytes())
+            "`precision = {smaller}` ({} byte{} per weight)",
+            crate::display::significant(bytes),
+            if (bytes - 1.0).abs() < f64::EPSILON { "" } else { "s" }
         ));
     }
     if kv_cache.bytes() > KvCache::Fp8.bytes() {
@@ -409,7 +415,7 @@ fn does_not_fit(
     Diagnostic::error(
         codes::SERVICE_DOES_NOT_FIT,
         format!(
-            "model does not fit on `{id}`: a replica of {devices} needs {:.1} GiB per device for the weights and one {}-token request, the device has {:.1} GiB ({:.1} GiB usable)",
+            "model does not fit on `{id}`: a replica of {devices} devices needs {:.1} GiB per device for the weights and one {}-token request, the device has {:.1} GiB ({:.1} GiB usable)",
             needed / GIB,
             shape.max_model_len,
             total / GIB,
