@@ -106,6 +106,7 @@ pub fn check(default_name: &str, fixture: &str) -> String {
     if specs.diagnostics.is_empty() {
         return match specs.services.len() {
             0 => format!("no diagnostics ({} jobs)\n", specs.jobs.len()),
+            1 => format!("no diagnostics ({} jobs, 1 service)\n", specs.jobs.len()),
             n => format!("no diagnostics ({} jobs, {n} services)\n", specs.jobs.len()),
         };
     }
