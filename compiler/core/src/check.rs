@@ -20,11 +20,11 @@ pub use job::{
     ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub(crate) use parallel::pinned_split;
 pub use service::{
     DATASETS, DatasetShape, LengthSpec, LoadSpec, ServeSpec, Service, TargetsSpec, TrafficSpec,
     dataset_shape,
 };
-pub(crate) use parallel::pinned_split;
 pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -211,7 +211,13 @@ pub fn check_file(file: &File) -> Checked {
         if let Some(label) = &block.label {
             let kind = block.name.name.as_str();
             if let Some((first, first_kind)) = seen.get(&label.value) {
-                diags.push(duplicate_name(&label.value, kind, label.span, *first, first_kind));
+                diags.push(duplicate_name(
+                    &label.value,
+                    kind,
+                    label.span,
+                    *first,
+                    first_kind,
+                ));
             } else {
                 seen.insert(label.value.clone(), (label.span, kind));
             }
@@ -288,7 +294,13 @@ pub fn check_unique_job_names<'a>(
     for (name, kind) in named {
         match seen.get(name.value.as_str()) {
             Some((first, first_kind)) if first.file != name.span.file => {
-                diags.push(duplicate_name(&name.value, kind, name.span, *first, first_kind));
+                diags.push(duplicate_name(
+                    &name.value,
+                    kind,
+                    name.span,
+                    *first,
+                    first_kind,
+                ));
             }
             Some(_) => {}
             None => {

@@ -71,9 +71,7 @@ fn rate_of(precision: ServePrecision) -> &'static str {
         ServePrecision::Fp4 => "an fp4 tensor rate (`peak_fp4`)",
         ServePrecision::Fp8 => "an fp8 tensor rate",
         ServePrecision::Fp16 => "an fp16 tensor rate",
-        ServePrecision::Bf16 | ServePrecision::Int8 | ServePrecision::Int4 => {
-            "a bf16 tensor rate"
-        }
+        ServePrecision::Bf16 | ServePrecision::Int8 | ServePrecision::Int4 => "a bf16 tensor rate",
     }
 }
 
@@ -122,9 +120,9 @@ fn check_runs<'a>(
         .device_ids()
         .into_iter()
         .filter(|id| {
-            catalogue.device(id).is_some_and(|d| {
-                engine.value.runs_on(&d.vendor) && d.serves(precision.value)
-            })
+            catalogue
+                .device(id)
+                .is_some_and(|d| engine.value.runs_on(&d.vendor) && d.serves(precision.value))
         })
         .collect();
     let allow_others = if others.is_empty() {
@@ -206,13 +204,21 @@ fn precision_unsupported(
     let others: Vec<&str> = pool
         .device_ids()
         .into_iter()
-        .filter(|id| catalogue.device(id).is_some_and(|d| d.serves(precision.value)))
+        .filter(|id| {
+            catalogue
+                .device(id)
+                .is_some_and(|d| d.serves(precision.value))
+        })
         .collect();
     // A precision every allowed device serves in, smallest weights first.
-    let common = [ServePrecision::Fp8, ServePrecision::Int4, ServePrecision::Bf16]
-        .into_iter()
-        .find(|p| allowed.devices.iter().all(|d| d.serves(*p)))
-        .map_or("fp16", ServePrecision::as_str);
+    let common = [
+        ServePrecision::Fp8,
+        ServePrecision::Int4,
+        ServePrecision::Bf16,
+    ]
+    .into_iter()
+    .find(|p| allowed.devices.iter().all(|d| d.serves(*p)))
+    .map_or("fp16", ServePrecision::as_str);
     let help = if others.is_empty() {
         format!("serve in a precision the devices support, such as `{common}`")
     } else {
@@ -354,7 +360,9 @@ fn check_memory(
         misses.push((*device, shape, memory, needed));
     }
     for (device, shape, memory, needed) in misses {
-        diags.push(does_not_fit(service, allowed, device, &shape, &memory, needed, kv_cache));
+        diags.push(does_not_fit(
+            service, allowed, device, &shape, &memory, needed, kv_cache,
+        ));
     }
 }
 
@@ -385,26 +393,36 @@ fn does_not_fit(
     let devices = shape.devices();
     let mut fixes: Vec<String> = Vec::new();
     let precision = serve.precision.value;
-    if let Some(smaller) = [ServePrecision::Fp8, ServePrecision::Int4, ServePrecision::Fp4]
-        .into_iter()
-        .filter(|p| p.weight_bytes() < precision.weight_bytes() && device.serves(*p))
-        .max_by(|a, b| a.weight_bytes().total_cmp(&b.weight_bytes()))
+    if let Some(smaller) = [
+        ServePrecision::Fp8,
+        ServePrecision::Int4,
+        ServePrecision::Fp4,
+    ]
+    .into_iter()
+    .filter(|p| p.weight_bytes() < precision.weight_bytes() && device.serves(*p))
+    .max_by(|a, b| a.weight_bytes().total_cmp(&b.weight_bytes()))
     {
         let bytes = smaller.weight_bytes();
         fixes.push(format!(
             "`precision = {smaller}` ({} byte{} per weight)",
             crate::display::significant(bytes),
-            if (bytes - 1.0).abs() < f64::EPSILON { "" } else { "s" }
+            if (bytes - 1.0).abs() < f64::EPSILON {
+                ""
+            } else {
+                "s"
+            }
         ));
     }
     if kv_cache.bytes() > KvCache::Fp8.bytes() {
         fixes.push("`kv_cache = fp8`".to_string());
     }
-    fixes.push(if resources.max_devices.is_some() || serve.pipeline.is_some() {
-        "more devices per replica (`max_devices`, `pipeline`)".to_string()
-    } else {
-        "a pool with more of these devices".to_string()
-    });
+    fixes.push(
+        if resources.max_devices.is_some() || serve.pipeline.is_some() {
+            "more devices per replica (`max_devices`, `pipeline`)".to_string()
+        } else {
+            "a pool with more of these devices".to_string()
+        },
+    );
     fixes.push(format!("devices with more memory than `{id}`"));
     let last = fixes.pop().unwrap_or_default();
     let help = if fixes.is_empty() {
