@@ -104,7 +104,11 @@ pub fn check_files(files: &[VirtualFile]) -> CheckedProject {
 pub fn check(default_name: &str, fixture: &str) -> String {
     let specs = check_files(&split_fixture(default_name, fixture));
     if specs.diagnostics.is_empty() {
-        return format!("no diagnostics ({} jobs)\n", specs.jobs.len());
+        return match specs.services.len() {
+            0 => format!("no diagnostics ({} jobs)\n", specs.jobs.len()),
+            1 => format!("no diagnostics ({} jobs, 1 service)\n", specs.jobs.len()),
+            n => format!("no diagnostics ({} jobs, {n} services)\n", specs.jobs.len()),
+        };
     }
     render_text(&specs.diagnostics, &specs.sources, false)
 }

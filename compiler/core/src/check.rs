@@ -189,7 +189,7 @@ pub fn check_file(file: &File) -> Checked {
     let mut diags = Diagnostics::new();
     let mut jobs = Vec::new();
     let mut services = Vec::new();
-    let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (Span, &str)> = BTreeMap::new();
     for block in &file.blocks {
         if block.name.name != "job" && block.name.name != "service" {
             let help = match closest(&block.name.name, ["job", "service"]) {
@@ -209,19 +209,17 @@ pub fn check_file(file: &File) -> Checked {
             continue;
         }
         if let Some(label) = &block.label {
-            if let Some(first) = seen.get(&label.value) {
-                diags.push(
-                    Diagnostic::error(
-                        codes::check::DUPLICATE_JOB_NAME,
-                        format!("duplicate job name `{}`", label.value),
-                        label.span,
-                        "this name is taken",
-                    )
-                    .with_related(*first, "first used here")
-                    .with_help("give each job its own name"),
-                );
+            let kind = block.name.name.as_str();
+            if let Some((first, first_kind)) = seen.get(&label.value) {
+                diags.push(duplicate_name(
+                    &label.value,
+                    kind,
+                    label.span,
+                    *first,
+                    first_kind,
+                ));
             } else {
-                seen.insert(label.value.clone(), label.span);
+                seen.insert(label.value.clone(), (label.span, kind));
             }
         }
         if block.name.name == "service" {
@@ -234,14 +232,16 @@ pub fn check_file(file: &File) -> Checked {
         diags.push(
             Diagnostic::error(
                 codes::check::NO_JOB,
-                "expected a `job` block, found none",
+                "expected a `job` or `service` block, found none",
                 Span {
                     end: file.span.start,
                     ..file.span
                 },
-                "this file defines no job",
+                "this file defines no job and no service",
             )
-            .with_help("add a `job \"name\" { … }` block, or remove the file"),
+            .with_help(
+                "add a `job \"name\" { … }` or `service \"name\" { … }` block, or remove the file",
+            ),
         );
     }
     Checked {
@@ -251,25 +251,60 @@ pub fn check_file(file: &File) -> Checked {
     }
 }
 
-/// Reports job names used more than once across files (each file is checked on its own first).
-pub fn check_unique_job_names<'a>(jobs: impl IntoIterator<Item = &'a Job>) -> Vec<Diagnostic> {
-    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
+/// L1006: `name`, the name of a `kind` block at `span`, is taken by a `first_kind` block at
+/// `first`. Jobs and services share one namespace: both name plans, manifests and output
+/// folders.
+fn duplicate_name(name: &str, kind: &str, span: Span, first: Span, first_kind: &str) -> Diagnostic {
+    let (related, help) = if kind == "job" && first_kind == "job" {
+        (
+            "first used here".to_string(),
+            "give each job its own name; plans and manifests are keyed by it",
+        )
+    } else {
+        (
+            format!("first used here, by a {first_kind}"),
+            "give each job and service its own name; plans, manifests and output folders are keyed by it",
+        )
+    };
+    Diagnostic::error(
+        codes::check::DUPLICATE_JOB_NAME,
+        format!("duplicate {kind} name `{name}`"),
+        span,
+        "this name is taken",
+    )
+    .with_related(first, related)
+    .with_help(help)
+}
+
+/// Reports job and service names used more than once across files (each file is checked on its
+/// own first, and reports its own duplicates).
+pub fn check_unique_job_names<'a>(
+    jobs: impl IntoIterator<Item = &'a Job>,
+    services: impl IntoIterator<Item = &'a Service>,
+) -> Vec<Diagnostic> {
+    let mut named: Vec<(&Spanned<String>, &str)> = jobs
+        .into_iter()
+        .map(|j| (&j.name, "job"))
+        .chain(services.into_iter().map(|s| (&s.name, "service")))
+        .collect();
+    // File then source order, whatever order the two lists came in.
+    named.sort_by_key(|(name, _)| name.span);
+    let mut seen: BTreeMap<&str, (Span, &str)> = BTreeMap::new();
     let mut diags = Vec::new();
-    for job in jobs {
-        match seen.get(job.name.value.as_str()) {
-            Some(first) if first.file != job.name.span.file => diags.push(
-                Diagnostic::error(
-                    codes::check::DUPLICATE_JOB_NAME,
-                    format!("duplicate job name `{}`", job.name.value),
-                    job.name.span,
-                    "this name is taken",
-                )
-                .with_related(*first, "first used here")
-                .with_help("give each job its own name; plans and manifests are keyed by it"),
-            ),
+    for (name, kind) in named {
+        match seen.get(name.value.as_str()) {
+            Some((first, first_kind)) if first.file != name.span.file => {
+                diags.push(duplicate_name(
+                    &name.value,
+                    kind,
+                    name.span,
+                    *first,
+                    first_kind,
+                ));
+            }
             Some(_) => {}
             None => {
-                seen.insert(&job.name.value, job.name.span);
+                seen.insert(&name.value, (name.span, kind));
             }
         }
     }
@@ -331,7 +366,7 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
     let goal = check_goal(single_block(block, "goal", diags), diags);
     let checkpoint = check_checkpoint(single_block(block, "checkpoint", diags), diags);
     if let Some(name) = &name {
-        check_job_name(name, &checkpoint, diags);
+        check_job_name(name, Some(&checkpoint), diags);
     }
     let data = check_data(block, diags);
 
@@ -357,24 +392,35 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
 /// L1019: the job's name must make a name on every backend ([`names::job_label`], the function
 /// the backends use) and, when the spec gives no checkpoint path, name the checkpoint folder
 /// `<root>/<job name>` the planner derives ([`CheckpointPath::job_folder`]).
-fn check_job_name(name: &Spanned<String>, checkpoint: &CheckpointSpec, diags: &mut Diagnostics) {
+///
+/// A service (`checkpoint` is `None`) has no checkpoint folder, only the backends' names.
+fn check_job_name(
+    name: &Spanned<String>,
+    checkpoint: Option<&CheckpointSpec>,
+    diags: &mut Diagnostics,
+) {
     let shown = name.value.escape_debug();
+    let (kind, example) = match checkpoint {
+        Some(_) => ("job", "job \"llama3-8b-sft\""),
+        None => ("service", "service \"chat-70b\""),
+    };
+    let help = format!("name the {kind} with letters, digits and `-`, e.g. `{example}`");
     let (message, label, help) = match names::job_label(&name.value) {
         Err(JobNameProblem::Empty) => (
-            "expected a job name, found an empty string".to_string(),
+            format!("expected a {kind} name, found an empty string"),
             "no Kubernetes, Slurm or folder name can be made from this",
-            "name the job with letters, digits and `-`, e.g. `job \"llama3-8b-sft\"`",
+            help,
         ),
         Err(JobNameProblem::NoLetterOrDigit) => (
-            format!("expected a job name with an ASCII letter or digit, found `{shown}`"),
+            format!("expected a {kind} name with an ASCII letter or digit, found `{shown}`"),
             "no Kubernetes, Slurm or folder name can be made from this",
-            "name the job with letters, digits and `-`, e.g. `job \"llama3-8b-sft\"`",
+            help,
         ),
-        Ok(_) => match CheckpointPath::folder_name_problem(&name.value) {
-            Some(problem) if checkpoint.path.is_none() => (
+        Ok(_) => match (CheckpointPath::folder_name_problem(&name.value), checkpoint) {
+            (Some(problem), Some(checkpoint)) if checkpoint.path.is_none() => (
                 format!("job name `{shown}` cannot be a folder name: {problem}"),
                 "without a checkpoint `path`, checkpoints go to `<root>/<job name>`",
-                "rename the job, or set `path` in its `checkpoint` block to a folder below the tenant's root",
+                "rename the job, or set `path` in its `checkpoint` block to a folder below the tenant's root".to_string(),
             ),
             _ => return,
         },

@@ -171,7 +171,7 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
         jobs.extend(checked);
         services.extend(served);
     }
-    diagnostics.extend(check_unique_job_names(&jobs));
+    diagnostics.extend(check_unique_job_names(&jobs, &services));
     if let Some(catalogue) = &project.catalogue {
         let garbled: Vec<bool> = jobs
             .iter()

@@ -7,11 +7,11 @@
 //! later checks, so one typo gives one diagnostic, not a cascade.
 
 use super::codes;
-use super::eligible;
+use super::eligible::{self, Scope};
 use super::fit::check_fit;
 use super::model::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use super::software::check_software;
-use crate::check::Job;
+use crate::check::{Job, ResourcesSpec};
 use crate::checkpoint::{CheckpointPath, RootProblem};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
@@ -56,29 +56,64 @@ impl Allowed<'_> {
     }
 }
 
+/// What a job or a service may use once its names resolve.
+pub(crate) struct Resolved<'a> {
+    /// Its pool.
+    pub pool: &'a Pool,
+    /// Its tenant, when the pool has it.
+    pub tenant: Option<&'a Tenant>,
+    /// The devices and node groups it may use (at least one device).
+    pub allowed: Allowed<'a>,
+}
+
+/// The checks jobs and services share: names that must resolve (devices, features, pool, data
+/// sites, tenant, the budget's currency, sites), then the allowed devices' features and
+/// software. `None` when no pool, site or device is left to check the rest against.
+pub(crate) fn resolve<'a>(
+    spec: Scope<'_>,
+    catalogue: &'a Catalogue,
+    diags: &mut Diagnostics,
+) -> Option<Resolved<'a>> {
+    let known = known_devices(spec, catalogue, diags);
+    check_feature_names(spec, diags);
+    let pool = resolve_pool(spec, catalogue, diags)?;
+    check_data_sites(spec, pool, diags);
+    let tenant = check_tenant(spec, pool, diags);
+    check_budget(spec, pool, diags);
+    let sites = allowed_sites(spec, pool, tenant, diags)?;
+    let allowed = allowed(spec, catalogue, pool, &known, &sites, diags);
+    if allowed.devices.is_empty() {
+        return None;
+    }
+    check_features(spec, catalogue, pool, &allowed, diags);
+    check_software(spec.resources, &allowed, diags);
+    Some(Resolved {
+        pool,
+        tenant,
+        allowed,
+    })
+}
+
 /// Checks `job` against `catalogue`; returns every problem found, sorted by position.
 pub fn check_job(job: &Job, catalogue: &Catalogue) -> Vec<Diagnostic> {
     let mut diags = Diagnostics::new();
-    let known = known_devices(job, catalogue, &mut diags);
-    check_feature_names(job, &mut diags);
-    let Some(pool) = resolve_pool(job, catalogue, &mut diags) else {
+    let Some(resolved) = resolve(Scope::from(job), catalogue, &mut diags) else {
         return diags.into_sorted();
     };
-    check_data_sites(job, pool, &mut diags);
-    let tenant = check_tenant(job, pool, &mut diags);
-    check_budget(job, pool, &mut diags);
-    let Some(sites) = allowed_sites(job, pool, tenant, &mut diags) else {
-        return diags.into_sorted();
-    };
-    let allowed = allowed(job, catalogue, pool, &known, &sites, &mut diags);
-    if allowed.devices.is_empty() {
-        return diags.into_sorted();
-    }
+    let Resolved {
+        pool,
+        tenant,
+        allowed,
+    } = resolved;
     check_precision(job, catalogue, pool, &allowed, &mut diags);
-    check_features(job, catalogue, pool, &allowed, &mut diags);
-    check_software(job, &allowed, &mut diags);
     check_tensor(job, &allowed, &mut diags);
-    check_counts(job, tenant, &allowed, &mut diags);
+    check_counts(
+        Scope::from(job),
+        pinned_devices(job),
+        tenant,
+        &allowed,
+        &mut diags,
+    );
     check_fit(job, &allowed, &mut diags);
     diags.into_sorted()
 }
@@ -93,7 +128,7 @@ pub(crate) fn ticked<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 }
 
 /// "lacks" for one device, "lack" for several.
-fn lack(n: usize) -> &'static str {
+pub(crate) fn lack(n: usize) -> &'static str {
     if n == 1 { "lacks" } else { "lack" }
 }
 
@@ -110,12 +145,12 @@ pub(crate) fn did_you_mean<'a>(
 
 /// The listed devices the catalogue defines (unknown ones are reported).
 fn known_devices<'a>(
-    job: &'a Job,
+    spec: Scope<'a>,
     catalogue: &Catalogue,
     diags: &mut Diagnostics,
 ) -> Vec<&'a Spanned<String>> {
     let mut known = Vec::new();
-    for device in &job.resources.devices {
+    for device in &spec.resources.devices {
         if catalogue.device(&device.value).is_some() {
             known.push(device);
         } else {
@@ -137,9 +172,9 @@ fn known_devices<'a>(
     known
 }
 
-fn check_feature_names(job: &Job, diags: &mut Diagnostics) {
+fn check_feature_names(spec: Scope<'_>, diags: &mut Diagnostics) {
     let keywords = FEATURES.iter().map(|f| f.as_str());
-    for feature in &job.resources.features {
+    for feature in &spec.resources.features {
         if feature_of(&feature.value).is_none() {
             diags.push(
                 Diagnostic::error(
@@ -163,11 +198,11 @@ fn feature_of(name: &str) -> Option<Feature> {
 }
 
 fn resolve_pool<'a>(
-    job: &Job,
+    spec: Scope<'_>,
     catalogue: &'a Catalogue,
     diags: &mut Diagnostics,
 ) -> Option<&'a Pool> {
-    let name = &job.resources.pool;
+    let name = &spec.resources.pool;
     let pool = catalogue.pool(&name.value);
     if pool.is_none() {
         diags.push(
@@ -197,8 +232,8 @@ fn unknown_site(pool: &Pool, site: &Spanned<String>, label: &str) -> Diagnostic 
     ))
 }
 
-fn check_data_sites(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
-    for data in &job.data {
+fn check_data_sites(spec: Scope<'_>, pool: &Pool, diags: &mut Diagnostics) {
+    for data in spec.data {
         if pool.site(&data.site.value).is_none() {
             let label = format!("pool `{}` has no site of this name", pool.id.value);
             diags.push(unknown_site(pool, &data.site, &label));
@@ -209,12 +244,12 @@ fn check_data_sites(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
 /// The sites the job may use (see [`super::eligible`]), reporting listed sites the pool lacks
 /// and listed sites closed to the tenant; `None` when none is left.
 fn allowed_sites<'a>(
-    job: &Job,
+    spec: Scope<'_>,
     pool: &'a Pool,
     tenant: Option<&Tenant>,
     diags: &mut Diagnostics,
 ) -> Option<Vec<&'a Site>> {
-    for name in &job.resources.sites {
+    for name in &spec.resources.sites {
         match pool.site(&name.value) {
             None => {
                 let label = format!("pool `{}` has no site of this name", pool.id.value);
@@ -228,7 +263,7 @@ fn allowed_sites<'a>(
             Some(_) => {}
         }
     }
-    let sites = eligible::allowed_sites(job, pool);
+    let sites = eligible::allowed_sites(spec, pool);
     (!sites.is_empty()).then_some(sites)
 }
 
@@ -254,8 +289,12 @@ fn site_closed_to_tenant(tenant: &Tenant, site: &Spanned<String>) -> Diagnostic 
     d
 }
 
-fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Option<&'a Tenant> {
-    let name = &job.tenant;
+fn check_tenant<'a>(
+    spec: Scope<'_>,
+    pool: &'a Pool,
+    diags: &mut Diagnostics,
+) -> Option<&'a Tenant> {
+    let name = &spec.tenant;
     let Some(tenant) = pool.tenant(&name.value) else {
         diags.push(
             Diagnostic::error(
@@ -273,8 +312,8 @@ fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Optio
         return None;
     };
     // A path that is malformed on its own is reported by the checker (L1018) already.
-    if let Some(spec) = &job.checkpoint.path
-        && let Ok(path) = CheckpointPath::parse(&spec.value)
+    if let Some(written) = spec.checkpoint
+        && let Ok(path) = CheckpointPath::parse(&written.value)
         && let Err(problem) = path.relative_to(&tenant.checkpoint_root.value)
     {
         let root = &tenant.checkpoint_root.value;
@@ -289,20 +328,20 @@ fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Optio
             RootProblem::Outside => (
                 format!(
                     "expected a checkpoint path under `{root}`, found `{}`",
-                    spec.value
+                    written.value
                 ),
                 format!("outside the checkpoint root of tenant `{}`", name.value),
             ),
         };
         // What the planner does without `path` (the same function).
-        let help = match root.job_folder(&job.name.value) {
+        let help = match root.job_folder(&spec.name.value) {
             Ok(folder) => format!(
                 "remove `path` to use `{folder}` (the tenant's root and the job's name), or write another folder below `{root}`"
             ),
             Err(_) => format!("write a folder below `{root}`, e.g. \"{root}/run-1\""),
         };
         diags.push(
-            Diagnostic::error(codes::CHECKPOINT_OUTSIDE_ROOT, message, spec.span, label)
+            Diagnostic::error(codes::CHECKPOINT_OUTSIDE_ROOT, message, written.span, label)
                 .with_related(
                     tenant.checkpoint_root.span,
                     format!("tenant `{}` keeps its checkpoints here", name.value),
@@ -313,8 +352,8 @@ fn check_tenant<'a>(job: &Job, pool: &'a Pool, diags: &mut Diagnostics) -> Optio
     Some(tenant)
 }
 
-fn check_budget(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
-    let Some(budget) = &job.goal.budget else {
+fn check_budget(spec: Scope<'_>, pool: &Pool, diags: &mut Diagnostics) {
+    let Some(budget) = spec.budget else {
         return;
     };
     let currency = &budget.value.1;
@@ -348,7 +387,7 @@ fn check_budget(job: &Job, pool: &Pool, diags: &mut Diagnostics) {
 /// The devices and node groups the job may use, reporting listed devices the pool (or the
 /// allowed sites) lacks.
 fn allowed<'a>(
-    job: &Job,
+    spec: Scope<'_>,
     catalogue: &'a Catalogue,
     pool: &'a Pool,
     known: &[&Spanned<String>],
@@ -358,7 +397,7 @@ fn allowed<'a>(
     let at_sites = |id: &str| sites.iter().any(|s| s.devices_of(id).1 > 0);
     let mut named_at = BTreeMap::new();
     let mut ids: Vec<&str> = Vec::new();
-    if job.resources.devices.is_empty() {
+    if spec.resources.devices.is_empty() {
         ids = pool
             .device_ids()
             .into_iter()
@@ -410,15 +449,15 @@ fn allowed<'a>(
 }
 
 /// Where to point when talking about the allowed devices as a whole.
-fn devices_span(job: &Job) -> Span {
-    match (job.resources.devices.first(), job.resources.devices.last()) {
+pub(crate) fn devices_span(resources: &ResourcesSpec) -> Span {
+    match (resources.devices.first(), resources.devices.last()) {
         (Some(first), Some(last)) => first.span.join(last.span),
-        _ => job.resources.pool.span,
+        _ => resources.pool.span,
     }
 }
 
 /// Up to [`MAX_RELATED`] secondary labels, one per device.
-fn with_device_labels<'a>(
+pub(crate) fn with_device_labels<'a>(
     mut diagnostic: Diagnostic,
     devices: impl IntoIterator<Item = (&'a Device, Span, String)>,
 ) -> Diagnostic {
@@ -496,13 +535,13 @@ fn common_precision(devices: &[&Device]) -> &'static str {
 }
 
 fn check_features(
-    job: &Job,
+    spec: Scope<'_>,
     catalogue: &Catalogue,
     pool: &Pool,
     allowed: &Allowed<'_>,
     diags: &mut Diagnostics,
 ) {
-    for name in &job.resources.features {
+    for name in &spec.resources.features {
         let Some(feature) = feature_of(&name.value) else {
             continue;
         };
@@ -608,14 +647,16 @@ fn pinned_devices(job: &Job) -> Option<(u64, Span)> {
     Some((product, span))
 }
 
-fn check_counts(
-    job: &Job,
+/// The pinned degrees' devices (`pinned`: how many and where) against the pool and the tenant's
+/// quota; unpinned, the tenant needs a quota for one device of the allowed types.
+pub(crate) fn check_counts(
+    spec: Scope<'_>,
+    pinned: Option<(u64, Span)>,
     tenant: Option<&Tenant>,
     allowed: &Allowed<'_>,
     diags: &mut Diagnostics,
 ) {
-    let pinned = pinned_devices(job);
-    let (needed, span) = pinned.unwrap_or((1, devices_span(job)));
+    let (needed, span) = pinned.unwrap_or((1, devices_span(spec.resources)));
     let ids: Vec<&str> = allowed
         .devices
         .iter()

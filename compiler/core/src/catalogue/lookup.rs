@@ -142,6 +142,19 @@ impl Device {
         self.precisions.value.contains(&precision)
     }
 
+    /// Whether a service may store and multiply its weights in `precision` here: the device has
+    /// a tensor rate for the GEMMs ([`ServePrecision::compute`]: fp8 on an fp8 peak, bf16, int8
+    /// and int4 on a bf16 peak, fp16 on an fp16 peak) or, for fp4, an fp4 rate
+    /// ([`Device::fp4_peak`]). The serving model times GEMMs on exactly these rates.
+    ///
+    /// [`ServePrecision::compute`]: crate::types::ServePrecision::compute
+    pub fn serves(&self, precision: crate::types::ServePrecision) -> bool {
+        match precision.compute() {
+            Some(p) => self.peak(p).is_some(),
+            None => self.fp4_peak.is_some(),
+        }
+    }
+
     /// Whether the device has `feature`.
     pub fn has_feature(&self, feature: super::Feature) -> bool {
         self.features.value.contains(&feature)

@@ -6,7 +6,7 @@ use super::check_job::{Allowed, did_you_mean};
 use super::codes;
 use super::model::{NodeGroup, Stack};
 use super::values::compare_versions;
-use crate::check::Job;
+use crate::check::ResourcesSpec;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use std::cmp::Ordering;
 
@@ -53,7 +53,11 @@ fn satisfies(installed: &str, op: &str, wanted: &str) -> bool {
     }
 }
 
-pub(crate) fn check_software(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostics) {
+pub(crate) fn check_software(
+    resources: &ResourcesSpec,
+    allowed: &Allowed<'_>,
+    diags: &mut Diagnostics,
+) {
     let stack_of = |g: &NodeGroup| {
         allowed
             .devices
@@ -61,7 +65,7 @@ pub(crate) fn check_software(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagn
             .find(|d| d.id.value == g.device.value)
             .map(|d| d.stack)
     };
-    for text in &job.resources.software {
+    for text in &resources.software {
         let Some(req) = parse_requirement(&text.value) else {
             diags.push(
                 Diagnostic::error(

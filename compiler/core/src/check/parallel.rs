@@ -73,23 +73,8 @@ pub(super) fn check_consistency(
     diags: &mut Diagnostics,
 ) {
     let mut found = Vec::new();
-    if let Some(t) = &parallel.tensor
-        && let Err(broken) = rules::tensor(model.heads, model.kv_heads, t.value)
-    {
-        let heads = if broken.what == "heads % tensor" {
-            "attention heads"
-        } else {
-            "key/value heads"
-        };
-        found.push(inconsistent(
-            format!(
-                "tensor parallelism {} does not divide the {} {heads}",
-                t.value, broken.value
-            ),
-            t.span,
-            "heads are split evenly across tensor-parallel ranks",
-            "choose a tensor degree that divides the head count",
-        ));
+    if let Some(t) = &parallel.tensor {
+        found.extend(tensor_problem(t, model));
     }
     check_split(parallel, model, &mut found);
     if let Some(v) = &parallel.virtual_stages
@@ -119,50 +104,104 @@ pub(super) fn check_consistency(
         ));
     }
     if let Some(e) = &parallel.expert {
-        match (model.arch, model.experts) {
-            (Arch::Dense, _) if e.value > 1 => found.push(inconsistent(
-                "expert parallelism needs a mixture-of-experts model".to_string(),
-                e.span,
-                "this model is dense",
-                "set `expert = 1` or `arch = moe`",
-            )),
-            (Arch::Moe, Some(experts)) if experts % e.value != 0 => found.push(inconsistent(
-                format!(
-                    "expert parallelism {} does not divide the {experts} experts",
-                    e.value
-                ),
-                e.span,
-                "experts are spread evenly over expert-parallel ranks",
-                "choose an expert degree that divides the expert count",
-            )),
-            (Arch::Moe, _) => {
-                // Folded onto the tensor × context × data grid: known once all three are pinned.
-                if let (Some(t), Some(c), Some(d)) =
-                    (&parallel.tensor, &parallel.context, &parallel.data)
-                {
-                    let grid = t.value * c.value * d.value;
-                    if rules::expert(grid, model.experts.unwrap_or(1), e.value).is_err() {
-                        found.push(
-                            inconsistent(
-                                format!(
-                                    "expert parallelism {} does not divide tensor × context × data = {grid}",
-                                    e.value
-                                ),
-                                e.span,
-                                "expert-parallel groups are folded onto the tensor, context and data ranks",
-                                "choose an expert degree that divides tensor × context × data",
-                            )
-                            .with_related(d.span, "data parallelism pinned here"),
-                        );
-                    }
-                }
+        if let Some(problem) = expert_problem(e, model) {
+            found.push(problem);
+        } else if model.arch == Arch::Moe
+            // Folded onto the tensor × context × data grid: known once all three are pinned.
+            && let (Some(t), Some(c), Some(d)) =
+                (&parallel.tensor, &parallel.context, &parallel.data)
+        {
+            let grid = t.value * c.value * d.value;
+            if rules::expert(grid, model.experts.unwrap_or(1), e.value).is_err() {
+                found.push(
+                    inconsistent(
+                        format!(
+                            "expert parallelism {} does not divide tensor × context × data = {grid}",
+                            e.value
+                        ),
+                        e.span,
+                        "expert-parallel groups are folded onto the tensor, context and data ranks",
+                        "choose an expert degree that divides tensor × context × data",
+                    )
+                    .with_related(d.span, "data parallelism pinned here"),
+                );
             }
-            _ => {}
         }
     }
     check_batch(parallel, train, &mut found);
     check_device_total(parallel, resources, &mut found);
     diags.extend(found);
+}
+
+/// A pinned tensor degree that does not split the attention heads evenly
+/// ([`rules::tensor`]); jobs and services share it.
+pub(super) fn tensor_problem(t: &Spanned<u64>, model: &ModelSpec) -> Option<Diagnostic> {
+    tensor_problem_under(rules::tensor, t, model)
+}
+
+/// A pinned tensor degree that `rule` refuses: [`rules::tensor`] for jobs,
+/// [`rules::serving_tensor`] for services (engines replicate key/value heads over extra ranks).
+pub(super) fn tensor_problem_under(
+    rule: fn(u64, u64, u64) -> Result<(), rules::Indivisible>,
+    t: &Spanned<u64>,
+    model: &ModelSpec,
+) -> Option<Diagnostic> {
+    let broken = rule(model.heads, model.kv_heads, t.value).err()?;
+    let message = match broken.what {
+        "heads % tensor" => format!(
+            "tensor parallelism {} does not divide the {} attention heads",
+            t.value, broken.value
+        ),
+        "tensor % kv_heads" => format!(
+            "tensor parallelism {} is not a multiple of the {} key/value heads",
+            t.value, broken.by
+        ),
+        _ => format!(
+            "tensor parallelism {} does not divide the {} key/value heads",
+            t.value, broken.value
+        ),
+    };
+    Some(inconsistent(
+        message,
+        t.span,
+        "heads are split evenly across tensor-parallel ranks",
+        "choose a tensor degree that divides the head count",
+    ))
+}
+
+/// A pinned expert degree on a dense model, or one that does not divide the experts; jobs and
+/// services share it (how the experts fold onto the other degrees differs).
+pub(super) fn expert_problem(e: &Spanned<u64>, model: &ModelSpec) -> Option<Diagnostic> {
+    match (model.arch, model.experts) {
+        (Arch::Dense, _) if e.value > 1 => Some(inconsistent(
+            "expert parallelism needs a mixture-of-experts model".to_string(),
+            e.span,
+            "this model is dense",
+            "set `expert = 1` or `arch = moe`",
+        )),
+        (Arch::Moe, Some(experts)) if experts % e.value != 0 => Some(inconsistent(
+            format!(
+                "expert parallelism {} does not divide the {experts} experts",
+                e.value
+            ),
+            e.span,
+            "experts are spread evenly over expert-parallel ranks",
+            "choose an expert degree that divides the expert count",
+        )),
+        _ => None,
+    }
+}
+
+/// A pinned pipeline degree that leaves a stage without a block ([`rules::pipeline_split`]
+/// with the balanced rule and no interleaving, as a service's pipeline runs).
+pub(super) fn pipeline_problem(p: &Spanned<u64>, model: &ModelSpec) -> Option<Diagnostic> {
+    let parallel = ParallelSpec {
+        pipeline: Some(p.clone()),
+        ..ParallelSpec::default()
+    };
+    let mut found = Vec::new();
+    check_split(&parallel, model, &mut found);
+    found.pop()
 }
 
 /// The rule and the pinned blocks the pipeline split follows: `Pinned` with the list when the

@@ -1,5 +1,5 @@
 //! Diagnostic codes of the catalogue phase: loading and validating the YAML catalogue (L20xx),
-//! and checking jobs against it (L21xx).
+//! and checking jobs and services against it (L21xx).
 
 super::codes! {
     INVALID_YAML = "L2001" => "invalid catalogue YAML",
@@ -36,4 +36,7 @@ super::codes! {
     JOB_UNKNOWN_CURRENCY = "L2114" => "unknown currency",
     CHECKPOINT_OUTSIDE_ROOT = "L2115" => "checkpoint path outside the tenant's root",
     SITE_CLOSED_TO_TENANT = "L2116" => "site closed to the tenant",
+    UNSUPPORTED_SERVE_PRECISION = "L2117" => "serving precision no allowed device runs",
+    UNSUPPORTED_ENGINE = "L2118" => "engine no allowed device runs",
+    SERVICE_DOES_NOT_FIT = "L2119" => "served model does not fit in a replica",
 }

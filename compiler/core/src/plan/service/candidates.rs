@@ -5,7 +5,7 @@ use super::{DAYS_PER_MONTH, Demand, Place};
 use crate::catalogue::{Catalogue, eligible};
 use crate::layout_rules;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
-use crate::types::{Arch, Engine, ServePrecision};
+use crate::types::{Arch, Engine};
 
 /// The `max_num_seqs` values the search tries, smallest first. Counted: powers of two around
 /// the engines' defaults (vLLM 256, SGLang and TensorRT-LLM up to 2,048 on large cards).
@@ -221,9 +221,8 @@ pub(crate) fn places<'a>(
     let mut skipped = Vec::new();
     for (site, group) in demand.pool.node_groups() {
         let id = group.device.value.as_str();
-        if !eligible::resources_allow_device(resources, id)
-            || !eligible::resources_allow_site(resources, &site.name.value)
-            || !eligible::tenant_allows_site(tenant, &site.name.value)
+        if !eligible::device_allowed(service, id)
+            || !eligible::site_allowed(service, tenant, &site.name.value)
         {
             continue;
         }
@@ -231,7 +230,7 @@ pub(crate) fn places<'a>(
         let Some(device) = catalogue.device(id) else {
             continue;
         };
-        if !serves_precision(device, precision) {
+        if !device.serves(precision) {
             skipped.push((format!("no {precision} tensor rate"), id.to_string(), place));
             continue;
         }
@@ -286,17 +285,6 @@ fn skipped_notes(mut skipped: Vec<(String, String, String)>) -> Vec<String> {
         .collect()
 }
 
-/// Whether `device` multiplies in `precision`'s GEMM precision (fp4: has an fp4 rate).
-pub(crate) fn serves_precision(
-    device: &crate::catalogue::Device,
-    precision: ServePrecision,
-) -> bool {
-    match precision.compute() {
-        Some(p) => device.peak(p).is_some(),
-        None => device.fp4_peak.is_some(),
-    }
-}
-
 /// Every (tensor, pipeline, expert) a replica on `place` may have: tensor a power of two up to
 /// a node that the heads divide, pipeline across whole nodes, expert over the tensor ranks of
 /// an MoE model; the spec's pins respected.
@@ -314,7 +302,7 @@ pub(crate) fn degrees(demand: &Demand<'_>, place: &Place<'_>) -> Vec<(u32, u32, 
         let heads_ok =
             layout_rules::serving_tensor(model.heads, model.kv_heads, u64::from(tensor)).is_ok();
         if pinned_ok && heads_ok {
-            for pipeline in [1u32, 2, 4] {
+            for pipeline in [1u32, 2, 4, 8, 16] {
                 // A pipeline crosses nodes only with full nodes of tensor ranks.
                 if pipeline > 1 && tensor < dpn {
                     continue;

@@ -49,7 +49,10 @@ fn every_service_example_meets_its_targets_deterministically() {
         assert!(t.ttft_s.is_none_or(|target| e.ttft_s <= target), "{name}");
         assert!(t.tpot_s.is_none_or(|target| e.tpot_s <= target), "{name}");
         assert!(t.e2e_s.is_none_or(|target| e.e2e_s <= target), "{name}");
-        assert!(e.ttft_p50_s <= e.ttft_s && e.tpot_p50_s <= e.tpot_s, "{name}");
+        assert!(
+            e.ttft_p50_s <= e.ttft_s && e.tpot_p50_s <= e.tpot_s,
+            "{name}"
+        );
         let devices: u64 = first.roles.iter().map(|r| r.group.devices).sum();
         assert_eq!(devices, e.devices, "{name}");
         assert!(!first.why.is_empty() && !first.pareto.is_empty(), "{name}");
@@ -111,14 +114,26 @@ fn a_tighter_target_never_costs_less() {
 #[test]
 fn pinned_mode_engine_and_degrees_hold() {
     let text = example("llama31-70b-chat-service.loam");
-    let aggregated = plan(&edit(&text, "engine    = vllm", "engine = vllm\n    disaggregate = aggregated"));
+    let aggregated = plan(&edit(
+        &text,
+        "engine    = vllm",
+        "engine = vllm\n    disaggregate = aggregated",
+    ));
     assert_eq!(aggregated.mode.as_deref(), Some("aggregated"));
     assert_eq!(aggregated.roles.len(), 1);
-    let split = plan(&edit(&text, "engine    = vllm", "engine = vllm\n    disaggregate = disaggregated"));
+    let split = plan(&edit(
+        &text,
+        "engine    = vllm",
+        "engine = vllm\n    disaggregate = disaggregated",
+    ));
     assert_eq!(split.mode.as_deref(), Some("disaggregated"));
     let roles: Vec<&str> = split.roles.iter().map(|r| r.role.as_str()).collect();
     assert_eq!(roles, ["prefill", "decode"]);
-    let trt = plan(&edit(&text, "engine    = vllm", "engine = trtllm\n    tensor = 4"));
+    let trt = plan(&edit(
+        &text,
+        "engine    = vllm",
+        "engine = trtllm\n    tensor = 4",
+    ));
     assert!(trt.feasible, "{:?}", trt.reasons);
     for role in &trt.roles {
         assert_eq!(role.group.node.as_ref().unwrap().vendor, "nvidia");
@@ -132,7 +147,9 @@ fn a_budget_below_the_cheapest_deployment_is_infeasible_with_the_numbers() {
     let plan = plan(&edit(&text, "budget   = 300K CNY", "budget   = 1K CNY"));
     assert!(!plan.feasible);
     assert!(
-        plan.reasons.iter().any(|r| r.contains("over the budget of 1,000 CNY")),
+        plan.reasons
+            .iter()
+            .any(|r| r.contains("over the budget of 1,000 CNY")),
         "{:?}",
         plan.reasons
     );
