@@ -20,11 +20,11 @@ pub use job::{
     ResourcesSpec, TrainSpec,
 };
 pub use model::parameter_count;
+pub(crate) use parallel::pinned_split;
 pub use service::{
     DATASETS, DatasetShape, LengthSpec, LoadSpec, ServeSpec, Service, TargetsSpec, TrafficSpec,
     dataset_shape,
 };
-pub(crate) use parallel::pinned_split;
 pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};

@@ -4,8 +4,8 @@
 
 use super::job::{GoalSpec, ModelSpec, ResourcesSpec};
 use super::reader::{BlockSpec, LabelRule, read_block};
-use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources, single_block};
 use super::{CheckpointSpec, required_block};
+use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources, single_block};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{FileId, Span, Spanned};
@@ -261,7 +261,9 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
                 deadline.span,
                 "a service runs until it is taken down",
             )
-            .with_help("remove `deadline`; a service's limits are its `targets` and a monthly `budget`"),
+            .with_help(
+                "remove `deadline`; a service's limits are its `targets` and a monthly `budget`",
+            ),
         );
     }
     if let Some(name) = &name {
@@ -311,7 +313,12 @@ fn check_serve(block: &Block, diags: &mut Diagnostics) -> Option<ServeSpec> {
         false,
     );
     let precision = f.require("precision", precision, "fp8");
-    let kv_cache = f.keyword("kv_cache", KvCache::from_keyword, &KvCache::keywords(), false);
+    let kv_cache = f.keyword(
+        "kv_cache",
+        KvCache::from_keyword,
+        &KvCache::keywords(),
+        false,
+    );
     let engine = f.keyword("engine", Engine::from_keyword, &Engine::keywords(), true);
     let disaggregate = f
         .keyword(
@@ -346,7 +353,9 @@ fn check_traffic(block: &Block, diags: &mut Diagnostics) -> Option<TrafficSpec> 
     let dataset = f.name("dataset");
     let rate = f.number("rate", 0.0, MAX_RATE);
     let concurrency = f.integer("concurrency", 1, MAX_DIM, false);
-    let profile = f.get("profile").and_then(|a| read_profile(&a.value, f.diags));
+    let profile = f
+        .get("profile")
+        .and_then(|a| read_profile(&a.value, f.diags));
     let rate_written = f.get("rate").is_some();
     let concurrency_written = f.get("concurrency").is_some();
     drop(f);
@@ -484,7 +493,9 @@ fn length(
                         p99.span,
                         "a 99th percentile is at least the median",
                     )
-                    .with_help("write the lengths in tokens: `mean`, optional `p50`, and `p99` ≥ both"),
+                    .with_help(
+                        "write the lengths in tokens: `mean`, optional `p50`, and `p99` ≥ both",
+                    ),
                 );
                 return None;
             }
