@@ -17,6 +17,8 @@ mod row;
 mod serving;
 mod serving_row;
 mod serving_table;
+#[cfg(test)]
+mod serving_tests;
 mod table;
 
 pub use cross::{CrossValidation, FamilyFold, cross_validate, render_cross_validation};

@@ -26,9 +26,9 @@ impl ServeFitted {
     /// file (the fit procedure is in docs/cost-model.md). SGLang and MindIE have no costable
     /// rows there and carry vLLM's values.
     pub const SHIPPED: ServeFitted = ServeFitted {
-        bandwidth_share: 0.86,
-        engine_efficiency: [0.52, 0.52, 0.94, 0.52, 0.72],
-        block_overhead_s: [50e-6, 50e-6, 160e-6, 50e-6, 55e-6],
+        bandwidth_share: 0.9,
+        engine_efficiency: [0.5, 0.5, 0.94, 0.5, 0.76],
+        block_overhead_s: [50e-6, 50e-6, 160e-6, 50e-6, 85e-6],
     };
 
     /// The index of `engine` in the per-engine arrays.
