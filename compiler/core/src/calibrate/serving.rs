@@ -508,23 +508,20 @@ fn fit(rows: &[&PreparedServing]) -> ServeFitted {
         .filter(|e| rows.iter().any(|r| r.model.engine == **e))
         .map(|e| ServeFitted::index(*e))
         .collect();
-    let mut score = objective(rows, &best);
-    let mut try_value =
-        |best: &mut ServeFitted, set: &dyn Fn(&mut ServeFitted, f64), grid: &[f64]| {
-            let mut chosen = *best;
-            let mut chosen_score = f64::INFINITY;
-            for v in grid {
-                let mut candidate = *best;
-                set(&mut candidate, *v);
-                let s = objective(rows, &candidate);
-                if s < chosen_score {
-                    chosen = candidate;
-                    chosen_score = s;
-                }
+    let try_value = |best: &mut ServeFitted, set: &dyn Fn(&mut ServeFitted, f64), grid: &[f64]| {
+        let mut chosen = *best;
+        let mut chosen_score = f64::INFINITY;
+        for v in grid {
+            let mut candidate = *best;
+            set(&mut candidate, *v);
+            let s = objective(rows, &candidate);
+            if s < chosen_score {
+                chosen = candidate;
+                chosen_score = s;
             }
-            *best = chosen;
-            score = chosen_score;
-        };
+        }
+        *best = chosen;
+    };
     let shares: Vec<f64> = (25..=50).map(|k| f64::from(k) / 50.0).collect();
     let efficiencies: Vec<f64> = (10..=64).map(|k| f64::from(k) / 50.0).collect();
     let overheads: Vec<f64> = (0..=60).map(|k| f64::from(k) / 200_000.0).collect();
@@ -552,7 +549,6 @@ fn fit(rows: &[&PreparedServing]) -> ServeFitted {
             );
         }
     }
-    let _ = score;
     let vllm = ServeFitted::index(Engine::Vllm);
     for e in Engine::ALL {
         let i = ServeFitted::index(*e);
