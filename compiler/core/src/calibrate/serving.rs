@@ -385,12 +385,15 @@ fn prepare(
     Ok(prepared)
 }
 
+/// The report rows (not yet costed) and the costable ones with their index among them.
+type Prepared = (Vec<ServingCalibrationRow>, Vec<(usize, PreparedServing)>);
+
 /// Every row read and prepared: the report rows (uncosted) and the costable ones with their
 /// index.
 fn prepare_all(
     csv_text: &str,
     device_lookup: &impl Fn(&str) -> Option<Device>,
-) -> Result<(Vec<ServingCalibrationRow>, Vec<(usize, PreparedServing)>), CalibrationError> {
+) -> Result<Prepared, CalibrationError> {
     let rows = read_rows(csv_text)?;
     let mut out = Vec::new();
     let mut prepared = Vec::new();
