@@ -90,6 +90,42 @@ const TEMPLATES: &[(&str, &str)] = &[
         "baremetal/launch.sh.j2",
         include_str!("../templates/baremetal/launch.sh.j2"),
     ),
+    (
+        "kubernetes/service-pod.yaml.j2",
+        include_str!("../templates/kubernetes/service-pod.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-workload.yaml.j2",
+        include_str!("../templates/kubernetes/service-workload.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-service.yaml.j2",
+        include_str!("../templates/kubernetes/service-service.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-hpa.yaml.j2",
+        include_str!("../templates/kubernetes/service-hpa.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-router.yaml.j2",
+        include_str!("../templates/kubernetes/service-router.yaml.j2"),
+    ),
+    (
+        "slurm/service.sbatch.j2",
+        include_str!("../templates/slurm/service.sbatch.j2"),
+    ),
+    (
+        "baremetal/service-hostfile.j2",
+        include_str!("../templates/baremetal/service-hostfile.j2"),
+    ),
+    (
+        "baremetal/service-launch.sh.j2",
+        include_str!("../templates/baremetal/service-launch.sh.j2"),
+    ),
+    (
+        "baremetal/service-router.sh.j2",
+        include_str!("../templates/baremetal/service-router.sh.j2"),
+    ),
 ];
 
 /// The environment with every template loaded. Fails only if a template does not parse, which

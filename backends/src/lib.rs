@@ -15,6 +15,7 @@ mod env;
 pub mod escape;
 pub mod job;
 pub mod kubernetes;
+pub mod service;
 pub mod slurm;
 mod tenants;
 pub mod window;
@@ -67,6 +68,9 @@ pub struct Options {
     /// what the pool's cohort holds beyond the tenants' guaranteed quotas is lent by one more
     /// ClusterQueue ([`node_group_devices`]). Empty: no lender queue.
     pub node_groups: BTreeMap<String, u64>,
+    /// The serving engine's container image for every service; `None`: each engine's default
+    /// ([`service::engine::default_image`]).
+    pub serving_image: Option<String>,
 }
 
 impl Default for Options {
@@ -78,6 +82,7 @@ impl Default for Options {
             trainer: vec!["loam-train".to_string()],
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
+            serving_image: None,
         }
     }
 }
@@ -129,6 +134,28 @@ pub fn render(
                             plan.job
                         ),
                         "rename one of the jobs, or emit them separately",
+                    ));
+                }
+                manifests.extend(files.into_iter().map(|m| Manifest {
+                    path: format!("{folder}/{}", m.path),
+                    contents: m.contents,
+                }));
+            }
+            Err(mut errors) => diagnostics.append(&mut errors),
+        }
+    }
+    // Services beside the jobs, each in its own folder; a service may not take a job's.
+    for svc in &doc.services {
+        match service::render(svc, target, options) {
+            Ok((folder, files)) => {
+                if let Some(other) = folders.insert(folder.clone(), svc.service.clone()) {
+                    diagnostics.push(job::error(
+                        codes::emit::SHARED_OUTPUT_FOLDER,
+                        format!(
+                            "`{other}` and service `{}` would both be written to `{folder}/`",
+                            svc.service
+                        ),
+                        "rename the service or the job, or emit them separately",
                     ));
                 }
                 manifests.extend(files.into_iter().map(|m| Manifest {

@@ -11,11 +11,16 @@ use std::collections::BTreeMap;
 /// [`Tenancy::derived`]).
 pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, Tenancy> {
     let mut found = BTreeMap::new();
-    for plan in &doc.plans {
-        let Some(pool) = catalogue.pool(&plan.pool) else {
+    let owners = doc
+        .plans
+        .iter()
+        .map(|p| (&p.pool, &p.tenant))
+        .chain(doc.services.iter().map(|s| (&s.pool, &s.tenant)));
+    for (pool, owner) in owners {
+        let Some(pool) = catalogue.pool(pool) else {
             continue;
         };
-        let Some(tenant) = pool.tenant(&plan.tenant) else {
+        let Some(tenant) = pool.tenant(owner) else {
             continue;
         };
         let quotas = tenant
@@ -32,7 +37,7 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, 
             })
             .collect();
         found.insert(
-            plan.tenant.clone(),
+            owner.clone(),
             Tenancy {
                 namespace: tenant.kubernetes_namespace.clone(),
                 queue: tenant.queue.clone(),

@@ -126,6 +126,9 @@ struct Site {
     levels: Vec<String>,
     flavors: BTreeMap<String, Flavor_>,
     tenants: BTreeMap<String, Tenant>,
+    /// Namespaces of tenants with only services here: they need the namespace, not a queue
+    /// (a Deployment is not admitted by Kueue).
+    service_namespaces: BTreeSet<String>,
 }
 
 /// A resource's quota in one flavor: nominal and borrowing limit.
@@ -178,6 +181,21 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
             tenant.flavors.insert(name);
         }
     }
+    for service in &doc.services {
+        let namespace = options
+            .tenants
+            .get(&service.tenant)
+            .cloned()
+            .unwrap_or_else(|| crate::job::Tenancy::derived(&service.tenant))
+            .namespace;
+        for role in &service.roles {
+            sites
+                .entry(site_label(&role.group.site))
+                .or_default()
+                .service_namespaces
+                .insert(namespace.clone());
+        }
+    }
     let env = env::environment().map_err(|e| vec![super::template_error("prerequisites", &e)])?;
     let mut files = Vec::new();
     for (label, site) in &sites {
@@ -197,6 +215,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
             .tenants
             .values()
             .map(|t| t.namespace.as_str())
+            .chain(site.service_namespaces.iter().map(String::as_str))
             .collect();
         for ns in namespaces {
             add(

@@ -6,3 +6,4 @@ pub mod github;
 pub mod plan_json;
 pub mod plan_markdown;
 pub mod plan_table;
+pub mod service_table;

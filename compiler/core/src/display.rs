@@ -43,6 +43,16 @@ pub fn money(amount: f64, currency: &str) -> String {
     format!("{} {currency}", thousands(amount))
 }
 
+/// A small amount of money with cents where they matter: `5.56 CNY` below 100, else as
+/// [`money`] (`1,250 CNY`). For prices per unit (per million tokens, per hour).
+pub fn price(amount: f64, currency: &str) -> String {
+    if amount.abs() < 100.0 {
+        format!("{amount:.2} {currency}")
+    } else {
+        money(amount, currency)
+    }
+}
+
 /// `n` with `digits` decimals, or more (up to four) when that would show a non-zero number as
 /// zero: `decimals(0.004, 1)` → `0.004`.
 pub fn decimals(n: f64, digits: usize) -> String {
@@ -113,6 +123,18 @@ pub fn duration(seconds: f64) -> String {
         format!("{hours:.1} h")
     } else {
         format!("{:.1} days", hours / 24.0)
+    }
+}
+
+/// A latency given in seconds, as service plans write it: milliseconds below a second
+/// (`38 ms`, `4.2 ms` below 10 ms), else seconds with two decimals (`1.45 s`).
+pub fn latency(seconds: f64) -> String {
+    if seconds < 0.01 {
+        format!("{:.1} ms", seconds * 1e3)
+    } else if seconds < 1.0 {
+        format!("{:.0} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.2} s")
     }
 }
 

@@ -40,6 +40,18 @@ pub fn tensor(heads: u64, kv_heads: u64, tensor: u64) -> Result<(), Indivisible>
     divides("kv_heads % tensor", kv_heads, tensor)
 }
 
+/// A serving engine's tensor parallelism splits the query heads evenly and the key/value heads
+/// evenly, or, with more ranks than key/value heads, replicates each key/value head over
+/// `tensor / kv_heads` ranks (vLLM, SGLang and TensorRT-LLM all do).
+pub fn serving_tensor(heads: u64, kv_heads: u64, tensor: u64) -> Result<(), Indivisible> {
+    divides("heads % tensor", heads, tensor)?;
+    if tensor > kv_heads {
+        divides("tensor % kv_heads", tensor, kv_heads)
+    } else {
+        divides("kv_heads % tensor", kv_heads, tensor)
+    }
+}
+
 /// Context parallelism splits the sequence into `2 · context` equal chunks, two per rank, so
 /// causal attention's work is balanced over the ranks.
 pub fn context(seq_len: u64, context: u64) -> Result<(), Indivisible> {

@@ -327,10 +327,20 @@ pub fn plan_project_reusing(
             None => (plan_job(&checked.job, &checked.file, catalogue), false),
         }
     });
+    let services: Vec<&CheckedService> = project.plannable_services().collect();
+    let mut service_plans = map_ordered(&services, threads, |checked| {
+        crate::plan::service::plan_service(&checked.service, &checked.file, catalogue)
+    });
     let mut findings: Vec<Diagnostic> = jobs
         .iter()
         .zip(&results)
         .flat_map(|((checked, _), (plan, _))| plan_diagnostics(&checked.job, plan))
+        .chain(
+            services
+                .iter()
+                .zip(&service_plans)
+                .filter_map(|(checked, plan)| service_finding(&checked.service, plan)),
+        )
         .collect();
     findings.sort_by(compare);
     let mut diagnostics = project.diagnostics.clone();
@@ -344,10 +354,6 @@ pub fn plan_project_reusing(
     // A stable sort: the jobs of one file stay in source order.
     planned.sort_by(|a, b| a.0.file.cmp(&b.0.file));
     let mut document = empty_document(catalogue.digest());
-    let services: Vec<&CheckedService> = project.plannable_services().collect();
-    let mut service_plans = map_ordered(&services, threads, |checked| {
-        crate::plan::service::plan_service(&checked.service, &checked.file, catalogue)
-    });
     // A stable sort: the services of one file stay in source order.
     service_plans.sort_by(|a, b| a.file.cmp(&b.file));
     document.services = service_plans;
@@ -365,6 +371,31 @@ pub fn plan_project_reusing(
         keys,
         reused,
     }
+}
+
+/// L3008 for a service no deployment serves within its targets and budget, on its name, with
+/// the planner's reasons.
+fn service_finding(service: &Service, plan: &crate::plan::ir::ServicePlan) -> Option<Diagnostic> {
+    if plan.feasible {
+        return None;
+    }
+    let mut d = Diagnostic::error(
+        crate::diagnostics::codes::plan::NO_DEPLOYMENT,
+        format!(
+            "no deployment of service `{}` meets its targets: {}",
+            service.name.value,
+            plan.reasons.join("; ")
+        ),
+        service.name.span,
+        "this service",
+    )
+    .with_help("relax the targets, allow more device types or sites, raise the budget, or serve in a smaller precision");
+    if let Some(budget) = &service.goal.budget
+        && plan.reasons.iter().any(|r| r.contains("over the budget"))
+    {
+        d = d.with_related(budget.span, "this budget");
+    }
+    Some(d)
 }
 
 /// The planner's findings about `job`, located in its spec.

@@ -105,8 +105,17 @@ pub fn run(
         }
     };
     write_dir(&args.out, &manifests)?;
+    let services = if doc.services.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " and {} {}",
+            doc.services.len(),
+            crate::commands::check::plural(doc.services.len(), "service")
+        )
+    };
     cx.print(&format!(
-        "wrote {} {} for {} {} to {}\n",
+        "wrote {} {} for {} {}{services} to {}\n",
         manifests.len(),
         crate::commands::check::plural(manifests.len(), "file"),
         doc.plans.len(),

@@ -4,7 +4,7 @@ use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::plan_cache::{self, PlanCache};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::render::{admission, plan_json, plan_markdown, plan_table};
+use crate::render::{admission, plan_json, plan_markdown, plan_table, service_table};
 use crate::session::{load_checked, threads};
 use serde_json::json;
 use std::path::Path;
@@ -40,9 +40,23 @@ pub fn run(
             cx.print_json(&value);
         }
         PlanFormat::Json => cx.print_json(&plan_json::to_json(doc)),
-        PlanFormat::Table if !doc.plans.is_empty() => cx.print(&plan_table::render(doc)),
-        PlanFormat::Markdown if !doc.plans.is_empty() => cx.print(&plan_markdown::render(doc)),
-        PlanFormat::Table | PlanFormat::Markdown => {}
+        PlanFormat::Table => {
+            if !doc.plans.is_empty() {
+                cx.print(&plan_table::render(doc));
+            }
+            if !doc.services.is_empty() {
+                let gap = if doc.plans.is_empty() { "" } else { "\n" };
+                cx.print(&format!("{gap}{}", service_table::render(&doc.services)));
+            }
+        }
+        PlanFormat::Markdown if !doc.plans.is_empty() || !doc.services.is_empty() => {
+            let mut text = plan_markdown::render(doc);
+            if !doc.services.is_empty() {
+                text.push_str(&service_table::markdown(&doc.services));
+            }
+            cx.print(&text);
+        }
+        PlanFormat::Markdown => {}
     }
     // With more than one job, what Kueue would make of all of them at once.
     if doc.plans.len() > 1
@@ -57,13 +71,16 @@ pub fn run(
     }
     if checks_failed {
         let errors = specs.errors();
-        let unplanned = specs.jobs.len() - doc.plans.len();
+        let unplanned = (specs.jobs.len() + specs.services.len())
+            .saturating_sub(doc.plans.len() + doc.services.len());
         cx.eprint(&format!(
             "{errors} {} in the specs; {unplanned} {} not planned\n",
             crate::commands::check::plural(errors, "error"),
             crate::commands::check::plural(unplanned, "job"),
         ));
     }
-    let failed = planned.has_errors() || doc.plans.iter().any(|p| !p.feasible);
+    let failed = planned.has_errors()
+        || doc.plans.iter().any(|p| !p.feasible)
+        || doc.services.iter().any(|s| !s.feasible);
     Ok(u8::from(failed))
 }

@@ -3,16 +3,27 @@
 //! here, so `check` never passes a job that the planner may only place somewhere else.
 
 use super::{Pool, Site, Tenant};
-use crate::check::Job;
+use crate::check::{Job, ResourcesSpec};
 
 /// Whether the job's `resources.devices` allows device type `id` (any when empty).
 pub fn device_allowed(job: &Job, id: &str) -> bool {
-    job.resources.devices.is_empty() || job.resources.devices.iter().any(|d| d.value == id)
+    resources_allow_device(&job.resources, id)
+}
+
+/// Whether a `resources` block (a job's or a service's) allows device type `id` (any when its
+/// `devices` is empty).
+pub fn resources_allow_device(resources: &ResourcesSpec, id: &str) -> bool {
+    resources.devices.is_empty() || resources.devices.iter().any(|d| d.value == id)
 }
 
 /// Whether the job's `resources.sites` allows `site` (any when empty).
 pub fn spec_allows_site(job: &Job, site: &str) -> bool {
-    job.resources.sites.is_empty() || job.resources.sites.iter().any(|s| s.value == site)
+    resources_allow_site(&job.resources, site)
+}
+
+/// Whether a `resources` block allows `site` (any when its `sites` is empty).
+pub fn resources_allow_site(resources: &ResourcesSpec, site: &str) -> bool {
+    resources.sites.is_empty() || resources.sites.iter().any(|s| s.value == site)
 }
 
 /// Whether the tenant may use `site` (any when the catalogue lists no sites for it).

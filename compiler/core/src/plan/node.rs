@@ -4,7 +4,7 @@
 
 use super::ir::{NodeIr, RdmaIr, TolerationIr};
 use super::placement::Placement;
-use crate::catalogue::{Device, SliceProfile, model::SlicingKind};
+use crate::catalogue::{Device, NodeGroup, Site, SliceProfile, model::SlicingKind};
 
 /// Bytes in a GiB.
 const GIB: f64 = 1_073_741_824.0;
@@ -13,12 +13,18 @@ const GIB: f64 = 1_073_741_824.0;
 /// catalogue's pod requests are a whole node's, so a pod on part of a node asks for its share
 /// (whole cores, at least one), leaving the rest to other jobs.
 pub(crate) fn node_ir(o: &Placement<'_>, per_node: u64) -> NodeIr {
-    let run = &o.group.run;
-    let share = per_node as f64 / f64::from(o.group.devices_per_node.value.max(1));
+    node_ir_at(o.site, o.group, o.device, per_node)
+}
+
+/// The node facts of node group `group` at `site` (of `device`s) for pods that take `per_node`
+/// of each node's devices: a job's placement or a service's replicas.
+pub(crate) fn node_ir_at(site: &Site, group: &NodeGroup, device: &Device, per_node: u64) -> NodeIr {
+    let run = &group.run;
+    let share = per_node as f64 / f64::from(group.devices_per_node.value.max(1));
     let share = share.clamp(0.0, 1.0);
     NodeIr {
-        vendor: o.device.vendor.clone(),
-        collective: collective_library(&o.device.vendor).to_string(),
+        vendor: device.vendor.clone(),
+        collective: collective_library(&device.vendor).to_string(),
         cpus: scaled_cpus(run.cpus, share),
         memory_gib: crate::display::significant(run.memory_bytes * share / GIB),
         shm_gib: crate::display::significant(run.shm_bytes * share / GIB),
@@ -36,7 +42,7 @@ pub(crate) fn node_ir(o: &Placement<'_>, per_node: u64) -> NodeIr {
                 effect: effect.clone(),
             })
             .collect(),
-        topology_levels: o.site.topology_levels.clone(),
+        topology_levels: site.topology_levels.clone(),
         slurm_max_time_min: run.slurm_max_time_s.map(|s| (s / 60.0).floor() as u64),
         slurm_features: run.slurm_features.clone(),
         slurm_containers: run.slurm_containers,

@@ -10,4 +10,5 @@ super::codes! {
     QUEUES = "L3005" => "devices not free now",
     ABOVE_GUARANTEED_QUOTA = "L3006" => "devices above the guaranteed quota",
     EXTRAPOLATION = "L3007" => "prediction above the best published run",
+    NO_DEPLOYMENT = "L3008" => "no deployment meets the service's targets",
 }

@@ -151,6 +151,12 @@ pub struct RoleIr {
     pub kv_cache_tokens: f64,
     /// GiB of weights on each device.
     pub weights_per_device_gib: f64,
+    /// Devices each node of the group has (the catalogue's `devices_per_node`), when a replica's
+    /// pod may take only part of a node: each pod then requests its share of the node's cpus,
+    /// memory and shared memory (`group.node`). Absent: a pod takes a whole node's. Added for the
+    /// service manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_devices: Option<u64>,
     /// The devices of all replicas at the busiest hour, where they are and how their nodes run:
     /// `groups[0]` here is what backends schedule (node labels, resource, taints, pod requests).
     pub group: GroupIr,

@@ -1,0 +1,336 @@
+//! Model services (`services[]` of the Plan IR, kind `service`): per service a folder with what
+//! runs its replicas on each target. What every target needs is checked and derived once here
+//! ([`ServiceContext`]): the names, the tenant's places, each role's engine command
+//! ([`engine::launch`]), its pods' share of a node and its replicas per hour.
+
+pub mod baremetal;
+pub mod engine;
+pub mod kubernetes;
+pub mod slurm;
+
+use crate::escape::{is_label_key, is_label_value, is_plain_word};
+use crate::job::{Tenancy, error};
+use crate::{Manifest, Options, Target};
+use engine::EngineLaunch;
+use loam_compiler::diagnostics::{Diagnostic, codes};
+use loam_compiler::names::{self, is_dns_label, is_env_name};
+use loam_compiler::plan::ir::{RoleIr, ServicePlan, TolerationIr};
+use serde::Serialize;
+
+/// One role of a service (`serve`, or `prefill` and `decode`) and what the launchers derive
+/// from it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoleContext<'a> {
+    /// `serve`, `prefill` or `decode`.
+    pub role: String,
+    /// DNS label of the role's objects: the service's name, with `-prefill` / `-decode` when
+    /// disaggregated.
+    pub name: String,
+    /// The role as planned.
+    pub ir: &'a RoleIr,
+    /// The engine's command, port, health path and metric.
+    pub launch: EngineLaunch,
+    /// Devices one pod (one node of a replica) takes.
+    pub devices_per_pod: u64,
+    /// The share of a node's cpus and memory one pod requests (1: the whole node).
+    pub node_share: f64,
+    /// CPU cores per pod (0: not known).
+    pub cpus: u64,
+    /// Memory per pod in MiB (0: not known).
+    pub memory_mib: u64,
+    /// `/dev/shm` per pod in MiB (0: not known).
+    pub shm_mib: u64,
+    /// The collective library's settings from the catalogue, sorted by name.
+    pub env: Vec<(String, String)>,
+    /// Taints the pods tolerate.
+    pub tolerations: Vec<TolerationIr>,
+    /// The RDMA resource and count per pod, for replicas over several nodes.
+    pub rdma: Option<(String, u64)>,
+    /// Fewest replicas (the quietest hour).
+    pub min_replicas: u64,
+    /// Most replicas (the busiest hour).
+    pub max_replicas: u64,
+    /// Replicas for each hour 0–23 (empty when the plan gives none).
+    pub hourly: Vec<u64>,
+}
+
+/// Everything common to the targets for one service.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServiceContext<'a> {
+    /// The service's name as written (escape it!).
+    pub service: String,
+    /// DNS-1123 name of the service's objects and folder ([`names::job_label`]).
+    pub name: String,
+    /// The spec file.
+    pub file: String,
+    /// The tenant as written.
+    pub tenant: String,
+    /// The tenant's places.
+    pub tenancy: Tenancy,
+    /// Priority keyword.
+    pub priority: String,
+    /// The engine keyword.
+    pub engine: String,
+    /// Whether prefill and decode run in separate roles behind a router.
+    pub disaggregated: bool,
+    /// The roles, in plan order.
+    pub roles: Vec<RoleContext<'a>>,
+    /// The container image of the engine.
+    pub image: String,
+    /// The router's container image (disaggregated services).
+    pub router_image: String,
+    /// The port clients use: the router's when disaggregated, else the engine's.
+    pub port: u16,
+    /// Requests in flight per replica the autoscaler keeps.
+    pub target_concurrency: f64,
+    /// The plan.
+    #[serde(skip)]
+    pub plan: &'a ServicePlan,
+}
+
+impl<'a> ServiceContext<'a> {
+    /// Checks `plan` and derives the common context, or reports every problem.
+    pub fn new(plan: &'a ServicePlan, options: &Options) -> Result<Self, Vec<Diagnostic>> {
+        let service = &plan.service;
+        let mut errors = Vec::new();
+        if !plan.feasible {
+            let why = if plan.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", plan.reasons.join("; "))
+            };
+            return Err(vec![error(
+                codes::emit::INFEASIBLE_PLAN,
+                format!("cannot emit service `{service}`, its plan is infeasible{why}"),
+                "change the service until `loam plan` finds a feasible deployment",
+            )]);
+        }
+        let disaggregated = match plan.mode.as_deref() {
+            Some("aggregated") => false,
+            Some("disaggregated") => true,
+            _ => {
+                errors.push(incomplete(
+                    service,
+                    "its mode is neither aggregated nor disaggregated",
+                ));
+                false
+            }
+        };
+        let expected: &[&str] = if disaggregated {
+            &["prefill", "decode"]
+        } else {
+            &["serve"]
+        };
+        let roles_named: Vec<&str> = plan.roles.iter().map(|r| r.role.as_str()).collect();
+        if roles_named != expected {
+            errors.push(incomplete(
+                service,
+                &format!(
+                    "its roles are [{}], expected [{}]",
+                    roles_named.join(", "),
+                    expected.join(", ")
+                ),
+            ));
+        }
+        let name = names::job_label(service).unwrap_or_else(|problem| {
+            errors.push(error(
+                codes::emit::UNUSABLE_NAME,
+                format!(
+                    "service name `{}` cannot name the service's objects and folder: {problem}",
+                    service.escape_debug()
+                ),
+                "name the service with letters, digits and `-`",
+            ));
+            String::new()
+        });
+        let tenancy = options
+            .tenants
+            .get(&plan.tenant)
+            .cloned()
+            .unwrap_or_else(|| Tenancy::derived(&plan.tenant));
+        if !is_dns_label(&tenancy.namespace) {
+            errors.push(unusable(service, "tenant namespace", &tenancy.namespace));
+        }
+        if !is_plain_word(&tenancy.slurm_account) {
+            errors.push(unusable(service, "Slurm account", &tenancy.slurm_account));
+        }
+        let autoscaling = plan.autoscaling.as_ref();
+        let mut roles = Vec::new();
+        for (index, r) in plan.roles.iter().enumerate() {
+            let g = &r.group;
+            if r.replicas == 0
+                || r.nodes_per_replica == 0
+                || r.devices_per_replica == 0
+                || !r.devices_per_replica.is_multiple_of(r.nodes_per_replica)
+                || r.devices_per_replica != r.tensor.saturating_mul(r.pipeline)
+            {
+                errors.push(incomplete(
+                    service,
+                    &format!(
+                        "role `{}` has {} devices per replica on {} nodes with tensor {} and pipeline {}",
+                        r.role, r.devices_per_replica, r.nodes_per_replica, r.tensor, r.pipeline
+                    ),
+                ));
+                continue;
+            }
+            if !is_label_key(&g.k8s_resource) {
+                errors.push(unusable(service, "device resource", &g.k8s_resource));
+            }
+            for (k, v) in &g.node_labels {
+                if !is_label_key(k) || !is_label_value(v) {
+                    errors.push(unusable(service, "node label", &format!("{k}={v}")));
+                }
+            }
+            if let Some(p) = &g.slurm_partition
+                && !is_plain_word(p)
+            {
+                errors.push(unusable(service, "Slurm partition", p));
+            }
+            let node = g.node.clone().unwrap_or_default();
+            for (k, v) in &node.env {
+                if !is_env_name(k) || v.chars().any(char::is_control) {
+                    errors.push(unusable(service, "collective setting", &format!("{k}={v}")));
+                }
+            }
+            for f in &node.slurm_features {
+                if !is_plain_word(f) {
+                    errors.push(unusable(service, "Slurm feature", f));
+                }
+            }
+            let launch = match engine::launch(plan, r) {
+                Ok(launch) => launch,
+                Err(engine::Unsupported(why)) => {
+                    errors.push(incomplete(service, &why));
+                    continue;
+                }
+            };
+            let devices_per_pod = r.devices_per_replica / r.nodes_per_replica;
+            let node_share = match r.node_devices {
+                Some(n) if n > 0 => (devices_per_pod as f64 / n as f64).min(1.0),
+                _ => 1.0,
+            };
+            let mib = |gib: f64| (gib.max(0.0) * 1024.0 * node_share).round() as u64;
+            let hourly: Vec<u64> = autoscaling
+                .map(|a| {
+                    a.hourly
+                        .iter()
+                        .filter_map(|h| h.get(index).copied())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let pick = |v: Option<&Vec<u64>>| v.and_then(|v| v.get(index).copied());
+            let max_replicas = pick(autoscaling.map(|a| &a.max_replicas))
+                .unwrap_or(r.replicas)
+                .max(1);
+            let min_replicas = pick(autoscaling.map(|a| &a.min_replicas))
+                .unwrap_or(max_replicas)
+                .clamp(1, max_replicas);
+            roles.push(RoleContext {
+                role: r.role.clone(),
+                name: if disaggregated {
+                    format!("{name}-{}", names::dns_label(&r.role, 10))
+                } else {
+                    name.clone()
+                },
+                ir: r,
+                launch,
+                devices_per_pod,
+                node_share,
+                cpus: (node.cpus as f64 * node_share)
+                    .floor()
+                    .max(if node.cpus > 0 { 1.0 } else { 0.0 }) as u64,
+                memory_mib: mib(node.memory_gib),
+                shm_mib: mib(node.shm_gib),
+                env: node
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                tolerations: node.tolerations.clone(),
+                rdma: node
+                    .rdma
+                    .as_ref()
+                    .filter(|_| r.nodes_per_replica > 1 || disaggregated)
+                    .map(|rd| (rd.resource.clone(), rd.per_node)),
+                min_replicas,
+                max_replicas,
+                hourly,
+            });
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let port = match (disaggregated, roles.first()) {
+            (true, _) => engine::ROUTER_PORT,
+            (false, Some(r)) => r.launch.port,
+            (false, None) => engine::ROUTER_PORT,
+        };
+        Ok(ServiceContext {
+            service: service.clone(),
+            name,
+            file: plan.file.clone(),
+            tenant: plan.tenant.clone(),
+            tenancy,
+            priority: plan.priority.to_string(),
+            engine: plan.engine.to_string(),
+            disaggregated,
+            roles,
+            image: options
+                .serving_image
+                .clone()
+                .unwrap_or_else(|| engine::default_image(plan.engine).to_string()),
+            router_image: engine::router_image(plan.engine).to_string(),
+            port,
+            target_concurrency: autoscaling.map_or(0.0, |a| a.target_concurrency_per_replica),
+            plan,
+        })
+    }
+}
+
+/// Renders one service for `target`: its folder name and the files in it.
+pub fn render(
+    plan: &ServicePlan,
+    target: Target,
+    options: &Options,
+) -> Result<(String, Vec<Manifest>), Vec<Diagnostic>> {
+    let ctx = ServiceContext::new(plan, options)?;
+    let files = match target {
+        Target::Kubernetes => kubernetes::render(&ctx)?,
+        Target::Slurm => slurm::render(&ctx)?,
+        Target::Baremetal => baremetal::render(&ctx)?,
+    };
+    Ok((ctx.name.clone(), files))
+}
+
+/// Renders `template` with `ctx`, turning a template error into L4009.
+pub(crate) fn render_one(
+    env: &minijinja::Environment<'_>,
+    service: &str,
+    template: &str,
+    ctx: minijinja::Value,
+) -> Result<String, Vec<Diagnostic>> {
+    env.get_template(template)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| vec![crate::kubernetes::template_error(service, &e)])
+}
+
+/// L4002: the plan lacks what every target needs.
+fn incomplete(service: &str, why: &str) -> Diagnostic {
+    error(
+        codes::emit::INCOMPLETE_PLAN,
+        format!("cannot emit service `{service}`: {why}"),
+        "emit plans made by `loam plan`; a hand-edited plan must keep every field",
+    )
+}
+
+/// L4004: a name that a manifest cannot carry safely.
+fn unusable(service: &str, what: &str, value: &str) -> Diagnostic {
+    error(
+        codes::emit::UNUSABLE_NAME,
+        format!(
+            "{what} `{}` of service `{service}` cannot be used in a manifest",
+            value.escape_debug()
+        ),
+        "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
+    )
+}

@@ -1,0 +1,89 @@
+//! Slurm: one batch script per role. The allocation holds every replica's nodes; one `srun` per
+//! replica starts the engine on its nodes (one task per node), the replicas over several nodes
+//! through the engine's multi-node start ([`engine::multi_node_script`]).
+
+use super::engine;
+use super::{RoleContext, ServiceContext, render_one};
+use crate::job::error;
+use crate::{Manifest, env};
+use loam_compiler::diagnostics::{Diagnostic, codes};
+use minijinja::Value;
+
+/// Renders `<role>.sbatch` for every role of the service.
+pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    let env = env::environment()
+        .map_err(|e| vec![crate::kubernetes::template_error(&svc.service, &e)])?;
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for role in &svc.roles {
+        let Some(partition) = role.ir.group.slurm_partition.clone() else {
+            errors.push(error(
+                codes::emit::NO_SLURM_PARTITION,
+                format!(
+                    "role `{}` of service `{}` runs on node group `{}`, which has no Slurm partition",
+                    role.role, svc.service, role.ir.group.node_group
+                ),
+                "give the node group a `slurm_partition` in the catalogue, or emit for another backend",
+            ));
+            continue;
+        };
+        let node = role.ir.group.node.clone().unwrap_or_default();
+        let ctx = minijinja::context! {
+            svc => Value::from_serialize(svc),
+            role => Value::from_serialize(role),
+            partition => partition,
+            nodes => role.max_replicas.saturating_mul(role.ir.nodes_per_replica),
+            gres => gres(role, &node.vendor),
+            exclusive => role.node_share >= 1.0,
+            constraint => (!node.slurm_features.is_empty()).then(|| node.slurm_features.join("&")),
+            time => node.slurm_max_time_min.map(time_limit),
+            srun => Vec::<String>::new(),
+            node_script => node_script(role, SLURM_NODE),
+        };
+        files.push(Manifest {
+            path: format!("{}.sbatch", role.role),
+            contents: render_one(&env, &svc.service, "slurm/service.sbatch.j2", ctx)?,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    if svc.disaggregated {
+        files.push(super::baremetal::router_script(&env, svc)?);
+    }
+    Ok(files)
+}
+
+/// The devices one task's node requests: `gpus-per-node=N` for GPUs, a typed GRES on Ascend and
+/// Hygon (as the jobs' scripts request them).
+fn gres(role: &RoleContext<'_>, vendor: &str) -> String {
+    let n = role.devices_per_pod;
+    match vendor {
+        "huawei" => format!("gres=npu:{n}"),
+        "hygon" => format!("gres=dcu:{n}"),
+        _ => format!("gpus-per-node={n}"),
+    }
+}
+
+/// Slurm's `D-HH:MM:00` for a partition's MaxTime: a service runs until stopped, so it asks for
+/// all the partition allows.
+fn time_limit(minutes: u64) -> String {
+    format!(
+        "{}-{:02}:{:02}:00",
+        minutes / 1440,
+        (minutes % 1440) / 60,
+        minutes % 60
+    )
+}
+
+/// A Slurm task's leader (the step's first node), rank and size, for the multi-node start.
+const SLURM_NODE: &str = "LEADER=$(scontrol show hostnames \"$SLURM_STEP_NODELIST\" | head -n 1)\nNODE_RANK=$SLURM_PROCID\nNNODES=$SLURM_STEP_NUM_NODES\n";
+
+/// What every node runs: the engine itself, or `node` (which sets `LEADER`, `NODE_RANK` and
+/// `NNODES`) and then the engine's multi-node start.
+pub(crate) fn node_script(role: &RoleContext<'_>, node: &str) -> String {
+    match role.launch.multi_node {
+        None => "exec \"$@\"".to_string(),
+        Some(m) => format!("{node}{}", engine::multi_node_script(m)),
+    }
+}

@@ -1,0 +1,166 @@
+//! Service planner tests on the shipped service examples and the built-in catalogue: the chosen
+//! deployment meets its targets, the front is a front, more traffic never costs less, and the
+//! spec's pins and limits hold.
+
+use super::plan_service;
+use crate::catalogue::builtin;
+use crate::check::{Service, check_file};
+use crate::plan::ir::ServicePlan;
+use crate::plan::tests::example;
+use crate::span::FileId;
+use crate::syntax::parse;
+
+fn service(text: &str) -> Service {
+    let parsed = parse(FileId(0), text);
+    let checked = check_file(&parsed.file.unwrap());
+    assert!(
+        checked.diagnostics.iter().all(|d| !d.is_error()),
+        "{:?}",
+        checked.diagnostics
+    );
+    checked.services.into_iter().next().unwrap()
+}
+
+fn plan(text: &str) -> ServicePlan {
+    plan_service(&service(text), "service.loam", &builtin())
+}
+
+const EXAMPLES: &[&str] = &[
+    "llama31-70b-chat-service.loam",
+    "rag-llama31-8b-service.loam",
+    "qwen3-235b-moe-service.loam",
+];
+
+/// `text` with its first `from` replaced by `to` (which must be there).
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` not in the spec");
+    text.replacen(from, to, 1)
+}
+
+#[test]
+fn every_service_example_meets_its_targets_deterministically() {
+    for name in EXAMPLES {
+        let text = example(name);
+        let first = plan(&text);
+        assert!(first.feasible, "{name}: {:?}", first.reasons);
+        assert_eq!(first, plan(&text), "{name}: same input, same plan");
+        let e = first.estimate.as_ref().unwrap();
+        let t = &first.traffic;
+        assert!(t.ttft_s.is_none_or(|target| e.ttft_s <= target), "{name}");
+        assert!(t.tpot_s.is_none_or(|target| e.tpot_s <= target), "{name}");
+        assert!(t.e2e_s.is_none_or(|target| e.e2e_s <= target), "{name}");
+        assert!(e.ttft_p50_s <= e.ttft_s && e.tpot_p50_s <= e.tpot_s, "{name}");
+        let devices: u64 = first.roles.iter().map(|r| r.group.devices).sum();
+        assert_eq!(devices, e.devices, "{name}");
+        assert!(!first.why.is_empty() && !first.pareto.is_empty(), "{name}");
+        assert_eq!(
+            first.pareto.iter().filter(|p| p.chosen).count(),
+            1,
+            "{name}: the chosen deployment is on the front once"
+        );
+    }
+}
+
+#[test]
+fn the_front_holds_no_dominated_deployment() {
+    for name in EXAMPLES {
+        let plan = plan(&example(name));
+        let front = &plan.pareto;
+        for a in front {
+            for b in front {
+                let dominates = b.output_tokens_per_s_per_device
+                    >= a.output_tokens_per_s_per_device
+                    && b.tpot_s <= a.tpot_s
+                    && (b.output_tokens_per_s_per_device > a.output_tokens_per_s_per_device
+                        || b.tpot_s < a.tpot_s);
+                assert!(
+                    !dominates || a.chosen,
+                    "{name}: {} is dominated by {}",
+                    a.deployment,
+                    b.deployment
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn more_traffic_never_costs_less() {
+    let text = example("llama31-70b-chat-service.loam");
+    let mut last = 0.0;
+    for rate in ["5", "20", "80"] {
+        let plan = plan(&edit(&text, "rate = 20", &format!("rate = {rate}")));
+        let cost = plan.estimate.unwrap().cost_per_month.amount;
+        assert!(cost >= last, "rate {rate}: {cost} < {last}");
+        last = cost;
+    }
+}
+
+#[test]
+fn a_tighter_target_never_costs_less() {
+    let text = example("rag-llama31-8b-service.loam");
+    let loose = plan(&text).estimate.unwrap().cost_per_month.amount;
+    let tight = plan(&edit(&text, "tpot       = 40ms", "tpot       = 15ms"));
+    if tight.feasible {
+        assert!(tight.estimate.unwrap().cost_per_month.amount >= loose);
+    } else {
+        assert!(!tight.reasons.is_empty());
+    }
+}
+
+#[test]
+fn pinned_mode_engine_and_degrees_hold() {
+    let text = example("llama31-70b-chat-service.loam");
+    let aggregated = plan(&edit(&text, "engine    = vllm", "engine = vllm\n    disaggregate = aggregated"));
+    assert_eq!(aggregated.mode.as_deref(), Some("aggregated"));
+    assert_eq!(aggregated.roles.len(), 1);
+    let split = plan(&edit(&text, "engine    = vllm", "engine = vllm\n    disaggregate = disaggregated"));
+    assert_eq!(split.mode.as_deref(), Some("disaggregated"));
+    let roles: Vec<&str> = split.roles.iter().map(|r| r.role.as_str()).collect();
+    assert_eq!(roles, ["prefill", "decode"]);
+    let trt = plan(&edit(&text, "engine    = vllm", "engine = trtllm\n    tensor = 4"));
+    assert!(trt.feasible, "{:?}", trt.reasons);
+    for role in &trt.roles {
+        assert_eq!(role.group.node.as_ref().unwrap().vendor, "nvidia");
+        assert_eq!(role.tensor, 4);
+    }
+}
+
+#[test]
+fn a_budget_below_the_cheapest_deployment_is_infeasible_with_the_numbers() {
+    let text = example("rag-llama31-8b-service.loam");
+    let plan = plan(&edit(&text, "budget   = 300K CNY", "budget   = 1K CNY"));
+    assert!(!plan.feasible);
+    assert!(
+        plan.reasons.iter().any(|r| r.contains("over the budget of 1,000 CNY")),
+        "{:?}",
+        plan.reasons
+    );
+}
+
+#[test]
+fn the_hourly_profile_scales_replicas_down_at_night() {
+    let plan = plan(&example("llama31-70b-chat-service.loam"));
+    let scaling = plan.autoscaling.unwrap();
+    assert_eq!(scaling.hourly.len(), 24);
+    let at = |h: usize| scaling.hourly[h].iter().sum::<u64>();
+    // 10:00 is a busiest hour (share 1), 03:00 a tenth of it.
+    assert!(at(3) <= at(10));
+    assert_eq!(
+        scaling.max_replicas,
+        plan.roles.iter().map(|r| r.replicas).collect::<Vec<_>>()
+    );
+    let month = plan.estimate.unwrap();
+    let peak_month = month.cost_per_hour.amount * 24.0 * 30.0;
+    assert!(month.cost_per_month.amount <= peak_month + 1e-6);
+}
+
+#[test]
+fn a_concurrency_load_is_sized_by_requests_in_flight() {
+    let text = example("rag-llama31-8b-service.loam");
+    let plan = plan(&edit(&text, "rate    = 12", "concurrency = 64"));
+    assert!(plan.feasible, "{:?}", plan.reasons);
+    assert_eq!(plan.traffic.concurrency, Some(64));
+    assert_eq!(plan.mode.as_deref(), Some("aggregated"));
+    assert!(plan.traffic.peak_rate > 0.0);
+}
