@@ -238,13 +238,19 @@ fn cost_model_constants_are_tagged_and_documented() {
     let root = repo_root();
     let docs = std::fs::read_to_string(root.join("docs/cost-model.md")).unwrap();
     let mut files = Vec::new();
-    for dir in ["compiler/core/src/cost", "compiler/core/src/workload"] {
+    for dir in [
+        "compiler/core/src/cost",
+        "compiler/core/src/workload",
+        "compiler/core/src/serve",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
     for file in [
         "compiler/core/src/cost.rs",
         "compiler/core/src/workload.rs",
         "compiler/core/src/calibrate.rs",
+        "compiler/core/src/serve.rs",
+        "compiler/core/src/calibrate/serving.rs",
     ] {
         files.push(root.join(file));
     }

@@ -14,6 +14,11 @@ mod cross;
 mod hetero;
 mod hetero_row;
 mod row;
+mod serving;
+mod serving_row;
+mod serving_table;
+#[cfg(test)]
+mod serving_tests;
 mod table;
 
 pub use cross::{CrossValidation, FamilyFold, cross_validate, render_cross_validation};
@@ -21,6 +26,12 @@ pub use hetero::{
     ASSUMED_GPT_VOCAB, ASSUMED_INFINIBAND_GBPS, ASSUMED_NODE_NETWORK_GBPS, HeteroCalibrationReport,
     HeteroCalibrationRow, HeteroStageCost, calibrate_hetero, render_hetero_table,
 };
+pub use serving::{
+    ASSUMED_SCALE_OUT_BANDWIDTH, ServingCalibrationReport, ServingCalibrationRow,
+    ServingCrossValidation, ServingFold, ServingMetric, ServingMetrics, ThroughputBasis,
+    calibrate_serving, calibrate_serving_with, cross_validate_serving, fit_serving,
+};
+pub use serving_table::{render_serving_cross_validation, render_serving_table};
 pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
@@ -132,6 +143,9 @@ pub enum CsvKind {
     /// Runs that mix device types or node shapes (`hetero_runs_calibration.csv`'s columns:
     /// `point_id`, `gpu_mix` and `stage_layout` among them).
     Hetero,
+    /// Published serving runs (`inference_runs_calibration.csv`'s columns: `scenario`,
+    /// `engine`, `ttft_ms` and `out_tok_s_total` among them).
+    Serving,
 }
 
 /// The kind of calibration CSV `csv_text` is; anything without the heterogeneous file's marker
@@ -146,6 +160,8 @@ pub fn csv_kind(csv_text: &str) -> CsvKind {
         .unwrap_or_default();
     if hetero::is_hetero_header(&headers) {
         CsvKind::Hetero
+    } else if serving::is_serving(&headers) {
+        CsvKind::Serving
     } else {
         CsvKind::Training
     }

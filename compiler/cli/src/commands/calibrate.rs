@@ -1,14 +1,16 @@
 //! `loam calibrate`: predicted vs measured throughput of published training runs, and whether
 //! loam's own layout beats the published one; or, for a CSV of runs that mix device types,
-//! predicted vs measured whole-job throughput with each run's own stage layout.
+//! predicted vs measured whole-job throughput with each run's own stage layout; or, for a CSV
+//! of serving runs, predicted vs measured output throughput, TTFT and TPOT per run.
 
 use crate::Context;
 use crate::args::{CalibrateArgs, OutputFormat};
 use crate::render::plan_json::sort_keys;
 use crate::session::plan_catalogue;
 use loam_compiler::calibrate::{
-    CsvKind, calibrate, calibrate_hetero, cross_validate, csv_kind, render_cross_validation,
-    render_hetero_table, render_table,
+    CsvKind, calibrate, calibrate_hetero, calibrate_serving, cross_validate,
+    cross_validate_serving, csv_kind, render_cross_validation, render_hetero_table,
+    render_serving_cross_validation, render_serving_table, render_table,
 };
 use std::path::Path;
 
@@ -25,6 +27,40 @@ pub fn run(
         cx.eprint(&format!("error: {name}: the CSV is not UTF-8 text\n"));
         return Ok(1);
     };
+    if csv_kind(&text) == CsvKind::Serving {
+        let devices = |id: &str| catalogue.device(id).cloned();
+        let value = if args.cross_validate {
+            match cross_validate_serving(&text, devices) {
+                Ok(cv) => match args.format {
+                    OutputFormat::Json => serde_json::to_value(&cv).unwrap_or_default(),
+                    OutputFormat::Text => {
+                        cx.print(&render_serving_cross_validation(&cv));
+                        return Ok(0);
+                    }
+                },
+                Err(e) => {
+                    cx.eprint(&format!("error: {name}: {e}\n"));
+                    return Ok(1);
+                }
+            }
+        } else {
+            match calibrate_serving(&text, devices) {
+                Ok(report) => match args.format {
+                    OutputFormat::Json => serde_json::to_value(&report).unwrap_or_default(),
+                    OutputFormat::Text => {
+                        cx.print(&render_serving_table(&report));
+                        return Ok(0);
+                    }
+                },
+                Err(e) => {
+                    cx.eprint(&format!("error: {name}: {e}\n"));
+                    return Ok(1);
+                }
+            }
+        };
+        cx.print_json(&sort_keys(value));
+        return Ok(0);
+    }
     let lookup = |id: &str| catalogue.device(id).map(|d| d.figures());
     if csv_kind(&text) == CsvKind::Hetero {
         if args.cross_validate {

@@ -1,6 +1,12 @@
 //! One replica's step times and memory: prefill and decode on a device at a tensor, pipeline
 //! and expert degree, and how many tokens of KV cache fit beside the weights.
+//!
+//! Every time is a roofline of bytes over the device's bandwidth and FLOPs over its sustained
+//! GEMM rate, both scaled by the engine's fitted efficiency ([`ServeFitted`]), plus the
+//! collectives of the degrees on the tier they cross and a fitted per-block overhead. The
+//! equations are in docs/cost-model.md, "Serving".
 
+use super::fitted::ServeFitted;
 use crate::catalogue::Device;
 use crate::types::{Engine, KvCache, Precision, ServePrecision};
 use crate::workload::{ModelDims, param_count};
@@ -39,6 +45,42 @@ impl ServedModel {
             kv_cache,
             engine,
         }
+    }
+
+    /// Weights of one routed expert over all MoE blocks (0 for dense models): the stored
+    /// weights a token does not touch, spread over the experts it skips.
+    pub fn expert_params(&self) -> f64 {
+        let d = &self.dims;
+        if d.experts <= d.top_k || d.experts <= 1 {
+            return 0.0;
+        }
+        (self.params - self.active_params).max(0.0) / f64::from(d.experts - d.top_k)
+    }
+
+    /// Width of the attention's queries (heads × head width; MLA's nope + rope width).
+    fn query_width(&self) -> f64 {
+        let d = &self.dims;
+        match &d.mla {
+            Some(mla) => {
+                f64::from(d.heads) * f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+            }
+            None => f64::from(d.heads) * f64::from(head_dim(d)),
+        }
+    }
+
+    /// The context a token attends to and reads the KV cache of, averaged over blocks, when the
+    /// sequence holds `context` tokens: sliding-window blocks stop at their window.
+    pub fn attended_context(&self, context: f64) -> f64 {
+        let d = &self.dims;
+        let Some(window) = d.sliding_window else {
+            return context;
+        };
+        let layers = f64::from(d.layers.max(1));
+        let global = d
+            .global_every
+            .map_or(0.0, |n| f64::from(d.layers / n.max(1)));
+        let sliding = (layers - global).max(0.0);
+        (global * context + sliding * context.min(f64::from(window))) / layers
     }
 }
 
@@ -87,35 +129,75 @@ pub struct ReplicaMemory {
     pub fits: bool,
 }
 
-/// The share of device memory the engine takes (vLLM's default `gpu_memory_utilization`).
-/// Counted: vLLM's documented default.
+/// Counted: the share of device memory vLLM takes by default (`gpu_memory_utilization` 0.9,
+/// vLLM engine arguments); also MindIE's and TensorRT-LLM's (`kv_cache_free_gpu_mem_fraction`
+/// 0.9, of the memory left after the weights, which this model treats alike).
 pub const MEMORY_FRACTION: f64 = 0.9;
+
+/// Counted: SGLang's default `mem_fraction_static` for a large device (0.88, SGLang server
+/// arguments; the serving benchmark in the calibration file states it).
+pub const SGLANG_MEMORY_FRACTION: f64 = 0.88;
+
+/// Counted: LMDeploy TurboMind's `cache_max_entry_count` (0.8 of the free memory, LMDeploy
+/// engine configuration).
+pub const LMDEPLOY_MEMORY_FRACTION: f64 = 0.8;
+
+/// Physical: activations of the largest prefill chunk, CUDA graphs and the engine's workspace
+/// per device, an estimate from vLLM's start-up memory profile (2–4 GiB on 80 GB parts), not
+/// fitted.
+pub const WORKSPACE_BYTES: f64 = 3.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// Physical: latency of one small-message all-reduce inside a node (NVLink / xGMI): 5–10 µs in
+/// nccl-tests and TensorRT-LLM's custom all-reduce; the upper end.
+pub const ALL_REDUCE_LATENCY_S: f64 = 8e-6;
+
+/// Physical: latency of one message across the scale-out network (InfiniBand / RoCE switch hop
+/// and NIC, nccl-tests small messages), added per collective when a replica spans nodes.
+pub const NETWORK_LATENCY_S: f64 = 5e-6;
+
+/// The share of device memory `engine` takes for weights, workspace and KV cache.
+pub fn memory_fraction(engine: Engine) -> f64 {
+    match engine {
+        Engine::Sglang => SGLANG_MEMORY_FRACTION,
+        Engine::Lmdeploy => LMDEPLOY_MEMORY_FRACTION,
+        Engine::Vllm | Engine::Trtllm | Engine::Mindie => MEMORY_FRACTION,
+    }
+}
+
+fn head_dim(d: &ModelDims) -> u32 {
+    d.head_dim.unwrap_or(d.hidden / d.heads.max(1))
+}
 
 /// Bytes of KV cache one token holds over all layers (keys and values; MLA's latent).
 pub fn kv_bytes_per_token(model: &ServedModel) -> f64 {
     let d = &model.dims;
     let per_layer = match &d.mla {
         Some(mla) => f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim),
-        None => {
-            let head_dim = d.head_dim.unwrap_or(d.hidden / d.heads.max(1));
-            2.0 * f64::from(d.kv_heads) * f64::from(head_dim)
-        }
+        None => 2.0 * f64::from(d.kv_heads) * f64::from(head_dim(d)),
     };
     per_layer * f64::from(d.layers) * model.kv_cache.bytes()
+}
+
+/// How many ways one token's KV cache is split over a replica's devices: KV heads over tensor
+/// ranks (replicated when there are fewer heads than ranks; MLA's latent is replicated), layers
+/// over pipeline stages.
+fn kv_split(model: &ServedModel, shape: &ReplicaShape<'_>) -> f64 {
+    let heads = if model.dims.mla.is_some() {
+        1
+    } else {
+        shape.tensor.min(model.dims.kv_heads.max(1)).max(1)
+    };
+    f64::from(heads) * f64::from(shape.pipeline.max(1))
 }
 
 /// The replica's memory on its devices.
 pub fn replica_memory(model: &ServedModel, shape: &ReplicaShape<'_>) -> ReplicaMemory {
     let devices = f64::from(shape.devices().max(1));
     let weights_bytes = model.params * model.precision.weight_bytes() / devices;
-    let capacity = shape.device.memory_bytes.value * MEMORY_FRACTION;
-    // Activations of the largest prefill chunk and CUDA graphs: a few GiB per device.
-    let overhead_bytes = 3.0 * 1024f64.powi(3);
-    let kv_bytes = (capacity - weights_bytes - overhead_bytes).max(0.0);
-    // KV heads split over tensor ranks, replicated when there are fewer heads than ranks.
-    let kv_split = f64::from(shape.tensor.min(model.dims.kv_heads.max(1)).max(1))
-        * f64::from(shape.pipeline.max(1));
-    let per_token = kv_bytes_per_token(model) / kv_split;
+    let fraction = memory_fraction(model.engine);
+    let capacity = shape.device.memory_bytes.value * fraction;
+    let kv_bytes = (capacity - weights_bytes - WORKSPACE_BYTES).max(0.0);
+    let per_token = kv_bytes_per_token(model) / kv_split(model, shape);
     let kv_tokens = if per_token > 0.0 {
         kv_bytes / per_token
     } else {
@@ -123,48 +205,171 @@ pub fn replica_memory(model: &ServedModel, shape: &ReplicaShape<'_>) -> ReplicaM
     };
     ReplicaMemory {
         weights_bytes,
-        overhead_bytes,
+        overhead_bytes: WORKSPACE_BYTES,
         kv_bytes,
         kv_tokens,
-        memory_fraction: MEMORY_FRACTION,
+        memory_fraction: fraction,
         fits: kv_tokens >= f64::from(shape.max_model_len),
     }
 }
 
-/// GEMM FLOP/s one device sustains in the model's precision.
-fn gemm_rate(model: &ServedModel, device: &Device) -> f64 {
-    let (peak, precision) = match model.precision.compute() {
-        Some(p) => (device.peak(p).unwrap_or(0.0), p),
-        None => (device.fp4_peak.unwrap_or(0.0), Precision::Fp8),
+/// GEMM FLOP/s one device sustains in the model's precision on its engine: int8 and int4 are
+/// weight-only (16-bit GEMMs), fp4 runs at the device's fp4 peak with its fp8 efficiency.
+fn gemm_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 {
+    let raw = match model.precision.compute() {
+        Some(p) => {
+            device
+                .peak(p)
+                .or_else(|| device.peak(Precision::Bf16))
+                .unwrap_or(0.0)
+                * device.efficiency.gemm(p)
+        }
+        None => match device.fp4_peak {
+            Some(peak) => peak * device.efficiency.gemm(Precision::Fp8),
+            None => {
+                device
+                    .peak(Precision::Fp8)
+                    .or_else(|| device.peak(Precision::Bf16))
+                    .unwrap_or(0.0)
+                    * device.efficiency.gemm(Precision::Fp8)
+            }
+        },
     };
-    peak * device.efficiency.gemm(precision)
+    (raw * fitted.efficiency(model.engine)).max(1.0)
 }
 
-/// Tensor-parallel all-reduce time for `bytes` per rank.
-fn all_reduce_s(shape: &ReplicaShape<'_>, bytes: f64) -> f64 {
-    if shape.tensor <= 1 {
+/// Bytes/s one device's decode reads reach on the engine.
+fn read_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 {
+    (device.memory_bandwidth * fitted.bandwidth_share * fitted.efficiency(model.engine)).max(1.0)
+}
+
+/// Seconds of one collective moving `bytes` per rank over `ranks` ranks, on the scale-up fabric
+/// or, when the ranks span nodes, the scale-out network: `factor` × bytes over the bandwidth
+/// plus one latency.
+fn collective_s(shape: &ReplicaShape<'_>, ranks: u32, factor: f64, bytes: f64) -> f64 {
+    if ranks <= 1 {
         return 0.0;
     }
-    let t = f64::from(shape.tensor);
-    let bandwidth = if shape.tensor > shape.devices_per_node {
-        shape.scale_out_bandwidth
+    let (bandwidth, latency) = if ranks > shape.devices_per_node.max(1) {
+        (
+            shape.scale_out_bandwidth,
+            ALL_REDUCE_LATENCY_S + NETWORK_LATENCY_S,
+        )
     } else {
-        shape.device.scale_up_bandwidth_bidir / 2.0
+        (
+            shape.device.scale_up_bandwidth_bidir / 2.0,
+            ALL_REDUCE_LATENCY_S,
+        )
     };
-    2.0 * (t - 1.0) / t * bytes / bandwidth.max(1.0) + 8e-6
+    factor * bytes / bandwidth.max(1.0) + latency
+}
+
+/// Collective seconds per block of one forward pass over `tokens` tokens: two tensor-parallel
+/// all-reduces of the activations and, for MoE, the expert all-to-all (dispatch and combine).
+fn block_comm_s(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64) -> f64 {
+    let d = &model.dims;
+    let activation = tokens * f64::from(d.hidden) * 2.0;
+    let t = f64::from(shape.tensor.max(1));
+    let all_reduce = collective_s(shape, shape.tensor, 2.0 * (t - 1.0) / t, activation);
+    let e = f64::from(shape.expert.max(1));
+    let all_to_all = if d.experts > 1 && shape.expert > 1 {
+        2.0 * collective_s(
+            shape,
+            shape.expert,
+            (e - 1.0) / e,
+            activation * f64::from(d.top_k) / e,
+        )
+    } else {
+        0.0
+    };
+    2.0 * all_reduce + all_to_all
+}
+
+/// Seconds of one pass through one pipeline stage of `tokens` tokens, given the bytes it reads
+/// and the FLOPs it runs per device.
+fn stage_s(
+    model: &ServedModel,
+    shape: &ReplicaShape<'_>,
+    fitted: &ServeFitted,
+    tokens: f64,
+    bytes: f64,
+    flops: f64,
+) -> f64 {
+    let device = shape.device;
+    let read = bytes / read_rate(model, device, fitted);
+    let compute = flops / gemm_rate(model, device, fitted);
+    let blocks = f64::from(model.dims.layers) / f64::from(shape.pipeline.max(1));
+    let per_block = fitted.block_overhead(model.engine) + block_comm_s(model, shape, tokens);
+    let hop = if shape.pipeline > 1 {
+        collective_s(shape, 2, 1.0, tokens * f64::from(model.dims.hidden) * 2.0)
+    } else {
+        0.0
+    };
+    read.max(compute) + blocks * per_block + hop
+}
+
+/// [`prefill_s`] with explicit fitted constants (what the calibration fit varies).
+pub fn prefill_s_with(
+    model: &ServedModel,
+    shape: &ReplicaShape<'_>,
+    fitted: &ServeFitted,
+    tokens: f64,
+    prompt: f64,
+) -> f64 {
+    let d = &model.dims;
+    let devices = f64::from(shape.devices().max(1));
+    let pipeline = f64::from(shape.pipeline.max(1));
+    // Causal attention: QKᵀ and AV over half the prompt on average, per token and block.
+    let attention =
+        2.0 * f64::from(d.layers) * model.query_width() * model.attended_context(prompt);
+    let flops = (2.0 * model.active_params + attention) * tokens / devices;
+    let weights = replica_memory(model, shape).weights_bytes;
+    // A prompt passes every stage one after the other: pipeline stages add up.
+    pipeline * stage_s(model, shape, fitted, tokens, weights, flops)
 }
 
 /// Seconds to prefill `tokens` prompt tokens of requests `prompt` tokens long on one replica.
 pub fn prefill_s(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64, prompt: f64) -> f64 {
+    prefill_s_with(model, shape, &ServeFitted::SHIPPED, tokens, prompt)
+}
+
+/// Weight bytes one device reads per decode step of `tokens` tokens: the dense part always,
+/// and of the routed experts those the step's tokens touch (`1 − (1 − k/E)^tokens` of them).
+fn decode_weight_bytes(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64) -> f64 {
     let d = &model.dims;
+    let weights = replica_memory(model, shape).weights_bytes;
+    let expert = model.expert_params();
+    if expert <= 0.0 {
+        return weights;
+    }
+    let experts = f64::from(d.experts);
+    let routed =
+        expert * experts * model.precision.weight_bytes() / f64::from(shape.devices().max(1));
+    let untouched = 1.0 - f64::from(d.top_k) / experts;
+    let touched = 1.0 - libm::pow(untouched.clamp(0.0, 1.0), tokens.max(1.0));
+    (weights - routed).max(0.0) + routed * touched
+}
+
+/// [`decode_step_s`] with explicit fitted constants.
+pub fn decode_step_s_with(
+    model: &ServedModel,
+    shape: &ReplicaShape<'_>,
+    fitted: &ServeFitted,
+    batch: f64,
+    context: f64,
+) -> f64 {
+    let d = &model.dims;
+    let batch = batch.max(1.0);
+    let pipeline = f64::from(shape.pipeline.max(1));
+    // With pipeline stages, the batch is split into one micro-batch per stage in flight.
+    let micro = (batch / pipeline).max(1.0);
+    let attended = model.attended_context(context);
+    let kv_per_device = kv_bytes_per_token(model) / kv_split(model, shape);
+    let bytes = decode_weight_bytes(model, shape, micro) + micro * attended * kv_per_device;
     let devices = f64::from(shape.devices().max(1));
-    let linear = 2.0 * model.active_params * tokens;
-    let attention = 2.0 * f64::from(d.layers) * f64::from(d.hidden) * prompt * tokens;
-    let compute = (linear + attention) / (gemm_rate(model, shape.device) * devices);
-    let weights = replica_memory(model, shape).weights_bytes / shape.device.memory_bandwidth;
-    let comm = 2.0 * f64::from(d.layers) * all_reduce_s(shape, tokens * f64::from(d.hidden) * 2.0)
-        / f64::from(shape.pipeline.max(1));
-    compute.max(weights) + comm
+    let attention = 4.0 * f64::from(d.layers) * model.query_width() * attended;
+    let flops = (2.0 * model.active_params + attention) * micro / devices;
+    pipeline * stage_s(model, shape, fitted, micro, bytes, flops)
 }
 
 /// Seconds of one decode step of `batch` sequences holding `context` tokens each on average.
@@ -174,14 +379,7 @@ pub fn decode_step_s(
     batch: f64,
     context: f64,
 ) -> f64 {
-    let d = &model.dims;
-    let devices = f64::from(shape.devices().max(1));
-    let memory = replica_memory(model, shape);
-    let kv_read = batch * context * kv_bytes_per_token(model) / devices;
-    let read = (memory.weights_bytes + kv_read) / shape.device.memory_bandwidth;
-    let compute = 2.0 * model.active_params * batch / (gemm_rate(model, shape.device) * devices);
-    let comm = 2.0 * f64::from(d.layers) * all_reduce_s(shape, batch * f64::from(d.hidden) * 2.0);
-    read.max(compute) + comm + 2e-3
+    decode_step_s_with(model, shape, &ServeFitted::SHIPPED, batch, context)
 }
 
 /// Seconds to move the KV cache of a `tokens`-token prompt over `bandwidth` bytes/s.

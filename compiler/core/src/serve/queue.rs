@@ -1,9 +1,11 @@
-//! Latency at a load: continuous batching's steady state (Little's law over the decode batch)
-//! and the wait for prefill, as percentiles.
+//! Latency at a load: continuous batching's steady state (Little's law over the decode batch,
+//! prefill chunks interleaved with decode steps) and the wait for prefill, as percentiles.
 
+use super::fitted::ServeFitted;
 use super::model::{
-    ReplicaShape, ServedModel, decode_step_s, kv_transfer_s, prefill_s, replica_memory,
+    ReplicaShape, ServedModel, decode_step_s_with, kv_transfer_s, prefill_s_with, replica_memory,
 };
+use crate::types::Engine;
 
 /// Request lengths in tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,18 +64,53 @@ pub struct OperatingPoint {
     pub stable: bool,
 }
 
-/// Waiting-time quantile of an M/D/1-like queue at utilisation `rho` with service time `s`:
-/// the mean wait (Pollaczek–Khinchine) stretched by the exponential tail's `-ln(1-p)`.
-fn wait_s(rho: f64, service: f64, fraction: f64) -> f64 {
-    if rho <= 0.0 {
+/// Counted: prompt tokens one prefill chunk carries beside the decode batch (the default
+/// `max_num_batched_tokens` of vLLM's chunked prefill and TensorRT-LLM's `max_num_tokens`,
+/// 8192): the prefill cost per token is that of a full chunk.
+pub const PREFILL_CHUNK_TOKENS: f64 = 8192.0;
+
+/// Counted: the utilisation above which a queue is called unstable (its waits diverge as
+/// 1/(1−ρ); 0.98 leaves two per cent of headroom).
+pub const STABLE_UTILISATION: f64 = 0.98;
+
+/// Counted: fixed-point iterations of the batch under a request rate (the batch converges
+/// geometrically; 30 is far past the float's precision at every calibration row).
+const RATE_ITERATIONS: usize = 30;
+
+/// Waiting-time quantile at `fraction` of a queue at utilisation `rho` with mean service time
+/// `service`: the M/M/1 tail `P(W > t) = ρ·e^{−t(1−ρ)/s}` (a request waits only with
+/// probability ρ), so `t = s/(1−ρ)·ln(ρ/(1−p))` above the share that does not wait.
+pub fn wait_quantile_s(rho: f64, service: f64, fraction: f64) -> f64 {
+    if rho <= 0.0 || service <= 0.0 {
         return 0.0;
     }
     if rho >= 1.0 {
         return f64::INFINITY;
     }
-    let mean = rho * service / (2.0 * (1.0 - rho));
-    let tail = -libm::log(1.0 - fraction.min(0.999));
-    mean * tail.max(0.0) / 1.0_f64.max(1.0)
+    let miss = (1.0 - fraction).clamp(1e-6, 1.0);
+    if rho <= miss {
+        return 0.0;
+    }
+    service / (1.0 - rho) * libm::log(rho / miss)
+}
+
+/// Tokens of KV cache the engine sets aside per running sequence: TensorRT-LLM's default
+/// scheduler (`GUARANTEED_NO_EVICT`) reserves a request's whole length, the paged engines hold
+/// what it has so far, on average half its output.
+fn reserved_tokens(engine: Engine, input: f64, output: f64) -> f64 {
+    match engine {
+        Engine::Trtllm => input + output,
+        _ => input + output / 2.0,
+    }
+}
+
+/// Most sequences that run at once: `max_batch`, and the KV cache that fits.
+fn batch_limit(model: &ServedModel, shape: &ReplicaShape<'_>, input: f64, output: f64) -> f64 {
+    let memory = replica_memory(model, shape);
+    let per_sequence = reserved_tokens(model.engine, input, output).max(1.0);
+    f64::from(shape.max_batch.max(1))
+        .min(memory.kv_tokens / per_sequence)
+        .max(1.0)
 }
 
 /// The steady state of one aggregated replica under `load`, with latencies at `fraction`
@@ -85,83 +122,117 @@ pub fn operating_point(
     load: Load,
     fraction: f64,
 ) -> OperatingPoint {
+    operating_point_with(model, shape, &ServeFitted::SHIPPED, traffic, load, fraction)
+}
+
+/// [`operating_point`] with explicit fitted constants (what the calibration fit varies).
+pub fn operating_point_with(
+    model: &ServedModel,
+    shape: &ReplicaShape<'_>,
+    fitted: &ServeFitted,
+    traffic: &Traffic,
+    load: Load,
+    fraction: f64,
+) -> OperatingPoint {
     let [input, input_p50, input_p99] = traffic.input;
     let [output, _, output_p99] = traffic.output;
-    let memory = replica_memory(model, shape);
-    let per_request_tokens = input + output / 2.0;
-    let kv_batch_limit = (memory.kv_tokens / per_request_tokens.max(1.0)).max(1.0);
-    let max_batch = f64::from(shape.max_batch.max(1)).min(kv_batch_limit);
+    let input = input.max(1.0);
+    let output = output.max(1.0);
+    let max_batch = batch_limit(model, shape, input, output);
     let context = input + output / 2.0;
-    let prefill_one = prefill_s(model, shape, input, input);
-    let prefill_per_token = prefill_s(model, shape, input * 64.0, input) / (input * 64.0);
-
-    let (batch, rate) = match load {
+    let prefill = |tokens: f64, prompt: f64| prefill_s_with(model, shape, fitted, tokens, prompt);
+    let step_at = |b: f64| decode_step_s_with(model, shape, fitted, b, context);
+    let prefill_one = prefill(input, input);
+    let per_token = prefill(PREFILL_CHUNK_TOKENS, input) / PREFILL_CHUNK_TOKENS;
+    let unlimited = |batch: f64, rate: f64, ttft: f64, step: f64| {
+        let e2e = ttft + output_p99 * step;
+        OperatingPoint {
+            batch,
+            requests_per_s: rate,
+            output_tokens_per_s: rate * output,
+            ttft_p50_s: ttft,
+            ttft_s: ttft,
+            tpot_p50_s: step,
+            tpot_s: step,
+            e2e_s: e2e,
+            utilisation: 1.0,
+            stable: true,
+        }
+    };
+    match load {
         Load::Offline => {
             let b = max_batch;
-            let step = decode_step_s(model, shape, b, context);
-            let per_request = output * step / b + input * prefill_per_token;
-            (b, 1.0 / per_request)
-        }
-        Load::StaticBatch(b) => {
-            let b = b.min(max_batch);
-            let prefill = prefill_s(model, shape, input * b, input);
-            let decode = output * decode_step_s(model, shape, b, context);
-            (b, b / (prefill + decode))
-        }
-        Load::Concurrency(c) => {
-            let b = c.min(max_batch);
-            let step = decode_step_s(model, shape, b, context);
-            let per_request = output * step / b + input * prefill_per_token;
-            (
+            let step = step_at(b);
+            let rate = 1.0 / (input * per_token + output * step / b);
+            let prefill_share = (rate * input * per_token).min(0.999);
+            unlimited(
                 b,
-                (1.0 / per_request).min(c / (output * step + prefill_one)),
+                rate,
+                prefill(b * input, input),
+                step / (1.0 - prefill_share),
             )
         }
+        Load::StaticBatch(n) => {
+            let n = n.max(1.0);
+            let b = n.min(max_batch);
+            let waves = n / b;
+            let step = step_at(b);
+            let first = prefill(b * input, input);
+            let wave = first + (output - 1.0).max(0.0) * step;
+            let ttft = first + (waves - 1.0).max(0.0) / 2.0 * wave;
+            unlimited(b, n / (waves * wave), ttft, step)
+        }
+        Load::Concurrency(c) => {
+            let c = c.max(1.0);
+            let b = c.min(max_batch);
+            let step = step_at(b);
+            let rate = 1.0 / (input * per_token + output * step / b);
+            let prefill_share = (rate * input * per_token).min(0.999);
+            let tpot = step / (1.0 - prefill_share);
+            // Little's law over the closed loop: c requests, each `c / rate` seconds in the
+            // system, of which the decode takes `output · tpot`; the rest is waiting for a slot
+            // and the prefill.
+            let ttft = (c / rate - output * tpot).max(prefill_one);
+            unlimited(b, rate, ttft, tpot)
+        }
         Load::Rate(r) => {
+            let r = r.max(0.0);
+            let prefill_share = r * input * per_token;
+            let stretch = 1.0 / (1.0 - prefill_share).max(1e-3);
             // Little's law: batch = rate × time in decode; iterate to the fixed point.
             let mut b = 1.0_f64;
-            for _ in 0..30 {
-                let step = decode_step_s(model, shape, b, context);
-                let prefill_share = r * input * prefill_per_token;
-                let tpot = step / (1.0 - prefill_share).max(1e-3);
-                b = (r * output * tpot).clamp(1.0, max_batch);
+            for _ in 0..RATE_ITERATIONS {
+                b = (r * output * step_at(b) * stretch).clamp(1.0, max_batch);
             }
-            (b, r)
+            let step = step_at(b);
+            let tpot_p50 = step * stretch;
+            let decode_share = (r * output * step / b).min(1.0);
+            let utilisation = prefill_share + decode_share * (1.0 - prefill_share).max(0.0);
+            let stable = utilisation < STABLE_UTILISATION
+                && prefill_share < STABLE_UTILISATION
+                && r * output * tpot_p50 <= max_batch;
+            // A request at the asked percentile decodes beside more prefill chunks: its steps
+            // stretch by the prefill share once more.
+            let tpot = tpot_p50 * (1.0 + prefill_share.clamp(0.0, 1.0));
+            let ttft_p50 = prefill(input_p50, input_p50)
+                + wait_quantile_s(prefill_share, prefill_one, 0.5)
+                + step;
+            let ttft = prefill(input_p99, input_p99)
+                + wait_quantile_s(prefill_share, prefill_one, fraction)
+                + step;
+            OperatingPoint {
+                batch: b,
+                requests_per_s: r,
+                output_tokens_per_s: r * output,
+                ttft_p50_s: ttft_p50,
+                ttft_s: ttft,
+                tpot_p50_s: tpot_p50,
+                tpot_s: tpot,
+                e2e_s: ttft + output_p99 * tpot,
+                utilisation,
+                stable,
+            }
         }
-    };
-    let step = decode_step_s(model, shape, batch, context);
-    let prefill_share = (rate * input * prefill_per_token).min(0.999);
-    let decode_share = (rate * output * step / batch.max(1.0)).min(1.0);
-    let utilisation = prefill_share + decode_share * (1.0 - prefill_share);
-    let stable = match load {
-        Load::Rate(r) => {
-            utilisation < 0.98 && r * output * step / (1.0 - prefill_share) <= max_batch
-        }
-        _ => true,
-    };
-    let tpot_p50 = step / (1.0 - prefill_share).max(1e-3);
-    let tpot = tpot_p50
-        * (1.0 + prefill_s(model, shape, input_p99, input_p99) / (step * 20.0).max(1e-9)).min(2.0);
-    let wait = match load {
-        Load::Rate(_) => wait_s(prefill_share, prefill_one, fraction),
-        Load::Offline | Load::StaticBatch(_) => 0.0,
-        Load::Concurrency(_) => 0.0,
-    };
-    let ttft_p50 =
-        prefill_s(model, shape, input_p50, input_p50) + wait_s(prefill_share, prefill_one, 0.5);
-    let ttft = prefill_s(model, shape, input_p99.max(input), input_p99.max(input)) + wait;
-    let e2e = ttft + output_p99 * tpot;
-    OperatingPoint {
-        batch,
-        requests_per_s: rate,
-        output_tokens_per_s: rate * output,
-        ttft_p50_s: ttft_p50,
-        ttft_s: ttft,
-        tpot_p50_s: tpot_p50,
-        tpot_s: tpot,
-        e2e_s: e2e,
-        utilisation,
-        stable,
     }
 }
 
@@ -180,30 +251,35 @@ pub fn disaggregated_point(
     link_bandwidth: f64,
     fraction: f64,
 ) -> OperatingPoint {
+    let fitted = &ServeFitted::SHIPPED;
     let [input, input_p50, input_p99] = traffic.input;
     let [output, _, output_p99] = traffic.output;
+    let input = input.max(1.0);
+    let output = output.max(1.0);
     let prefill_rate = rate / f64::from(prefill_replicas.max(1));
     let decode_rate = rate / f64::from(decode_replicas.max(1));
-    let prefill_one = prefill_s(model, prefill, input, input);
-    let rho = prefill_rate * prefill_one;
-    let transfer = kv_transfer_s(model, input_p99, link_bandwidth);
-    let memory = replica_memory(model, decode);
+    let prefill_one = prefill_s_with(model, prefill, fitted, input, input);
+    let per_token =
+        prefill_s_with(model, prefill, fitted, PREFILL_CHUNK_TOKENS, input) / PREFILL_CHUNK_TOKENS;
+    let rho = prefill_rate * input * per_token;
     let context = input + output / 2.0;
-    let kv_batch_limit = (memory.kv_tokens / context.max(1.0)).max(1.0);
-    let max_batch = f64::from(decode.max_batch.max(1)).min(kv_batch_limit);
+    let max_batch = batch_limit(model, decode, input, output);
     let mut b = 1.0_f64;
-    for _ in 0..30 {
-        let step = decode_step_s(model, decode, b, context);
+    for _ in 0..RATE_ITERATIONS {
+        let step = decode_step_s_with(model, decode, fitted, b, context);
         b = (decode_rate * output * step).clamp(1.0, max_batch);
     }
-    let step = decode_step_s(model, decode, b, context);
-    let stable = rho < 0.98 && decode_rate * output * step <= max_batch;
-    let ttft = prefill_s(model, prefill, input_p99, input_p99)
-        + wait_s(rho, prefill_one, fraction)
-        + transfer;
-    let ttft_p50 = prefill_s(model, prefill, input_p50, input_p50)
-        + wait_s(rho, prefill_one, 0.5)
-        + kv_transfer_s(model, input_p50, link_bandwidth);
+    let step = decode_step_s_with(model, decode, fitted, b, context);
+    let decode_share = decode_rate * output * step / max_batch;
+    let stable = rho < STABLE_UTILISATION && decode_rate * output * step <= max_batch;
+    let ttft = prefill_s_with(model, prefill, fitted, input_p99, input_p99)
+        + wait_quantile_s(rho, prefill_one, fraction)
+        + kv_transfer_s(model, input_p99, link_bandwidth)
+        + step;
+    let ttft_p50 = prefill_s_with(model, prefill, fitted, input_p50, input_p50)
+        + wait_quantile_s(rho, prefill_one, 0.5)
+        + kv_transfer_s(model, input_p50, link_bandwidth)
+        + step;
     OperatingPoint {
         batch: b,
         requests_per_s: rate,
@@ -211,9 +287,9 @@ pub fn disaggregated_point(
         ttft_p50_s: ttft_p50,
         ttft_s: ttft,
         tpot_p50_s: step,
-        tpot_s: step * 1.1,
-        e2e_s: ttft + output_p99 * step * 1.1,
-        utilisation: rho.max(decode_rate * output * step / max_batch),
+        tpot_s: step,
+        e2e_s: ttft + output_p99 * step,
+        utilisation: rho.max(decode_share),
         stable,
     }
 }

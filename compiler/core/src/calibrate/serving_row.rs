@@ -1,0 +1,312 @@
+//! One row of a serving-run CSV (the columns of `tests/data/inference_runs_calibration.csv`),
+//! read leniently: every cell is text, and each part a costing needs is parsed on its own, so a
+//! row that cannot be costed yields a reason, never an error of the whole file.
+
+use super::ASSUMED_GPT_VOCAB;
+use crate::serve::Load;
+use crate::types::{Engine, Mlp, ServePrecision};
+use crate::workload::ModelDims;
+use std::collections::BTreeMap;
+
+/// Every column of the serving-run file, in its order; a CSV with most of them is this kind,
+/// and one that lacks any is refused.
+pub(super) const COLUMNS: [&str; 45] = [
+    "run_id",
+    "group",
+    "source",
+    "table",
+    "engine",
+    "engine_version",
+    "model",
+    "params_b",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "dims_source",
+    "precision",
+    "device",
+    "device_count",
+    "tp",
+    "pp",
+    "replicas",
+    "scenario",
+    "dataset",
+    "input_len",
+    "output_len",
+    "batch_size",
+    "concurrency",
+    "request_rate",
+    "num_requests",
+    "reported_throughput",
+    "reported_throughput_unit",
+    "out_tok_s_total",
+    "out_tok_s_per_device",
+    "total_tok_s",
+    "req_s",
+    "ttft_ms",
+    "ttft_stat",
+    "tpot_ms",
+    "tpot_stat",
+    "itl_ms",
+    "itl_stat",
+    "e2e_latency_s",
+    "e2e_stat",
+    "quality",
+    "notes",
+];
+
+/// Whether a header is the serving kind: it has the columns that only this file has.
+pub(super) fn is_serving_header(headers: &[String]) -> bool {
+    ["scenario", "engine", "ttft_ms", "out_tok_s_total"]
+        .iter()
+        .all(|c| headers.iter().any(|h| h == c))
+}
+
+/// One CSV row: each named column's text, trimmed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ServingRow {
+    cells: BTreeMap<String, String>,
+}
+
+impl ServingRow {
+    /// The row from its header and cells; missing cells are blank.
+    pub(super) fn new(headers: &[String], cells: &csv::StringRecord) -> ServingRow {
+        let cells = headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.clone(), cells.get(i).unwrap_or("").trim().to_string()))
+            .collect();
+        ServingRow { cells }
+    }
+
+    /// The column's text, `""` when blank.
+    pub(super) fn text(&self, column: &str) -> &str {
+        self.cells.get(column).map_or("", String::as_str)
+    }
+
+    /// The column as a positive whole number.
+    pub(super) fn count(&self, column: &str) -> Option<u32> {
+        self.text(column).parse::<u32>().ok().filter(|n| *n > 0)
+    }
+
+    /// The column as a positive finite number.
+    pub(super) fn number(&self, column: &str) -> Option<f64> {
+        self.text(column)
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+    }
+}
+
+/// The catalogue id of a device as the file names it in free text ("H100 SXM 80GB (DGX
+/// H100)", "MI300X-192GB-750W", "Atlas 800T A2", "A100 (80GB/40GB variant not stated)" …), and
+/// an assumption when the name leaves a choice open; `None` for a device it does not know.
+pub(super) fn catalogue_id(name: &str) -> Option<(&'static str, Option<String>)> {
+    let key: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let has = |s: &str| key.contains(s);
+    let id = if has("gb200") {
+        "GB200"
+    } else if has("b200") {
+        "B200"
+    } else if has("h200") {
+        "H200_SXM"
+    } else if has("h800") {
+        "H800_SXM"
+    } else if has("h100") {
+        if has("96gb") || has("hbm2e") {
+            "H100_HBM2e_96GB"
+        } else {
+            "H100_SXM"
+        }
+    } else if has("h20") {
+        "H20"
+    } else if has("a100") {
+        if has("40gb") && !has("80gb") {
+            "A100_SXM_40GB"
+        } else {
+            let note = (has("40gb") || !has("80g")).then(|| {
+                format!("device `{name}`: the 80 GB A100 assumed (the variant is not stated)")
+            });
+            return Some(("A100_SXM_80GB", note));
+        }
+    } else if has("l40s") {
+        "L40S"
+    } else if has("mi300x") {
+        "MI300X"
+    } else if has("mi250x") {
+        "MI250X"
+    } else if has("atlas800ta2") || has("910b") {
+        "Ascend910B"
+    } else if has("gaudi3") {
+        "Gaudi3"
+    } else if has("gaudi2") {
+        "Gaudi2"
+    } else if has("a10") {
+        "A10"
+    } else if has("v100") {
+        "V100_SXM2_16GB"
+    } else if has("t4") {
+        "T4"
+    } else {
+        return None;
+    };
+    Some((id, None))
+}
+
+/// The engine a row's free-text `engine` names, and an assumption when it is a wrapper.
+pub(super) fn engine(text: &str) -> Option<(Engine, Option<String>)> {
+    let t = text.to_ascii_lowercase();
+    if t.contains("tensorrt") || t.contains("trt-llm") || t.contains("trtllm") {
+        Some((Engine::Trtllm, None))
+    } else if t.contains("nim") {
+        let note = format!("engine `{text}`: NIM's TensorRT-LLM backend assumed");
+        Some((Engine::Trtllm, Some(note)))
+    } else if t.contains("sglang") {
+        Some((Engine::Sglang, None))
+    } else if t.contains("lmdeploy") || t.contains("turbomind") {
+        Some((Engine::Lmdeploy, None))
+    } else if t.contains("mindie") {
+        Some((Engine::Mindie, None))
+    } else if t.contains("mindspore") || t.contains("mindformers") {
+        let note = format!("engine `{text}`: costed as MindIE (Ascend)");
+        Some((Engine::Mindie, Some(note)))
+    } else if t.contains("vllm") {
+        Some((Engine::Vllm, None))
+    } else {
+        None
+    }
+}
+
+/// The weight precision a row's free-text `precision` names ("fp8 (weights; FP8 KV …)", "fp4",
+/// blank = the checkpoint's 16-bit default), and an assumption when blank.
+pub(super) fn precision(text: &str) -> Option<(ServePrecision, Option<String>)> {
+    let t = text.to_ascii_lowercase();
+    let p = if t.is_empty() {
+        return Some((
+            ServePrecision::Bf16,
+            Some("precision not stated: bf16 assumed".into()),
+        ));
+    } else if t.starts_with("fp8") || t.starts_with("w8a8-fp8") {
+        ServePrecision::Fp8
+    } else if t.starts_with("fp4") || t.starts_with("nvfp4") || t.starts_with("mxfp4") {
+        ServePrecision::Fp4
+    } else if t.starts_with("int4")
+        || t.contains("awq")
+        || t.contains("gptq")
+        || t.starts_with("w4")
+    {
+        ServePrecision::Int4
+    } else if t.starts_with("int8") || t.starts_with("w8") {
+        ServePrecision::Int8
+    } else if t.starts_with("fp16") || t.starts_with("float16") {
+        ServePrecision::Fp16
+    } else if t.starts_with("bf16") || t.starts_with("bfloat16") {
+        ServePrecision::Bf16
+    } else {
+        return None;
+    };
+    Some((p, None))
+}
+
+/// The load a row's scenario describes.
+pub(super) fn load(row: &ServingRow) -> Result<Load, String> {
+    let scenario = row.text("scenario").to_ascii_lowercase();
+    let rate = row.text("request_rate").to_ascii_lowercase();
+    let batch = row.number("batch_size");
+    if scenario.contains("concurrency") {
+        return row
+            .number("concurrency")
+            .map(Load::Concurrency)
+            .ok_or_else(|| "fixed-concurrency scenario without a concurrency".into());
+    }
+    if scenario.contains("poisson") || (scenario.contains("online") && rate != "inf") {
+        return row
+            .number("request_rate")
+            .map(Load::Rate)
+            .ok_or_else(|| "online scenario without a request rate".into());
+    }
+    if scenario.contains("offline max")
+        || scenario.contains("mlperf")
+        || rate == "inf"
+        || (scenario.contains("offline") && !scenario.contains("batch"))
+    {
+        return Ok(Load::Offline);
+    }
+    if scenario.contains("batch") || scenario.contains("latency") {
+        return Ok(Load::StaticBatch(batch.unwrap_or(1.0)));
+    }
+    Err(format!(
+        "scenario `{}` is not one loam can cost",
+        row.text("scenario")
+    ))
+}
+
+/// The model's dimensions, leniently: a blank `kv_heads` is read as multi-head attention, a
+/// blank `vocab` as GPT-2's, a blank `ffn` solved from `params_b`; each such reading is listed.
+pub(super) fn model_dims(row: &ServingRow, notes: &mut Vec<String>) -> Result<ModelDims, String> {
+    let dim = |c: &str| {
+        row.count(c)
+            .ok_or_else(|| format!("model dims blank or unreadable: {c}"))
+    };
+    let layers = dim("layers")?;
+    let hidden = dim("hidden")?;
+    let heads = dim("heads")?;
+    let name = row.text("model").to_ascii_lowercase();
+    let gated = [
+        "llama", "mistral", "mixtral", "qwen", "deepseek", "yi-", "gemma",
+    ]
+    .iter()
+    .any(|m| name.contains(m));
+    let mlp = if gated { Mlp::Swiglu } else { Mlp::Gelu };
+    let kv_heads = row.count("kv_heads").unwrap_or_else(|| {
+        notes.push(format!(
+            "kv_heads blank: multi-head attention ({heads}) assumed"
+        ));
+        heads
+    });
+    let vocab = row.count("vocab").unwrap_or_else(|| {
+        notes.push(format!("vocab blank: GPT-2's {ASSUMED_GPT_VOCAB} assumed"));
+        ASSUMED_GPT_VOCAB
+    });
+    let ffn = match row.count("ffn") {
+        Some(ffn) => ffn,
+        None => {
+            let params = row
+                .number("params_b")
+                .ok_or("model dims blank or unreadable: ffn (and no params_b to solve it from)")?
+                * 1e9;
+            let (h, l) = (f64::from(hidden), f64::from(layers));
+            let head = f64::from(hidden / heads.max(1));
+            let attention = 2.0 * h * h + 2.0 * h * f64::from(kv_heads) * head;
+            let matrices = if gated { 3.0 } else { 2.0 };
+            let ffn = (params - 2.0 * f64::from(vocab) * h - l * attention) / (l * matrices * h);
+            if !(ffn.is_finite() && ffn >= 1.0) {
+                return Err("ffn blank and params_b too small to solve it from".into());
+            }
+            let ffn = ffn.round() as u32;
+            notes.push(format!(
+                "ffn blank: {ffn} solved from params_b {}",
+                row.text("params_b")
+            ));
+            ffn
+        }
+    };
+    let seq = row.number("input_len").unwrap_or(0.0) + row.number("output_len").unwrap_or(0.0);
+    Ok(ModelDims::dense(
+        layers,
+        hidden,
+        ffn,
+        heads,
+        kv_heads,
+        vocab,
+        seq.max(1.0) as u32,
+        mlp,
+    ))
+}
