@@ -30,7 +30,8 @@ pub(crate) fn choose(
     });
     let best = *ranked.first()?;
     let front = pareto_front(deployments, &within, best);
-    let why = why(demand, deployments, &ranked);
+    let mut why = why(demand, deployments, &ranked);
+    why.push_str(&off_front(demand, deployments, &front, best));
     Some((best, front, why))
 }
 
@@ -126,6 +127,42 @@ fn pareto_front(deployments: &[Deployment<'_>], within: &[usize], best: usize) -
         front.push(best);
     }
     front
+}
+
+/// When the chosen deployment is not on the front (another yields more per device at no more
+/// latency), why it still wins: its devices cost less per token.
+fn off_front(
+    demand: &Demand<'_>,
+    deployments: &[Deployment<'_>],
+    front: &[usize],
+    best: usize,
+) -> String {
+    let Some(chosen) = deployments.get(best) else {
+        return String::new();
+    };
+    let dominating = front.iter().filter_map(|&i| deployments.get(i)).find(|o| {
+        o.throughput_per_device() > chosen.throughput_per_device()
+            && o.point.tpot_s <= chosen.point.tpot_s
+    });
+    let Some(other) = dominating else {
+        return String::new();
+    };
+    let per_million = |d: &Deployment<'_>| {
+        let tokens = d.point.output_tokens_per_s * 3600.0;
+        if tokens > 0.0 {
+            d.cost_per_hour() / tokens * 1e6
+        } else {
+            0.0
+        }
+    };
+    format!(
+        " It is off the front of throughput per device: {} yields {:.0} output tokens/s per device to its {:.0}, on dearer devices ({} against {} per million output tokens).",
+        other.label(),
+        other.throughput_per_device(),
+        chosen.throughput_per_device(),
+        price(per_million(other), &demand.currency),
+        price(per_million(chosen), &demand.currency),
+    )
 }
 
 /// Why the first of `ranked` won, with numbers.
