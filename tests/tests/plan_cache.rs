@@ -83,7 +83,10 @@ fn examples() -> Vec<(String, String)> {
         .filter(|p| p.extension().is_some_and(|e| e == "loam"))
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            !name.starts_with("deepseek") && !name.starts_with("llama3-405b")
+            // Services are planned on every run, never cached (they plan in milliseconds).
+            !name.starts_with("deepseek")
+                && !name.starts_with("llama3-405b")
+                && !name.ends_with("-service.loam")
         })
         .map(|p| {
             let name = format!("examples/{}", p.file_name().unwrap().to_string_lossy());

@@ -39,14 +39,20 @@ pub fn run(
                 .collect();
             let doc = json!({
                 "files": specs.files.len(), "jobs": specs.jobs.len(),
+                "services": specs.services.len(),
                 "errors": errors, "diagnostics": diagnostics,
             });
             cx.print_json(&doc);
         }
         CheckFormat::Text => {
             cx.eprint(&render_text(&specs.diagnostics, &specs.sources, cx.color));
+            // Services are counted when there are any, so a file of jobs reads as it always has.
+            let services = match specs.services.len() {
+                0 => String::new(),
+                n => format!(", {n} {}", plural(n, "service")),
+            };
             let summary = format!(
-                "checked {} {}, {} {}: ",
+                "checked {} {}, {} {}{services}: ",
                 specs.files.len(),
                 plural(specs.files.len(), "file"),
                 specs.jobs.len(),
