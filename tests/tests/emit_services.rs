@@ -204,3 +204,80 @@ fn every_service_batch_script_is_accepted_by_slurmctld() {
     assert!(!o.status.success(), "97 nodes accepted: {}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The three shipped service examples, planned by `loam plan --format json` on the shipped
+/// catalogue: every Kubernetes object validates, every script passes shellcheck, every batch
+/// script is accepted by slurmctld.
+fn example_services() -> Vec<(String, PlanDocument)> {
+    let mut found = Vec::new();
+    for name in [
+        "llama31-70b-chat-service.loam",
+        "rag-llama31-8b-service.loam",
+        "qwen3-235b-moe-service.loam",
+    ] {
+        let path = repo_root().join("examples").join(name);
+        let (code, out, err) =
+            loam_tests::run_cli(&["plan", path.to_str().unwrap(), "--format", "json"], "");
+        assert_eq!(code, 0, "{name}: {err}");
+        let doc: PlanDocument = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc.services.len(), 1, "{name}");
+        assert!(doc.services[0].feasible && !doc.services[0].pareto.is_empty());
+        found.push((name.to_string(), doc));
+    }
+    found
+}
+
+#[test]
+fn the_example_services_emit_manifests_the_real_tools_accept() {
+    let examples = example_services();
+    let dir = scratch("services", "examples");
+    for (name, doc) in &examples {
+        let folder = dir.join(name.trim_end_matches(".loam"));
+        let k8s = render(doc, Target::Kubernetes, &options()).unwrap_or_else(|d| panic!("{d:#?}"));
+        let slurm = render(doc, Target::Slurm, &options()).unwrap_or_else(|d| panic!("{d:#?}"));
+        let bare = render(doc, Target::Baremetal, &options()).unwrap_or_else(|d| panic!("{d:#?}"));
+        let k8s_files = write(&k8s, &folder.join("k8s"));
+        assert!(
+            k8s.iter()
+                .any(|m| m.contents.contains("kind: HorizontalPodAutoscaler")),
+            "{name}: no autoscaler"
+        );
+        if have_python() {
+            let validator = repo_root().join("tests/backends/k8s-validate.py");
+            let mut args = vec![validator.to_str().unwrap()];
+            args.extend(k8s_files.iter().map(|p| p.to_str().unwrap()));
+            let o = run(python(), &args, &folder);
+            assert!(o.status.success(), "{name}: {}", text(&o));
+        }
+        let mut scripts = write(&slurm, &folder.join("slurm"));
+        scripts.extend(write(&bare, &folder.join("baremetal")));
+        scripts.retain(|p| p.extension().is_some_and(|e| e == "sh" || e == "sbatch"));
+        assert!(!scripts.is_empty(), "{name}");
+        if have("shellcheck", runs("shellcheck", &["--version"])) {
+            for script in &scripts {
+                let s = script.to_str().unwrap();
+                let o = run("shellcheck", &["--shell=bash", s], &folder);
+                assert!(o.status.success(), "{name}: shellcheck {s}:\n{}", text(&o));
+            }
+        }
+        if have_slurm() {
+            for script in scripts
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "sbatch"))
+            {
+                let o = run(
+                    "sbatch",
+                    &["--test-only", script.to_str().unwrap()],
+                    &folder,
+                );
+                assert!(
+                    o.status.success(),
+                    "{name}: sbatch --test-only {}:\n{}",
+                    script.display(),
+                    text(&o)
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -165,13 +165,20 @@ fn every_batch_script_is_accepted_by_slurmctld() {
         );
         checked += 1;
     }
-    let examples = std::fs::read_dir(repo_root().join("examples"))
+    // One batch script per job example, one per role (serve, or prefill and decode) per service
+    // example, as its plan says.
+    let examples: usize = std::fs::read_dir(repo_root().join("examples"))
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "loam"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "loam"))
+        .map(|p| {
+            let (code, out, err) =
+                loam_tests::run_cli(&["plan", p.to_str().unwrap(), "--format", "json"], "");
+            assert!(code <= 1, "{err}");
+            let doc: PlanDocument = serde_json::from_str(&out).unwrap();
+            doc.plans.len() + doc.services.iter().map(|s| s.roles.len()).sum::<usize>()
         })
-        .count();
+        .sum();
     let single_site = PLANS
         .iter()
         .filter(|n| !spans_sites(&plan_fixture(n)))
