@@ -46,6 +46,16 @@ pub struct QuotaShare {
 }
 
 impl Tenancy {
+    /// The tenancy `options` give `tenant`, else [`Tenancy::derived`]: the one lookup jobs,
+    /// services and the Kubernetes prerequisites name a tenant's objects by.
+    pub fn of(options: &crate::Options, tenant: &str) -> Self {
+        options
+            .tenants
+            .get(tenant)
+            .cloned()
+            .unwrap_or_else(|| Tenancy::derived(tenant))
+    }
+
     /// The names loam uses when the catalogue gives none: namespace `team-<tenant>`, queue and
     /// account `<tenant>`, checkpoints under `/ckpt/<tenant>`.
     pub fn derived(tenant: &str) -> Self {
@@ -177,11 +187,7 @@ impl<'a> JobContext<'a> {
             ));
             String::new()
         });
-        let tenancy = options
-            .tenants
-            .get(&plan.tenant)
-            .cloned()
-            .unwrap_or_else(|| Tenancy::derived(&plan.tenant));
+        let tenancy = Tenancy::of(options, &plan.tenant);
         for (what, value) in [("namespace", &tenancy.namespace), ("queue", &tenancy.queue)] {
             if !is_dns_label(value) {
                 errors.push(unusable(job, &format!("tenant {what}"), value));

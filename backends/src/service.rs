@@ -143,11 +143,7 @@ impl<'a> ServiceContext<'a> {
             ));
             String::new()
         });
-        let tenancy = options
-            .tenants
-            .get(&plan.tenant)
-            .cloned()
-            .unwrap_or_else(|| Tenancy::derived(&plan.tenant));
+        let tenancy = Tenancy::of(options, &plan.tenant);
         if !is_dns_label(&tenancy.namespace) {
             errors.push(unusable(service, "tenant namespace", &tenancy.namespace));
         }

@@ -166,7 +166,28 @@ fn every_example_plans_feasibly_with_every_contract_field() {
                 .starts_with("sha256:")
         );
         let plans = doc["plans"].as_array().unwrap();
-        assert!(!plans.is_empty());
+        let services = doc["services"].as_array().map_or(&[][..], Vec::as_slice);
+        assert!(!plans.is_empty() || !services.is_empty(), "{example}");
+        // A service example's plan (1.8): feasible, with its deployment, estimate and front.
+        for service in services {
+            assert_eq!(service["kind"], "service", "{example}");
+            assert_eq!(service["feasible"], true, "{example}: {service}");
+            assert_eq!(service["file"], example.as_str());
+            for key in [
+                "model",
+                "traffic",
+                "engine",
+                "mode",
+                "roles",
+                "estimate",
+                "autoscaling",
+                "pareto",
+                "why",
+            ] {
+                assert!(!service[key].is_null(), "{example}: no `{key}`");
+            }
+            assert!(!service["pareto"].as_array().unwrap().is_empty());
+        }
         for plan in plans {
             has(plan, PLAN_FIELDS, "plan");
             assert_eq!(plan["feasible"], true, "{example}: {plan}");

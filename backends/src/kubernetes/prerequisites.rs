@@ -182,12 +182,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
         }
     }
     for service in &doc.services {
-        let namespace = options
-            .tenants
-            .get(&service.tenant)
-            .cloned()
-            .unwrap_or_else(|| crate::job::Tenancy::derived(&service.tenant))
-            .namespace;
+        let namespace = crate::job::Tenancy::of(options, &service.tenant).namespace;
         for role in &service.roles {
             sites
                 .entry(site_label(&role.group.site))

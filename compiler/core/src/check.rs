@@ -337,8 +337,17 @@ fn missing_block(parent: &Block, name: &str, diags: &mut Diagnostics) {
     );
 }
 
-fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
-    let mut fields = read_block(block, &JOB, diags);
+/// What a `job` and a `service` block both start with: its name (the label), `tenant` and
+/// `priority`.
+struct Header {
+    name: Option<Spanned<String>>,
+    tenant: Option<Spanned<String>>,
+    priority: Priority,
+}
+
+/// Reads the header fields of a `job` or `service` block (`spec` lists the block's own fields).
+fn read_header(block: &Block, spec: &BlockSpec, diags: &mut Diagnostics) -> Header {
+    let mut fields = read_block(block, spec, diags);
     let tenant = fields.string("tenant");
     let tenant = fields.require("tenant", tenant, "\"team-name\"");
     let priority = fields
@@ -353,7 +362,19 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         .label
         .as_ref()
         .map(|l| Spanned::new(l.value.clone(), l.span));
-    drop(fields);
+    Header {
+        name,
+        tenant,
+        priority,
+    }
+}
+
+fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
+    let Header {
+        name,
+        tenant,
+        priority,
+    } = read_header(block, &JOB, diags);
 
     let model = required_block(block, "model", diags)
         .and_then(|b| model::check_model(b, &MODEL, &MLA, diags));

@@ -122,22 +122,11 @@ pub struct TargetsSpec {
 }
 
 pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Service> {
-    let mut fields = read_block(block, &SERVICE, diags);
-    let tenant = fields.string("tenant");
-    let tenant = fields.require("tenant", tenant, "\"team-name\"");
-    let priority = fields
-        .keyword(
-            "priority",
-            Priority::from_keyword,
-            &Priority::keywords(),
-            false,
-        )
-        .map_or(Priority::Normal, |p| p.value);
-    let name = block
-        .label
-        .as_ref()
-        .map(|l| Spanned::new(l.value.clone(), l.span));
-    drop(fields);
+    let super::Header {
+        name,
+        tenant,
+        priority,
+    } = super::read_header(block, &SERVICE, diags);
 
     let model = required_block(block, "model", diags)
         .and_then(|b| super::model::check_model(b, &MODEL, &MLA, diags));
