@@ -63,20 +63,7 @@ pub(crate) fn pairs<'a>(
                 max_batch: 64,
                 ..base
             };
-            let capacity = largest(rate.max(1.0) * 4.0, |r| {
-                let p = disaggregated_point(
-                    &model,
-                    &prefill.shape(),
-                    &prefill.shape(),
-                    1,
-                    AMPLE,
-                    &demand.traffic,
-                    r,
-                    link_bandwidth(place, place),
-                    demand.fraction,
-                );
-                p.stable && demand.ttft.is_none_or(|t| p.ttft_s <= t)
-            });
+            let capacity = alone(demand, &model, &prefill, rate);
             if capacity > 0.0 {
                 prefills.push(Side {
                     role: prefill,
@@ -89,20 +76,7 @@ pub(crate) fn pairs<'a>(
                     max_batch,
                     ..base
                 };
-                let capacity = largest(rate.max(1.0) * 4.0, |r| {
-                    let p = disaggregated_point(
-                        &model,
-                        &decode.shape(),
-                        &decode.shape(),
-                        AMPLE,
-                        1,
-                        &demand.traffic,
-                        r,
-                        link_bandwidth(place, place),
-                        demand.fraction,
-                    );
-                    p.stable && demand.tpot.is_none_or(|t| p.tpot_s <= t)
-                });
+                let capacity = alone(demand, &model, &decode, rate);
                 if capacity > 0.0 {
                     decodes.push(Side {
                         role: decode,
@@ -145,6 +119,36 @@ pub(crate) fn pairs<'a>(
                 .to_string(),
         );
     }
+}
+
+/// Requests per second one replica of `role` carries with the other side ample: a prefill
+/// replica within the TTFT target, a decode replica within the TPOT target.
+fn alone(demand: &Demand<'_>, model: &ServedModel, role: &Role<'_>, rate: f64) -> f64 {
+    let shape = role.shape();
+    let (prefills, decodes) = if role.role == "prefill" {
+        (1, AMPLE)
+    } else {
+        (AMPLE, 1)
+    };
+    largest(rate.max(1.0) * 4.0, |r| {
+        let p = disaggregated_point(
+            model,
+            &shape,
+            &shape,
+            prefills,
+            decodes,
+            &demand.traffic,
+            r,
+            link_bandwidth(&role.place, &role.place),
+            demand.fraction,
+        );
+        let within = if role.role == "prefill" {
+            demand.ttft.is_none_or(|t| p.ttft_s <= t)
+        } else {
+            demand.tpot.is_none_or(|t| p.tpot_s <= t)
+        };
+        p.stable && within
+    })
 }
 
 /// Cost per request per second of capacity: what one replica costs over what it carries.
