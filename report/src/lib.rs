@@ -12,7 +12,7 @@ use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::collections::BTreeMap;
 
 /// What a plan page shows: every job and service of one planned document.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PlanPage<'a> {
     /// The page's title, e.g. the paths planned.
     pub title: &'a str,
@@ -21,6 +21,10 @@ pub struct PlanPage<'a> {
     /// The catalogue the plans were made against: sites, node groups and WAN links for the
     /// placement map. Without it the map shows only what the plans use.
     pub catalogue: Option<&'a Catalogue>,
+    /// Errors and warnings of checking and planning, one line each (`error[L2001]
+    /// jobs/a.loam:12:3: …`), shown above the plans: a page of a project with errors says so
+    /// first.
+    pub problems: Vec<String>,
 }
 
 /// What a diff page shows: the verdict, the totals per tenant, and before/after per job.
@@ -40,6 +44,8 @@ pub struct DiffPage<'a> {
     pub tenants: Vec<TenantTotals>,
     /// The catalogue at head, for the changed jobs' figures.
     pub catalogue: Option<&'a Catalogue>,
+    /// Errors at either side, one line each, shown first.
+    pub problems: Vec<String>,
 }
 
 /// One job's change between the sides.
