@@ -318,6 +318,9 @@ pub(crate) fn alternatives(
                 summary: e.summary(),
                 objective: display::significant(limits.raw(&e.outcome)),
                 why_not,
+                time_h: Some(display::significant(e.outcome.time_s / 3600.0)),
+                cost: Some(display::significant(e.outcome.cost)),
+                carbon_kg: Some(display::significant(e.outcome.carbon_kg)),
             }
         })
         .collect()
@@ -436,6 +439,7 @@ pub(crate) fn data_options(
                 cost: display::significant(e.outcome.cost),
                 objective: display::significant(limits.raw(&e.outcome)),
                 chosen: Some(e.groups()) == chosen,
+                carbon_kg: Some(display::significant(e.outcome.carbon_kg)),
             })
         })
         .collect()

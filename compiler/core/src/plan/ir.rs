@@ -5,13 +5,13 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
-use crate::types::{Precision, Priority, Recompute, SplitRule};
+use crate::types::{Optimize, Precision, Priority, Recompute, SplitRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.8";
+pub const FORMAT_VERSION: &str = "1.9";
 
 mod run;
 mod service;
@@ -85,6 +85,9 @@ pub struct Plan {
     /// around the clock, and what that saves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleIr>,
+    /// The goal the plan was chosen for, and its limits (format 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<GoalIr>,
     /// The best plans of other shapes, and why each lost.
     #[serde(default)]
     pub alternatives: Vec<AlternativeIr>,
@@ -238,6 +241,9 @@ pub struct GroupIr {
     /// `memory_per_device_gib` is the larger of the two). Added in format 1.7.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_per_device_gib: Option<f64>,
+    /// `memory_per_device_gib` by what it holds, in plans over two groups. Format 1.9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gib: Option<MemoryIr>,
     /// How the group's nodes run the job: pod requests, fabric, collective library, taints,
     /// scheduler limits. Added in format 1.6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,7 +251,7 @@ pub struct GroupIr {
 }
 
 /// One pipeline stage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageIr {
     /// Stage number, from 0.
     pub index: u64,
@@ -268,6 +274,14 @@ pub struct StageIr {
     /// fits its devices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recompute: Option<Recompute>,
+    /// Seconds the stage spends on one micro-batch, forward and backward, its tensor-parallel
+    /// collectives and the send to the next stage included, in heterogeneous plans (stages of
+    /// one type are equal otherwise). Format 1.9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub micro_batch_s: Option<f64>,
+    /// Of `micro_batch_s`, the tensor-parallel collectives. Format 1.9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_comm_s: Option<f64>,
 }
 
 /// Predicted performance, cost and footprint (contract field `estimate`).
@@ -393,6 +407,9 @@ pub struct DataOptionIr {
     pub objective: f64,
     /// Whether the plan uses this strategy.
     pub chosen: bool,
+    /// kg CO2 for the whole run (format 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carbon_kg: Option<f64>,
 }
 
 /// The cheapest daily run window of an interruptible job.
@@ -425,6 +442,19 @@ pub struct CheckpointIr {
     pub path: String,
 }
 
+/// What the job asked the planner to minimise, and within which limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GoalIr {
+    /// `time`, `cost`, `balanced` or `carbon`.
+    pub optimize: Optimize,
+    /// The deadline in hours, when the spec sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_h: Option<f64>,
+    /// The budget in the estimate's currency, when the spec sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+}
+
 /// A plan of another shape that lost, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AlternativeIr {
@@ -442,6 +472,16 @@ pub struct AlternativeIr {
     pub objective: f64,
     /// Why it was not chosen, with numbers.
     pub why_not: String,
+    /// Hours until trained (data transfer first), as the chosen plan's `train_time_h`
+    /// (format 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_h: Option<f64>,
+    /// What it would cost, in the plan's currency (format 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// kg CO2 it would emit (format 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carbon_kg: Option<f64>,
 }
 
 #[cfg(test)]

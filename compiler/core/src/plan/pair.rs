@@ -373,12 +373,16 @@ pub(crate) fn fill_pair_pipeline(
     ));
     fill_pair_data(plan, input, m.placements, devices, p.train_time_s);
     let mut blocks = [0u64; 2];
-    let mut memory = [0.0f64; 2];
-    for (stage, ir) in p.stages.iter().zip(&plan.stages) {
+    let mut memory = [MemoryBreakdown::NONE; 2];
+    for (stage, ir) in p.stages.iter().zip(plan.stages.iter_mut()) {
+        ir.micro_batch_s = Some(round(stage.seconds));
+        ir.tensor_comm_s = Some(round(stage.tensor_comm));
         let side = stage.side;
         if let (Some(b), Some(m)) = (blocks.get_mut(side), memory.get_mut(side)) {
             *b += ir.layers[1].saturating_sub(ir.layers[0]);
-            *m = m.max(stage.memory.total);
+            if stage.memory.total > m.total {
+                *m = stage.memory;
+            }
         }
     }
     let all = (blocks[0] + blocks[1]).max(1) as f64;
@@ -388,13 +392,13 @@ pub(crate) fn fill_pair_pipeline(
 
 /// Each group's own MFU, model TFLOP/s per device and memory: the estimate blends the two
 /// device types, which hides the slower one. `shares` are the fractions of the model's FLOPs
-/// each group computes, `memory` the bytes on each group's fullest device.
+/// each group computes, `memory` what each group's fullest device holds.
 pub(crate) fn fill_group_figures(
     plan: &mut Plan,
     input: &PairInput<'_, '_>,
     placements: [&Placement<'_>; 2],
     shares: [f64; 2],
-    memory: [f64; 2],
+    memory: [MemoryBreakdown; 2],
 ) {
     let Some(tokens_per_s) = plan.estimate.as_ref().map(|e| e.tokens_per_s) else {
         return;
@@ -421,7 +425,8 @@ pub(crate) fn fill_group_figures(
         } else {
             0.0
         });
-        group.memory_per_device_gib = Some(round(bytes / single::GIB));
+        group.memory_per_device_gib = Some(round(bytes.total / single::GIB));
+        group.memory_gib = Some(single::memory_ir(&bytes));
     }
 }
 

@@ -16,7 +16,7 @@
 
 use super::explain;
 use super::findings::{PlanDiagnosticIr, SpecField};
-use super::ir::{Plan, WorkloadIr};
+use super::ir::{GoalIr, Plan, WorkloadIr};
 use super::objective::{Limits, PENALTY};
 use super::pair::data::{fill_pair_data_plan, pair_data_plans};
 use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
@@ -72,6 +72,11 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         data: None,
         checkpoint: None,
         schedule: None,
+        goal: Some(GoalIr {
+            optimize: job.goal.optimize,
+            deadline_h: job.goal.deadline.as_ref().map(|d| d.value / 3600.0),
+            budget: job.goal.budget.as_ref().map(|b| b.value.0),
+        }),
         alternatives: Vec::new(),
         why: String::new(),
         notes: Vec::new(),

@@ -354,6 +354,7 @@ fn role_ir(role: &candidates::Role<'_>, model: &ServedModel) -> RoleIr {
             memory_per_device_gib: Some(crate::display::significant(
                 (memory.weights_bytes + memory.overhead_bytes + memory.kv_bytes) / GIB,
             )),
+            memory_gib: None,
             node: Some(node),
         },
     }

@@ -192,6 +192,19 @@ pub(crate) struct Figures {
     pub(crate) breakdown: BreakdownIr,
 }
 
+/// Bytes per device by what they hold, in GiB as the Plan IR states them.
+pub(crate) fn memory_ir(m: &MemoryBreakdown) -> MemoryIr {
+    MemoryIr {
+        weights: round(m.weights / GIB),
+        gradients: round(m.gradients / GIB),
+        optimizer: round(m.optimizer / GIB),
+        activations: round(m.activations / GIB),
+        pipeline_stash: round(m.pipeline_stash / GIB),
+        comm_buffers: round(m.comm_buffers / GIB),
+        logits: round(m.logits / GIB),
+    }
+}
+
 /// The estimate section of the Plan IR, for a plan on one group or on a pair alike.
 pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
     EstimateIr {
@@ -203,15 +216,7 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
             "model: 6·N·tokens + causal attention (the keys each query sees), no recomputation"
                 .to_string(),
         memory_per_device_gib: round(f.memory.total / GIB),
-        memory_gib: Some(MemoryIr {
-            weights: round(f.memory.weights / GIB),
-            gradients: round(f.memory.gradients / GIB),
-            optimizer: round(f.memory.optimizer / GIB),
-            activations: round(f.memory.activations / GIB),
-            pipeline_stash: round(f.memory.pipeline_stash / GIB),
-            comm_buffers: round(f.memory.comm_buffers / GIB),
-            logits: round(f.memory.logits / GIB),
-        }),
+        memory_gib: Some(memory_ir(&f.memory)),
         train_time_h: round(f.train_time_s / 3600.0),
         cost: MoneyIr {
             amount: round(totals.cost),
@@ -253,6 +258,7 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         mfu: None,
         model_tflops_per_device: None,
         memory_per_device_gib: None,
+        memory_gib: None,
         node: Some(super::node::node_ir(o, n.min(dpn))),
     }
 }

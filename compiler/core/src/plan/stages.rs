@@ -86,6 +86,8 @@ pub(crate) fn stage_ir(
         ops: names,
         sensitive_ops: sensitive,
         recompute,
+        micro_batch_s: None,
+        tensor_comm_s: None,
     }
 }
 

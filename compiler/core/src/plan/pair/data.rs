@@ -442,7 +442,7 @@ pub(crate) fn fill_pair_data_plan(
     fill_pair_data(plan, input, d.placements, devices, d.train_time_s);
     let all = f64::from(d.batches[0] + d.batches[1]).max(1.0);
     let shares = d.batches.map(|b| f64::from(b) / all);
-    let memory = [ra.estimate.memory.total, rb.estimate.memory.total];
+    let memory = [ra.estimate.memory, rb.estimate.memory];
     super::fill_group_figures(plan, input, d.placements, shares, memory);
 }
 
