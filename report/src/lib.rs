@@ -101,11 +101,15 @@ pub struct TenantTotals {
 /// The HTML page of a plan.
 pub fn plan_page(page: &PlanPage<'_>) -> String {
     let _ = page;
-    String::from("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam plan</title></head><body></body></html>\n")
+    String::from(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam plan</title></head><body></body></html>\n",
+    )
 }
 
 /// The HTML page of a plan diff.
 pub fn diff_page(page: &DiffPage<'_>) -> String {
     let _ = page;
-    String::from("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam diff</title></head><body></body></html>\n")
+    String::from(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam diff</title></head><body></body></html>\n",
+    )
 }

@@ -384,6 +384,20 @@ pub struct DataIr {
     /// data.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<DataOptionIr>,
+    /// Where each data set of the spec is (format 1.9).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<DataSourceIr>,
+}
+
+/// A data set the job reads, and where it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DataSourceIr {
+    /// The spec's name for it.
+    pub name: String,
+    /// The site that holds it.
+    pub site: String,
+    /// Its size in gigabytes.
+    pub size_gb: f64,
 }
 
 /// The best plan of one data strategy.

@@ -150,6 +150,15 @@ pub(crate) fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
         transfer_gb: crate::display::significant(moved / 1e9),
         transfer_h: crate::display::significant(seconds / 3600.0),
         options: Vec::new(),
+        sources: job
+            .data
+            .iter()
+            .map(|d| crate::plan::ir::DataSourceIr {
+                name: d.name.value.clone(),
+                site: d.site.value.clone(),
+                size_gb: crate::display::significant(d.size.value / 1e9),
+            })
+            .collect(),
     }
 }
 
