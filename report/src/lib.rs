@@ -7,6 +7,12 @@
 //! crate does no I/O: the CLI plans (or diffs) and passes the values in; the same values give the
 //! same bytes.
 
+mod figure;
+mod figures;
+mod page;
+mod svg;
+mod text;
+
 use loam_compiler::catalogue::model::Catalogue;
 use loam_compiler::plan::ir::{Plan, PlanDocument};
 use std::collections::BTreeMap;
@@ -100,16 +106,10 @@ pub struct TenantTotals {
 
 /// The HTML page of a plan.
 pub fn plan_page(page: &PlanPage<'_>) -> String {
-    let _ = page;
-    String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam plan</title></head><body></body></html>\n",
-    )
+    page::plan(page)
 }
 
 /// The HTML page of a plan diff.
 pub fn diff_page(page: &DiffPage<'_>) -> String {
-    let _ = page;
-    String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>loam diff</title></head><body></body></html>\n",
-    )
+    page::diff(page)
 }

@@ -1,0 +1,186 @@
+//! The alternatives: time to train against cost for the chosen plan and every costed plan that
+//! lost, with the deadline and budget lines and the time–cost front; each point lettered, the
+//! letters explained under the drawing with the layout and why it lost.
+
+use super::scatter::{Limit, Plot, Point, draw};
+use crate::figure::{Figure, Kind, Table};
+use crate::svg::Svg;
+use crate::text::{money_short, plan_where};
+use loam_compiler::display::{decimals, money};
+use loam_compiler::plan::ir::Plan;
+
+/// Money in the unit the axis counts in: `(divisor, name)`.
+fn money_unit(max: f64) -> (f64, &'static str) {
+    if max >= 2e6 {
+        (1e6, "millions")
+    } else if max >= 2e3 {
+        (1e3, "thousands")
+    } else {
+        (1.0, "")
+    }
+}
+
+/// The figure, or `None` when the plan has no estimate or no alternative with a time and cost
+/// (a plan written before format 1.9).
+pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
+    let e = plan.estimate.as_ref()?;
+    let currency = &e.cost.currency;
+    let costed: Vec<_> = plan
+        .alternatives
+        .iter()
+        .filter_map(|a| Some((a, a.time_h?, a.cost?)))
+        .collect();
+    if costed.is_empty() {
+        return None;
+    }
+    let chosen_time = e.train_time_h;
+    let chosen_cost = e.cost.amount;
+    let budget = plan.goal.as_ref().and_then(|g| g.budget);
+    let deadline = plan.goal.as_ref().and_then(|g| g.deadline_h);
+    let max_cost = costed
+        .iter()
+        .map(|(_, _, c)| *c)
+        .chain([chosen_cost])
+        .chain(budget)
+        .fold(0.0, f64::max);
+    let (unit, unit_name) = money_unit(max_cost);
+    let letter = |k: usize| char::from(b'A' + (k % 26) as u8).to_string();
+    let mut points = vec![Point {
+        x: chosen_time / 24.0,
+        y: chosen_cost / unit,
+        label: "chosen".to_string(),
+        chosen: true,
+        tip: format!(
+            "chosen: {}, {} days, {}",
+            plan_where(plan),
+            decimals(chosen_time / 24.0, 1),
+            money(chosen_cost, currency)
+        ),
+    }];
+    let mut legend = vec![format!(
+        "chosen — {}: {} days, {}",
+        plan_where(plan),
+        decimals(chosen_time / 24.0, 1),
+        money_short(chosen_cost, currency)
+    )];
+    let mut table = Table::new(
+        &[
+            "mark",
+            "shape",
+            "layout and placement",
+            "days",
+            "cost",
+            "t CO2",
+            "lost on",
+            "why not",
+        ],
+        &[false, false, false, true, true, true, false, false],
+    );
+    table.row(vec![
+        "chosen".to_string(),
+        plan.hetero
+            .clone()
+            .unwrap_or_else(|| "single-type".to_string()),
+        plan_where(plan),
+        decimals(chosen_time / 24.0, 1),
+        money(chosen_cost, currency),
+        decimals(e.carbon_kg / 1e3, 1),
+        String::new(),
+        String::new(),
+    ]);
+    for (k, (a, time, cost)) in costed.iter().enumerate() {
+        let mark = letter(k);
+        points.push(Point {
+            x: time / 24.0,
+            y: cost / unit,
+            label: mark.clone(),
+            chosen: false,
+            tip: format!("{mark}: {} — {}", a.summary, a.why_not),
+        });
+        legend.push(format!(
+            "{mark} — {} ({}): {}",
+            a.summary, a.shape, a.why_not
+        ));
+        table.row(vec![
+            mark,
+            a.shape.clone(),
+            a.summary.clone(),
+            decimals(time / 24.0, 1),
+            money(*cost, currency),
+            a.carbon_kg
+                .map(|c| decimals(c / 1e3, 1))
+                .unwrap_or_default(),
+            a.lost_on.clone(),
+            a.why_not.clone(),
+        ]);
+    }
+    // The front: the plans no other plan beats on both time and cost, fastest first.
+    let mut by_time: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.y)).collect();
+    by_time.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut front: Vec<(f64, f64)> = Vec::new();
+    for p in by_time {
+        if front.last().is_none_or(|last| p.1 < last.1) {
+            front.push(p);
+        }
+    }
+    let mut limits = Vec::new();
+    if let Some(d) = deadline {
+        limits.push(Limit {
+            vertical: true,
+            value: d / 24.0,
+            label: format!("deadline {} days", decimals(d / 24.0, 0)),
+        });
+    }
+    if let Some(b) = budget {
+        limits.push(Limit {
+            vertical: false,
+            value: b / unit,
+            label: format!("budget {}", money_short(b, currency)),
+        });
+    }
+    let y_title = if unit_name.is_empty() {
+        format!("cost ({currency})")
+    } else {
+        format!("cost ({currency}, {unit_name})")
+    };
+    let plot = Plot {
+        x_title: "time to train (days)".to_string(),
+        y_title,
+        points,
+        limits,
+        front,
+        stairs: true,
+    };
+    let mut svg = Svg::new(id, 760.0, 360.0);
+    draw(&mut svg, [10.0, 14.0, 740.0, 340.0], &plot);
+    let beaten = costed.len();
+    let desc = format!(
+        "The chosen plan takes {} days and costs {}; {beaten} costed alternative{} lost: {}.",
+        decimals(chosen_time / 24.0, 1),
+        money(chosen_cost, currency),
+        if beaten == 1 { "" } else { "s" },
+        costed
+            .iter()
+            .map(|(a, _, _)| format!("{} ({})", a.shape, a.why_not))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let goal = plan
+        .goal
+        .as_ref()
+        .map(|g| g.optimize.to_string())
+        .unwrap_or_else(|| "time".to_string());
+    Some(Figure {
+        kind: Kind::Alternatives,
+        title: "The alternatives".to_string(),
+        svg: svg.finish(
+            &format!("Time against cost of the plans costed for {}", plan.job),
+            &desc,
+        ),
+        caption: format!(
+            "Each point is the best plan of one shape or place; lower left is better. The goal is {goal}. The green staircase joins the plans nothing beats on both time and cost; dashed red lines are the deadline and budget."
+        ),
+        legend,
+        table,
+    })
+}

@@ -1,0 +1,248 @@
+//! A scatter plot with labelled axes, limit lines, a front, and point labels placed where they
+//! overlap neither each other nor the points.
+
+use crate::figure::palette;
+use crate::svg::{Anchor, FONT, Scale, Svg, text_width, tick_label, ticks};
+
+/// One point.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// Data coordinates.
+    pub x: f64,
+    /// Data coordinates.
+    pub y: f64,
+    /// A short label drawn beside it (`A`, `chosen`).
+    pub label: String,
+    /// The chosen plan: drawn larger, as a diamond.
+    pub chosen: bool,
+    /// Its tooltip.
+    pub tip: String,
+}
+
+/// A limit drawn across the plot: a deadline (vertical) or a budget or target (horizontal).
+#[derive(Debug, Clone)]
+pub struct Limit {
+    /// Vertical (an x value) or horizontal (a y value).
+    pub vertical: bool,
+    /// Where.
+    pub value: f64,
+    /// Its label.
+    pub label: String,
+}
+
+/// What to draw.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    /// The x axis's title, with its unit.
+    pub x_title: String,
+    /// The y axis's title, with its unit.
+    pub y_title: String,
+    /// The points.
+    pub points: Vec<Point>,
+    /// Limit lines.
+    pub limits: Vec<Limit>,
+    /// Points of a front to join with a line, in drawing order.
+    pub front: Vec<(f64, f64)>,
+    /// Whether the front is a staircase (time against cost) or straight segments.
+    pub stairs: bool,
+}
+
+/// Draws `plot` in the rectangle `[x, y, w, h]` of `svg` (axes titles included).
+pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
+    let [ax, ay, aw, ah] = area;
+    let left = ax + 64.0;
+    let right = ax + aw - 16.0;
+    let top = ay + 10.0;
+    let bottom = ay + ah - 44.0;
+    let xs = plot
+        .points
+        .iter()
+        .map(|p| p.x)
+        .chain(plot.limits.iter().filter(|l| l.vertical).map(|l| l.value));
+    let ys = plot
+        .points
+        .iter()
+        .map(|p| p.y)
+        .chain(plot.limits.iter().filter(|l| !l.vertical).map(|l| l.value));
+    let (x_ticks, x_scale) = axis(xs, (left, right));
+    let (y_ticks, y_scale) = axis(ys, (bottom, top));
+    // Grid and tick labels.
+    let x_step = step(&x_ticks);
+    for t in &x_ticks {
+        let x = x_scale.at(*t);
+        svg.line(x, top, x, bottom, palette::GRID, 0.5, false);
+        svg.text(x, bottom + 16.0, Anchor::Middle, &tick_label(*t, x_step));
+    }
+    let y_step = step(&y_ticks);
+    for t in &y_ticks {
+        let y = y_scale.at(*t);
+        svg.line(left, y, right, y, palette::GRID, 0.5, false);
+        svg.text(left - 6.0, y + 4.0, Anchor::End, &tick_label(*t, y_step));
+    }
+    svg.line(left, bottom, right, bottom, palette::INK, 1.0, false);
+    svg.line(left, top, left, bottom, palette::INK, 1.0, false);
+    svg.text_styled(
+        (left + right) / 2.0,
+        bottom + 36.0,
+        Anchor::Middle,
+        FONT,
+        true,
+        palette::INK,
+        &plot.x_title,
+    );
+    // The y title goes above the axis, left-aligned: rotated text is hard to read on a phone.
+    svg.text_styled(
+        ax + 4.0,
+        ay + 2.0,
+        Anchor::Start,
+        FONT,
+        true,
+        palette::INK,
+        &plot.y_title,
+    );
+    let mut taken: Vec<[f64; 4]> = Vec::new();
+    for p in &plot.points {
+        let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
+        taken.push([x - 7.0, y - 7.0, 14.0, 14.0]);
+    }
+    // Limit lines, labelled inside the plot at their end.
+    for l in &plot.limits {
+        if l.vertical {
+            let x = x_scale.at(l.value);
+            svg.line(x, top, x, bottom, palette::VERMILLION, 1.5, true);
+            let w = text_width(&l.label, 11.0);
+            let (lx, anchor) = if x + 4.0 + w < right {
+                (x + 4.0, Anchor::Start)
+            } else {
+                (x - 4.0, Anchor::End)
+            };
+            let bx = if anchor == Anchor::Start { lx } else { lx - w };
+            taken.push([bx, top, w, 14.0]);
+            svg.text_styled(
+                lx,
+                top + 11.0,
+                anchor,
+                11.0,
+                false,
+                palette::VERMILLION,
+                &l.label,
+            );
+        } else {
+            let y = y_scale.at(l.value);
+            svg.line(left, y, right, y, palette::VERMILLION, 1.5, true);
+            let w = text_width(&l.label, 11.0);
+            taken.push([right - w - 2.0, y - 15.0, w, 14.0]);
+            svg.text_styled(
+                right - 2.0,
+                y - 4.0,
+                Anchor::End,
+                11.0,
+                false,
+                palette::VERMILLION,
+                &l.label,
+            );
+        }
+    }
+    if plot.front.len() > 1 {
+        let mut pts: Vec<(f64, f64)> = Vec::new();
+        for (k, (fx, fy)) in plot.front.iter().enumerate() {
+            let (x, y) = (x_scale.at(*fx), y_scale.at(*fy));
+            if plot.stairs
+                && let Some(prev) = plot.front.get(k.wrapping_sub(1))
+                && k > 0
+            {
+                pts.push((x, y_scale.at(prev.1)));
+            }
+            pts.push((x, y));
+        }
+        svg.polyline(&pts, palette::GREEN, 2.0);
+    }
+    for p in &plot.points {
+        let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
+        if p.chosen {
+            svg.diamond(x, y, 9.0, palette::ORANGE, palette::INK, Some(&p.tip));
+        } else {
+            svg.circle(x, y, 5.5, palette::SKY, palette::BLUE, Some(&p.tip));
+        }
+    }
+    // Labels: beside each point, on the first side where they overlap nothing placed yet.
+    for p in &plot.points {
+        let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
+        let w = text_width(&p.label, FONT);
+        let h = 13.0;
+        let r = if p.chosen { 11.0 } else { 8.0 };
+        let candidates = [
+            (x + r, y - h / 2.0),
+            (x - r - w, y - h / 2.0),
+            (x - w / 2.0, y - r - h),
+            (x - w / 2.0, y + r),
+            (x + r, y - r - h),
+            (x - r - w, y + r),
+            (x + r, y + r),
+            (x - r - w, y - r - h),
+        ];
+        let spot = candidates.iter().find(|(bx, by)| {
+            let b = [*bx, *by, w, h];
+            *bx >= ax
+                && bx + w <= ax + aw
+                && *by >= ay
+                && by + h <= ay + ah
+                && !taken.iter().any(|t| overlaps(*t, b))
+        });
+        if let Some((bx, by)) = spot {
+            taken.push([*bx, *by, w, h]);
+            svg.text_styled(
+                *bx,
+                by + h - 3.0,
+                Anchor::Start,
+                FONT,
+                p.chosen,
+                palette::INK,
+                &p.label,
+            );
+        }
+    }
+}
+
+fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
+    a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3]
+}
+
+fn step(ticks: &[f64]) -> f64 {
+    match ticks {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    }
+}
+
+/// Round ticks from zero (or a little below the smallest value when the values sit far from
+/// zero) to above the largest, and the scale over them.
+fn axis(values: impl Iterator<Item = f64>, range: (f64, f64)) -> (Vec<f64>, Scale) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    // From zero, unless that squeezes the points into a sliver.
+    let lo = if lo > 0.0 && lo < (hi - lo) * 2.0 {
+        0.0
+    } else {
+        lo - (hi - lo) * 0.1
+    };
+    let hi = if hi > lo {
+        hi + (hi - lo) * 0.05
+    } else {
+        lo + 1.0
+    };
+    let t = ticks(lo, hi, 5);
+    let d0 = t.first().copied().unwrap_or(lo);
+    let d1 = t.last().copied().unwrap_or(hi);
+    (
+        t,
+        Scale {
+            domain: (d0, d1),
+            range,
+        },
+    )
+}

@@ -1,0 +1,516 @@
+//! The pipeline schedule: the 1F1B (or interleaved 1F1B) timeline of every pipeline rank for the
+//! first micro-batches of a step, simulated from the plan's own stage times, with forward,
+//! backward, tensor-parallel communication, the bubble and the gradient reduction visible.
+
+use crate::figure::{Figure, Kind, Table, palette};
+use crate::svg::{Anchor, FONT, Scale, Svg, text_width, tick_label, ticks};
+use loam_compiler::display::decimals;
+use loam_compiler::plan::ir::Plan;
+
+/// Forward is a third of a micro-batch's work and backward two thirds: the backward computes
+/// the gradients of both the inputs and the weights, twice the forward's FLOPs (Narayanan et
+/// al., "Efficient Large-Scale Language Model Training on GPU Clusters", 2021, §3).
+const FORWARD_SHARE: f64 = 1.0 / 3.0;
+
+/// One pipeline rank as drawn.
+#[derive(Debug, Clone)]
+struct Rank {
+    label: String,
+    /// Seconds of one chunk's forward and backward for one micro-batch.
+    chunk_s: f64,
+    /// Of those, the share that is tensor-parallel communication.
+    comm_share: f64,
+    /// Index of the device type (colour).
+    device: usize,
+    sensitive: bool,
+}
+
+/// One operation in the timeline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Op {
+    forward: bool,
+    chunk: usize,
+    micro_batch: usize,
+    start: f64,
+    end: f64,
+}
+
+/// The order in which rank `r` of `p` runs its forwards and backwards of `n` micro-batches over
+/// `v` chunks: Megatron-LM's 1F1B, interleaved when `v > 1` (warm-up forwards, then one forward
+/// and one backward in turn, then the remaining backwards).
+fn order(r: usize, p: usize, v: usize, n: usize) -> Vec<(bool, usize, usize)> {
+    let map = |k: usize, forward: bool| {
+        let group = k / (p * v);
+        let within = k % (p * v);
+        let chunk = if forward {
+            within / p
+        } else {
+            v - 1 - within / p
+        };
+        (forward, chunk, group * p + within % p)
+    };
+    let total = n * v;
+    let warmup = if v == 1 {
+        (p - r - 1).min(n)
+    } else {
+        ((p - r - 1) * 2 + (v - 1) * p).min(total)
+    };
+    let mut out = Vec::with_capacity(total * 2);
+    let (mut f, mut b) = (0, 0);
+    while f < warmup {
+        out.push(map(f, true));
+        f += 1;
+    }
+    while f < total {
+        out.push(map(f, true));
+        f += 1;
+        out.push(map(b, false));
+        b += 1;
+    }
+    while b < total {
+        out.push(map(b, false));
+        b += 1;
+    }
+    out
+}
+
+/// Start and end of every op of every rank; `None` if the order deadlocks (it does not for the
+/// orders above; the check keeps a bug from looping).
+fn simulate(ranks: &[Rank], v: usize, n: usize) -> Option<Vec<Vec<Op>>> {
+    let p = ranks.len();
+    let orders: Vec<Vec<(bool, usize, usize)>> = (0..p).map(|r| order(r, p, v, n)).collect();
+    let mut done: Vec<Vec<Op>> = vec![Vec::new(); p];
+    let finished = |done: &[Vec<Op>], rank: usize, forward: bool, chunk: usize, mb: usize| {
+        done.get(rank).and_then(|ops| {
+            ops.iter()
+                .find(|o| o.forward == forward && o.chunk == chunk && o.micro_batch == mb)
+                .map(|o| o.end)
+        })
+    };
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for r in 0..p {
+            let position = done.get(r).map_or(0, Vec::len);
+            let Some(&(forward, chunk, mb)) = orders.get(r).and_then(|o| o.get(position)) else {
+                continue;
+            };
+            let dependency = if forward {
+                if r > 0 {
+                    Some((r - 1, true, chunk))
+                } else if chunk > 0 {
+                    Some((p - 1, true, chunk - 1))
+                } else {
+                    None
+                }
+            } else if r + 1 < p {
+                Some((r + 1, false, chunk))
+            } else if chunk + 1 < v {
+                Some((0, false, chunk + 1))
+            } else {
+                Some((r, true, chunk))
+            };
+            let ready = match dependency {
+                None => Some(0.0),
+                Some((dr, df, dc)) => finished(&done, dr, df, dc, mb),
+            };
+            let Some(ready) = ready else { continue };
+            let rank = ranks.get(r)?;
+            let ops = done.get_mut(r)?;
+            let free = ops.last().map_or(0.0, |o| o.end);
+            let start = ready.max(free);
+            let share = if forward {
+                FORWARD_SHARE
+            } else {
+                1.0 - FORWARD_SHARE
+            };
+            ops.push(Op {
+                forward,
+                chunk,
+                micro_batch: mb,
+                start,
+                end: start + rank.chunk_s * share,
+            });
+            progress = true;
+        }
+    }
+    let complete = done.iter().zip(&orders).all(|(d, o)| d.len() == o.len());
+    complete.then_some(done)
+}
+
+/// The figure, for a plan with a layout and an estimate.
+pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
+    let layout = plan.layout.as_ref()?;
+    let e = plan.estimate.as_ref()?;
+    let p = layout.pipeline.max(1) as usize;
+    let v = layout.virtual_stages.max(1) as usize;
+    let m = (plan.workload.global_batch / (layout.data.max(1) * layout.micro_batch.max(1))).max(1)
+        as usize;
+    let b = &e.breakdown_s;
+    let uniform_mb = (b.compute + b.tensor_comm) / m as f64;
+    let uniform_share = if b.compute + b.tensor_comm > 0.0 {
+        b.tensor_comm / (b.compute + b.tensor_comm)
+    } else {
+        0.0
+    };
+    let mut devices: Vec<&str> = Vec::new();
+    for g in &plan.groups {
+        if !devices.contains(&g.device.as_str()) {
+            devices.push(&g.device);
+        }
+    }
+    let ranks: Vec<Rank> = (0..p)
+        .map(|r| {
+            let chunks: Vec<_> = plan
+                .stages
+                .iter()
+                .filter(|s| s.rank.map_or(s.index as usize, |k| k as usize) == r)
+                .collect();
+            let group = chunks
+                .first()
+                .and_then(|s| plan.groups.get(s.group as usize));
+            let device = group.map_or("", |g| g.device.as_str());
+            let own: Option<f64> = chunks.iter().map(|s| s.micro_batch_s).sum();
+            let comm: Option<f64> = chunks.iter().map(|s| s.tensor_comm_s).sum();
+            let blocks: u64 = chunks
+                .iter()
+                .map(|s| s.layers[1].saturating_sub(s.layers[0]))
+                .sum();
+            let sensitive = chunks.iter().any(|s| !s.sensitive_ops.is_empty());
+            let per_mb = own.filter(|_| !chunks.is_empty()).unwrap_or(uniform_mb);
+            let comm_share = match (own, comm) {
+                (Some(o), Some(c)) if o > 0.0 => c / o,
+                _ => uniform_share,
+            };
+            let mut label = if p > 1 {
+                format!("stage {r} · {device} · {blocks} blocks")
+            } else {
+                format!("{device} · {blocks} blocks")
+            };
+            if sensitive {
+                label.push_str(" ◆");
+            }
+            Rank {
+                label,
+                chunk_s: per_mb / v as f64,
+                comm_share,
+                device: devices.iter().position(|d| *d == device).unwrap_or(0),
+                sensitive,
+            }
+        })
+        .collect();
+    // A few micro-batches: enough for the steady state to show between fill and drain.
+    let mut n = m.min((2 * p).max(4));
+    if v > 1 {
+        n = (n / p).max(1) * p;
+    }
+    let timeline = simulate(&ranks, v, n)?;
+    let reduce_s = b.data_comm + b.other;
+    let end = timeline
+        .iter()
+        .map(|ops| ops.last().map_or(0.0, |o| o.end))
+        .fold(0.0, f64::max);
+    let span = end + reduce_s;
+
+    let width = 760.0;
+    let label_w = ranks
+        .iter()
+        .map(|r| text_width(&r.label, FONT))
+        .fold(0.0, f64::max)
+        + 20.0;
+    let left = 12.0 + label_w;
+    let right = width - 16.0;
+    let mut svg = Svg::new(id, width, 10.0);
+    // Legend.
+    let mut x = 12.0;
+    let mut y = 16.0;
+    let bubble = svg.hatch(palette::GRID);
+    let mut items: Vec<(String, String)> = Vec::new();
+    for (k, d) in devices.iter().enumerate() {
+        let (light, dark) = palette::device(k);
+        let suffix = if devices.len() > 1 {
+            format!(" on {d}")
+        } else {
+            String::new()
+        };
+        items.push((light.to_string(), format!("forward{suffix}")));
+        items.push((dark.to_string(), format!("backward{suffix}")));
+    }
+    items.push((palette::INK.to_string(), "tensor comm".to_string()));
+    items.push((bubble.clone(), "idle (bubble)".to_string()));
+    items.push((
+        palette::PURPLE.to_string(),
+        "gradient reduce + optimizer".to_string(),
+    ));
+    for (fill, name) in &items {
+        let w = 17.0 + text_width(name, FONT) + 14.0;
+        if x + w > width - 12.0 {
+            x = 12.0;
+            y += 20.0;
+        }
+        x = svg.legend_item(x, y, fill, name);
+    }
+    let top = y + 16.0;
+    let row_h = 26.0;
+    let bar_h = 18.0;
+    let t = ticks(0.0, span.max(f64::EPSILON), 6);
+    let scale = Scale {
+        domain: (0.0, t.last().copied().unwrap_or(span)),
+        range: (left, right),
+    };
+    for (r, (rank, ops)) in ranks.iter().zip(&timeline).enumerate() {
+        let ry = top + r as f64 * row_h;
+        let weight_colour = if rank.sensitive {
+            palette::VERMILLION
+        } else {
+            palette::INK
+        };
+        svg.text_styled(
+            12.0,
+            ry + 13.0,
+            Anchor::Start,
+            FONT,
+            rank.sensitive,
+            weight_colour,
+            &rank.label,
+        );
+        let last = ops.last().map_or(0.0, |o| o.end);
+        svg.rect(
+            scale.at(0.0),
+            ry,
+            scale.at(last) - scale.at(0.0),
+            bar_h,
+            &bubble,
+            Some("idle: waiting for the stage before or after"),
+        );
+        let (light, dark) = palette::device(rank.device);
+        for op in ops {
+            let x0 = scale.at(op.start);
+            let x1 = scale.at(op.end);
+            let (fill, what) = if op.forward {
+                (light, "forward")
+            } else {
+                (dark, "backward")
+            };
+            let chunk = if v > 1 {
+                format!(" chunk {}", op.chunk)
+            } else {
+                String::new()
+            };
+            let tip = format!(
+                "{what} of micro-batch {}{chunk}: {} s",
+                op.micro_batch + 1,
+                decimals(op.end - op.start, 3)
+            );
+            svg.rect_styled(x0, ry, x1 - x0, bar_h, fill, Some("#fff"), Some(&tip));
+            let comm = (x1 - x0) * rank.comm_share;
+            if comm >= 0.5 {
+                svg.rect(
+                    x1 - comm,
+                    ry + bar_h - 4.0,
+                    comm,
+                    4.0,
+                    palette::INK,
+                    Some("tensor-parallel communication"),
+                );
+            }
+            let number = (op.micro_batch + 1).to_string();
+            if x1 - x0 >= text_width(&number, 10.0) + 4.0 {
+                let colour = if op.forward { palette::INK } else { "#fff" };
+                svg.text_styled(
+                    (x0 + x1) / 2.0,
+                    ry + 12.0,
+                    Anchor::Middle,
+                    10.0,
+                    false,
+                    colour,
+                    &number,
+                );
+            }
+        }
+        if reduce_s > 0.0 {
+            svg.rect(
+                scale.at(last),
+                ry,
+                scale.at(last + reduce_s) - scale.at(last),
+                bar_h,
+                palette::PURPLE,
+                Some(&format!(
+                    "gradient reduction and optimizer step: {} s",
+                    decimals(reduce_s, 3)
+                )),
+            );
+        }
+    }
+    let axis_y = top + p as f64 * row_h + 2.0;
+    svg.line(left, axis_y, right, axis_y, palette::INK, 1.0, false);
+    let step = match t.as_slice() {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    };
+    for value in &t {
+        let x = scale.at(*value);
+        svg.line(x, axis_y, x, axis_y + 4.0, palette::INK, 1.0, false);
+        svg.text(x, axis_y + 17.0, Anchor::Middle, &tick_label(*value, step));
+    }
+    svg.text_styled(
+        (left + right) / 2.0,
+        axis_y + 35.0,
+        Anchor::Middle,
+        FONT,
+        true,
+        palette::INK,
+        "seconds from the start of the step",
+    );
+    svg.ensure_height(axis_y + 44.0);
+
+    let mut table = Table::new(
+        &[
+            "stage",
+            "rank",
+            "device",
+            "blocks",
+            "ops",
+            "s per micro-batch",
+            "forward s",
+            "backward s",
+            "sensitive ops",
+        ],
+        &[false, true, false, false, false, true, true, true, false],
+    );
+    for s in &plan.stages {
+        let rank = s.rank.unwrap_or(s.index);
+        let per_mb = s.micro_batch_s.unwrap_or(uniform_mb / v as f64);
+        table.row(vec![
+            s.index.to_string(),
+            rank.to_string(),
+            plan.groups
+                .get(s.group as usize)
+                .map_or(String::new(), |g| g.device.clone()),
+            format!("{}–{}", s.layers[0], s.layers[1]),
+            s.ops.join(", "),
+            decimals(per_mb, 3),
+            decimals(per_mb * FORWARD_SHARE, 3),
+            decimals(per_mb * (1.0 - FORWARD_SHARE), 3),
+            s.sensitive_ops.join(", "),
+        ]);
+    }
+    let bubble_share = if e.step_time_s > 0.0 {
+        b.pipeline_bubble / e.step_time_s
+    } else {
+        0.0
+    };
+    let interleaving = if v > 1 {
+        format!(", interleaved over {v} chunks per rank")
+    } else {
+        String::new()
+    };
+    let sensitive: Vec<String> = plan
+        .stages
+        .iter()
+        .flat_map(|s| s.sensitive_ops.iter().cloned())
+        .collect();
+    let mut caption = if p > 1 {
+        format!(
+            "The first {n} of the step's {m} micro-batches on {p} pipeline stages (1F1B{interleaving}). Hatched gaps are the bubble: stages waiting to fill and drain the pipeline, {} of the whole step.",
+            loam_compiler::display::percent(bubble_share)
+        )
+    } else {
+        format!(
+            "No pipeline: every device runs the whole model; the first {n} of the step's {m} micro-batches, then the gradient reduction."
+        )
+    };
+    if devices.len() > 1 {
+        caption.push_str(&format!(
+            " Stages are coloured by device type ({}).",
+            devices.join(", ")
+        ));
+    }
+    if !sensitive.is_empty() {
+        caption.push_str(&format!(
+            " ◆ marks the stage running the precision-sensitive ops ({}).",
+            sensitive.join(", ")
+        ));
+    }
+    let desc = ranks
+        .iter()
+        .map(|r| {
+            format!(
+                "{}: {} s per micro-batch",
+                r.label.trim_end_matches(" ◆"),
+                decimals(r.chunk_s * v as f64, 3)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Figure {
+        kind: Kind::Schedule,
+        title: "Pipeline schedule".to_string(),
+        svg: svg.finish(
+            &format!("Pipeline schedule of {}", plan.job),
+            &format!("{p} stages, {n} micro-batches shown of {m}. {desc}."),
+        ),
+        caption,
+        legend: Vec::new(),
+        table,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranks(p: usize) -> Vec<Rank> {
+        (0..p)
+            .map(|r| Rank {
+                label: format!("stage {r}"),
+                chunk_s: 3.0,
+                comm_share: 0.0,
+                device: 0,
+                sensitive: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_f_one_b_has_the_textbook_bubble() {
+        // p stages, n micro-batches of 1 s forward and 2 s backward: the step takes
+        // (n + p − 1) × 3 s, and the bubble is (p − 1) × 3 s (Narayanan et al. 2021, §2.2).
+        for (p, n) in [(4, 8), (2, 4), (6, 12)] {
+            let t = simulate(&ranks(p), 1, n).unwrap();
+            let end = t
+                .iter()
+                .map(|ops| ops.last().unwrap().end)
+                .fold(0.0, f64::max);
+            assert!(
+                (end - ((n + p - 1) as f64) * 3.0).abs() < 1e-9,
+                "p={p} n={n}: {end}"
+            );
+        }
+    }
+
+    #[test]
+    fn interleaving_shrinks_the_bubble() {
+        let p = 4;
+        let n = 8;
+        let plain = simulate(&ranks(p), 1, n).unwrap();
+        let mut chunked = ranks(p);
+        for r in &mut chunked {
+            r.chunk_s /= 2.0;
+        }
+        let interleaved = simulate(&chunked, 2, n).unwrap();
+        let end = |t: &Vec<Vec<Op>>| {
+            t.iter()
+                .map(|ops| ops.last().unwrap().end)
+                .fold(0.0, f64::max)
+        };
+        assert!(
+            end(&interleaved) < end(&plain),
+            "{} vs {}",
+            end(&interleaved),
+            end(&plain)
+        );
+        // Every op of every chunk and micro-batch runs once.
+        assert!(interleaved.iter().all(|ops| ops.len() == 2 * 2 * n));
+    }
+}

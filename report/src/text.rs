@@ -1,0 +1,80 @@
+//! Sentences and short numbers the page and its figures share: where a plan runs, money at a
+//! glance, the one-line verdict of a job.
+
+use loam_compiler::display::{decimals, layout_degrees};
+use loam_compiler::plan::ir::Plan;
+
+/// Money rounded for a glance: `10.1M CNY`, `950k CNY`, `420 CNY`.
+pub fn money_short(amount: f64, currency: &str) -> String {
+    let a = amount.abs();
+    if a >= 1e6 {
+        format!("{}M {currency}", decimals(amount / 1e6, 1))
+    } else if a >= 1e4 {
+        format!("{}k {currency}", decimals(amount / 1e3, 0))
+    } else {
+        format!("{} {currency}", decimals(amount, 0))
+    }
+}
+
+/// Where and how a plan runs, in one line: `768 × Ascend910B + 384 × H800_SXM at guiyang,
+/// TP8 PP6 DP32`.
+pub fn plan_where(plan: &Plan) -> String {
+    let mut sites: Vec<&str> = plan.groups.iter().map(|g| g.site.as_str()).collect();
+    sites.dedup();
+    let devices: Vec<String> = plan
+        .groups
+        .iter()
+        .map(|g| format!("{} × {}", g.devices, g.device))
+        .collect();
+    let mut out = format!("{} at {}", devices.join(" + "), sites.join(" + "));
+    if let Some(layout) = &plan.layout {
+        out.push_str(", ");
+        out.push_str(&layout_degrees(*layout));
+    }
+    out
+}
+
+/// Days with one decimal: `24.0 days`.
+pub fn days(hours: f64) -> String {
+    format!("{} days", decimals(hours / 24.0, 1))
+}
+
+/// The verdict of a job in one sentence, with its numbers: where, how long, how much, and the
+/// room left before the deadline and the budget.
+pub fn verdict(plan: &Plan) -> String {
+    if !plan.feasible {
+        let first = plan
+            .reasons
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no plan meets the job's limits".to_string());
+        return format!("Cannot run as asked: {first}");
+    }
+    let Some(e) = &plan.estimate else {
+        return format!("Runs on {}.", plan_where(plan));
+    };
+    let mut out = format!(
+        "Runs on {} for {}, costs {}",
+        plan_where(plan),
+        days(e.train_time_h),
+        money_short(e.cost.amount, &e.cost.currency)
+    );
+    if let Some(goal) = &plan.goal {
+        if let Some(d) = goal.deadline_h {
+            out.push_str(&format!(
+                ", {} before the {}-day deadline",
+                days(d - e.train_time_h),
+                decimals(d / 24.0, 0)
+            ));
+        }
+        if let Some(b) = goal.budget {
+            out.push_str(&format!(
+                ", {} under the {} budget",
+                money_short(b - e.cost.amount, &e.cost.currency),
+                money_short(b, &e.cost.currency)
+            ));
+        }
+    }
+    out.push('.');
+    out
+}
