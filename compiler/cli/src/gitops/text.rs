@@ -286,24 +286,47 @@ fn changes_text(changes: &[Change], paint: Paint) -> String {
                 }
                 out.push_str("        ]\n");
             }
-            (Some(before), Some(after)) => {
-                let (old, new) = match change.shown() {
-                    (Some(old), Some(new)) if before.is_bare() => (old, new),
-                    _ => (shown(before), shown(after)),
-                };
-                let mut line = format!("{old} -> {new}");
-                if let Some(delta) = change.delta_text() {
-                    let _ = write!(line, " ({delta})");
-                }
-                let _ = writeln!(out, "      {symbol} {key} = {line}");
+            (Some(_), Some(_)) => {
+                let (old, new) = sides(change);
+                let _ = writeln!(out, "      {symbol} {key} = {old} -> {new}");
             }
-            (Some(value), None) | (None, Some(value)) => {
-                let _ = writeln!(out, "      {symbol} {key} = {}", shown(value));
+            (Some(_), None) => {
+                let _ = writeln!(out, "      {symbol} {key} = {}", sides(change).0);
+            }
+            (None, Some(_)) => {
+                let _ = writeln!(out, "      {symbol} {key} = {}", sides(change).1);
             }
             (None, None) => {}
         }
     }
     out
+}
+
+/// Both sides of a change as the text writes them: numbers and booleans bare (a duration's in
+/// the unit of the larger side), text quoted, lists as `["a", "b"]`; the after side followed by
+/// the signed delta of a number (`2,152 CNY (+424.30 CNY, +24.6 %)`). A missing side is empty.
+pub fn sides(change: &Change) -> (String, String) {
+    let list = |value: &Option<Value>| {
+        if value.is_none() {
+            return String::new();
+        }
+        let items: Vec<String> = list_items(value).iter().map(|i| quote(i)).collect();
+        format!("[{}]", items.join(", "))
+    };
+    if is_list(&change.before) || is_list(&change.after) {
+        return (list(&change.before), list(&change.after));
+    }
+    let (old, mut new) = match (&change.before, &change.after, change.shown()) {
+        (Some(before), _, (Some(old), Some(new))) if before.is_bare() => (old, new),
+        (before, after, _) => (
+            before.as_ref().map(shown).unwrap_or_default(),
+            after.as_ref().map(shown).unwrap_or_default(),
+        ),
+    };
+    if let Some(delta) = change.delta_text() {
+        let _ = write!(new, " ({delta})");
+    }
+    (old, new)
 }
 
 /// A plain (uncoloured) rendering of a change list, for the markdown details.
