@@ -361,3 +361,45 @@ fn shown(value: &Value) -> String {
 fn quote(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gitops::values::Metric;
+
+    fn change(key: &str, before: Option<Value>, after: Option<Value>) -> Change {
+        Change {
+            key: key.into(),
+            before,
+            after,
+        }
+    }
+
+    #[test]
+    fn sides_are_what_the_text_lines_write() {
+        let money = |n| Some(Value::Number(n, Metric::Money("CNY".into())));
+        let cost = change("estimate.cost", money(1_000.0), money(1_250.0));
+        let (old, new) = sides(&cost);
+        assert_eq!(
+            (old.as_str(), new.as_str()),
+            ("1,000 CNY", "1,250 CNY (+250.00 CNY, +25.0 %)")
+        );
+        let line = changes_plain(std::slice::from_ref(&cost));
+        assert!(
+            line.contains(&format!("estimate.cost = {old} -> {new}")),
+            "{line}"
+        );
+
+        let pool = change("pool", Some(Value::Text("a".into())), None);
+        assert_eq!(sides(&pool), ("\"a\"".to_string(), String::new()));
+        let reasons = change(
+            "reasons",
+            None,
+            Some(Value::List(vec!["x".into(), "y".into()])),
+        );
+        assert_eq!(
+            sides(&reasons),
+            (String::new(), "[\"x\", \"y\"]".to_string())
+        );
+    }
+}
