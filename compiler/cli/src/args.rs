@@ -66,6 +66,8 @@ pub enum Command {
     Emit(EmitArgs),
     /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
     Diff(DiffArgs),
+    /// Write one self-contained HTML page of the plans (or, with `--base`, of the plan diff).
+    Report(ReportArgs),
     /// Print the JSON Schema of the plan (`loam plan --format json`).
     Schema,
 }
@@ -132,6 +134,8 @@ pub enum PlanFormat {
     Json,
     /// Markdown, for pull-request comments.
     Markdown,
+    /// One self-contained HTML page with figures, as `loam report` writes it.
+    Html,
 }
 
 /// Arguments of `loam plan`.
@@ -248,6 +252,8 @@ pub enum DiffFormat {
     Json,
     /// GitHub Actions annotations for the diagnostics, then the text.
     Github,
+    /// One self-contained HTML page with figures, as `loam report --base` writes it.
+    Html,
 }
 
 /// Whose manifests `loam diff` compares.
@@ -288,6 +294,36 @@ pub struct DiffArgs {
     /// Whose manifests to diff for changed jobs.
     #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
     pub manifests: DiffManifests,
+    /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
+    /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+}
+
+/// Arguments of `loam report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Files or folders of specs; folders are searched for `*.loam` recursively. Default: `.`
+    /// (with `--base`: the whole repository).
+    pub paths: Vec<PathBuf>,
+    /// Write the page to this file (its folder must exist); default: standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Show the plan diff against this revision (a branch, tag, commit or `HEAD~1`), as
+    /// `loam diff --base REV` computes it, instead of the plans.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// With `--base`: the revision to compare; default: the work tree.
+    #[arg(
+        long,
+        value_name = "REV",
+        requires = "base",
+        conflicts_with = "worktree"
+    )]
+    pub head: Option<String>,
+    /// With `--base`: compare the work tree (the default).
+    #[arg(long, requires = "base")]
+    pub worktree: bool,
     /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
     /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.
     #[arg(long, value_name = "DIR")]

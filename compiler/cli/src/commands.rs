@@ -9,4 +9,5 @@ pub mod emit;
 pub mod explain;
 pub mod fmt;
 pub mod plan;
+pub mod report;
 pub mod schema;

@@ -4,7 +4,7 @@
 //! ```text
 //!  repo ──git2──▶ Snapshot (spec bytes, catalogue texts) ──check+plan──▶ Side ─┐
 //!  (base, head)     repo.rs, side.rs                      loam_compiler::project ├─compare─▶ PlanDiff ──▶ text | markdown | json
-//!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs
+//!                                                                              ┘  compare.rs           text.rs markdown.rs json.rs html.rs
 //! ```
 //!
 //! Each job on both sides is then classified ([`classify`]): the backend's manifests of both
@@ -19,6 +19,7 @@
 
 pub mod classify;
 pub mod compare;
+pub mod html;
 pub mod json;
 mod manifests;
 pub mod markdown;
@@ -31,6 +32,7 @@ pub mod values;
 use crate::io::IoError;
 use compare::{Action, PlanDiff};
 use loam_backends::Target;
+use loam_compiler::diagnostics::Diagnostic;
 use repo::Repo;
 use side::{Side, Snapshot};
 use std::path::PathBuf;
@@ -126,4 +128,19 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
         );
     }
     Ok(Outcome { base, head, diff })
+}
+
+/// The diagnostics a diff shows, the same in every format: at base only the errors, which explain
+/// why a job could not be compared; at head every one, of checking and of planning.
+pub fn shown_diagnostics(base: &Side, head: &Side) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let base_errors = base
+        .specs
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    let mut at_head = head.specs.diagnostics.clone();
+    at_head.extend(head.planner_diagnostics.iter().cloned());
+    (base_errors, at_head)
 }

@@ -97,6 +97,7 @@ pub fn run(
         Command::Calibrate(a) => commands::calibrate::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Emit(a) => commands::emit::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),
+        Command::Report(a) => commands::report::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Schema => Ok(commands::schema::run(&mut cx)),
     };
     match result {

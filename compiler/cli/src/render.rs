@@ -3,6 +3,7 @@
 pub mod admission;
 pub mod diagnostics;
 pub mod github;
+pub mod plan_html;
 pub mod plan_json;
 pub mod plan_markdown;
 pub mod plan_table;

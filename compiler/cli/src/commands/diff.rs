@@ -4,7 +4,7 @@
 use crate::Context;
 use crate::args::{DiffArgs, DiffFormat, DiffManifests};
 use crate::gitops::side::Side;
-use crate::gitops::{self, Request, json, markdown, text};
+use crate::gitops::{self, Outcome, Request, html, json, markdown, text};
 use crate::io::IoError;
 use crate::render::diagnostics::render_text;
 use crate::render::github;
@@ -15,6 +15,40 @@ use std::path::Path;
 /// head, 2 on usage or I/O errors; with `--detailed-exitcode`, 0 means no change and 2 means
 /// changes (errors stay 1).
 pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> Result<u8, IoError> {
+    let outcome = compute(args, catalogue)?;
+    let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);
+    match args.format {
+        DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
+        DiffFormat::Markdown => {
+            report_diagnostics(base, head, cx);
+            cx.print(&markdown::render(diff, base, head));
+        }
+        DiffFormat::Text => {
+            report_diagnostics(base, head, cx);
+            cx.print(&text::render(diff, base, head, cx.color));
+        }
+        DiffFormat::Html => {
+            report_diagnostics(base, head, cx);
+            cx.print(&html::render(diff, base, head));
+        }
+        DiffFormat::Github => {
+            let mut annotations = github::render(&head.specs.diagnostics, &head.specs.sources);
+            annotations.push_str(&github::render(
+                &head.planner_diagnostics,
+                &head.specs.sources,
+            ));
+            cx.print(&annotations);
+            cx.print(&text::render(diff, base, head, false));
+            let summary = diff.summary();
+            cx.print(&format!("::notice title=loam diff::{}\n", summary.line()));
+        }
+    }
+    Ok(exit_code(&outcome, args.detailed_exitcode))
+}
+
+/// Reads, checks and plans both sides that `args` name, and compares them: what every format
+/// of `loam diff`, and `loam report --base`, shows.
+pub fn compute(args: &DiffArgs, catalogue: Option<&Path>) -> Result<Outcome, IoError> {
     let request = Request {
         base: args.base.clone(),
         head: if args.worktree {
@@ -32,58 +66,33 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
         },
         cache: crate::plan_cache::PlanCache::open(args.cache.as_deref()),
     };
-    let outcome = gitops::run(&request)?;
-    let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);
-    match args.format {
-        DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
-        DiffFormat::Markdown => {
-            report_diagnostics(base, head, cx);
-            cx.print(&markdown::render(diff, base, head));
-        }
-        DiffFormat::Text => {
-            report_diagnostics(base, head, cx);
-            cx.print(&text::render(diff, base, head, cx.color));
-        }
-        DiffFormat::Github => {
-            let mut annotations = github::render(&head.specs.diagnostics, &head.specs.sources);
-            annotations.push_str(&github::render(
-                &head.planner_diagnostics,
-                &head.specs.sources,
-            ));
-            cx.print(&annotations);
-            cx.print(&text::render(diff, base, head, false));
-            let summary = diff.summary();
-            cx.print(&format!("::notice title=loam diff::{}\n", summary.line()));
-        }
-    }
-    let summary = diff.summary();
+    gitops::run(&request)
+}
+
+/// The exit code of a diff: 1 when a job is infeasible or a spec or the catalogue does not
+/// check at head; else, with `detailed` (`--detailed-exitcode`), 2 when something changes; 0
+/// otherwise.
+pub fn exit_code(outcome: &Outcome, detailed: bool) -> u8 {
+    let summary = outcome.diff.summary();
     // An infeasible job blocks like an error: applied, it would not run.
-    let errors = summary.blocks() || head.catalogue_errors > 0;
-    Ok(if errors {
+    let errors = summary.blocks() || outcome.head.catalogue_errors > 0;
+    if errors {
         1
-    } else if args.detailed_exitcode && summary.has_changes() {
+    } else if detailed && summary.has_changes() {
         2
     } else {
         0
-    })
+    }
 }
 
 /// Diagnostics on standard error: every one at head; at base only the errors, which explain why
 /// a job could not be compared.
-fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
-    let base_errors: Vec<_> = base
-        .specs
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .cloned()
-        .collect();
+pub fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
+    let (base_errors, at_head) = gitops::shown_diagnostics(base, head);
     if !base_errors.is_empty() {
         cx.eprint(&format!("at {}:\n", base.title()));
         cx.eprint(&render_text(&base_errors, &base.specs.sources, cx.color));
     }
-    let mut at_head = head.specs.diagnostics.clone();
-    at_head.extend(head.planner_diagnostics.iter().cloned());
     if !at_head.is_empty() {
         cx.eprint(&format!("at {}:\n", head.title()));
         cx.eprint(&render_text(&at_head, &head.specs.sources, cx.color));

@@ -4,10 +4,11 @@ use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::plan_cache::{self, PlanCache};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::render::{admission, plan_json, plan_markdown, plan_table, service_table};
+use crate::render::{admission, plan_html, plan_json, plan_markdown, plan_table, service_table};
 use crate::session::{load_checked, threads};
+use loam_compiler::project::{CheckedProject, PlannedProject};
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs `loam plan`; exit 0 when every job has a feasible plan, 1 on errors in the specs or the
 /// catalogue, or when a job cannot run as planned. Every job without an error of its own is
@@ -17,12 +18,8 @@ pub fn run(
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let specs = load_checked(&args.paths, catalogue_dir)?;
-    let cache = PlanCache::open(args.cache.as_deref());
-    let planned = plan_cache::plan(&specs, threads(), cache.as_ref(), &|_| None);
-    if !planned.diagnostics.is_empty() {
-        cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
-    }
+    let (specs, planned) = load_and_plan(&args.paths, catalogue_dir, args.cache.as_deref())?;
+    report_diagnostics(&specs, &planned, cx);
     let doc = &planned.document;
     let checks_failed = specs.errors() > 0;
     match args.format {
@@ -57,6 +54,11 @@ pub fn run(
             cx.print(&text);
         }
         PlanFormat::Markdown => {}
+        PlanFormat::Html => cx.print(&plan_html::render(
+            &plan_html::title(&args.paths),
+            &specs,
+            &planned,
+        )),
     }
     // With more than one job, what Kueue would make of all of them at once.
     if doc.plans.len() > 1
@@ -66,11 +68,34 @@ pub fn run(
         match args.format {
             PlanFormat::Table => cx.print(&format!("\n{}", admission::table(&preview))),
             PlanFormat::Markdown => cx.print(&format!("\n{}", admission::markdown(&preview))),
-            PlanFormat::Json => {}
+            PlanFormat::Json | PlanFormat::Html => {}
         }
     }
-    if checks_failed {
+    Ok(exit_code(&planned))
+}
+
+/// Reads and checks the specs of `paths` against the catalogue, then plans them through the
+/// plan cache (`--cache DIR`, else `LOAM_CACHE_DIR`): what `loam plan` and `loam report` show.
+pub fn load_and_plan(
+    paths: &[PathBuf],
+    catalogue_dir: Option<&Path>,
+    cache: Option<&Path>,
+) -> Result<(CheckedProject, PlannedProject), crate::io::IoError> {
+    let specs = load_checked(paths, catalogue_dir)?;
+    let cache = PlanCache::open(cache);
+    let planned = plan_cache::plan(&specs, threads(), cache.as_ref(), &|_| None);
+    Ok((specs, planned))
+}
+
+/// Every diagnostic of checking and planning on standard error, then, when the specs have
+/// errors, how many and how many jobs were not planned.
+pub fn report_diagnostics(specs: &CheckedProject, planned: &PlannedProject, cx: &mut Context<'_>) {
+    if !planned.diagnostics.is_empty() {
+        cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
+    }
+    if specs.errors() > 0 {
         let errors = specs.errors();
+        let doc = &planned.document;
         let unplanned = (specs.jobs.len() + specs.services.len())
             .saturating_sub(doc.plans.len() + doc.services.len());
         cx.eprint(&format!(
@@ -79,8 +104,14 @@ pub fn run(
             crate::commands::check::plural(unplanned, "job"),
         ));
     }
+}
+
+/// 0 when every job and service has a feasible plan; 1 on errors in the specs or the
+/// catalogue, or when one cannot run as planned.
+pub fn exit_code(planned: &PlannedProject) -> u8 {
+    let doc = &planned.document;
     let failed = planned.has_errors()
         || doc.plans.iter().any(|p| !p.feasible)
         || doc.services.iter().any(|s| !s.feasible);
-    Ok(u8::from(failed))
+    u8::from(failed)
 }

@@ -70,13 +70,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     }
     let errors = errors_section(head);
     let footer = "<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
-    let mut changed: Vec<&JobDiff> = diff.changed().collect();
-    changed.sort_by(|a, b| {
-        severity(a.action)
-            .cmp(&severity(b.action))
-            .then(cost_change(b).total_cmp(&cost_change(a)))
-            .then((&a.file, &a.job).cmp(&(&b.file, &b.job)))
-    });
+    let changed = review_order(diff);
     // What must come, so the job lines and details fit around it.
     let admission = bounded_admission(&diff.admission);
     let reserved = errors.len() + admission.len() + extra.len() + footer.len() + 400;
@@ -158,6 +152,20 @@ fn bounded_admission(changes: &[loam_compiler::admission::AdmissionChange]) -> S
         );
     }
     text
+}
+
+/// The changed jobs in the order a reviewer reads them: what blocks the merge first, then what
+/// destroys, then by how much the cost moves (bigger first), then by file and name. The
+/// markdown's job lines and the HTML report's jobs come in this order.
+pub fn review_order(diff: &PlanDiff) -> Vec<&JobDiff> {
+    let mut changed: Vec<&JobDiff> = diff.changed().collect();
+    changed.sort_by(|a, b| {
+        severity(a.action)
+            .cmp(&severity(b.action))
+            .then(cost_change(b).total_cmp(&cost_change(a)))
+            .then((&a.file, &a.job).cmp(&(&b.file, &b.job)))
+    });
+    changed
 }
 
 /// The order job lines and details come in: what blocks the merge first, then what destroys.

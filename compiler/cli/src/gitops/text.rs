@@ -286,24 +286,47 @@ fn changes_text(changes: &[Change], paint: Paint) -> String {
                 }
                 out.push_str("        ]\n");
             }
-            (Some(before), Some(after)) => {
-                let (old, new) = match change.shown() {
-                    (Some(old), Some(new)) if before.is_bare() => (old, new),
-                    _ => (shown(before), shown(after)),
-                };
-                let mut line = format!("{old} -> {new}");
-                if let Some(delta) = change.delta_text() {
-                    let _ = write!(line, " ({delta})");
-                }
-                let _ = writeln!(out, "      {symbol} {key} = {line}");
+            (Some(_), Some(_)) => {
+                let (old, new) = sides(change);
+                let _ = writeln!(out, "      {symbol} {key} = {old} -> {new}");
             }
-            (Some(value), None) | (None, Some(value)) => {
-                let _ = writeln!(out, "      {symbol} {key} = {}", shown(value));
+            (Some(_), None) => {
+                let _ = writeln!(out, "      {symbol} {key} = {}", sides(change).0);
+            }
+            (None, Some(_)) => {
+                let _ = writeln!(out, "      {symbol} {key} = {}", sides(change).1);
             }
             (None, None) => {}
         }
     }
     out
+}
+
+/// Both sides of a change as the text writes them: numbers and booleans bare (a duration's in
+/// the unit of the larger side), text quoted, lists as `["a", "b"]`; the after side followed by
+/// the signed delta of a number (`2,152 CNY (+424.30 CNY, +24.6 %)`). A missing side is empty.
+pub fn sides(change: &Change) -> (String, String) {
+    let list = |value: &Option<Value>| {
+        if value.is_none() {
+            return String::new();
+        }
+        let items: Vec<String> = list_items(value).iter().map(|i| quote(i)).collect();
+        format!("[{}]", items.join(", "))
+    };
+    if is_list(&change.before) || is_list(&change.after) {
+        return (list(&change.before), list(&change.after));
+    }
+    let (old, mut new) = match (&change.before, &change.after, change.shown()) {
+        (Some(before), _, (Some(old), Some(new))) if before.is_bare() => (old, new),
+        (before, after, _) => (
+            before.as_ref().map(shown).unwrap_or_default(),
+            after.as_ref().map(shown).unwrap_or_default(),
+        ),
+    };
+    if let Some(delta) = change.delta_text() {
+        let _ = write!(new, " ({delta})");
+    }
+    (old, new)
 }
 
 /// A plain (uncoloured) rendering of a change list, for the markdown details.
@@ -337,4 +360,46 @@ fn shown(value: &Value) -> String {
 
 fn quote(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gitops::values::Metric;
+
+    fn change(key: &str, before: Option<Value>, after: Option<Value>) -> Change {
+        Change {
+            key: key.into(),
+            before,
+            after,
+        }
+    }
+
+    #[test]
+    fn sides_are_what_the_text_lines_write() {
+        let money = |n| Some(Value::Number(n, Metric::Money("CNY".into())));
+        let cost = change("estimate.cost", money(1_000.0), money(1_250.0));
+        let (old, new) = sides(&cost);
+        assert_eq!(
+            (old.as_str(), new.as_str()),
+            ("1,000 CNY", "1,250 CNY (+250.00 CNY, +25.0 %)")
+        );
+        let line = changes_plain(std::slice::from_ref(&cost));
+        assert!(
+            line.contains(&format!("estimate.cost = {old} -> {new}")),
+            "{line}"
+        );
+
+        let pool = change("pool", Some(Value::Text("a".into())), None);
+        assert_eq!(sides(&pool), ("\"a\"".to_string(), String::new()));
+        let reasons = change(
+            "reasons",
+            None,
+            Some(Value::List(vec!["x".into(), "y".into()])),
+        );
+        assert_eq!(
+            sides(&reasons),
+            (String::new(), "[\"x\", \"y\"]".to_string())
+        );
+    }
 }

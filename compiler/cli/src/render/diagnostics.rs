@@ -141,12 +141,67 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
 /// A diagnostic with no place in any source (about a plan or a manifest): `error[CODE]: message`
 /// and the help line.
 pub fn render_unlocated(d: &Diagnostic) -> String {
-    let severity = if d.is_error() { "error" } else { "warning" };
-    let mut out = format!("{severity}[{}]: {}\n", d.code, d.message);
+    let mut out = format!("{}[{}]: {}\n", severity_word(d), d.code, d.message);
     if let Some(help) = &d.help {
         out.push_str(&format!("  = help: {help}\n"));
     }
     out
+}
+
+/// Where a span is: its file's display name and the 1-based line and column (in characters) of
+/// its start and end. JSON, GitHub annotations and one-line problems all locate through it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file's display name (`<unknown>` for a span into no known file).
+    pub file: String,
+    /// The start's line.
+    pub line: usize,
+    /// The start's column.
+    pub column: usize,
+    /// The end's line.
+    pub end_line: usize,
+    /// The end's column.
+    pub end_column: usize,
+}
+
+/// The [`Location`] of `span` in `sources`.
+pub fn locate(span: Span, sources: &SourceMap) -> Location {
+    let file = sources
+        .get(span.file)
+        .map_or("<unknown>", |f| f.name.as_str())
+        .to_string();
+    let (line, column) = sources.line_col(span.file, span.start);
+    let (end_line, end_column) = sources.line_col(span.file, span.end);
+    Location {
+        file,
+        line,
+        column,
+        end_line,
+        end_column,
+    }
+}
+
+/// `error` or `warning`.
+pub fn severity_word(diagnostic: &Diagnostic) -> &'static str {
+    if diagnostic.is_error() {
+        "error"
+    } else {
+        "warning"
+    }
+}
+
+/// One diagnostic on one line: `error[L1002] jobs/a.loam:14:5: unknown field …`, or
+/// `error[L3001]: …` for one with no place in any source. The HTML report lists problems so.
+pub fn one_line(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
+    let head = format!("{}[{}]", severity_word(diagnostic), diagnostic.code);
+    let message = diagnostic.message.replace('\n', " ");
+    match diagnostic.span {
+        Some(span) => {
+            let at = locate(span, sources);
+            format!("{head} {}:{}:{}: {message}", at.file, at.line, at.column)
+        }
+        None => format!("{head}: {message}"),
+    }
 }
 
 /// One diagnostic as JSON: file, 1-based line and column of start and end, code, severity,
@@ -154,13 +209,8 @@ pub fn render_unlocated(d: &Diagnostic) -> String {
 /// `null` for file, lines and columns.
 pub fn to_json(diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
     let location = |span: Span| {
-        let name = sources
-            .get(span.file)
-            .map_or("<unknown>", |f| f.name.as_str())
-            .to_string();
-        let (line, column) = sources.line_col(span.file, span.start);
-        let (end_line, end_column) = sources.line_col(span.file, span.end);
-        (name, line, column, end_line, end_column)
+        let at = locate(span, sources);
+        (at.file, at.line, at.column, at.end_line, at.end_column)
     };
     let (file, line, column, end_line, end_column) = match diagnostic.span {
         Some(span) => {

@@ -1,6 +1,7 @@
 //! Diagnostics as GitHub Actions workflow commands, so a CI run shows them on the lines of the
 //! pull request: `::error file=…,line=…,col=…,endLine=…,endColumn=…,title=L1002::message`.
 
+use super::diagnostics::{locate, severity_word};
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::span::SourceMap;
 
@@ -18,11 +19,7 @@ fn escape_property(text: &str) -> String {
 
 /// One annotation line (with its newline).
 pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
-    let level = if diagnostic.is_error() {
-        "error"
-    } else {
-        "warning"
-    };
+    let level = severity_word(diagnostic);
     let mut message = diagnostic.message.clone();
     if !diagnostic.label.is_empty() && diagnostic.label != diagnostic.message {
         message.push_str(&format!(": {}", diagnostic.label));
@@ -34,14 +31,14 @@ pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     let Some(span) = diagnostic.span else {
         return format!("::{level} title={title}::{}\n", escape_data(&message));
     };
-    let file = sources
-        .get(span.file)
-        .map_or("<unknown>", |f| f.name.as_str());
-    let (line, col) = sources.line_col(span.file, span.start);
-    let (end_line, end_col) = sources.line_col(span.file, span.end);
+    let at = locate(span, sources);
     format!(
-        "::{level} file={},line={line},col={col},endLine={end_line},endColumn={end_col},title={title}::{}\n",
-        escape_property(file),
+        "::{level} file={},line={},col={},endLine={},endColumn={},title={title}::{}\n",
+        escape_property(&at.file),
+        at.line,
+        at.column,
+        at.end_line,
+        at.end_column,
         escape_data(&message)
     )
 }

@@ -1,0 +1,93 @@
+//! The diff as one self-contained HTML page (`loam report --base`, `loam diff --format html`):
+//! the verdict, the totals per tenant and every job's change, handed to `loam_report`, which
+//! draws the page. The values are the other formats': the summary's verdict, the totals of
+//! [`super::totals`], the jobs in the markdown's order and their changes as the text writes
+//! them.
+
+use super::compare::{JobDiff, PlanDiff};
+use super::markdown::review_order;
+use super::side::Side;
+use super::text::sides;
+use super::totals::{self, Row};
+use super::{compare::Action, shown_diagnostics};
+use crate::render::diagnostics::one_line;
+use loam_report::{DiffPage, Figures, JobChange, TenantTotals, diff_page};
+
+/// The page of `diff` between `base` and `head`. The one rendering both commands print or
+/// write, so their bytes agree.
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
+    let (base_title, head_title) = (base.title(), head.title());
+    let title = format!("loam diff: {base_title} → {head_title}");
+    let verdict = diff.summary().verdict();
+    diff_page(&DiffPage {
+        title: &title,
+        base: &base_title,
+        head: &head_title,
+        verdict: &verdict,
+        jobs: jobs(diff),
+        tenants: totals::totals(diff, base, head)
+            .iter()
+            .map(tenant_totals)
+            .collect(),
+        catalogue: head.specs.catalogue.as_ref(),
+        problems: problems(base, head),
+    })
+}
+
+/// Every job of either side: the changed ones in review order, then the unchanged ones by file
+/// and name.
+fn jobs(diff: &PlanDiff) -> Vec<JobChange<'_>> {
+    review_order(diff)
+        .into_iter()
+        .chain(diff.jobs.iter().filter(|j| j.action == Action::NoOp))
+        .map(job_change)
+        .collect()
+}
+
+fn job_change(job: &JobDiff) -> JobChange<'_> {
+    JobChange {
+        symbol: job.action.symbol(),
+        verdict: job.action.verdict(),
+        job: &job.job,
+        file: &job.file,
+        before: job.before.as_ref(),
+        after: job.after.as_ref(),
+        changes: job
+            .changes
+            .iter()
+            .map(|change| {
+                let (before, after) = sides(change);
+                (change.key.clone(), before, after)
+            })
+            .collect(),
+        note: job.note.as_deref(),
+    }
+}
+
+fn tenant_totals(row: &Row) -> TenantTotals {
+    let figures = |f: &totals::Figures| Figures {
+        jobs: f.jobs,
+        device_hours: f.device_hours,
+        cost: f.cost.clone(),
+        energy_kwh: f.energy_kwh,
+        carbon_kg: f.carbon_kg,
+    };
+    TenantTotals {
+        tenant: row.tenant.clone(),
+        changed: row.changed,
+        before: figures(&row.before),
+        after: figures(&row.after),
+    }
+}
+
+/// The problems the page shows first, one line each: the errors at base (which explain why a
+/// job could not be compared), then every diagnostic at head, each line led by its side.
+pub fn problems(base: &Side, head: &Side) -> Vec<String> {
+    let (base_errors, at_head) = shown_diagnostics(base, head);
+    let at = |side: &Side, d| format!("at {}: {}", side.title(), one_line(d, &side.specs.sources));
+    base_errors
+        .iter()
+        .map(|d| at(base, d))
+        .chain(at_head.iter().map(|d| at(head, d)))
+        .collect()
+}
