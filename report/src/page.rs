@@ -22,12 +22,14 @@ header{padding-top:12px}\
 h1{font-size:1.45rem;margin:.6rem 0 .2rem}\
 h2{font-size:1.25rem;border-top:2px solid #222;padding-top:.6rem;margin:2.2rem 0 .6rem}\
 h3{font-size:1.05rem;margin:.2rem 0 .4rem}\
-p,li,dd,dt,figcaption,td,th{overflow-wrap:anywhere}\
+p,li,dd,dt,figcaption{overflow-wrap:anywhere}\
+th,td{overflow-wrap:normal}.num{white-space:nowrap}\
 .meta{color:#595959;font-size:.85rem;margin:0}\
 .verdict{font-size:1.1rem;font-weight:600}\
 .ok{color:#00593F}.bad{color:#A33C00}\
 .problems{border-left:4px solid #D55E00;background:#FFF4EC;padding:.4rem 1rem;margin:1rem 0}\
-.problems li{font-family:'DejaVu Sans Mono',monospace;font-size:.85rem}\
+.problems h2{border:0;margin:.3rem 0;padding:0}\
+.problems li,.warnings li{font-family:'DejaVu Sans Mono',monospace;font-size:.85rem}\
 .figure{margin:1.6rem 0;break-inside:avoid}\
 .drawing svg{display:block;width:100%;height:auto;max-width:760px}\
 figcaption{color:#3d3d3d;font-size:.95rem;margin:.4rem 0}\
@@ -86,19 +88,34 @@ impl Ids {
     }
 }
 
+/// Errors first, in a box; warnings (which each job's notes repeat) folded under them.
 fn problems_html(problems: &[String]) -> String {
-    if problems.is_empty() {
-        return String::new();
+    let (errors, warnings): (Vec<&String>, Vec<&String>) =
+        problems.iter().partition(|p| p.contains("error["));
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut out = String::new();
+    if !errors.is_empty() {
+        let _ = write!(
+            out,
+            "<section class=\"problems\" id=\"problems\"><h2>{}</h2><ul>",
+            plural(errors.len(), "error")
+        );
+        for p in &errors {
+            let _ = write!(out, "<li>{}</li>", esc(p));
+        }
+        out.push_str("</ul></section>\n");
     }
-    let mut out = format!(
-        "<section class=\"problems\" id=\"problems\"><h2>{} problem{}</h2><ul>",
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" }
-    );
-    for p in problems {
-        let _ = write!(out, "<li>{}</li>", esc(p));
+    if !warnings.is_empty() {
+        let _ = write!(
+            out,
+            "<details class=\"warnings\" id=\"warnings\"><summary>{} from checking and planning</summary><ul>",
+            plural(warnings.len(), "warning")
+        );
+        for p in &warnings {
+            let _ = write!(out, "<li>{}</li>", esc(p));
+        }
+        out.push_str("</ul></details>\n");
     }
-    out.push_str("</ul></section>\n");
     out
 }
 

@@ -375,13 +375,13 @@ fn libm_floor_log10(x: f64) -> i32 {
 
 /// A tick label: no more decimals than the step needs.
 pub fn tick_label(value: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 {
-        0
-    } else if step >= 0.1 {
-        1
-    } else {
-        2
-    };
+    // As many decimals as the step has: 2.5 needs one, 0.25 two.
+    let decimals = (0..3)
+        .find(|d| {
+            let scaled = step * 10f64.powi(*d);
+            (scaled - scaled.round()).abs() < 1e-6
+        })
+        .unwrap_or(3) as usize;
     let s = format!("{value:.decimals$}");
     if s.starts_with('-') && s.trim_start_matches(['-', '0', '.']).is_empty() {
         s.trim_start_matches('-').to_string()
@@ -408,5 +408,8 @@ mod tests {
         assert_eq!(num(-0.04), "0");
         assert_eq!(num(12.345), "12.3");
         assert_eq!(num(3.0), "3");
+        assert_eq!(tick_label(7.5, 2.5), "7.5");
+        assert_eq!(tick_label(10.0, 2.5), "10.0");
+        assert_eq!(tick_label(40.0, 10.0), "40");
     }
 }

@@ -23,6 +23,8 @@ struct Rank {
     /// Index of the device type (colour).
     device: usize,
     sensitive: bool,
+    /// The ops of its stages, and the sensitive ones with their precision.
+    ops: String,
 }
 
 /// One operation in the timeline.
@@ -138,31 +140,41 @@ fn simulate(ranks: &[Rank], v: usize, n: usize) -> Option<Vec<Vec<Op>>> {
     complete.then_some(done)
 }
 
-/// The figure, for a plan with a layout and an estimate.
-pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
-    let layout = plan.layout.as_ref()?;
-    let e = plan.estimate.as_ref()?;
+/// One pipeline to draw: a plan's, or one group's in a plan that splits the batch over two
+/// groups (each with its own pipeline).
+struct Pipeline {
+    /// A heading when the figure draws more than one.
+    title: Option<String>,
+    ranks: Vec<Rank>,
+    /// Chunks per rank.
+    v: usize,
+    /// Micro-batches per step.
+    m: usize,
+    /// Micro-batches drawn.
+    n: usize,
+    timeline: Vec<Vec<Op>>,
+}
+
+/// The ranks of the pipeline laid out by `layout` over `stages`, `m` micro-batches per step
+/// sharing `work_s` seconds of compute and tensor communication (`comm_share` of it
+/// communication) when the stages do not state their own times.
+#[allow(clippy::too_many_arguments)]
+fn pipeline(
+    plan: &Plan,
+    title: Option<String>,
+    layout: &loam_compiler::plan::ir::LayoutIr,
+    stages: &[loam_compiler::plan::ir::StageIr],
+    m: usize,
+    work_s: f64,
+    comm_share: f64,
+    devices: &[&str],
+) -> Option<Pipeline> {
     let p = layout.pipeline.max(1) as usize;
     let v = layout.virtual_stages.max(1) as usize;
-    let m = (plan.workload.global_batch / (layout.data.max(1) * layout.micro_batch.max(1))).max(1)
-        as usize;
-    let b = &e.breakdown_s;
-    let uniform_mb = (b.compute + b.tensor_comm) / m as f64;
-    let uniform_share = if b.compute + b.tensor_comm > 0.0 {
-        b.tensor_comm / (b.compute + b.tensor_comm)
-    } else {
-        0.0
-    };
-    let mut devices: Vec<&str> = Vec::new();
-    for g in &plan.groups {
-        if !devices.contains(&g.device.as_str()) {
-            devices.push(&g.device);
-        }
-    }
+    let uniform_mb = work_s / m.max(1) as f64;
     let ranks: Vec<Rank> = (0..p)
         .map(|r| {
-            let chunks: Vec<_> = plan
-                .stages
+            let chunks: Vec<_> = stages
                 .iter()
                 .filter(|s| s.rank.map_or(s.index as usize, |k| k as usize) == r)
                 .collect();
@@ -178,11 +190,13 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
                 .sum();
             let sensitive = chunks.iter().any(|s| !s.sensitive_ops.is_empty());
             let per_mb = own.filter(|_| !chunks.is_empty()).unwrap_or(uniform_mb);
-            let comm_share = match (own, comm) {
+            let share = match (own, comm) {
                 (Some(o), Some(c)) if o > 0.0 => c / o,
-                _ => uniform_share,
+                _ => comm_share,
             };
-            let mut label = if p > 1 {
+            let mut label = if v > 1 {
+                format!("rank {r} · {device} · {blocks} blocks in {v} chunks")
+            } else if p > 1 {
                 format!("stage {r} · {device} · {blocks} blocks")
             } else {
                 format!("{device} · {blocks} blocks")
@@ -190,32 +204,123 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
             if sensitive {
                 label.push_str(" ◆");
             }
+            let mut ops: Vec<String> = chunks.iter().map(|s| s.ops.join(", ")).collect();
+            let sensitive_ops: Vec<String> = chunks
+                .iter()
+                .flat_map(|s| s.sensitive_ops.iter().cloned())
+                .collect();
+            if !sensitive_ops.is_empty() {
+                ops.push(format!("sensitive: {}", sensitive_ops.join(", ")));
+            }
             Rank {
                 label,
+                ops: ops.join("; "),
                 chunk_s: per_mb / v as f64,
-                comm_share,
+                comm_share: share,
                 device: devices.iter().position(|d| *d == device).unwrap_or(0),
                 sensitive,
             }
         })
         .collect();
-    // A few micro-batches: enough for the steady state to show between fill and drain.
-    let mut n = m.min((2 * p).max(4));
+    // A few micro-batches: enough for the steady state to show between fill and drain (long
+    // pipelines fill for long; one round of p micro-batches shows their shape).
+    let rounds = if p > 8 { 1 } else { 2 };
+    let mut n = m.min((rounds * p).max(4));
     if v > 1 {
         n = (n / p).max(1) * p;
     }
     let timeline = simulate(&ranks, v, n)?;
-    let reduce_s = b.data_comm + b.other;
-    let end = timeline
-        .iter()
-        .map(|ops| ops.last().map_or(0.0, |o| o.end))
-        .fold(0.0, f64::max);
-    let span = end + reduce_s;
+    Some(Pipeline {
+        title,
+        ranks,
+        v,
+        m,
+        n,
+        timeline,
+    })
+}
 
-    let width = 760.0;
-    let label_w = ranks
+/// The pipelines of a plan: one, or one per group when the groups split the batch (format 1.9
+/// plans state each group's layout and stages).
+fn pipelines(plan: &Plan, devices: &[&str]) -> Option<Vec<Pipeline>> {
+    let layout = plan.layout.as_ref()?;
+    let e = plan.estimate.as_ref()?;
+    let b = &e.breakdown_s;
+    let work = b.compute + b.tensor_comm;
+    let share = if work > 0.0 {
+        b.tensor_comm / work
+    } else {
+        0.0
+    };
+    let per_group = plan.groups.len() > 1
+        && plan
+            .groups
+            .iter()
+            .all(|g| g.layout.is_some() && g.sequences_per_step.is_some() && !g.stages.is_empty());
+    if per_group {
+        // Both groups run the step's compute side by side, each on its own share of the batch.
+        return plan
+            .groups
+            .iter()
+            .map(|g| {
+                let l = g.layout.as_ref()?;
+                let m = (g.sequences_per_step? / (l.data.max(1) * l.micro_batch.max(1))).max(1);
+                let title = format!(
+                    "{} × {} ({}): {} sequences per step",
+                    g.devices,
+                    g.device,
+                    loam_compiler::display::layout_degrees(*l),
+                    g.sequences_per_step?
+                );
+                pipeline(
+                    plan,
+                    Some(title),
+                    l,
+                    &g.stages,
+                    m as usize,
+                    work,
+                    share,
+                    devices,
+                )
+            })
+            .collect();
+    }
+    let m = (plan.workload.global_batch / (layout.data.max(1) * layout.micro_batch.max(1))).max(1);
+    Some(vec![pipeline(
+        plan,
+        None,
+        layout,
+        &plan.stages,
+        m as usize,
+        work,
+        share,
+        devices,
+    )?])
+}
+
+/// The figure, for a plan with a layout and an estimate.
+pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
+    let e = plan.estimate.as_ref()?;
+    let b = &e.breakdown_s;
+    let mut devices: Vec<&str> = Vec::new();
+    for g in &plan.groups {
+        if !devices.contains(&g.device.as_str()) {
+            devices.push(&g.device);
+        }
+    }
+    let pipes = pipelines(plan, &devices)?;
+    let reduce_s = b.data_comm + b.other;
+    let span = pipes
         .iter()
-        .map(|r| text_width(&r.label, FONT))
+        .flat_map(|pipe| pipe.timeline.iter())
+        .map(|ops| ops.last().map_or(0.0, |o| o.end))
+        .fold(0.0, f64::max)
+        + reduce_s;
+    let width = 760.0;
+    let label_w = pipes
+        .iter()
+        .flat_map(|pipe| pipe.ranks.iter())
+        .map(|r| text_width(&r.label, FONT) * 1.1)
         .fold(0.0, f64::max)
         + 20.0;
     let left = 12.0 + label_w;
@@ -250,99 +355,123 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         }
         x = svg.legend_item(x, y, fill, name);
     }
-    let top = y + 16.0;
-    let row_h = 26.0;
-    let bar_h = 18.0;
     let t = ticks(0.0, span.max(f64::EPSILON), 6);
     let scale = Scale {
         domain: (0.0, t.last().copied().unwrap_or(span)),
         range: (left, right),
     };
-    for (r, (rank, ops)) in ranks.iter().zip(&timeline).enumerate() {
-        let ry = top + r as f64 * row_h;
-        let weight_colour = if rank.sensitive {
-            palette::VERMILLION
-        } else {
-            palette::INK
-        };
-        svg.text_styled(
-            12.0,
-            ry + 13.0,
-            Anchor::Start,
-            FONT,
-            rank.sensitive,
-            weight_colour,
-            &rank.label,
-        );
-        let last = ops.last().map_or(0.0, |o| o.end);
-        svg.rect(
-            scale.at(0.0),
-            ry,
-            scale.at(last) - scale.at(0.0),
-            bar_h,
-            &bubble,
-            Some("idle: waiting for the stage before or after"),
-        );
-        let (light, dark) = palette::device(rank.device);
-        for op in ops {
-            let x0 = scale.at(op.start);
-            let x1 = scale.at(op.end);
-            let (fill, what) = if op.forward {
-                (light, "forward")
-            } else {
-                (dark, "backward")
-            };
-            let chunk = if v > 1 {
-                format!(" chunk {}", op.chunk)
-            } else {
-                String::new()
-            };
-            let tip = format!(
-                "{what} of micro-batch {}{chunk}: {} s",
-                op.micro_batch + 1,
-                decimals(op.end - op.start, 3)
+    let mut top = y + 16.0;
+    let rows: usize = pipes.iter().map(|pipe| pipe.ranks.len()).sum();
+    // Long pipelines get thin rows, so the figure stays under a screen high.
+    let compact = rows > 16;
+    let (row_h, bar_h, label_size) = if compact {
+        (16.0, 11.0, 11.0)
+    } else {
+        (26.0, 18.0, FONT)
+    };
+    for pipe in &pipes {
+        if let Some(title) = &pipe.title {
+            svg.text_styled(
+                12.0,
+                top + 12.0,
+                Anchor::Start,
+                FONT,
+                true,
+                palette::INK,
+                title,
             );
-            svg.rect_styled(x0, ry, x1 - x0, bar_h, fill, Some("#fff"), Some(&tip));
-            let comm = (x1 - x0) * rank.comm_share;
-            if comm >= 0.5 {
-                svg.rect(
-                    x1 - comm,
-                    ry + bar_h - 4.0,
-                    comm,
-                    4.0,
-                    palette::INK,
-                    Some("tensor-parallel communication"),
-                );
-            }
-            let number = (op.micro_batch + 1).to_string();
-            if x1 - x0 >= text_width(&number, 10.0) + 4.0 {
-                let colour = if op.forward { palette::INK } else { "#fff" };
-                svg.text_styled(
-                    (x0 + x1) / 2.0,
-                    ry + 12.0,
-                    Anchor::Middle,
-                    10.0,
-                    false,
-                    colour,
-                    &number,
-                );
-            }
+            top += 22.0;
         }
-        if reduce_s > 0.0 {
+        for (r, (rank, ops)) in pipe.ranks.iter().zip(&pipe.timeline).enumerate() {
+            let ry = top + r as f64 * row_h;
+            let colour = if rank.sensitive {
+                palette::VERMILLION
+            } else {
+                palette::INK
+            };
+            svg.text_styled(
+                12.0,
+                ry + bar_h - 2.0,
+                Anchor::Start,
+                label_size,
+                rank.sensitive,
+                colour,
+                &rank.label,
+            );
+            let last = ops.last().map_or(0.0, |o| o.end);
             svg.rect(
-                scale.at(last),
+                scale.at(0.0),
                 ry,
-                scale.at(last + reduce_s) - scale.at(last),
+                scale.at(last) - scale.at(0.0),
                 bar_h,
-                palette::PURPLE,
-                Some(&format!(
-                    "gradient reduction and optimizer step: {} s",
-                    decimals(reduce_s, 3)
-                )),
+                &bubble,
+                Some("idle: waiting for the stage before or after"),
             );
+            let (light, dark) = palette::device(rank.device);
+            for op in ops {
+                let x0 = scale.at(op.start);
+                let x1 = scale.at(op.end);
+                let (fill, what) = if op.forward {
+                    (light, "forward")
+                } else {
+                    (dark, "backward")
+                };
+                let chunk = if pipe.v > 1 {
+                    format!(" chunk {}", op.chunk)
+                } else {
+                    String::new()
+                };
+                let tip = format!(
+                    "{what} of micro-batch {}{chunk}: {} s",
+                    op.micro_batch + 1,
+                    decimals(op.end - op.start, 3)
+                );
+                // A white edge separates ops wide enough to see apart; on narrow ones it
+                // would hide the colour.
+                let edge = (x1 - x0 >= 4.0).then_some("#fff");
+                svg.rect_styled(x0, ry, x1 - x0, bar_h, fill, edge, Some(&tip));
+                let comm = (x1 - x0) * rank.comm_share;
+                if comm >= 0.5 {
+                    svg.rect(
+                        x1 - comm,
+                        ry + bar_h - 4.0,
+                        comm,
+                        4.0,
+                        palette::INK,
+                        Some("tensor-parallel communication"),
+                    );
+                }
+                let number = (op.micro_batch + 1).to_string();
+                if !compact && x1 - x0 >= text_width(&number, 10.0) + 4.0 {
+                    let colour = if op.forward { palette::INK } else { "#fff" };
+                    svg.text_styled(
+                        (x0 + x1) / 2.0,
+                        ry + 12.0,
+                        Anchor::Middle,
+                        10.0,
+                        false,
+                        colour,
+                        &number,
+                    );
+                }
+            }
+            if reduce_s > 0.0 {
+                svg.rect(
+                    scale.at(last),
+                    ry,
+                    scale.at(last + reduce_s) - scale.at(last),
+                    bar_h,
+                    palette::PURPLE,
+                    Some(&format!(
+                        "gradient reduction and optimizer step: {} s",
+                        decimals(reduce_s, 3)
+                    )),
+                );
+            }
         }
+        top += pipe.ranks.len() as f64 * row_h + 6.0;
     }
-    let axis_y = top + p as f64 * row_h + 2.0;
+    let axis_y = top - 4.0;
     svg.line(left, axis_y, right, axis_y, palette::INK, 1.0, false);
     let step = match t.as_slice() {
         [a, b, ..] => b - a,
@@ -366,75 +495,91 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
 
     let mut table = Table::new(
         &[
-            "stage",
             "rank",
-            "device",
-            "blocks",
-            "ops",
+            "runs",
             "s per micro-batch",
             "forward s",
             "backward s",
-            "sensitive ops",
         ],
-        &[false, true, false, false, false, true, true, true, false],
+        &[false, false, true, true, true],
     );
-    for s in &plan.stages {
-        let rank = s.rank.unwrap_or(s.index);
-        let per_mb = s.micro_batch_s.unwrap_or(uniform_mb / v as f64);
-        table.row(vec![
-            s.index.to_string(),
-            rank.to_string(),
-            plan.groups
-                .get(s.group as usize)
-                .map_or(String::new(), |g| g.device.clone()),
-            format!("{}–{}", s.layers[0], s.layers[1]),
-            s.ops.join(", "),
-            decimals(per_mb, 3),
-            decimals(per_mb * FORWARD_SHARE, 3),
-            decimals(per_mb * (1.0 - FORWARD_SHARE), 3),
-            s.sensitive_ops.join(", "),
-        ]);
+    for pipe in &pipes {
+        for rank in &pipe.ranks {
+            let per_mb = rank.chunk_s * pipe.v as f64;
+            let name = rank.label.trim_end_matches(" ◆");
+            table.row(vec![
+                pipe.title
+                    .as_ref()
+                    .map_or_else(|| name.to_string(), |t| format!("{t} · {name}")),
+                rank.ops.clone(),
+                decimals(per_mb, 3),
+                decimals(per_mb * FORWARD_SHARE, 3),
+                decimals(per_mb * (1.0 - FORWARD_SHARE), 3),
+            ]);
+        }
     }
     let bubble_share = if e.step_time_s > 0.0 {
         b.pipeline_bubble / e.step_time_s
     } else {
         0.0
     };
-    let interleaving = if v > 1 {
-        format!(", interleaved over {v} chunks per rank")
-    } else {
-        String::new()
-    };
     let sensitive: Vec<String> = plan
         .stages
         .iter()
+        .chain(plan.groups.iter().flat_map(|g| g.stages.iter()))
         .flat_map(|s| s.sensitive_ops.iter().cloned())
+        .fold(Vec::new(), |mut acc, op| {
+            if !acc.contains(&op) {
+                acc.push(op);
+            }
+            acc
+        });
+    let shown: Vec<String> = pipes
+        .iter()
+        .map(|pipe| {
+            let p = pipe.ranks.len();
+            let interleaving = if pipe.v > 1 {
+                format!(", interleaved over {} chunks per rank", pipe.v)
+            } else {
+                String::new()
+            };
+            if p > 1 {
+                format!(
+                    "the first {} of {} micro-batches on {p} pipeline stages (1F1B{interleaving})",
+                    pipe.n, pipe.m
+                )
+            } else {
+                format!(
+                    "the first {} of {} micro-batches with no pipeline",
+                    pipe.n, pipe.m
+                )
+            }
+        })
         .collect();
-    let mut caption = if p > 1 {
-        format!(
-            "The first {n} of the step's {m} micro-batches on {p} pipeline stages (1F1B{interleaving}). Hatched gaps are the bubble: stages waiting to fill and drain the pipeline, {} of the whole step.",
-            loam_compiler::display::percent(bubble_share)
-        )
-    } else {
-        format!(
-            "No pipeline: every device runs the whole model; the first {n} of the step's {m} micro-batches, then the gradient reduction."
-        )
-    };
+    let mut caption = format!(
+        "One step: {}. Hatched gaps are the bubble, stages waiting while the pipeline fills and drains ({} of the whole step); purple is the gradient reduction and optimizer step that ends it.",
+        shown.join("; "),
+        loam_compiler::display::percent(bubble_share)
+    );
+    if pipes.len() > 1 {
+        caption.push_str(" The two groups each take a share of the batch and reduce gradients together; their micro-batch times are the step's compute shared over each group's micro-batches.");
+    }
     if devices.len() > 1 {
         caption.push_str(&format!(
-            " Stages are coloured by device type ({}).",
+            " Colours tell the device types apart ({}).",
             devices.join(", ")
         ));
     }
     if !sensitive.is_empty() {
         caption.push_str(&format!(
-            " ◆ marks the stage running the precision-sensitive ops ({}).",
+            " ◆ marks where the precision-sensitive ops run ({}).",
             sensitive.join(", ")
         ));
     }
-    let desc = ranks
+    let desc = pipes
         .iter()
-        .map(|r| {
+        .flat_map(|pipe| pipe.ranks.iter().map(move |r| (pipe.v, r)))
+        .map(|(v, r)| {
             format!(
                 "{}: {} s per micro-batch",
                 r.label.trim_end_matches(" ◆"),
@@ -448,7 +593,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         title: "Pipeline schedule".to_string(),
         svg: svg.finish(
             &format!("Pipeline schedule of {}", plan.job),
-            &format!("{p} stages, {n} micro-batches shown of {m}. {desc}."),
+            &format!("{}. {desc}.", shown.join("; ")),
         ),
         caption,
         legend: Vec::new(),
@@ -468,6 +613,7 @@ mod tests {
                 comm_share: 0.0,
                 device: 0,
                 sensitive: false,
+                ops: String::new(),
             })
             .collect()
     }
