@@ -11,6 +11,8 @@ mod figure;
 mod figures;
 mod page;
 mod svg;
+#[cfg(test)]
+mod tests;
 mod text;
 
 use loam_compiler::catalogue::model::Catalogue;

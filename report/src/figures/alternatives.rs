@@ -20,6 +20,20 @@ fn money_unit(max: f64) -> (f64, &'static str) {
     }
 }
 
+/// The time–cost front of `(time, cost)` points: those no other point beats on both (ties on
+/// both count once), fastest first.
+pub fn front(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut by_time = points.to_vec();
+    by_time.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for p in by_time {
+        if out.last().is_none_or(|last| p.1 < last.1) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// The figure, or `None` when the plan has no estimate or no alternative with a time and cost
 /// (a plan written before format 1.9).
 pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
@@ -114,15 +128,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
             a.why_not.clone(),
         ]);
     }
-    // The front: the plans no other plan beats on both time and cost, fastest first.
-    let mut by_time: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.y)).collect();
-    by_time.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    let mut front: Vec<(f64, f64)> = Vec::new();
-    for p in by_time {
-        if front.last().is_none_or(|last| p.1 < last.1) {
-            front.push(p);
-        }
-    }
+    let front = front(&points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>());
     let mut limits = Vec::new();
     if let Some(d) = deadline {
         limits.push(Limit {
@@ -183,4 +189,26 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         legend,
         table,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::front;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Nothing beats a point of the front on both axes, and every other point is beaten by
+        /// one on the front.
+        #[test]
+        fn the_front_is_exactly_the_undominated_points(points in prop::collection::vec((1.0f64..100.0, 1.0f64..100.0), 1..20)) {
+            let f = front(&points);
+            let beats = |a: &(f64, f64), b: &(f64, f64)| a.0 <= b.0 && a.1 <= b.1 && a != b;
+            for p in &f {
+                prop_assert!(!points.iter().any(|q| beats(q, p)), "{p:?} is beaten");
+            }
+            for p in &points {
+                prop_assert!(f.contains(p) || f.iter().any(|q| beats(q, p)), "{p:?} is neither on the front nor beaten by it");
+            }
+        }
+    }
 }

@@ -103,7 +103,8 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     let mut taken: Vec<[f64; 4]> = Vec::new();
     for p in &plot.points {
         let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
-        taken.push([x - 7.0, y - 7.0, 14.0, 14.0]);
+        let r = if p.chosen { 9.0 } else { 7.0 };
+        taken.push([x - r, y - r, 2.0 * r, 2.0 * r]);
     }
     // Limit lines, labelled inside the plot at their end.
     for l in &plot.limits {
@@ -165,34 +166,19 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
             svg.circle(x, y, 5.5, palette::SKY, palette::BLUE, Some(&p.tip));
         }
     }
-    // Labels: beside each point, on the first side where they overlap nothing placed yet.
-    for p in &plot.points {
-        let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
-        let w = text_width(&p.label, FONT);
-        let h = 13.0;
-        let r = if p.chosen { 11.0 } else { 8.0 };
-        let candidates = [
-            (x + r, y - h / 2.0),
-            (x - r - w, y - h / 2.0),
-            (x - w / 2.0, y - r - h),
-            (x - w / 2.0, y + r),
-            (x + r, y - r - h),
-            (x - r - w, y + r),
-            (x + r, y + r),
-            (x - r - w, y - r - h),
-        ];
-        let spot = candidates.iter().find(|(bx, by)| {
-            let b = [*bx, *by, w, h];
-            *bx >= ax
-                && bx + w <= ax + aw
-                && *by >= ay
-                && by + h <= ay + ah
-                && !taken.iter().any(|t| overlaps(*t, b))
-        });
-        if let Some((bx, by)) = spot {
-            taken.push([*bx, *by, w, h]);
+    let marks: Vec<(f64, f64, f64, f64)> = plot
+        .points
+        .iter()
+        .map(|p| {
+            let w = text_width(&p.label, FONT);
+            let r = if p.chosen { 11.0 } else { 8.0 };
+            (x_scale.at(p.x), y_scale.at(p.y), w, r)
+        })
+        .collect();
+    for (p, spot) in plot.points.iter().zip(place_labels(&marks, area, taken)) {
+        if let Some([bx, by, _, h]) = spot {
             svg.text_styled(
-                *bx,
+                bx,
                 by + h - 3.0,
                 Anchor::Start,
                 FONT,
@@ -204,7 +190,50 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     }
 }
 
-fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
+/// Where each point's label goes: `marks` are `(x, y, label width, point radius)` in drawing
+/// units; each label takes the first of eight places around its point (right, left, above,
+/// below, then the corners) that stays inside `area` and overlaps no box in `taken` (the points
+/// themselves, limit labels) nor a label placed before it. `None`: no place is free; the list
+/// under the figure still names the point.
+pub fn place_labels(
+    marks: &[(f64, f64, f64, f64)],
+    area: [f64; 4],
+    mut taken: Vec<[f64; 4]>,
+) -> Vec<Option<[f64; 4]>> {
+    let [ax, ay, aw, ah] = area;
+    let h = 13.0;
+    marks
+        .iter()
+        .map(|&(x, y, w, r)| {
+            let candidates = [
+                (x + r, y - h / 2.0),
+                (x - r - w, y - h / 2.0),
+                (x - w / 2.0, y - r - h),
+                (x - w / 2.0, y + r),
+                (x + r, y - r - h),
+                (x - r - w, y + r),
+                (x + r, y + r),
+                (x - r - w, y - r - h),
+            ];
+            let spot = candidates.iter().find(|(bx, by)| {
+                let b = [*bx, *by, w, h];
+                *bx >= ax
+                    && bx + w <= ax + aw
+                    && *by >= ay
+                    && by + h <= ay + ah
+                    && !taken.iter().any(|t| overlaps(*t, b))
+            });
+            spot.map(|(bx, by)| {
+                let b = [*bx, *by, w, h];
+                taken.push(b);
+                b
+            })
+        })
+        .collect()
+}
+
+/// Whether two boxes `[x, y, w, h]` share any area.
+pub fn overlaps(a: [f64; 4], b: [f64; 4]) -> bool {
     a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3]
 }
 
@@ -245,4 +274,38 @@ fn axis(values: impl Iterator<Item = f64>, range: (f64, f64)) -> (Vec<f64>, Scal
             range,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// However the points crowd, no two labels overlap, and none covers a point.
+        #[test]
+        fn labels_never_overlap(points in prop::collection::vec((0.0f64..300.0, 0.0f64..200.0, 8.0f64..60.0), 1..12)) {
+            let marks: Vec<(f64, f64, f64, f64)> = points.iter().map(|&(x, y, w)| (x, y, w, 8.0)).collect();
+            let dots: Vec<[f64; 4]> = marks.iter().map(|&(x, y, _, _)| [x - 7.0, y - 7.0, 14.0, 14.0]).collect();
+            let placed: Vec<[f64; 4]> = place_labels(&marks, [0.0, 0.0, 300.0, 200.0], dots.clone()).into_iter().flatten().collect();
+            for (i, a) in placed.iter().enumerate() {
+                for b in placed.iter().skip(i + 1) {
+                    prop_assert!(!overlaps(*a, *b), "{a:?} overlaps {b:?}");
+                }
+                for d in &dots {
+                    prop_assert!(!overlaps(*a, *d), "{a:?} covers the point {d:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lone_point_is_labelled_on_its_right() {
+        let spots = place_labels(
+            &[(100.0, 100.0, 20.0, 8.0)],
+            [0.0, 0.0, 300.0, 200.0],
+            Vec::new(),
+        );
+        assert_eq!(spots, vec![Some([108.0, 93.5, 20.0, 13.0])]);
+    }
 }

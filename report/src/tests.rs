@@ -1,0 +1,164 @@
+//! The pages of real examples, planned with the built-in catalogue: what every page must hold
+//! whatever its numbers, and that it holds nothing else.
+
+use crate::{PlanPage, plan_page};
+use loam_compiler::catalogue::{builtin, builtin_sources};
+use loam_compiler::plan::ir::PlanDocument;
+use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+
+fn planned(path: &str, text: &str) -> PlanDocument {
+    let files = ProjectFiles {
+        catalogue: builtin_sources()
+            .into_iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect(),
+        specs: vec![(path.to_string(), text.as_bytes().to_vec())],
+    };
+    let checked = check_project(files, 1);
+    plan_project(&checked, 1).document
+}
+
+fn page(doc: &PlanDocument) -> String {
+    let catalogue = builtin();
+    plan_page(&PlanPage {
+        title: "loam plan: test",
+        document: doc,
+        catalogue: Some(&catalogue),
+        problems: vec!["warning[L3005] a.loam:1:1: needs <more> & more".to_string()],
+    })
+}
+
+const HETERO: &str = include_str!("../../examples/hetero-70b-guiyang.loam");
+const SERVICE: &str = include_str!("../../examples/rag-llama31-8b-service.loam");
+
+/// The `data-figure` kinds of one section, in order.
+fn figures_of(html: &str, section_id: &str) -> Vec<String> {
+    let start = html
+        .find(&format!("id=\"{section_id}\""))
+        .expect(section_id);
+    let rest = &html[start..];
+    let end = rest.find("</section>").unwrap();
+    rest[..end]
+        .split("data-figure=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
+}
+
+#[test]
+fn a_job_has_every_figure_its_plan_calls_for() {
+    let doc = planned("examples/hetero-70b-guiyang.loam", HETERO);
+    let plan = &doc.plans[0];
+    assert!(plan.feasible);
+    let html = page(&doc);
+    let mut expected = vec!["placement"];
+    if !plan.alternatives.is_empty() {
+        expected.push("alternatives");
+    }
+    if plan.data.as_ref().is_some_and(|d| !d.options.is_empty()) {
+        expected.push("data");
+    }
+    expected.extend(["step-time", "memory", "schedule"]);
+    assert_eq!(figures_of(&html, "job-llama3-70b-mixed"), expected);
+}
+
+#[test]
+fn every_figure_has_a_text_alternative_a_caption_and_a_table() {
+    for (path, text) in [
+        ("examples/hetero-70b-guiyang.loam", HETERO),
+        ("examples/rag-llama31-8b-service.loam", SERVICE),
+    ] {
+        let html = page(&planned(path, text));
+        let figures: Vec<&str> = html.split("<figure ").skip(1).collect();
+        assert!(figures.len() >= 2, "{path}: {} figures", figures.len());
+        for f in figures {
+            let f = &f[..f.find("</figure>").unwrap()];
+            let kind = &f[f.find("data-figure=\"").unwrap() + 13..];
+            let kind = &kind[..kind.find('"').unwrap()];
+            for part in [
+                "<svg ",
+                "role=\"img\"",
+                "<title id=",
+                "<desc id=",
+                "<figcaption>",
+                "<tbody><tr>",
+            ] {
+                assert!(f.contains(part), "{path}: figure {kind} has no {part}");
+            }
+            let desc = &f[f.find("<desc id=").unwrap()..];
+            let desc = &desc[desc.find('>').unwrap() + 1..desc.find("</desc>").unwrap()];
+            assert!(
+                desc.len() > 20,
+                "{path}: figure {kind} says too little: {desc:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_same_plan_gives_the_same_bytes_also_read_back_from_json() {
+    let doc = planned("examples/hetero-70b-guiyang.loam", HETERO);
+    let first = page(&doc);
+    assert_eq!(first, page(&doc));
+    let json = serde_json::to_string(&doc).unwrap();
+    let read: PlanDocument = serde_json::from_str(&json).unwrap();
+    assert_eq!(first, page(&read));
+}
+
+#[test]
+fn the_page_loads_nothing_and_runs_nothing() {
+    let html = page(&planned("examples/rag-llama31-8b-service.loam", SERVICE));
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    for forbidden in [
+        "<script",
+        " onload=",
+        " onclick=",
+        "src=\"",
+        "@import",
+        "url(http",
+        "href=\"http",
+    ] {
+        assert!(!html.contains(forbidden), "the page has {forbidden}");
+    }
+    // Every link stays on the page.
+    for link in html.split("href=\"").skip(1) {
+        assert!(
+            link.starts_with('#'),
+            "a link leaves the page: {}",
+            &link[..20.min(link.len())]
+        );
+    }
+}
+
+#[test]
+fn text_from_specs_and_problems_is_escaped() {
+    let mut doc = planned("examples/hetero-70b-guiyang.loam", HETERO);
+    doc.plans[0].job = "<script>alert(1)</script>".to_string();
+    doc.plans[0].why = "faster & \"cheaper\"".to_string();
+    let html = page(&doc);
+    assert!(!html.contains("<script"), "a job name became markup");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("faster &amp; &quot;cheaper&quot;"));
+    assert!(html.contains("needs &lt;more&gt; &amp; more"));
+    // The section id keeps only safe characters.
+    assert!(html.contains("id=\"job--script-alert-1---script-\""));
+}
+
+#[test]
+fn an_infeasible_job_says_why_and_draws_nothing() {
+    let tight = HETERO.replace("deadline = 40d", "deadline = 2d");
+    let doc = planned("examples/tight.loam", &tight);
+    let plan = &doc.plans[0];
+    assert!(!plan.feasible);
+    let html = page(&doc);
+    assert!(html.contains("cannot run as asked"), "no verdict");
+    assert!(
+        html.contains(&crate::svg::esc(&plan.reasons[0])),
+        "no reason"
+    );
+    assert_eq!(
+        figures_of(&html, "job-llama3-70b-mixed"),
+        Vec::<String>::new()
+    );
+}
