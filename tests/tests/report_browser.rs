@@ -268,8 +268,11 @@ fn session() -> Option<Arc<Session>> {
     let tab = browser.new_tab().unwrap();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
+    // The address of every request, to name the ones that fail.
+    let requests = Mutex::new(BTreeMap::new());
     tab.add_event_listener(Arc::new(move |event: &Event| {
-        if let Some(line) = event_problem(event) {
+        let mut requests = requests.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(line) = event_problem(event, &mut requests) {
             sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(line);
@@ -375,8 +378,9 @@ struct Shown {
     readme_png: Option<Vec<u8>>,
 }
 
-/// An event that is a problem, as a line; `None` for the others.
-fn event_problem(event: &Event) -> Option<String> {
+/// An event that is a problem, as a line; `None` for the others. `requests` maps the requests
+/// seen so far to their addresses.
+fn event_problem(event: &Event, requests: &mut BTreeMap<String, String>) -> Option<String> {
     use headless_chrome::protocol::cdp::Log::LogEntryLevel;
     use headless_chrome::protocol::cdp::Runtime::ConsoleAPICalledEventTypeOption as Console;
     match event {
@@ -429,10 +433,18 @@ fn event_problem(event: &Event) -> Option<String> {
                 details.line_number + 1
             ))
         }
+        Event::NetworkRequestWillBeSent(e) => {
+            let p = &e.params;
+            requests.insert(p.request_id.clone(), p.request.url.clone());
+            None
+        }
         Event::NetworkLoadingFailed(e) => {
             let p = &e.params;
             Some(format!(
-                "request failed: {}{}",
+                "request for {} failed: {}{}",
+                requests
+                    .get(&p.request_id)
+                    .map_or("an unknown address", String::as_str),
                 p.error_text,
                 p.blocked_reason
                     .as_ref()
@@ -979,7 +991,7 @@ fn the_checker_finds_console_errors_exceptions_and_blocked_requests() {
     );
     let problems = check_page(&session, dir.path(), "blocked", &blocked, DESKTOP);
     for wanted in [
-        "request failed",
+        "request for https://example.invalid/logo.png failed:",
         "an address outside the page: img src=\"https://example.invalid/logo.png\"",
         "an event handler attribute: img onerror",
     ] {
