@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the backend tests validate manifests with, on a fresh Debian 12 machine
 # as root: a Slurm cluster (slurmctld + slurmd, fake GPUs), a private sshd on 127.0.0.1 and
-# 127.0.0.2, shellcheck, and a Python venv with kubernetes-validate. Skips whatever is already
-# installed or running, so a second run takes a second or two.
+# 127.0.0.2, shellcheck, a Python venv with kubernetes-validate, and the headless Chromium (with
+# the DejaVu fonts, so text measures the same everywhere) that the report tests render pages in.
+# Skips whatever is already installed or running, so a second run takes a second or two.
 #
 # Usage: scripts/backend-tools.sh [start|stop]     (default: start)
 # Env:   LOAM_CI_DIR   state dir (default /var/lib/loam-ci): venv/, slurm/, ssh/
@@ -26,6 +27,8 @@ install_packages() {
   command -v python3 >/dev/null || need+=(python3)
   python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
   command -v ps >/dev/null || need+=(procps)
+  command -v chromium >/dev/null || need+=(chromium)
+  [[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || need+=(fonts-dejavu-core)
   ((${#need[@]} == 0)) && return 0
   log "apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

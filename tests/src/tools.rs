@@ -68,6 +68,27 @@ pub fn have_slurm() -> bool {
     )
 }
 
+/// The Chromium the report tests drive: the first `chromium` on `PATH` (Debian's package, which
+/// `scripts/backend-tools.sh` installs).
+pub fn chromium() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("chromium"))
+        .find(|path| path.is_file())
+}
+
+/// Whether Chromium starts (`chromium --version`).
+pub fn have_chromium() -> bool {
+    have(
+        "chromium",
+        chromium().is_some_and(|path| {
+            Command::new(path)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        }),
+    )
+}
+
 /// The ssh configuration of the private sshd on 127.0.0.1 and 127.0.0.2.
 pub fn ssh_config() -> PathBuf {
     ci_dir().join("ssh/ssh_config")
