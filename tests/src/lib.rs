@@ -7,6 +7,7 @@
 //! `--- catalogue/pools/<ID>.yaml ---` (or `catalogue/devices/…`) adds to it or replaces the
 //! built-in file of that name.
 
+pub mod browser;
 pub mod tools;
 
 use loam_cli::render::diagnostics::render_text;

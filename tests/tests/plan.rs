@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.8");
+        assert_eq!(doc["format_version"], "1.9");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -194,6 +194,17 @@ fn every_example_plans_feasibly_with_every_contract_field() {
             assert_eq!(plan["file"], example.as_str());
             has(&plan["layout"], LAYOUT_FIELDS, "layout");
             has(&plan["estimate"], ESTIMATE_FIELDS, "estimate");
+            // What the report draws (1.9): the goal, and every alternative's time, cost and
+            // carbon, the chosen plan's own when it ties.
+            assert!(plan["goal"]["optimize"].is_string(), "{example}: no goal");
+            for alternative in plan["alternatives"].as_array().unwrap() {
+                for key in ["time_h", "cost", "carbon_kg"] {
+                    assert!(
+                        alternative[key].as_f64().is_some_and(|v| v > 0.0),
+                        "{example}: an alternative without `{key}`: {alternative}"
+                    );
+                }
+            }
             // A plan over two device types states each type's own figures (1.7), and the
             // blended MFU lies between them.
             let groups = plan["groups"].as_array().unwrap();

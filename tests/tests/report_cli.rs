@@ -211,7 +211,6 @@ fn report_base_exit_codes_are_loam_diffs() {
 /// The title and the problem lines are handed to the page; that the page shows them is the
 /// renderer's to keep. Ignored while `loam-report`'s bodies are stubs that draw nothing.
 #[test]
-#[ignore = "loam-report's page bodies are stubs until the figures land"]
 fn the_page_shows_its_title_and_problems() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report.html");

@@ -29,6 +29,7 @@ fn source_files() -> Vec<PathBuf> {
         "compiler/core/src",
         "compiler/cli/src",
         "backends/src",
+        "report/src",
         "tests/src",
     ] {
         rust_files(&repo_root().join(dir), &mut found);

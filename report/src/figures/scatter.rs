@@ -52,8 +52,8 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     let [ax, ay, aw, ah] = area;
     let left = ax + 64.0;
     let right = ax + aw - 16.0;
-    let top = ay + 10.0;
-    let bottom = ay + ah - 44.0;
+    let top = ay + 24.0;
+    let bottom = ay + ah - 46.0;
     let xs = plot
         .points
         .iter()
@@ -71,7 +71,7 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     for t in &x_ticks {
         let x = x_scale.at(*t);
         svg.line(x, top, x, bottom, palette::GRID, 0.5, false);
-        svg.text(x, bottom + 16.0, Anchor::Middle, &tick_label(*t, x_step));
+        svg.text(x, bottom + 20.0, Anchor::Middle, &tick_label(*t, x_step));
     }
     let y_step = step(&y_ticks);
     for t in &y_ticks {
@@ -83,14 +83,15 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     svg.line(left, top, left, bottom, palette::INK, 1.0, false);
     svg.text_styled(
         (left + right) / 2.0,
-        bottom + 36.0,
+        bottom + 40.0,
         Anchor::Middle,
         FONT,
         true,
         palette::INK,
         &plot.x_title,
     );
-    // The y title goes above the axis, left-aligned: rotated text is hard to read on a phone.
+    // The y title goes above the axis, left-aligned (rotated text is hard to read on a phone),
+    // clear of the top tick label; x tick labels sit clear of the bottom y tick label.
     svg.text_styled(
         ax + 4.0,
         ay + 2.0,
