@@ -4,7 +4,7 @@
 use crate::figure::Figure;
 use crate::figures::{alternatives, data, diff, placement, schedule, service, step};
 use crate::svg::esc;
-use crate::text::{days, money_short, plan_where, verdict};
+use crate::text::{money_short, plan_where, verdict};
 use crate::{DiffPage, PlanPage};
 use loam_compiler::catalogue::Catalogue;
 use loam_compiler::display::{decimals, latency, percent, price, thousands};
@@ -537,9 +537,23 @@ pub fn plan(page: &PlanPage<'_>) -> String {
 /// The page of a plan diff.
 pub fn diff(page: &DiffPage<'_>) -> String {
     let mut ids = Ids::default();
+    // The verdict leads, capitalised as a sentence, green unless a job will not run.
+    let blocked = page
+        .jobs
+        .iter()
+        .any(|j| j.verdict == "infeasible" || j.verdict == "error");
+    let mut headline = page.verdict.to_string();
+    if let Some(first) = headline.get(..1) {
+        headline = format!(
+            "{}{}",
+            first.to_uppercase(),
+            headline.get(1..).unwrap_or("")
+        );
+    }
     let mut body = format!(
-        "<section class=\"summary\" id=\"summary\"><p class=\"verdict\">{}</p><p>From <strong>{}</strong> to <strong>{}</strong>.</p>",
-        esc(page.verdict),
+        "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p><p>From <strong>{}</strong> to <strong>{}</strong>.</p>",
+        if blocked { "bad" } else { "ok" },
+        esc(&headline),
         esc(page.base),
         esc(page.head)
     );
@@ -628,7 +642,6 @@ pub fn diff(page: &DiffPage<'_>) -> String {
     body.push_str("</section>\n");
     body.push_str(&problems_html(&page.problems));
     body.push_str(&sections);
-    let _ = days;
     document(
         page.title,
         &format!(

@@ -15,6 +15,11 @@
 //! skip with a message, unless `CI` or `LOAM_REQUIRE_TOOLS` is set. Run them alone with
 //! `cargo test -p loam-tests --test report_browser`.
 
+// Only commits: the diff page's repository is two of them.
+#[allow(dead_code)]
+#[path = "support/git_repo.rs"]
+mod git_repo;
+
 use loam_tests::browser::checks::*;
 use loam_tests::browser::*;
 use loam_tests::repo_root;
@@ -453,4 +458,50 @@ fn every_example_report_renders_cleanly_in_a_browser() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The diff page (`loam report --base`) of a real two-commit repository passes the same checks
+/// as the plan pages, and draws the totals per tenant and each changed job before and after.
+#[test]
+fn a_diff_report_renders_cleanly_in_a_browser() {
+    let session = session_or_skip!();
+    let mut repo = git_repo::TempRepo::new();
+    repo.add_catalogue();
+    repo.write("jobs/a.loam", git_repo::spec("job-a", 64, 16));
+    repo.write("jobs/b.loam", git_repo::spec("job-b", 64, 8));
+    repo.commit("first");
+    repo.write("jobs/a.loam", git_repo::spec("job-a", 128, 16));
+    repo.write("jobs/c.loam", git_repo::spec("job-c", 32, 8));
+    repo.commit("second");
+    let dir = scratch();
+    let out = dir.path().join("diff.html");
+    let root = repo.path();
+    let (code, _, err) = repo.loam(&[
+        "report",
+        "--base",
+        "HEAD~1",
+        "--head",
+        "HEAD",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    for kind in ["totals", "diff", "placement"] {
+        assert!(
+            html.contains(&format!("data-figure=\"{kind}\"")),
+            "the diff page has no {kind} figure"
+        );
+    }
+    let mut failures = Vec::new();
+    for viewport in [DESKTOP, PHONE] {
+        let page = session.open(&file_url(&out), viewport, false);
+        failures.extend(
+            page_problems(&page)
+                .into_iter()
+                .map(|p| format!("diff at {}: {p}", viewport.name())),
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
