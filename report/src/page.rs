@@ -128,6 +128,11 @@ fn facts(rows: &[(&str, String)]) -> String {
     out
 }
 
+/// Who owns a job or service and where it is planned, one line.
+fn owner(tenant: &str, priority: loam_compiler::types::Priority, pool: &str) -> String {
+    format!("{tenant} · priority {priority} · pool {pool}")
+}
+
 fn list(title: &str, items: &[String]) -> String {
     if items.is_empty() {
         return String::new();
@@ -171,13 +176,7 @@ fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
     let w = &plan.workload;
     out.push_str(&facts(&[
         ("File", plan.file.clone()),
-        (
-            "Tenant",
-            format!(
-                "{} · priority {} · pool {}",
-                plan.tenant, plan.priority, plan.pool
-            ),
-        ),
+        ("Tenant", owner(&plan.tenant, plan.priority, &plan.pool)),
         (
             "Workload",
             format!(
@@ -334,13 +333,7 @@ fn service_section(plan: &ServicePlan, id: &str, catalogue: Option<&Catalogue>) 
     let e = plan.estimate.as_ref();
     out.push_str(&facts(&[
         ("File", plan.file.clone()),
-        (
-            "Tenant",
-            format!(
-                "{} · priority {} · pool {}",
-                plan.tenant, plan.priority, plan.pool
-            ),
-        ),
+        ("Tenant", owner(&plan.tenant, plan.priority, &plan.pool)),
         (
             "Engine",
             format!(

@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+/// Axes and labels.
+const INK: &str = "#222";
+
 /// Font size of labels, in SVG units (the figures are drawn at 1 unit = 1 CSS pixel at their
 /// natural width and scale down on narrow screens).
 pub const FONT: f64 = 12.0;
@@ -275,6 +278,32 @@ impl Svg {
             num(size),
             esc(text)
         );
+    }
+
+    /// An x axis at `y` from `scale`'s range: the line, a tick and a label at each of `ticks`,
+    /// and the axis title (with its unit) under them; returns the y under the title.
+    pub fn bottom_axis(&mut self, y: f64, scale: &Scale, ticks: &[f64], title: &str) -> f64 {
+        let (left, right) = scale.range;
+        self.line(left, y, right, y, INK, 1.0, false);
+        let step = match ticks {
+            [a, b, ..] => b - a,
+            _ => 1.0,
+        };
+        for value in ticks {
+            let x = scale.at(*value);
+            self.line(x, y, x, y + 4.0, INK, 1.0, false);
+            self.text(x, y + 17.0, Anchor::Middle, &tick_label(*value, step));
+        }
+        self.text_styled(
+            (left + right) / 2.0,
+            y + 35.0,
+            Anchor::Middle,
+            FONT,
+            true,
+            INK,
+            title,
+        );
+        y + 44.0
     }
 
     /// A swatch and its label, as legends draw them; returns the x after the label.

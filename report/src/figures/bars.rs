@@ -2,7 +2,7 @@
 //! small panels of one bar per option (data gravity, before and after).
 
 use crate::figure::palette;
-use crate::svg::{Anchor, FONT, Scale, Svg, text_width, tick_label, ticks};
+use crate::svg::{Anchor, FONT, Scale, Svg, text_width, ticks};
 
 /// One stacked bar: a label and its segments `(series index, value, tooltip)`.
 #[derive(Debug, Clone)]
@@ -113,26 +113,7 @@ pub fn stacked(
         }
     }
     let axis_y = top + stacks.len() as f64 * row_h + 4.0;
-    svg.line(left, axis_y, right, axis_y, palette::INK, 1.0, false);
-    let step = match t.as_slice() {
-        [a, b, ..] => b - a,
-        _ => 1.0,
-    };
-    for v in &t {
-        let x = scale.at(*v);
-        svg.line(x, axis_y, x, axis_y + 4.0, palette::INK, 1.0, false);
-        svg.text(x, axis_y + 17.0, Anchor::Middle, &tick_label(*v, step));
-    }
-    svg.text_styled(
-        (left + right) / 2.0,
-        axis_y + 35.0,
-        Anchor::Middle,
-        FONT,
-        true,
-        palette::INK,
-        unit,
-    );
-    axis_y + 44.0
+    svg.bottom_axis(axis_y, &scale, &t, unit)
 }
 
 /// One panel of single bars, one per option: `(label, value, value text, highlighted)`.

@@ -3,7 +3,7 @@
 //! backward, tensor-parallel communication, the bubble and the gradient reduction visible.
 
 use crate::figure::{Figure, Kind, Table, palette};
-use crate::svg::{Anchor, FONT, Scale, Svg, text_width, tick_label, ticks};
+use crate::svg::{Anchor, FONT, Scale, Svg, text_width, ticks};
 use loam_compiler::display::decimals;
 use loam_compiler::plan::ir::Plan;
 
@@ -429,7 +429,10 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
                 // A white edge separates ops wide enough to see apart; on narrow ones it
                 // would hide the colour.
                 let edge = (x1 - x0 >= 4.0).then_some("#fff");
-                svg.rect_styled(x0, ry, x1 - x0, bar_h, fill, edge, Some(&tip));
+                // Long pipelines draw thousands of ops: no tooltip each (the table has the times),
+                // which keeps the page a few hundred kilobytes.
+                let tip = (!compact).then_some(tip.as_str());
+                svg.rect_styled(x0, ry, x1 - x0, bar_h, fill, edge, tip);
                 let comm = (x1 - x0) * rank.comm_share;
                 if comm >= 0.5 {
                     svg.rect(
@@ -472,26 +475,8 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         top += pipe.ranks.len() as f64 * row_h + 6.0;
     }
     let axis_y = top - 4.0;
-    svg.line(left, axis_y, right, axis_y, palette::INK, 1.0, false);
-    let step = match t.as_slice() {
-        [a, b, ..] => b - a,
-        _ => 1.0,
-    };
-    for value in &t {
-        let x = scale.at(*value);
-        svg.line(x, axis_y, x, axis_y + 4.0, palette::INK, 1.0, false);
-        svg.text(x, axis_y + 17.0, Anchor::Middle, &tick_label(*value, step));
-    }
-    svg.text_styled(
-        (left + right) / 2.0,
-        axis_y + 35.0,
-        Anchor::Middle,
-        FONT,
-        true,
-        palette::INK,
-        "seconds from the start of the step",
-    );
-    svg.ensure_height(axis_y + 44.0);
+    let under = svg.bottom_axis(axis_y, &scale, &t, "seconds from the start of the step");
+    svg.ensure_height(under);
 
     let mut table = Table::new(
         &[
