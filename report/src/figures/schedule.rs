@@ -6,11 +6,17 @@ use crate::figure::{Figure, Kind, Table, palette};
 use crate::svg::{Anchor, FONT, Scale, Svg, text_width, ticks};
 use loam_compiler::display::decimals;
 use loam_compiler::plan::ir::Plan;
+use loam_compiler::types::Recompute;
 
 /// Forward is a third of a micro-batch's work and backward two thirds: the backward computes
 /// the gradients of both the inputs and the weights, twice the forward's FLOPs (Narayanan et
 /// al., "Efficient Large-Scale Language Model Training on GPU Clusters", 2021, §3).
 const FORWARD_SHARE: f64 = 1.0 / 3.0;
+
+/// With full recomputation the backward replays the forward first: one forward in four parts
+/// (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", 2022,
+/// §4: full recomputation adds a forward to each backward).
+const FORWARD_SHARE_FULL_RECOMPUTE: f64 = 1.0 / 4.0;
 
 /// One pipeline rank as drawn.
 #[derive(Debug, Clone)]
@@ -18,6 +24,8 @@ struct Rank {
     label: String,
     /// Seconds of one chunk's forward and backward for one micro-batch.
     chunk_s: f64,
+    /// The forward's share of `chunk_s`.
+    forward_share: f64,
     /// Of those, the share that is tensor-parallel communication.
     comm_share: f64,
     /// Index of the device type (colour).
@@ -122,9 +130,9 @@ fn simulate(ranks: &[Rank], v: usize, n: usize) -> Option<Vec<Vec<Op>>> {
             let free = ops.last().map_or(0.0, |o| o.end);
             let start = ready.max(free);
             let share = if forward {
-                FORWARD_SHARE
+                rank.forward_share
             } else {
-                1.0 - FORWARD_SHARE
+                1.0 - rank.forward_share
             };
             ops.push(Op {
                 forward,
@@ -189,6 +197,17 @@ fn pipeline(
                 .map(|s| s.layers[1].saturating_sub(s.layers[0]))
                 .sum();
             let sensitive = chunks.iter().any(|s| !s.sensitive_ops.is_empty());
+            // Each stage's own recomputation (heterogeneous plans), else the layout's.
+            let full = chunks
+                .iter()
+                .map(|s| s.recompute.unwrap_or(layout.recompute))
+                .any(|r| r == Recompute::Full)
+                || (chunks.is_empty() && layout.recompute == Recompute::Full);
+            let forward_share = if full {
+                FORWARD_SHARE_FULL_RECOMPUTE
+            } else {
+                FORWARD_SHARE
+            };
             let per_mb = own.filter(|_| !chunks.is_empty()).unwrap_or(uniform_mb);
             let share = match (own, comm) {
                 (Some(o), Some(c)) if o > 0.0 => c / o,
@@ -216,6 +235,7 @@ fn pipeline(
                 label,
                 ops: ops.join("; "),
                 chunk_s: per_mb / v as f64,
+                forward_share,
                 comm_share: share,
                 device: devices.iter().position(|d| *d == device).unwrap_or(0),
                 sensitive,
@@ -498,8 +518,8 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
                     .map_or_else(|| name.to_string(), |t| format!("{t} · {name}")),
                 rank.ops.clone(),
                 decimals(per_mb, 3),
-                decimals(per_mb * FORWARD_SHARE, 3),
-                decimals(per_mb * (1.0 - FORWARD_SHARE), 3),
+                decimals(per_mb * rank.forward_share, 3),
+                decimals(per_mb * (1.0 - rank.forward_share), 3),
             ]);
         }
     }
@@ -595,6 +615,7 @@ mod tests {
             .map(|r| Rank {
                 label: format!("stage {r}"),
                 chunk_s: 3.0,
+                forward_share: FORWARD_SHARE,
                 comm_share: 0.0,
                 device: 0,
                 sensitive: false,
