@@ -29,10 +29,18 @@ pub struct PlanPage<'a> {
     /// The catalogue the plans were made against: sites, node groups and WAN links for the
     /// placement map. Without it the map shows only what the plans use.
     pub catalogue: Option<&'a Catalogue>,
-    /// Errors and warnings of checking and planning, one line each (`error[L2001]
-    /// jobs/a.loam:12:3: …`), shown above the plans: a page of a project with errors says so
-    /// first.
-    pub problems: Vec<String>,
+    /// Errors and warnings of checking and planning, shown above the plans: a page of a
+    /// project with errors says so first.
+    pub problems: Vec<Problem>,
+}
+
+/// One diagnostic as the page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// An error (boxed first) rather than a warning (folded under the errors).
+    pub error: bool,
+    /// The diagnostic on one line: `error[L2001] jobs/a.loam:12:3: …`.
+    pub line: String,
 }
 
 /// What a diff page shows: the verdict, the totals per tenant, and before/after per job.
@@ -52,8 +60,8 @@ pub struct DiffPage<'a> {
     pub tenants: Vec<TenantTotals>,
     /// The catalogue at head, for the changed jobs' figures.
     pub catalogue: Option<&'a Catalogue>,
-    /// Errors at either side, one line each, shown first.
-    pub problems: Vec<String>,
+    /// Errors at either side, shown first.
+    pub problems: Vec<Problem>,
 }
 
 /// One job's change between the sides.

@@ -5,7 +5,7 @@ use crate::figure::Figure;
 use crate::figures::{alternatives, data, diff, placement, schedule, service, step};
 use crate::svg::esc;
 use crate::text::{money_short, plan_where, verdict};
-use crate::{DiffPage, PlanPage};
+use crate::{DiffPage, PlanPage, Problem};
 use loam_compiler::catalogue::Catalogue;
 use loam_compiler::display::{decimals, latency, percent, price, thousands};
 use loam_compiler::plan::ir::{Plan, ServicePlan};
@@ -88,33 +88,37 @@ impl Ids {
     }
 }
 
+/// `<ul>` of `items`, escaped.
+fn bullets<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("<ul>");
+    for item in items {
+        let _ = write!(out, "<li>{}</li>", esc(item));
+    }
+    out.push_str("</ul>");
+    out
+}
+
 /// Errors first, in a box; warnings (which each job's notes repeat) folded under them.
-fn problems_html(problems: &[String]) -> String {
-    let (errors, warnings): (Vec<&String>, Vec<&String>) =
-        problems.iter().partition(|p| p.contains("error["));
+fn problems_html(problems: &[Problem]) -> String {
+    let (errors, warnings): (Vec<&Problem>, Vec<&Problem>) = problems.iter().partition(|p| p.error);
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let lines = |ps: &[&Problem]| bullets(ps.iter().map(|p| p.line.as_str()));
     let mut out = String::new();
     if !errors.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<section class=\"problems\" id=\"problems\"><h2>{}</h2><ul>",
-            plural(errors.len(), "error")
+            "<section class=\"problems\" id=\"problems\"><h2>{}</h2>{}</section>",
+            plural(errors.len(), "error"),
+            lines(&errors)
         );
-        for p in &errors {
-            let _ = write!(out, "<li>{}</li>", esc(p));
-        }
-        out.push_str("</ul></section>\n");
     }
     if !warnings.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<details class=\"warnings\" id=\"warnings\"><summary>{} from checking and planning</summary><ul>",
-            plural(warnings.len(), "warning")
+            "<details class=\"warnings\" id=\"warnings\"><summary>{} from checking and planning</summary>{}</details>",
+            plural(warnings.len(), "warning"),
+            lines(&warnings)
         );
-        for p in &warnings {
-            let _ = write!(out, "<li>{}</li>", esc(p));
-        }
-        out.push_str("</ul></details>\n");
     }
     out
 }
@@ -137,12 +141,11 @@ fn list(title: &str, items: &[String]) -> String {
     if items.is_empty() {
         return String::new();
     }
-    let mut out = format!("<h3>{}</h3><ul>", esc(title));
-    for i in items {
-        let _ = write!(out, "<li>{}</li>", esc(i));
-    }
-    out.push_str("</ul>");
-    out
+    format!(
+        "<h3>{}</h3>{}",
+        esc(title),
+        bullets(items.iter().map(String::as_str))
+    )
 }
 
 fn figures_html(id: &str, figures: Vec<Option<Figure>>) -> String {
@@ -432,7 +435,7 @@ pub fn plan(page: &PlanPage<'_>) -> String {
     let _ = write!(
         body,
         "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p>",
-        if blocked == 0 && page.problems.iter().all(|p| !p.starts_with("error")) {
+        if blocked == 0 && page.problems.iter().all(|p| !p.error) {
             "ok"
         } else {
             "bad"

@@ -24,7 +24,10 @@ fn page(doc: &PlanDocument) -> String {
         title: "loam plan: test",
         document: doc,
         catalogue: Some(&catalogue),
-        problems: vec!["warning[L3005] a.loam:1:1: needs <more> & more".to_string()],
+        problems: vec![crate::Problem {
+            error: false,
+            line: "warning[L3005] a.loam:1:1: needs <more> & more".to_string(),
+        }],
     })
 }
 

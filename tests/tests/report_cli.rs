@@ -122,7 +122,9 @@ fn the_problems_are_one_located_line_per_diagnostic() {
     let planned = loam_compiler::project::plan_project(&specs, 1);
     let problems = loam_cli::render::plan_html::problems(&specs, &planned);
     assert_eq!(problems.len(), 3, "{problems:#?}");
-    for (line, at) in problems.iter().zip(["6:5", "11:15", "17:20"]) {
+    for (problem, at) in problems.iter().zip(["6:5", "11:15", "17:20"]) {
+        let line = &problem.line;
+        assert!(problem.error, "{line}");
         assert!(
             line.starts_with("error[L") && line.contains(&format!(" {path}:{at}: ")),
             "{line}"

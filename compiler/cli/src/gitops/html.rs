@@ -11,7 +11,8 @@ use super::text::sides;
 use super::totals::{self, Row};
 use super::{compare::Action, shown_diagnostics};
 use crate::render::diagnostics::one_line;
-use loam_report::{DiffPage, Figures, JobChange, TenantTotals, diff_page};
+use loam_compiler::diagnostics::Diagnostic;
+use loam_report::{DiffPage, Figures, JobChange, Problem, TenantTotals, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
 /// write, so their bytes agree.
@@ -82,9 +83,12 @@ fn tenant_totals(row: &Row) -> TenantTotals {
 
 /// The problems the page shows first, one line each: the errors at base (which explain why a
 /// job could not be compared), then every diagnostic at head, each line led by its side.
-pub fn problems(base: &Side, head: &Side) -> Vec<String> {
+pub fn problems(base: &Side, head: &Side) -> Vec<Problem> {
     let (base_errors, at_head) = shown_diagnostics(base, head);
-    let at = |side: &Side, d| format!("at {}: {}", side.title(), one_line(d, &side.specs.sources));
+    let at = |side: &Side, d: &Diagnostic| Problem {
+        error: d.is_error(),
+        line: format!("at {}: {}", side.title(), one_line(d, &side.specs.sources)),
+    };
     base_errors
         .iter()
         .map(|d| at(base, d))

@@ -3,7 +3,7 @@
 
 use super::diagnostics::one_line;
 use loam_compiler::project::{CheckedProject, PlannedProject};
-use loam_report::{PlanPage, plan_page};
+use loam_report::{PlanPage, Problem, plan_page};
 use std::path::PathBuf;
 
 /// The page's title: `loam plan: ` and the paths as given (`.` when none), as `loam report` and
@@ -29,10 +29,13 @@ pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> 
 }
 
 /// One line per diagnostic of checking and planning, in their sorted order.
-pub fn problems(specs: &CheckedProject, planned: &PlannedProject) -> Vec<String> {
+pub fn problems(specs: &CheckedProject, planned: &PlannedProject) -> Vec<Problem> {
     planned
         .diagnostics
         .iter()
-        .map(|d| one_line(d, &specs.sources))
+        .map(|d| Problem {
+            error: d.is_error(),
+            line: one_line(d, &specs.sources),
+        })
         .collect()
 }
