@@ -34,6 +34,9 @@ install_packages() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The downloaded packages are not needed once installed; on a CI machine with little disk the
+  # test build needs the room.
+  apt-get clean
 }
 
 install_venv() {
@@ -42,7 +45,7 @@ install_venv() {
   rm -rf "$VENV"
   mkdir -p "$LOAM_CI_DIR"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check 'kubernetes-validate>=1.31' pyyaml jsonschema
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-cache-dir 'kubernetes-validate>=1.31' pyyaml jsonschema
 }
 
 case $CMD in

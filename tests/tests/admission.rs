@@ -2,12 +2,12 @@
 //! fixture pools (`tests/cases/admission/`) where who borrows, who reclaims and who queues
 //! follows from the quotas written in the pool.
 
-use loam_tests::{repo_root, run_cli};
+use crate::loam_process::loam_in;
+use loam_tests::repo_root;
 
 /// Runs loam from the repository root, so paths in the output are relative and stable.
 fn loam(args: &[&str]) -> (u8, String, String) {
-    std::env::set_current_dir(repo_root()).unwrap();
-    run_cli(args, "")
+    loam_in(&repo_root(), args)
 }
 
 /// A catalogue folder: the shipped devices and the fixture pool `adm` (16 H100 in one node

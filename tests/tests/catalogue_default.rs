@@ -1,8 +1,9 @@
 //! Where the catalogue comes from when `--catalogue` is not given: a `./specs` folder that holds
-//! job specs, not `devices/` or `pools/`, is never taken for the catalogue. One test per binary,
-//! because it changes the process's working folder.
+//! job specs, not `devices/` or `pools/`, is never taken for the catalogue. Loam runs as a process in
+//! a folder of its own.
 
-use loam_tests::{repo_root, run_cli};
+use crate::loam_process::loam_in;
+use loam_tests::repo_root;
 
 #[test]
 fn a_specs_folder_of_job_specs_is_not_the_catalogue() {
@@ -11,23 +12,21 @@ fn a_specs_folder_of_job_specs_is_not_the_catalogue() {
     std::fs::create_dir_all(dir.join("specs")).unwrap();
     let example = repo_root().join("examples/llama3-8b-finetune.loam");
     std::fs::copy(&example, dir.join("specs/llama3-8b-finetune.loam")).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
 
-    let (code, out, err) = run_cli(&["check", "specs"], "");
+    let (code, out, err) = loam_in(&dir, &["check", "specs"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("checked 1 file, 1 job: no problems"), "{out}");
     // With the built-in catalogue the job plans; the folder was read as specs only.
-    let (code, out, err) = run_cli(&["plan", "specs/llama3-8b-finetune.loam"], "");
+    let (code, out, err) = loam_in(&dir, &["plan", "specs/llama3-8b-finetune.loam"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("llama3-8b-sft"), "{out}");
     // A `specs/` that is a catalogue is still taken for one.
     std::fs::create_dir_all(dir.join("specs/devices")).unwrap();
-    let (code, _, err) = run_cli(&["check", "specs/llama3-8b-finetune.loam"], "");
+    let (code, _, err) = loam_in(&dir, &["check", "specs/llama3-8b-finetune.loam"]);
     assert_eq!(
         code, 1,
         "an empty catalogue folder must be read (and fail): {err}"
     );
 
-    std::env::set_current_dir(repo_root()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

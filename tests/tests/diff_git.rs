@@ -3,8 +3,7 @@
 //! and non-UTF-8 files beside the specs, and the exit codes. Whether a changed job is updated in
 //! place or replaced on each backend is tested in `diff_replace.rs`.
 
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 

@@ -5,10 +5,7 @@
 //! run; the totals must agree with `loam plan` of each revision; a comment for many jobs must
 //! fit GitHub's limit.
 
-// Branches and merges are `diff_git.rs`'s business; these tests branch and check out only.
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 use serde_json::Value;

@@ -2,10 +2,7 @@
 //! replaced, from the manifests the backends render for each side: real git repositories in temp
 //! folders, one change each, on every backend.
 
-// Branches and merges are `diff_git.rs`'s business; these tests use only commits.
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 

@@ -7,31 +7,14 @@
 //! The file-system commands run as a process (`loam-under-test`), since the current folder
 //! decides which file applies; `loam diff` runs in-process against a real git repository.
 
-// Only some of the helpers are needed here.
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 use std::path::Path;
-use std::process::Command;
 
 const BROKEN: &str = "job \"broken\" {\n  model {\n    layers = \n";
 
-/// Runs the `loam` binary in `cwd`: exit code, stdout, stderr.
-fn loam(cwd: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_loam-under-test"))
-        .args(["--color", "never"])
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::loam_process::loam_in as loam;
 
 fn write(root: &Path, path: &str, text: &str) {
     let file = root.join(path);

@@ -1,13 +1,13 @@
 //! `loam plan` and `loam calibrate` end to end: every example plans, the JSON keeps the contract,
 //! output is deterministic, and infeasible jobs fail with numbers in their reasons.
 
-use loam_tests::{repo_root, run_cli};
+use crate::loam_process::loam_in;
+use loam_tests::repo_root;
 use serde_json::Value;
 
 /// Runs loam from the repository root, so paths in the output are relative and stable.
 fn loam(args: &[&str]) -> (u8, String, String) {
-    std::env::set_current_dir(repo_root()).unwrap();
-    run_cli(args, "")
+    loam_in(&repo_root(), args)
 }
 
 /// `text` with the catalogue digest replaced, so snapshots survive catalogue edits that do not

@@ -3,9 +3,7 @@
 //! and the on-disk cache (`--cache DIR`) gives back plans that render byte for byte as fresh
 //! ones, ignoring entries that are damaged.
 
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 use loam_cli::gitops::{Request, run};

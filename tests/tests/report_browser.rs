@@ -13,19 +13,15 @@
 //!
 //! Chromium comes from `scripts/backend-tools.sh` (Debian's `chromium`); without it the tests
 //! skip with a message, unless `CI` or `LOAM_REQUIRE_TOOLS` is set. Run them alone with
-//! `cargo test -p loam-tests --test report_browser`.
+//! `cargo test -p loam-tests --test suite -- report_browser::`.
 
-// Only commits: the diff page's repository is two of them.
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use loam_tests::browser::checks::*;
 use loam_tests::browser::*;
 use loam_tests::repo_root;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 /// A scratch folder for the pages this test writes, removed at the end.
 fn scratch() -> tempfile::TempDir {
@@ -359,12 +355,7 @@ fn examples() -> Vec<PathBuf> {
 
 /// Runs the CLI from the repository root.
 fn loam(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_loam-under-test"))
-        .args(["--color", "never"])
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .unwrap()
+    crate::loam_process::output_in(&repo_root(), args)
 }
 
 /// The first line of a command's error output that says something.

@@ -5,10 +5,7 @@
 //! codes are `loam plan`'s and `loam diff`'s; the title and the problem lines handed to the page
 //! are the paths and the located diagnostics.
 
-// Branches and merges are `diff_git.rs`'s business; these tests use only commits.
-#[allow(dead_code)]
-#[path = "support/git_repo.rs"]
-mod git_repo;
+use crate::git_repo;
 
 use git_repo::{TempRepo, spec};
 use loam_tests::{check_files, repo_root, run_cli, split_fixture};

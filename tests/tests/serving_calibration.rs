@@ -5,20 +5,10 @@
 
 use loam_tests::repo_root;
 use serde_json::Value;
-use std::process::Command;
 
 /// Runs the `loam` built for the tests in the repository root.
-fn loam(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_loam-under-test"))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+fn loam(args: &[&str]) -> (u8, String, String) {
+    crate::loam_process::loam_in(&repo_root(), args)
 }
 
 /// Median of `|x|` over the values present.

@@ -67,6 +67,28 @@ fn modules_stay_small() {
     );
 }
 
+/// The integration tests run as threads of one process (`suite.rs`): a test that moved the
+/// process's current folder would move it under every other test's relative paths.
+#[test]
+fn no_test_changes_the_current_folder() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("tests"), &mut files);
+    let forbidden = ["set_current_dir", "::set_var(", "::remove_var("];
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|path| !path.ends_with("tidy.rs"))
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            forbidden.iter().any(|call| text.contains(call))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "change process-wide state; run loam as a process (`loam_process::loam_in`) instead: {offenders:?}"
+    );
+}
+
 fn snapshot_files(dir: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;

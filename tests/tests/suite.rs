@@ -1,0 +1,41 @@
+//! The integration tests, as one test binary: each file beside this one is a module of it.
+//!
+//! One binary instead of one per file: every test binary links the whole compiler and its
+//! dependencies, and thirty of them filled a CI machine's disk and spent minutes linking on two
+//! cores. Run one file's tests with `cargo test -p loam-tests --test suite -- FILE::`.
+
+#[path = "support/git_repo.rs"]
+mod git_repo;
+#[path = "support/loam_process.rs"]
+mod loam_process;
+
+mod admission;
+mod cases;
+mod catalogue_cli;
+mod catalogue_default;
+mod ci_examples;
+mod cli;
+mod diff_git;
+mod diff_pull_requests;
+mod diff_replace;
+mod doc_examples;
+mod docs;
+mod emit;
+mod emit_baremetal;
+mod emit_kubernetes;
+mod emit_services;
+mod emit_slurm;
+mod emit_tools;
+mod examples;
+mod fmt_properties;
+mod loamignore;
+mod phases;
+mod plan;
+mod plan_cache;
+mod readme_tour;
+mod report_browser;
+mod report_cli;
+mod robustness;
+mod schema;
+mod serving_calibration;
+mod tidy;
