@@ -46,7 +46,10 @@ dl.facts dt{font-weight:600}dl.facts dd{margin:0}\
 nav ul{padding-left:1.2rem}\
 a{color:#0061A0}\
 @media (max-width:600px){body{font-size:14px}dl.facts{grid-template-columns:1fr}dl.facts dd{margin-bottom:.3rem}}\
-@media print{summary{display:none}h2{break-before:page}a{color:inherit;text-decoration:none}}";
+@media print{summary{color:inherit;font-weight:600;list-style:none}\
+details::details-content{display:block;content-visibility:visible}\
+.figure{break-inside:auto}.drawing{break-inside:avoid}h3{break-after:avoid}\
+h2{break-before:page}a{color:inherit;text-decoration:none}}";
 
 /// The document around `body`.
 fn document(title: &str, meta: &str, body: &str) -> String {

@@ -195,6 +195,20 @@ pub const MEASURE_JS: &str = r#"(async (windowWidth) => {
   });
 })"#;
 
+/// Run with the print media emulated: each `<details>` whose content would not print, as where it
+/// is. A closed one's content sits under `content-visibility: hidden` unless the print style
+/// sheet shows it; script still gets its boxes laid out, so sizes cannot tell, `checkVisibility`
+/// can.
+pub const PRINT_JS: &str = r#"(() => JSON.stringify([...document.querySelectorAll('details')]
+  .filter((d) => [...d.children]
+    .filter((c) => c.tagName.toLowerCase() !== 'summary')
+    .some((c) => !c.checkVisibility()))
+  .map((d) => {
+    const figure = d.closest('figure[data-figure]');
+    const section = d.closest('section');
+    return (section && section.id ? '#' + section.id + ' ' : '') + (figure ? 'figure ' + figure.dataset.figure : 'details' + (d.id ? '#' + d.id : ''));
+  })))()"#;
+
 /// The page's contract: exactly this policy.
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
@@ -331,6 +345,7 @@ impl Session {
             std::thread::sleep(Duration::from_millis(10));
         }
         let measure = measure(&tab, viewport);
+        let unprinted = unprinted(&tab);
         let png = screenshot(&tab, &measure, None);
         let readme_png = readme.then(|| {
             screenshot(
@@ -349,6 +364,7 @@ impl Session {
         Shown {
             viewport,
             measure,
+            unprinted,
             events,
             png,
             readme_png,
@@ -362,6 +378,8 @@ pub struct Shown {
     pub viewport: Viewport,
     /// `MEASURE_JS`'s result.
     pub measure: Value,
+    /// The `<details>` whose content would not print (`PRINT_JS`).
+    pub unprinted: Vec<String>,
     /// Console errors and warnings, uncaught exceptions, failed requests, in order.
     pub events: Vec<String>,
     /// The whole page (up to `MAX_SCREENSHOT_HEIGHT`).
@@ -456,6 +474,27 @@ pub fn measure(tab: &Tab, viewport: Viewport) -> Value {
         Some(Value::String(json)) => serde_json::from_str(&json).unwrap(),
         _ => panic!(
             "measuring the page failed: {}",
+            result.description.unwrap_or_default()
+        ),
+    }
+}
+
+/// Runs `PRINT_JS` with the print media emulated, then emulates the screen again.
+pub fn unprinted(tab: &Tab) -> Vec<String> {
+    let media = |media: &str| {
+        tab.call_method(command!(
+            Emulation::SetEmulatedMedia,
+            json!({ "media": media })
+        ))
+        .unwrap();
+    };
+    media("print");
+    let result = tab.evaluate(PRINT_JS, false).unwrap();
+    media("");
+    match result.value {
+        Some(Value::String(json)) => serde_json::from_str(&json).unwrap(),
+        _ => panic!(
+            "measuring the printed page failed: {}",
             result.description.unwrap_or_default()
         ),
     }

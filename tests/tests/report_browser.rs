@@ -65,6 +65,7 @@ fn good_page(svg_body: &str, extra_head: &str, extra_body: &str) -> String {
 <style>
 body {{ font-family: "DejaVu Sans", sans-serif; margin: 16px; color: #222; background: #fff; }}
 svg {{ max-width: 100%; height: auto; display: block; }}
+{PRINT_DETAILS}
 </style>{extra_head}
 </head><body>
 <nav><a href="#job-demo">demo</a></nav>
@@ -86,6 +87,10 @@ svg {{ max-width: 100%; height: auto; display: block; }}
 "##
     )
 }
+
+/// The good page's print rule: a closed `<details>` prints its table.
+const PRINT_DETAILS: &str =
+    "@media print { details::details-content { display: block; content-visibility: visible; } }";
 
 /// Labels of the good page that do not overlap, one of them hidden on top of another.
 const APART: &str = r#"<text x="20" y="100" font-size="12">group a</text>
@@ -150,6 +155,18 @@ fn the_checker_finds_overlapping_labels() {
         "{problems:#?}"
     );
     assert_eq!(problems.len(), 1, "only the overlap: {problems:#?}");
+}
+
+#[test]
+fn the_checker_finds_numbers_that_would_not_print() {
+    let session = session_or_skip!();
+    let dir = scratch();
+    let folded = good_page(APART, "", "").replace(PRINT_DETAILS, "");
+    let problems = check_page(&session, dir.path(), "folded", &folded, DESKTOP);
+    assert_eq!(
+        problems,
+        ["#job-demo figure placement: printed, its numbers would be folded away"],
+    );
 }
 
 #[test]

@@ -113,6 +113,9 @@ pub fn page_problems(page: &Shown) -> Vec<String> {
             problems.push(format!("{what}: {}", item.as_str().unwrap_or("")));
         }
     }
+    for at in &page.unprinted {
+        problems.push(format!("{at}: printed, its numbers would be folded away"));
+    }
     problems.extend(blankness(&page.png));
     problems
 }
