@@ -479,8 +479,23 @@ fn outside_its_cheap_hours_the_launcher_waits_and_inside_them_it_runs() {
         &trainer,
     );
     let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
-    let launcher = job.spawn(&hosts, &[]);
-    std::thread::sleep(Duration::from_secs(3));
+    // Its messages go to a file, so the test sees the moment it starts waiting: the signal is
+    // sent once it waits, not after a fixed pause a loaded machine may not honour.
+    let said = job.dir.join("launcher.err");
+    let launcher = job
+        .command(&hosts, &[])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&said).unwrap())
+        .spawn()
+        .unwrap();
+    let waiting = || {
+        std::fs::read_to_string(&said)
+            .unwrap_or_default()
+            .contains("is closed: waiting until")
+    };
+    job.wait_for("the launcher's wait for the window", waiting);
+    // Past the message, into the wait itself.
+    std::thread::sleep(Duration::from_secs(1));
     let early = (job.trainer_log(0), job.trainer_log(1), job.host_log(0));
     let stopped = Command::new("kill")
         .args(["-TERM", &launcher.id().to_string()])
@@ -488,7 +503,7 @@ fn outside_its_cheap_hours_the_launcher_waits_and_inside_them_it_runs() {
         .unwrap();
     assert!(stopped.success());
     let o = launcher.wait_with_output().unwrap();
-    let out = text(&o);
+    let out = format!("{}{}", text(&o), std::fs::read_to_string(&said).unwrap());
     assert_eq!(
         early.0.len() + early.1.len(),
         0,
