@@ -7,7 +7,7 @@ use crate::svg::esc;
 use crate::text::{money_short, plan_where, verdict};
 use crate::{DiffPage, PlanPage, Problem};
 use loam_compiler::catalogue::Catalogue;
-use loam_compiler::display::{decimals, latency, percent, price, thousands};
+use loam_compiler::display::{capitalised, decimals, latency, percent, price, thousands};
 use loam_compiler::plan::ir::{Plan, ServicePlan};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -541,14 +541,7 @@ pub fn diff(page: &DiffPage<'_>) -> String {
         .jobs
         .iter()
         .any(|j| j.verdict == "infeasible" || j.verdict == "error");
-    let mut headline = page.verdict.to_string();
-    if let Some(first) = headline.get(..1) {
-        headline = format!(
-            "{}{}",
-            first.to_uppercase(),
-            headline.get(1..).unwrap_or("")
-        );
-    }
+    let headline = capitalised(page.verdict);
     let mut body = format!(
         "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p><p>From <strong>{}</strong> to <strong>{}</strong>.</p>",
         if blocked { "bad" } else { "ok" },

@@ -1,10 +1,8 @@
 //! A small SVG writer: the shapes the figures draw, numbers written to one decimal (the same
 //! plan gives the same bytes), text escaped, and the text widths the layouts plan around.
 
+use crate::figure::palette::INK;
 use std::fmt::Write as _;
-
-/// Axes and labels.
-const INK: &str = "#222";
 
 /// Font size of labels, in SVG units (the figures are drawn at 1 unit = 1 CSS pixel at their
 /// natural width and scale down on narrow screens).

@@ -98,6 +98,16 @@ const APART: &str = r#"<text x="20" y="100" font-size="12">group a</text>
 <text x="20" y="100" font-size="12" visibility="hidden">hidden on top</text>
 <text x="20" y="100" font-size="12"> </text>"#;
 
+/// Asserts that the checker's `problems` include each of `wanted` (as part of a line).
+fn assert_reports(problems: &[String], wanted: &[&str]) {
+    for wanted in wanted {
+        assert!(
+            problems.iter().any(|p| p.contains(wanted)),
+            "{wanted}: {problems:#?}"
+        );
+    }
+}
+
 /// The checker's tests share one session: `None` skips them where Chromium is missing.
 macro_rules! session_or_skip {
     () => {
@@ -211,18 +221,16 @@ fn the_checker_finds_console_errors_exceptions_and_blocked_requests() {
             "<script>console.error('boom'); console.warn('careful'); throw new Error('thrown');</script></body>",
         );
     let problems = check_page(&session, dir.path(), "noisy", &noisy, DESKTOP);
-    for wanted in [
-        "console.error: boom",
-        "console.warning: careful",
-        "uncaught exception",
-        "the page has 1 <script>",
-        "the Content-Security-Policy meta is null",
-    ] {
-        assert!(
-            problems.iter().any(|p| p.contains(wanted)),
-            "{wanted}: {problems:#?}"
-        );
-    }
+    assert_reports(
+        &problems,
+        &[
+            "console.error: boom",
+            "console.warning: careful",
+            "uncaught exception",
+            "the page has 1 <script>",
+            "the Content-Security-Policy meta is null",
+        ],
+    );
     // With the policy, an image from outside is blocked, and an inline handler refused.
     let blocked = good_page(
         APART,
@@ -230,16 +238,14 @@ fn the_checker_finds_console_errors_exceptions_and_blocked_requests() {
         r#"<img src="https://example.invalid/logo.png" alt="logo" onerror="console.error('x')">"#,
     );
     let problems = check_page(&session, dir.path(), "blocked", &blocked, DESKTOP);
-    for wanted in [
-        "request for https://example.invalid/logo.png failed:",
-        "an address outside the page: img src=\"https://example.invalid/logo.png\"",
-        "an event handler attribute: img onerror",
-    ] {
-        assert!(
-            problems.iter().any(|p| p.contains(wanted)),
-            "{wanted}: {problems:#?}"
-        );
-    }
+    assert_reports(
+        &problems,
+        &[
+            "request for https://example.invalid/logo.png failed:",
+            "an address outside the page: img src=\"https://example.invalid/logo.png\"",
+            "an event handler attribute: img onerror",
+        ],
+    );
     assert!(
         problems.iter().any(|p| p.starts_with("console error")),
         "the policy's refusal is a console error: {problems:#?}"
@@ -279,20 +285,18 @@ fn the_checker_finds_a_blank_page_and_a_broken_figure() {
         )
         .replace(r##"href="#job-demo""##, r##"href="#job-gone""##);
     let problems = check_page(&session, dir.path(), "broken", &broken, DESKTOP);
-    for wanted in [
-        "figure placement: the svg's aria-labelledby \"t1 d1\" names no element",
-        "figure placement: no text in a <title>",
-        "figure placement: no text in a <desc>",
-        "figure placement: no text in a <figcaption>",
-        "figure placement: the table has no <tbody> row",
-        "figure placement: the svg is drawn 0×0 px",
-        "a link to no element of the page: a href=\"#job-gone\"",
-    ] {
-        assert!(
-            problems.iter().any(|p| p.contains(wanted)),
-            "{wanted}: {problems:#?}"
-        );
-    }
+    assert_reports(
+        &problems,
+        &[
+            "figure placement: the svg's aria-labelledby \"t1 d1\" names no element",
+            "figure placement: no text in a <title>",
+            "figure placement: no text in a <desc>",
+            "figure placement: no text in a <figcaption>",
+            "figure placement: the table has no <tbody> row",
+            "figure placement: the svg is drawn 0×0 px",
+            "a link to no element of the page: a href=\"#job-gone\"",
+        ],
+    );
 }
 
 #[test]

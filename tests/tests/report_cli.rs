@@ -208,7 +208,7 @@ fn report_base_exit_codes_are_loam_diffs() {
 }
 
 /// The title and the problem lines are handed to the page; that the page shows them is the
-/// renderer's to keep. Ignored while `loam-report`'s bodies are stubs that draw nothing.
+/// renderer's to keep.
 #[test]
 fn the_page_shows_its_title_and_problems() {
     let dir = tempfile::tempdir().unwrap();

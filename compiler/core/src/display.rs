@@ -10,6 +10,15 @@
 use crate::plan::ir::LayoutIr;
 use crate::workload::Layout;
 
+/// `text` with its first letter upper-case, as a sentence starts.
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// Significant digits of the numbers in the Plan JSON.
 pub const SIGNIFICANT_DIGITS: usize = 5;
 

@@ -2,17 +2,14 @@
 //! chooses. The integration tests share one process, so no test may change the process's
 //! current folder; a test whose paths must be relative to a folder runs loam there instead.
 
+use loam_tests::tools::run;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Runs `loam --color never ARGS` in `dir` and returns what it printed.
 pub fn output_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loam-under-test"))
-        .args(["--color", "never"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
+    let args = [&["--color", "never"], args].concat();
+    run(env!("CARGO_BIN_EXE_loam-under-test"), &args, dir)
 }
 
 /// Runs `loam --color never ARGS` in `dir`: exit code, stdout, stderr.

@@ -14,6 +14,7 @@ use super::side::Side;
 use super::text::{header, job_plain};
 use super::totals::{Row, totals};
 use crate::render::diagnostics::render_text;
+use loam_compiler::display::capitalised;
 use std::fmt::Write;
 
 /// The hidden marker a CI job looks for to update its earlier comment instead of adding one.
@@ -423,14 +424,6 @@ fn details(job: &JobDiff, head: &Side) -> String {
         html(&super::text::describe(job, head)),
         fence_safe(&body)
     )
-}
-
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 fn plural(n: usize, what: &str) -> String {
