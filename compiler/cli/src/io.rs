@@ -1,5 +1,6 @@
 //! All file-system access of loam: finding spec files, reading them, writing files atomically.
 
+pub mod emit_folder;
 mod loamignore;
 
 pub use loamignore::{FILE_NAME as IGNORE_FILE, LoamIgnore};
