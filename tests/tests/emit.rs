@@ -191,7 +191,7 @@ fn a_failing_emit_leaves_the_output_folder_untouched() {
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains("loam-tmp") || n.contains("loam-old"))
+        .filter(|n| n.contains(".loam-new-") || n.contains(".loam-old-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     let _ = std::fs::remove_dir_all(&dir);

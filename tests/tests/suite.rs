@@ -28,6 +28,7 @@ mod emit_slurm;
 mod emit_tools;
 mod examples;
 mod fmt_properties;
+mod hostile_fs;
 mod loamignore;
 mod phases;
 mod plan;

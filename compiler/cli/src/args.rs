@@ -216,9 +216,14 @@ pub struct EmitArgs {
     /// The trainer command, split on spaces; the layout arguments follow it. Default: `loam-train`.
     #[arg(long, value_name = "COMMAND")]
     pub trainer: Option<String>,
-    /// The folder to write; replaced as a whole, only if empty or written by `loam emit`.
+    /// The folder to write; replaced as a whole, only if empty or written by `loam emit` and
+    /// unchanged since (its `.loam-emit` lists every file and its SHA-256).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Replace an `--out` folder written by `loam emit` even when files were added to it or
+    /// edited since (a folder without loam's marker is never replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Which system `loam emit` writes for.

@@ -52,18 +52,23 @@ pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, IoError> {
             io::display(dir)
         )));
     }
+    // Links are followed only to files inside the catalogue folder: a catalogue error echoes
+    // the file's lines, which must never be another file's (a secret).
+    let root = dir
+        .canonicalize()
+        .map_err(|e| IoError(format!("cannot read catalogue `{}`: {e}", io::display(dir))))?;
     let mut paths: Vec<PathBuf> = Vec::new();
     for sub in FOLDERS {
         let folder = dir.join(sub);
         if io::is_dir(&folder) {
-            paths.extend(io::list_files(&folder, &["yaml", "yml"])?);
+            paths.extend(io::list_files(&folder, &root, &["yaml", "yml"])?);
         }
     }
     paths.sort();
     paths
         .iter()
         .map(|path| {
-            let bytes = io::read(path)?;
+            let bytes = io::read_spec(path)?;
             Ok((
                 io::display(path),
                 String::from_utf8_lossy(&bytes).into_owned(),

@@ -25,17 +25,48 @@ pub struct Context<'a> {
     stdin: &'a mut dyn Read,
     /// Whether to colour diagnostics.
     pub color: bool,
+    /// What became of standard output: once a write failed, nothing more is written to it.
+    out_state: OutState,
+}
+
+/// Whether standard output still takes what a command prints.
+enum OutState {
+    Open,
+    /// The reader went away (`loam … | head`): not an error, the rest is dropped quietly.
+    Closed,
+    /// A write failed (a full disk, `/dev/full`): the run ends with exit 2.
+    Failed(std::io::Error),
 }
 
 impl Context<'_> {
-    /// Writes to standard output.
+    /// Writes to standard output. The first failure is kept and ends the run with exit 2
+    /// ([`run`]), so a truncated output file never passes for a complete one.
     pub fn print(&mut self, text: &str) {
-        let _ = self.out.write_all(text.as_bytes());
+        if !matches!(self.out_state, OutState::Open) {
+            return;
+        }
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
+            self.out_state = closed_or_failed(e);
+        }
     }
 
-    /// Writes to standard error.
+    /// Writes to standard error. A failure there cannot be reported anywhere, so it is dropped.
     pub fn eprint(&mut self, text: &str) {
         let _ = self.err.write_all(text.as_bytes());
+    }
+
+    /// Flushes standard output (buffered writes fail only here) and says how it went.
+    fn finish_output(&mut self) -> Option<std::io::Error> {
+        if matches!(self.out_state, OutState::Open)
+            && let Err(e) = self.out.flush()
+        {
+            self.out_state = closed_or_failed(e);
+        }
+        let _ = self.err.flush();
+        match std::mem::replace(&mut self.out_state, OutState::Closed) {
+            OutState::Failed(e) => Some(e),
+            OutState::Open | OutState::Closed => None,
+        }
     }
 
     /// Writes a JSON document to standard output, pretty and with a final newline.
@@ -70,8 +101,13 @@ pub fn run(
             let rendered = e.render().to_string();
             if e.use_stderr() {
                 let _ = err.write_all(rendered.as_bytes());
-            } else {
-                let _ = out.write_all(rendered.as_bytes());
+            } else if let Err(e) = out
+                .write_all(rendered.as_bytes())
+                .and_then(|()| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                let _ = writeln!(err, "error: cannot write standard output: {e}");
+                return 2;
             }
             return code;
         }
@@ -86,7 +122,9 @@ pub fn run(
         err,
         stdin,
         color,
+        out_state: OutState::Open,
     };
+    io::notes::clear();
     let result = match &cli.command {
         Command::Check(a) => commands::check::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Fmt(a) => commands::fmt::run(a, &mut cx),
@@ -100,11 +138,29 @@ pub fn run(
         Command::Report(a) => commands::report::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Schema => Ok(commands::schema::run(&mut cx)),
     };
-    match result {
+    let notes = io::notes::take();
+    cx.eprint(&notes);
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             cx.eprint(&format!("error: {e}\n"));
             2
         }
+    };
+    match cx.finish_output() {
+        Some(e) => {
+            cx.eprint(&format!("error: cannot write standard output: {e}\n"));
+            2
+        }
+        None => code,
+    }
+}
+
+/// A failed write to standard output: a closed pipe ends output quietly, anything else fails.
+fn closed_or_failed(e: std::io::Error) -> OutState {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        OutState::Closed
+    } else {
+        OutState::Failed(e)
     }
 }

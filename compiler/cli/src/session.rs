@@ -22,7 +22,7 @@ pub fn read_project(
     let catalogue = catalogue_texts(cli_catalogue)?;
     let mut specs = Vec::new();
     for path in io::find_spec_files(paths)? {
-        specs.push((io::display(&path), io::read(&path)?));
+        specs.push((io::display(&path), io::read_spec(&path)?));
     }
     Ok(ProjectFiles { catalogue, specs })
 }

@@ -100,7 +100,7 @@ pub fn run(
             return Ok(1);
         }
     };
-    io::emit_folder::write_dir(&args.out, &manifests)?;
+    io::emit_folder::write_dir(&args.out, &manifests, args.force)?;
     let services = if doc.services.is_empty() {
         String::new()
     } else {

@@ -24,7 +24,7 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
     let mut results: Vec<(PathBuf, String, String)> = Vec::new();
     let mut failed = false;
     for path in files {
-        let bytes = io::read(&path)?;
+        let bytes = io::read_spec(&path)?;
         let name = io::display(&path);
         match std::str::from_utf8(&bytes).ok().and_then(format_source) {
             Some(formatted) => {
@@ -60,7 +60,15 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
         return Ok(u8::from(!changed.is_empty()));
     }
     for (path, _, after) in &changed {
-        io::write_atomically(path, after)?;
+        // A linked spec is formatted at its target when that is inside the repository (the
+        // link stays a link); a link out of it is refused, not replaced by a file.
+        let root = io::write::repository_root(path);
+        io::write::write_file(
+            path,
+            after.as_bytes(),
+            io::write::Links::FollowInside,
+            Some(&root),
+        )?;
         cx.eprint(&format!("formatted {}\n", io::display(path)));
     }
     Ok(0)

@@ -19,8 +19,14 @@ pub fn run(
     catalogue: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, IoError> {
-    // A missing folder fails before any planning, not after it.
+    // A missing folder or a link at `--out` fails before any planning, not after it.
     if let Some(out) = &args.out {
+        if std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(IoError(format!(
+                "cannot write `{}`: it is a symbolic link; name a regular file or a new path",
+                io::display(out)
+            )));
+        }
         let folder = out.parent().filter(|p| !p.as_os_str().is_empty());
         if let Some(folder) = folder.filter(|f| !io::is_dir(f)) {
             return Err(IoError(format!(

@@ -86,7 +86,7 @@ impl Repo {
         let object = self
             .repo
             .revparse_single(rev)
-            .map_err(|e| git_error(&format!("cannot resolve revision `{rev}`"), &e))?;
+            .map_err(|e| self.revision_error(rev, &e))?;
         let commit = object.peel_to_commit().ok();
         let tree = object
             .peel_to_tree()
@@ -99,6 +99,24 @@ impl Repo {
             .entry(tree.id())
             .or_insert_with(|| rev.to_string());
         Ok((tree, short))
+    }
+
+    /// Why `rev` cannot be resolved, in words that say what to do: libgit2's own message is
+    /// terse ("parent 0 does not exist") or misleading (`@{-1}` reports a missing ignore file).
+    fn revision_error(&self, rev: &str, e: &git2::Error) -> IoError {
+        let what = format!("cannot resolve revision `{rev}`");
+        if rev.contains("@{") {
+            return IoError(format!(
+                "{what}: loam does not read the reflog (`@{{…}}`); name the branch or commit instead (`git rev-parse '{rev}'` prints it)"
+            ));
+        }
+        if self.repo.is_shallow() && (rev.contains('~') || rev.contains('^')) {
+            return IoError(format!(
+                "{what}: {}; this clone is shallow, so older commits are missing: fetch more history (`git fetch --deepen=50`, or `git fetch --unshallow`; in GitHub Actions `fetch-depth: 0`)",
+                e.message()
+            ));
+        }
+        git_error(&what, e)
     }
 
     /// The rules of the `.loamignore` at the root of `tree`; none when it has no such file.
@@ -235,16 +253,7 @@ impl Repo {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
-        let ignore_file = root.join(IGNORE_FILE);
-        let ignore = if ignore_file.is_file() {
-            LoamIgnore::parse(
-                Some(root.to_path_buf()),
-                &io::display(&ignore_file),
-                &io::read(&ignore_file)?,
-            )?
-        } else {
-            LoamIgnore::none()
-        };
+        let ignore = LoamIgnore::read_in(root)?.unwrap_or_else(LoamIgnore::none);
         let mut found = Vec::new();
         for path in io::find_spec_files_ignoring(&paths, root, &ignore)? {
             let Ok(rest) = path.strip_prefix(root) else {
@@ -253,7 +262,7 @@ impl Repo {
             if self.repo.is_path_ignored(rest).unwrap_or(false) {
                 continue;
             }
-            let bytes = io::read(&path)?;
+            let bytes = io::read_spec(&path)?;
             found.push((slash_path(rest), bytes));
         }
         found.sort();

@@ -7,7 +7,7 @@
 //! patterns are relative to the folder that holds it. Files named on the command line are
 //! always read; the rules only decide what a folder search finds.
 
-use super::{IoError, display};
+use super::{IoError, display, notes, read_spec};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Path, PathBuf};
 
@@ -55,7 +55,7 @@ impl LoamIgnore {
         }
         let matcher = builder
             .build()
-            .map_err(|e| IoError(format!("`{name}`: {}", reason(&e))))?;
+            .map_err(|e| IoError(format!("`{name}`: {}", too_large(text, &e))))?;
         Ok(LoamIgnore { root, matcher })
     }
 
@@ -67,17 +67,36 @@ impl LoamIgnore {
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
         let in_work_tree = cwd.ancestors().any(|dir| dir.join(".git").exists());
         for dir in cwd.ancestors() {
-            let file = dir.join(FILE_NAME);
-            if file.is_file() {
-                let bytes = std::fs::read(&file)
-                    .map_err(|e| IoError(format!("cannot read `{}`: {e}", display(&file))))?;
-                return LoamIgnore::parse(Some(dir.to_path_buf()), &display(&file), &bytes);
+            if let Some(rules) = LoamIgnore::read_in(dir)? {
+                return Ok(rules);
             }
             if !in_work_tree || dir.join(".git").exists() {
                 break;
             }
         }
         Ok(LoamIgnore::none())
+    }
+
+    /// The rules of the `.loamignore` in folder `dir`, if it holds one as a regular file. A
+    /// symbolic link there is skipped with a note and never read: its target could be any file,
+    /// and a pattern error would echo its lines.
+    pub fn read_in(dir: &Path) -> Result<Option<LoamIgnore>, IoError> {
+        let file = dir.join(FILE_NAME);
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            return Ok(None);
+        };
+        if meta.file_type().is_symlink() {
+            notes::skipped(
+                &display(&file),
+                "a symbolic link; loam reads `.loamignore` only as a regular file",
+            );
+            return Ok(None);
+        }
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let bytes = read_spec(&file)?;
+        LoamIgnore::parse(Some(dir.to_path_buf()), &display(&file), &bytes).map(Some)
     }
 
     /// The folder holding the file, when a file on disk applies.
@@ -100,6 +119,37 @@ impl LoamIgnore {
         let canonical = absolute.canonicalize().unwrap_or(absolute);
         canonical.strip_prefix(root).ok().map(Path::to_path_buf)
     }
+}
+
+/// The message when the patterns parse one by one but the matcher cannot hold them: the first
+/// line that is too large on its own, else all of them together (the matcher's automaton has a
+/// size limit).
+fn too_large(text: &str, e: &ignore::Error) -> String {
+    for (number, line) in text.lines().enumerate() {
+        let mut alone = GitignoreBuilder::new("");
+        let fails = alone
+            .add_line(None, line.strip_suffix('\r').unwrap_or(line))
+            .is_ok()
+            && alone.build().is_err();
+        if fails {
+            let shown: String = line.trim_end().chars().take(60).collect();
+            let more = if line.trim_end().chars().count() > 60 {
+                "…"
+            } else {
+                ""
+            };
+            return format!(
+                "line {}: `{shown}{more}` is too large a pattern for the matcher ({}); simplify it",
+                number + 1,
+                reason(e)
+            );
+        }
+    }
+    format!(
+        "its {} lines are too many or too complex together for the matcher ({}); split or simplify them",
+        text.lines().count(),
+        reason(e)
+    )
 }
 
 /// The matcher's message without its echo of the pattern.
