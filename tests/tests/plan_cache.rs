@@ -516,3 +516,241 @@ fn a_price_change_in_one_pool_replans_only_its_jobs() {
     assert_eq!(again.head.plans, plain.head.plans);
     assert_eq!(entries(cache.path()).len(), 10);
 }
+
+/// Runs the built `loam` in `dir` with `env` set (and no cache variables inherited): exit code,
+/// standard output, standard error.
+fn loam_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (u8, String, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_loam-under-test"));
+    command
+        .args(["--color", "never"])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("LOAM_CACHE_DIR")
+        .env_remove("LOAM_CACHE_KEY");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    (
+        u8::try_from(out.status.code().unwrap()).unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The secret the tests sign with (32 bytes).
+const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+/// Reproducer 09 of the reliability review, as an attacker without the key would do it: every
+/// `amount` of the entry set to 1 and the entry's checksum recomputed. Returns the forged body.
+fn forge(entry: &Path) -> String {
+    let text = std::fs::read_to_string(entry).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    let mut plan: serde_json::Value = serde_json::from_str(body).unwrap();
+    fn cheapen(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    if k == "amount" && v.is_number() {
+                        *v = serde_json::json!(1.0);
+                    } else {
+                        cheapen(v);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(cheapen),
+            _ => {}
+        }
+    }
+    cheapen(&mut plan);
+    let forged = serde_json::to_string(&plan).unwrap();
+    assert_ne!(forged, body);
+    let words: Vec<&str> = header.split(' ').collect();
+    std::fs::write(
+        entry,
+        format!(
+            "{} {} {}\n{forged}",
+            words[0],
+            words[1],
+            checksum(forged.as_bytes())
+        ),
+    )
+    .unwrap();
+    forged
+}
+
+/// Review finding M7, reproducer 09: a cache inside the folder being planned is refused without
+/// a key (exit 2, nothing planned, nothing written); with `LOAM_CACHE_KEY` its entries are
+/// signed, and the forged entry (amounts and checksum rewritten by someone without the key) is
+/// never shown: the job is planned again, the entry rewritten, and stderr says so once.
+#[test]
+fn a_forged_entry_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "llama3-8b-finetune.loam";
+    std::fs::copy(
+        repo_root().join("examples").join(spec),
+        dir.path().join(spec),
+    )
+    .unwrap();
+    let args = ["plan", "--format", "json", "--cache", ".loam-cache", spec];
+    let (fresh_code, fresh, fresh_err) =
+        loam_env(dir.path(), &[], &["plan", "--format", "json", spec]);
+    assert_eq!(fresh_code, 0);
+
+    // Unsigned, inside the planned folder: refused.
+    let (code, out, err) = loam_env(dir.path(), &[], &args);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(out, "");
+    assert!(
+        err.contains("refusing the plan cache `.loam-cache`"),
+        "{err}"
+    );
+    assert!(err.contains("LOAM_CACHE_KEY"), "{err}");
+    assert!(!dir.path().join(".loam-cache").exists());
+
+    // Signed: filled, then forged, then never trusted.
+    let keyed = [("LOAM_CACHE_KEY", KEY)];
+    let (code, filled, err) = loam_env(dir.path(), &keyed, &args);
+    assert!(code == 0 && filled == fresh && err == fresh_err, "{err}");
+    let found = entries(&dir.path().join(".loam-cache"));
+    assert_eq!(found.len(), 1);
+    let signed = std::fs::read_to_string(&found[0]).unwrap();
+    assert!(
+        signed.lines().next().unwrap().contains(" hmac-sha256:"),
+        "{signed}"
+    );
+    let forged = forge(&found[0]);
+    let (code, shown, err) = loam_env(dir.path(), &keyed, &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(shown == fresh, "the forged plan was shown");
+    assert!(!shown.contains(&forged));
+    assert_eq!(
+        err.matches("failed verification").count(),
+        1,
+        "warned once: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&found[0]).unwrap(),
+        signed,
+        "rewritten"
+    );
+
+    // The other key cannot verify it either; without a key a signed entry is simply not used.
+    let other = [("LOAM_CACHE_KEY", "another secret of 32 bytes......")];
+    let (code, shown, err) = loam_env(dir.path(), &other, &args);
+    assert!(code == 0 && shown == fresh, "{err}");
+    assert!(err.contains("failed verification"), "{err}");
+
+    // A key too short to be a secret is refused.
+    let (code, _, err) = loam_env(dir.path(), &[("LOAM_CACHE_KEY", "short")], &args);
+    assert_eq!(code, 2);
+    assert!(err.contains("LOAM_CACHE_KEY holds 5 bytes"), "{err}");
+}
+
+/// Without a key, a cache folder inside a git work tree is refused whichever way it is named:
+/// `--cache`, `LOAM_CACHE_DIR`, a path through a symlink into the work tree, a symlink in the
+/// work tree pointing out of it, for `plan` and `diff` alike; a folder outside is used.
+#[test]
+fn an_unsigned_cache_inside_a_work_tree_is_refused() {
+    let mut repo = TempRepo::new();
+    repo.write("jobs/a.loam", spec("a", 64, 8));
+    repo.commit("one job");
+    let root = repo.path();
+    let outside = tempfile::tempdir().unwrap();
+    let link_in = outside.path().join("into-repo");
+    std::os::unix::fs::symlink(&root, &link_in).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("out-link")).unwrap();
+    let through_link = link_in.join("cache").to_string_lossy().into_owned();
+    for (how, env, cache) in [
+        ("flag", None, Some(".loam-cache")),
+        ("env", Some(".loam-cache"), None),
+        (
+            "a link into the work tree",
+            None,
+            Some(through_link.as_str()),
+        ),
+        ("a link out of the work tree", None, Some("out-link/cache")),
+        (
+            "a subfolder, named with ..",
+            None,
+            Some("jobs/../deep/er/cache"),
+        ),
+    ] {
+        let mut vars = Vec::new();
+        if let Some(dir) = env {
+            vars.push(("LOAM_CACHE_DIR", dir));
+        }
+        for command in [&["plan", "jobs"][..], &["diff", "--base", "HEAD"][..]] {
+            let mut args = command.to_vec();
+            if let Some(dir) = cache {
+                args.extend(["--cache", dir]);
+            }
+            let (code, out, err) = loam_env(&root, &vars, &args);
+            assert_eq!(code, 2, "{how}, {command:?}: {out}{err}");
+            assert!(
+                err.contains("inside the git work tree"),
+                "{how}, {command:?}: {err}"
+            );
+        }
+    }
+    assert!(!root.join(".loam-cache").exists() && !root.join("deep").exists());
+    assert!(std::fs::read_dir(outside.path()).unwrap().count() == 1);
+    // Outside the work tree: used.
+    let cache = outside.path().join("cache").to_string_lossy().into_owned();
+    let (code, _, err) = loam_env(&root, &[], &["plan", "jobs", "--cache", &cache]);
+    assert!(code == 0 && !err.contains("cache"), "{err}");
+    assert_eq!(entries(Path::new(&cache)).len(), 1);
+    // Signed: allowed inside, too (no commit can forge a signature).
+    let keyed = [("LOAM_CACHE_KEY", KEY)];
+    let (code, _, err) = loam_env(&root, &keyed, &["plan", "jobs", "--cache", ".loam-cache"]);
+    assert!(code == 0 && !err.contains("cache"), "{err}");
+    assert_eq!(entries(&root.join(".loam-cache")).len(), 1);
+}
+
+/// Keyed entries through the library: a signed entry verifies only under its key and only at
+/// its own key's place (an older plan of the same job copied over a newer key's entry is not
+/// taken), and an unkeyed entry is never trusted under a key.
+#[test]
+fn signed_entries_verify_only_under_their_key_and_place() {
+    let root = repo_root();
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("examples/llama3-8b-finetune.loam")).unwrap();
+    let project = checked(catalogue(), "a.loam", &text);
+    let plan = plan_project(&project, 1).document.plans.remove(0);
+    let job = &project.jobs[0];
+    let (k1, k2) = (checksum(b"key 1"), checksum(b"key 2"));
+    let signed = PlanCache::keyed(dir.path(), KEY.as_bytes()).unwrap();
+    assert!(PlanCache::keyed(dir.path(), b"too short").is_none());
+    assert!(signed.put(&k1, &plan));
+    assert_eq!(signed.get(&k1, job).as_ref(), Some(&plan));
+    assert_eq!(signed.rejected(), 0);
+    // Copied to another key's place (header rewritten to match): not taken.
+    let first = entries(dir.path()).pop().unwrap();
+    let moved = std::fs::read_to_string(&first)
+        .unwrap()
+        .replacen(&k1, &k2, 1);
+    let hex = k2.strip_prefix("sha256:").unwrap();
+    let place = dir.path().join("plans-v1").join(&hex[..2]);
+    std::fs::create_dir_all(&place).unwrap();
+    std::fs::write(place.join(format!("{}.json", &hex[2..])), moved).unwrap();
+    assert!(signed.get(&k2, job).is_none());
+    assert_eq!(signed.rejected(), 1);
+    // Another key, or none: not trusted (an unkeyed reader just does not use it).
+    let other = PlanCache::keyed(dir.path(), b"a different secret, 32 bytes....").unwrap();
+    assert!(other.get(&k1, job).is_none());
+    assert_eq!(other.rejected(), 1);
+    let unkeyed = PlanCache::at(dir.path());
+    assert!(unkeyed.get(&k1, job).is_none());
+    assert_eq!(unkeyed.rejected(), 0);
+    // An unkeyed entry under a key: never trusted, counted, and warned about once.
+    assert!(unkeyed.put(&k1, &plan));
+    assert!(signed.get(&k1, job).is_none());
+    assert_eq!(signed.rejected(), 2);
+    let warning = signed.warning().unwrap();
+    assert!(
+        warning.starts_with("warning: 2 entries of the plan cache"),
+        "{warning}"
+    );
+    assert!(!warning.contains(KEY));
+    assert!(!format!("{signed:?}").contains(KEY));
+}

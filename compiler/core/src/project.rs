@@ -244,11 +244,16 @@ pub fn plan_project(project: &CheckedProject, threads: usize) -> PlannedProject 
 const KEY_VERSION: &str = concat!("loam ", env!("CARGO_PKG_VERSION"), " plan ");
 
 /// The key of a job's plan: `sha256:<hex>` over loam's version, the Plan format version, the
-/// spec file's display path and text, the job's name and the job's catalogue inputs
-/// ([`Catalogue::inputs_digest`]). The plan is a pure function of these: two jobs with the same
-/// key have byte-identical plans. (The path is in the key because the plan names its file.)
+/// cost model's fitted constants, the spec file's display path and text, the job's name and the
+/// job's catalogue inputs ([`Catalogue::inputs_digest`]). The plan is a pure function of these:
+/// two jobs with the same key have byte-identical plans. (The path is in the key because the
+/// plan names its file; the fitted constants are, although a release fixes them, because a
+/// refit between two builds of one version changes every plan.)
 pub fn plan_key(file: &str, text: &str, job: &str, inputs_digest: &str) -> String {
-    let version = format!("{KEY_VERSION}{FORMAT_VERSION}");
+    let version = format!(
+        "{KEY_VERSION}{FORMAT_VERSION} {:?}",
+        crate::cost::FittedConstants::SHIPPED
+    );
     let parts: [&[u8]; 5] = [
         version.as_bytes(),
         file.as_bytes(),

@@ -15,7 +15,7 @@ use std::path::Path;
 /// head, 2 on usage or I/O errors; with `--detailed-exitcode`, 0 means no change and 2 means
 /// changes (errors stay 1).
 pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> Result<u8, IoError> {
-    let outcome = compute(args, catalogue)?;
+    let outcome = compute(args, catalogue, cx)?;
     let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);
     match args.format {
         DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
@@ -48,7 +48,12 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
 
 /// Reads, checks and plans both sides that `args` name, and compares them: what every format
 /// of `loam diff`, and `loam report --base`, shows.
-pub fn compute(args: &DiffArgs, catalogue: Option<&Path>) -> Result<Outcome, IoError> {
+/// Cache entries that were not trusted are told on standard error, once.
+pub fn compute(
+    args: &DiffArgs,
+    catalogue: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<Outcome, IoError> {
     let request = Request {
         base: args.base.clone(),
         head: if args.worktree {
@@ -64,9 +69,13 @@ pub fn compute(args: &DiffArgs, catalogue: Option<&Path>) -> Result<Outcome, IoE
             DiffManifests::Baremetal => Some(Target::Baremetal),
             DiffManifests::None => None,
         },
-        cache: crate::plan_cache::PlanCache::open(args.cache.as_deref()),
+        cache: crate::plan_cache::PlanCache::open(args.cache.as_deref(), &args.paths)?,
     };
-    gitops::run(&request)
+    let outcome = gitops::run(&request);
+    if let Some(warning) = request.cache.as_ref().and_then(|c| c.warning()) {
+        cx.eprint(&warning);
+    }
+    outcome
 }
 
 /// The exit code of a diff: 1 when a job is infeasible or a spec or the catalogue does not

@@ -18,7 +18,7 @@ pub fn run(
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let (specs, planned) = load_and_plan(&args.paths, catalogue_dir, args.cache.as_deref())?;
+    let (specs, planned) = load_and_plan(&args.paths, catalogue_dir, args.cache.as_deref(), cx)?;
     report_diagnostics(&specs, &planned, cx);
     let doc = &planned.document;
     let checks_failed = specs.errors() > 0;
@@ -76,14 +76,19 @@ pub fn run(
 
 /// Reads and checks the specs of `paths` against the catalogue, then plans them through the
 /// plan cache (`--cache DIR`, else `LOAM_CACHE_DIR`): what `loam plan` and `loam report` show.
+/// Cache entries that were not trusted are told on standard error, once.
 pub fn load_and_plan(
     paths: &[PathBuf],
     catalogue_dir: Option<&Path>,
     cache: Option<&Path>,
+    cx: &mut Context<'_>,
 ) -> Result<(CheckedProject, PlannedProject), crate::io::IoError> {
+    let cache = PlanCache::open(cache, paths)?;
     let specs = load_checked(paths, catalogue_dir)?;
-    let cache = PlanCache::open(cache);
     let planned = plan_cache::plan(&specs, threads(), cache.as_ref(), &|_| None);
+    if let Some(warning) = cache.as_ref().and_then(PlanCache::warning) {
+        cx.eprint(&warning);
+    }
     Ok((specs, planned))
 }
 

@@ -39,7 +39,7 @@ pub fn run(
     let (page, code, summary) = match &args.base {
         None => {
             let (specs, planned) =
-                plan::load_and_plan(&args.paths, catalogue, args.cache.as_deref())?;
+                plan::load_and_plan(&args.paths, catalogue, args.cache.as_deref(), cx)?;
             plan::report_diagnostics(&specs, &planned, cx);
             let page = plan_html::render(&plan_html::title(&args.paths), &specs, &planned);
             let doc = &planned.document;
@@ -55,7 +55,7 @@ pub fn run(
             )
         }
         Some(base) => {
-            let outcome = diff::compute(&diff_args(args, base), catalogue)?;
+            let outcome = diff::compute(&diff_args(args, base), catalogue, cx)?;
             let (base, head, changes) = (&outcome.base, &outcome.head, &outcome.diff);
             diff::report_diagnostics(base, head, cx);
             let page = html::render(changes, base, head);
