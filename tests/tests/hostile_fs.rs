@@ -455,3 +455,43 @@ fn assert_no_temporary_files(dir: &Path) {
         );
     }
 }
+
+/// L5: a revision a shallow clone lacks says the clone is shallow and how to fetch more; the
+/// reflog syntax (`@{-1}`) says it is not read, instead of libgit2's "ignore file" message.
+#[test]
+fn revision_errors_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = dir.path().join("origin");
+    fs::create_dir(&origin).unwrap();
+    let git = |cwd: &Path, args: &[&str]| {
+        let output = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+    };
+    git(&origin, &["init", "-q"]);
+    fs::copy(example(), origin.join("x.loam")).unwrap();
+    git(&origin, &["add", "x.loam"]);
+    git(&origin, &["commit", "-qm", "one"]);
+    fs::write(origin.join("notes.txt"), "two\n").unwrap();
+    git(&origin, &["add", "notes.txt"]);
+    git(&origin, &["commit", "-qm", "two"]);
+    let url = format!("file://{}", origin.display());
+    git(
+        dir.path(),
+        &["clone", "-q", "--depth", "1", &url, "shallow"],
+    );
+    let clone = dir.path().join("shallow");
+
+    let (code, _, err) = loam(&clone, &["diff", "--base", "HEAD~1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("this clone is shallow"), "{err}");
+    assert!(err.contains("git fetch --deepen"), "{err}");
+
+    let (code, _, err) = loam(&clone, &["diff", "--base", "@{-1}"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("loam does not read the reflog"), "{err}");
+}
