@@ -420,7 +420,11 @@ fn check_job_name(
     checkpoint: Option<&CheckpointSpec>,
     diags: &mut Diagnostics,
 ) {
-    let shown = name.value.escape_debug();
+    // A long name is shown cut: the message repeats it, and a 100k-character name would fill
+    // the terminal (the label under the name shows where it is).
+    let shown = crate::display::bounded(&name.value, 80)
+        .escape_debug()
+        .to_string();
     let (kind, example) = match checkpoint {
         Some(_) => ("job", "job \"llama3-8b-sft\""),
         None => ("service", "service \"chat-70b\""),
@@ -435,6 +439,11 @@ fn check_job_name(
         Err(JobNameProblem::NoLetterOrDigit) => (
             format!("expected a {kind} name with an ASCII letter or digit, found `{shown}`"),
             "no Kubernetes, Slurm or folder name can be made from this",
+            help,
+        ),
+        Err(problem @ JobNameProblem::Hidden(_)) => (
+            format!("{kind} name `{shown}` cannot be shown or written safely: {problem}"),
+            "tables, logs and scripts would print this character raw",
             help,
         ),
         Ok(_) => match (CheckpointPath::folder_name_problem(&name.value), checkpoint) {

@@ -10,6 +10,9 @@
 use crate::plan::ir::LayoutIr;
 use crate::workload::Layout;
 
+mod visible;
+pub use visible::{bounded, is_hidden, visible, visible_lines};
+
 /// `text` with its first letter upper-case, as a sentence starts.
 pub fn capitalised(text: &str) -> String {
     let mut chars = text.chars();

@@ -8,19 +8,21 @@
 
 use crate::span::FileId;
 use crate::syntax::ast::{Attribute, Block, Entry, File, Value};
-use crate::syntax::{Comment, comments, parse};
+use crate::syntax::{Comment, comments, decode_utf8, parse};
 
 const INDENT: &str = "  ";
 
-/// Formats `text` (the contents of one file). Returns `None` when the text does not parse: a
-/// file with syntax errors is never rewritten.
+/// Formats `text` (the contents of one file). Returns `None` when the text is not spec text
+/// (`syntax::decode_utf8`: the formatter writes what the checker reads) or does not parse: a
+/// file with syntax errors is never rewritten. A byte-order mark is dropped.
 pub fn format_source(text: &str) -> Option<String> {
-    let parsed = parse(FileId(0), text);
+    let text = decode_utf8(FileId(0), text.as_bytes()).ok()?;
+    let parsed = parse(FileId(0), &text);
     if parsed.diagnostics.iter().any(|d| d.is_error()) {
         return None;
     }
     let file = parsed.file?;
-    Some(format_file(&file, text))
+    Some(format_file(&file, &text))
 }
 
 /// Formats a parsed file; `text` is the source it was parsed from (for comments and blank lines).

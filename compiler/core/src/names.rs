@@ -5,6 +5,7 @@
 //! label made from the job's name by [`job_label`]; a name that yields no readable label is
 //! refused by the checker (L1019) and by the backends (L4004) through that same function.
 
+use crate::display;
 use sha2::{Digest, Sha256};
 use std::fmt::{self, Write};
 
@@ -19,6 +20,10 @@ pub enum JobNameProblem {
     Empty,
     /// No ASCII letter or digit, so the derived label would be a bare hash (`job "---"`).
     NoLetterOrDigit,
+    /// A control character (`job "a\nb"`, an ESC sequence) or a bidirectional formatting
+    /// character ([`display::is_hidden`]): the name is printed in tables, logs and pull-request
+    /// comments and written into scripts, where such a character acts instead of reading.
+    Hidden(char),
 }
 
 impl fmt::Display for JobNameProblem {
@@ -26,6 +31,13 @@ impl fmt::Display for JobNameProblem {
         f.write_str(match self {
             JobNameProblem::Empty => "the name is empty",
             JobNameProblem::NoLetterOrDigit => "the name has no ASCII letter or digit",
+            JobNameProblem::Hidden(c) => {
+                return write!(
+                    f,
+                    "the name contains the control character U+{:04X}",
+                    u32::from(*c)
+                );
+            }
         })
     }
 }
@@ -34,10 +46,13 @@ impl fmt::Display for JobNameProblem {
 /// job name: the job's name itself when it is a label of at most [`MAX_JOB_LABEL`] bytes, else
 /// a readable part of it and a hash (see [`dns_label`]).
 ///
-/// Job names must be non-empty and hold at least one ASCII letter or digit.
+/// Job names must be non-empty, hold at least one ASCII letter or digit and no control or
+/// bidirectional formatting character.
 pub fn job_label(name: &str) -> Result<String, JobNameProblem> {
     if name.is_empty() {
         Err(JobNameProblem::Empty)
+    } else if let Some(c) = name.chars().find(|&c| display::is_hidden(c)) {
+        Err(JobNameProblem::Hidden(c))
     } else if !name.bytes().any(|b| b.is_ascii_alphanumeric()) {
         Err(JobNameProblem::NoLetterOrDigit)
     } else {
@@ -164,6 +179,23 @@ mod tests {
     }
 
     #[test]
+    fn job_names_hold_no_control_or_bidi_character() {
+        for (name, c) in [
+            ("a\nb", '\n'),
+            ("\u{1b}]0;owned\u{7}ok", '\u{1b}'),
+            ("job\0", '\0'),
+            ("a\u{9b}b", '\u{9b}'),
+            ("a\u{202e}b", '\u{202e}'),
+        ] {
+            assert_eq!(job_label(name), Err(JobNameProblem::Hidden(c)), "{name:?}");
+        }
+        assert_eq!(
+            JobNameProblem::Hidden('\u{1b}').to_string(),
+            "the name contains the control character U+001B"
+        );
+    }
+
+    #[test]
     fn job_names_need_a_letter_or_digit() {
         assert_eq!(job_label(""), Err(JobNameProblem::Empty));
         assert_eq!(job_label("--- !"), Err(JobNameProblem::NoLetterOrDigit));
@@ -172,7 +204,7 @@ mod tests {
         for name in [
             "a",
             "Llama 3 / 70B",
-            "x'y\"z $(rm -rf /)\n名前",
+            "x'y\"z $(rm -rf /) 名前",
             &"L".repeat(300),
         ] {
             let label = job_label(name).unwrap();

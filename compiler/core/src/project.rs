@@ -457,7 +457,7 @@ fn check_spec(id: FileId, bytes: &[u8]) -> SpecChecked {
         Ok(text) => text,
         Err(diagnostic) => return (vec![*diagnostic], Vec::new(), Vec::new()),
     };
-    let parsed = parse(id, text);
+    let parsed = parse(id, &text);
     let mut diagnostics = parsed.diagnostics;
     let mut jobs = Vec::new();
     let mut services = Vec::new();

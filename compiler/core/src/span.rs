@@ -75,6 +75,27 @@ pub struct SourceFile {
     pub name: String,
     /// The full text.
     pub text: String,
+    /// Where its lines start, built once when the file is added.
+    lines: LineIndex,
+}
+
+impl SourceFile {
+    /// 1-based line and column (in characters) of byte `offset`, in time independent of the
+    /// file's size (see [`LineIndex`]).
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        self.lines.line_col(&self.text, offset)
+    }
+
+    /// The byte range of the 1-based `line` without its line break (`\n` or `\r\n`); an
+    /// empty range at the end of the text for a line past the last.
+    pub fn line_range(&self, line: usize) -> std::ops::Range<usize> {
+        self.lines.line_range(&self.text, line)
+    }
+
+    /// The number of lines (a text ending in a line break has an empty last line).
+    pub fn lines(&self) -> usize {
+        self.lines.lines()
+    }
 }
 
 /// All source texts of one compiler run, indexed by [`FileId`].
@@ -92,9 +113,11 @@ impl SourceMap {
     /// Adds a text and returns its id.
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
         let id = FileId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
+        let text = text.into();
         self.files.push(SourceFile {
             name: name.into(),
-            text: text.into(),
+            lines: LineIndex::new(&text),
+            text,
         });
         id
     }
@@ -115,20 +138,118 @@ impl SourceMap {
     /// 1-based line and column (in characters) of byte `offset` in `file`.
     pub fn line_col(&self, file: FileId, offset: u32) -> (usize, usize) {
         match self.get(file) {
-            Some(f) => line_col(&f.text, offset as usize),
+            Some(f) => f.line_col(offset as usize),
             None => (1, 1),
         }
     }
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
+///
+/// This builds a [`LineIndex`] for one question: callers asking many keep a [`SourceMap`].
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
-    (line, col)
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Bytes per block of the character-count index: a column is counted over at most one block.
+const CHARS_BLOCK: usize = 256;
+
+/// Where the lines of one text start, and how many characters precede every
+/// [`CHARS_BLOCK`]-th byte, so a byte offset becomes a line and column by a binary search and a
+/// count over at most one block: rendering n diagnostics of a file costs O(n log size), not
+/// O(n × size), even when they all sit on one long line.
+///
+/// Only `\n` breaks lines, as in the grammar (a lone CR is not spec text, L0005).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineIndex {
+    /// Byte offset of the start of every line; the first is 0.
+    starts: Vec<usize>,
+    /// `chars_before[k]`: characters that start before byte `k * CHARS_BLOCK`.
+    chars_before: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes `text` in one pass.
+    pub fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        let mut chars_before = Vec::with_capacity(bytes.len() / CHARS_BLOCK + 1);
+        let mut chars = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if i % CHARS_BLOCK == 0 {
+                chars_before.push(chars);
+            }
+            if b == b'\n' {
+                starts.push(i + 1);
+            }
+            if !is_continuation(b) {
+                chars += 1;
+            }
+        }
+        LineIndex {
+            starts,
+            chars_before,
+        }
+    }
+
+    /// 1-based line and column (in characters) of byte `offset` in `text`, the text this index
+    /// was built from. An offset past the end is the end; one inside a character is that
+    /// character. A byte-order mark at the start takes no column.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = offset.min(text.len());
+        let line = self.starts.partition_point(|&s| s <= offset).max(1);
+        let start = self.starts.get(line - 1).copied().unwrap_or(0);
+        let mut column = self.chars_at(text, offset) - self.chars_at(text, start) + 1;
+        if start == 0 && offset > 0 && text.starts_with('\u{feff}') {
+            column -= 1;
+        }
+        (line, column)
+    }
+
+    /// The byte range of the 1-based `line` of `text` without its line break.
+    pub fn line_range(&self, text: &str, line: usize) -> std::ops::Range<usize> {
+        let Some(&start) = line.checked_sub(1).and_then(|i| self.starts.get(i)) else {
+            return text.len()..text.len();
+        };
+        let end = self.starts.get(line).map_or(text.len(), |&next| next - 1);
+        let bytes = text.as_bytes();
+        let end = if end > start && bytes.get(end - 1) == Some(&b'\r') {
+            end - 1
+        } else {
+            end
+        };
+        start..end
+    }
+
+    /// The number of lines (a text ending in `\n` has an empty last line).
+    pub fn lines(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Characters that start before byte `offset` (≤ `text.len()`).
+    fn chars_at(&self, text: &str, offset: usize) -> usize {
+        let block = offset / CHARS_BLOCK;
+        let from = block * CHARS_BLOCK;
+        let before = self.chars_before.get(block).copied().unwrap_or_else(|| {
+            // `offset` is the end of a text whose length is a multiple of the block.
+            self.chars_before.last().copied().unwrap_or(0)
+                + text
+                    .as_bytes()
+                    .get(from.saturating_sub(CHARS_BLOCK)..from)
+                    .map_or(0, count_chars)
+        });
+        before + text.as_bytes().get(from..offset).map_or(0, count_chars)
+    }
+}
+
+/// Whether `b` continues a UTF-8 character rather than starting one.
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// Characters that start in `bytes`.
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| !is_continuation(b)).count()
 }
 
 #[cfg(test)]
@@ -140,5 +261,44 @@ mod tests {
         assert_eq!(line_col("ab\nçd", 5), (2, 2));
         assert_eq!(line_col("ab\ncd", 0), (1, 1));
         assert_eq!(line_col("ab\ncd", 99), (2, 3));
+    }
+
+    #[test]
+    fn the_index_agrees_with_counting_from_the_start() {
+        let mut text = String::new();
+        for i in 0..700 {
+            text.push_str(if i % 7 == 0 {
+                "çé→\r\n"
+            } else {
+                "abc de\n"
+            });
+            if i % 50 == 0 {
+                text.push_str(&"x".repeat(600));
+            }
+        }
+        let index = LineIndex::new(&text);
+        let mut line = 1;
+        let mut column = 1;
+        for (offset, c) in text.char_indices().chain([(text.len(), '\0')]) {
+            assert_eq!(index.line_col(&text, offset), (line, column), "at {offset}");
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else {
+                column += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_takes_no_column_and_lines_drop_their_break() {
+        let text = "\u{feff}job\r\nx";
+        assert_eq!(line_col(text, 3), (1, 1));
+        assert_eq!(line_col(text, 4), (1, 2));
+        let index = LineIndex::new(text);
+        assert_eq!(index.line_range(text, 1), 0..6);
+        assert_eq!(index.line_range(text, 2), 8..9);
+        assert_eq!(index.line_range(text, 3), 9..9);
+        assert_eq!(index.lines(), 2);
     }
 }

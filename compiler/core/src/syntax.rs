@@ -5,15 +5,16 @@
 //! tree together with the non-fatal problems it found (such as a bad escape in a string).
 
 pub mod ast;
+mod decode;
 mod error;
 mod lower;
 mod trivia;
 
-use crate::diagnostics::codes;
+pub use decode::{decode_utf8, first_not_spec_text, is_spec_char};
 pub use trivia::{Comment, comments};
 
 use crate::diagnostics::Diagnostic;
-use crate::span::{FileId, Span};
+use crate::span::FileId;
 use loam_grammar::{LoamParser, Rule};
 use pest::Parser;
 
@@ -54,19 +55,4 @@ pub fn parse(file: FileId, text: &str) -> Parsed {
             diagnostics: vec![error::from_pest(file, text, &err)],
         },
     }
-}
-
-/// Decodes file bytes as UTF-8, or explains where they stop being UTF-8.
-pub fn decode_utf8(file: FileId, bytes: &[u8]) -> Result<&str, Box<Diagnostic>> {
-    std::str::from_utf8(bytes).map_err(|err| {
-        let at = err.valid_up_to();
-        Diagnostic::error(
-            codes::syntax::INVALID_UTF8,
-            "file is not valid UTF-8",
-            Span::new(file, at, at + 1),
-            format!("invalid byte at offset {at}"),
-        )
-        .with_help("save the file as UTF-8; job specs are text files")
-        .into()
-    })
 }

@@ -8,7 +8,7 @@ use loam_compiler::syntax::{decode_utf8, parse};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = decode_utf8(FileId(0), data) else { return };
-    let parsed = parse(FileId(0), text);
+    let parsed = parse(FileId(0), &text);
     if let Some(file) = parsed.file {
         let _ = check_file(&file);
     }

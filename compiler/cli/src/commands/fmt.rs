@@ -97,7 +97,7 @@ fn report_errors(name: &str, bytes: &[u8], cx: &mut Context<'_>) {
         String::from_utf8_lossy(bytes).into_owned(),
     );
     let syntax = match loam_compiler::syntax::decode_utf8(id, bytes) {
-        Ok(text) => loam_compiler::syntax::parse(id, text).diagnostics,
+        Ok(text) => loam_compiler::syntax::parse(id, &text).diagnostics,
         Err(diagnostic) => vec![*diagnostic],
     };
     let syntax: Vec<_> = syntax

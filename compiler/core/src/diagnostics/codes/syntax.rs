@@ -5,4 +5,5 @@ super::codes! {
     INVALID_UTF8 = "L0002" => "file is not valid UTF-8",
     NESTING_TOO_DEEP = "L0003" => "nesting too deep",
     UNKNOWN_ESCAPE = "L0004" => "unknown escape in string",
+    NOT_SPEC_TEXT = "L0005" => "file is not spec text",
 }
