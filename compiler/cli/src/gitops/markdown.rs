@@ -127,7 +127,9 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
         out.push('\n');
     }
     out.push_str(footer);
-    out
+    // Job, tenant and file names come from the pull request: no control character of theirs
+    // reaches the comment raw (escape() keeps tables whole, this keeps terminals and logs safe).
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// The most characters of admission changes the comment shows.

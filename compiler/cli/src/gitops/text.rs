@@ -11,6 +11,37 @@ use std::fmt::Write;
 #[derive(Clone, Copy)]
 struct Paint(bool);
 
+/// Every colour code [`Paint`] writes: the only escape sequences the report may hold.
+const PAINT_CODES: [&str; 7] = [
+    "\x1b[0m",
+    "\x1b[1m",
+    "\x1b[31m",
+    "\x1b[32m",
+    "\x1b[33m",
+    "\x1b[36m",
+    "\x1b[1;31m",
+];
+
+/// `text` with every control character but line feeds, tabs and [`PAINT_CODES`] written as a
+/// visible escape (`\u{1b}`): a job, tenant or file name from the pull request cannot move the
+/// cursor, retitle the terminal or hide text; at worst it can colour itself.
+fn visible_but_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(code) = PAINT_CODES.iter().find(|code| rest.starts_with(**code)) {
+            out.push_str(code);
+            rest = rest.get(code.len()..).unwrap_or_default();
+            continue;
+        }
+        out.push_str(&loam_compiler::display::visible_lines(
+            c.encode_utf8(&mut [0; 4]),
+        ));
+        rest = rest.get(c.len_utf8()..).unwrap_or_default();
+    }
+    out
+}
+
 impl Paint {
     fn wrap(self, code: &str, text: &str) -> String {
         if self.0 {
@@ -148,7 +179,11 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
             );
         }
     }
-    out
+    if color {
+        visible_but_colours(&out)
+    } else {
+        loam_compiler::display::visible_lines(&out).into_owned()
+    }
 }
 
 /// The comment line above a job's block.
@@ -373,6 +408,15 @@ mod tests {
             before,
             after,
         }
+    }
+
+    #[test]
+    fn only_the_paint_codes_survive() {
+        let painted = Paint(true).wrap("31", "job \"\x1b]0;owned\x07\x1b[2Kx\"");
+        assert_eq!(
+            visible_but_colours(&painted),
+            "\x1b[31mjob \"\\u{1b}]0;owned\\u{7}\\u{1b}[2Kx\"\x1b[0m"
+        );
     }
 
     #[test]

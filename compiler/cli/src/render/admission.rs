@@ -101,7 +101,9 @@ pub fn table(preview: &AdmissionPreview) -> String {
         }
         usage_table(&mut out, pool);
     }
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// What each node group and tenant holds.
@@ -188,7 +190,9 @@ pub fn markdown(preview: &AdmissionPreview) -> String {
             let _ = writeln!(out);
         }
     }
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// The admission changes between two revisions as a markdown list (empty when none).
@@ -200,7 +204,9 @@ pub fn changes_markdown(changes: &[AdmissionChange]) -> String {
     for change in changes {
         let _ = writeln!(out, "- {}", escape(&change.sentence));
     }
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// The admission changes as plain text lines (empty when none).
@@ -209,7 +215,9 @@ pub fn changes_text(changes: &[AdmissionChange]) -> String {
     for change in changes {
         let _ = writeln!(out, "  # {}", change.sentence);
     }
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// `text` safe inside a markdown table cell.

@@ -1,18 +1,40 @@
 //! Rendering diagnostics: miette's graphical report for people, JSON for tools.
+//!
+//! What text output shows of a source is bounded and safe: a [`Window`] of the lines around the
+//! labels (a long line cut to about 200 characters around what it points at, control characters
+//! replaced), nothing at all of a file that is not spec text (L0002, L0005: it may be a binary
+//! file or a process environment), messages with control characters escaped and long ones cut,
+//! and at most [`MAX_SHOWN_PER_FILE`] diagnostics of one file. Lines and columns come from each
+//! file's line index, so rendering is linear in the number of diagnostics, not their product
+//! with the file's size.
 
-use loam_compiler::diagnostics::{Diagnostic, Severity};
-use loam_compiler::span::{SourceMap, Span};
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+mod window;
+
+use loam_compiler::diagnostics::{Diagnostic, Severity, codes};
+use loam_compiler::display;
+use loam_compiler::span::{FileId, SourceMap, Span};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use window::Window;
 
-/// One diagnostic bound to its source text, in the shape miette renders.
+/// Text output shows at most this many diagnostics of one file, then says how many more there
+/// are (`--format json` and `--format github` list every one).
+pub const MAX_SHOWN_PER_FILE: usize = 1000;
+/// A related label further than this many lines from the primary one is shown as a note of its
+/// own, so one window never spans the file.
+const NEAR_LINES: usize = 60;
+/// Characters of a message or help shown; a label shows a quarter of it.
+const MAX_MESSAGE: usize = 1000;
+
+/// One diagnostic bound to the window of its source, in the shape miette renders.
 #[derive(Debug)]
 struct Report {
     diagnostic: Diagnostic,
-    source: NamedSource<String>,
+    source: Option<Window>,
     labels: Vec<LabeledSpan>,
     related: Vec<Report>,
-    /// A secondary location in another file, shown as advice (a note), not as a second problem.
+    /// A secondary location, shown as advice (a note), not as a second problem.
     note: bool,
 }
 
@@ -44,7 +66,7 @@ impl miette::Diagnostic for Report {
             .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
     }
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        Some(&self.source)
+        self.source.as_ref().map(|w| w as &dyn miette::SourceCode)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         Some(Box::new(self.labels.iter().cloned()))
@@ -59,36 +81,72 @@ impl miette::Diagnostic for Report {
     }
 }
 
-fn source_of(sources: &SourceMap, span: Span) -> NamedSource<String> {
-    match sources.get(span.file) {
-        Some(file) => NamedSource::new(file.name.clone(), file.text.clone()),
-        None => NamedSource::new("<unknown>", String::new()),
-    }
+/// Whether a diagnostic says its file is not spec text: nothing of such a file is shown.
+fn shows_no_source(diagnostic: &Diagnostic) -> bool {
+    diagnostic.code == codes::syntax::INVALID_UTF8
+        || diagnostic.code == codes::syntax::NOT_SPEC_TEXT
 }
 
-fn labeled(span: Span, label: &str, primary: bool, text_len: usize) -> LabeledSpan {
-    let start = (span.start as usize).min(text_len);
-    let len = span.len().min(text_len - start);
+/// `diagnostic` with its message, label, help and related messages made safe to print: control
+/// characters escaped, long text cut.
+fn printable(diagnostic: &Diagnostic) -> Diagnostic {
+    let message = |text: &str, max: usize| -> String {
+        display::visible_lines(&display::bounded(text, max)).into_owned()
+    };
+    let mut d = diagnostic.clone();
+    d.message = message(&d.message, MAX_MESSAGE);
+    d.label = message(&d.label, MAX_MESSAGE / 4);
+    d.help = d.help.as_deref().map(|h| message(h, MAX_MESSAGE));
+    for label in &mut d.related {
+        label.message = message(&label.message, MAX_MESSAGE / 4);
+    }
+    d
+}
+
+fn byte_range(span: Span) -> std::ops::Range<usize> {
+    span.start as usize..span.end as usize
+}
+
+fn labeled(window: &Window, span: Span, label: &str, primary: bool) -> LabeledSpan {
+    let at = window.span(byte_range(span));
     if primary {
-        LabeledSpan::new_primary_with_span(Some(label.to_string()), (start, len))
+        LabeledSpan::new_primary_with_span(Some(label.to_string()), at)
     } else {
-        LabeledSpan::new_with_span(Some(label.to_string()), (start, len))
+        LabeledSpan::new_with_span(Some(label.to_string()), at)
     }
 }
 
+/// The report of `diagnostic` (already [`printable`]) located at `span`.
 fn report(diagnostic: &Diagnostic, span: Span, sources: &SourceMap) -> Report {
-    let text_len = sources.get(span.file).map_or(0, |f| f.text.len());
-    let mut labels = vec![labeled(span, &diagnostic.label, true, text_len)];
-    let mut related = Vec::new();
-    // A miette label can only point into its own source, so labels in other files (the
-    // catalogue) become related sub-reports carrying their own source.
-    for label in &diagnostic.related {
-        if label.span.file == span.file {
-            labels.push(labeled(label.span, &label.message, false, text_len));
-        } else {
-            let other_len = sources.get(label.span.file).map_or(0, |f| f.text.len());
-            related.push(Report {
-                diagnostic: Diagnostic {
+    let Some(file) = sources.get(span.file) else {
+        return Report {
+            diagnostic: diagnostic.clone(),
+            source: None,
+            labels: Vec::new(),
+            related: Vec::new(),
+            note: false,
+        };
+    };
+    let line = file.line_col(span.start as usize).0;
+    // A miette label can only point into its own source, and one window shows one stretch of
+    // a file: labels in other files (the catalogue) or far away become notes with their own.
+    let (near, far): (Vec<_>, Vec<_>) = diagnostic.related.iter().partition(|label| {
+        label.span.file == span.file
+            && file.line_col(label.span.start as usize).0.abs_diff(line) <= NEAR_LINES
+    });
+    let mut spans = vec![byte_range(span)];
+    spans.extend(near.iter().map(|label| byte_range(label.span)));
+    let window = Window::new(file, &spans);
+    let mut labels = vec![labeled(&window, span, &diagnostic.label, true)];
+    labels.extend(
+        near.iter()
+            .map(|label| labeled(&window, label.span, &label.message, false)),
+    );
+    let related = far
+        .into_iter()
+        .map(|label| {
+            let mut note = report(
+                &Diagnostic {
                     severity: Severity::Warning,
                     help: None,
                     related: Vec::new(),
@@ -97,23 +155,62 @@ fn report(diagnostic: &Diagnostic, span: Span, sources: &SourceMap) -> Report {
                     span: Some(label.span),
                     code: diagnostic.code,
                 },
-                source: source_of(sources, label.span),
-                labels: vec![labeled(label.span, &label.message, true, other_len)],
-                related: Vec::new(),
-                note: true,
-            });
-        }
-    }
+                label.span,
+                sources,
+            );
+            note.note = true;
+            note
+        })
+        .collect();
     Report {
         diagnostic: diagnostic.clone(),
-        source: source_of(sources, span),
+        source: Some(window),
         labels,
         related,
         note: false,
     }
 }
 
-/// Renders diagnostics for people: the source line, a label at the span, the help line.
+/// A diagnostic about a file that is not spec text: where, and what kind of byte, but nothing of
+/// the file's content (it may hold anything: a binary, secrets).
+fn render_without_source(diagnostic: &Diagnostic, span: Span, sources: &SourceMap) -> String {
+    let at = locate(span, sources);
+    let mut out = format!(
+        "{}\n\n  × {}\n   ╭─[{}:{}:{}]\n   │ {}\n   ╰────\n",
+        diagnostic.code,
+        diagnostic.message,
+        display::visible(&at.file),
+        at.line,
+        at.column,
+        diagnostic.label
+    );
+    if let Some(help) = &diagnostic.help {
+        out.push_str(&format!("  help: {}\n", wrap_help(help)));
+    }
+    out
+}
+
+/// `help` wrapped at 80 columns as miette wraps it (continuation lines indented under the text).
+fn wrap_help(help: &str) -> String {
+    const WIDTH: usize = 80 - "  help: ".len();
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in help.split(' ') {
+        let current = lines.last().map_or(0, |l| l.chars().count());
+        if current > 0 && current + 1 + word.chars().count() > WIDTH {
+            lines.push(String::new());
+        }
+        if let Some(last) = lines.last_mut() {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    lines.join("\n        ")
+}
+
+/// Renders diagnostics for people: the source line, a label at the span, the help line; at most
+/// [`MAX_SHOWN_PER_FILE`] of each file, then a line saying how many more there are.
 pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool) -> String {
     let theme = if color {
         GraphicalTheme::unicode()
@@ -124,16 +221,39 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
         .with_width(80)
         .with_links(false);
     let mut out = String::new();
+    let mut shown: BTreeMap<FileId, usize> = BTreeMap::new();
+    let mut hidden: BTreeMap<FileId, usize> = BTreeMap::new();
     for diagnostic in diagnostics {
+        let diagnostic = &printable(diagnostic);
         let Some(span) = diagnostic.span else {
             out.push_str(&render_unlocated(diagnostic));
             continue;
         };
+        let count = shown.entry(span.file).or_default();
+        if *count >= MAX_SHOWN_PER_FILE {
+            *hidden.entry(span.file).or_default() += 1;
+            continue;
+        }
+        *count += 1;
+        if shows_no_source(diagnostic) {
+            out.push_str(&render_without_source(diagnostic, span, sources));
+            out.push('\n');
+            continue;
+        }
         let report = report(diagnostic, span, sources);
         if handler.render_report(&mut out, &report).is_err() {
             out.push_str(&format!("{}: {}\n", diagnostic.code, diagnostic.message));
         }
         out.push('\n');
+    }
+    for (file, more) in hidden {
+        let name = sources.get(file).map_or("<unknown>", |f| f.name.as_str());
+        out.push_str(&format!(
+            "note: {} more diagnostics in {} are not shown (text output shows the first {} of a file; `--format json` lists every one)\n",
+            display::thousands(more as f64),
+            display::visible(name),
+            display::thousands(MAX_SHOWN_PER_FILE as f64),
+        ));
     }
     out
 }
@@ -141,6 +261,7 @@ pub fn render_text(diagnostics: &[Diagnostic], sources: &SourceMap, color: bool)
 /// A diagnostic with no place in any source (about a plan or a manifest): `error[CODE]: message`
 /// and the help line.
 pub fn render_unlocated(d: &Diagnostic) -> String {
+    let d = &printable(d);
     let mut out = format!("{}[{}]: {}\n", severity_word(d), d.code, d.message);
     if let Some(help) = &d.help {
         out.push_str(&format!("  = help: {help}\n"));
@@ -195,10 +316,12 @@ pub fn severity_word(diagnostic: &Diagnostic) -> &'static str {
 pub fn one_line(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     let head = format!("{}[{}]", severity_word(diagnostic), diagnostic.code);
     let message = diagnostic.message.replace('\n', " ");
+    let message = display::visible(&display::bounded(&message, MAX_MESSAGE)).into_owned();
     match diagnostic.span {
         Some(span) => {
             let at = locate(span, sources);
-            format!("{head} {}:{}:{}: {message}", at.file, at.line, at.column)
+            let file = display::visible(&at.file);
+            format!("{head} {file}:{}:{}: {message}", at.line, at.column)
         }
         None => format!("{head}: {message}"),
     }

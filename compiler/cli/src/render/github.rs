@@ -3,6 +3,7 @@
 
 use super::diagnostics::{locate, severity_word};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::display;
 use loam_compiler::span::SourceMap;
 
 /// Escapes a command's message (`%`, CR, LF), as the Actions runner decodes them.
@@ -17,7 +18,9 @@ fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// One annotation line (with its newline).
+/// One annotation line (with its newline). Control characters of the message and the file
+/// name are written as visible escapes (`\u{1b}`) before the runner's own escapes, so a log
+/// shows them and a terminal never acts on them.
 pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     let level = severity_word(diagnostic);
     let mut message = diagnostic.message.clone();
@@ -27,6 +30,7 @@ pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     if let Some(help) = &diagnostic.help {
         message.push_str(&format!("\nhelp: {help}"));
     }
+    let message = display::visible_lines(&message);
     let title = escape_property(diagnostic.code.as_str());
     let Some(span) = diagnostic.span else {
         return format!("::{level} title={title}::{}\n", escape_data(&message));
@@ -34,7 +38,7 @@ pub fn annotation(diagnostic: &Diagnostic, sources: &SourceMap) -> String {
     let at = locate(span, sources);
     format!(
         "::{level} file={},line={},col={},endLine={},endColumn={},title={title}::{}\n",
-        escape_property(&at.file),
+        escape_property(&display::visible(&at.file)),
         at.line,
         at.column,
         at.end_line,
@@ -56,5 +60,6 @@ mod tests {
     fn escapes_follow_the_runner() {
         assert_eq!(escape_data("50% a\nb"), "50%25 a%0Ab");
         assert_eq!(escape_property("a:b,c"), "a%3Ab%2Cc");
+        assert_eq!(escape_data("a\r\n%"), "a%0D%0A%25");
     }
 }

@@ -467,5 +467,7 @@ pub fn render(doc: &PlanDocument) -> String {
             .get(..19)
             .unwrap_or(&doc.catalogue_digest)
     );
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }

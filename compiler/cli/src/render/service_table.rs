@@ -225,7 +225,9 @@ pub fn render(services: &[ServicePlan]) -> String {
         if n == 1 { "" } else { "s" },
         n - infeasible,
     );
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
 
 /// Every service plan as Markdown sections.
@@ -290,5 +292,7 @@ pub fn markdown(services: &[ServicePlan]) -> String {
             let _ = writeln!(out, "\n</details>\n");
         }
     }
-    out
+    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
+    // character of theirs reaches a terminal or a comment raw.
+    loam_compiler::display::visible_lines(&out).into_owned()
 }
