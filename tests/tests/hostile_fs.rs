@@ -495,3 +495,27 @@ fn revision_errors_say_what_to_do() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("loam does not read the reflog"), "{err}");
 }
+
+/// L10: `fmt --stdin` reads at most the size cap of a spec: `< /dev/zero` is an error at once,
+/// not exhausted memory.
+#[test]
+fn standard_input_is_capped_like_a_spec() {
+    let zero = fs::File::open("/dev/zero").unwrap();
+    let start = Instant::now();
+    let output = Command::new(binary())
+        .args(["fmt", "--stdin"])
+        .stdin(Stdio::from(zero))
+        .output()
+        .unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("standard input is larger than 16 MiB"),
+        "{err}"
+    );
+}

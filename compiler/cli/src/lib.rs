@@ -76,12 +76,21 @@ impl Context<'_> {
         self.print("\n");
     }
 
-    /// Reads all of standard input as UTF-8 text.
+    /// Reads all of standard input as UTF-8 text, at most [`io::SPEC_SIZE_LIMIT`] bytes (the
+    /// limit of a spec file), so `< /dev/zero` is an error rather than exhausted memory.
     pub fn read_stdin(&mut self) -> Result<String, io::IoError> {
         let mut text = String::new();
-        self.stdin
+        let limit = io::SPEC_SIZE_LIMIT;
+        (&mut self.stdin)
+            .take(limit + 1)
             .read_to_string(&mut text)
             .map_err(|e| io::IoError(format!("cannot read standard input: {e}")))?;
+        if text.len() as u64 > limit {
+            return Err(io::IoError(format!(
+                "standard input is larger than {} MiB, the most loam reads as a spec",
+                limit >> 20
+            )));
+        }
         Ok(text)
     }
 }
