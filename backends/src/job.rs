@@ -133,8 +133,10 @@ pub struct JobContext<'a> {
     pub train_time_h: f64,
     /// The plan (as a one-plan document), pretty JSON in printable ASCII.
     pub plan_json: String,
-    /// Restarts allowed after failures: the plan's restart budget (`estimate.goodput`).
-    pub max_restarts: u64,
+    /// Restarts allowed after failures: the plan's restart budget (`estimate.goodput`). An
+    /// `i32` by type: JobSet's `maxRestarts` and Volcano's `maxRetry` are int32 fields and the
+    /// launcher compares it in bash arithmetic, where a larger number wraps.
+    pub max_restarts: i32,
     /// Seconds between the stop signal and the kill: two checkpoint writes and a minute.
     pub grace_s: u64,
     /// The cheap-hours window of an interruptible plan, when it has one.
@@ -322,8 +324,26 @@ impl<'a> JobContext<'a> {
         // The plan's restart budget covers its expected interruptions (`estimate.goodput`);
         // plans written before format 1.6 get one restart per started day, at least 3.
         let max_restarts = match &estimate.goodput {
-            Some(goodput) => goodput.restart_budget.max(3),
-            None => ((estimate.train_time_h.max(0.0) / 24.0).ceil() as u64).clamp(3, 1000),
+            Some(goodput) => match i32::try_from(goodput.restart_budget.max(3)) {
+                Ok(budget) => budget,
+                // `loam plan` refuses such a plan (L3009); only a hand-edited one gets here.
+                Err(_) => {
+                    return Err(vec![incomplete(
+                        job,
+                        &format!(
+                            "its restart budget {} does not fit a manifest's restart count (at most {})",
+                            goodput.restart_budget,
+                            i32::MAX
+                        ),
+                    )]);
+                }
+            },
+            // At most 1000 restarts, so the conversion is exact.
+            None => {
+                ((estimate.train_time_h.max(0.0) / 24.0)
+                    .ceil()
+                    .clamp(3.0, 1000.0)) as i32
+            }
         };
         let grace_s = (2.0 * checkpoint.write_s.max(0.0)).ceil() as u64 + 60;
         Ok(JobContext {

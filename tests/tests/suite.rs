@@ -29,6 +29,7 @@ mod emit_tools;
 mod examples;
 mod fmt_properties;
 mod hostile_fs;
+mod hostile_numbers;
 mod hostile_output;
 mod loamignore;
 mod phases;

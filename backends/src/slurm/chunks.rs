@@ -111,7 +111,8 @@ pub fn chunks(job: &JobContext<'_>, window: Option<&Window>) -> Chunks {
         max_time_min,
         count,
         signal_s,
-        max_requeues: job.max_restarts.saturating_add(count),
+        // The budget is at least 3 (never negative), so `unsigned_abs` is its value.
+        max_requeues: u64::from(job.max_restarts.unsigned_abs()).saturating_add(count),
     }
 }
 

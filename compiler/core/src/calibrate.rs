@@ -11,6 +11,7 @@
 //! its rows with its published stage layout.
 
 mod cross;
+mod csv_errors;
 mod hetero;
 mod hetero_row;
 mod row;
@@ -45,6 +46,16 @@ use serde::Serialize;
 /// Physical: one-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
 /// hop plus NIC, as nccl-tests small messages show).
 pub const CALIBRATION_NETWORK_LATENCY_S: f64 = 5e-6;
+
+/// Physical: the most tokens/s per device a calibration row may claim. The fastest published
+/// runs measure tens of thousands; a billion would need about 10^16 FLOP/s of model compute on
+/// even a 1B-parameter model, above every device's dense peak, so a larger figure (or `inf`) is a
+/// typo, not a measurement.
+pub const MAX_MEASURED_TOKENS_PER_S: f64 = 1e9;
+
+/// Physical: the most scale-out bandwidth per node a calibration row may state, in Gbps: 1 Pbps,
+/// over a hundred times the fastest nodes' NICs together (8 × 800 Gbps).
+pub const MAX_NIC_GBPS: f64 = 1e6;
 
 /// Predicted vs measured for one published run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -130,6 +141,14 @@ pub enum CalibrationError {
         /// What went wrong.
         message: String,
     },
+    /// A line that cannot be read as a row at all (a wrong number of fields).
+    #[error("line {line}: {message}")]
+    BadLine {
+        /// 1-based line in the CSV text.
+        line: u64,
+        /// What went wrong.
+        message: String,
+    },
     /// No data rows.
     #[error("the calibration CSV has no rows")]
     Empty,
@@ -158,9 +177,14 @@ pub fn csv_kind(csv_text: &str) -> CsvKind {
         .headers()
         .map(|h| h.iter().map(str::to_string).collect())
         .unwrap_or_default();
+    let has = |column: &str| headers.iter().any(|h| h == column);
     if hetero::is_hetero_header(&headers) {
         CsvKind::Hetero
-    } else if serving::is_serving(&headers) {
+    } else if serving::is_serving(&headers)
+        || (!has("measured_tokens_per_s_per_device") && serving::has_serving_marker(&headers))
+    {
+        // A serving file missing one of its marker columns (`ttft_ms`) is still a serving file:
+        // its reader names the missing column, where the training reader named `mlp`.
         CsvKind::Serving
     } else {
         CsvKind::Training
@@ -238,13 +262,13 @@ pub(crate) fn calibrate_prepared(
         .from_reader(csv_text.as_bytes());
     let headers = reader
         .headers()
-        .map_err(|e| bad(1, "?", e.to_string()))?
+        .map_err(|e| csv_errors::describe(&e, &[]))?
         .iter()
         .map(str::to_string)
         .collect::<Vec<_>>();
     let mut rows = Vec::new();
     for result in reader.deserialize::<Row>() {
-        let row = result.map_err(|e| csv_error(&e, &headers))?;
+        let row = result.map_err(|e| csv_errors::describe(&e, &headers))?;
         rows.push(row);
     }
     if rows.is_empty() {
@@ -296,23 +320,6 @@ fn summarise(rows: Vec<CalibrationRow>) -> CalibrationReport {
     }
 }
 
-fn csv_error(e: &csv::Error, headers: &[String]) -> CalibrationError {
-    let line = e.position().map(csv::Position::line).unwrap_or(0);
-    let column = match e.kind() {
-        csv::ErrorKind::Deserialize { err, .. } => err
-            .field()
-            .and_then(|f| headers.get(f as usize))
-            .cloned()
-            .unwrap_or_else(|| "?".into()),
-        _ => "?".into(),
-    };
-    let message = match e.kind() {
-        csv::ErrorKind::Deserialize { err, .. } => err.kind().to_string(),
-        other => format!("{other:?}"),
-    };
-    bad(line, &column, message)
-}
-
 /// A published run read from its row: the keywords parsed, the notes read.
 struct Published {
     mlp: Mlp,
@@ -351,11 +358,34 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
     if row.zero > 3 {
         return Err(bad(line, "zero", "expected 0, 1, 2 or 3"));
     }
-    if row.devices == 0 || row.measured_tokens_per_s_per_device <= 0.0 {
+    if row.devices == 0 {
         return Err(bad(
             line,
             "devices",
-            "expected a positive device count and throughput",
+            "expected a device count of at least 1",
+        ));
+    }
+    // NaN passes `<= 0`, so the range is tested for what it must be (finite, positive, bounded).
+    let measured = row.measured_tokens_per_s_per_device;
+    if !(measured > 0.0 && measured <= MAX_MEASURED_TOKENS_PER_S) {
+        return Err(bad(
+            line,
+            "measured_tokens_per_s_per_device",
+            format!(
+                "expected a throughput above 0 and at most {} tokens/s per device, found `{measured}`",
+                crate::display::thousands(MAX_MEASURED_TOKENS_PER_S)
+            ),
+        ));
+    }
+    let nic = row.node_nic_gbps;
+    if nic.is_nan() || nic > MAX_NIC_GBPS {
+        return Err(bad(
+            line,
+            "node_nic_gbps",
+            format!(
+                "expected a bandwidth of at most {} Gbps per node, found `{nic}`",
+                crate::display::thousands(MAX_NIC_GBPS)
+            ),
         ));
     }
     let split = PublishedSplit::parse(row.pipeline_split.as_deref()).ok_or_else(|| {
@@ -403,6 +433,18 @@ fn not_costed(
 
 /// The model the row describes, trained with the recipe [`gpt_era_recipe`] infers.
 fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String> {
+    let dims = [
+        ("layers", row.layers),
+        ("hidden", row.hidden),
+        ("heads", row.heads),
+        ("kv_heads", row.kv_heads),
+        ("ffn", row.ffn),
+        ("vocab", row.vocab),
+        ("seq_len", row.seq_len),
+    ];
+    if let Some((column, _)) = dims.iter().find(|(_, value)| *value == 0) {
+        return Err(format!("`{column}` is 0: the row describes no model"));
+    }
     let mut model = ModelDims::dense(
         row.layers,
         row.hidden,
@@ -453,6 +495,13 @@ fn calibrate_row(
         Ok(model) => model,
         Err(reason) => return Ok((not_costed(row, &published, None, reason), None)),
     };
+    if row.node_nic_gbps <= 0.0 {
+        let reason = format!(
+            "`node_nic_gbps` is {}: the run states no scale-out bandwidth",
+            row.node_nic_gbps
+        );
+        return Ok((not_costed(row, &published, Some(&model), reason), None));
+    }
     let Some(device) = device_lookup(&row.device) else {
         return Ok((
             not_costed(

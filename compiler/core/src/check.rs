@@ -8,6 +8,7 @@
 mod job;
 mod model;
 mod parallel;
+mod ranges;
 mod reader;
 mod service;
 mod train;
@@ -378,7 +379,9 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
 
     let model = required_block(block, "model", diags)
         .and_then(|b| model::check_model(b, &MODEL, &MLA, diags));
-    let train = required_block(block, "train", diags).and_then(|b| train::check_train(b, diags));
+    let arch = model.as_ref().map(|m| m.arch);
+    let train =
+        required_block(block, "train", diags).and_then(|b| train::check_train(b, arch, diags));
     let resources =
         required_block(block, "resources", diags).and_then(|b| check_resources(b, diags));
     let parallel = single_block(block, "parallel", diags)
@@ -473,13 +476,13 @@ fn check_resources(block: &Block, diags: &mut Diagnostics) -> Option<ResourcesSp
     let mut f = read_block(block, &RESOURCES, diags);
     let pool = f.name("pool");
     let pool = f.require("pool", pool, "xirang");
-    let devices = f.names("devices");
-    let sites = f.names("sites");
+    let devices = f.some_names("devices");
+    let sites = f.some_names("sites");
     let max_devices = f.integer("max_devices", 1, MAX_DIM, false);
     let interruptible = f.boolean("interruptible").is_some_and(|b| b.value);
     let features = f.names("features");
     let software = f.strings("software");
-    let max_latency = f.quantity("max_latency", &Dimension::Duration);
+    let max_latency = f.quantity("max_latency", &Dimension::Duration, ranges::MAX_LATENCY);
     Some(ResourcesSpec {
         pool: pool?,
         devices,
@@ -511,7 +514,7 @@ fn check_goal(block: Option<&Block>, diags: &mut Diagnostics) -> GoalSpec {
             false,
         )
         .map_or(Optimize::Balanced, |o| o.value);
-    let deadline = f.quantity("deadline", &Dimension::Duration);
+    let deadline = f.quantity("deadline", &Dimension::Duration, ranges::DEADLINE);
     let budget = f.money("budget");
     GoalSpec {
         optimize,
@@ -529,7 +532,11 @@ fn check_checkpoint(block: Option<&Block>, diags: &mut Diagnostics) -> Checkpoin
     let path = f.string("path");
     let interval = match f.get("interval") {
         Some(a) if reader::is_auto(&a.value) => None,
-        _ => f.quantity("interval", &Dimension::Duration),
+        _ => f.quantity(
+            "interval",
+            &Dimension::Duration,
+            ranges::CHECKPOINT_INTERVAL,
+        ),
     };
     if let Some(path) = &path
         && let Err(problem) = CheckpointPath::parse(&path.value)
@@ -552,7 +559,7 @@ fn check_data(job: &Block, diags: &mut Diagnostics) -> Vec<DataSpec> {
         let mut f = read_block(block, &DATA, diags);
         let site = f.name("site");
         let site = f.require("site", site, "guiyang");
-        let size = f.quantity("size", &Dimension::Bytes);
+        let size = f.quantity("size", &Dimension::Bytes, ranges::DATA_SIZE);
         let size = f.require("size", size, "48TB");
         drop(f);
         let Some(label) = &block.label else { continue };

@@ -192,7 +192,12 @@ fn split_number(text: &str) -> (&str, &str) {
 pub fn parse_quantity(text: &str) -> Result<Quantity, UnitError> {
     let text = text.trim();
     let (digits, rest) = split_number(text);
-    let value = parse_number(digits)?;
+    // Name the whole literal: the digits alone are empty for `-80GiB` and `NaNGiB` and `.` for
+    // `.nan`, which made messages quote "``" or "`.`".
+    let value = parse_number(digits).map_err(|error| match error {
+        UnitError::BadNumber(_) => UnitError::BadNumber(text.to_string()),
+        other => other,
+    })?;
     let rest_trimmed = rest.trim_start();
     if let Some(u) = UNITS.iter().find(|u| u.suffix == rest_trimmed) {
         return finite(value * u.factor, u.dimension.clone());
@@ -283,6 +288,14 @@ mod tests {
         assert_eq!(
             parse_quantity("5 cny"),
             Err(UnitError::BadCurrency("cny".into()))
+        );
+        assert_eq!(
+            parse_quantity(".nan"),
+            Err(UnitError::BadNumber(".nan".into()))
+        );
+        assert_eq!(
+            parse_quantity("NaNGiB"),
+            Err(UnitError::BadNumber("NaNGiB".into()))
         );
         let huge = "9".repeat(1000);
         assert_eq!(parse_quantity(&huge), Err(UnitError::Overflow));

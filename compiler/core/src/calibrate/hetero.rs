@@ -16,7 +16,7 @@ use super::hetero_row::{
     GpuMix, HeteroRow, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
     parse_stage_layout, stated_bandwidth,
 };
-use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, bad, gpt_era_recipe};
+use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, gpt_era_recipe};
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::{
     Collective, Group, OPTIMIZER_STATE_TRAFFIC, collective_time, exposed_reduction, p2p_time,
@@ -139,16 +139,13 @@ pub fn calibrate_hetero(
         .from_reader(csv_text.as_bytes());
     let headers: Vec<String> = reader
         .headers()
-        .map_err(|e| bad(1, "?", e.to_string()))?
+        .map_err(|e| super::csv_errors::describe(&e, &[]))?
         .iter()
         .map(str::to_string)
         .collect();
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|e| {
-            let line = e.position().map_or(0, csv::Position::line);
-            bad(line, "?", e.to_string())
-        })?;
+        let record = record.map_err(|e| super::csv_errors::describe(&e, &headers))?;
         if record.iter().all(str::is_empty) {
             continue;
         }

@@ -35,6 +35,13 @@ pub(super) fn is_serving(headers: &[String]) -> bool {
     is_serving_header(headers)
 }
 
+/// Whether a CSV header has any column only serving-run files have.
+pub(super) fn has_serving_marker(headers: &[String]) -> bool {
+    ["scenario", "engine", "ttft_ms", "out_tok_s_total"]
+        .iter()
+        .any(|c| headers.iter().any(|h| h == c))
+}
+
 /// What a row's throughput is measured in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -247,7 +254,7 @@ fn read_rows(csv_text: &str) -> Result<Vec<ServingRow>, CalibrationError> {
         .from_reader(csv_text.as_bytes());
     let headers: Vec<String> = reader
         .headers()
-        .map_err(|e| bad(1, "?", e.to_string()))?
+        .map_err(|e| super::csv_errors::describe(&e, &[]))?
         .iter()
         .map(str::to_string)
         .collect();
@@ -259,8 +266,8 @@ fn read_rows(csv_text: &str) -> Result<Vec<ServingRow>, CalibrationError> {
         ));
     }
     let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| bad(i as u64 + 2, "?", e.to_string()))?;
+    for record in reader.records() {
+        let record = record.map_err(|e| super::csv_errors::describe(&e, &headers))?;
         rows.push(ServingRow::new(&headers, &record));
     }
     if rows.is_empty() {

@@ -7,15 +7,17 @@
 use super::codes;
 use super::model::{self, Catalogue, Device, Pool, spanned};
 use super::raw::{self, Loc};
-use super::values::{Money, bad_unit, out_of_range, parse_version};
+use super::values::{Money, out_of_range, parse_version};
 use super::yaml::{Source, schema_error};
 use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::Diagnostic;
 use crate::span::{FileId, Span, Spanned};
-use crate::units::{Dimension, parse_quantity};
+use crate::units::Dimension;
 use std::collections::BTreeMap;
 
+mod bounds;
 mod efficiency;
+mod numbers;
 mod published;
 mod run;
 
@@ -151,14 +153,15 @@ impl Cx<'_, '_> {
         self.identifier(&raw.id, "device id");
         let mut peak_flops = BTreeMap::new();
         for (precision, text) in &raw.peak_dense {
-            if let Some(v) = self.positive_quantity(text, Dimension::FlopRate, "peak_dense") {
+            if let Some(v) =
+                self.positive_quantity(text, Dimension::FlopRate, "peak_dense", bounds::FLOP_RATE)
+            {
                 peak_flops.insert(*precision, spanned(v, self.span(text)));
             }
         }
-        let fp4_peak = raw
-            .peak_fp4
-            .as_ref()
-            .and_then(|text| self.positive_quantity(text, Dimension::FlopRate, "peak_fp4"));
+        let fp4_peak = raw.peak_fp4.as_ref().and_then(|text| {
+            self.positive_quantity(text, Dimension::FlopRate, "peak_fp4", bounds::FLOP_RATE)
+        });
         let precisions: Vec<_> = raw.precisions.iter().map(|p| p.value).collect();
         for (precision, text) in &raw.peak_dense {
             if !precisions.contains(precision) {
@@ -182,21 +185,39 @@ impl Cx<'_, '_> {
             (Some(a), Some(b)) => self.span(a).join(self.span(b)),
             _ => self.span(&raw.id),
         };
-        let memory = self.positive_quantity(&raw.memory, Dimension::Bytes, "memory");
+        let memory = self.positive_quantity(
+            &raw.memory,
+            Dimension::Bytes,
+            "memory",
+            bounds::DEVICE_MEMORY,
+        );
         let memory_bandwidth = self.positive_quantity(
             &raw.memory_bandwidth,
             Dimension::Bandwidth,
             "memory_bandwidth",
+            bounds::BANDWIDTH,
         );
         let efficiency = self.efficiency(raw.efficiency.as_ref(), &precisions, &raw.status);
         let scale_up = self.positive_quantity(
             &raw.scale_up.bandwidth,
             Dimension::Bandwidth,
             "scale_up.bandwidth",
+            bounds::BANDWIDTH,
         );
-        let devices_per_node = self.count(&raw.devices_per_node, 1, "devices_per_node");
-        let tdp = self.positive_quantity(&raw.power.tdp, Dimension::Power, "power.tdp");
-        let typical = self.positive_quantity(&raw.power.typical, Dimension::Power, "power.typical");
+        let devices_per_node = self.count(
+            &raw.devices_per_node,
+            1,
+            bounds::MAX_PER_NODE,
+            "devices_per_node",
+        );
+        let tdp =
+            self.positive_quantity(&raw.power.tdp, Dimension::Power, "power.tdp", bounds::POWER);
+        let typical = self.positive_quantity(
+            &raw.power.typical,
+            Dimension::Power,
+            "power.typical",
+            bounds::POWER,
+        );
         if let (Some(tdp), Some(typical)) = (tdp, typical)
             && typical > tdp
         {
@@ -214,12 +235,18 @@ impl Cx<'_, '_> {
             &raw.reliability.mtbf,
             Dimension::Duration,
             "reliability.mtbf",
+            bounds::MTBF,
         );
         let best_published = self.best_published(&raw, &peak_flops);
         self.version(&raw.software.min_version, "software.min_version");
         let mut slice_profiles = Vec::new();
         for profile in raw.slicing.iter().flat_map(|s| &s.profiles) {
-            let slice_memory = self.positive_quantity(&profile.memory, Dimension::Bytes, "memory");
+            let slice_memory = self.positive_quantity(
+                &profile.memory,
+                Dimension::Bytes,
+                "memory",
+                bounds::DEVICE_MEMORY,
+            );
             if !(profile.compute.value > 0.0 && profile.compute.value <= 1.0) {
                 let d = out_of_range(
                     self.span(&profile.compute),
@@ -326,16 +353,8 @@ impl Cx<'_, '_> {
                 .with_help("write three capital letters such as `USD` or `EUR`");
                 self.push(d);
             }
-            if rate.value > 0.0 {
+            if self.scalar_in(rate, "rates", bounds::EXCHANGE_RATE) {
                 rates.insert(code.clone(), rate.value);
-            } else {
-                let d = out_of_range(
-                    self.span(rate),
-                    "rates",
-                    "a positive exchange rate",
-                    &rate.value.to_string(),
-                );
-                self.push(d);
             }
         }
         let money = Money {
@@ -377,25 +396,16 @@ impl Cx<'_, '_> {
             &raw.storage_bandwidth,
             Dimension::Bandwidth,
             "storage_bandwidth",
+            bounds::BANDWIDTH,
         );
-        if raw.carbon_intensity.value < 0.0 {
-            let d = out_of_range(
-                self.span(&raw.carbon_intensity),
-                "carbon_intensity",
-                "grams of CO2 per kWh, at least 0",
-                &raw.carbon_intensity.value.to_string(),
-            );
-            self.push(d);
-        }
-        if !(1.0..=3.0).contains(&raw.pue.value) {
-            let d = out_of_range(
-                self.span(&raw.pue),
-                "pue",
-                "a power usage effectiveness between 1 and 3",
-                &raw.pue.value.to_string(),
-            );
-            self.push(d);
-        }
+        // NaN and infinity fail every comparison, so `x < 0` let `.nan` through (M6): each
+        // figure is checked for what it must be, finite and inside its range.
+        let carbon_ok = self.scalar_in(
+            &raw.carbon_intensity,
+            "carbon_intensity",
+            bounds::CARBON_INTENSITY,
+        );
+        let pue_ok = self.scalar_in(&raw.pue, "pue", bounds::PUE);
         let hours = &raw.power_price.per_kwh;
         if hours.value.len() != 24 {
             let d = Diagnostic::error(
@@ -410,16 +420,9 @@ impl Cx<'_, '_> {
             .with_help("list the price per kWh for each of the 24 hours, starting at midnight");
             self.push(d);
         }
+        let mut prices_ok = true;
         for price in &hours.value {
-            if price.value < 0.0 {
-                let d = out_of_range(
-                    self.span(price),
-                    "per_kwh",
-                    "a price of at least 0",
-                    &price.value.to_string(),
-                );
-                self.push(d);
-            }
+            prices_ok &= self.scalar_in(price, "per_kwh", bounds::PRICE);
         }
         let rate = money.rate(&raw.power_price.currency.value);
         if rate.is_none() {
@@ -429,16 +432,32 @@ impl Cx<'_, '_> {
             );
             self.push(d);
         }
-        let nodes_per_block = self.count(&raw.topology.nodes_per_block, 1, "nodes_per_block");
+        let nodes_per_block = self.count(
+            &raw.topology.nodes_per_block,
+            1,
+            bounds::MAX_NODES,
+            "nodes_per_block",
+        );
         let uplink = self.positive_quantity(
             &raw.topology.block_uplink,
             Dimension::Bandwidth,
             "block_uplink",
+            bounds::BANDWIDTH,
         );
-        let latency = self.positive_quantity(&raw.topology.latency, Dimension::Duration, "latency");
+        let latency = self.positive_quantity(
+            &raw.topology.latency,
+            Dimension::Duration,
+            "latency",
+            bounds::LATENCY,
+        );
         let mut datasets = Vec::new();
         for dataset in &raw.datasets {
-            if let Some(size) = self.positive_quantity(&dataset.size, Dimension::Bytes, "size") {
+            if let Some(size) = self.positive_quantity(
+                &dataset.size,
+                Dimension::Bytes,
+                "size",
+                bounds::DATASET_SIZE,
+            ) {
                 datasets.push(model::Dataset {
                     name: dataset.name.value.clone(),
                     size_bytes: size,
@@ -460,7 +479,7 @@ impl Cx<'_, '_> {
             .collect();
         let run = self.site_run(raw);
         let rate = rate?;
-        complete.then_some(())?;
+        (complete && carbon_ok && pue_ok && prices_ok).then_some(())?;
         let (restart_s, topology_levels) = run?;
         Some(model::Site {
             name: self.spanned(&raw.name),
@@ -483,9 +502,14 @@ impl Cx<'_, '_> {
     }
 
     fn node_group(&mut self, raw: &raw::NodeGroup, money: &Money) -> Option<model::NodeGroup> {
-        let nodes = self.count(&raw.nodes, 1, "nodes");
-        let per_node = self.count(&raw.devices_per_node, 1, "devices_per_node");
-        let free = self.count(&raw.free_devices, 0, "free_devices");
+        let nodes = self.count(&raw.nodes, 1, bounds::MAX_NODES, "nodes");
+        let per_node = self.count(
+            &raw.devices_per_node,
+            1,
+            bounds::MAX_PER_NODE,
+            "devices_per_node",
+        );
+        let free = self.count(&raw.free_devices, 0, bounds::MAX_DEVICES, "free_devices");
         if let (Some(nodes), Some(per_node), Some(free)) = (nodes, per_node, free) {
             let total = u64::from(nodes) * u64::from(per_node);
             if u64::from(free) > total {
@@ -500,9 +524,13 @@ impl Cx<'_, '_> {
                 self.push(d);
             }
         }
-        let nics = self.count(&raw.nics.count, 1, "nics.count");
-        let nic_bandwidth =
-            self.positive_quantity(&raw.nics.bandwidth, Dimension::Bandwidth, "nics.bandwidth");
+        let nics = self.count(&raw.nics.count, 1, bounds::MAX_PER_NODE, "nics.count");
+        let nic_bandwidth = self.positive_quantity(
+            &raw.nics.bandwidth,
+            Dimension::Bandwidth,
+            "nics.bandwidth",
+            bounds::BANDWIDTH,
+        );
         let price = self.money(&raw.price, money, "price");
         self.version(&raw.software.version, "software.version");
         let run = self.node_run(raw);
@@ -525,8 +553,18 @@ impl Cx<'_, '_> {
     }
 
     fn link(&mut self, raw: &raw::Link, money: &Money) -> Option<model::Link> {
-        let latency = self.positive_quantity(&raw.latency, Dimension::Duration, "latency");
-        let bandwidth = self.positive_quantity(&raw.bandwidth, Dimension::Bandwidth, "bandwidth");
+        let latency = self.positive_quantity(
+            &raw.latency,
+            Dimension::Duration,
+            "latency",
+            bounds::LATENCY,
+        );
+        let bandwidth = self.positive_quantity(
+            &raw.bandwidth,
+            Dimension::Bandwidth,
+            "bandwidth",
+            bounds::BANDWIDTH,
+        );
         let egress = self.money(&raw.egress_price, money, "egress_price");
         let ends = match raw.between.value.as_slice() {
             [a, b] => Some((self.spanned(a), self.spanned(b))),
@@ -574,8 +612,8 @@ impl Cx<'_, '_> {
         };
         let mut quota = Vec::new();
         for q in &raw.quota {
-            let guaranteed = self.count(&q.guaranteed, 0, "guaranteed");
-            let elastic = self.count(&q.elastic, 0, "elastic");
+            let guaranteed = self.count(&q.guaranteed, 0, bounds::MAX_DEVICES, "guaranteed");
+            let elastic = self.count(&q.elastic, 0, bounds::MAX_DEVICES, "elastic");
             if let (Some(g), Some(e)) = (guaranteed, elastic) {
                 quota.push(model::Quota {
                     device: self.spanned(&q.device),
@@ -659,113 +697,5 @@ impl Cx<'_, '_> {
             .with_help("write the version as numbers separated by dots, in quotes, e.g. \"12.4\"");
             self.push(d);
         }
-    }
-
-    /// A whole number at least `min` that fits a `u32`.
-    fn count(&mut self, value: &Loc<i64>, min: i64, field: &str) -> Option<u32> {
-        match u32::try_from(value.value) {
-            Ok(n) if value.value >= min => Some(n),
-            _ => {
-                let expected = if min == 0 {
-                    "a count of at least 0".to_string()
-                } else {
-                    format!("a count of at least {min}")
-                };
-                let d = out_of_range(self.span(value), field, &expected, &value.value.to_string());
-                self.push(d);
-                None
-            }
-        }
-    }
-
-    /// A quantity of `dimension` greater than zero, in base units.
-    fn positive_quantity(
-        &mut self,
-        text: &Loc<String>,
-        dimension: Dimension,
-        field: &str,
-    ) -> Option<f64> {
-        let span = self.span(text);
-        let q = match parse_quantity(&text.value) {
-            Ok(q) => q,
-            Err(e) => {
-                let d = bad_unit(span, &text.value, &e, &dimension, field);
-                self.push(d);
-                return None;
-            }
-        };
-        if !q.dimension.same_kind(&dimension) {
-            let d = Diagnostic::error(
-                codes::WRONG_DIMENSION,
-                format!(
-                    "expected {} in `{field}`, found {}",
-                    dimension.describe(),
-                    q.dimension.describe()
-                ),
-                span,
-                format!("`{}` is {}", text.value, q.dimension.describe()),
-            )
-            .with_help(format!(
-                "write {} such as {}",
-                dimension.describe(),
-                dimension.example()
-            ));
-            self.push(d);
-            return None;
-        }
-        if q.value <= 0.0 {
-            let d = out_of_range(
-                span,
-                field,
-                &format!("{} above zero", dimension.describe()),
-                &text.value,
-            );
-            self.push(d);
-            return None;
-        }
-        Some(q.value)
-    }
-
-    /// An amount of money, converted to the pool's base currency.
-    fn money(&mut self, text: &Loc<String>, money: &Money, field: &str) -> Option<f64> {
-        let span = self.span(text);
-        let dimension = Dimension::Money(money.base.clone());
-        let q = match parse_quantity(&text.value) {
-            Ok(q) => q,
-            Err(e) => {
-                let d = bad_unit(span, &text.value, &e, &dimension, field);
-                self.push(d);
-                return None;
-            }
-        };
-        let Dimension::Money(currency) = &q.dimension else {
-            let d = Diagnostic::error(
-                codes::WRONG_DIMENSION,
-                format!(
-                    "expected an amount of money in `{field}`, found {}",
-                    q.dimension.describe()
-                ),
-                span,
-                "no currency",
-            )
-            .with_help(format!(
-                "write the amount with its currency, e.g. `{} {}`",
-                text.value.trim(),
-                money.base
-            ));
-            self.push(d);
-            return None;
-        };
-        let Some(rate) = money.rate(currency) else {
-            let d = money.unknown(currency, span);
-            self.push(d);
-            return None;
-        };
-        if q.value < 0.0 {
-            let d = out_of_range(span, field, "an amount of at least 0", &text.value);
-            self.push(d);
-            return None;
-        }
-        Some(q.value * rate)
     }
 }

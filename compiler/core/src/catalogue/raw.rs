@@ -32,7 +32,7 @@ pub(crate) struct DeviceFile {
     #[serde(default)]
     pub efficiency: Option<EfficiencyBlock>,
     pub scale_up: ScaleUp,
-    pub devices_per_node: Loc<i64>,
+    pub devices_per_node: Loc<i128>,
     pub power: Power,
     pub software: DeviceSoftware,
     pub kubernetes_resource: Loc<String>,
@@ -180,7 +180,7 @@ pub(crate) struct PowerPrice {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Topology {
-    pub nodes_per_block: Loc<i64>,
+    pub nodes_per_block: Loc<i128>,
     pub block_uplink: Loc<String>,
     pub latency: Loc<String>,
     /// Node label keys of the topology levels, outermost first (Kueue's Topology levels).
@@ -202,9 +202,9 @@ pub(crate) struct Dataset {
 pub(crate) struct NodeGroup {
     pub name: Loc<String>,
     pub device: Loc<String>,
-    pub nodes: Loc<i64>,
-    pub devices_per_node: Loc<i64>,
-    pub free_devices: Loc<i64>,
+    pub nodes: Loc<i128>,
+    pub devices_per_node: Loc<i128>,
+    pub free_devices: Loc<i128>,
     pub nics: Nics,
     pub price: Loc<String>,
     pub software: NodeSoftware,
@@ -229,7 +229,7 @@ pub(crate) struct NodeGroup {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PodResources {
-    pub cpus: Loc<i64>,
+    pub cpus: Loc<i128>,
     pub memory: Loc<String>,
     pub shm: Loc<String>,
 }
@@ -249,7 +249,7 @@ pub(crate) struct Fabric {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Rdma {
     pub resource: Loc<String>,
-    pub per_node: Loc<i64>,
+    pub per_node: Loc<i128>,
 }
 
 /// A node taint.
@@ -278,7 +278,7 @@ pub(crate) struct SlurmGroup {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Nics {
-    pub count: Loc<i64>,
+    pub count: Loc<i128>,
     pub bandwidth: Loc<String>,
 }
 
@@ -320,6 +320,6 @@ pub(crate) struct Tenant {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Quota {
     pub device: Loc<String>,
-    pub guaranteed: Loc<i64>,
-    pub elastic: Loc<i64>,
+    pub guaranteed: Loc<i128>,
+    pub elastic: Loc<i128>,
 }

@@ -38,7 +38,7 @@ pub(super) fn check_model(
     let vocab = dim(&mut f, "vocab", "128256");
     let seq_len = dim(&mut f, "seq_len", "8192");
     let kv_heads = f.integer("kv_heads", 1, MAX_DIM, false);
-    let params = f.count("params");
+    let params = f.count("params", super::ranges::PARAMS);
     let tie_embeddings = f.boolean("tie_embeddings").is_some_and(|b| b.value);
     let head_dim = f.integer("head_dim", 1, MAX_DIM, false);
     let sliding_window = f.integer("sliding_window", 1, MAX_DIM, false);
@@ -221,7 +221,9 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
         }
         Arch::Moe => {
             for (name, field, example) in [("experts", experts, "8"), ("top_k", top_k, "2")] {
-                if field.is_none() {
+                // A field written with a bad value (`experts = 0`) already has its own error.
+                let written = block.attributes().any(|a| a.name.name == name);
+                if field.is_none() && !written {
                     diags.push(moe_error(
                         format!("missing field `{name}` for `arch = moe`"),
                         block.name.span,

@@ -4,6 +4,7 @@
 //! Every reader records what it finds wrong and returns `None`, so checking goes on and one run
 //! reports every mistake.
 
+use super::ranges::Range;
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
@@ -245,8 +246,13 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// A value of dimension `dimension` in base units.
-    pub fn quantity(&mut self, name: &str, dimension: &Dimension) -> Option<Spanned<f64>> {
+    /// A value of dimension `dimension` in base units, above zero and inside `range`.
+    pub fn quantity(
+        &mut self,
+        name: &str,
+        dimension: &Dimension,
+        range: Range,
+    ) -> Option<Spanned<f64>> {
         let attribute = self.get(name)?;
         let q = self.quantity_of(&attribute.value, dimension.describe(), dimension.example())?;
         if !q.dimension.same_kind(dimension) {
@@ -271,6 +277,10 @@ impl<'a> Fields<'a> {
         }
         if q.value <= 0.0 {
             self.out_of_range(&attribute.value, "must be greater than zero");
+            return None;
+        }
+        if !range.admits(q.value) {
+            self.out_of_range(&attribute.value, &format!("must be {}", range.words));
             return None;
         }
         Some(Spanned::new(q.value, attribute.value.span()))
@@ -381,14 +391,19 @@ impl<'a> Fields<'a> {
         complete.then(|| Spanned::new(values, list.span))
     }
 
-    /// A positive count such as `2T` (not necessarily whole).
-    pub fn count(&mut self, name: &str) -> Option<Spanned<f64>> {
-        self.quantity(name, &Dimension::Count)
+    /// A positive count such as `2T` (not necessarily whole) inside `range`.
+    pub fn count(&mut self, name: &str, range: Range) -> Option<Spanned<f64>> {
+        self.quantity(name, &Dimension::Count, range)
     }
 
     /// A plain number in `[min, max]`, e.g. `1.25`.
     pub fn number(&mut self, name: &str, min: f64, max: f64) -> Option<Spanned<f64>> {
-        let value = self.count(name)?;
+        let any = Range {
+            min: 0.0,
+            max: f64::MAX,
+            words: "",
+        };
+        let value = self.count(name, any)?;
         if value.value < min || value.value > max {
             let attribute = self.get(name)?;
             self.out_of_range(
@@ -492,6 +507,21 @@ impl<'a> Fields<'a> {
                 None
             }
         }
+    }
+
+    /// A list of names that, when written, names at least one: `[]` is refused (L1011) rather
+    /// than read as "any", which leaving the field out already says.
+    pub fn some_names(&mut self, name: &str) -> Vec<Spanned<String>> {
+        if let Some(attribute) = self.get(name)
+            && let Value::List(list) = &attribute.value
+            && list.items.is_empty()
+        {
+            self.out_of_range(
+                &attribute.value,
+                &format!("must name at least one; leave `{name}` out to allow any"),
+            );
+        }
+        self.names(name)
     }
 
     /// A list of names, e.g. `[H100_SXM, Ascend910B]`; a single name is accepted too.

@@ -328,10 +328,11 @@ fn check_serve(block: &Block, diags: &mut Diagnostics) -> Option<ServeSpec> {
 
 fn check_targets(block: &Block, diags: &mut Diagnostics) -> Option<TargetsSpec> {
     let mut f = read_block(block, &TARGETS, diags);
-    let ttft = f.quantity("ttft", &Dimension::Duration);
-    let tpot = f.quantity("tpot", &Dimension::Duration);
-    let itl = f.quantity("itl", &Dimension::Duration);
-    let e2e = f.quantity("e2e", &Dimension::Duration);
+    let target = super::ranges::LATENCY_TARGET;
+    let ttft = f.quantity("ttft", &Dimension::Duration, target);
+    let tpot = f.quantity("tpot", &Dimension::Duration, target);
+    let itl = f.quantity("itl", &Dimension::Duration, target);
+    let e2e = f.quantity("e2e", &Dimension::Duration, target);
     let percentile = f
         .keyword(
             "percentile",

@@ -8,15 +8,21 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
-use crate::types::{Optimizer, Precision};
+use crate::types::{Arch, Optimizer, Precision};
 use crate::workload::Part;
 
 /// The ops LoRA adapters can target: those made of weight matrices a fine-tune adapts.
 pub(super) const LORA_TARGETS: &[&str] = &["attention", "mlp"];
 
-pub(super) fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<TrainSpec> {
+/// Reads a `train` block; `arch` is the model's architecture when its block checked, which says
+/// which parts the model has (a dense model has no router to freeze).
+pub(super) fn check_train(
+    block: &Block,
+    arch: Option<Arch>,
+    diags: &mut Diagnostics,
+) -> Option<TrainSpec> {
     let mut f = read_block(block, &TRAIN, diags);
-    let tokens = f.count("tokens");
+    let tokens = f.count("tokens", super::ranges::TOKENS);
     let tokens = f.require("tokens", tokens, "2T");
     let global_batch = f.integer("global_batch", 1, MAX_DIM, false);
     let global_batch = f.require("global_batch", global_batch, "1024");
@@ -60,9 +66,11 @@ pub(super) fn check_train(block: &Block, diags: &mut Diagnostics) -> Option<Trai
             ),
         );
     }
+    let has_part = |part: &Part| !(*part == Part::Router && arch == Some(Arch::Dense));
     if lora.is_none()
         && Part::ALL
             .iter()
+            .filter(|p| has_part(p))
             .all(|p| freeze.iter().any(|n| n.value == p.as_str()))
         && let Some(first) = freeze.first()
     {

@@ -80,3 +80,92 @@ impl PlanDiagnosticIr {
         d
     }
 }
+
+/// What ruled out every layout of a job, which decides the help of L3001: "more memory" only
+/// helps when some layout ran out of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoLayoutCause {
+    /// At least one layout was refused for memory.
+    OutOfMemory,
+    /// Layouts were refused, none for memory (degrees that do not divide, tensor beyond a node,
+    /// more devices than allowed).
+    Shape,
+    /// No layout was refused, yet none had a finite time or cost: an estimate overflowed.
+    NoFiniteEstimate,
+}
+
+impl NoLayoutCause {
+    /// The L3001 help for this cause, `pinned` when the spec pins a layout degree.
+    pub fn help(self, pinned: bool) -> &'static str {
+        match (self, pinned) {
+            (NoLayoutCause::OutOfMemory, true) => {
+                "unpin a degree (remove it or write `auto`) so the planner may choose it, or allow larger node groups or devices with more memory"
+            }
+            (NoLayoutCause::OutOfMemory, false) => {
+                "allow devices with more memory, more devices, or a smaller micro-batch"
+            }
+            (NoLayoutCause::Shape, true) => {
+                "unpin a degree (remove it or write `auto`) so the planner may choose it, or allow larger node groups"
+            }
+            (NoLayoutCause::Shape, false) => {
+                "allow more devices or other device types; the plan's reasons say which rule each layout breaks"
+            }
+            (NoLayoutCause::NoFiniteEstimate, _) => {
+                "no layout has a finite time or cost: check the catalogue's figures for these devices and sites (efficiency, MTBF, prices) and the job's `tokens` and checkpoint `interval`"
+            }
+        }
+    }
+}
+
+/// The least goodput a plan may have. Below one half, failures, restarts, checkpoint writes and
+/// redone work take more wall time than the training itself: the devices' MTBF, the checkpoint
+/// interval or the job's size is wrong, and the run's cost and time are dominated by a model
+/// (Daly's) that is then far outside the range it was validated in.
+pub const MIN_GOODPUT: f64 = 0.5;
+
+/// The largest restart budget a manifest can carry: JobSet's `failurePolicy.maxRestarts` and
+/// Volcano's `maxRetry` are int32 fields, and the bare-metal launcher compares it in bash
+/// arithmetic.
+pub const MAX_RESTART_BUDGET: u64 = i32::MAX as u64;
+
+/// L3009: a plan whose failures leave too little goodput to be useful, or whose restart budget
+/// no manifest can carry; `None` for a plan within both limits.
+pub fn goodput_finding(job: &str, goodput: &super::ir::GoodputIr) -> Option<PlanDiagnosticIr> {
+    let fraction = goodput.fraction;
+    let too_low = fraction.is_nan() || fraction < MIN_GOODPUT;
+    let too_many = goodput.restart_budget > MAX_RESTART_BUDGET;
+    if !(too_low || too_many) {
+        return None;
+    }
+    let what = if too_low {
+        format!(
+            "goodput {} is below {}",
+            crate::display::percent(fraction),
+            crate::display::percent(MIN_GOODPUT)
+        )
+    } else {
+        format!(
+            "its restart budget {} is above {}, the most a manifest can carry",
+            goodput.restart_budget, MAX_RESTART_BUDGET
+        )
+    };
+    Some(PlanDiagnosticIr::error(
+        crate::diagnostics::codes::plan::FAILURES_DOMINATE,
+        SpecField::Job,
+        format!(
+            "job `{job}` would spend its time on failures: {what} ({} interruptions expected)",
+            count_words(goodput.interruptions_expected)
+        ),
+        "check the checkpoint `interval` (or write `auto`), the job's `tokens`, and the devices' `reliability.mtbf` in the catalogue",
+    ))
+}
+
+/// A count for a sentence: grouped digits up to a million, scientific notation beyond, so an
+/// astronomic count stays one short word.
+fn count_words(n: f64) -> String {
+    if n.abs() < 1e6 {
+        crate::display::thousands(n)
+    } else {
+        format!("{n:.1e}")
+    }
+}

@@ -93,6 +93,16 @@ pub struct Run {
 impl Run {
     fn new(rate_per_s: f64, write_s: f64, restart_s: f64, pinned: Option<f64>, work_s: f64) -> Run {
         let write_s = write_s.max(0.0);
+        // A run shorter than its pinned interval never reaches a checkpoint: a failure loses at
+        // most the whole run, so the interval that counts is the work itself (a `52w` interval
+        // on a two-hour job made Daly's factor lose 40 % of the run to failures never due).
+        let pinned = pinned.map(|p| {
+            if work_s.is_finite() && work_s > 0.0 {
+                p.min(work_s)
+            } else {
+                p
+            }
+        });
         let (interval_s, factor) = stretch_factor(rate_per_s, write_s, restart_s, pinned);
         let wall_s = if !work_s.is_finite() {
             work_s
@@ -233,9 +243,16 @@ pub fn daly_interval(write_s: f64, rate_per_s: f64) -> f64 {
 
 /// Restarts to allow for `expected` interruptions: three standard deviations above the mean of
 /// a Poisson count, plus three for failures that are not the hardware's (a bad node at start, a
-/// preemption).
+/// preemption). Saturates at `u64::MAX` (and NaN gives 3); no manifest can carry more than
+/// [`super::findings::MAX_RESTART_BUDGET`], and a plan that needs more is refused (L3009).
 pub fn restart_budget(expected: f64) -> u64 {
-    let expected = expected.max(0.0);
+    let expected = if expected.is_nan() {
+        0.0
+    } else {
+        expected.max(0.0)
+    };
+    // `as` saturates a float too large for u64 (documented Rust semantics), and L3009 refuses
+    // every budget above i32::MAX before a backend sees it.
     (expected + 3.0 * expected.sqrt() + 3.0).ceil() as u64
 }
 
@@ -315,5 +332,46 @@ mod tests {
     fn the_budget_covers_three_deviations() {
         assert_eq!(restart_budget(0.0), 3);
         assert_eq!(restart_budget(100.0), 133);
+        assert_eq!(restart_budget(f64::NAN), 3);
+        assert_eq!(restart_budget(1e33), u64::MAX);
+    }
+
+    /// A pinned interval longer than the run counts as the run: a two-hour job with a 52-week
+    /// interval loses what a failure during those two hours costs, not a year's rework.
+    #[test]
+    fn a_pinned_interval_beyond_the_run_counts_as_the_run() {
+        let f = Failures {
+            per_device_s: 1.0 / (50_000.0 * 3600.0),
+            write_s: 1.0,
+            restart_s: 900.0,
+            pinned_interval_s: Some(52.0 * 7.0 * 86_400.0),
+        };
+        let run = f.run(2.0 * 3600.0, 4);
+        assert!(run.stretch() < 1.01, "{}", run.stretch());
+        assert!(run.interval_s <= 2.0 * 3600.0);
+    }
+
+    /// A budget no int32 manifest field can carry, or a goodput below one half, is L3009.
+    #[test]
+    fn a_plan_lost_to_failures_is_refused() {
+        let f = Failures {
+            per_device_s: 1.0 / (50_000.0 * 3600.0),
+            write_s: 60.0,
+            restart_s: 900.0,
+            pinned_interval_s: Some(52.0 * 7.0 * 86_400.0),
+        };
+        let run = f.run(365.0 * 86_400.0, 4096);
+        let ir = run.ir(4096);
+        let finding = crate::plan::findings::goodput_finding("big", &ir).unwrap();
+        assert_eq!(
+            finding.code,
+            crate::diagnostics::codes::plan::FAILURES_DOMINATE
+        );
+        let fine = Failures {
+            pinned_interval_s: None,
+            ..f
+        }
+        .run(30.0 * 86_400.0, 4096);
+        assert!(crate::plan::findings::goodput_finding("ok", &fine.ir(4096)).is_none());
     }
 }

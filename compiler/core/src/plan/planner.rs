@@ -15,7 +15,7 @@
 //! are ranked with the single-type layouts, and the best of either kind wins.
 
 use super::explain;
-use super::findings::{PlanDiagnosticIr, SpecField};
+use super::findings::{NoLayoutCause, PlanDiagnosticIr, SpecField, goodput_finding};
 use super::ir::{GoalIr, Plan, WorkloadIr};
 use super::objective::{Limits, PENALTY};
 use super::pair::data::{fill_pair_data_plan, pair_data_plans};
@@ -186,7 +186,18 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         plan.reasons = single::rejection_reasons(&rejected, options);
         plan.reasons.append(&mut skipped);
         plan.reasons.append(&mut ruled_out);
-        plan.diagnostics.push(no_layout(job, pins, &plan.reasons));
+        let cause = if rejected
+            .iter()
+            .any(|(_, r)| matches!(r.reason, super::search::Rejection::OutOfMemory { .. }))
+        {
+            NoLayoutCause::OutOfMemory
+        } else if rejected.is_empty() {
+            NoLayoutCause::NoFiniteEstimate
+        } else {
+            NoLayoutCause::Shape
+        };
+        plan.diagnostics
+            .push(no_layout(job, pins, cause, &plan.reasons));
         return plan;
     };
     if best.score >= PENALTY {
@@ -237,6 +248,17 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             fill_pair_data_plan(&mut plan, job, d, &input, currency.clone());
         }
     }
+    // A plan lost to failures, or with a restart budget no manifest can carry, is no plan (L3009).
+    if let Some(finding) = plan
+        .estimate
+        .as_ref()
+        .and_then(|e| e.goodput.as_ref())
+        .and_then(|g| goodput_finding(&job.name.value, g))
+    {
+        plan.feasible = false;
+        plan.reasons.push(finding.message.clone());
+        plan.diagnostics.push(finding);
+    }
     if job.resources.interruptible && plan.feasible {
         plan.schedule = cheap_hours(job, pool, best, limits, &convert);
     }
@@ -281,19 +303,14 @@ fn no_node_group(job: &Job, headline: &[String], skipped: &[String]) -> PlanDiag
 }
 
 /// L3001: every layout on every allowed node group was rejected.
-fn no_layout(job: &Job, pins: Pins, reasons: &[String]) -> PlanDiagnosticIr {
+fn no_layout(job: &Job, pins: Pins, cause: NoLayoutCause, reasons: &[String]) -> PlanDiagnosticIr {
     let pinned = pins != Pins::default();
-    let (field, help) = if pinned {
-        (
-            SpecField::Parallel,
-            "unpin a degree (remove it or write `auto`) so the planner may choose it, or allow larger node groups or devices with more memory",
-        )
+    let field = if pinned {
+        SpecField::Parallel
     } else {
-        (
-            SpecField::Devices,
-            "allow devices with more memory, more devices, or a smaller micro-batch",
-        )
+        SpecField::Devices
     };
+    let help = cause.help(pinned);
     PlanDiagnosticIr::error(
         codes::plan::NO_LAYOUT,
         field,

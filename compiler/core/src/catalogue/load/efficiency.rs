@@ -1,7 +1,7 @@
 //! Reading a device's `efficiency` block: the measured shares of peak its GEMMs and attention
 //! kernels sustain, which the cost model times every kernel with.
 
-use super::Cx;
+use super::{Cx, bounds};
 use crate::catalogue::codes;
 use crate::catalogue::raw::{self, Loc};
 use crate::catalogue::values::out_of_range;
@@ -81,18 +81,8 @@ impl Cx<'_, '_> {
         })
     }
 
-    /// Whether `share` is a fraction in (0, 1]; reports it otherwise.
+    /// Whether `share` is a measured fraction of the peak in its bounds; reports it otherwise.
     fn share(&mut self, share: &Loc<f64>, field: &str) -> bool {
-        if share.value > 0.0 && share.value <= 1.0 {
-            return true;
-        }
-        let d = out_of_range(
-            self.span(share),
-            field,
-            "a fraction in (0, 1]",
-            &share.value.to_string(),
-        );
-        self.push(d);
-        false
+        self.scalar_in(share, field, bounds::EFFICIENCY)
     }
 }

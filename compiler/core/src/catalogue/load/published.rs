@@ -24,9 +24,12 @@ impl Cx<'_, '_> {
         let mut found = BTreeMap::new();
         for (precision, entry) in &raw.best_published {
             let field = format!("best_published.{precision}.model_flops");
-            let Some(flops) =
-                self.positive_quantity(&entry.model_flops, Dimension::FlopRate, &field)
-            else {
+            let Some(flops) = self.positive_quantity(
+                &entry.model_flops,
+                Dimension::FlopRate,
+                &field,
+                super::bounds::FLOP_RATE,
+            ) else {
                 continue;
             };
             let span = self.span(&entry.model_flops);

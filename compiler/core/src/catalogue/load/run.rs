@@ -4,7 +4,7 @@
 //! Every name here lands unquoted in a manifest (a resource, a label key, an environment variable,
 //! a Slurm feature), so each is checked with the rule the backends apply (`crate::names`).
 
-use super::Cx;
+use super::{Cx, bounds};
 use crate::catalogue::codes;
 use crate::catalogue::model::NodeRun;
 use crate::catalogue::raw::{self, Loc};
@@ -36,9 +36,17 @@ impl Cx<'_, '_> {
         let mut run = NodeRun::default();
         let mut ok = true;
         if let Some(pod) = &raw.pod {
-            run.cpus = self.count(&pod.cpus, 1, "pod.cpus").unwrap_or(0);
-            let memory = self.positive_quantity(&pod.memory, Dimension::Bytes, "pod.memory");
-            let shm = self.positive_quantity(&pod.shm, Dimension::Bytes, "pod.shm");
+            run.cpus = self
+                .count(&pod.cpus, 1, bounds::MAX_POD_CPUS, "pod.cpus")
+                .unwrap_or(0);
+            let memory = self.positive_quantity(
+                &pod.memory,
+                Dimension::Bytes,
+                "pod.memory",
+                bounds::HOST_MEMORY,
+            );
+            let shm =
+                self.positive_quantity(&pod.shm, Dimension::Bytes, "pod.shm", bounds::HOST_MEMORY);
             ok &= run.cpus > 0 && memory.is_some() && shm.is_some();
             run.memory_bytes = memory.unwrap_or(0.0);
             run.shm_bytes = shm.unwrap_or(0.0);
@@ -60,7 +68,12 @@ impl Cx<'_, '_> {
         if let Some(fabric) = &raw.fabric {
             if let Some(rdma) = &fabric.rdma {
                 ok &= self.manifest_name(&rdma.resource, "fabric.rdma.resource", is_label_key);
-                match self.count(&rdma.per_node, 1, "fabric.rdma.per_node") {
+                match self.count(
+                    &rdma.per_node,
+                    1,
+                    bounds::MAX_PER_NODE,
+                    "fabric.rdma.per_node",
+                ) {
                     Some(n) => run.rdma = Some((rdma.resource.value.clone(), n)),
                     None => ok = false,
                 }
@@ -113,18 +126,13 @@ impl Cx<'_, '_> {
         }
         if let Some(slurm) = &raw.slurm {
             if let Some(max) = &slurm.max_time {
-                match self.positive_quantity(max, Dimension::Duration, "slurm.max_time") {
-                    Some(s) if s >= 60.0 => run.slurm_max_time_s = Some(s),
-                    Some(_) => {
-                        let d = crate::catalogue::values::out_of_range(
-                            self.span(max),
-                            "slurm.max_time",
-                            "a time limit of at least one minute (Slurm counts whole minutes)",
-                            &max.value,
-                        );
-                        self.push(d);
-                        ok = false;
-                    }
+                match self.positive_quantity(
+                    max,
+                    Dimension::Duration,
+                    "slurm.max_time",
+                    bounds::SLURM_MAX_TIME,
+                ) {
+                    Some(s) => run.slurm_max_time_s = Some(s),
                     None => ok = false,
                 }
             }
@@ -140,7 +148,12 @@ impl Cx<'_, '_> {
     /// The site's restart time in seconds (the default when it has none) and its topology levels.
     pub(super) fn site_run(&mut self, raw: &raw::Site) -> Option<(f64, Vec<String>)> {
         let restart = match &raw.restart_time {
-            Some(t) => self.positive_quantity(t, Dimension::Duration, "restart_time")?,
+            Some(t) => self.positive_quantity(
+                t,
+                Dimension::Duration,
+                "restart_time",
+                bounds::RESTART_TIME,
+            )?,
             None => DEFAULT_RESTART_S,
         };
         let mut ok = true;

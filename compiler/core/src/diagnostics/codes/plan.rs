@@ -11,4 +11,5 @@ super::codes! {
     ABOVE_GUARANTEED_QUOTA = "L3006" => "devices above the guaranteed quota",
     EXTRAPOLATION = "L3007" => "prediction above the best published run",
     NO_DEPLOYMENT = "L3008" => "no deployment meets the service's targets",
+    FAILURES_DOMINATE = "L3009" => "failures dominate the run",
 }
