@@ -6,52 +6,34 @@ use crate::Context;
 use crate::args::{EmitArgs, EmitBackend, EmitFlavor};
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
-use crate::session::{load_checked, plan_catalogue, threads};
+use crate::session::{load_checked, threads};
 use loam_backends::{Flavor, Options, SlurmVersion, Target};
-use loam_compiler::diagnostics::{Diagnostic, codes};
-use loam_compiler::plan::ir::PlanDocument;
 use loam_compiler::project::plan_project;
 use loam_compiler::span::SourceMap;
 use std::path::Path;
 
+mod from_json;
+
 /// Runs `loam emit`; exit 0 when every manifest was written, 1 on problems in the specs or plans
-/// (nothing written; a plan JSON made with another catalogue is one, L4010), 2 on usage or I/O
-/// errors.
+/// (nothing written; a plan JSON made with another catalogue is one, L4010, and so is one that
+/// disagrees with the catalogue, itself or its spec, L4012), 2 on usage or I/O errors.
 pub fn run(
     args: &EmitArgs,
     catalogue_dir: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, IoError> {
     let slurm_version: SlurmVersion = args.slurm_version.parse().map_err(IoError)?;
-    let (doc, catalogue) = if args.path.extension().is_some_and(|e| e == "json") {
-        let bytes = io::read(&args.path)?;
-        let doc = serde_json::from_slice::<PlanDocument>(&bytes).map_err(|e| {
-            IoError(format!(
-                "`{}` is not a loam plan (`loam plan --format json`): {e}",
-                io::display(&args.path)
-            ))
-        })?;
-        let catalogue = plan_catalogue(catalogue_dir)?;
-        // The tenants' names and checkpoint roots come from this catalogue: they must be the
-        // ones the plan was made with.
-        if doc.catalogue_digest != catalogue.digest() {
-            let diagnostic = Diagnostic::unlocated(
-                codes::emit::OTHER_CATALOGUE,
-                format!(
-                    "the plan in `{}` was made with catalogue `{}`, not with this one (`{}`)",
-                    io::display(&args.path),
-                    doc.catalogue_digest.escape_debug(),
-                    catalogue.digest()
-                ),
-            )
-            .with_help(
-                "plan again with this catalogue (`loam plan --format json`), or pass the catalogue the plan was made with (`--catalogue DIR`)",
-            );
-            cx.eprint(&render_text(&[diagnostic], &SourceMap::new(), cx.color));
-            cx.eprint("nothing emitted\n");
-            return Ok(1);
+    let (doc, catalogue, notes) = if args.path.extension().is_some_and(|e| e == "json") {
+        // A plan file may have been edited: re-checked against the catalogue, itself and the
+        // spec it names (L4010, L4012) before anything is rendered.
+        match from_json::load(&args.path, catalogue_dir)? {
+            Ok(checked) => (checked.doc, checked.catalogue, checked.notes),
+            Err(diagnostics) => {
+                cx.eprint(&render_text(&diagnostics, &SourceMap::new(), cx.color));
+                cx.eprint("nothing emitted\n");
+                return Ok(1);
+            }
         }
-        (doc, catalogue)
     } else {
         // The same checks as `loam plan`, then the same planner; any error stops the emit.
         let specs = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
@@ -69,7 +51,7 @@ pub fn run(
             cx.eprint(&format!("nothing emitted: {why}\n"));
             return Ok(1);
         };
-        (planned.document, catalogue)
+        (planned.document, catalogue, Vec::new())
     };
     let target = match args.backend {
         EmitBackend::Kubernetes => Target::Kubernetes,
@@ -110,6 +92,9 @@ pub fn run(
             crate::commands::check::plural(doc.services.len(), "service")
         )
     };
+    for note in &notes {
+        cx.eprint(note);
+    }
     cx.print(&format!(
         "wrote {} {} for {} {}{services} to {}\n",
         manifests.len(),

@@ -15,6 +15,7 @@ pub const FORMAT_VERSION: &str = "1.9";
 
 mod run;
 mod service;
+pub mod validate;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
 pub use service::{
     AutoscalingIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr, ServicePlan, TrafficIr,

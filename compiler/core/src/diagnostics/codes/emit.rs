@@ -13,4 +13,5 @@ super::codes! {
     INTERNAL_ERROR = "L4009" => "internal template error",
     OTHER_CATALOGUE = "L4010" => "plan made with another catalogue",
     SLURM_JOB_SPANS_SITES = "L4011" => "Slurm job spans sites",
+    INCONSISTENT_PLAN = "L4012" => "plan does not agree with the catalogue or its spec",
 }
