@@ -171,7 +171,7 @@ fn a_byte_order_mark_is_skipped_and_crlf_reads_as_lines() {
         assert_eq!(code, 0, "{file}: {err}");
     }
     // An error after a BOM and CRLF line breaks is located as an editor shows it.
-    let broken = format!("\u{feff}job \"a\" {{\r\n  tenant = \"nlp\"\r\n  bogus = 1\r\n}}\r\n");
+    let broken = "\u{feff}job \"a\" {\r\n  tenant = \"nlp\"\r\n  bogus = 1\r\n}\r\n";
     std::fs::write(dir.path().join("both.loam"), broken).unwrap();
     let (_, out, _) = loam_in(dir.path(), &["check", "--format", "json", "both.loam"]);
     assert!(out.contains("\"line\": 3,\n      \"column\": 3"), "{out}");

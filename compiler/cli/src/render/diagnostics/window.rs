@@ -233,7 +233,7 @@ mod tests {
         let text = "l1\nl2\nl3 target\nl4\nl5\nl6\nl7\n";
         let f = file(text);
         let at = text.find("target").unwrap();
-        let window = Window::new(&f, &[at..at + 6]);
+        let window = Window::new(&f, std::slice::from_ref(&(at..at + 6)));
         assert_eq!(window.text(), "l1\nl2\nl3 target\nl4\nl5\n");
         assert_eq!(window.span(at..at + 6), (9, 6));
     }
@@ -243,7 +243,7 @@ mod tests {
         let text = format!("a\n{}TARGET{}\nb\n", "x".repeat(5000), "y".repeat(5000));
         let f = file(&text);
         let at = text.find("TARGET").unwrap();
-        let window = Window::new(&f, &[at..at + 6]);
+        let window = Window::new(&f, std::slice::from_ref(&(at..at + 6)));
         let shown = window.text();
         assert!(shown.len() < 2 + LONG_LINE + 2 * CUT.len() + 3, "{shown}");
         assert!(
