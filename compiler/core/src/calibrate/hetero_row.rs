@@ -42,12 +42,13 @@ impl HeteroRow {
         self.text(column).parse::<u32>().ok().filter(|n| *n > 0)
     }
 
-    /// The column as a positive finite number; `None` when blank or not a number.
+    /// The column as a positive finite number at most 10^15; `None` when blank, not a number or
+    /// larger (a `1e308` is a typo that made every statistic NaN).
     pub(super) fn number(&self, column: &str) -> Option<f64> {
         self.text(column)
             .parse::<f64>()
             .ok()
-            .filter(|v| v.is_finite() && *v > 0.0)
+            .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e15)
     }
 }
 

@@ -92,12 +92,13 @@ impl ServingRow {
         self.text(column).parse::<u32>().ok().filter(|n| *n > 0)
     }
 
-    /// The column as a positive finite number.
+    /// The column as a positive finite number at most 10^15 (a larger one, like `1e308`, is a typo
+    /// that made every statistic NaN, so it reads as no number).
     pub(super) fn number(&self, column: &str) -> Option<f64> {
         self.text(column)
             .parse::<f64>()
             .ok()
-            .filter(|v| v.is_finite() && *v > 0.0)
+            .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e15)
     }
 }
 

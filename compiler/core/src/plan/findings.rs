@@ -129,11 +129,17 @@ pub const MIN_GOODPUT: f64 = 0.5;
 pub const MAX_RESTART_BUDGET: u64 = i32::MAX as u64;
 
 /// L3009: a plan whose failures leave too little goodput to be useful, or whose restart budget
-/// no manifest can carry; `None` for a plan within both limits.
-pub fn goodput_finding(job: &str, goodput: &super::ir::GoodputIr) -> Option<PlanDiagnosticIr> {
-    let fraction = goodput.fraction;
+/// no manifest can carry; `None` for a plan within both limits. Takes the plan's
+/// `estimate.goodput` figures (`fraction`, `restart_budget`, `interruptions_expected`) as
+/// numbers, since the Plan IR already depends on this module.
+pub fn goodput_finding(
+    job: &str,
+    fraction: f64,
+    restart_budget: u64,
+    interruptions_expected: f64,
+) -> Option<PlanDiagnosticIr> {
     let too_low = fraction.is_nan() || fraction < MIN_GOODPUT;
-    let too_many = goodput.restart_budget > MAX_RESTART_BUDGET;
+    let too_many = restart_budget > MAX_RESTART_BUDGET;
     if !(too_low || too_many) {
         return None;
     }
@@ -146,7 +152,7 @@ pub fn goodput_finding(job: &str, goodput: &super::ir::GoodputIr) -> Option<Plan
     } else {
         format!(
             "its restart budget {} is above {}, the most a manifest can carry",
-            goodput.restart_budget, MAX_RESTART_BUDGET
+            restart_budget, MAX_RESTART_BUDGET
         )
     };
     Some(PlanDiagnosticIr::error(
@@ -154,7 +160,7 @@ pub fn goodput_finding(job: &str, goodput: &super::ir::GoodputIr) -> Option<Plan
         SpecField::Job,
         format!(
             "job `{job}` would spend its time on failures: {what} ({} interruptions expected)",
-            count_words(goodput.interruptions_expected)
+            count_words(interruptions_expected)
         ),
         "check the checkpoint `interval` (or write `auto`), the job's `tokens`, and the devices' `reliability.mtbf` in the catalogue",
     ))

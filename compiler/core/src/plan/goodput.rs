@@ -244,7 +244,7 @@ pub fn daly_interval(write_s: f64, rate_per_s: f64) -> f64 {
 /// Restarts to allow for `expected` interruptions: three standard deviations above the mean of
 /// a Poisson count, plus three for failures that are not the hardware's (a bad node at start, a
 /// preemption). Saturates at `u64::MAX` (and NaN gives 3); no manifest can carry more than
-/// [`super::findings::MAX_RESTART_BUDGET`], and a plan that needs more is refused (L3009).
+/// `i32::MAX`, and the planner refuses a plan that needs more (L3009).
 pub fn restart_budget(expected: f64) -> u64 {
     let expected = if expected.is_nan() {
         0.0
@@ -351,6 +351,15 @@ mod tests {
         assert!(run.interval_s <= 2.0 * 3600.0);
     }
 
+    fn finding_of(job: &str, g: &GoodputIr) -> Option<crate::plan::findings::PlanDiagnosticIr> {
+        crate::plan::findings::goodput_finding(
+            job,
+            g.fraction,
+            g.restart_budget,
+            g.interruptions_expected,
+        )
+    }
+
     /// A budget no int32 manifest field can carry, or a goodput below one half, is L3009.
     #[test]
     fn a_plan_lost_to_failures_is_refused() {
@@ -362,7 +371,7 @@ mod tests {
         };
         let run = f.run(365.0 * 86_400.0, 4096);
         let ir = run.ir(4096);
-        let finding = crate::plan::findings::goodput_finding("big", &ir).unwrap();
+        let finding = finding_of("big", &ir).unwrap();
         assert_eq!(
             finding.code,
             crate::diagnostics::codes::plan::FAILURES_DOMINATE
@@ -372,6 +381,6 @@ mod tests {
             ..f
         }
         .run(30.0 * 86_400.0, 4096);
-        assert!(crate::plan::findings::goodput_finding("ok", &fine.ir(4096)).is_none());
+        assert!(finding_of("ok", &fine.ir(4096)).is_none());
     }
 }

@@ -253,7 +253,14 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         .estimate
         .as_ref()
         .and_then(|e| e.goodput.as_ref())
-        .and_then(|g| goodput_finding(&job.name.value, g))
+        .and_then(|g| {
+            goodput_finding(
+                &job.name.value,
+                g.fraction,
+                g.restart_budget,
+                g.interruptions_expected,
+            )
+        })
     {
         plan.feasible = false;
         plan.reasons.push(finding.message.clone());
