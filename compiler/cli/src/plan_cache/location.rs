@@ -34,11 +34,13 @@ pub fn refusal(dir: &Path, planned: &[PathBuf]) -> Option<String> {
         planned
     };
     for root in planned {
-        let folder = if root.is_file() {
-            root.parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        let (folder, shown) = if root.is_file() {
+            let parent = root
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            (parent, format!("the folder of `{}`", root.display()))
         } else {
-            root.clone()
+            (root.clone(), format!("`{}`", root.display()))
         };
         let folder = normal(&cwd.join(folder));
         let folder_resolved = resolve(&folder);
@@ -46,10 +48,7 @@ pub fn refusal(dir: &Path, planned: &[PathBuf]) -> Option<String> {
             .iter()
             .any(|p| p.starts_with(&folder) || p.starts_with(&folder_resolved));
         if inside {
-            return Some(format!(
-                "it lies inside `{}`, which is being planned",
-                root.display()
-            ));
+            return Some(format!("it lies inside {shown}, which is being planned"));
         }
     }
     None
