@@ -171,7 +171,7 @@ impl PlanCache {
         let path = self.entry(key)?;
         let bytes = fs::read(&path).ok()?;
         let plan = match self.verify(key, &bytes, job) {
-            Verdict::Trusted(plan) => plan,
+            Verdict::Trusted(plan) => *plan,
             Verdict::Signed => return None,
             Verdict::Untrusted => {
                 self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -193,7 +193,7 @@ impl PlanCache {
             header.windows(13).any(|w| w == b" hmac-sha256:")
         };
         match found {
-            Some(plan) => Verdict::Trusted(plan),
+            Some(plan) => Verdict::Trusted(Box::new(plan)),
             None if self.secret.is_none() && signed() => Verdict::Signed,
             None => Verdict::Untrusted,
         }
@@ -289,7 +289,7 @@ impl PlanCache {
 /// What an entry found in the cache is worth.
 enum Verdict {
     /// Its seal verifies: the plan it holds.
-    Trusted(Plan),
+    Trusted(Box<Plan>),
     /// Signed with a key, read without one: it cannot be checked, so it is not used (a cache
     /// shared by keyed runs and runs without the secret, such as pull requests from forks).
     Signed,
