@@ -276,3 +276,28 @@ fn the_ci_examples_keep_the_plan_cache_out_of_the_checkout() {
     assert!(on - guard < 100);
     assert!(gitlab.contains("git ls-files -- .loam"));
 }
+
+/// A service's plan is re-checked too: a role with tensor degree 0, or more replicas than its
+/// group's devices hold, is refused (L4012).
+#[test]
+fn hand_edited_service_plans_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo_root().join("tests/data/services-plan.json")).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["catalogue_digest"] = json!(builtin().digest());
+    let (code, _, err) = emit(dir.path(), &doc);
+    assert_eq!(code, 0, "{err}");
+    let mut zero = doc.clone();
+    zero["services"][0]["roles"][0]["tensor"] = json!(0);
+    let (code, _, err) = emit(dir.path(), &zero);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("role `serve`'s tensor is 0"), "{err}");
+    let mut more = doc;
+    more["services"][0]["roles"][0]["replicas"] = json!(7);
+    let (code, _, err) = emit(dir.path(), &more);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("runs 7 replicas of 4 devices, and its group has 12"),
+        "{err}"
+    );
+}
