@@ -1,12 +1,14 @@
 //! Benchmark: one 70B job planned on a generated pool of 3 device types × 4 sites × 8,192
 //! devices, heterogeneous pipelines included (the job's quota makes one group too small, so the
-//! planner pairs groups). Goal: under 1 s; docs/performance.md records the figure.
+//! planner pairs groups). Goal: under 1 s; docs/performance.md records the figure. Also a dense
+//! model of 1,000 layers on the shipped `xirang` pool (the reliability review's M2: its pipelines
+//! over two groups cut a chain of 2,003 ops), goal under 1 s.
 
 // criterion_group! generates undocumented public items; a benchmark reports what it measured.
 #![allow(missing_docs, clippy::print_stdout)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use loam_compiler::catalogue::builtin_devices_with_pool;
+use loam_compiler::catalogue::{builtin, builtin_devices_with_pool};
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
 use loam_compiler::span::FileId;
@@ -120,5 +122,42 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// The reliability review's reproducer `04-planner-layers-slow.sh` at 1,000 layers.
+const THOUSAND_LAYERS: &str = r#"job "h" {
+  tenant = "nlp"
+  model {
+    layers   = 1000
+    hidden   = 1024
+    ffn      = 4096
+    heads    = 16
+    vocab    = 128256
+    seq_len  = 2048
+  }
+  train {
+    tokens       = 2T
+    global_batch = 4096
+    precision    = bf16
+  }
+  resources {
+    pool = xirang
+  }
+}
+"#;
+
+fn thousand_layers(c: &mut Criterion) {
+    let catalogue = builtin();
+    let parsed = parse(FileId(0), THOUSAND_LAYERS);
+    let Some(file) = parsed.file else { return };
+    let Some(job) = check_file(&file).jobs.into_iter().next() else {
+        return;
+    };
+    let mut group = c.benchmark_group("thousand_layers");
+    group.sample_size(10);
+    group.bench_function("plan_1000_layers_xirang", |b| {
+        b.iter(|| plan_job(black_box(&job), "h.loam", black_box(&catalogue)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, thousand_layers);
 criterion_main!(benches);

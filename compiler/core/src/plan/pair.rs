@@ -129,6 +129,8 @@ pub(crate) struct PairInput<'p, 'a> {
     /// The best single-type score: pipelines that cannot beat it are not costed, but for the
     /// best of each pair within [`ALTERNATIVE_SLACK`] of it (to show as an alternative).
     pub(crate) incumbent: f64,
+    /// The job's cap on the search; once reached, no further pair is searched.
+    pub(crate) budget: &'p super::search::budget::WorkBudget,
 }
 
 /// How much worse than the best single-type plan a pipeline may be and still be costed (to
@@ -261,9 +263,16 @@ pub(crate) fn pair_pipelines<'a>(
             };
             let objective =
                 |devices: [u64; 2], train_s: f64| limits.score(&pair.outcome(devices, train_s));
-            for (score, plan) in
-                search_pipelines(&spec, &objective, input.incumbent, ALTERNATIVE_SLACK)
-            {
+            if input.budget.reached() {
+                continue;
+            }
+            for (score, plan) in search_pipelines(
+                &spec,
+                &objective,
+                input.incumbent,
+                ALTERNATIVE_SLACK,
+                input.budget,
+            ) {
                 let outcome = pair.outcome(plan.shape.devices(), plan.train_time_s);
                 found.push(PairPipeline {
                     score,

@@ -10,6 +10,7 @@
 //! [`rank`] costs each shape's ZeRO stages with the least recomputation that fits, and [`kept`]
 //! holds the best candidates and the rejected regions.
 
+pub mod budget;
 mod kept;
 mod rank;
 mod space;

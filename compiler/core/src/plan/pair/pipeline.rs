@@ -2,8 +2,8 @@
 //! device types, or the same type at two sites), each stage on the group that runs it.
 //!
 //! For every configuration — tensor degree per group, data-parallel degree, micro-batch, ZeRO
-//! stage, and stages per group — the op chain is partitioned by dynamic programming so that the
-//! slowest stage is as fast as it can be. The step follows synchronous 1F1B, where every stage
+//! stage, and stages per group — the op chain is partitioned (a min-max partition over the cuts
+//! between blocks) so that the slowest stage is as fast as it can be. The step follows synchronous 1F1B, where every stage
 //! runs at the pace of the slowest: `(m + p − 1) · max stage + gradient reduction + optimizer`,
 //! so minimising the slowest stage minimises the step of that configuration, and the partition is
 //! optimal, not a proportional guess. Each stage takes the least recomputation that fits its
@@ -11,14 +11,17 @@
 //!
 //! Configurations are visited in order of a lower bound on their objective (all work spread over
 //! every stage at the faster group's speed), and the search stops when the bound cannot beat the
-//! best found, so the pruning never loses the optimum.
+//! best found, so the pruning never loses the optimum. The job's [`WorkBudget`] caps the work:
+//! each op costed in one setting and each stage the partition costs takes a unit, and when it
+//! runs out the search keeps what it has found (the planner then says so, L3010).
 
 use crate::cost::ops::{OpSetting, op_costs};
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
+use crate::plan::search::budget::WorkBudget;
 use crate::types::Recompute;
 use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
-use partition::{MODES, Prefix, Side, cost_shape, span};
+use partition::{Costing, MODES, Prefix, Side, cost_shape, span};
 use std::collections::BTreeMap;
 
 /// Most pipeline stages a heterogeneous plan considers.
@@ -155,7 +158,9 @@ struct Prepared<'a> {
     steps: f64,
 }
 
-fn prepare<'a>(spec: &PipelineSpec<'a>) -> Prepared<'a> {
+/// The search's shared inputs; the op costings take their units of `budget`, and the sides stop
+/// where it runs out.
+fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
     let model = spec.model;
     let setup = spec.setup;
     let steps = setup.tokens / setup.tokens_per_step(model).max(1.0);
@@ -185,6 +190,10 @@ fn prepare<'a>(spec: &PipelineSpec<'a>) -> Prepared<'a> {
                 .into_iter()
                 .filter(|b| *b <= MAX_MICRO_BATCH);
             for b in micro {
+                let ops = spec.graph.len() as u64;
+                if !budget.spend(ops.saturating_mul(MODES.len() as u64)) {
+                    break;
+                }
                 let modes = MODES.map(|recompute| {
                     let setting = OpSetting {
                         tensor: t,
@@ -351,15 +360,18 @@ fn insert_kept(found: &mut Vec<(f64, PipelinePlan)>, score: f64, plan: PipelineP
 /// costed once the pair has one plan; until then configurations up to `incumbent × slack` are,
 /// so that a losing pair still shows a plan as an alternative. Such a plan is the first found in
 /// bound order, not always the pair's best: finding the best of a pair that cannot win costs
-/// four times as long on the benchmark. Best first.
+/// four times as long on the benchmark. Best first. When `budget` runs out the search stops with
+/// the plans it has costed (none when it ran out before the first); [`WorkBudget::reached`]
+/// then says so.
 pub fn search_pipelines(
     spec: &PipelineSpec<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
     incumbent: f64,
     slack: f64,
+    budget: &WorkBudget,
 ) -> Vec<(f64, PipelinePlan)> {
-    let prepared = prepare(spec);
-    if !prepared.splittable() {
+    let prepared = prepare(spec, budget);
+    if budget.reached() || !prepared.splittable() {
         return Vec::new();
     }
     let keep = spec.keep.max(1);
@@ -375,10 +387,21 @@ pub fn search_pipelines(
         if bound >= worst_kept.min(cutoff) {
             break;
         }
-        let Some(sides) = prepared.sides_of(&shape) else {
+        let Some(costing) = prepared.costing(&shape, budget) else {
             continue;
         };
-        let plan = cost_shape(spec, sides, prepared.chain(), shape, prepared.steps, None);
+        // Once `keep` plans are kept, a configuration whose partition's lower bound scores
+        // above the worst of them cannot join them: it is not partitioned.
+        let devices = shape.devices();
+        let beats = |train_s: f64| objective(devices, train_s) <= worst_kept;
+        let costing = Costing {
+            beats: (found.len() >= keep).then_some(&beats as &dyn Fn(f64) -> bool),
+            ..costing
+        };
+        let plan = cost_shape(spec, &costing, shape, None);
+        if budget.reached() {
+            break;
+        }
         if let Some(plan) = plan {
             insert_kept(
                 &mut found,
@@ -414,15 +437,22 @@ impl<'a> Prepared<'a> {
         })
     }
 
-    fn chain(&self) -> (&[f64], &[bool]) {
-        (&self.params, &self.cuttable)
-    }
-
-    fn sides_of(&self, shape: &PipelineShape) -> Option<[&Side<'a>; 2]> {
-        Some([
-            self.sides.get(&(0, shape.tensor[0], shape.micro_batch))?,
-            self.sides.get(&(1, shape.tensor[1], shape.micro_batch))?,
-        ])
+    /// What `shape`'s partition costs against.
+    fn costing<'s>(
+        &'s self,
+        shape: &PipelineShape,
+        budget: &'s WorkBudget,
+    ) -> Option<Costing<'s, 'a>> {
+        Some(Costing {
+            sides: [
+                self.sides.get(&(0, shape.tensor[0], shape.micro_batch))?,
+                self.sides.get(&(1, shape.tensor[1], shape.micro_batch))?,
+            ],
+            chain: (&self.params, &self.cuttable),
+            steps: self.steps,
+            budget,
+            beats: None,
+        })
     }
 }
 
@@ -433,11 +463,12 @@ pub(crate) fn search_exhaustively(
     spec: &PipelineSpec<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
 ) -> Option<(f64, PipelinePlan)> {
-    let prepared = prepare(spec);
+    let budget = WorkBudget::new(u64::MAX);
+    let prepared = prepare(spec, &budget);
     let n = prepared.params.len().saturating_sub(1);
     let mut found = Vec::new();
     for (_, shape) in configurations(spec, &prepared, objective, f64::INFINITY) {
-        let sides = prepared.sides_of(&shape)?;
+        let costing = prepared.costing(&shape, &budget)?;
         let p = (shape.stages[0] + shape.stages[1]) as usize;
         // Every composition of n ops into p non-empty stages, as its stage ends.
         let mut ends: Vec<usize> = (1..=p).map(|k| k.min(n)).collect();
@@ -445,14 +476,7 @@ pub(crate) fn search_exhaustively(
             *last = n;
         }
         loop {
-            let plan = cost_shape(
-                spec,
-                sides,
-                prepared.chain(),
-                shape,
-                prepared.steps,
-                Some(&ends),
-            );
+            let plan = cost_shape(spec, &costing, shape, Some(&ends));
             if let Some(plan) = plan {
                 insert_kept(
                     &mut found,
@@ -487,6 +511,24 @@ pub(crate) fn search_exhaustively(
         }
     }
     found.into_iter().next()
+}
+
+/// Every configuration's partitions by the search and the reference programmes (see
+/// [`partition::compare_partitions`]), for the tests on real stage costs.
+#[cfg(test)]
+pub(crate) fn compare_partitions_on_every_configuration(
+    spec: &PipelineSpec<'_>,
+    objective: &dyn Fn([u64; 2], f64) -> f64,
+) -> Vec<(PipelineShape, partition::Compared)> {
+    let budget = WorkBudget::new(u64::MAX);
+    let prepared = prepare(spec, &budget);
+    configurations(spec, &prepared, objective, f64::INFINITY)
+        .into_iter()
+        .filter_map(|(_, shape)| {
+            let costing = prepared.costing(&shape, &budget)?;
+            Some((shape, partition::compare_partitions(spec, &costing, shape)))
+        })
+        .collect()
 }
 
 fn span_u(v: &[u32], i: usize) -> u32 {

@@ -95,6 +95,7 @@ fn with_input<T>(
     let setup = train_setup(&job);
     let graph = job_graph(&job);
     let convert = |x: f64| x;
+    let budget = crate::plan::search::budget::WorkBudget::new(u64::MAX);
     f(&PairInput {
         job: &job,
         pool,
@@ -108,6 +109,7 @@ fn with_input<T>(
         pins: Pins::default(),
         convert: &convert,
         incumbent: f64::INFINITY,
+        budget: &budget,
     })
 }
 

@@ -1,16 +1,20 @@
 //! Costing one configuration of a heterogeneous pipeline: prefix sums of each group's op
 //! costs, the cost of a stage (least recomputation that fits, gradient reduction, optimizer,
-//! sends), and the dynamic programme that cuts the chain into stages.
+//! sends), and the min-max partition ([`minmax`]) that cuts the chain into stages.
 
 use super::{PipelineGroup, PipelinePlan, PipelineShape, PipelineSpec, PipelineStage};
 use crate::cost::ops::OpCost;
 use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
+use crate::plan::search::budget::WorkBudget;
 use crate::types::Recompute;
 use crate::workload::{
     Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
     StateBytes, layer_bytes_per_token, param_count,
 };
+use std::cell::OnceCell;
+
+mod minmax;
 
 /// Prefix sums of one group's op costs under one recomputation mode.
 pub(super) struct Prefix {
@@ -70,9 +74,9 @@ pub(super) struct PerSide {
     /// per configuration).
     memory: StageMemory,
     /// The model states of a stage under the configuration's ZeRO stage, by
-    /// [`PerSide::holding_index`]: the partition asks for the same few holdings thousands of
-    /// times.
-    states: Vec<StateBytes>,
+    /// [`PerSide::holding_index`], worked out when first asked: the partition asks for the same
+    /// few holdings many times, and for most holdings of a long chain never.
+    states: Vec<OnceCell<StateBytes>>,
     /// The group's layout as the memory function reads it (all the pipeline's stages).
     layout: Layout,
 }
@@ -104,25 +108,9 @@ impl PerSide {
         let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);
         let states = StageStates::new(spec.model, count, setup, &layout);
         let memory = StageMemory::new(states, spec.model, setup, &layout, per_token);
-        let zero = usize::from(shape.zero.min(3));
-        let states = (0..=spec.model.layers)
-            .flat_map(|blocks| {
-                [(false, false), (false, true), (true, false), (true, true)].map(
-                    |(embedding, head)| StageHolding {
-                        blocks: f64::from(blocks),
-                        embedding,
-                        head,
-                        in_flight: 1.0,
-                    },
-                )
-            })
-            .map(|holding| {
-                memory
-                    .state_bytes(&holding)
-                    .get(zero)
-                    .copied()
-                    .unwrap_or([0.0; 3])
-            })
+        let holdings = (spec.model.layers as usize + 1) * 4;
+        let states = std::iter::repeat_with(OnceCell::new)
+            .take(holdings)
             .collect();
         let per_device =
             c.node_network_bandwidth * LINK_EFFICIENCY / f64::from(c.devices_per_node.max(1));
@@ -186,6 +174,10 @@ pub(super) struct Stager<'s, 'a> {
     micro_batches: f64,
     /// Seconds of the send across the group boundary per micro-batch (both directions).
     boundary_s: f64,
+    /// Bytes sent over the WAN per step (0 on one site).
+    wan_bytes_per_step: f64,
+    /// The job's cap on the search: each stage the partition costs takes one unit.
+    budget: &'s WorkBudget,
 }
 
 /// The cost of one stage.
@@ -211,9 +203,109 @@ impl Stager<'_, '_> {
         (self.shape.stages[0] + self.shape.stages[1]) as usize
     }
 
+    /// Seconds of the send after stage `k` (per micro-batch, both directions).
+    fn send(&self, k: usize) -> f64 {
+        let g = usize::from(k >= self.shape.stages[0] as usize);
+        if k + 1 == self.stage_count() {
+            0.0
+        } else if k + 1 == self.shape.stages[0] as usize {
+            self.boundary_s
+        } else {
+            self.per_side.get(g).map_or(0.0, |per| per.inside_send)
+        }
+    }
+
+    /// A lower bound on the pace of ops `[i, j)` as stage `k` that never decreases as `j` grows
+    /// nor as `i` falls: their compute and send under the cheapest recomputation, plus the
+    /// optimizer and the part of the gradient reduction that overlapping never hides, each
+    /// shaved by a billionth so that rounding cannot lift the bound above the pace itself.
+    /// Only recomputation modes from `rank` on ([`MODES`] order) count: a stage that needs one
+    /// needs it, or more, with more ops.
+    fn floor(&self, k: usize, i: usize, j: usize, rank: usize) -> f64 {
+        let g = usize::from(k >= self.shape.stages[0] as usize);
+        self.group_floor(g, i, j, self.send(k), rank)
+    }
+
+    /// [`Stager::floor`] on group `g` with a send of `send` seconds.
+    fn group_floor(&self, g: usize, i: usize, j: usize, send: f64, rank: usize) -> f64 {
+        let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
+            return 0.0;
+        };
+        let seconds = side
+            .modes
+            .iter()
+            .skip(rank)
+            .map(|prefix| span(&prefix.seconds, i, j) + send)
+            .fold(f64::INFINITY, f64::min);
+        let params = span(self.params, i, j);
+        // `exposed_reduction` is at least `contention × reduce` (for a contention ≤ 1).
+        let unhidden = params * per.reduce_per_param * per.contention.clamp(0.0, 1.0);
+        let optimizer = params * per.optimizer_per_param;
+        seconds + (unhidden + optimizer) * (1.0 - 1e-9) / self.slots
+    }
+
+    /// A lower bound on the slowest stage of every partition of the configuration (`+∞` when
+    /// none can run): the min-max of [`Stager::group_floor`] without sends, which depends on a
+    /// stage only through its group, so the first group's stages cut greedily from the start,
+    /// the second's from the end, and some boundary must be reachable by both. Found by
+    /// bisection in a few thousand prefix lookups and no stage costing.
+    fn least_slowest(&self) -> f64 {
+        let n = self.params.len().saturating_sub(1);
+        let cuts: Vec<usize> = (0..=n)
+            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
+            .collect();
+        let m = cuts.len();
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
+            return f64::INFINITY;
+        }
+        let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
+        let floor =
+            |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
+        let fits = |x: f64| {
+            // The farthest cut the first group reaches in s0 stages of at most x each.
+            let mut reach = 0;
+            for _ in 0..s0 {
+                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
+                if next <= reach {
+                    break;
+                }
+                reach = next;
+            }
+            // The earliest cut from which the second group covers the rest in s1 stages.
+            let mut start = m - 1;
+            for _ in 0..s1 {
+                let next = first_index_from(0, start, |c| floor(1, c, start) <= x);
+                if next >= start {
+                    break;
+                }
+                start = next;
+            }
+            start.max(s0) <= reach.min(m - 1 - s1)
+        };
+        let mut high = self
+            .floor(0, 0, n, 0)
+            .max(self.floor(self.stage_count() - 1, 0, n, 0));
+        if !high.is_finite() || !fits(high) {
+            return f64::INFINITY;
+        }
+        let mut low = 0.0;
+        for _ in 0..64 {
+            let mid = 0.5 * (low + high);
+            if mid <= low || mid >= high {
+                break;
+            }
+            if fits(mid) {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        low
+    }
+
     /// Ops `[i, j)` as stage `k`, or `None` when they cannot run there.
     fn cost(&self, k: usize, i: usize, j: usize) -> Option<StageCost> {
-        let p = self.stage_count();
         let g = usize::from(k >= self.shape.stages[0] as usize);
         let side = self.sides.get(g)?;
         let per = self.per_side.get(g)?;
@@ -229,25 +321,26 @@ impl Stager<'_, '_> {
             head: (i..j).contains(&self.head_op),
             in_flight: per.layout.in_flight(k as u32, self.micro_batches),
         };
-        let send = if k + 1 == p {
-            0.0
-        } else if k + 1 == self.shape.stages[0] as usize {
-            self.boundary_s
-        } else {
-            per.inside_send
-        };
+        let send = self.send(k);
         let ops = (j - i).max(1) as f64;
         let reduce = params * per.reduce_per_param;
         let optimizer = params * per.optimizer_per_param;
         let index = PerSide::holding_index(blocks, holding.embedding, holding.head);
-        let states = match per.states.get(index) {
-            Some(states) => *states,
-            None => per
-                .memory
+        // The states do not depend on `in_flight`: worked out once per holding with 1.
+        let work_out = || {
+            let holding = StageHolding {
+                in_flight: 1.0,
+                ..holding
+            };
+            per.memory
                 .state_bytes(&holding)
                 .get(usize::from(self.shape.zero.min(3)))
                 .copied()
-                .unwrap_or([0.0; 3]),
+                .unwrap_or([0.0; 3])
+        };
+        let states = match per.states.get(index) {
+            Some(cell) => *cell.get_or_init(work_out),
+            None => work_out(),
         };
         for (mode, prefix) in MODES.iter().zip(&side.modes) {
             let memory = per
@@ -275,80 +368,259 @@ impl Stager<'_, '_> {
         None
     }
 
-    /// The min-max partition of the chain into the configuration's stages, by dynamic
-    /// programming from the last stage back: `best[r][i]` is the slowest stage of the best split
-    /// of ops `[i, n)` into the last `r` stages.
+    /// The min-max partition of the chain into the configuration's stages, each stage with its
+    /// cost; `None` when no partition runs or the job's [`WorkBudget`] ran out on the way.
     fn partition(&self) -> Option<Vec<(usize, usize, StageCost)>> {
         let n = self.params.len().saturating_sub(1);
         let p = self.stage_count();
         if p == 0 || p > n {
             return None;
         }
-        let inf = f64::INFINITY;
-        let mut best = vec![vec![inf; n + 1]; p + 1];
-        let mut cut = vec![vec![n; n + 1]; p + 1];
-        if let Some(row) = best.get_mut(0)
-            && let Some(end) = row.get_mut(n)
-        {
-            *end = 0.0;
-        }
         let cuts: Vec<usize> = (0..=n)
             .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
             .collect();
-        for r in 1..=p {
-            let k = p - r;
-            // Stage k starts at a cut with k cuts before it and leaves r − 1 segments after.
-            let last_start = cuts.len().checked_sub(r + 1)?;
-            for (ci, &i) in cuts.iter().enumerate().take(last_start + 1).skip(k) {
-                let mut found = inf;
-                let mut at = n;
-                let last_end = cuts.len() - r;
-                for &j in cuts.get(ci + 1..=last_end).unwrap_or(&[]) {
-                    let Some(StageCost { paced, .. }) = self.cost(k, i, j) else {
-                        break;
-                    };
-                    if paced >= found {
-                        break;
-                    }
-                    let rest = best.get(r - 1).and_then(|row| row.get(j)).copied()?;
-                    let worst = paced.max(rest);
-                    if worst < found {
-                        found = worst;
-                        at = j;
-                    }
-                }
-                if let Some(cell) = best.get_mut(r).and_then(|row| row.get_mut(i)) {
-                    *cell = found;
-                }
-                if let Some(cell) = cut.get_mut(r).and_then(|row| row.get_mut(i)) {
-                    *cell = at;
-                }
-            }
+        // The first stage starts at the chain's start and the last ends at its end.
+        if cuts.first() != Some(&0) || cuts.last() != Some(&n) {
+            return None;
         }
-        if !best.get(p)?.first()?.is_finite() {
+        // Every cell of the programme (a start of a stage) takes a unit besides its costings.
+        if !self.budget.spend((p * cuts.len()) as u64) {
+            return None;
+        }
+        let mut paced = |k: usize, from: usize, to: usize| {
+            if !self.budget.spend(1) {
+                return None;
+            }
+            let (i, j) = (*cuts.get(from)?, *cuts.get(to)?);
+            let cost = self.cost(k, i, j)?;
+            let rank = MODES.iter().position(|m| *m == cost.recompute).unwrap_or(0);
+            Some((cost.paced, rank))
+        };
+        let floor =
+            |k: usize, from: usize, to: usize, rank: usize| match (cuts.get(from), cuts.get(to)) {
+                (Some(&i), Some(&j)) => self.floor(k, i, j, rank),
+                _ => f64::INFINITY,
+            };
+        let mut times = minmax::StageTimes {
+            paced: &mut paced,
+            floor: &floor,
+        };
+        let ends = minmax::min_max_partition(cuts.len(), p, &mut times);
+        if self.budget.reached() {
             return None;
         }
         let mut stages = Vec::with_capacity(p);
         let mut i = 0;
-        for r in (1..=p).rev() {
-            let j = *cut.get(r)?.get(i)?;
-            stages.push((i, j, self.cost(p - r, i, j)?));
+        for (k, end) in ends?.into_iter().enumerate() {
+            let j = *cuts.get(end)?;
+            stages.push((i, j, self.cost(k, i, j)?));
             i = j;
         }
         Some(stages)
     }
+
+    /// [`Stager::partition`] by a reference programme (the scan it replaced, or the same
+    /// without its early stop), for the tests that compare them on real configurations.
+    #[cfg(test)]
+    fn partition_by(&self, reference: Reference) -> Option<Vec<(usize, usize)>> {
+        let n = self.params.len().saturating_sub(1);
+        let cuts: Vec<usize> = (0..=n)
+            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
+            .collect();
+        let mut paced = |k: usize, from: usize, to: usize| {
+            let (i, j) = (*cuts.get(from)?, *cuts.get(to)?);
+            self.cost(k, i, j).map(|c| c.paced)
+        };
+        let (m, p) = (cuts.len(), self.stage_count());
+        let ends = match reference {
+            Reference::Scan => minmax::min_max_partition_by_scan(m, p, &mut paced),
+            Reference::Exhaustive => minmax::min_max_partition_exhaustive(m, p, &mut paced),
+        }?;
+        let mut i = 0;
+        Some(
+            ends.into_iter()
+                .map(|end| {
+                    let j = cuts[end];
+                    let stage = (i, j);
+                    i = j;
+                    stage
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The last `j` in `[lo, stop)` where `holds` does (`lo − 1` when it never does), for a
+/// predicate that, once false, stays false.
+fn last_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
+    let (mut below, mut above) = (lo, stop);
+    while below < above {
+        let mid = below + (above - below) / 2;
+        if holds(mid) {
+            below = mid + 1;
+        } else {
+            above = mid;
+        }
+    }
+    below.wrapping_sub(1)
+}
+
+/// The first `c` in `[lo, stop)` where `holds` does (`stop` when it never does), for a
+/// predicate that, once true, stays true.
+fn first_index_from(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
+    let (mut below, mut above) = (lo, stop);
+    while below < above {
+        let mid = below + (above - below) / 2;
+        if holds(mid) {
+            above = mid;
+        } else {
+            below = mid + 1;
+        }
+    }
+    below
+}
+
+/// What a configuration's partition costs against: its sides, the chain, the optimizer steps,
+/// and the job's cap on the search.
+pub(super) struct Costing<'s, 'a> {
+    pub(super) sides: [&'s Side<'a>; 2],
+    /// Cumulative parameters along the chain, and where a stage may begin or end.
+    pub(super) chain: (&'s [f64], &'s [bool]),
+    pub(super) steps: f64,
+    pub(super) budget: &'s WorkBudget,
+    /// Whether a plan that trains for at least the given seconds could still be kept: a
+    /// configuration whose lower bound cannot is not partitioned.
+    pub(super) beats: Option<&'s dyn Fn(f64) -> bool>,
 }
 
 /// Partitions and costs one configuration; `cuts` forces the stage boundaries (the exhaustive
-/// search of the tests), otherwise the dynamic programme chooses them.
+/// search of the tests), otherwise the min-max partition chooses them. `None` when nothing
+/// runs, or when the job's budget ran out while partitioning.
 pub(super) fn cost_shape(
     spec: &PipelineSpec<'_>,
-    sides: [&Side<'_>; 2],
-    chain: (&[f64], &[bool]),
+    costing: &Costing<'_, '_>,
     shape: PipelineShape,
-    steps: f64,
     cuts: Option<&[usize]>,
 ) -> Option<PipelinePlan> {
+    let stager = stager(spec, costing, shape);
+    let cuts = match cuts {
+        None => {
+            if let Some(beats) = costing.beats
+                && !beats(stager.least_slowest() * stager.slots * costing.steps)
+            {
+                return None;
+            }
+            stager.partition()?
+        }
+        Some(ends) => {
+            let mut start = 0;
+            let mut stages = Vec::with_capacity(ends.len());
+            for (k, &end) in ends.iter().enumerate() {
+                if !stager.cuttable.get(end).copied().unwrap_or(false) {
+                    return None;
+                }
+                stages.push((start, end, stager.cost(k, start, end)?));
+                start = end;
+            }
+            stages
+        }
+    };
+    let micro_batches = stager.micro_batches;
+    let steps = costing.steps;
+    let p = cuts.len() as f64;
+    let slots = micro_batches + p - 1.0;
+    let mut stages = Vec::with_capacity(cuts.len());
+    let mut slowest: Option<StageCost> = None;
+    for (k, (i, j, cost)) in cuts.into_iter().enumerate() {
+        if slowest.is_none_or(|s| cost.paced > s.paced) {
+            slowest = Some(cost);
+        }
+        stages.push(PipelineStage {
+            side: usize::from(k >= shape.stages[0] as usize),
+            ops: [i, j],
+            recompute: cost.recompute,
+            seconds: cost.seconds,
+            tensor_comm: cost.tensor,
+            memory_bytes: cost.memory.total,
+            memory: cost.memory,
+        });
+    }
+    let slowest = slowest?;
+    // Every stage runs m + p − 1 slots at the pace of the slowest, which then reduces its
+    // gradients and steps its optimizer.
+    let step_time_s = slots * slowest.paced;
+    let (bottleneck, data_comm, optimizer) = (slowest.seconds, slowest.reduce, slowest.optimizer);
+    Some(PipelinePlan {
+        shape,
+        stages,
+        step_time_s,
+        micro_batches,
+        bottleneck_s: bottleneck,
+        data_comm_s: data_comm,
+        optimizer_s: optimizer,
+        train_time_s: steps * step_time_s,
+        wan_bytes_per_step: stager.wan_bytes_per_step,
+    })
+}
+
+/// A programme the tests compare the min-max partition with.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Reference {
+    /// The scan the partition replaced, which stopped at the first end no faster than the best.
+    Scan,
+    /// Every end up to the first that cannot run.
+    Exhaustive,
+}
+
+/// One configuration's partition by the min-max search and by the reference programmes: stage
+/// ranges and the slowest stage's pace.
+#[cfg(test)]
+pub(super) type Compared = [Option<(Vec<(usize, usize)>, f64)>; 3];
+
+/// The partitions of one configuration, see [`Compared`]: the search's, the exhaustive
+/// programme's and the old scan's.
+#[cfg(test)]
+pub(super) fn compare_partitions(
+    spec: &PipelineSpec<'_>,
+    costing: &Costing<'_, '_>,
+    shape: PipelineShape,
+) -> Compared {
+    let stager = stager(spec, costing, shape);
+    let slowest = |stages: Vec<(usize, usize)>| {
+        let pace = stages
+            .iter()
+            .enumerate()
+            .map(|(k, &(i, j))| stager.cost(k, i, j).map_or(f64::INFINITY, |c| c.paced))
+            .fold(0.0, f64::max);
+        (stages, pace)
+    };
+    let fast = stager.partition().map(|stages| {
+        stages
+            .into_iter()
+            .map(|(i, j, _)| (i, j))
+            .collect::<Vec<_>>()
+    });
+    [
+        fast.map(slowest),
+        stager.partition_by(Reference::Exhaustive).map(slowest),
+        stager.partition_by(Reference::Scan).map(slowest),
+    ]
+}
+
+/// The stager of one configuration: its micro-batches, the send across the group boundary and
+/// what a stage on each group costs per parameter.
+fn stager<'s, 'a>(
+    spec: &PipelineSpec<'_>,
+    costing: &Costing<'s, 'a>,
+    shape: PipelineShape,
+) -> Stager<'s, 'a> {
+    let Costing {
+        sides,
+        chain,
+        budget,
+        ..
+    } = *costing;
     let (params, cuttable) = chain;
     let setup = spec.setup;
     let micro_batches = f64::from(setup.global_batch)
@@ -390,7 +662,7 @@ pub(super) fn cost_shape(
         }
         blocks.push(seen);
     }
-    let stager = Stager {
+    Stager {
         per_side: [
             PerSide::new(sides[0], 0, shape, spec, &count),
             PerSide::new(sides[1], 1, shape, spec, &count),
@@ -404,54 +676,7 @@ pub(super) fn cost_shape(
         shape,
         micro_batches,
         boundary_s,
-    };
-    let cuts = match cuts {
-        None => stager.partition()?,
-        Some(ends) => {
-            let mut start = 0;
-            let mut stages = Vec::with_capacity(ends.len());
-            for (k, &end) in ends.iter().enumerate() {
-                if !cuttable.get(end).copied().unwrap_or(false) {
-                    return None;
-                }
-                stages.push((start, end, stager.cost(k, start, end)?));
-                start = end;
-            }
-            stages
-        }
-    };
-    let p = cuts.len() as f64;
-    let slots = micro_batches + p - 1.0;
-    let mut stages = Vec::with_capacity(cuts.len());
-    let mut slowest: Option<StageCost> = None;
-    for (k, (i, j, cost)) in cuts.into_iter().enumerate() {
-        if slowest.is_none_or(|s| cost.paced > s.paced) {
-            slowest = Some(cost);
-        }
-        stages.push(PipelineStage {
-            side: usize::from(k >= shape.stages[0] as usize),
-            ops: [i, j],
-            recompute: cost.recompute,
-            seconds: cost.seconds,
-            tensor_comm: cost.tensor,
-            memory_bytes: cost.memory.total,
-            memory: cost.memory,
-        });
-    }
-    let slowest = slowest?;
-    // Every stage runs m + p − 1 slots at the pace of the slowest, which then reduces its
-    // gradients and steps its optimizer.
-    let step_time_s = slots * slowest.paced;
-    let (bottleneck, data_comm, optimizer) = (slowest.seconds, slowest.reduce, slowest.optimizer);
-    Some(PipelinePlan {
-        shape,
-        stages,
-        step_time_s,
-        micro_batches,
-        bottleneck_s: bottleneck,
-        data_comm_s: data_comm,
-        optimizer_s: optimizer,
-        train_time_s: steps * step_time_s,
         wan_bytes_per_step,
-    })
+        budget,
+    }
 }

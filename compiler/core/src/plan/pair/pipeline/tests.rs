@@ -78,6 +78,106 @@ fn by_cost(devices: [u64; 2], seconds: f64) -> f64 {
     (3.0 * devices[0] as f64 + devices[1] as f64) * seconds / 3600.0
 }
 
+/// A budget the tests' small searches never reach.
+fn unbounded() -> WorkBudget {
+    WorkBudget::new(u64::MAX)
+}
+
+/// A pipeline over the fast and the steady devices, with the fast group first.
+fn pair_spec<'a>(
+    model: &'a ModelDims,
+    setup: &'a TrainSetup,
+    graph: &'a OpGraph,
+    groups: [&'a ClusterFigures; 2],
+    sensitive_on_second: bool,
+) -> PipelineSpec<'a> {
+    let [a, b] = groups;
+    PipelineSpec {
+        model,
+        setup,
+        graph,
+        first: PipelineGroup {
+            cluster: a,
+            available: a.devices(),
+            hosts_sensitive: true,
+        },
+        second: PipelineGroup {
+            cluster: b,
+            available: b.devices(),
+            hosts_sensitive: sensitive_on_second,
+        },
+        wan: None,
+        max_devices: 256,
+        keep: 2,
+    }
+}
+
+#[test]
+fn the_partition_is_the_exhaustive_programmes_on_every_configuration_of_real_chains() {
+    // Real stage costs (memory, recomputation, sends, the embedding and the head) on chains of
+    // 1 to 96 blocks, dense and with a sensitive op only the first group runs: the search's
+    // partition is the exhaustive programme's, ties included, and the old scan's wherever that
+    // found the optimum (the scan stopped early where a stage's time dips as it grows).
+    let (mut compared, mut scan_missed) = (0, 0);
+    for layers in [1, 2, 5, 17, 40, 96] {
+        let model = small_model(layers);
+        for extra in [Vec::new(), vec!["attention".to_string()]] {
+            let graph = op_graph(&model, &extra);
+            let setup = setup(256, Precision::Bf16);
+            let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+            let spec = pair_spec(&model, &setup, &graph, [&a, &b], extra.is_empty());
+            for (shape, [fast, exhaustive, scan]) in
+                compare_partitions_on_every_configuration(&spec, &by_cost)
+            {
+                assert_eq!(fast, exhaustive, "{layers} layers, {shape:?}");
+                if fast != scan {
+                    let pace = |p: &Option<(Vec<(usize, usize)>, f64)>| p.as_ref().map(|p| p.1);
+                    assert!(
+                        pace(&fast) < pace(&scan) || scan.is_none(),
+                        "{layers} layers, {shape:?}: {fast:?} vs the scan's {scan:?}"
+                    );
+                    scan_missed += 1;
+                }
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 1000, "only {compared} configurations compared");
+    assert!(scan_missed * 10 < compared, "{scan_missed} of {compared}");
+}
+
+#[test]
+fn a_search_that_reaches_its_budget_stops_with_what_it_found() {
+    let model = small_model(24);
+    let graph = op_graph(&model, &[]);
+    let setup = setup(256, Precision::Bf16);
+    let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+    let spec = pair_spec(&model, &setup, &graph, [&a, &b], true);
+    let full = unbounded();
+    let everything = search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &full);
+    assert!(!full.reached() && !everything.is_empty());
+    let needed = full.spent();
+    // The same search with a tenth of what it needs: it stops, says so, and what it keeps is
+    // a costed plan of the space, never better than the full search's best.
+    let capped = WorkBudget::new(needed / 10);
+    let some = search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &capped);
+    assert!(capped.reached());
+    assert!(capped.spent() <= needed / 10);
+    if let (Some((kept, _)), Some((best, _))) = (some.first(), everything.first()) {
+        assert!(kept >= best);
+    }
+    // Too little even to cost the ops: nothing.
+    let starved = WorkBudget::new(10);
+    assert!(search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &starved).is_empty());
+    assert!(starved.reached());
+    // The same cap stops at the same place.
+    let again = WorkBudget::new(needed / 10);
+    assert_eq!(
+        search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &again),
+        some
+    );
+}
+
 #[test]
 fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
     let pools = [(2, 4), (1, 8), (2, 2)];
@@ -108,7 +208,8 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     keep: 1,
                 };
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
-                    let fast_result = search_pipelines(&spec, objective, f64::INFINITY, 1.0);
+                    let fast_result =
+                        search_pipelines(&spec, objective, f64::INFINITY, 1.0, &unbounded());
                     let exhaustive = search_exhaustively(&spec, objective);
                     match (fast_result.first(), exhaustive) {
                         (Some((mine, _)), Some((best, _))) => {
@@ -157,7 +258,7 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         max_devices: 64,
         keep: 3,
     };
-    let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0);
+    let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0, &unbounded());
     assert!(!found.is_empty());
     let ops: Vec<&crate::workload::Op> = graph.ops().collect();
     for (_, plan) in &found {
@@ -203,7 +304,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
         };
-        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0) {
+        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let mut next = 0;
             for stage in &plan.stages {
                 prop_assert_eq!(stage.ops[0], next);
@@ -248,7 +349,7 @@ proptest! {
             keep: 4,
         };
         let ops: Vec<&crate::workload::Op> = graph.ops().collect();
-        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0) {
+        for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let shape = plan.shape;
             let p = shape.stages[0] + shape.stages[1];
             let m = f64::from(batch) / f64::from(shape.data * shape.micro_batch);

@@ -1,0 +1,399 @@
+//! The min-max partition of a chain of cut points into a fixed number of stages: which cuts make
+//! the slowest stage as fast as it can be, in a few stage costings per start instead of costing
+//! every end of every stage (`O(p · m²)`).
+//!
+//! The chain has `m` cut points `0..m`; stage `k` of `p` runs from one cut to a later one, the
+//! first stage starts at cut 0 and the last ends at cut `m − 1`. `best[r][c]` is the slowest stage
+//! of the best split of cuts `[c, m − 1]` into the last `r` stages, and stage `k = p − r` starting
+//! at `c` ends at the *first* `j` minimising `max(paced(k, c, j), best[r − 1][j])`: exactly the
+//! dynamic programme that costed every end, ties included. The one thing assumed is that a stage
+//! that cannot run to an end cannot run to a later one (more ops hold more memory).
+//!
+//! How, per start: a galloping search from the previous start's crossing finds where the stage's
+//! time meets the best rest, which gives a slowest stage `good` that some end reaches (usually
+//! in two or three costings). The best end then lies in a band: from the first end whose rest is
+//! no slower than `good` (a sparse table of range minima of the rest) to the last whose *floor*
+//! is no slower (the stage's compute and sends, a lower bound on its time that never decreases;
+//! the time itself may dip as a stage grows, because a longer backward hides more of the
+//! gradient reduction). The band's ends are costed in order, skipping those that cannot beat the
+//! best found and stopping when nothing later can.
+
+/// The range minima of one row of `best`, for inclusive ranges in `O(1)`.
+struct RangeMin {
+    /// `levels[l][i]` is the least of the `2^l` values from `i`.
+    levels: Vec<Vec<f64>>,
+}
+
+impl RangeMin {
+    fn new(values: &[f64]) -> RangeMin {
+        let mut levels = vec![values.to_vec()];
+        let mut width = 1;
+        while width * 2 <= values.len() {
+            let below = levels.last().map_or(&[][..], Vec::as_slice);
+            let level: Vec<f64> = below
+                .iter()
+                .zip(below.iter().skip(width))
+                .map(|(a, b)| a.min(*b))
+                .collect();
+            levels.push(level);
+            width *= 2;
+        }
+        RangeMin { levels }
+    }
+
+    /// The least value over `[from, to]` (`to ≥ from`).
+    fn min(&self, from: usize, to: usize) -> f64 {
+        let len = to.saturating_sub(from) + 1;
+        let level = (usize::BITS - 1 - len.leading_zeros()) as usize;
+        let Some(values) = self.levels.get(level) else {
+            return f64::INFINITY;
+        };
+        let at = |i: usize| values.get(i).copied().unwrap_or(f64::INFINITY);
+        at(from).min(at((to + 1).saturating_sub(1 << level)))
+    }
+}
+
+/// What costing one end of a stage said, for the crossing search.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// The stage is faster than the best rest can be: a later end may still do better.
+    Before,
+    /// The stage is no slower than the best rest up to this end.
+    Crossed,
+    /// The stage cannot run to this end (or the end is past the last allowed one).
+    Stop,
+}
+
+impl Probe {
+    fn at_or_after(self) -> bool {
+        !matches!(self, Probe::Before)
+    }
+}
+
+/// How a stage is costed: `paced(k, from, to)` is the time of stage `k` over cuts `[from, to)`
+/// and its *rank* (the planner's: the recomputation it needs), `None` when it cannot run there
+/// (and then at no later end either); ranks never fall as `to` grows. `floor(k, from, to, rank)`
+/// is a cheap lower bound on the time of any end from `to` on whose rank is at least `rank`,
+/// and never decreases as `to` grows (the time itself may: a longer backward hides more of the
+/// gradient reduction).
+pub(in crate::plan::pair::pipeline) struct StageTimes<'f> {
+    pub(in crate::plan::pair::pipeline) paced:
+        &'f mut dyn FnMut(usize, usize, usize) -> Option<(f64, usize)>,
+    pub(in crate::plan::pair::pipeline) floor: &'f dyn Fn(usize, usize, usize, usize) -> f64,
+}
+
+/// The stage ends (cut indices, increasing, the last `m − 1`) of the min-max partition of
+/// `m` cuts into `p` stages, or `None` when no partition runs.
+pub(in crate::plan::pair::pipeline) fn min_max_partition(
+    m: usize,
+    p: usize,
+    times: &mut StageTimes<'_>,
+) -> Option<Vec<usize>> {
+    if p == 0 || m < p + 1 {
+        return None;
+    }
+    let last = m - 1;
+    let inf = f64::INFINITY;
+    // Row 0: nothing left to split once the chain's end is reached.
+    let mut rest = vec![inf; m];
+    *rest.get_mut(last)? = 0.0;
+    // ends[r − 1][c]: where stage p − r ends when it starts at cut c.
+    let mut ends: Vec<Vec<usize>> = Vec::with_capacity(p);
+    for r in 1..=p {
+        let k = p - r;
+        let row = Row {
+            k,
+            last_end: m - r,
+            rest: &rest,
+            table: RangeMin::new(&rest),
+        };
+        let mut best = vec![inf; m];
+        let mut end = vec![last; m];
+        // Stage k starts at a cut with k cuts before it and leaves r − 1 segments after; the
+        // first stage starts at the chain's start only.
+        let starts = if k == 0 { 0..=0 } else { k..=row.last_end - 1 };
+        let mut hint = 0;
+        for c in starts {
+            let (least, at, crossing) = row.best_end(c, hint, times);
+            hint = crossing;
+            if least.is_finite() {
+                *best.get_mut(c)? = least;
+                *end.get_mut(c)? = at;
+            }
+        }
+        ends.push(end);
+        rest = best;
+    }
+    if !rest.first()?.is_finite() {
+        return None;
+    }
+    let mut stages = Vec::with_capacity(p);
+    let mut c = 0;
+    for r in (1..=p).rev() {
+        c = *ends.get(r - 1)?.get(c)?;
+        stages.push(c);
+    }
+    Some(stages)
+}
+
+/// One row of the programme: stage `k`, which may end at cuts up to `last_end`, before the best
+/// splits `rest` of what follows.
+struct Row<'r> {
+    k: usize,
+    last_end: usize,
+    rest: &'r [f64],
+    table: RangeMin,
+}
+
+impl Row<'_> {
+    /// The best end of stage `k` starting at cut `c`: the least slowest stage, the first end
+    /// that gives it, and where the galloping search met the crossing (the next start's hint).
+    fn best_end(&self, c: usize, hint: usize, times: &mut StageTimes<'_>) -> (f64, usize, usize) {
+        let (k, lo, last_end) = (self.k, c + 1, self.last_end);
+        let inf = f64::INFINITY;
+        let rest_at = |j: usize| self.rest.get(j).copied().unwrap_or(inf);
+        let (paced, floor) = (&mut *times.paced, times.floor);
+        let floor = |j: usize, rank: usize| floor(k, c, j, rank);
+        // Every stage costed here, so that the band below costs none twice.
+        type Costed = Vec<(usize, Option<(f64, usize)>)>;
+        let mut costed: Costed = Vec::new();
+        let mut cost = |j: usize, costed: &mut Costed| {
+            if let Some((_, x)) = costed.iter().find(|(at, _)| *at == j) {
+                return *x;
+            }
+            let x = paced(k, c, j);
+            costed.push((j, x));
+            x
+        };
+        // 1. A good slowest stage: near where the stage's time crosses the best rest, found
+        //    by galloping out from the previous start's crossing.
+        let mut probe = |j: usize| -> Probe {
+            if j > last_end {
+                return Probe::Stop;
+            }
+            match cost(j, &mut costed) {
+                None => Probe::Stop,
+                Some((x, _)) if x >= self.table.min(lo, j) => Probe::Crossed,
+                Some(_) => Probe::Before,
+            }
+        };
+        let crossing = first_crossing(lo, last_end + 1, hint.max(lo), &mut probe);
+        let good = costed
+            .iter()
+            .filter_map(|(j, x)| Some(x.as_ref()?.0.max(rest_at(*j))))
+            .fold(inf, f64::min);
+        // 2. The band of ends that could do as well: the rest no slower than `good` from the
+        //    first such end on, the stage's floor no slower up to the last. Every end in it is
+        //    costed in order, skipping those that cannot beat the best found; the first end of
+        //    the least slowest stage is the answer, ties included.
+        let first = first_index(lo, last_end + 1, |j| self.table.min(lo, j) <= good);
+        // Every end from `first` on ranks at least as high as any costed before it.
+        let mut rank = costed
+            .iter()
+            .filter(|(j, _)| *j <= first)
+            .filter_map(|(_, x)| Some(x.as_ref()?.1))
+            .max()
+            .unwrap_or(0);
+        let past = first_index(first, last_end + 1, |j| floor(j, rank) > good);
+        let (mut least, mut at) = (inf, last_end);
+        for j in first..past {
+            // Nothing from here on can beat the best found (or reach `good`).
+            let bound = floor(j, rank).max(self.table.min(j, past - 1));
+            if bound > good || bound >= least {
+                break;
+            }
+            let rest = rest_at(j);
+            if rest > good || rest >= least {
+                continue;
+            }
+            let Some((x, ranked)) = cost(j, &mut costed) else {
+                break;
+            };
+            rank = rank.max(ranked);
+            let worst = x.max(rest);
+            if worst < least {
+                (least, at) = (worst, j);
+            }
+        }
+        (least, at, crossing)
+    }
+}
+
+/// The first `j` in `[lo, stop)` where `holds` does (`stop` when it never does), for a
+/// predicate that, once true, stays true.
+fn first_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
+    let (mut below, mut above) = (lo, stop);
+    while below < above {
+        let mid = below + (above - below) / 2;
+        if holds(mid) {
+            above = mid;
+        } else {
+            below = mid + 1;
+        }
+    }
+    below
+}
+
+/// The first `j` in `[lo, stop)` whose probe is at or after the crossing (`stop` when none is),
+/// galloping out from `hint` (the previous start's crossing, which only moves forward while
+/// stages get no slower as they lose ops at their start). A stage time that dips as it grows
+/// makes the answer a good place, not always the first: [`Row::best_end`] needs no more.
+fn first_crossing(
+    lo: usize,
+    stop: usize,
+    hint: usize,
+    probe: &mut dyn FnMut(usize) -> Probe,
+) -> usize {
+    let hint = hint.clamp(lo, stop);
+    // `below` is the last end known before the crossing (or lo − 1), `above` the first known at
+    // or after it.
+    let (mut below, mut above);
+    if hint >= stop || probe(hint).at_or_after() {
+        above = hint;
+        below = lo.wrapping_sub(1);
+        let mut step = 1;
+        while above > lo {
+            let j = above.saturating_sub(step).max(lo);
+            if probe(j).at_or_after() {
+                above = j;
+                step *= 2;
+            } else {
+                below = j;
+                break;
+            }
+        }
+    } else {
+        below = hint;
+        above = stop;
+        let mut step = 1;
+        loop {
+            let j = below + step;
+            if j >= stop {
+                break;
+            }
+            if probe(j).at_or_after() {
+                above = j;
+                break;
+            }
+            below = j;
+            step *= 2;
+        }
+    }
+    // Bisect the open interval (below, above).
+    while above.wrapping_sub(below) > 1 {
+        let mid = below.wrapping_add(above.wrapping_sub(below) / 2);
+        if probe(mid).at_or_after() {
+            above = mid;
+        } else {
+            below = mid;
+        }
+    }
+    above
+}
+
+/// The dynamic programme this module replaces, kept as the reference its tests compare with:
+/// for every start, scan the ends from the nearest until the stage cannot run or is no faster
+/// than the best found.
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the old programme, as it was written
+pub(in crate::plan::pair::pipeline) fn min_max_partition_by_scan(
+    m: usize,
+    p: usize,
+    paced: &mut dyn FnMut(usize, usize, usize) -> Option<f64>,
+) -> Option<Vec<usize>> {
+    if p == 0 || m < p + 1 {
+        return None;
+    }
+    let last = m - 1;
+    let inf = f64::INFINITY;
+    let mut best = vec![vec![inf; m]; p + 1];
+    let mut cut = vec![vec![last; m]; p + 1];
+    best[0][last] = 0.0;
+    for r in 1..=p {
+        let k = p - r;
+        let last_start = m - r - 1;
+        for c in k..=last_start {
+            let mut found = inf;
+            let mut at = last;
+            for j in c + 1..=m - r {
+                let Some(x) = paced(k, c, j) else {
+                    break;
+                };
+                if x >= found {
+                    break;
+                }
+                let worst = x.max(best[r - 1][j]);
+                if worst < found {
+                    found = worst;
+                    at = j;
+                }
+            }
+            best[r][c] = found;
+            cut[r][c] = at;
+        }
+    }
+    if !best[p][0].is_finite() {
+        return None;
+    }
+    let mut stages = Vec::with_capacity(p);
+    let mut c = 0;
+    for r in (1..=p).rev() {
+        c = cut[r][c];
+        stages.push(c);
+    }
+    Some(stages)
+}
+
+/// The programme without the scan's early stop: every end of every stage up to the first that
+/// cannot run. What [`min_max_partition`] must equal exactly, ties included.
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the old programme, as it was written
+pub(in crate::plan::pair::pipeline) fn min_max_partition_exhaustive(
+    m: usize,
+    p: usize,
+    paced: &mut dyn FnMut(usize, usize, usize) -> Option<f64>,
+) -> Option<Vec<usize>> {
+    if p == 0 || m < p + 1 {
+        return None;
+    }
+    let last = m - 1;
+    let inf = f64::INFINITY;
+    let mut best = vec![vec![inf; m]; p + 1];
+    let mut cut = vec![vec![last; m]; p + 1];
+    best[0][last] = 0.0;
+    for r in 1..=p {
+        let k = p - r;
+        for c in k..m - r {
+            if k == 0 && c > 0 {
+                break;
+            }
+            let mut found = inf;
+            let mut at = last;
+            for j in c + 1..=m - r {
+                let Some(x) = paced(k, c, j) else {
+                    break;
+                };
+                let worst = x.max(best[r - 1][j]);
+                if worst < found {
+                    found = worst;
+                    at = j;
+                }
+            }
+            best[r][c] = found;
+            cut[r][c] = at;
+        }
+    }
+    if !best[p][0].is_finite() {
+        return None;
+    }
+    let mut stages = Vec::with_capacity(p);
+    let mut c = 0;
+    for r in (1..=p).rev() {
+        c = cut[r][c];
+        stages.push(c);
+    }
+    Some(stages)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,212 @@
+//! The min-max partition against the dynamic programme that costs every end, and against the
+//! scanning programme it replaced, on random chains whose stages behave like the planner's:
+//! small integer op times (so ties are common), two groups with their own speeds, ops one group
+//! cannot host, a memory limit per stage, a send after every stage but the last and, on some
+//! chains, a gradient reduction that a longer stage hides better (so a stage's time may dip as
+//! it grows).
+
+use super::{
+    StageTimes, min_max_partition, min_max_partition_by_scan, min_max_partition_exhaustive,
+};
+use proptest::prelude::*;
+
+/// A random chain: per op, its time on each group (`None`: the group cannot host it), its
+/// memory and its gradient bytes; per group, the memory limit; the send after a stage; the
+/// stages on the first group; whether the exposed reduction shrinks as a stage grows.
+#[derive(Debug, Clone)]
+struct Chain {
+    ops: Vec<([Option<u32>; 2], u32, u32)>,
+    limits: [u32; 2],
+    send: [u32; 2],
+    first_group_stages: usize,
+    stages: usize,
+    dips: bool,
+}
+
+impl Chain {
+    /// Stage `k` over ops `[from, to)`: its time and its rank (1 when it holds over half its
+    /// group's memory and recomputes, at half again the compute).
+    fn costs(&self, k: usize, from: usize, to: usize) -> Option<(f64, usize)> {
+        let g = usize::from(k >= self.first_group_stages);
+        let (mut time, mut memory, mut gradients) = (0u32, 0u32, 0u32);
+        for (times, mem, grad) in self.ops.get(from..to)? {
+            time += (*times.get(g)?)?;
+            memory += mem;
+            gradients += grad;
+        }
+        // The first stage also holds the embedding's memory, as the planner's does.
+        if from == 0 {
+            memory += 1;
+        }
+        if memory > *self.limits.get(g)? {
+            return None;
+        }
+        let send = if k + 1 == self.stages {
+            0
+        } else {
+            *self.send.get(g)?
+        };
+        let rank = usize::from(2 * memory > *self.limits.get(g)?);
+        let compute = f64::from(time) * if rank == 1 { 1.5 } else { 1.0 };
+        // The reduction not hidden behind the stage's backward: less per op as it grows.
+        let exposed = if self.dips {
+            f64::from(gradients) / (to - from) as f64
+        } else {
+            0.0
+        };
+        Some((compute + f64::from(send) + exposed, rank))
+    }
+
+    fn paced(&self, k: usize, from: usize, to: usize) -> Option<f64> {
+        self.costs(k, from, to).map(|c| c.0)
+    }
+
+    /// The floor of any stage of rank `rank` or more: where it cannot run, what it would
+    /// compute and send.
+    fn floor(&self, k: usize, from: usize, to: usize, rank: usize) -> f64 {
+        let g = usize::from(k >= self.first_group_stages);
+        let time: u32 = self
+            .ops
+            .get(from..to)
+            .unwrap_or(&[])
+            .iter()
+            .map(|(times, _, _)| times[g].unwrap_or(0))
+            .sum();
+        let send = if k + 1 == self.stages {
+            0
+        } else {
+            self.send[g]
+        };
+        f64::from(time) * if rank >= 1 { 1.5 } else { 1.0 } + f64::from(send)
+    }
+
+    fn fast(&self) -> Option<Vec<usize>> {
+        let mut paced = |k, i, j| self.costs(k, i, j);
+        let floor = |k, i, j, rank| self.floor(k, i, j, rank);
+        let mut times = StageTimes {
+            paced: &mut paced,
+            floor: &floor,
+        };
+        min_max_partition(self.ops.len() + 1, self.stages, &mut times)
+    }
+
+    /// The slowest stage of a partition given by its ends.
+    fn slowest(&self, ends: &[usize]) -> f64 {
+        let mut from = 0;
+        let mut slowest = 0.0f64;
+        for (k, &to) in ends.iter().enumerate() {
+            slowest = slowest.max(self.paced(k, from, to).unwrap_or(f64::INFINITY));
+            from = to;
+        }
+        slowest
+    }
+}
+
+fn chain(max_ops: usize, max_stages: usize) -> impl Strategy<Value = Chain> {
+    let op = (
+        prop::option::weighted(0.9, 0u32..6),
+        prop::option::weighted(0.9, 0u32..6),
+        0u32..4,
+        0u32..12,
+    )
+        .prop_map(|(a, b, m, g)| ([a, b], m, g));
+    (
+        prop::collection::vec(op, 1..max_ops),
+        (3u32..40, 3u32..40),
+        (0u32..3, 0u32..3),
+        1usize..max_stages,
+        0usize..max_stages,
+        any::<bool>(),
+    )
+        .prop_map(|(ops, limits, send, stages, first, dips)| Chain {
+            ops,
+            limits: [limits.0, limits.1],
+            send: [send.0, send.1],
+            first_group_stages: first.min(stages),
+            stages,
+            dips,
+        })
+}
+
+/// The least slowest stage over every way to cut the chain.
+fn brute_force(chain: &Chain) -> Option<f64> {
+    fn go(chain: &Chain, k: usize, from: usize, m: usize) -> Option<f64> {
+        if from + 1 >= m {
+            return None;
+        }
+        if k + 1 == chain.stages {
+            return chain.paced(k, from, m - 1);
+        }
+        (from + 1..m - 1)
+            .filter_map(|to| Some(chain.paced(k, from, to)?.max(go(chain, k + 1, to, m)?)))
+            .min_by(f64::total_cmp)
+    }
+    go(chain, 0, 0, chain.ops.len() + 1)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    #[test]
+    fn the_partition_is_the_exhaustive_programmes_ties_included(chain in chain(40, 10)) {
+        let exhaustive = min_max_partition_exhaustive(
+            chain.ops.len() + 1,
+            chain.stages,
+            &mut |k, i, j| chain.paced(k, i, j),
+        );
+        prop_assert_eq!(chain.fast(), exhaustive);
+    }
+
+    #[test]
+    fn the_partition_is_the_old_scans_where_stages_never_dip(chain in chain(40, 10)) {
+        let chain = Chain { dips: false, ..chain };
+        let scan = min_max_partition_by_scan(
+            chain.ops.len() + 1,
+            chain.stages,
+            &mut |k, i, j| chain.paced(k, i, j),
+        );
+        prop_assert_eq!(chain.fast(), scan);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn the_partition_reaches_the_brute_force_optimum(chain in chain(12, 6)) {
+        let fast = chain.fast().map(|ends| chain.slowest(&ends));
+        prop_assert_eq!(fast, brute_force(&chain));
+    }
+}
+
+#[test]
+fn a_long_chain_costs_few_stages_per_start() {
+    // 4,001 cuts into 16 stages (6 on a group that takes 3 per op, 10 on one that takes 5, at
+    // most 400 ops a stage): the exhaustive programme costs millions of stages, the search a
+    // few per start.
+    let (m, p, first) = (4001, 16, 6);
+    let time = |k: usize, i: usize, j: usize| {
+        let ops = (j - i) as f64;
+        if k < first {
+            3.0 * ops + 1.0
+        } else {
+            5.0 * ops + 2.0
+        }
+    };
+    let paced = |k: usize, i: usize, j: usize| (j - i <= 400).then(|| time(k, i, j));
+    let mut costed = 0u64;
+    let mut counted = |k, i, j| {
+        costed += 1;
+        paced(k, i, j).map(|x| (x, 0))
+    };
+    let floor = |k, i, j, _| time(k, i, j);
+    let mut times = StageTimes {
+        paced: &mut counted,
+        floor: &floor,
+    };
+    let fast = min_max_partition(m, p, &mut times);
+    assert!(fast.is_some());
+    assert!(costed < (p * m * 4) as u64, "{costed} stage costings");
+    let exhaustive = min_max_partition_exhaustive(m, p, &mut |k, i, j| paced(k, i, j));
+    assert_eq!(fast, exhaustive);
+}
