@@ -31,6 +31,7 @@ mod fmt_properties;
 mod hostile_fs;
 mod hostile_numbers;
 mod hostile_output;
+mod hostile_planner;
 mod hostile_trust;
 mod loamignore;
 mod phases;

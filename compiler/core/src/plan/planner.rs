@@ -23,6 +23,7 @@ use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
 use super::placement::{self, Placement};
 use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
+use super::search::budget::{SEARCH_CAP, WorkBudget};
 use super::search::{Pins, RejectedRegion, SearchSpec, search};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
@@ -159,6 +160,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let base = pool.currency.value.as_str();
     let convert = |amount: f64| pool.convert(amount, base, currency).unwrap_or(amount);
     let graph = job_graph(job);
+    let budget = WorkBudget::new(SEARCH_CAP);
     let input = PairInput {
         job,
         pool,
@@ -172,6 +174,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         pins,
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
+        budget: &budget,
     };
     let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, options, pins) {
         let (mixed, mut ruled_out) = pair_pipelines(&input);
@@ -198,6 +201,9 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         };
         plan.diagnostics
             .push(no_layout(job, pins, cause, &plan.reasons));
+        // The search may have stopped before the first plan that fits (L3010, an error).
+        plan.diagnostics
+            .extend(budget.finding(&job.name.value, false));
         return plan;
     };
     if best.score >= PENALTY {
@@ -283,6 +289,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         data.options = explain::data_options(job, pool, &entries, limits, objectives);
     }
     plan.diagnostics.extend(found);
+    // The plan is the best of what was costed when the search stopped at its cap (L3010).
+    if let Some(capped) = budget.finding(&job.name.value, true) {
+        plan.notes.push(capped.message.clone());
+        plan.diagnostics.push(capped);
+    }
     // How far to trust the time: the device figures' own uncertainty, stated on every plan.
     uncertainty::state(&mut plan, catalogue);
     // A prediction above every published run on the device is shown, not trusted silently.
