@@ -32,14 +32,14 @@ mod seal;
 
 pub use seal::MIN_KEY_BYTES;
 
-use crate::io::IoError;
+use crate::io::{self, IoError};
 use loam_compiler::plan::ir::Plan;
 use loam_compiler::project::{CheckedJob, CheckedProject, PlannedProject};
 use seal::Secret;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 /// The environment variable that turns the cache on when `--cache` is not given.
@@ -57,9 +57,6 @@ const MAGIC: &str = "loam-plan-cache/1";
 
 /// The folder of this entry format under the cache folder.
 const PLANS: &str = "plans-v1";
-
-/// Temporary files of this process, numbered.
-static TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// A cache folder, and the key its entries are signed with.
 #[derive(Debug, Clone)]
@@ -169,7 +166,9 @@ impl PlanCache {
     /// entry that exists but does not is counted in [`PlanCache::rejected`].
     pub fn get(&self, key: &str, job: &CheckedJob) -> Option<Plan> {
         let path = self.entry(key)?;
-        let bytes = fs::read(&path).ok()?;
+        // Regular files only, of a bounded size: a FIFO or `/dev/zero` planted as an entry is
+        // no entry.
+        let bytes = io::read(&path).ok()?;
         let plan = match self.verify(key, &bytes, job) {
             Verdict::Trusted(plan) => *plan,
             Verdict::Signed => return None,
@@ -240,15 +239,9 @@ impl PlanCache {
         };
         let seal = seal::seal(self.secret.as_ref(), &signed(key, &body), body.as_bytes());
         let text = format!("{MAGIC} {key} {seal}\n{body}");
-        let n = TEMP.fetch_add(1, Ordering::Relaxed);
-        let tmp = folder.join(format!(".{}.{n}.tmp", std::process::id()));
-        let written = fs::create_dir_all(folder)
-            .and_then(|()| fs::write(&tmp, text))
-            .and_then(|()| fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written.is_ok()
+        // Through the file-system layer: an exclusive temporary file with a random name, so a
+        // link planted in the folder cannot redirect the write.
+        fs::create_dir_all(folder).is_ok() && io::write_atomically(&path, &text).is_ok()
     }
 
     /// Removes the least recently used entries down to three quarters of `max` when the
