@@ -8,10 +8,10 @@ use crate::display::thousands;
 use crate::plan::findings::{PlanDiagnosticIr, SpecField};
 use std::cell::Cell;
 
-/// Costings one job's heterogeneous-pipeline search may spend. At about 100 ns a costing this is
-/// a few seconds of one core: every shipped example needs under a fortieth of it (the largest,
-/// `hetero-70b-guiyang`, about 1.4 million), a dense model of 1,000 layers on the shipped `xirang`
-/// pool about a third (docs/performance.md).
+/// Costings one job's heterogeneous-pipeline search may spend (counted). At about 100 ns a
+/// costing this is a few seconds of one core: the shipped examples need at most about 42
+/// million (`llama3-405b-pretrain`), a dense model of 1,000 layers on the shipped `xirang` pool
+/// less; one of 8,192 layers there reaches it after about 13 s (docs/performance.md).
 pub const SEARCH_CAP: u64 = 60_000_000;
 
 /// What is left of a job's cap.
@@ -101,5 +101,14 @@ mod tests {
         assert!(budget.reached());
         assert!(!budget.spend(0));
         assert_eq!(budget.spent(), 10);
+    }
+
+    #[test]
+    fn the_finding_is_a_warning_with_a_plan_and_an_error_without() {
+        let budget = WorkBudget::new(3);
+        assert!(budget.finding("h", true).is_none());
+        assert!(!budget.spend(4));
+        let findings = [budget.finding("h", true), budget.finding("h", false)];
+        insta::assert_snapshot!(format!("{findings:#?}"));
     }
 }
