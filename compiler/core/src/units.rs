@@ -313,3 +313,27 @@ mod tests {
         }
     }
 }
+
+/// An inclusive range of accepted values of a quantity in base units, with the words messages
+/// use for it ("above zero and at most 16 TiB"): the one shape of the catalogue's figure ranges
+/// (`catalogue::load::bounds`) and the spec's (`check::ranges`).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// The smallest accepted value; quantities are also always above zero unless said otherwise.
+    pub min: f64,
+    /// The largest accepted value.
+    pub max: f64,
+    /// The range in words.
+    pub words: &'static str,
+}
+
+impl Bounds {
+    /// Whether `value` is finite and inside the range (and above zero when `min` is 0, unless
+    /// `zero_ok`).
+    pub fn admits(&self, value: f64, zero_ok: bool) -> bool {
+        value.is_finite()
+            && value >= self.min
+            && value <= self.max
+            && (zero_ok || value > 0.0 || self.min > 0.0)
+    }
+}

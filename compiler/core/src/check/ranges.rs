@@ -3,34 +3,18 @@
 //! tokens, a `10000w` checkpoint interval) is refused at its place (L1011) instead of planning
 //! with astronomic figures. docs/language.md lists the same ranges.
 
-/// An inclusive range of a quantity in base units, with the words messages use for it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Range {
-    /// The smallest accepted value; every quantity must also be above zero.
-    pub min: f64,
-    /// The largest accepted value.
-    pub max: f64,
-    /// The range in words, as in "must be between 1 min and 52w".
-    pub words: &'static str,
-}
-
-impl Range {
-    /// Whether `value` (already known finite and above zero) lies inside the range.
-    pub fn admits(&self, value: f64) -> bool {
-        value >= self.min && value <= self.max
-    }
-}
+use crate::units::Bounds;
 
 /// `train { tokens }`: at least one whole token, at most 10^16, about 300× the largest published
 /// pre-training run (36T tokens).
-pub(super) const TOKENS: Range = Range {
+pub(super) const TOKENS: Bounds = Bounds {
     min: 1.0,
     max: 1e16,
     words: "between 1 and 10000T",
 };
 
 /// `model { params }`: at most 10^15, about 500× the largest published model.
-pub(super) const PARAMS: Range = Range {
+pub(super) const PARAMS: Bounds = Bounds {
     min: 1.0,
     max: 1e15,
     words: "between 1 and 1000T",
@@ -38,7 +22,7 @@ pub(super) const PARAMS: Range = Range {
 
 /// `goal { deadline }`: at most ten years (3650d); accelerators are written off in three to six,
 /// so a plan past that is not a plan.
-pub(super) const DEADLINE: Range = Range {
+pub(super) const DEADLINE: Bounds = Bounds {
     min: 0.0,
     max: 315_360_000.0,
     words: "at most 3650d",
@@ -47,14 +31,14 @@ pub(super) const DEADLINE: Range = Range {
 /// `checkpoint { interval }`: from one minute (a checkpoint write takes seconds to minutes, so a
 /// shorter interval spends the run writing) to 52 weeks (a longer one makes the expected rework
 /// of a failure astronomic: `10000w` planned 1.3e33 interruptions).
-pub(super) const CHECKPOINT_INTERVAL: Range = Range {
+pub(super) const CHECKPOINT_INTERVAL: Bounds = Bounds {
     min: 60.0,
     max: 31_449_600.0,
     words: "between 1min and 52w",
 };
 
 /// `data { size }`: at most 1 EB (1000PB), about 100× the largest public web crawls.
-pub(super) const DATA_SIZE: Range = Range {
+pub(super) const DATA_SIZE: Bounds = Bounds {
     min: 0.0,
     max: 1e18,
     words: "at most 1000PB",
@@ -62,7 +46,7 @@ pub(super) const DATA_SIZE: Range = Range {
 
 /// `resources { max_latency }`: at most 10 s, more than a round trip to the Moon; the
 /// catalogue's link latencies have the same bound.
-pub(super) const MAX_LATENCY: Range = Range {
+pub(super) const MAX_LATENCY: Bounds = Bounds {
     min: 0.0,
     max: 10.0,
     words: "at most 10s",
@@ -70,7 +54,7 @@ pub(super) const MAX_LATENCY: Range = Range {
 
 /// A service's latency targets (`ttft`, `tpot`, `itl`, `e2e`): at most a day; a longer target is
 /// no latency target.
-pub(super) const LATENCY_TARGET: Range = Range {
+pub(super) const LATENCY_TARGET: Bounds = Bounds {
     min: 0.0,
     max: 86_400.0,
     words: "at most 1d",

@@ -4,12 +4,12 @@
 //! Every reader records what it finds wrong and returns `None`, so checking goes on and one run
 //! reports every mistake.
 
-use super::ranges::Range;
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Attribute, Block, Ident, Value};
+use crate::units::Bounds;
 use crate::units::{Dimension, Quantity, UnitError, parse_quantity};
 use std::collections::BTreeMap;
 
@@ -251,7 +251,7 @@ impl<'a> Fields<'a> {
         &mut self,
         name: &str,
         dimension: &Dimension,
-        range: Range,
+        range: Bounds,
     ) -> Option<Spanned<f64>> {
         let attribute = self.get(name)?;
         let q = self.quantity_of(&attribute.value, dimension.describe(), dimension.example())?;
@@ -279,7 +279,7 @@ impl<'a> Fields<'a> {
             self.out_of_range(&attribute.value, "must be greater than zero");
             return None;
         }
-        if !range.admits(q.value) {
+        if !range.admits(q.value, false) {
             self.out_of_range(&attribute.value, &format!("must be {}", range.words));
             return None;
         }
@@ -392,13 +392,13 @@ impl<'a> Fields<'a> {
     }
 
     /// A positive count such as `2T` (not necessarily whole) inside `range`.
-    pub fn count(&mut self, name: &str, range: Range) -> Option<Spanned<f64>> {
+    pub fn count(&mut self, name: &str, range: Bounds) -> Option<Spanned<f64>> {
         self.quantity(name, &Dimension::Count, range)
     }
 
     /// A plain number in `[min, max]`, e.g. `1.25`.
     pub fn number(&mut self, name: &str, min: f64, max: f64) -> Option<Spanned<f64>> {
-        let any = Range {
+        let any = Bounds {
             min: 0.0,
             max: f64::MAX,
             words: "",

@@ -5,26 +5,7 @@
 //! far beyond any product of today, but physical: a value past it is refused with L2008 at its
 //! place instead of planning with astronomic figures. docs/catalogue.md lists the same ranges.
 
-/// An inclusive range of a catalogue figure in base units, with the words messages use for it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Bounds {
-    /// The smallest accepted value; quantities are also always above zero.
-    pub min: f64,
-    /// The largest accepted value.
-    pub max: f64,
-    /// The range in words, e.g. "above zero and at most 16 TiB".
-    pub words: &'static str,
-}
-
-impl Bounds {
-    /// Whether `value` is finite and inside the range (and above zero when `min` is 0).
-    pub fn admits(&self, value: f64, zero_ok: bool) -> bool {
-        value.is_finite()
-            && value >= self.min
-            && value <= self.max
-            && (zero_ok || value > 0.0 || self.min > 0.0)
-    }
-}
+pub(crate) use crate::units::Bounds;
 
 const fn above_zero(max: f64, words: &'static str) -> Bounds {
     Bounds {

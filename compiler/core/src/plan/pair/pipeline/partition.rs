@@ -275,7 +275,7 @@ impl Stager<'_, '_> {
             // The earliest cut from which the second group covers the rest in s1 stages.
             let mut start = m - 1;
             for _ in 0..s1 {
-                let next = first_index_from(0, start, |c| floor(1, c, start) <= x);
+                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
                 if next >= start {
                     break;
                 }
@@ -463,21 +463,6 @@ fn last_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
         }
     }
     below.wrapping_sub(1)
-}
-
-/// The first `c` in `[lo, stop)` where `holds` does (`stop` when it never does), for a
-/// predicate that, once true, stays true.
-fn first_index_from(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
-    let (mut below, mut above) = (lo, stop);
-    while below < above {
-        let mid = below + (above - below) / 2;
-        if holds(mid) {
-            above = mid;
-        } else {
-            below = mid + 1;
-        }
-    }
-    below
 }
 
 /// What a configuration's partition costs against: its sides, the chain, the optimizer steps,

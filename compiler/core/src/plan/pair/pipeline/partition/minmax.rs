@@ -221,7 +221,7 @@ impl Row<'_> {
 
 /// The first `j` in `[lo, stop)` where `holds` does (`stop` when it never does), for a
 /// predicate that, once true, stays true.
-fn first_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
+pub(super) fn first_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
     let (mut below, mut above) = (lo, stop);
     while below < above {
         let mid = below + (above - below) / 2;
