@@ -8,7 +8,8 @@ use crate::catalogue::codes;
 use crate::catalogue::raw::Loc;
 use crate::catalogue::values::{Money, bad_unit, out_of_range};
 use crate::diagnostics::Diagnostic;
-use crate::units::{Dimension, parse_quantity};
+use crate::span::Span;
+use crate::units::{Dimension, Quantity, parse_quantity};
 
 impl Cx<'_, '_> {
     /// A whole number in `[min, max]` (`max` fits a `u32`).
@@ -43,6 +44,31 @@ impl Cx<'_, '_> {
         false
     }
 
+    /// `text` read as a quantity: a negative number is out of range (`expected` says the
+    /// range), a bad number or unit is reported against `dimension`.
+    fn signed_quantity(
+        &mut self,
+        text: &Loc<String>,
+        span: Span,
+        field: &str,
+        expected: &str,
+        dimension: &Dimension,
+    ) -> Option<Quantity> {
+        if is_negative(&text.value) {
+            let d = out_of_range(span, field, expected, &text.value);
+            self.push(d);
+            return None;
+        }
+        match parse_quantity(&text.value) {
+            Ok(q) => Some(q),
+            Err(e) => {
+                let d = bad_unit(span, &text.value, &e, dimension, field);
+                self.push(d);
+                None
+            }
+        }
+    }
+
     /// A quantity of `dimension` greater than zero and inside `bounds`, in base units.
     pub(super) fn positive_quantity(
         &mut self,
@@ -53,19 +79,7 @@ impl Cx<'_, '_> {
     ) -> Option<f64> {
         let span = self.span(text);
         let expected = format!("{} {}", dimension.describe(), bounds.words);
-        if is_negative(&text.value) {
-            let d = out_of_range(span, field, &expected, &text.value);
-            self.push(d);
-            return None;
-        }
-        let q = match parse_quantity(&text.value) {
-            Ok(q) => q,
-            Err(e) => {
-                let d = bad_unit(span, &text.value, &e, &dimension, field);
-                self.push(d);
-                return None;
-            }
-        };
+        let q = self.signed_quantity(text, span, field, &expected, &dimension)?;
         if !q.dimension.same_kind(&dimension) {
             let d = Diagnostic::error(
                 codes::WRONG_DIMENSION,
@@ -98,19 +112,7 @@ impl Cx<'_, '_> {
         let span = self.span(text);
         let dimension = Dimension::Money(money.base.clone());
         let expected = format!("{} in {}", bounds::PRICE.words, money.base);
-        if is_negative(&text.value) {
-            let d = out_of_range(span, field, &expected, &text.value);
-            self.push(d);
-            return None;
-        }
-        let q = match parse_quantity(&text.value) {
-            Ok(q) => q,
-            Err(e) => {
-                let d = bad_unit(span, &text.value, &e, &dimension, field);
-                self.push(d);
-                return None;
-            }
-        };
+        let q = self.signed_quantity(text, span, field, &expected, &dimension)?;
         let Dimension::Money(currency) = &q.dimension else {
             let d = Diagnostic::error(
                 codes::WRONG_DIMENSION,

@@ -295,63 +295,34 @@ fn first_crossing(
 /// for every start, scan the ends from the nearest until the stage cannot run or is no faster
 /// than the best found.
 #[cfg(test)]
-#[allow(clippy::needless_range_loop)] // the old programme, as it was written
 pub(in crate::plan::pair::pipeline) fn min_max_partition_by_scan(
     m: usize,
     p: usize,
     paced: &mut dyn FnMut(usize, usize, usize) -> Option<f64>,
 ) -> Option<Vec<usize>> {
-    if p == 0 || m < p + 1 {
-        return None;
-    }
-    let last = m - 1;
-    let inf = f64::INFINITY;
-    let mut best = vec![vec![inf; m]; p + 1];
-    let mut cut = vec![vec![last; m]; p + 1];
-    best[0][last] = 0.0;
-    for r in 1..=p {
-        let k = p - r;
-        let last_start = m - r - 1;
-        for c in k..=last_start {
-            let mut found = inf;
-            let mut at = last;
-            for j in c + 1..=m - r {
-                let Some(x) = paced(k, c, j) else {
-                    break;
-                };
-                if x >= found {
-                    break;
-                }
-                let worst = x.max(best[r - 1][j]);
-                if worst < found {
-                    found = worst;
-                    at = j;
-                }
-            }
-            best[r][c] = found;
-            cut[r][c] = at;
-        }
-    }
-    if !best[p][0].is_finite() {
-        return None;
-    }
-    let mut stages = Vec::with_capacity(p);
-    let mut c = 0;
-    for r in (1..=p).rev() {
-        c = cut[r][c];
-        stages.push(c);
-    }
-    Some(stages)
+    reference_programme(m, p, paced, true)
 }
 
 /// The programme without the scan's early stop: every end of every stage up to the first that
 /// cannot run. What [`min_max_partition`] must equal exactly, ties included.
 #[cfg(test)]
-#[allow(clippy::needless_range_loop)] // the old programme, as it was written
 pub(in crate::plan::pair::pipeline) fn min_max_partition_exhaustive(
     m: usize,
     p: usize,
     paced: &mut dyn FnMut(usize, usize, usize) -> Option<f64>,
+) -> Option<Vec<usize>> {
+    reference_programme(m, p, paced, false)
+}
+
+/// The old programme, as it was written: `stop_early` stops a start's scan at the first end no
+/// faster than the best found (the replaced code), else at the first that cannot run.
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the old programme, as it was written
+fn reference_programme(
+    m: usize,
+    p: usize,
+    paced: &mut dyn FnMut(usize, usize, usize) -> Option<f64>,
+    stop_early: bool,
 ) -> Option<Vec<usize>> {
     if p == 0 || m < p + 1 {
         return None;
@@ -364,7 +335,7 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition_exhaustive(
     for r in 1..=p {
         let k = p - r;
         for c in k..m - r {
-            if k == 0 && c > 0 {
+            if !stop_early && k == 0 && c > 0 {
                 break;
             }
             let mut found = inf;
@@ -373,6 +344,9 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition_exhaustive(
                 let Some(x) = paced(k, c, j) else {
                     break;
                 };
+                if stop_early && x >= found {
+                    break;
+                }
                 let worst = x.max(best[r - 1][j]);
                 if worst < found {
                     found = worst;
