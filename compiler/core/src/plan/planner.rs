@@ -296,9 +296,17 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     }
     // How far to trust the time: the device figures' own uncertainty, stated on every plan.
     uncertainty::state(&mut plan, catalogue);
-    // A prediction above every published run on the device is shown, not trusted silently.
+    // A prediction above the published runs (the device's own, else its vendor's or the
+    // file's best MFU) is shown, not trusted silently.
     if let Some(estimate) = &plan.estimate {
-        let guarded = extrapolations(base_setup.precision, model, &graph, best.kind, estimate);
+        let guarded = extrapolations(
+            catalogue,
+            base_setup.precision,
+            model,
+            &graph,
+            best.kind,
+            estimate,
+        );
         plan.notes.extend(guarded.iter().map(|f| f.message.clone()));
         plan.diagnostics.extend(guarded);
     }

@@ -1,21 +1,25 @@
-//! The plausibility guard: a chosen plan whose predicted model FLOP/s per device is above the
-//! best that any published training run measured on that device in the job's precision is
-//! flagged as an extrapolation (L3007), so the number is not taken on trust.
+//! The plausibility guard: a chosen plan whose predicted model FLOP/s per device is above what
+//! published training runs reached is flagged as an extrapolation (L3007), so the number is not
+//! taken on trust. A device is held to its own best published run in the job's precision; a
+//! device without one to the best MFU its vendor's runs reached in the precision, else to the
+//! best MFU of any run in the file ([`yardstick`]), so no plan above the file's best MFU passes.
 //!
 //! The figure compared is the Plan JSON's `model_tflops_per_device` convention (model FLOPs,
 //! attention included, no recomputation), which is how the catalogue's `best_published`
 //! figures were worked out from the published runs. A plan over two node groups is checked per
-//! group, each with the model FLOPs its own devices run. A device without a published run in
-//! the job's precision is not checked: nothing published says what is plausible on it.
+//! group, each with the model FLOPs its own devices run.
 
 use super::explain::Kind;
 use super::findings::{PlanDiagnosticIr, SpecField};
 use super::ir::EstimateIr;
-use crate::catalogue::Device;
+use crate::catalogue::{Catalogue, Device};
 use crate::diagnostics::codes;
 use crate::display;
 use crate::types::{Precision, Recompute};
 use crate::workload::{ModelDims, OpGraph, flops_per_token};
+use yardstick::Yardstick;
+
+mod yardstick;
 
 /// One node group of a plan: its device type, its name, and the model FLOP/s each of its
 /// devices is predicted to run.
@@ -25,9 +29,10 @@ struct GroupRate<'a> {
     flops_per_device: f64,
 }
 
-/// The warnings for every group of the chosen plan predicted above its device's best
-/// published run in `precision`; `estimate` is the plan's, as written in the Plan IR.
+/// The warnings for every group of the chosen plan predicted above its device's yardstick in
+/// `precision` on `catalogue`; `estimate` is the plan's, as written in the Plan IR.
 pub(crate) fn extrapolations(
+    catalogue: &Catalogue,
     precision: Precision,
     model: &ModelDims,
     graph: &OpGraph,
@@ -39,26 +44,41 @@ pub(crate) fn extrapolations(
     groups
         .iter()
         .filter_map(|g| {
-            let best = g.device.best_published(precision)?;
-            let published = best.model_flops.value;
-            (g.flops_per_device > published).then(|| {
+            let yardstick = Yardstick::of(catalogue, g.device, precision)?;
+            let ceiling = yardstick.ceiling(g.device, precision);
+            (ceiling > 0.0 && g.flops_per_device > ceiling).then(|| {
                 let which = if several {
                     format!(" of `{}`", g.group)
                 } else {
                     String::new()
                 };
+                let predicted = format!(
+                    "predicted {} per {}{which} in {precision}",
+                    display::tflops(g.flops_per_device),
+                    g.device.id.value,
+                );
+                let message = match yardstick {
+                    Yardstick::Own(_) => format!(
+                        "{predicted}, {} above {}: an extrapolation",
+                        display::percent(g.flops_per_device / ceiling - 1.0),
+                        yardstick.describe(g.device, precision),
+                    ),
+                    Yardstick::Vendor(_) | Yardstick::File(_) => format!(
+                        "{predicted} ({} MFU), above {}: an extrapolation",
+                        display::percent(
+                            g.flops_per_device / g.device.peak(precision).unwrap_or(ceiling)
+                        ),
+                        yardstick.describe(g.device, precision),
+                    ),
+                };
                 PlanDiagnosticIr::warning(
                     codes::plan::EXTRAPOLATION,
                     SpecField::Job,
-                    format!(
-                        "predicted {} per {}{which} in {precision}, {} above the best published run ({}, `{}`): an extrapolation",
-                        display::tflops(g.flops_per_device),
-                        g.device.id.value,
-                        display::percent(g.flops_per_device / published - 1.0),
-                        display::tflops(published),
-                        best.run
-                    ),
-                    "no published run on this device reached this throughput: take the plan's time and cost as optimistic, and measure a short run before relying on them",
+                    message,
+                    match yardstick {
+                        Yardstick::Own(_) => "no published run on this device reached this throughput: take the plan's time and cost as optimistic, and measure a short run before relying on them",
+                        Yardstick::Vendor(_) | Yardstick::File(_) => "no published run reached this share of its device's peak: take the plan's time and cost as optimistic, and measure a short run before relying on them",
+                    },
                 )
             })
         })
