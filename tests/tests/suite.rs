@@ -42,5 +42,6 @@ mod report_browser;
 mod report_cli;
 mod robustness;
 mod schema;
+mod service_context;
 mod serving_calibration;
 mod tidy;

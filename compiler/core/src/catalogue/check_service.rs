@@ -326,7 +326,8 @@ fn kv_bytes_per_token_per_device(model: &ServedModel, shape: &ReplicaShape<'_>) 
 }
 
 /// L2119: the weights and one longest request's KV cache fit in the largest replica of none of
-/// the candidate devices.
+/// the candidate devices. When the weights and the workspace fit on some candidate and only the
+/// context does not, L2120 says so at `seq_len` instead ([`context_does_not_fit`]).
 fn check_memory(
     service: &Service,
     allowed: &Allowed<'_>,
@@ -339,7 +340,7 @@ fn check_memory(
         .as_ref()
         .map_or(serve.precision.value.default_kv_cache(), |k| k.value);
     let dims = model_dims(&service.model);
-    let mut misses: Vec<(&Device, ReplicaShape<'_>, ReplicaMemory, f64)> = Vec::new();
+    let mut misses: Vec<Miss<'_>> = Vec::new();
     for device in candidates {
         let Some(shape) = largest_replica(service, allowed, device) else {
             // The pinned replica exceeds the devices; the count checks say so.
@@ -354,16 +355,136 @@ fn check_memory(
         if memory.fits {
             return;
         }
-        let one_request =
-            kv_bytes_per_token_per_device(&model, &shape) * f64::from(shape.max_model_len);
-        let needed = memory.weights_bytes + memory.overhead_bytes + one_request;
-        misses.push((*device, shape, memory, needed));
+        let per_token = kv_bytes_per_token_per_device(&model, &shape);
+        let needed = memory.weights_bytes
+            + memory.overhead_bytes
+            + per_token * f64::from(shape.max_model_len);
+        misses.push(Miss {
+            device,
+            shape,
+            memory,
+            needed,
+            per_token,
+        });
     }
-    for (device, shape, memory, needed) in misses {
+    // The candidate whose largest replica keeps the most tokens beside its weights; the first
+    // in catalogue order on a tie.
+    let roomiest = misses
+        .iter()
+        .filter(|m| m.memory.kv_tokens >= 1.0)
+        .reduce(|a, b| {
+            if b.memory.kv_tokens > a.memory.kv_tokens {
+                b
+            } else {
+                a
+            }
+        });
+    if let Some(miss) = roomiest {
+        diags.push(context_does_not_fit(service, miss, kv_cache));
+        return;
+    }
+    for Miss {
+        device,
+        shape,
+        memory,
+        needed,
+        ..
+    } in misses
+    {
         diags.push(does_not_fit(
             service, allowed, device, &shape, &memory, needed, kv_cache,
         ));
     }
+}
+
+/// A candidate device whose largest replica cannot hold one `seq_len`-token request.
+struct Miss<'a> {
+    device: &'a Device,
+    shape: ReplicaShape<'a>,
+    memory: ReplicaMemory,
+    /// Bytes per device for the weights, the workspace and one `seq_len`-token request.
+    needed: f64,
+    /// KV-cache bytes one token takes on one device of the replica.
+    per_token: f64,
+}
+
+/// Tokens of context written as a spec would (`131072`), rounded down to a multiple of 1,024
+/// when it is that large: the context a replica can offer.
+fn offered_context(tokens: f64) -> u64 {
+    let whole = tokens.max(0.0).floor() as u64;
+    if whole >= 1024 {
+        whole / 1024 * 1024
+    } else {
+        whole
+    }
+}
+
+/// L2120: the weights fit in the largest replica of `miss.device` (the roomiest candidate),
+/// but its KV cache keeps fewer tokens than the context the service asks for.
+fn context_does_not_fit(service: &Service, miss: &Miss<'_>, kv_cache: KvCache) -> Diagnostic {
+    let Miss {
+        device,
+        shape,
+        memory,
+        per_token,
+        ..
+    } = miss;
+    let id = device.id.value.as_str();
+    let asked = shape.max_model_len;
+    let offered = offered_context(memory.kv_tokens);
+    let longest = (service.traffic.input.p99 + service.traffic.output.p99).ceil() as u64;
+    let mut fixes: Vec<String> = Vec::new();
+    if offered >= longest.max(1) {
+        fixes.push(format!(
+            "`seq_len = {offered}` or less (the longest requests, p99 input plus p99 output, need {} tokens)",
+            crate::display::thousands(longest as f64)
+        ));
+    }
+    if kv_cache.bytes() > KvCache::Fp8.bytes() {
+        fixes.push("`kv_cache = fp8`".to_string());
+    }
+    fixes.push(
+        if service.resources.max_devices.is_some() || service.serve.pipeline.is_some() {
+            "more devices per replica (`max_devices`, `pipeline`)".to_string()
+        } else {
+            "a pool with more of these devices".to_string()
+        },
+    );
+    fixes.push(format!("devices with more memory than `{id}`"));
+    let last = fixes.pop().unwrap_or_default();
+    let help = if fixes.is_empty() {
+        format!("use {last}")
+    } else {
+        format!("try {}, or {last}", fixes.join(", "))
+    };
+    Diagnostic::error(
+        codes::SERVICE_CONTEXT_DOES_NOT_FIT,
+        format!(
+            "no replica holds the {asked}-token context the service asks for: the largest replica of `{id}` (tensor {} × pipeline {}) keeps {} tokens of KV cache",
+            shape.tensor,
+            shape.pipeline,
+            offered_context_display(memory.kv_tokens),
+        ),
+        service.context_at,
+        format!("one {asked}-token request needs {:.1} GiB of KV cache per device", per_token * f64::from(asked) / GIB),
+    )
+    .with_related(
+        device.memory_bytes.span,
+        format!(
+            "`{id}` has {:.1} GiB, {:.1} GiB usable: {:.1} GiB of weights and {:.1} GiB of workspace leave {:.1} GiB for the KV cache",
+            device.memory_bytes.value / GIB,
+            device.memory_bytes.value * memory.memory_fraction / GIB,
+            memory.weights_bytes / GIB,
+            memory.overhead_bytes / GIB,
+            memory.kv_bytes / GIB,
+        ),
+    )
+    .with_help(help)
+}
+
+/// Tokens for a sentence, with thousands separators: `20,480`.
+fn offered_context_display(tokens: f64) -> String {
+    crate::display::thousands(tokens.max(0.0).floor())
 }
 
 fn does_not_fit(

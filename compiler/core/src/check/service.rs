@@ -63,6 +63,9 @@ pub struct Service {
     pub priority: Priority,
     /// The model served; `seq_len` is the longest context a request may use.
     pub model: ModelSpec,
+    /// Where that context, the model's `seq_len`, is written (the `model` block when it is not).
+    #[serde(skip)]
+    pub context_at: Span,
     /// How it is served: precision, engine, pinned degrees.
     pub serve: ServeSpec,
     /// The requests it must serve.
@@ -159,12 +162,14 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
     if let (Some(model), Some(serve)) = (&model, &serve) {
         check_degrees(serve, model, resources.as_ref(), diags);
     }
+    let model = model?;
     Some(Service {
         name: name?,
         file: block.span.file,
         tenant: tenant?,
         priority,
-        model: model?,
+        context_at: seq_len_at(block).unwrap_or(model.span),
+        model,
         serve: serve?,
         traffic: traffic?,
         targets: targets?,

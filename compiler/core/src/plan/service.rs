@@ -233,14 +233,11 @@ fn demand<'a>(service: &'a Service, pool: &'a Pool) -> Demand<'a> {
         .budget
         .as_ref()
         .and_then(|b| pool.convert(b.value.0, &b.value.1, &currency));
-    // The engine reserves room for the longest request the traffic sends, not the model's
-    // whole context: `max_model_len` is the p99 prompt plus the p99 answer, rounded up to a
-    // multiple of 1,024 and at most the model's `seq_len`.
-    let longest = (t.input.p99 + t.output.p99).ceil() as u64;
-    let max_model_len = longest
-        .div_ceil(1024)
-        .saturating_mul(1024)
-        .min(service.model.seq_len);
+    // The engine is started with the context the spec asks for, `seq_len`, never less: a
+    // request longer than the traffic's p99 but within `seq_len` must not be refused by the
+    // engine. Every replica shape is sized to hold one such request (`replica_memory`), and
+    // `loam check` refuses a service no replica can hold it for (L2119, L2120).
+    let max_model_len = service.model.seq_len;
     Demand {
         service,
         pool,

@@ -39,4 +39,5 @@ super::codes! {
     UNSUPPORTED_SERVE_PRECISION = "L2117" => "serving precision no allowed device runs",
     UNSUPPORTED_ENGINE = "L2118" => "engine no allowed device runs",
     SERVICE_DOES_NOT_FIT = "L2119" => "served model does not fit in a replica",
+    SERVICE_CONTEXT_DOES_NOT_FIT = "L2120" => "service context does not fit in a replica's KV cache",
 }
