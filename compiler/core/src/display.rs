@@ -188,6 +188,7 @@ impl From<&Layout> for LayoutIr {
             micro_batch: l.micro_batch.into(),
             zero: l.zero,
             recompute: l.recompute,
+            sequence_parallel: Some(l.sequence_parallel),
         }
     }
 }
@@ -417,7 +418,10 @@ mod tests {
 
     #[test]
     fn a_plan_layout_reads_like_the_searched_one() {
-        let l = layout();
+        let l = Layout {
+            sequence_parallel: true,
+            ..layout()
+        };
         let ir = LayoutIr {
             tensor: 8,
             pipeline: 4,
@@ -429,6 +433,7 @@ mod tests {
             micro_batch: 1,
             zero: 1,
             recompute: Recompute::Selective,
+            sequence_parallel: Some(true),
         };
         assert_eq!(LayoutIr::from(&l), ir);
         assert_eq!(layout_line(ir), layout_line(&l));

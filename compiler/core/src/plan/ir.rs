@@ -175,6 +175,30 @@ pub struct LayoutIr {
     pub recompute: Recompute,
 }
 
+    /// Megatron sequence parallelism (norms and dropout split over the tensor group), which the
+    /// plan's memory and time assume: it runs where this is true and the tensor degree is above
+    /// 1 ([`sequence_parallel_runs`]; in a `pipeline` plan each group by its own
+    /// `groups[].tensor`). Added in format 1.10; absent in older plans, whose planner ran it
+    /// wherever the tensor degree was above 1, which is how an absent value reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_parallel: Option<bool>,
+}
+
+impl LayoutIr {
+    /// Whether a group of tensor degree `tensor` runs sequence parallelism under this layout.
+    pub fn sequence_parallel_at(&self, tensor: u64) -> bool {
+        sequence_parallel_runs(self.sequence_parallel, tensor)
+    }
+}
+
+/// The one rule of sequence parallelism, for a spec's pin and a plan's setting alike (`None`:
+/// not stated): never without tensor parallelism, since it splits the tensor group's norms and
+/// dropout (Megatron-LM switches it off at tensor degree 1, NVIDIA/Megatron-LM
+/// `megatron/training/arguments.py`), and on unless switched off, since with tensor
+/// parallelism it saves activation memory and time (Korthikanti et al. 2022, "Reducing
+/// Activation Recomputation in Large Transformer Models").
+pub fn sequence_parallel_runs(setting: Option<bool>, tensor: u64) -> bool {
+    tensor > 1 && setting.unwrap_or(true)
 /// One group of identical devices at one site.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupIr {
@@ -549,3 +573,36 @@ mod tests {
         assert!(serde_json::from_str::<Priority>(r#""urgent""#).is_err());
     }
 }
+    #[test]
+    fn a_layout_without_sequence_parallelism_reads_as_the_planner_then_ran_it() {
+        // A format 1.9 layout has no `sequence_parallel`; its planner ran it wherever the tensor
+        // degree was above 1, so TP8 runs it and TP1 cannot (nothing to split the norms over).
+        let old: LayoutIr = serde_json::from_str(
+            r#"{"tensor": 8, "pipeline": 1, "data": 2, "context": 1, "expert": 1,
+                "virtual_stages": 1, "micro_batch": 2, "zero": 1, "recompute": "selective"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.sequence_parallel, None);
+        assert!(old.sequence_parallel_at(8));
+        assert!(!old.sequence_parallel_at(1));
+        let json = serde_json::to_value(old).unwrap();
+        assert!(json.get("sequence_parallel").is_none(), "{json}");
+        // Switched off, it stays off at every degree, and it is written.
+        let off = LayoutIr {
+            sequence_parallel: Some(false),
+            ..old
+        };
+        assert!(!off.sequence_parallel_at(8));
+        assert_eq!(
+            serde_json::to_value(off).unwrap()["sequence_parallel"],
+            false
+        );
+        // Switched on, still never at tensor degree 1.
+        let on = LayoutIr {
+            sequence_parallel: Some(true),
+            ..old
+        };
+        assert!(on.sequence_parallel_at(2));
+        assert!(!on.sequence_parallel_at(1));
+    }
+

@@ -9,7 +9,7 @@
 
 use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
 use super::goodput::Failures;
-use super::ir::{BreakdownIr, EstimateIr, LayoutIr, Plan};
+use super::ir::{BreakdownIr, EstimateIr, LayoutIr, Plan, sequence_parallel_runs};
 use super::objective::{Constrained, Outcome, PairObjective};
 use super::placement::{self, Placement};
 use super::single::{self, round};
@@ -260,6 +260,7 @@ pub(crate) fn pair_pipelines<'a>(
                 wan: link.wan,
                 max_devices: link.max_devices,
                 keep: KEEP_PER_PAIR,
+                sequence_parallel: input.pins.sequence_parallel,
             };
             let objective =
                 |devices: [u64; 2], train_s: f64| limits.score(&pair.outcome(devices, train_s));
@@ -328,6 +329,13 @@ pub(crate) fn fill_pair_pipeline(
         micro_batch: shape.micro_batch.into(),
         zero: shape.zero,
         recompute: deepest,
+        // On when a group runs it: each group does by its own tensor degree, as costed.
+        sequence_parallel: Some(
+            shape
+                .tensor
+                .iter()
+                .any(|t| sequence_parallel_runs(input.pins.sequence_parallel, (*t).into())),
+        ),
     });
     let [leader, _] = m.placements;
     let stages_on = |o: &Placement<'_>| {

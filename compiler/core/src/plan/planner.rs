@@ -403,12 +403,14 @@ fn brief(reasons: &[String]) -> String {
 /// `max_devices`, is what limits it (more devices would help), or when some groups can only
 /// run the sensitive ops. A spec that pins any layout field asked for a single-type shape.
 fn needs_pairs(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins: Pins) -> bool {
-    // Pipelines over two groups run without context or expert parallelism and pick every
-    // other field themselves; a spec that pins any of those asked for a single-type shape.
+    // Pipelines over two groups run without context or expert parallelism, honour a pinned
+    // sequence parallelism and pick every other field themselves; a spec that pins any of
+    // those asked for a single-type shape.
     let one = |v: Option<u32>| v.is_none_or(|v| v == 1);
     let compatible = Pins {
         context: None,
         expert: None,
+        sequence_parallel: None,
         ..pins
     } == Pins::default();
     if !(compatible && one(pins.context) && one(pins.expert)) {

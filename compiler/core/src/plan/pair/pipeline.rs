@@ -15,12 +15,13 @@
 //! each op costed in one setting and each stage the partition costs takes a unit, and when it
 //! runs out the search keeps what it has found (the planner then says so, L3010).
 
-use crate::cost::ops::{OpSetting, op_costs};
+use crate::cost::ops::op_costs_of_layout;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
+use crate::plan::ir::sequence_parallel_runs;
 use crate::plan::search::budget::WorkBudget;
 use crate::types::Recompute;
-use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
+use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
 use partition::{Costing, MODES, Prefix, Side, cost_shape, span};
 use std::collections::BTreeMap;
 
@@ -77,6 +78,9 @@ pub struct PipelineSpec<'a> {
     pub max_devices: u64,
     /// How many plans to return.
     pub keep: usize,
+    /// Sequence parallelism as the spec pins it (`None`: auto); each group runs it by
+    /// [`crate::plan::ir::sequence_parallel_runs`] under its own tensor degree.
+    pub sequence_parallel: Option<bool>,
 }
 
 /// One stage of a heterogeneous plan.
@@ -203,12 +207,14 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                     break;
                 }
                 let modes = MODES.map(|recompute| {
-                    let setting = OpSetting {
+                    let layout = Layout {
                         tensor: t,
                         micro_batch: b,
                         recompute,
+                        sequence_parallel: sequence_parallel_runs(spec.sequence_parallel, t.into()),
+                        ..Layout::single()
                     };
-                    let mut costs = op_costs(spec.graph, model, setup, c, setting);
+                    let mut costs = op_costs_of_layout(spec.graph, model, setup, c, &layout);
                     if !group.hosts_sensitive {
                         for (cost, op) in costs.iter_mut().zip(spec.graph.ops()) {
                             cost.hostable &= !op.sensitive;

@@ -6,6 +6,7 @@ use super::{PipelineGroup, PipelinePlan, PipelineShape, PipelineSpec, PipelineSt
 use crate::cost::ops::OpCost;
 use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
+use crate::plan::ir::sequence_parallel_runs;
 use crate::plan::search::budget::WorkBudget;
 use crate::types::Recompute;
 use crate::workload::{
@@ -102,7 +103,7 @@ impl PerSide {
             data: shape.data,
             micro_batch: shape.micro_batch,
             zero: shape.zero,
-            sequence_parallel: side.tensor > 1,
+            sequence_parallel: sequence_parallel_runs(spec.sequence_parallel, side.tensor.into()),
             ..Layout::single()
         };
         let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);

@@ -110,6 +110,7 @@ fn pair_spec<'a>(
         max_devices: 256,
         keep: 2,
     }
+        sequence_parallel: None,
 }
 
 #[test]
@@ -207,6 +208,7 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     max_devices: 64,
                     keep: 1,
                 };
+                    sequence_parallel: None,
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
                     let fast_result =
                         search_pipelines(&spec, objective, f64::INFINITY, 1.0, &unbounded());
@@ -258,6 +260,7 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         max_devices: 64,
         keep: 3,
     };
+        sequence_parallel: None,
     let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0, &unbounded());
     assert!(!found.is_empty());
     let ops: Vec<&crate::workload::Op> = graph.ops().collect();
@@ -304,6 +307,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
         };
+            sequence_parallel: None,
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let mut next = 0;
             for stage in &plan.stages {
@@ -348,6 +352,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
         };
+            sequence_parallel: None,
         let ops: Vec<&crate::workload::Op> = graph.ops().collect();
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let shape = plan.shape;
