@@ -393,14 +393,14 @@ fn group_trainer_args(
         format!("--micro-batch={}", own.micro_batch),
         format!("--global-batch={}", plan.workload.global_batch),
         format!("--seq-len={}", plan.workload.seq_len),
+        format!("--zero={}", own.zero),
+        format!("--recompute={}", own.recompute),
         // Whether this group runs sequence parallelism, as its memory and time were planned:
         // Megatron-LM's `--sequence-parallel` switch (a store_true flag made from
         // `ModelParallelConfig.sequence_parallel`, NVIDIA/Megatron-LM
         // `megatron/core/model_parallel_config.py` through `megatron/training/argument_utils.py`),
         // written `true` or `false` so that a switched-off plan says so.
         format!("--sequence-parallel={}", own.sequence_parallel_at(tensor)),
-        format!("--zero={}", own.zero),
-        format!("--recompute={}", own.recompute),
         format!("--precision={}", plan.workload.precision),
     ]);
     if let Some(batch) = g.sequences_per_step {

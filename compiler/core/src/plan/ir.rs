@@ -173,8 +173,6 @@ pub struct LayoutIr {
     pub zero: u8,
     /// Recomputation keyword (`none`, `selective`, `full`).
     pub recompute: Recompute,
-}
-
     /// Megatron sequence parallelism (norms and dropout split over the tensor group), which the
     /// plan's memory and time assume: it runs where this is true and the tensor degree is above
     /// 1 ([`sequence_parallel_runs`]; in a `pipeline` plan each group by its own
@@ -199,6 +197,8 @@ impl LayoutIr {
 /// Activation Recomputation in Large Transformer Models").
 pub fn sequence_parallel_runs(setting: Option<bool>, tensor: u64) -> bool {
     tensor > 1 && setting.unwrap_or(true)
+}
+
 /// One group of identical devices at one site.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupIr {
@@ -567,13 +567,6 @@ mod tests {
     }
 
     #[test]
-    fn a_word_that_is_no_keyword_is_refused() {
-        let err = serde_json::from_str::<Precision>(r#""bf16'; touch /tmp/x; '""#).unwrap_err();
-        assert!(err.to_string().contains("unknown variant"), "{err}");
-        assert!(serde_json::from_str::<Priority>(r#""urgent""#).is_err());
-    }
-}
-    #[test]
     fn a_layout_without_sequence_parallelism_reads_as_the_planner_then_ran_it() {
         // A format 1.9 layout has no `sequence_parallel`; its planner ran it wherever the tensor
         // degree was above 1, so TP8 runs it and TP1 cannot (nothing to split the norms over).
@@ -606,3 +599,10 @@ mod tests {
         assert!(!on.sequence_parallel_at(1));
     }
 
+    #[test]
+    fn a_word_that_is_no_keyword_is_refused() {
+        let err = serde_json::from_str::<Precision>(r#""bf16'; touch /tmp/x; '""#).unwrap_err();
+        assert!(err.to_string().contains("unknown variant"), "{err}");
+        assert!(serde_json::from_str::<Priority>(r#""urgent""#).is_err());
+    }
+}

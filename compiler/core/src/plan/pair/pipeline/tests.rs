@@ -109,8 +109,8 @@ fn pair_spec<'a>(
         wan: None,
         max_devices: 256,
         keep: 2,
-    }
         sequence_parallel: None,
+    }
 }
 
 #[test]
@@ -207,8 +207,8 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     wan: None,
                     max_devices: 64,
                     keep: 1,
-                };
                     sequence_parallel: None,
+                };
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
                     let fast_result =
                         search_pipelines(&spec, objective, f64::INFINITY, 1.0, &unbounded());
@@ -259,8 +259,8 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         wan: None,
         max_devices: 64,
         keep: 3,
-    };
         sequence_parallel: None,
+    };
     let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0, &unbounded());
     assert!(!found.is_empty());
     let ops: Vec<&crate::workload::Op> = graph.ops().collect();
@@ -306,8 +306,8 @@ proptest! {
             wan: None,
             max_devices: 48,
             keep: 4,
-        };
             sequence_parallel: None,
+        };
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let mut next = 0;
             for stage in &plan.stages {
@@ -351,8 +351,8 @@ proptest! {
             wan: None,
             max_devices: 48,
             keep: 4,
-        };
             sequence_parallel: None,
+        };
         let ops: Vec<&crate::workload::Op> = graph.ops().collect();
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let shape = plan.shape;
