@@ -10,7 +10,7 @@ use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::names::{self, dns_label, is_dns_label, is_env_name, slug};
-use loam_compiler::plan::ir::{GroupIr, LayoutIr, Plan, PlanDocument, ScheduleIr};
+use loam_compiler::plan::ir::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ScheduleIr};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -244,10 +244,8 @@ impl<'a> JobContext<'a> {
         let mut groups = Vec::new();
         let (mut nnodes, mut world_size) = (0u64, 0u64);
         for (index, g) in plan.groups.iter().enumerate() {
-            if g.nodes == 0
-                || g.devices_per_node == 0
-                || g.devices != g.nodes.saturating_mul(g.devices_per_node)
-            {
+            // The rule the planner places every group by (`NodeShape::place`).
+            if !NodeShape::of(g).holds(g.devices) {
                 errors.push(incomplete(
                     job,
                     &format!(

@@ -13,9 +13,11 @@ use std::collections::BTreeMap;
 /// The version of the Plan JSON format.
 pub const FORMAT_VERSION: &str = "1.9";
 
+mod nodes;
 mod run;
 mod service;
 pub mod validate;
+pub use nodes::NodeShape;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
 pub use service::{
     AutoscalingIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr, ServicePlan, TrafficIr,

@@ -348,7 +348,7 @@ pub(crate) fn fill_pair_pipeline(
         .zip(devices)
         .zip(shape.tensor)
         .map(|((o, n), t)| {
-            let mut g = single::group_ir(o, n, u64::from(t) * u64::from(stages_on(o)));
+            let mut g = single::group_ir(o, n, u64::from(t) * u64::from(stages_on(o)), t.into());
             g.tensor = Some(t.into());
             g
         })

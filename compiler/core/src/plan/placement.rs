@@ -2,7 +2,7 @@
 //! it), what moving its data there costs, its currency, and how a group's nodes fall into
 //! switch blocks.
 
-use super::ir::DataIr;
+use super::ir::{DataIr, NodeShape};
 use crate::catalogue::eligible;
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site, route};
 use crate::check::Job;
@@ -24,6 +24,19 @@ pub(crate) struct Placement<'a> {
     /// The tenant's whole quota of the device type (guaranteed plus elastic), shared by every
     /// group of that type; `None` when the tenant has no quotas.
     pub(crate) quota: Option<u64>,
+}
+
+impl Placement<'_> {
+    /// How `devices` of the group run on its nodes when the job's tensor groups have `tensor`
+    /// ranks: [`NodeShape::place`] on the node group's nodes, the one rule `loam emit` checks.
+    pub(crate) fn node_shape(&self, devices: u64, tensor: u64) -> NodeShape {
+        NodeShape::place(
+            devices,
+            self.group.devices_per_node.value.into(),
+            tensor,
+            self.group.nodes.into(),
+        )
+    }
 }
 
 /// The node groups that may run `job`, in the pool's file order, and one sentence for each

@@ -146,7 +146,7 @@ pub(crate) fn fill(
     let o = best.placement;
     plan.layout = Some(layout_ir(l));
     let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
-    plan.groups = vec![group_ir(o, c.devices, replica)];
+    plan.groups = vec![group_ir(o, c.devices, replica, l.tensor.into())];
     plan.stages = super::stages::homogeneous_stages(job, l);
     let e = &c.estimate;
     let b = &e.breakdown;
@@ -232,22 +232,27 @@ pub(crate) fn estimate_ir(f: &Figures, totals: Totals) -> EstimateIr {
     }
 }
 
-/// The IR of `n` devices of group `o` whose model replica takes `replica_devices` of them, for
-/// a plan on one group or either group of a pair.
-pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> GroupIr {
-    let dpn = u64::from(o.group.devices_per_node.value.max(1));
+/// The IR of `n` devices of group `o` whose model replica takes `replica_devices` of them and
+/// whose tensor groups `tensor`, for a plan on one group or either group of a pair; its nodes
+/// are [`Placement::node_shape`]'s, so `loam emit` accepts them.
+pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64, tensor: u64) -> GroupIr {
+    let shape = o.node_shape(n, tensor);
     GroupIr {
         site: o.site.name.value.clone(),
         device: o.device.id.value.clone(),
-        nodes: n.div_ceil(dpn),
+        nodes: shape.nodes,
         devices: n,
         node_group: o.group.name.value.clone(),
-        devices_per_node: n.min(dpn),
+        devices_per_node: shape.per_node,
         k8s_resource: o.device.kubernetes_resource.clone(),
         node_labels: o.group.node_labels.clone(),
         slurm_partition: Some(o.group.slurm_partition.clone()).filter(|p| !p.is_empty()),
         block: None,
-        topology: block_label(o.site, n.div_ceil(dpn), replica_devices.div_ceil(dpn)),
+        topology: block_label(
+            o.site,
+            shape.nodes,
+            replica_devices.div_ceil(shape.per_node.max(1)),
+        ),
         preemptible_devices: n.saturating_sub(o.guaranteed),
         slice: None,
         tensor: None,
@@ -259,7 +264,7 @@ pub(crate) fn group_ir(o: &Placement<'_>, n: u64, replica_devices: u64) -> Group
         model_tflops_per_device: None,
         memory_per_device_gib: None,
         memory_gib: None,
-        node: Some(super::node::node_ir(o, n.min(dpn))),
+        node: Some(super::node::node_ir(o, shape.per_node)),
     }
 }
 

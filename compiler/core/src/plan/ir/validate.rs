@@ -7,7 +7,7 @@
 //! refuse anyway are left to them, so each problem is reported once: infeasible plans (L4001)
 //! and plans without a layout, estimate, checkpoint or groups (L4002).
 
-use super::{GroupIr, LayoutIr, Plan, PlanDocument, ServicePlan};
+use super::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ServicePlan};
 use crate::catalogue::{Catalogue, NodeGroup, Pool};
 use crate::diagnostics::{Diagnostic, codes};
 use std::collections::BTreeMap;
@@ -110,11 +110,10 @@ fn plan_problems(plan: &Plan, catalogue: &Catalogue) -> Problems {
         }
     }
     // A group whose devices are not its nodes' is L4002's, left to the backends.
-    let complete = plan.groups.iter().all(|g| {
-        g.nodes > 0
-            && g.devices_per_node > 0
-            && g.devices == g.nodes.saturating_mul(g.devices_per_node)
-    });
+    let complete = plan
+        .groups
+        .iter()
+        .all(|g| NodeShape::of(g).holds(g.devices));
     if degrees_ok && complete {
         match plan.hetero.as_deref() {
             None => {
