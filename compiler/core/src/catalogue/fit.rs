@@ -1,129 +1,141 @@
-//! Whether a job's model can fit in the memory of its allowed devices at all.
+//! Whether a job's model can fit in the memory of its allowed devices at all: the checker's
+//! memory pre-check, a visitor over the layout search's own space.
 //!
-//! For each allowed device type this finds the least memory per device any layout the spec
-//! allows could need: the widest tensor parallelism inside one node, any pipeline depth up to
-//! the layers, ZeRO-3 over every data rank the device budget leaves, full recomputation and
-//! micro-batch 1 — each replaced by the spec's value where the spec pins it. The job is rejected
-//! only when no allowed device type fits even then; the planner picks among those that do.
+//! For each allowed device type this walks the space the planner searches
+//! ([`crate::plan::search::Space`]: the spec's pins read once by [`Pins::of`], the divisibility
+//! rules of [`crate::layout_rules`], every axis the search has, context and expert parallelism
+//! included) with the node size of the type's largest node group and every device of the type
+//! the job may use, and asks the search's own memory function ([`ShapeMemory`]) about every ZeRO
+//! stage and recomputation mode the search would try. It stops at the first layout that fits;
+//! when none does it keeps the one needing the least memory per device, which L2108 reports. The
+//! job is rejected only when no allowed device type fits; the planner picks among those that do.
+//!
+//! On one node group without a tenant quota the pre-check accepts exactly when the planner's
+//! single-type search finds a layout that fits; over several groups its device count is the sum
+//! of theirs (and tenant quotas are left to the planner), so it never refuses what a plan over
+//! two groups could hold.
 
 use super::check_job::{Allowed, ticked};
 use super::codes;
+use super::model::{Device, Feature};
 use crate::check::Job;
 use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::types::{Arch, Recompute, SplitRule};
-use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup, memory_per_device};
+use crate::display::layout_degrees;
+use crate::plan::search::{Axes, Bounds, Pins, Rejection, ShapeMemory, Space, Visitor, floor_of};
+use crate::types::Recompute;
+use crate::workload::{Layout, TrainSetup};
+use std::ops::ControlFlow;
 
 const GB: f64 = 1e9;
 
-/// The pinned value of a degree, or `None` when it is `auto` or too large to matter.
-fn pin(value: Option<&crate::span::Spanned<u64>>) -> Option<Option<u32>> {
-    match value {
-        None => Some(None),
-        Some(v) => u32::try_from(v.value).ok().map(Some),
+/// What the pre-check found on one device type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Verdict {
+    /// A layout the search tries fits in `usable` bytes.
+    Fits,
+    /// None does: the layout needing the least memory per device, and its bytes.
+    Short(Layout, f64),
+    /// The space holds no layout at all (its rules or the device count rule every one out; the
+    /// count checks and the planner say why).
+    NoLayout,
+}
+
+/// Walks the search's space keeping the least memory per device, until a layout fits.
+struct LeastMemory<'a> {
+    memory: ShapeMemory<'a>,
+    zeros: &'a [u8],
+    recomputes: &'a [Recompute],
+    usable: f64,
+    least: Option<(Layout, f64)>,
+    fits: bool,
+}
+
+impl Visitor for LeastMemory<'_> {
+    fn reject(&mut self, _reason: Rejection, _layout: Layout) {}
+
+    fn enter_tensor(&mut self, tensor: &Layout) {
+        self.memory.enter_tensor(tensor);
+    }
+
+    fn enter_tensor_context(&mut self) {}
+
+    fn enter_placement(&mut self, placement: &Layout) {
+        self.memory.enter_placement(placement);
+    }
+
+    /// Every ZeRO stage and recomputation mode of `shape` the search tries, as the search's
+    /// ranking reads them ([`crate::workload::LayoutMemory::worst`] against the usable bytes).
+    fn shape(&mut self, shape: &Layout, _devices: u64) -> ControlFlow<()> {
+        let floors = self.memory.floors();
+        let mut memory = None;
+        for &zero in self.zeros {
+            // Any rank needs at least its model states: a stage whose states neither fit nor
+            // beat the least memory so far changes nothing.
+            if let Some(floor) = floor_of(floors, zero)
+                && floor > self.usable
+                && self.least.is_some_and(|(_, least)| floor >= least)
+            {
+                continue;
+            }
+            let memory = memory.get_or_insert_with(|| self.memory.of_shape(shape));
+            for &recompute in self.recomputes {
+                let (total, _) = memory.worst(zero, recompute);
+                if self.least.is_none_or(|(_, least)| total < least) {
+                    let layout = Layout {
+                        zero,
+                        recompute,
+                        ..*shape
+                    };
+                    self.least = Some((layout, total));
+                }
+                if total <= self.usable {
+                    self.fits = true;
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
     }
 }
 
-/// The layout needing the least memory per device on `device` within `budget` devices, with
-/// its bytes per device; `None` when no layout the spec allows fits in the budget.
-fn best_layout(
-    job: &Job,
-    model: &ModelDims,
-    setup: &TrainSetup,
-    per_node: u32,
-    budget: u64,
-) -> Option<(Layout, f64)> {
-    let p = &job.parallel;
-    let (tensor, pipeline, data, context) = (
-        pin(p.tensor.as_ref())?,
-        pin(p.pipeline.as_ref())?,
-        pin(p.data.as_ref())?,
-        pin(p.context.as_ref())?,
-    );
-    let (expert, virtual_stages, micro_batch) = (
-        pin(p.expert.as_ref())?,
-        pin(p.virtual_stages.as_ref())?,
-        pin(p.micro_batch.as_ref())?,
-    );
-    let zero = match &p.zero {
-        Some(z) => u8::try_from(z.value).ok()?,
-        None => 3,
+/// Whether a layout of the space within `bounds` fits in `usable` bytes per device, trained as
+/// `setup` says: the same layouts, in the same order, with the same memory as the planner's
+/// single-type search within the same bounds.
+pub(crate) fn least_memory(bounds: &Bounds<'_>, setup: &TrainSetup, usable: f64) -> Verdict {
+    let axes = Axes::new(bounds);
+    let mut visitor = LeastMemory {
+        memory: ShapeMemory::new(bounds.model, setup),
+        zeros: &axes.zeros,
+        recomputes: &axes.recomputes,
+        usable,
+        least: None,
+        fits: false,
     };
-    let recompute = p.recompute.as_ref().map_or(Recompute::Full, |r| r.value);
-    let tensors: Vec<u32> = match tensor {
-        Some(t) => vec![t],
-        None => (1..=per_node.max(1))
-            .filter(|t| model.heads.is_multiple_of(*t))
-            .collect(),
-    };
-    let pipelines: Vec<u32> = match pipeline {
-        Some(pp) => vec![pp],
-        None => std::iter::successors(Some(1u32), |x| x.checked_mul(2))
-            .take_while(|x| *x < model.layers)
-            .chain([model.layers.max(1)])
-            .collect(),
-    };
-    let context = context.unwrap_or(1).max(1);
-    // The split the planner would keep: the same memory function sees the same blocks.
-    let (pinned_rule, pinned_stages) = crate::check::pinned_split(p, u64::from(model.layers));
-    let micro_batch = micro_batch.unwrap_or(1).max(1);
-    let mut best: Option<(Layout, f64)> = None;
-    for &t in &tensors {
-        for &pp in &pipelines {
-            let model_parallel = u64::from(t) * u64::from(pp) * u64::from(context);
-            let d = match data {
-                Some(d) => d,
-                None => {
-                    let room = budget / model_parallel.max(1);
-                    let most = (setup.global_batch / micro_batch).max(1);
-                    u32::try_from(room.min(u64::from(most))).unwrap_or(most)
-                }
-            };
-            if d == 0 || model_parallel * u64::from(d) > budget {
-                continue;
-            }
-            let e = match (expert, model.arch) {
-                (Some(e), _) => e,
-                (None, Arch::Dense) => 1,
-                (None, Arch::Moe) => (1..=d.min(model.experts))
-                    .rev()
-                    .find(|e| model.experts.is_multiple_of(*e))
-                    .unwrap_or(1),
-            };
-            let layout = Layout {
-                tensor: t,
-                pipeline: pp,
-                data: d,
-                context,
-                expert: e,
-                virtual_stages: virtual_stages.unwrap_or(1).max(1),
-                micro_batch,
-                zero,
-                recompute,
-                sequence_parallel: p.sequence_parallel.as_ref().map_or(t > 1, |s| s.value),
-                split: StageSplit::UNRESOLVED,
-            };
-            let layout = match (pinned_stages, pinned_rule) {
-                (Some(split), _) if pipeline == Some(pp) => Layout { split, ..layout },
-                (_, Some(rule)) if rule != SplitRule::Pinned => {
-                    layout.with_split(model.layers, rule)
-                }
-                _ => layout,
-            };
-            let bytes = memory_per_device(model, setup, &layout).total;
-            if best.is_none_or(|(_, b)| bytes < b) {
-                best = Some((layout, bytes));
-            }
-        }
+    // A break is the first layout that fits.
+    let _ = Space::new(bounds, &axes).walk(&mut visitor);
+    match (visitor.fits, visitor.least) {
+        (true, _) => Verdict::Fits,
+        (false, Some((layout, bytes))) => Verdict::Short(layout, bytes),
+        (false, None) => Verdict::NoLayout,
     }
-    best
+}
+
+/// The training setup the planner searches `device` with: fused attention only where its
+/// software stack has it (as `plan::planner` sets it per node group).
+fn setup_on(setup: &TrainSetup, device: &Device) -> TrainSetup {
+    TrainSetup {
+        flash_attention: device.has_feature(Feature::FlashAttention),
+        ..setup.clone()
+    }
 }
 
 /// Reports a model that fits on none of the allowed device types.
 pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostics) {
     let model = job_model_dims(job);
     let setup = train_setup(job);
+    let pins = Pins::of(job);
     let mut misses = Vec::new();
     for device in &allowed.devices {
         let id = device.id.value.as_str();
@@ -139,15 +151,23 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
             .max_devices
             .as_ref()
             .map_or(in_pool, |m| m.value.min(in_pool));
-        let Some((layout, bytes)) = best_layout(job, &model, &setup, per_node, budget) else {
-            // No layout fits the device count at all; the count checks say why.
-            return;
-        };
-        let usable = usable_memory(&device.figures());
-        if bytes <= usable {
+        if budget == 0 {
+            // No device to hold a layout; the count checks say why.
             return;
         }
-        misses.push((*device, layout, bytes, usable, budget));
+        let bounds = Bounds {
+            model: &model,
+            global_batch: setup.global_batch,
+            pins,
+            devices_per_node: per_node.max(1),
+            max_devices: budget,
+        };
+        let usable = usable_memory(&device.figures());
+        match least_memory(&bounds, &setup_on(&setup, device), usable) {
+            // No layout fits the device count at all; the count checks say why.
+            Verdict::Fits | Verdict::NoLayout => return,
+            Verdict::Short(layout, bytes) => misses.push((*device, layout, bytes, usable, budget)),
+        }
     }
     for (device, layout, bytes, usable, budget) in misses {
         let id = device.id.value.as_str();
@@ -177,10 +197,9 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
             )
             .with_related(device.memory_bytes.span, format!("`{id}` has {:.0} GB", memory / GB))
             .with_help(format!(
-                "the least memory is with tensor {} × pipeline {} × data {} on {budget} devices, ZeRO-{} and {} recomputation; allow more devices, or devices with more memory than {}",
-                layout.tensor,
-                layout.pipeline,
-                layout.data,
+                "the least memory is with {} and micro-batch {} on {budget} devices, ZeRO-{} and {} recomputation; allow more devices, or devices with more memory than {}",
+                layout_degrees(&layout),
+                layout.micro_batch,
                 layout.zero,
                 layout.recompute.as_str(),
                 ticked([id])
@@ -188,3 +207,6 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -66,7 +66,7 @@ impl<'a> PlanRequest<'a> {
             objectives,
             model: job_model_dims(job),
             setup: train_setup(job),
-            pins: pins(job),
+            pins: Pins::of(job),
             limits: limits(job),
             currency: placement::currency(job, pool),
             checkpoint,
@@ -74,31 +74,35 @@ impl<'a> PlanRequest<'a> {
     }
 }
 
-/// The layout fields a spec pins.
-fn pins(job: &Job) -> Pins {
-    let narrow = |v: &Option<crate::span::Spanned<u64>>| {
-        v.as_ref()
-            .map(|s| u32::try_from(s.value).unwrap_or(u32::MAX))
-    };
-    let p = &job.parallel;
-    let (pipeline_split, stages) = crate::check::pinned_split(p, job.model.layers);
-    Pins {
-        tensor: narrow(&p.tensor),
-        pipeline: narrow(&p.pipeline),
-        data: narrow(&p.data),
-        context: narrow(&p.context),
-        expert: narrow(&p.expert),
-        // Pinned blocks per chunk fix the chunks per rank too (one unless pinned).
-        virtual_stages: narrow(&p.virtual_stages).or(stages.map(|_| 1)),
-        micro_batch: narrow(&p.micro_batch),
-        zero: p
-            .zero
-            .as_ref()
-            .map(|s| u8::try_from(s.value).unwrap_or(u8::MAX)),
-        recompute: p.recompute.as_ref().map(|s| s.value),
-        sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
-        pipeline_split,
-        stages,
+impl Pins {
+    /// The layout fields `job` pins: the one reading of a spec's `parallel` block, for the
+    /// planner and the checker's memory pre-check alike. A degree too large for the layout's
+    /// integers saturates, so the search's rules reject it with its numbers.
+    pub(crate) fn of(job: &Job) -> Pins {
+        let narrow = |v: &Option<crate::span::Spanned<u64>>| {
+            v.as_ref()
+                .map(|s| u32::try_from(s.value).unwrap_or(u32::MAX))
+        };
+        let p = &job.parallel;
+        let (pipeline_split, stages) = crate::check::pinned_split(p, job.model.layers);
+        Pins {
+            tensor: narrow(&p.tensor),
+            pipeline: narrow(&p.pipeline),
+            data: narrow(&p.data),
+            context: narrow(&p.context),
+            expert: narrow(&p.expert),
+            // Pinned blocks per chunk fix the chunks per rank too (one unless pinned).
+            virtual_stages: narrow(&p.virtual_stages).or(stages.map(|_| 1)),
+            micro_batch: narrow(&p.micro_batch),
+            zero: p
+                .zero
+                .as_ref()
+                .map(|s| u8::try_from(s.value).unwrap_or(u8::MAX)),
+            recompute: p.recompute.as_ref().map(|s| s.value),
+            sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
+            pipeline_split,
+            stages,
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 
 pub mod budget;
 mod kept;
+mod memory;
 mod rank;
 mod space;
 
@@ -20,9 +21,10 @@ use crate::cost::StepEstimate;
 use crate::hardware::ClusterFigures;
 use crate::types::{Optimize, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup};
+pub(crate) use memory::{ShapeMemory, floor_of};
 use rank::Ranker;
 use serde::Serialize;
-use space::{Axes, Space};
+pub(crate) use space::{Axes, Bounds, Space, Visitor};
 
 /// Layout fields fixed by the spec; `None` means auto.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -277,8 +279,9 @@ pub struct SearchResult {
 
 /// Searches the layouts of `spec` and ranks them by `objective`.
 pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult {
-    let axes = Axes::new(spec);
-    let space = Space::new(spec, &axes);
+    let bounds = Bounds::of_search(spec);
+    let axes = Axes::new(&bounds);
+    let space = Space::new(&bounds, &axes);
     let stats = SearchStats {
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
@@ -306,8 +309,9 @@ pub fn search_capped(
         max_devices: widest,
         ..spec.clone()
     };
-    let axes = Axes::new(&wide);
-    let space = Space::new(&wide, &axes);
+    let bounds = Bounds::of_search(&wide);
+    let axes = Axes::new(&bounds);
+    let space = Space::new(&bounds, &axes);
     // The devices each cap allows, as the walk of a search with that cap bounds them.
     let allowed: Vec<u64> = caps
         .iter()

@@ -6,14 +6,14 @@
 //! for all the shapes below it.
 
 use super::kept::{Kept, Rejections};
+use super::memory::{ShapeMemory, floor_of};
 use super::space::{Axes, Visitor};
 use super::{Candidate, Objective, Rejection, SearchResult, SearchSpec, SearchStats};
 use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, ParamCount, PlacementMemory,
-    StageStates, TrainSetup, held_params, layer_bytes_per_token, param_count,
+    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, TrainSetup, held_params,
 };
 use std::ops::ControlFlow;
 
@@ -25,18 +25,14 @@ pub(super) struct Ranker<'a> {
     objective: &'a dyn Objective,
     /// `None` when the device has no peak for the precision.
     costing: Option<Costing<'a>>,
-    count: ParamCount,
+    /// The memory of the shapes visited, as the fit sees it too.
+    memory: ShapeMemory<'a>,
     stages: StageCache,
     zeros: &'a [u8],
     recomputes: &'a [Recompute],
     have_bytes: f64,
-    /// Bytes per token of one block's stash under the current tensor degree.
-    per_token: f64,
     /// Parameters one device of the current placement holds.
     params: HeldParams,
-    /// The memory the current placement alone decides: its model states under every ZeRO
-    /// stage.
-    placement: Option<PlacementMemory>,
     rejections: Rejections,
     stats: SearchStats,
     /// The best candidates within each device cap, widest cap first (one cap, the walk's own,
@@ -66,14 +62,12 @@ impl<'a> Ranker<'a> {
             objective,
             // A device without the precision is reported at the first layout that fits in memory.
             costing: Costing::new(model, setup, cluster).ok(),
-            count: param_count(model),
+            memory: ShapeMemory::new(model, setup),
             stages: StageCache::default(),
             zeros: &axes.zeros,
             recomputes: &axes.recomputes,
             have_bytes: usable_memory(&cluster.device),
-            per_token: 0.0,
             params: HeldParams::default(),
-            placement: None,
             rejections: Rejections::default(),
             stats,
             kept: caps
@@ -188,7 +182,7 @@ impl Visitor for Ranker<'_> {
     }
 
     fn enter_tensor(&mut self, tensor: &Layout) {
-        self.per_token = layer_bytes_per_token(self.model, self.setup.precision, tensor);
+        self.memory.enter_tensor(tensor);
     }
 
     fn enter_tensor_context(&mut self) {
@@ -196,11 +190,9 @@ impl Visitor for Ranker<'_> {
     }
 
     fn enter_placement(&mut self, placement: &Layout) {
-        self.params = held_params(self.model, &self.count, placement);
+        self.params = held_params(self.model, self.memory.count(), placement);
         self.stages.new_placement();
-        // The same for every micro-batch, ZeRO stage and recomputation.
-        let states = StageStates::new(self.model, &self.count, self.setup, placement);
-        self.placement = Some(PlacementMemory::new(states, self.model, placement));
+        self.memory.enter_placement(placement);
     }
 
     /// Tries every ZeRO stage of `shape` with the least recomputation that fits, costs and
@@ -209,9 +201,9 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
-        let (model, setup, have) = (self.model, self.setup, self.have_bytes);
+        let have = self.have_bytes;
         // Any rank's memory is at least its model states, which the placement decides.
-        let floors = self.placement.as_ref().map(PlacementMemory::floors);
+        let floors = self.memory.floors();
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;
         self.stages.new_micro_batch();
@@ -224,23 +216,14 @@ impl Visitor for Ranker<'_> {
             // When the states alone overflow the device by at least the closest miss so far,
             // every recomputation is rejected and none is a closer miss: count them without
             // working out the activations (most shapes of large models end here).
-            let floor = floors.and_then(|f| f.get(usize::from(zero.min(3))).copied());
-            if let Some(floor) = floor
+            if let Some(floor) = floor_of(floors, zero)
                 && floor > have
                 && self.rejections.no_closer_memory_miss(floor - have)
             {
                 self.rejections.count_memory(tries);
                 continue;
             }
-            let memory = memory.get_or_insert_with(|| match &self.placement {
-                Some(placement) => {
-                    LayoutMemory::of_placement(placement, model, setup, shape, self.per_token)
-                }
-                None => {
-                    let states = StageStates::new(model, &self.count, setup, shape);
-                    LayoutMemory::new(states, model, setup, shape, self.per_token)
-                }
-            });
+            let memory = memory.get_or_insert_with(|| self.memory.of_shape(shape));
             let Some((recompute, breakdown)) = self.least_recompute_that_fits(shape, zero, memory)
             else {
                 continue;

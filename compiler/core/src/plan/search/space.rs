@@ -14,8 +14,39 @@ use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, StageSplit};
 use std::ops::ControlFlow;
 
+/// What decides which layouts exist for a job on one device type: the model, the batch, the
+/// spec's pins, the node size (tensor parallelism stays inside a node) and the devices a layout
+/// may use. The search and the checker's fit both walk the space these bound, so they agree on
+/// which layouts exist.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds<'a> {
+    /// The model.
+    pub(crate) model: &'a ModelDims,
+    /// Sequences per step.
+    pub(crate) global_batch: u32,
+    /// The layout fields the spec fixes.
+    pub(crate) pins: Pins,
+    /// Devices per node (at least 1).
+    pub(crate) devices_per_node: u32,
+    /// Most devices a layout may use (at least 1).
+    pub(crate) max_devices: u64,
+}
+
+impl<'a> Bounds<'a> {
+    /// The bounds of a search: `spec`'s device cap, further bounded by its cluster.
+    pub(crate) fn of_search(spec: &SearchSpec<'a>) -> Bounds<'a> {
+        Bounds {
+            model: spec.model,
+            global_batch: spec.setup.global_batch,
+            pins: spec.pins,
+            devices_per_node: spec.cluster.devices_per_node.max(1),
+            max_devices: spec.max_devices.min(spec.cluster.devices()).max(1),
+        }
+    }
+}
+
 /// What the walk reports, in the order it visits the space.
-pub(super) trait Visitor {
+pub(crate) trait Visitor {
     /// `layout`, with the fields the walk had chosen when it probed it, cannot work.
     fn reject(&mut self, reason: Rejection, layout: Layout);
 
@@ -34,7 +65,7 @@ pub(super) trait Visitor {
 }
 
 /// The values each auto layout field takes, worked out once per search.
-pub(super) struct Axes {
+pub(crate) struct Axes {
     tensors: Vec<u32>,
     contexts: Vec<u32>,
     pipelines: Vec<u32>,
@@ -44,17 +75,17 @@ pub(super) struct Axes {
     batch_divisors: Vec<u32>,
     expert_divisors: Vec<u32>,
     /// ZeRO stages, tried innermost.
-    pub(super) zeros: Vec<u8>,
+    pub(crate) zeros: Vec<u8>,
     /// Recomputation modes, least first, tried innermost.
-    pub(super) recomputes: Vec<Recompute>,
+    pub(crate) recomputes: Vec<Recompute>,
 }
 
 impl Axes {
-    /// The values of `spec`'s fields: the pinned one, else those that can work.
-    pub(super) fn new(spec: &SearchSpec<'_>) -> Axes {
-        let model = spec.model;
-        let pins = spec.pins;
-        let dpn = spec.cluster.devices_per_node.max(1);
+    /// The values of the fields within `bounds`: the pinned one, else those that can work.
+    pub(crate) fn new(bounds: &Bounds<'_>) -> Axes {
+        let model = bounds.model;
+        let pins = bounds.pins;
+        let dpn = bounds.devices_per_node.max(1);
         let layers = u64::from(model.layers);
         let mut even_chunks = divisors(layers);
         even_chunks.extend(divisors(layers + 2));
@@ -79,9 +110,14 @@ impl Axes {
         Axes {
             tensors: match pins.tensor {
                 Some(t) => vec![t],
+                // Divisors of the heads within a node that the tensor rule allows.
                 None => to_u32(divisors(u64::from(model.heads)))
                     .into_iter()
-                    .filter(|t| *t <= dpn && model.kv_heads.is_multiple_of(*t))
+                    .filter(|&t| {
+                        t <= dpn
+                            && rules::tensor(model.heads.into(), model.kv_heads.into(), t.into())
+                                .is_ok()
+                    })
                     .collect(),
             },
             contexts: match pins.context {
@@ -97,7 +133,7 @@ impl Axes {
                 None => pipelines,
             },
             even_chunks,
-            batch_divisors: to_u32(divisors(u64::from(spec.setup.global_batch))),
+            batch_divisors: to_u32(divisors(u64::from(bounds.global_batch))),
             expert_divisors: match model.arch {
                 Arch::Dense => vec![1],
                 Arch::Moe => to_u32(divisors(u64::from(model.experts))),
@@ -146,7 +182,7 @@ fn values<'a>(pin: Option<&'a u32>, auto: &'a [u32]) -> &'a [u32] {
 }
 
 /// The walk over one search's space.
-pub(super) struct Space<'a> {
+pub(crate) struct Space<'a> {
     model: &'a ModelDims,
     pins: Pins,
     axes: &'a Axes,
@@ -157,16 +193,17 @@ pub(super) struct Space<'a> {
 }
 
 impl<'a> Space<'a> {
-    /// The space of `spec`, whose field values are `axes`.
-    pub(super) fn new(spec: &SearchSpec<'a>, axes: &'a Axes) -> Space<'a> {
+    /// The space within `bounds`, whose field values are `axes` ([`Axes::new`] of the same
+    /// bounds).
+    pub(crate) fn new(bounds: &Bounds<'a>, axes: &'a Axes) -> Space<'a> {
         Space {
-            model: spec.model,
-            pins: spec.pins,
+            model: bounds.model,
+            pins: bounds.pins,
             axes,
-            devices_per_node: spec.cluster.devices_per_node.max(1),
-            max_devices: spec.max_devices.min(spec.cluster.devices()).max(1),
-            batch: u64::from(spec.setup.global_batch),
-            layers: u64::from(spec.model.layers),
+            devices_per_node: bounds.devices_per_node.max(1),
+            max_devices: bounds.max_devices.max(1),
+            batch: u64::from(bounds.global_batch),
+            layers: u64::from(bounds.model.layers),
         }
     }
 
@@ -176,7 +213,7 @@ impl<'a> Space<'a> {
     }
 
     /// Visits the whole space in order; stops when the visitor breaks.
-    pub(super) fn walk(&self, visitor: &mut impl Visitor) -> ControlFlow<()> {
+    pub(crate) fn walk(&self, visitor: &mut impl Visitor) -> ControlFlow<()> {
         for &t in &self.axes.tensors {
             let probe = Layout {
                 tensor: t,
@@ -290,7 +327,7 @@ impl<'a> Space<'a> {
             worked = true;
             let split = StageSplit::new(self.model.layers, p, v, rule);
             if let Some(b) = balanced
-                && (StageSplit { rule, ..b }) == split
+                && b.with_rule(rule) == split
             {
                 continue;
             }
@@ -306,14 +343,14 @@ impl<'a> Space<'a> {
     }
 
     fn datas(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
-        let fixed = u64::from(probe.tensor) * u64::from(probe.context) * u64::from(probe.pipeline);
         // Auto: the divisors of the batch that fit in the devices.
         for &d in values(self.pins.data.as_ref(), &self.axes.batch_divisors) {
-            if self.pins.data.is_none() && fixed * u64::from(d) > self.max_devices {
+            let probe = Layout { data: d, ..probe };
+            let devices = probe.devices();
+            if self.pins.data.is_none() && devices > self.max_devices {
                 continue;
             }
-            let probe = Layout { data: d, ..probe };
-            match self.probe_data(fixed * u64::from(d), d) {
+            match self.probe_data(devices, d) {
                 Err(reason) => visitor.reject(reason, probe),
                 Ok(()) => self.experts(probe, visitor)?,
             }
@@ -342,10 +379,7 @@ impl<'a> Space<'a> {
     }
 
     fn micro_batches(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
-        let devices = u64::from(probe.tensor)
-            * u64::from(probe.context)
-            * u64::from(probe.pipeline)
-            * u64::from(probe.data);
+        let devices = probe.devices();
         // Auto: the divisors of the per-rank batch.
         let per_rank = self.batch / u64::from(probe.data);
         for &b in values(self.pins.micro_batch.as_ref(), &self.axes.batch_divisors) {
