@@ -38,6 +38,7 @@ fn bench(c: &mut Criterion) {
         optimizer: Optimizer::Adamw,
         tokens: 15.6e12,
         flash_attention: true,
+        states: loam_compiler::workload::StateOverrides::NONE,
     };
     let cluster = ClusterFigures {
         device: h100(),

@@ -519,6 +519,7 @@ fn calibrate_row(
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: !model.dropout,
+        states: crate::workload::StateOverrides::NONE,
     };
     let dpn = device.devices_per_node.max(1);
     let cluster = ClusterFigures {

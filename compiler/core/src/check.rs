@@ -94,7 +94,16 @@ const MLA: BlockSpec = BlockSpec {
 };
 const TRAIN: BlockSpec = BlockSpec {
     name: "train",
-    fields: &["tokens", "global_batch", "precision", "optimizer", "freeze"],
+    fields: &[
+        "tokens",
+        "global_batch",
+        "precision",
+        "optimizer",
+        "freeze",
+        "gradients",
+        "master_weights",
+        "moments",
+    ],
     blocks: &["lora"],
     label: LabelRule::None,
 };

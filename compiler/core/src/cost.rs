@@ -65,14 +65,46 @@ pub const NONGEMM_H_ELEMENTS: f64 = 42.0;
 /// gradient read and weight write (fp32 master, m and v, each read and written).
 pub const OPTIMIZER_STATE_TRAFFIC: f64 = 24.0;
 
-/// Counted: bytes per gradient element in the data-parallel reduction. Megatron-Core reduces in
-/// fp32 (`grad_reduce_in_fp32`, set by NeMo and Megatron-Bridge recipes); torchtitan's and
-/// Composer's FSDP mixed-precision policies default to `reduce_dtype=float32`.
-pub const GRADIENT_REDUCE_BYTES: f64 = 4.0;
+/// Physical: bytes the CUDA context of a training process takes on its device: the driver's
+/// structures and the kernels loaded so far, about 400 MB with lazy module loading (CUDA ≥ 11.7,
+/// PyTorch's default; pytorch/pytorch#109888, and 120–550 MB by device in ggml-org/llama.cpp#20595),
+/// rounded up for the library handles and workspaces (cuBLAS, cuDNN) a trainer creates.
+pub const CUDA_CONTEXT_BYTES: f64 = 512.0 * 1024.0 * 1024.0;
 
-/// Physical: share of device memory a training process can fill (CUDA context, NCCL buffers,
-/// allocator fragmentation take the rest).
-pub const USABLE_MEMORY_FRACTION: f64 = 0.9;
+/// Counted: bytes of the buffers one NCCL channel keeps per connection at NCCL's defaults: the
+/// Simple protocol's `NCCL_BUFFSIZE` (4 MiB), LL128's `NCCL_LL128_ELEMS_PER_THREAD ·
+/// NCCL_LL128_MAX_NTHREADS · NCCL_STEPS · 8` (120 · 640 · 8 · 8 = 4,915,200 B) and LL's
+/// `NCCL_LL_LINES_PER_THREAD · NCCL_LL_MAX_NTHREADS · NCCL_STEPS · 16` (8 · 512 · 8 · 16 =
+/// 524,288 B) (NVIDIA/nccl `src/include/device.h`; the NCCL environment-variable documentation).
+pub const NCCL_CHANNEL_CONNECTION_BYTES: f64 = 4_194_304.0 + 4_915_200.0 + 524_288.0;
+
+/// Counted: connections a channel keeps per communicator: the ring's previous rank and the
+/// tree's parent and child (NCCL builds both for an all-reduce; NVIDIA/nccl#986: memory grows
+/// with channels and algorithms, not with ranks beyond two nodes).
+pub const NCCL_CONNECTIONS_PER_CHANNEL: f64 = 3.0;
+
+/// Counted: NCCL communicators a training process fills buffers in: its data-parallel group and
+/// one model-parallel group (tensor, pipeline, context or expert). NVIDIA/nccl#864 measured about
+/// 1.2 GB of NCCL memory per communicator on one node of eight GPUs once an all-reduce ran.
+pub const NCCL_COMMUNICATORS: f64 = 2.0;
+
+/// Physical: scale-up bandwidth one NCCL channel carries, one direction, bytes/s: Hopper runs
+/// 32 channels (NVIDIA/nccl#1685: channels 00 to 31 per pair of H100s) over 450 GB/s, about
+/// 14 GB/s each; NCCL's own per-channel NVLink figures are 20–20.6 GB/s (`SM80_NVLINK_BW`,
+/// `SM90_NVLINK_BW` in `src/graph/topo.h`) before protocol overhead.
+pub const NCCL_BYTES_PER_S_PER_CHANNEL: f64 = 14e9;
+
+/// Counted: NCCL's channel bounds: at least 2 (its `MINCHANNELS` on PCIe), at most 32
+/// (`MAXCHANNELS` used by default on Hopper).
+pub const NCCL_CHANNELS: (f64, f64) = (2.0, 32.0);
+
+/// Physical: share of device memory the caching allocator holds reserved but unallocated at a
+/// training peak: a full 80 GB H100 (79.18 GiB) reported 1.83 GiB so beside 75.31 GiB allocated,
+/// 2.3 % of the device (vllm-project/compressed-tensors#587). Training stacks run the allocator
+/// with `expandable_segments` (llm-foundry's default since mosaicml/llm-foundry#1278, torchtitan's
+/// launcher), which keeps it there rather than the tens of percent of a fragmented heap (ZeRO-R,
+/// Rajbhandari et al. 2020 §6.3).
+pub const ALLOCATOR_FRAGMENTATION: f64 = 0.023;
 
 /// Seconds of a pipeline stage's gradient reduction `reduce` left exposed after its last
 /// micro-batch: bucketed reduction runs under that micro-batch's backward (`backward` seconds
@@ -190,10 +222,30 @@ pub fn estimate(
     Ok(estimate)
 }
 
-/// Bytes a layout may use on `device` (see [`USABLE_MEMORY_FRACTION`]).
+/// Bytes a layout may use on `device`: its memory less what a training process holds besides
+/// its tensors ([`reserved_memory`]). The one place that says what a layout may use: the search,
+/// the pair plans, the checker's fit, slices and calibration all compare with it.
 pub fn usable_memory(device: &DeviceFigures) -> f64 {
-    device.memory_bytes * USABLE_MEMORY_FRACTION
+    (device.memory_bytes - reserved_memory(device)).max(0.0)
+}
+
+/// Bytes a training process holds on `device` outside its tensors: the CUDA context
+/// ([`CUDA_CONTEXT_BYTES`]), NCCL's buffers (channels for the device's scale-up bandwidth ×
+/// [`NCCL_CHANNEL_CONNECTION_BYTES`] × connections × communicators) and the allocator's
+/// fragmentation ([`ALLOCATOR_FRAGMENTATION`] of its memory). Devices of other vendors run their
+/// own runtime and collective library (HCCL, RCCL, Habana's HCCL) with the same buffer scheme;
+/// no separate figure is published for them.
+pub fn reserved_memory(device: &DeviceFigures) -> f64 {
+    let (fewest, most) = NCCL_CHANNELS;
+    let channels = (device.scale_up_bandwidth / NCCL_BYTES_PER_S_PER_CHANNEL).clamp(fewest, most);
+    let nccl = channels
+        * NCCL_CHANNEL_CONNECTION_BYTES
+        * NCCL_CONNECTIONS_PER_CHANNEL
+        * NCCL_COMMUNICATORS;
+    CUDA_CONTEXT_BYTES + nccl + ALLOCATOR_FRAGMENTATION * device.memory_bytes
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod usable_tests;

@@ -165,12 +165,42 @@ keyword_enum! {
 }
 
 impl Optimizer {
-    /// Bytes of optimizer state per parameter under mixed precision (fp32 master copy included),
-    /// the `K` of the ZeRO paper.
-    pub fn state_bytes_per_param(self) -> f64 {
+    /// Moments the optimizer keeps per parameter: Adam's first and second (m, v), the one
+    /// momentum of SGD and of Lion (Chen et al. 2023, Algorithm 2).
+    pub fn moments(self) -> f64 {
         match self {
-            Optimizer::Adamw | Optimizer::Adam => 12.0,
-            Optimizer::Sgd | Optimizer::Lion => 8.0,
+            Optimizer::Adamw | Optimizer::Adam => 2.0,
+            Optimizer::Sgd | Optimizer::Lion => 1.0,
+        }
+    }
+
+    /// Bytes of optimizer state per parameter with an fp32 master copy and fp32 moments, the `K`
+    /// of the ZeRO paper: a rough size for messages; plans read the framework's recipe
+    /// (`workload::StateRecipe`).
+    pub fn state_bytes_per_param(self) -> f64 {
+        4.0 + 4.0 * self.moments()
+    }
+}
+
+keyword_enum! {
+    /// The number format a training state is kept in (`gradients`, `master_weights`, `moments`
+    /// in a spec's `train` block).
+    StateFormat {
+        /// IEEE single precision.
+        Fp32 = "fp32",
+        /// bfloat16.
+        Bf16 = "bf16",
+        /// IEEE half precision.
+        Fp16 = "fp16",
+    }
+}
+
+impl StateFormat {
+    /// Bytes of one element.
+    pub fn bytes(self) -> f64 {
+        match self {
+            StateFormat::Fp32 => 4.0,
+            StateFormat::Bf16 | StateFormat::Fp16 => 2.0,
         }
     }
 }

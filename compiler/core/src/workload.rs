@@ -11,6 +11,7 @@ mod memory;
 pub mod ops;
 mod params;
 mod split;
+mod states;
 
 pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
 pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
@@ -32,6 +33,7 @@ pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
 pub use split::{RankLoad, StageSplit, chunk_blocks};
+pub use states::{Framework, StateOverrides, StateRecipe};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
@@ -351,6 +353,8 @@ pub struct TrainSetup {
     /// Whether attention runs as a fused flash kernel (no `s²` scores in memory). Modern stacks
     /// do; GPT-3-era Megatron materialised the scores to apply dropout to them.
     pub flash_attention: bool,
+    /// State formats the spec pins over its framework's recipe ([`StateRecipe`]).
+    pub states: StateOverrides,
 }
 
 impl TrainSetup {

@@ -425,6 +425,7 @@ fn read_costable(
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: !model.dropout,
+        states: crate::workload::StateOverrides::NONE,
     };
     Ok(Costable {
         model,

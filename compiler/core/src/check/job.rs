@@ -4,6 +4,7 @@
 
 use crate::span::{FileId, Span, Spanned};
 use crate::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute, SplitRule};
+use crate::workload::StateOverrides;
 use serde::Serialize;
 
 /// One checked `job` block.
@@ -134,6 +135,9 @@ pub struct TrainSpec {
     pub lora: Option<LoraSpec>,
     /// Parts whose weights are frozen (`freeze = [embedding, attention]`).
     pub freeze: Vec<Spanned<String>>,
+    /// State formats pinned over the framework's recipe (`gradients`, `master_weights`,
+    /// `moments`).
+    pub states: StateOverrides,
     /// The `train` block.
     #[serde(skip)]
     pub span: Span,

@@ -1,5 +1,5 @@
-//! The `train` block: tokens, batch, precision, optimizer, and which weights train (`freeze`,
-//! `lora { … }`).
+//! The `train` block: tokens, batch, precision, optimizer, the formats of the training states
+//! (`gradients`, `master_weights`, `moments`), and which weights train (`freeze`, `lora { … }`).
 
 use super::reader::read_block;
 use super::{LORA, LoraSpec, MAX_DIM, TRAIN, TrainSpec, single_block};
@@ -8,8 +8,8 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Optimizer, Precision};
-use crate::workload::Part;
+use crate::types::{Arch, Optimizer, Precision, StateFormat};
+use crate::workload::{Part, StateOverrides};
 
 /// The ops LoRA adapters can target: those made of weight matrices a fine-tune adapts.
 pub(super) const LORA_TARGETS: &[&str] = &["attention", "mlp"];
@@ -41,6 +41,20 @@ pub(super) fn check_train(
             false,
         )
         .map_or(Optimizer::Adamw, |o| o.value);
+    let mut format = |name: &str| {
+        f.keyword(
+            name,
+            StateFormat::from_keyword,
+            &StateFormat::keywords(),
+            false,
+        )
+        .map(|v| v.value)
+    };
+    let states = StateOverrides {
+        gradients: format("gradients"),
+        master_weights: format("master_weights"),
+        moments: format("moments"),
+    };
     let freeze = f.names("freeze");
     let parts: Vec<&str> = Part::ALL.iter().map(|p| p.as_str()).collect();
     unknown_names(
@@ -91,6 +105,7 @@ pub(super) fn check_train(
         optimizer,
         lora,
         freeze,
+        states,
         span: block.span,
     })
 }

@@ -85,5 +85,6 @@ pub fn train_setup(job: &Job) -> TrainSetup {
         optimizer: job.train.optimizer,
         tokens: job.train.tokens,
         flash_attention: true,
+        states: job.train.states,
     }
 }

@@ -16,14 +16,13 @@
 
 use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time, sixteen_bit};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
-use super::{
-    CostError, GRADIENT_REDUCE_BYTES, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate,
-};
+use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
     CommBuffers, CommShape, FlopConvention, FlopsPerToken, Layout, MemoryBreakdown, ModelDims,
-    ParamCount, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count, tp_per_layer,
+    ParamCount, StateRecipe, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count,
+    tp_per_layer,
 };
 use crate::workload::{
     HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
@@ -342,12 +341,11 @@ impl<'a> Costing<'a> {
             collective_time(Collective::Gather, dense * elt, dp_group, cluster)
                 + collective_time(Collective::Gather, routed * elt, edp_group, cluster)
         };
-        // Gradients are reduced in fp32 (Megatron-Core `grad_reduce_in_fp32`, which NeMo and
-        // Megatron-Bridge recipes set; torchtitan's and Composer's FSDP default
-        // `reduce_dtype=float32`): twice the bytes of a 16-bit reduction. Weights are gathered
-        // in the training precision.
-        let grad_rs =
-            GRADIENT_REDUCE_BYTES / elt * gather(params.trainable_dense, params.trainable_routed);
+        // Gradients are reduced in the recipe's format (fp32 for bf16 and fp8: Megatron-Core's
+        // `grad_reduce_in_fp32`, FSDP's `reduce_dtype=float32`), the same bytes its memory
+        // counts; weights are gathered in the training precision.
+        let grad_rs = StateRecipe::reduced_gradient_bytes(self.setup) / elt
+            * gather(params.trainable_dense, params.trainable_routed);
         let weight_ag = gather(dense_weights, params.routed);
         let param_ag = gather(params.trainable_dense, params.trainable_routed);
         // Only the weights that train are updated.

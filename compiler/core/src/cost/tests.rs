@@ -24,6 +24,7 @@ fn setup(batch: u32, precision: Precision) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     }
 }
 

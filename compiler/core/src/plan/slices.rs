@@ -9,7 +9,7 @@
 use super::ir::Plan;
 use super::objective::Limits;
 use crate::catalogue::{Device, SliceProfile};
-use crate::cost::USABLE_MEMORY_FRACTION;
+use crate::cost::usable_memory;
 use crate::types::Optimize;
 
 /// The slice profile for a one-device plan needing `memory_bytes`, training for `train_s`
@@ -24,11 +24,16 @@ pub(crate) fn fit_slice<'d>(
     if !matches!(limits.optimize, Optimize::Cost | Optimize::Carbon) {
         return None;
     }
+    let mut figures = device.figures();
     let mut fitting: Vec<&SliceProfile> = device
         .slice_profiles
         .iter()
         .filter(|s| s.compute_fraction > 0.0 && s.compute_fraction < 1.0)
-        .filter(|s| memory_bytes <= s.memory_bytes * USABLE_MEMORY_FRACTION)
+        .filter(|s| {
+            // A slice is a device of the slice's memory to `usable_memory`.
+            figures.memory_bytes = s.memory_bytes;
+            memory_bytes <= usable_memory(&figures)
+        })
         .filter(|s| {
             limits
                 .deadline_s

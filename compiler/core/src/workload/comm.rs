@@ -21,8 +21,9 @@ pub struct CommSizes {
     /// Bytes sent at one pipeline-stage boundary per micro-batch per direction: `b·s/cp · h`.
     pub pp_buffer: f64,
     /// Gradient bytes this device reduces each step (or each micro-batch under ZeRO-3), for the
-    /// weights that train only; gradients are reduced in the training precision. Routed-expert
-    /// gradients are reduced over the expert-data-parallel ranks, the rest over data × context.
+    /// weights that train only, in the state recipe's reduce format ([`super::StateRecipe`]).
+    /// Routed-expert gradients are reduced over the expert-data-parallel ranks, the rest over
+    /// data × context.
     pub dp_grad_buffer: f64,
     /// Of `dp_grad_buffer`, the routed-expert gradients.
     pub dp_expert_grad_buffer: f64,
@@ -144,8 +145,10 @@ pub(crate) fn comm_shape(
     // The rank with the most blocks sets the traffic per step.
     let layers_per_stage = f64::from(layout.stage_split(model.layers).max_blocks());
     let tp_buffer = buffers.tp;
-    let dp_grad_buffer = held.trainable() * elt;
-    let dp_expert_grad_buffer = held.trainable_routed * elt;
+    // Gradients move in the recipe's reduce format, as the step time charges them.
+    let grad_elt = super::StateRecipe::reduced_gradient_bytes(setup);
+    let dp_grad_buffer = held.trainable() * grad_elt;
+    let dp_expert_grad_buffer = held.trainable_routed * grad_elt;
     let cp_kv_buffer = buffers.cp_kv;
     let ep_buffer = buffers.ep;
     let m_layers = m * layers_per_stage;

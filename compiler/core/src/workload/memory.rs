@@ -4,7 +4,7 @@
 
 use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor};
 use super::params::{BlockShare, ParamCount, param_count};
-use super::{Layout, ModelDims, TrainSetup};
+use super::{Layout, ModelDims, StateRecipe, TrainSetup};
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
 
@@ -72,27 +72,22 @@ pub struct StageHolding {
 }
 
 /// Model-state bytes (weights, gradients, optimizer state) of `params` parameters under ZeRO
-/// `zero` over `shards` data-parallel ranks: `(2 + 2 + K)·Ψ` for stage 0, `2Ψ + 2Ψ + KΨ/N` for
-/// stage 1, `2Ψ + (2 + K)Ψ/N` for stage 2 and `(2 + 2 + K)Ψ/N` for stage 3 (ZeRO paper §5).
-/// Returns `(weights, gradients, optimizer)`.
+/// `zero` over `shards` data-parallel ranks, each state in `recipe`'s format
+/// ([`StateRecipe::for_setup`]): with `w`, `g` and `K` its weight, gradient and optimizer bytes
+/// per parameter, `(w + g + K)·Ψ` for stage 0, `wΨ + gΨ + KΨ/N` for stage 1, `wΨ + (g + K)Ψ/N`
+/// for stage 2 and `(w + g + K)Ψ/N` for stage 3 (ZeRO paper §5, where DeepSpeed's recipe has
+/// `w = g = 2`, `K = 12`). Returns `(weights, gradients, optimizer)`.
 pub fn model_state_bytes(
     params: f64,
     zero: u8,
     shards: f64,
-    precision: Precision,
+    recipe: &StateRecipe,
     optimizer: Optimizer,
 ) -> (f64, f64, f64) {
-    let elt = precision.bytes();
-    // In pure 32-bit training the weights are the master copy, so K loses its fp32 copy.
-    let k = if elt >= 4.0 {
-        optimizer.state_bytes_per_param() - 4.0
-    } else {
-        optimizer.state_bytes_per_param()
-    };
     let n = shards.max(1.0);
-    let w = elt * params;
-    let g = elt * params;
-    let o = k * params;
+    let w = recipe.weights * params;
+    let g = recipe.gradients * params;
+    let o = recipe.optimizer_bytes(optimizer) * params;
     match zero {
         0 => (w, g, o),
         1 => (w, g, o / n),
@@ -344,9 +339,8 @@ pub(crate) struct StageStates {
     /// Weight bytes per frozen dense and per frozen routed parameter, by ZeRO stage: a frozen
     /// weight keeps only its training-precision copy, sharded under ZeRO-3.
     frozen: [[f64; 2]; 4],
-    /// ZeRO-3's gathered blocks: two of weights (the running one and the prefetched next, as
-    /// FSDP and DeepSpeed prefetch one ahead) and one of unsharded gradients before its
-    /// reduce-scatter (Zhao et al. 2023, "PyTorch FSDP", §3.2).
+    /// ZeRO-3's gathered parameters and unsharded gradients, as the ZeRO-3 framework's prefetch
+    /// holds them ([`StateRecipe::gathered_bytes`] of one block).
     gathered: f64,
     /// [`DP_BUCKET_BYTES`] with more than one data-parallel rank, else nothing.
     bucket: f64,
@@ -368,14 +362,23 @@ impl StageStates {
         let experts_split = f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout));
         let (dense_ranks, expert_ranks) = (dense_data_ranks(layout), expert_data_ranks(layout));
         let per_param = |zero: u8, ranks: f64| {
-            let (w, g, o) = model_state_bytes(1.0, zero, ranks, setup.precision, setup.optimizer);
+            let recipe = StateRecipe::for_setup(setup, zero);
+            let (w, g, o) = model_state_bytes(1.0, zero, ranks, &recipe, setup.optimizer);
             [w, g, o]
         };
         let by_zero = |ranks: f64| [0, 1, 2, 3].map(|z| per_param(z, ranks));
         let dense = by_zero(dense_ranks);
         let experts = by_zero(expert_ranks);
-        let frozen =
-            [0, 1, 2, 3].map(|z| [per_param(z, dense_ranks)[0], per_param(z, expert_ranks)[0]]);
+        // A frozen weight has no master copy, gradient or moments in any recipe: its
+        // training-precision copy alone, sharded under ZeRO-3.
+        let elt = setup.precision.bytes();
+        let frozen = [0u8, 1, 2, 3].map(|z| {
+            if z >= 3 {
+                [elt / dense_ranks.max(1.0), elt / expert_ranks.max(1.0)]
+            } else {
+                [elt, elt]
+            }
+        });
         let on_device = |share: BlockShare| BlockShare {
             dense: share.dense / t,
             routed: share.routed / experts_split,
@@ -415,7 +418,8 @@ impl StageStates {
             dense,
             experts,
             frozen,
-            gathered: 3.0 * (block.dense + block.routed) * setup.precision.bytes(),
+            gathered: StateRecipe::for_setup(setup, 3)
+                .gathered_bytes(block.dense + block.routed, setup.precision),
             bucket: if shards > 1.0 { DP_BUCKET_BYTES } else { 0.0 },
         }
     }

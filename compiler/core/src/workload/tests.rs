@@ -82,9 +82,10 @@ fn model_flops_match_sc21_without_recompute_and_eq3_with_full_recompute() {
 fn zero_paper_example_7_5b_on_64_ranks() {
     // Rajbhandari et al. Fig. 1: Ψ = 7.5B, N_d = 64 → 120 / 31.4 / 16.6 / 1.9 GB.
     let expect = [120.0, 31.4, 16.6, 1.9];
+    // The paper's 2 + 2 + 12 bytes are DeepSpeed's recipe.
+    let deepspeed = crate::workload::StateRecipe::deepspeed(Precision::Bf16);
     for (zero, gb) in expect.iter().enumerate() {
-        let (w, g, o) =
-            model_state_bytes(7.5e9, zero as u8, 64.0, Precision::Bf16, Optimizer::Adamw);
+        let (w, g, o) = model_state_bytes(7.5e9, zero as u8, 64.0, &deepspeed, Optimizer::Adamw);
         let total = (w + g + o) / 1e9;
         assert!(
             (total - gb).abs() < 0.05,
@@ -123,6 +124,7 @@ fn korthikanti_175b_fits_on_80gb_with_seqpar_selective() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
         tensor: 8,
@@ -160,6 +162,7 @@ fn comm_sizes_follow_sc21() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
         tensor: 8,
@@ -189,6 +192,7 @@ fn the_405b_h800_stage_holds_every_micro_batch_in_flight_at_full_size() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
         tensor: 8,

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::catalogue::Feature;
 use crate::check::Job;
-use crate::cost::{GRADIENT_REDUCE_BYTES, LINK_EFFICIENCY};
+use crate::cost::LINK_EFFICIENCY;
 use crate::plan::ir::{BreakdownIr, Plan};
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
@@ -28,7 +28,7 @@ use crate::plan::search::{Candidate, SearchSpec, search_capped};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
 use crate::types::Optimize;
-use crate::workload::{TrainSetup, param_count};
+use crate::workload::{StateRecipe, TrainSetup, param_count};
 use std::collections::BTreeMap;
 
 /// The batch is split between the two groups in multiples of `1/SHARE_STEPS`.
@@ -178,7 +178,8 @@ fn group_layouts(
     };
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
     // Only the weights that train have gradients to sum.
-    let grad_bytes = param_count(input.model).trainable * GRADIENT_REDUCE_BYTES;
+    let grad_bytes =
+        param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
     let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
         / f64::from(p.cluster.devices_per_node.max(1));
     let outcome = |c: &Candidate, extra_s: f64| {
@@ -269,7 +270,8 @@ fn search_splits<'a>(
     let batch = input.setup.global_batch;
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
     // Only the weights that train have gradients to sum.
-    let grad_bytes = param_count(input.model).trainable * GRADIENT_REDUCE_BYTES;
+    let grad_bytes =
+        param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
     let mut searches = ShareSearch {
         input,
         limits,

@@ -25,6 +25,7 @@ fn setup(batch: u32) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 15e12,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     }
 }
 

@@ -66,6 +66,7 @@ fn setup(batch: u32, precision: Precision) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 5e9,
         flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
     }
 }
 
