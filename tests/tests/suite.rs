@@ -33,6 +33,7 @@ mod hostile_numbers;
 mod hostile_output;
 mod hostile_planner;
 mod hostile_trust;
+mod layout_reaches_emit;
 mod loamignore;
 mod phases;
 mod plan;
