@@ -10,6 +10,7 @@ mod comm;
 mod memory;
 pub mod ops;
 mod params;
+pub mod schedule;
 mod split;
 mod states;
 
@@ -32,7 +33,7 @@ pub use params::{
 pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
-pub use split::{RankLoad, StageSplit, chunk_blocks};
+pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 
 use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
@@ -315,21 +316,24 @@ impl Layout {
         }
     }
 
-    /// Micro-batches a rank holds activations of at its peak: 1F1B's `min(p − rank, m)` (at least
-    /// one), times `1 + (p−1)/(p·v)` under the interleaved schedule (Korthikanti et al. 2022,
-    /// §4.2.3); one without pipelining.
+    /// Micro-batches of all its blocks rank `rank` holds activations of at its peak when its
+    /// chunks hold equal blocks, the running one included: 1F1B's `min(p − rank, m)` (at least
+    /// one); under the interleaved schedule `min(2(p − r − 1) + (v − 1)·p + 1, m·v)` chunk
+    /// activations of `1/v` of its blocks each (Megatron-Core's warm-up plus the steady forward,
+    /// [`schedule`]); one without pipelining. Chunks of unequal blocks:
+    /// [`RankLoad::in_flight`].
     pub fn in_flight(&self, rank: u32, micro_batches: f64) -> f64 {
         if self.pipeline <= 1 {
             return 1.0;
         }
         let p = f64::from(self.pipeline);
-        let v = f64::from(self.virtual_stages.max(1));
-        let stash = (p - f64::from(rank)).min(micro_batches).max(1.0);
-        if self.virtual_stages > 1 {
-            stash * (1.0 + (p - 1.0) / (p * v))
-        } else {
-            stash
+        let r = f64::from(rank).min(p - 1.0);
+        if self.virtual_stages <= 1 {
+            return (p - r).min(micro_batches).max(1.0);
         }
+        let v = f64::from(self.virtual_stages);
+        let chunks = (2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0).min(micro_batches.max(1.0) * v);
+        chunks / v
     }
 
     /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks

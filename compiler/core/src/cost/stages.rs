@@ -320,7 +320,7 @@ impl<'a> Costing<'a> {
         let v = f64::from(layout.virtual_stages.max(1));
         let split = layout.stage_split(self.model.layers);
         let (loads, count) = split.ranks(layout.pipeline);
-        let [a, b, c, _] = loads.map(|r| (f64::from(r.blocks), r.embedding, r.head));
+        let [a, b, c, ..] = loads.map(|r| (f64::from(r.blocks), r.embedding, r.head));
         let lps = f64::from(split.max_blocks()).max(1.0);
         let elt = self.setup.precision.bytes();
         // Dense weights are replicated over data × context ranks, stride t; routed experts over
@@ -492,8 +492,22 @@ impl<'a> Costing<'a> {
                 (0.0, exposed)
             }
             2 => {
-                // Gradients are reduce-scattered every micro-batch under its backward.
-                let exposed = hide(grad_rs, replay.backward_window).max(placement.grad_share);
+                // Gradients are reduce-scattered every micro-batch under its backward. On a
+                // pipeline the steady 1F1B state runs the next micro-batch's forward right after
+                // a backward (Megatron-Core's `forward_backward_pipelining_*` loops: one forward,
+                // one backward), so the reduce-scatter also hides under that forward, and no
+                // bucket waits on the end of its backward but the step's last.
+                let window = if layout.pipeline > 1 {
+                    replay.backward_window + replay.forward_window + block.forward
+                } else {
+                    replay.backward_window
+                };
+                let last = if layout.pipeline > 1 {
+                    placement.grad_share / m.max(1.0)
+                } else {
+                    placement.grad_share
+                };
+                let exposed = hide(grad_rs, window).max(last);
                 (
                     exposed,
                     hide(placement.param_ag, replay.forward_window).max(placement.grad_share),

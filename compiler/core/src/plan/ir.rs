@@ -370,6 +370,11 @@ pub struct MemoryIr {
     pub comm_buffers: f64,
     /// fp32 logits on the last pipeline rank.
     pub logits: f64,
+    /// The pipeline rank (from 0) these figures are of: the one needing the most memory under
+    /// the pipeline schedule. Absent without a pipeline and in plans over two groups. Added in
+    /// format 1.10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u64>,
 }
 
 /// An amount of money.

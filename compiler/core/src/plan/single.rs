@@ -202,6 +202,7 @@ pub(crate) fn memory_ir(m: &MemoryBreakdown) -> MemoryIr {
         pipeline_stash: round(m.pipeline_stash / GIB),
         comm_buffers: round(m.comm_buffers / GIB),
         logits: round(m.logits / GIB),
+        rank: m.rank.map(u64::from),
     }
 }
 

@@ -35,6 +35,9 @@ pub struct MemoryBreakdown {
     pub logits: f64,
     /// Sum of the above.
     pub total: f64,
+    /// The pipeline rank whose memory this is, from 0, where the layout's ranks were compared
+    /// (the rank needing the most).
+    pub rank: Option<u32>,
 }
 
 impl MemoryBreakdown {
@@ -48,6 +51,7 @@ impl MemoryBreakdown {
         comm_buffers: 0.0,
         logits: 0.0,
         total: 0.0,
+        rank: None,
     };
 }
 
@@ -66,8 +70,8 @@ pub struct StageHolding {
     pub embedding: bool,
     /// Whether it holds the final norm, the LM head and the loss.
     pub head: bool,
-    /// Micro-batches whose activations it holds at its peak, the running one included
-    /// ([`Layout::in_flight`]).
+    /// Micro-batches of all its blocks whose activations it holds at its peak, the running one
+    /// included ([`crate::workload::RankLoad::in_flight`], [`Layout::in_flight`]).
     pub in_flight: f64,
 }
 
@@ -649,5 +653,6 @@ fn breakdown(
             + pipeline_stash
             + comm_buffers
             + logits,
+        rank: None,
     }
 }

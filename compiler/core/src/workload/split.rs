@@ -5,6 +5,7 @@
 //! Chunk `c` of the `p · v` chunks (model order) runs on pipeline rank `c mod p` (the interleaved
 //! schedule of Narayanan et al. 2021, §2.2); with `v = 1` a rank holds one contiguous chunk.
 
+use super::schedule::{local_chunks, peak_live_blocks};
 use crate::types::SplitRule;
 use serde::Serialize;
 
@@ -58,16 +59,24 @@ pub fn chunk_blocks(layers: u32, pipeline: u32, virtual_stages: u32, rule: Split
     chunks
 }
 
+/// Ranks a split records: the first, the last and up to four middle ones.
+pub const RECORDED_RANKS: usize = 6;
+
 /// What the cost model and the memory function read of a split: the blocks of the first rank
 /// (which also holds the embedding), of the last rank (the final norm, the LM head and the loss)
-/// and of the two middle ranks that can need the most memory or time.
+/// and the middle ranks that can need the most memory or time, each with the blocks it holds in
+/// flight at its peak under the pipeline schedule ([`super::schedule`]).
 ///
-/// Middle ranks hold no embedding or head, so the slowest of them is the one with the most
-/// blocks, and the one needing the most memory is one that maximises `blocks · (p − rank)` (its
-/// 1F1B stash, `min(p − rank, m)` micro-batches) or holds the most blocks. Under the balanced
-/// rules middle ranks hold one of two block counts, and the earliest rank with each count is one
-/// of the two recorded here, so the memory of the heaviest rank is exact; for a pinned split of
-/// many different counts it is exact whenever there are at least `p` micro-batches.
+/// A middle rank holds no embedding or head, so the slowest of them is the one with the most
+/// blocks, and the one needing the most memory maximises `states · blocks + activations ·
+/// in-flight blocks`. The split records the earliest middle rank with the most blocks and, per
+/// step length, the earliest with the most blocks in flight: 1F1B's `blocks · (p − rank)`, or under
+/// interleaving the schedule's peak at `m = p`, `2p` and `≥ 3p` micro-batches (the only three
+/// peaks there are: from `3p` on, one period of steady steps fits after the warm-up). Under the
+/// balanced rules middle ranks hold one of two chunk lists and a rank holds no fewer blocks in
+/// flight than a later one with the same list, so the rank needing the most memory is recorded;
+/// for a pinned split of many different chunks it is when that rank leads on blocks or on blocks
+/// in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct StageSplit {
     /// The rule the split follows.
@@ -77,18 +86,16 @@ pub struct StageSplit {
     pub first: u32,
     /// Blocks of the last rank.
     pub last: u32,
-    /// The earliest middle rank holding the most blocks (0 without middle ranks).
-    pub heavy_rank: u32,
-    /// Its blocks.
+    /// The most blocks a middle rank holds (0 without middle ranks).
     pub heavy: u32,
-    /// The earliest middle rank with the largest `blocks · (p − rank)` (0 without middle ranks).
-    pub stash_rank: u32,
-    /// Its blocks.
-    pub stash: u32,
+    /// The recorded ranks: first, last, then the middle ones; unused slots repeat the first.
+    recorded: [RankLoad; RECORDED_RANKS],
+    /// How many of `recorded` are in use.
+    count: u8,
 }
 
 /// One pipeline rank as the memory function and the step model see it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct RankLoad {
     /// The rank, from 0.
     pub rank: u32,
@@ -98,6 +105,35 @@ pub struct RankLoad {
     pub embedding: bool,
     /// Whether it holds the final norm, the LM head and the loss.
     pub head: bool,
+    /// Under interleaving, the block-micro-batches it holds at its peak with `p`, `2p` and `≥ 3p`
+    /// micro-batches per step ([`super::schedule::peak_live_blocks`]); zero under 1F1B, whose
+    /// peak is `min(p − rank, m)` micro-batches of all its blocks.
+    pub peaks: [u32; 3],
+}
+
+impl RankLoad {
+    const EMPTY: RankLoad = RankLoad {
+        rank: 0,
+        blocks: 0,
+        embedding: false,
+        head: false,
+        peaks: [0; 3],
+    };
+
+    /// Micro-batches of all its blocks this rank holds activations of at its peak on a pipeline
+    /// of `pipeline` ranks running `micro_batches` per step, the running one included: 1F1B's
+    /// `min(p − rank, m)` (at least one), or the interleaved schedule's peak over its blocks.
+    pub fn in_flight(&self, pipeline: u32, micro_batches: f64) -> f64 {
+        let p = f64::from(pipeline.max(1));
+        if self.peaks == [0; 3] || self.blocks == 0 {
+            return (p - f64::from(self.rank)).min(micro_batches).max(1.0);
+        }
+        // Interleaving runs whole rounds of `p` micro-batches; three rounds or more hold the
+        // steady peak.
+        let rounds = (micro_batches / p).ceil().clamp(1.0, 3.0) as usize;
+        let peak = self.peaks.get(rounds - 1).copied().unwrap_or(0);
+        f64::from(peak) / f64::from(self.blocks)
+    }
 }
 
 impl StageSplit {
@@ -107,10 +143,9 @@ impl StageSplit {
         rule: SplitRule::Balanced,
         first: 0,
         last: 0,
-        heavy_rank: 0,
         heavy: 0,
-        stash_rank: 0,
-        stash: 0,
+        recorded: [RankLoad::EMPTY; RECORDED_RANKS],
+        count: 0,
     };
 
     /// The split of `layers` blocks over `pipeline × virtual_stages` chunks under `rule`.
@@ -131,27 +166,95 @@ impl StageSplit {
                 *rank += blocks;
             }
         }
+        let interleaved = p > 1 && chunks.len() > p as usize;
+        let load = |rank: u32| {
+            let blocks = ranks.get(rank as usize).copied().unwrap_or(0);
+            let peaks = if interleaved {
+                let local = local_chunks(chunks, p, rank);
+                [1u64, 2, 3].map(|rounds| {
+                    let peak = peak_live_blocks(&local, p, rank, rounds * u64::from(p));
+                    u32::try_from(peak).unwrap_or(u32::MAX)
+                })
+            } else {
+                [0; 3]
+            };
+            RankLoad {
+                rank,
+                blocks,
+                embedding: rank == 0,
+                head: rank == p - 1,
+                peaks,
+            }
+        };
+        let first = load(0);
         let mut split = StageSplit {
             rule,
-            first: ranks.first().copied().unwrap_or(0),
+            first: first.blocks,
             last: ranks.last().copied().unwrap_or(0),
-            ..StageSplit::UNRESOLVED
+            heavy: 0,
+            recorded: [first; RECORDED_RANKS],
+            count: 1,
         };
-        let mut stash_weight = 0u64;
-        for (k, &blocks) in ranks.iter().enumerate().take(p as usize - 1).skip(1) {
-            let k = k as u32;
-            if blocks > split.heavy {
-                split.heavy = blocks;
-                split.heavy_rank = k;
+        if p == 1 {
+            return split;
+        }
+        split.push(load(p - 1));
+        if p == 2 {
+            return split;
+        }
+        let middle: Vec<RankLoad> = (1..p - 1).map(load).collect();
+        // The earliest middle rank leading each measure.
+        let leader = |measure: &dyn Fn(&RankLoad) -> u64| -> Option<RankLoad> {
+            middle
+                .iter()
+                .fold(None, |best: Option<&RankLoad>, r| match best {
+                    Some(b) if measure(b) >= measure(r) => Some(b),
+                    _ => Some(r),
+                })
+                .copied()
+        };
+        let heavy = leader(&|r| u64::from(r.blocks));
+        split.heavy = heavy.map_or(0, |r| r.blocks);
+        let mut candidates = vec![heavy];
+        if interleaved {
+            for k in 0..3 {
+                candidates.push(leader(&|r| u64::from(r.peaks.get(k).copied().unwrap_or(0))));
             }
-            let weight = u64::from(blocks) * u64::from(p - k);
-            if weight > stash_weight {
-                stash_weight = weight;
-                split.stash = blocks;
-                split.stash_rank = k;
+        } else {
+            candidates.push(leader(&|r| u64::from(r.blocks) * u64::from(p - r.rank)));
+        }
+        for candidate in candidates.into_iter().flatten() {
+            // Under 1F1B a middle rank with no more blocks than the first holds no embedding and
+            // fewer micro-batches in flight, so it needs no more time or memory.
+            if !interleaved && candidate.blocks <= first.blocks {
+                continue;
             }
+            split.push(candidate);
         }
         split
+    }
+
+    /// The same split read as following `rule`: equal to a split of `rule` exactly when their
+    /// chunks hold the same blocks.
+    pub fn with_rule(self, rule: SplitRule) -> StageSplit {
+        StageSplit { rule, ..self }
+    }
+
+    /// Records `load` unless it is recorded already.
+    fn push(&mut self, load: RankLoad) {
+        let count = usize::from(self.count);
+        if self
+            .recorded
+            .iter()
+            .take(count)
+            .any(|r| r.rank == load.rank)
+        {
+            return;
+        }
+        if let Some(slot) = self.recorded.get_mut(count) {
+            *slot = load;
+            self.count += 1;
+        }
     }
 
     /// Whether the split has been worked out (every chunk holds a block, so the first rank does).
@@ -164,51 +267,71 @@ impl StageSplit {
         self.first.max(self.last).max(self.heavy)
     }
 
-    /// The ranks that can be the slowest or need the most memory on a pipeline of `pipeline`
-    /// ranks: the first, the last, and the two middle ranks above when they hold more blocks than
-    /// the first (a middle rank with no more blocks holds no embedding and fewer micro-batches in
-    /// flight, so it needs no more time or memory). With one rank it holds every block, the
-    /// embedding and the head.
-    pub fn ranks(&self, pipeline: u32) -> ([RankLoad; 4], usize) {
+    /// The ranks that can be the slowest or need the most memory: the first, the last, then the
+    /// recorded middle ranks ([`StageSplit`]); the count in use. With one rank it holds every
+    /// block, the embedding and the head. Slot 2 is the middle rank with the most blocks when it
+    /// holds more than the first, else the first again.
+    pub fn ranks(&self, pipeline: u32) -> ([RankLoad; RECORDED_RANKS], usize) {
         let p = pipeline.max(1);
-        let first = RankLoad {
-            rank: 0,
-            blocks: self.first,
-            embedding: true,
-            head: p == 1,
-        };
-        if p == 1 {
-            return ([first; 4], 1);
+        if p == 1 || self.count <= 1 {
+            let only = RankLoad {
+                head: p == 1,
+                ..self.recorded[0]
+            };
+            return ([only; RECORDED_RANKS], 1);
         }
-        let middle = |rank: u32, blocks: u32| RankLoad {
-            rank,
-            blocks,
-            embedding: false,
-            head: false,
-        };
-        let last = RankLoad {
-            rank: p - 1,
-            blocks: self.last,
-            embedding: false,
-            head: true,
-        };
-        let heavy = middle(self.heavy_rank, self.heavy);
-        let stash = middle(self.stash_rank, self.stash);
-        match (
-            p > 2 && self.heavy > self.first,
-            p > 2 && self.stash > self.first && self.stash_rank != self.heavy_rank,
-        ) {
-            (true, true) => ([first, last, heavy, stash], 4),
-            (true, false) => ([first, last, heavy, heavy], 3),
-            (false, true) => ([first, last, stash, stash], 3),
-            (false, false) => ([first, last, first, first], 2),
-        }
+        (self.recorded, usize::from(self.count))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::schedule::{local_chunks, peak_live_blocks};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The recorded ranks hold the rank needing the most memory, for any weight of model
+        /// states per block and activations per in-flight block: checked against every rank,
+        /// each rank's in-flight blocks simulated from its own chunks.
+        #[test]
+        fn recorded_ranks_hold_the_worst_of_a_balanced_split(
+            layers in 1u32..90,
+            p in 2u32..17,
+            v in 1u32..5,
+            rounds in 1u32..5,
+            states in 0u32..50,
+            activations in 0u32..50,
+            embedding_and_loss in any::<bool>(),
+        ) {
+            let rule = if embedding_and_loss { SplitRule::EmbeddingAndLoss } else { SplitRule::Balanced };
+            prop_assume!(crate::layout_rules::pipeline_split(
+                layers.into(), p.into(), v.into(), rule, None
+            ).is_ok());
+            let chunks = chunk_blocks(layers, p, v, rule);
+            let m = rounds * p;
+            let split = StageSplit::of_chunks(rule, &chunks, p);
+            let cost = |blocks: u32, in_flight: f64| {
+                f64::from(states) * f64::from(blocks) + f64::from(activations) * f64::from(blocks) * in_flight
+            };
+            let (recorded, n) = split.ranks(p);
+            let best_recorded = recorded
+                .iter()
+                .take(n)
+                .map(|r| cost(r.blocks, r.in_flight(p, f64::from(m))))
+                .fold(0.0, f64::max);
+            let best = (0..p)
+                .map(|r| {
+                    let local = local_chunks(&chunks, p, r);
+                    let blocks: u32 = local.iter().sum();
+                    let peak = peak_live_blocks(&local, p, r, u64::from(m));
+                    let in_flight = if blocks == 0 { 1.0 } else { peak as f64 / f64::from(blocks) };
+                    cost(blocks, in_flight)
+                })
+                .fold(0.0, f64::max);
+            prop_assert!((best_recorded - best).abs() <= 1e-9 * best.max(1.0), "{best_recorded} vs {best}");
+        }
+    }
 
     #[test]
     fn meta_405b_split_on_16_ranks() {
@@ -228,7 +351,10 @@ mod tests {
         assert_eq!((chunks[0], chunks[63]), (1, 1));
         let split = StageSplit::of_chunks(SplitRule::EmbeddingAndLoss, &chunks, 16);
         assert_eq!((split.first, split.last, split.heavy), (7, 7, 8));
-        assert_eq!((split.heavy_rank, split.stash_rank), (1, 1));
+        // Every middle rank holds the same chunks; rank 1, the earliest, holds the most in flight.
+        let (ranks, n) = split.ranks(16);
+        assert_eq!(n, 3);
+        assert_eq!((ranks[2].rank, ranks[2].blocks), (1, 8));
     }
 
     #[test]

@@ -135,12 +135,13 @@ fn korthikanti_175b_fits_on_80gb_with_seqpar_selective() {
         ..Layout::single()
     };
     let mem = memory_per_device(&m, &setup, &layout);
-    // Model states: 175B/64 · 16 bytes ≈ 43.7 GB; activations: 96 layers' worth of
+    // Model states: 175B/64 · 18 bytes (bf16 weights, fp32 `main_grad`, 12 bytes of Adam state)
+    // ≈ 49.2 GB; activations: 96 layers' worth of
     // 34·sbh/t ≈ 10.3 GB times the interleaving factor 1 + 7/24.
     assert!(
         rel(
             mem.weights + mem.gradients + mem.optimizer,
-            175e9 / 64.0 * 16.0
+            175e9 / 64.0 * 18.0
         ) < 0.05
     );
     let act = 96.0 * 34.0 * 2048.0 * 12288.0 / 8.0 * (1.0 + 7.0 / 24.0);
@@ -216,12 +217,13 @@ fn the_405b_h800_stage_holds_every_micro_batch_in_flight_at_full_size() {
             15.0 * 11.0 * per_block
         ) < 1e-12
     );
-    // Weights and gradients 2 + 2 bytes, Adam's 12 bytes over 4 ranks: 7 bytes per parameter of
+    // Weights and fp32 gradients 2 + 4 bytes, Adam's 12 bytes over 4 ranks: 9 bytes per parameter of
     // 15 blocks of 3,187.7M parameters and the 2,101M embedding, split over 8 tensor ranks.
     let block = 16384.0 * (2.0 * 16384.0 + 2.0 * 1024.0) + 3.0 * 16384.0 * 53248.0 + 2.0 * 16384.0;
     let params = (15.0 * block + 128_256.0 * 16384.0) / 8.0;
-    assert!(rel(mem.weights + mem.gradients + mem.optimizer, 7.0 * params) < 1e-12);
+    assert!(rel(mem.weights + mem.gradients + mem.optimizer, 9.0 * params) < 1e-12);
     assert_eq!(mem.comm_buffers, DP_BUCKET_BYTES);
-    // ≈ 131 GB: this stage does not fit an 80 GB H800 without recomputation.
-    assert!((128e9..134e9).contains(&mem.total), "{}", mem.total);
+    // ≈ 143 GB (131 GB with 16-bit gradients, + 2 · 6.24e9): this stage does not fit an 80 GB
+    // H800 without recomputation.
+    assert!((140e9..147e9).contains(&mem.total), "{}", mem.total);
 }

@@ -132,7 +132,10 @@ fn out_of_memory_reports_the_closest_deficit() {
             have_bytes,
         } => {
             assert!(*need_bytes > 16.0 * 70e9 / 8.0, "{need_bytes}");
-            assert_eq!(*have_bytes, 0.9 * 80e9);
+            // 80 GB less the CUDA context (512 MiB), NCCL's buffers (32 channels over 450 GB/s ×
+            // 9,633,792 B × 3 connections × 2 communicators = 1,849,688,064 B) and 2.3 %
+            // fragmentation (1.84e9 B): 75,773,441,024 B.
+            assert!((*have_bytes - 75_773_441_024.0).abs() < 1.0, "{have_bytes}");
         }
         other => panic!("{other:?}"),
     }

@@ -5,7 +5,10 @@
 
 use super::{MemoryBreakdown, StageHolding, StageMemory, StageStates, StateBytes, mode_index};
 use crate::types::Recompute;
-use crate::workload::{Layout, ModelDims, TrainSetup};
+use crate::workload::{Layout, ModelDims, RECORDED_RANKS, RankLoad, TrainSetup};
+
+/// Ranks a layout's memory is worked out for ([`crate::workload::StageSplit::ranks`]).
+const N: usize = RECORDED_RANKS;
 
 /// What of a layout's memory its placement alone decides (every field but the micro-batch, ZeRO
 /// and recomputation): the [`StageStates`], the ranks that can need the most memory
@@ -16,12 +19,12 @@ pub(crate) struct PlacementMemory {
     states: StageStates,
     /// The ranks (their micro-batches in flight not yet known: 1) and their model states by
     /// ZeRO stage.
-    ranks: [(StageHolding, [StateBytes; 4]); 4],
+    ranks: [(StageHolding, [StateBytes; 4]); N],
     count: usize,
-    /// The rank numbers of `ranks`, for [`Layout::in_flight`].
-    rank_ids: [u32; 4],
+    /// The ranks of `ranks` as the split records them, for [`RankLoad::in_flight`].
+    loads: [RankLoad; N],
     /// `weights + gradients + optimizer` by rank and ZeRO stage.
-    state_sums: [[f64; 4]; 4],
+    state_sums: [[f64; 4]; N],
     /// The largest of `state_sums` over the ranks, by ZeRO stage.
     floors: [f64; 4],
 }
@@ -44,7 +47,7 @@ impl PlacementMemory {
             states,
             ranks,
             count,
-            rank_ids: loads.map(|r| r.rank),
+            loads,
             state_sums,
             floors: [0, 1, 2, 3].map(|z| {
                 state_sums
@@ -71,11 +74,14 @@ impl PlacementMemory {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LayoutMemory {
     /// Model states by rank and ZeRO stage ([`PlacementMemory::ranks`]).
-    states: [[StateBytes; 4]; 4],
+    states: [[StateBytes; 4]; N],
     /// `weights + gradients + optimizer` of `states`, the first terms of a rank's total.
-    state_sums: [[f64; 4]; 4],
+    state_sums: [[f64; 4]; N],
     /// `[activations, pipeline_stash, logits]` by rank and recomputation mode.
-    activations: [[[f64; 3]; 3]; 4],
+    activations: [[[f64; 3]; 3]; N],
+    /// The pipeline rank of each entry, for the plan to name the one needing the most (none
+    /// without a pipeline).
+    rank_ids: [Option<u32>; N],
     /// Communication buffers by ZeRO stage.
     comm_buffers: [f64; 4],
     count: usize,
@@ -106,19 +112,19 @@ impl LayoutMemory {
     ) -> LayoutMemory {
         let unit = StageMemory::new(placement.states, model, setup, layout, per_token);
         let m = layout.micro_batches(setup.global_batch);
-        let mut activations = [[[0.0; 3]; 3]; 4];
-        let mut states = [[[0.0; 3]; 4]; 4];
-        let count = placement.count.min(4);
+        let mut activations = [[[0.0; 3]; 3]; N];
+        let mut states = [[[0.0; 3]; 4]; N];
+        let count = placement.count.min(N);
         for k in 0..count {
-            let (Some((holding, bytes)), Some(&rank), Some(out)) = (
+            let (Some((holding, bytes)), Some(load), Some(out)) = (
                 placement.ranks.get(k),
-                placement.rank_ids.get(k),
+                placement.loads.get(k),
                 activations.get_mut(k),
             ) else {
                 continue;
             };
             let holding = StageHolding {
-                in_flight: layout.in_flight(rank, m),
+                in_flight: load.in_flight(layout.pipeline, m),
                 ..*holding
             };
             *out = [Recompute::None, Recompute::Selective, Recompute::Full]
@@ -133,6 +139,9 @@ impl LayoutMemory {
             activations,
             comm_buffers: [0, 1, 2, 3].map(|z| unit.comm_buffers(z)),
             count,
+            rank_ids: placement
+                .loads
+                .map(|r| (layout.pipeline > 1).then_some(r.rank)),
         }
     }
 
@@ -200,6 +209,7 @@ impl LayoutMemory {
             comm_buffers: self.comm_buffers.get(z).copied().unwrap_or(0.0),
             logits,
             total,
+            rank: self.rank_ids.get(k).copied().flatten(),
         }
     }
 }
