@@ -521,6 +521,38 @@ fn a_pinned_layout_that_does_not_fit_fails_with_memory_numbers() {
 }
 
 #[test]
+fn an_8b_model_at_a_million_tokens_plans_on_auto_with_context_parallelism() {
+    // Llama 3 8B (h = 4096, a = 32 query and g = 8 KV heads of width 128, ffn 14,336, vocab
+    // 128,256) at s = 2^20 = 1,048,576 tokens per sequence on H100 (79.6 GiB), bf16, flash
+    // attention. With context 1 a rank holds whole sequences and the rank with the LM head holds,
+    // by the memory function's rules (docs/cost-model.md, "Workload"), whatever the tensor degree
+    // t ≤ 8 (one node), pipeline, ZeRO stage and recomputation:
+    // - the fp32 logits, s · vocab / t · 4 B = 2^20 · 128,256 / 8 · 4 B = 62.6 GiB;
+    // - the head's inputs, 2 · s · h · 2 B = 2 · 2^20 · 4096 · 2 B = 16 GiB;
+    // - at least one block's activations, kept or replayed by full recomputation: per token,
+    //   with sequence parallelism, the norm, QKV and MLP inputs 8h / t = 4,096 B, plus Q, K, V
+    //   and the attention output 2 · (32·128 + 8·256 + 32·128) = 20,480 B and SwiGLU's
+    //   2 · 3 · 14,336 = 86,016 B over t: 4,096 + 106,496 / 8 = 17,408 B (Korthikanti's
+    //   34·h/t), × 2^20 tokens = 17 GiB.
+    // 62.6 + 16 + 17 = 95.6 GiB > 79.6 GiB, the whole device before any weight: whole sequences
+    // cannot fit, so the search has to split them over context ranks (each term shrinks by c).
+    let fixture = "tests/cases/plan/long-context-8b-plans-with-context-parallelism.loam";
+    let (code, doc, err) = plan_json(&[fixture]);
+    assert_eq!(code, 0, "{err}");
+    let plan = &doc["plans"][0];
+    assert_eq!(plan["feasible"], true, "{plan}");
+    let context = plan["layout"]["context"].as_u64().unwrap();
+    assert!(context > 1, "{}", plan["layout"]);
+    // Pinned to whole sequences, the checker's memory pre-check refuses it before planning.
+    let text = std::fs::read_to_string(repo_root().join(fixture))
+        .unwrap()
+        .replace("  train {", "  parallel {\n    context = 1\n  }\n\n  train {");
+    let (code, doc) = plan_text("context-1", &text);
+    assert_eq!(code, 1);
+    assert_eq!(doc["diagnostics"][0]["code"], "L2108", "{doc}");
+}
+
+#[test]
 fn a_plan_above_the_best_published_run_warns_and_still_succeeds() {
     // The L3007 fixture: a feasible plan on H100_SXM predicted above the catalogue's figure.
     let fixture = "tests/cases/plan/L3007-prediction-above-the-best-published-run.loam";

@@ -201,7 +201,10 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
                 layout_degrees(&layout),
                 layout.micro_batch,
                 layout.zero,
-                layout.recompute.as_str(),
+                match layout.recompute {
+                    Recompute::None => "no",
+                    other => other.as_str(),
+                },
                 ticked([id])
             )),
         );
