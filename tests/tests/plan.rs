@@ -546,7 +546,10 @@ fn an_8b_model_at_a_million_tokens_plans_on_auto_with_context_parallelism() {
     // Pinned to whole sequences, the checker's memory pre-check refuses it before planning.
     let text = std::fs::read_to_string(repo_root().join(fixture))
         .unwrap()
-        .replace("  train {", "  parallel {\n    context = 1\n  }\n\n  train {");
+        .replace(
+            "  train {",
+            "  parallel {\n    context = 1\n  }\n\n  train {",
+        );
     let (code, doc) = plan_text("context-1", &text);
     assert_eq!(code, 1);
     assert_eq!(doc["diagnostics"][0]["code"], "L2108", "{doc}");
