@@ -73,7 +73,10 @@ fn texts(dir: &Path) -> Vec<(String, String)> {
 fn values_after(text: &str, flag: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split_whitespace()
-        .map(|w| w.trim_matches(|c| c == '"' || c == '\'' || c == '\\').to_string())
+        .map(|w| {
+            w.trim_matches(|c| c == '"' || c == '\'' || c == '\\')
+                .to_string()
+        })
         .filter(|w| w != "-")
         .collect();
     words
@@ -147,7 +150,10 @@ fn a_context_no_replica_holds_is_refused_at_seq_len_with_its_numbers_and_never_e
     let (code, out, err) = loam_in(dir.path(), &["plan", "long.loam"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("L2120"), "{err}");
-    assert!(err.contains(&format!("long.loam:{line}:")), "not at seq_len: {err}");
+    assert!(
+        err.contains(&format!("long.loam:{line}:")),
+        "not at seq_len: {err}"
+    );
     // By hand: 70.6 B parameters × 2 bytes over 4 devices = 35.3 GB = 32.9 GiB of weights per
     // device; an L40S has 48 GB = 44.7 GiB, 90 % of it (40.2 GiB) for vLLM, less 3 GiB of
     // workspace: 4.4 GiB of KV cache. One token caches 80 layers × 2 × 8 KV heads × 128 × 2
