@@ -17,13 +17,14 @@
 
 use super::check_job::{Allowed, ticked};
 use super::codes;
-use super::model::{Device, Feature};
 use crate::check::Job;
 use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::display::layout_degrees;
-use crate::plan::search::{Axes, Bounds, Pins, Rejection, ShapeMemory, Space, Visitor, floor_of};
+use crate::plan::search::{
+    Axes, Bounds, Pins, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
+};
 use crate::types::Recompute;
 use crate::workload::{Layout, TrainSetup};
 use std::ops::ControlFlow;
@@ -119,15 +120,6 @@ pub(crate) fn least_memory(bounds: &Bounds<'_>, setup: &TrainSetup, usable: f64)
         (true, _) => Verdict::Fits,
         (false, Some((layout, bytes))) => Verdict::Short(layout, bytes),
         (false, None) => Verdict::NoLayout,
-    }
-}
-
-/// The training setup the planner searches `device` with: fused attention only where its
-/// software stack has it (as `plan::planner` sets it per node group).
-fn setup_on(setup: &TrainSetup, device: &Device) -> TrainSetup {
-    TrainSetup {
-        flash_attention: device.has_feature(Feature::FlashAttention),
-        ..setup.clone()
     }
 }
 

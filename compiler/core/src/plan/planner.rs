@@ -24,16 +24,16 @@ use super::placement::{self, Placement};
 use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
 use super::search::budget::{SEARCH_CAP, WorkBudget};
-use super::search::{Pins, RejectedRegion, SearchSpec, search};
+use super::search::{Pins, RejectedRegion, SearchSpec, search, setup_on};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
 use super::uncertainty;
-use crate::catalogue::{Catalogue, Feature, Pool};
+use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
 use crate::diagnostics::codes;
-use crate::workload::{TrainSetup, param_count};
+use crate::workload::param_count;
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
@@ -123,11 +123,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         if !option.hosts_job_precision {
             continue;
         }
-        // Fused attention only where the device's software stack has it.
-        let setup = TrainSetup {
-            flash_attention: option.device.has_feature(Feature::FlashAttention),
-            ..base_setup.clone()
-        };
+        let setup = setup_on(base_setup, option.device);
         let spec = SearchSpec {
             model,
             setup: &setup,

@@ -57,6 +57,16 @@ pub struct Pins {
     pub stages: Option<StageSplit>,
 }
 
+/// The training setup a search on `device` runs with: fused attention only where the device's
+/// software stack has it. The planner's single-type search, its data split over two groups and
+/// the checker's memory pre-check all set it here, so they give a layout the same memory.
+pub(crate) fn setup_on(setup: &TrainSetup, device: &crate::catalogue::Device) -> TrainSetup {
+    TrainSetup {
+        flash_attention: device.has_feature(crate::catalogue::model::Feature::FlashAttention),
+        ..setup.clone()
+    }
+}
+
 /// What to search.
 #[derive(Debug, Clone)]
 pub struct SearchSpec<'a> {

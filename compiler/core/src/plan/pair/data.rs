@@ -18,13 +18,12 @@ use super::{
     PairInput, PairLink, PairRun, arithmetic_rank, candidates, fill_pair_data, pair_estimate,
     pair_link,
 };
-use crate::catalogue::Feature;
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
 use crate::plan::ir::{BreakdownIr, Plan};
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
-use crate::plan::search::{Candidate, SearchSpec, search_capped};
+use crate::plan::search::{Candidate, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
 use crate::types::Optimize;
@@ -173,8 +172,7 @@ fn group_layouts(
     let setup = TrainSetup {
         global_batch: sequences,
         tokens: input.setup.tokens * share,
-        flash_attention: p.device.has_feature(Feature::FlashAttention),
-        ..input.setup.clone()
+        ..setup_on(input.setup, p.device)
     };
     let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
     // Only the weights that train have gradients to sum.
