@@ -271,3 +271,5 @@ impl StateRecipe {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod plan_tests;
