@@ -163,7 +163,7 @@ pub fn hours_or_days(hours: f64) -> String {
 /// Bytes in the largest fitting unit with one decimal: `1.2 PB`, `48.0 TB`, else GiB
 /// (`80.0 GiB`; device memory is counted in binary units).
 pub fn bytes(bytes: f64) -> String {
-    const GIB: f64 = 1_073_741_824.0;
+    use crate::units::GIB;
     if bytes >= 1e15 {
         format!("{:.1} PB", bytes / 1e15)
     } else if bytes >= 1e12 {

@@ -97,6 +97,10 @@ struct UnitDef {
     factor: f64,
 }
 
+/// Bytes in a GiB: the one unit every message and the Plan JSON give memory in, as devices
+/// report it (`nvidia-smi`, `npu-smi` and `hl-smi` count binary units; HBM is sold in them).
+pub const GIB: f64 = 1_073_741_824.0;
+
 const fn unit(suffix: &'static str, dimension: Dimension, factor: f64) -> UnitDef {
     UnitDef {
         suffix,
@@ -118,7 +122,7 @@ const UNITS: &[UnitDef] = &[
     unit("PB", Dimension::Bytes, 1e15),
     unit("KiB", Dimension::Bytes, 1024.0),
     unit("MiB", Dimension::Bytes, 1_048_576.0),
-    unit("GiB", Dimension::Bytes, 1_073_741_824.0),
+    unit("GiB", Dimension::Bytes, GIB),
     unit("TiB", Dimension::Bytes, 1_099_511_627_776.0),
     unit("PiB", Dimension::Bytes, 1_125_899_906_842_624.0),
     unit("ms", Dimension::Duration, 1e-3),
@@ -135,7 +139,7 @@ const UNITS: &[UnitDef] = &[
     unit("GB/s", Dimension::Bandwidth, 1e9),
     unit("TB/s", Dimension::Bandwidth, 1e12),
     unit("MiB/s", Dimension::Bandwidth, 1_048_576.0),
-    unit("GiB/s", Dimension::Bandwidth, 1_073_741_824.0),
+    unit("GiB/s", Dimension::Bandwidth, GIB),
     unit("GFLOPS", Dimension::FlopRate, 1e9),
     unit("TFLOPS", Dimension::FlopRate, 1e12),
     unit("PFLOPS", Dimension::FlopRate, 1e15),

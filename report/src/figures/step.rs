@@ -118,7 +118,7 @@ fn memory_parts(m: &MemoryIr) -> [(&'static str, f64); 6] {
 /// Memory per device of each device type against its capacity.
 pub fn memory(id: &str, plan: &Plan, catalogue: Option<&Catalogue>) -> Option<Figure> {
     let e = plan.estimate.as_ref()?;
-    const GIB: f64 = 1_073_741_824.0;
+    use loam_compiler::units::GIB;
     let colours = [
         palette::BLUE,
         palette::SKY,

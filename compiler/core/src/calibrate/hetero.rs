@@ -602,11 +602,11 @@ fn fitting_recompute(c: &Costable, graph: &OpGraph, m: f64) -> Result<Recompute,
                 if need > usable {
                     fits = false;
                     worst = format!(
-                        "stage {k} on {} needs {:.1} GB under {} recomputation, {:.1} GB usable",
+                        "stage {k} on {} needs {:.1} GiB under {} recomputation, {:.1} GiB usable",
                         r.cluster.device.id,
-                        need / 1e9,
+                        need / crate::units::GIB,
                         mode.as_str(),
-                        usable / 1e9
+                        usable / crate::units::GIB
                     );
                 }
             }

@@ -21,7 +21,7 @@ use crate::serve::{ReplicaMemory, ReplicaShape, ServedModel, replica_memory};
 use crate::span::{Span, Spanned};
 use crate::types::{Engine, KvCache, ServePrecision};
 
-const GIB: f64 = 1_073_741_824.0;
+use crate::units::GIB;
 
 /// Checks `service` against `catalogue`; returns every problem found, sorted by position.
 pub fn check_service(service: &Service, catalogue: &Catalogue) -> Vec<Diagnostic> {

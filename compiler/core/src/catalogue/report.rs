@@ -20,8 +20,8 @@ pub struct UnknownId {
 }
 
 const GB: f64 = 1e9;
-/// Device memory is shown in GiB, the unit HBM is sold in and the devices report.
-const GIB: f64 = (1u64 << 30) as f64;
+// Device memory is shown in GiB, the unit HBM is sold in and the devices report.
+use crate::units::GIB;
 const TFLOPS: f64 = 1e12;
 
 fn tflops(device: &Device, precision: Precision) -> String {

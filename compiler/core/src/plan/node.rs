@@ -7,7 +7,7 @@ use super::placement::Placement;
 use crate::catalogue::{Device, NodeGroup, Site, SliceProfile, model::SlicingKind};
 
 /// Bytes in a GiB.
-const GIB: f64 = 1_073_741_824.0;
+use crate::units::GIB;
 
 /// The node facts of placement `o` for pods that take `per_node` of each node's devices: the
 /// catalogue's pod requests are a whole node's, so a pod on part of a node asks for its share

@@ -22,7 +22,7 @@ use crate::types::Engine;
 use candidates::Deployment;
 
 /// Bytes in a GiB.
-const GIB: f64 = 1_073_741_824.0;
+use crate::units::GIB;
 
 /// Days in the month a service's monthly figures are given for. Counted: a 30-day month.
 const DAYS_PER_MONTH: f64 = 30.0;

@@ -20,7 +20,7 @@ pub(crate) struct Ranked<'a> {
 }
 
 /// Bytes in a GiB.
-pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+pub(crate) use crate::units::GIB;
 
 /// `x` to five significant digits, so JSON diffs show only changes that matter.
 pub(crate) fn round(x: f64) -> f64 {

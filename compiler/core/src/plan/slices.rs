@@ -70,11 +70,11 @@ pub(crate) fn apply_slice(plan: &mut Plan, device: &Device, slice: &SliceProfile
         }
     }
     plan.notes.push(format!(
-        "runs on a {} slice ({:.0} % of one {}'s compute, {:.0} GB): {:.1}× the time for the same money, the rest of the device stays free",
+        "runs on a {} slice ({:.0} % of one {}'s compute, {:.0} GiB): {:.1}× the time for the same money, the rest of the device stays free",
         slice.name,
         f * 100.0,
         group.device,
-        slice.memory_bytes / 1e9,
+        slice.memory_bytes / crate::units::GIB,
         1.0 / f
     ));
 }
