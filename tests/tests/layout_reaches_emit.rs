@@ -299,3 +299,37 @@ fn every_planned_group_passes_emits_rule_at_every_device_count() {
     assert!(counts.iter().any(|n| *n > 8 && n % 8 != 0), "{counts:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_count_the_node_group_cannot_run_as_equal_nodes_is_not_planned() {
+    // The lab's Ascend 910B group has 2 nodes of 8. At tensor degree 4, 12 devices (DP3) need
+    // 3 nodes of 4 (4 is the largest divisor of 12 up to 8 that 4 divides), one more than the
+    // group has, so the search leaves DP3 out; the next data degree dividing the batch of 48,
+    // DP2, gives 8 devices: one whole node.
+    let dir = scratch("two-nodes");
+    let spec = eight_b(12, 48, "parallel {\n    tensor = 4\n  }")
+        .replace("site = shanghai", "site = beta")
+        .replace("pool        = xirang", "pool        = lab")
+        .replace("[H100_SXM]", "[Ascend910B]");
+    let (path, doc) = plan(&dir, &spec);
+    let plan = &doc["plans"][0];
+    assert_eq!(plan["feasible"], true, "{plan}");
+    assert_eq!(plan["layout"]["tensor"], 4, "{plan}");
+    assert_eq!(plan["layout"]["data"], 2, "{plan}");
+    let group = &plan["groups"][0];
+    assert_eq!(
+        (
+            &group["devices"],
+            &group["nodes"],
+            &group["devices_per_node"]
+        ),
+        (
+            &serde_json::json!(8),
+            &serde_json::json!(1),
+            &serde_json::json!(8)
+        ),
+        "{plan}"
+    );
+    emit(&dir, &path, "slurm");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,6 +37,19 @@ impl Placement<'_> {
             self.group.nodes.into(),
         )
     }
+
+    /// Whether `devices` of the group can run as [`NodeShape::place`] intends: equal nodes,
+    /// each tensor group of `tensor` ranks inside one, within the node group's nodes. A layout
+    /// that cannot is no plan of this group: its group would take more nodes than there are, or
+    /// split tensor groups the cost model kept inside a node.
+    pub(crate) fn fits_nodes(&self, devices: u64, tensor: u64) -> bool {
+        NodeShape::fits(
+            devices,
+            self.group.devices_per_node.value.into(),
+            tensor,
+            self.group.nodes.into(),
+        )
+    }
 }
 
 /// The node groups that may run `job`, in the pool's file order, and one sentence for each

@@ -137,6 +137,11 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             *slot = Some(*first);
         }
         for (score, candidate) in result.scores.into_iter().zip(result.ranked) {
+            // Only layouts whose group runs as equal nodes of this node group (the rule emit
+            // checks, `NodeShape`).
+            if !option.fits_nodes(candidate.devices, candidate.layout.tensor.into()) {
+                continue;
+            }
             ranked.push(Ranked {
                 score,
                 option: i,

@@ -234,6 +234,10 @@ fn group_layouts(
     let mut kept: Vec<Candidate> = Vec::new();
     for in_pair in in_pair {
         for c in on_its_own.next().into_iter().flatten().chain(in_pair) {
+            // Only layouts whose group runs as equal nodes (the rule emit checks, `NodeShape`).
+            if !p.fits_nodes(c.devices, c.layout.tensor.into()) {
+                continue;
+            }
             if !kept.iter().any(|k| k.layout == c.layout) {
                 kept.push(c);
             }

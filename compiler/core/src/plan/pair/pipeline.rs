@@ -18,7 +18,7 @@
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
-use crate::plan::ir::sequence_parallel_runs;
+use crate::plan::ir::{NodeShape, sequence_parallel_runs};
 use crate::plan::search::budget::WorkBudget;
 use crate::types::Recompute;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
@@ -357,6 +357,22 @@ fn configurations(
                             let devices = shape.devices();
                             if devices[0] + devices[1] > spec.max_devices {
                                 break;
+                            }
+                            // Each group runs as equal nodes with its tensor groups inside a
+                            // node, within its nodes (the rule emit checks, `NodeShape`).
+                            let runs = |g: &PipelineGroup<'_>, n: u64, t: u32| {
+                                let c = g.cluster;
+                                NodeShape::fits(
+                                    n,
+                                    c.devices_per_node.into(),
+                                    t.into(),
+                                    c.nodes.into(),
+                                )
+                            };
+                            if !(runs(&spec.first, devices[0], t0)
+                                && runs(&spec.second, devices[1], t1))
+                            {
+                                continue;
                             }
                             let bottleneck = bound_stage(s0 as f64, s1 as f64);
                             let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;

@@ -10,6 +10,7 @@
 
 use super::{Pins, Rejection, SearchSpec};
 use crate::layout_rules as rules;
+use crate::plan::ir::NodeShape;
 use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, StageSplit};
 use std::ops::ControlFlow;
@@ -190,6 +191,8 @@ pub(crate) struct Space<'a> {
     max_devices: u64,
     batch: u64,
     layers: u64,
+    /// The node group's nodes, in a search on one ([`Space::on_nodes`]).
+    nodes: Option<u64>,
 }
 
 impl<'a> Space<'a> {
@@ -204,6 +207,17 @@ impl<'a> Space<'a> {
             max_devices: bounds.max_devices.max(1),
             batch: u64::from(bounds.global_batch),
             layers: u64::from(bounds.model.layers),
+            nodes: None,
+        }
+    }
+
+    /// The space of a search on a node group of `nodes` nodes: a layout whose devices cannot
+    /// run there as equal nodes, each tensor group inside one (the rule `loam emit` checks,
+    /// [`NodeShape`]), is rejected.
+    pub(crate) fn on_nodes(self, nodes: u64) -> Space<'a> {
+        Space {
+            nodes: Some(nodes),
+            ..self
         }
     }
 
@@ -359,6 +373,11 @@ impl<'a> Space<'a> {
     }
 
     fn experts(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        // Once the data degree is known, the layout's devices run as equal nodes.
+        if let Err(reason) = self.probe_nodes(&probe) {
+            visitor.reject(reason, probe);
+            return ControlFlow::Continue(());
+        }
         let grid = u64::from(probe.tensor) * u64::from(probe.context) * u64::from(probe.data);
         // Auto: divisors of the experts that divide the tensor × context × data grid (1 for
         // dense models).
@@ -446,6 +465,23 @@ impl<'a> Space<'a> {
             });
         }
         Ok(rules::data(self.batch, d.into())?)
+    }
+
+    /// In a search on a node group, the layout's devices run there as equal nodes with each
+    /// tensor group inside one ([`NodeShape::fits`]); a count that cannot is one that whole
+    /// nodes would hold (devices a multiple of the node size).
+    fn probe_nodes(&self, layout: &Layout) -> Result<(), Rejection> {
+        let (devices, dpn) = (layout.devices(), u64::from(self.devices_per_node));
+        match self.nodes {
+            Some(nodes) if !NodeShape::fits(devices, dpn, layout.tensor.into(), nodes) => {
+                Err(Rejection::Indivisible {
+                    what: "devices % devices per node",
+                    value: devices,
+                    by: dpn,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The expert degree divides the tensor × context × data grid and the experts.
