@@ -4,7 +4,10 @@
 use super::{reserved_memory, usable_memory};
 use crate::catalogue::builtin;
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in a GiB.
+fn gib() -> f64 {
+    f64::from(1u32 << 30)
+}
 
 fn figures(id: &str) -> crate::hardware::DeviceFigures {
     builtin()
@@ -21,8 +24,8 @@ fn h100_keeps_75_gib_for_a_layout() {
     // fragmentation 2.3 % × 79.6 = 1.8308 GiB. Reserved 4.0535 GiB, usable 75.5465 GiB (the
     // former fixed 90 % left 71.64).
     let h100 = figures("H100_SXM");
-    assert!((reserved_memory(&h100) / GIB - 4.0535).abs() < 0.0005);
-    assert!((usable_memory(&h100) / GIB - 75.5465).abs() < 0.0005);
+    assert!((reserved_memory(&h100) / gib() - 4.0535).abs() < 0.0005);
+    assert!((usable_memory(&h100) / gib() - 75.5465).abs() < 0.0005);
 }
 
 #[test]
@@ -32,8 +35,8 @@ fn pcie_devices_reserve_little_for_nccl() {
     // 1.0282 GiB; context 0.5 GiB. Reserved 1.6512 GiB, usable 43.0523 GiB (the former fixed
     // 90 % left 40.233).
     let l40s = figures("L40S");
-    assert!((reserved_memory(&l40s) / GIB - 1.6512).abs() < 0.0005);
-    assert!((usable_memory(&l40s) / GIB - 43.0523).abs() < 0.0005);
+    assert!((reserved_memory(&l40s) / gib() - 1.6512).abs() < 0.0005);
+    assert!((usable_memory(&l40s) / gib() - 43.0523).abs() < 0.0005);
 }
 
 #[test]
@@ -42,13 +45,13 @@ fn a100_40gb_keeps_37_gib() {
     // 21.43 × 9,633,792 × 6 = 1.2387e9 B = 1.1536 GiB; fragmentation 2.3 % × 40 = 0.92 GiB;
     // context 0.5 GiB. Reserved 2.5736 GiB, usable 37.4264 GiB (36.0 before).
     let a100 = figures("A100_SXM_40GB");
-    assert!((reserved_memory(&a100) / GIB - 2.5736).abs() < 0.0005);
-    assert!((usable_memory(&a100) / GIB - 37.4264).abs() < 0.0005);
+    assert!((reserved_memory(&a100) / gib() - 2.5736).abs() < 0.0005);
+    assert!((usable_memory(&a100) / gib() - 37.4264).abs() < 0.0005);
 }
 
 #[test]
 fn a_device_smaller_than_its_reserve_has_nothing_usable() {
     let mut tiny = figures("L40S");
-    tiny.memory_bytes = 0.25 * GIB;
+    tiny.memory_bytes = 0.25 * gib();
     assert_eq!(usable_memory(&tiny), 0.0);
 }

@@ -10,7 +10,10 @@ use crate::span::FileId;
 use crate::syntax::parse;
 use crate::workload::{Layout, ModelDims, StageHolding, TrainSetup, stage_memory};
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in a GiB.
+fn gib() -> f64 {
+    f64::from(1u32 << 30)
+}
 
 fn plan_with(text: &str, catalogue: &Catalogue) -> Plan {
     let parsed = parse(FileId(0), text);
@@ -36,7 +39,7 @@ fn fits_by_the_recipe(plan: &Plan, catalogue: &Catalogue, full_training: bool) {
         let device = catalogue
             .device(&group.device)
             .expect("planned on a device");
-        let usable = usable_memory(&device.figures()) / GIB;
+        let usable = usable_memory(&device.figures()) / gib();
         let (total, parts) = match (group.memory_per_device_gib, group.memory_gib) {
             (Some(total), Some(parts)) => (total, parts),
             _ => (
@@ -121,7 +124,7 @@ fn the_7b_on_l40s_leaves_the_layout_whose_fp32_gradients_overflow() {
     );
     assert!((mem.gradients - 4.0 * params).abs() < 1e-9 * mem.gradients);
     let l40s = catalogue.device("L40S").expect("shipped").figures();
-    assert!(mem.total > usable_memory(&l40s), "{}", mem.total / GIB);
+    assert!(mem.total > usable_memory(&l40s), "{}", mem.total / gib());
     // The planner keeps a layout that fits instead.
     let plan = plan_with(&example("interruptible-cost-7b.loam"), &catalogue);
     fits_by_the_recipe(&plan, &catalogue, true);
