@@ -147,12 +147,20 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
             // No device to hold a layout; the count checks say why.
             return;
         }
+        // On one node group, its nodes, as the planner's search there; over several, no node
+        // rule (a plan over two groups takes nodes of both, and no node shape changes memory).
+        let mut groups = allowed.groups_of(id);
+        let nodes = match (groups.next(), groups.next()) {
+            (Some(only), None) => Some(u64::from(only.nodes)),
+            _ => None,
+        };
         let bounds = Bounds {
             model: &model,
             global_batch: setup.global_batch,
             pins,
             devices_per_node: per_node.max(1),
             max_devices: budget,
+            nodes,
         };
         let usable = usable_memory(&device.figures());
         match least_memory(&bounds, &setup_on(&setup, device), usable) {

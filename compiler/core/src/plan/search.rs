@@ -291,7 +291,7 @@ pub struct SearchResult {
 pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult {
     let bounds = Bounds::of_search(spec);
     let axes = Axes::new(&bounds);
-    let space = Space::new(&bounds, &axes).on_nodes(spec.cluster.nodes.into());
+    let space = Space::new(&bounds, &axes);
     let stats = SearchStats {
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
@@ -321,7 +321,7 @@ pub fn search_capped(
     };
     let bounds = Bounds::of_search(&wide);
     let axes = Axes::new(&bounds);
-    let space = Space::new(&bounds, &axes).on_nodes(wide.cluster.nodes.into());
+    let space = Space::new(&bounds, &axes);
     // The devices each cap allows, as the walk of a search with that cap bounds them.
     let allowed: Vec<u64> = caps
         .iter()

@@ -10,7 +10,7 @@
 
 use super::{Pins, Rejection, SearchSpec};
 use crate::layout_rules as rules;
-use crate::plan::ir::NodeShape;
+use crate::plan::ir::{NodeShape, sequence_parallel_runs};
 use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, StageSplit};
 use std::ops::ControlFlow;
@@ -31,6 +31,11 @@ pub(crate) struct Bounds<'a> {
     pub(crate) devices_per_node: u32,
     /// Most devices a layout may use (at least 1).
     pub(crate) max_devices: u64,
+    /// The node group's nodes, in a search on one: a layout whose devices cannot run there as
+    /// equal nodes, each tensor group inside one (the rule `loam emit` checks, [`NodeShape`]),
+    /// is rejected. `None` leaves node shapes out (the checker's pre-check over several groups,
+    /// whose memory no node shape changes).
+    pub(crate) nodes: Option<u64>,
 }
 
 impl<'a> Bounds<'a> {
@@ -42,6 +47,7 @@ impl<'a> Bounds<'a> {
             pins: spec.pins,
             devices_per_node: spec.cluster.devices_per_node.max(1),
             max_devices: spec.max_devices.min(spec.cluster.devices()).max(1),
+            nodes: Some(spec.cluster.nodes.into()),
         }
     }
 }
@@ -191,7 +197,7 @@ pub(crate) struct Space<'a> {
     max_devices: u64,
     batch: u64,
     layers: u64,
-    /// The node group's nodes, in a search on one ([`Space::on_nodes`]).
+    /// The node group's nodes, in a search on one ([`Bounds::nodes`]).
     nodes: Option<u64>,
 }
 
@@ -207,17 +213,7 @@ impl<'a> Space<'a> {
             max_devices: bounds.max_devices.max(1),
             batch: u64::from(bounds.global_batch),
             layers: u64::from(bounds.model.layers),
-            nodes: None,
-        }
-    }
-
-    /// The space of a search on a node group of `nodes` nodes: a layout whose devices cannot
-    /// run there as equal nodes, each tensor group inside one (the rule `loam emit` checks,
-    /// [`NodeShape`]), is rejected.
-    pub(crate) fn on_nodes(self, nodes: u64) -> Space<'a> {
-        Space {
-            nodes: Some(nodes),
-            ..self
+            nodes: bounds.nodes,
         }
     }
 
@@ -357,13 +353,16 @@ impl<'a> Space<'a> {
     }
 
     fn datas(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
+        // Devices of one replica (`Layout::devices` at data 1), worked out once: a layout is
+        // large enough that copying one per data degree tried shows in the search's time.
+        let replica = Layout { data: 1, ..probe }.devices();
         // Auto: the divisors of the batch that fit in the devices.
         for &d in values(self.pins.data.as_ref(), &self.axes.batch_divisors) {
-            let probe = Layout { data: d, ..probe };
-            let devices = probe.devices();
+            let devices = replica * u64::from(d);
             if self.pins.data.is_none() && devices > self.max_devices {
                 continue;
             }
+            let probe = Layout { data: d, ..probe };
             match self.probe_data(devices, d) {
                 Err(reason) => visitor.reject(reason, probe),
                 Ok(()) => self.experts(probe, visitor)?,
@@ -426,7 +425,7 @@ impl<'a> Space<'a> {
     /// Sequence parallelism under tensor degree `t`: as pinned, on by default, never without
     /// tensor parallelism.
     fn sequence_parallel(&self, t: u32) -> bool {
-        self.pins.sequence_parallel.unwrap_or(t > 1) && t > 1
+        sequence_parallel_runs(self.pins.sequence_parallel, t.into())
     }
 
     /// The tensor degree splits the heads and the KV heads, inside one node.
