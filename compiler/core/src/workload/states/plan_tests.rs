@@ -1,5 +1,6 @@
-//! The plans the issue named (issue 27: gradients counted at 2 bytes while reduced in fp32):
-//! counted at their recipe's 4 bytes, each fits what `usable_memory` leaves or is refused.
+//! The recipes seen from specs: the plans the issue named (issue 27: gradients counted at 2 bytes
+//! while reduced in fp32), counted at their recipe's 4 bytes, each fit what `usable_memory`
+//! leaves or are refused; and the `train` block's overrides reach the recipe, checked in place.
 
 use crate::catalogue::{Catalogue, builtin};
 use crate::check::check_file;
@@ -189,4 +190,51 @@ fn mpt_7b_on_a100_40gb_fits_by_the_recipe() {
     let catalogue = catalogue.expect("loads");
     let plan = plan_with(MPT_7B_ON_A100_40GB, &catalogue);
     fits_by_the_recipe(&plan, &catalogue, true);
+}
+
+/// A job of `train` lines in a minimal spec.
+fn spec_with_train(train: &str) -> String {
+    format!(
+        "job \"j\" {{\n  tenant = \"nlp\"\n  model {{\n    layers = 2\n    hidden = 256\n    \
+         ffn = 1024\n    heads = 4\n    vocab = 32000\n    seq_len = 512\n  }}\n  train {{\n    \
+         tokens = 1B\n    global_batch = 32\n    precision = fp8\n{train}  }}\n  resources {{\n    \
+         pool = lab\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn the_train_block_overrides_the_recipe_and_a_misspelt_format_is_refused_at_its_place() {
+    let text = spec_with_train("    gradients = bf16\n    moments = bf16\n");
+    let parsed = parse(FileId(0), &text);
+    let checked = check_file(&parsed.file.expect("parses"));
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    let setup = crate::check::train_setup(&checked.jobs[0]);
+    let recipe = crate::workload::StateRecipe::for_setup(&setup, 1);
+    // fp8 under Megatron-Core: 1-byte weights, fp32 master; the spec's bf16 gradients (kept and
+    // reduced) and bf16 moments: 1 + 2 + (4 + 2·2) = 11 bytes per parameter unsharded.
+    assert_eq!(
+        (recipe.weights, recipe.gradients, recipe.reduced_gradients),
+        (1.0, 2.0, 2.0)
+    );
+    assert_eq!(recipe.optimizer_bytes(crate::types::Optimizer::Adamw), 8.0);
+    assert_eq!(
+        crate::workload::StateRecipe::reduced_gradient_bytes(&setup),
+        2.0
+    );
+
+    let text = spec_with_train("    master_weights = fp64\n");
+    let parsed = parse(FileId(0), &text);
+    let checked = check_file(&parsed.file.expect("parses"));
+    let found = checked
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "L1009")
+        .expect("an unknown keyword");
+    let span = found.span.expect("located");
+    let at = text.find("fp64").expect("written") as u32;
+    assert_eq!((span.start, span.end), (at, at + 4));
+    assert!(
+        found.help.as_deref().unwrap_or("").contains("fp32"),
+        "{found:?}"
+    );
 }
