@@ -14,12 +14,12 @@ pub(crate) use layout::{LayoutMemory, PlacementMemory};
 /// Bytes one device needs, by what they hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryBreakdown {
-    /// Parameters in the training precision (the ZeRO-3 shard; gathered blocks are
-    /// `comm_buffers`).
+    /// Parameters as the state recipe keeps them ([`StateRecipe`]; the ZeRO-3 shard, gathered
+    /// blocks are `comm_buffers`).
     pub weights: f64,
-    /// Gradients in the training precision.
+    /// Gradients as the state recipe accumulates them (fp32 under Megatron-Core and FSDP).
     pub gradients: f64,
-    /// Optimizer state (fp32 master copy and moments).
+    /// Optimizer state (master copy and moments, in the recipe's formats).
     pub optimizer: f64,
     /// Activations of the micro-batch being run: the stash of the rank's blocks, the working set
     /// of the block being recomputed (full recomputation), the inputs of the final norm and the
@@ -28,8 +28,9 @@ pub struct MemoryBreakdown {
     /// Activations of the other micro-batches the pipeline keeps in flight on this rank
     /// (1F1B's `min(p − rank, m) − 1`, more when interleaved).
     pub pipeline_stash: f64,
-    /// Communication buffers: under ZeRO-3 two gathered blocks of weights and one of gradients;
-    /// otherwise one data-parallel gradient bucket ([`DP_BUCKET_BYTES`]).
+    /// Communication buffers: under ZeRO-3 the gathered parameters and gradients of the
+    /// framework's prefetch ([`StateRecipe::gathered_bytes`]); otherwise one data-parallel
+    /// gradient bucket ([`DP_BUCKET_BYTES`]).
     pub comm_buffers: f64,
     /// The fp32 logits the loss keeps for its backward, on the last rank.
     pub logits: f64,
@@ -57,8 +58,7 @@ impl MemoryBreakdown {
 
 /// Physical: bytes of the gradient bucket data-parallel training reduces at a time: PyTorch DDP's
 /// `bucket_cap_mb = 25` default (Li et al. 2020, "PyTorch Distributed", §3.2.3). NCCL's own
-/// buffers and the CUDA context are in the memory loam leaves free
-/// (`cost::USABLE_MEMORY_FRACTION`).
+/// buffers and the CUDA context are in the memory loam leaves free (`cost::reserved_memory`).
 pub const DP_BUCKET_BYTES: f64 = 25.0 * 1024.0 * 1024.0;
 
 /// What one pipeline rank holds, as the memory function reads it.

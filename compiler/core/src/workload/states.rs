@@ -270,6 +270,6 @@ impl StateRecipe {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod tests;

@@ -245,6 +245,11 @@ fn deepseek_v3_states_under_its_fp8_recipe_are_1_8_gb_above_16_bit_gradients() {
     );
     assert_eq!(
         (named.gradients, named.master, named.moment, named.weights),
-        (overridden.gradients, overridden.master, overridden.moment, 2.0)
+        (
+            overridden.gradients,
+            overridden.master,
+            overridden.moment,
+            2.0
+        )
     );
 }
