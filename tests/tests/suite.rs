@@ -36,6 +36,7 @@ mod hostile_trust;
 mod layout_reaches_emit;
 mod loamignore;
 mod phases;
+mod pipeline_memory;
 mod plan;
 mod plan_cache;
 mod readme_tour;

@@ -26,10 +26,10 @@ use crate::plan::search::{
     Axes, Bounds, Pins, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
 };
 use crate::types::Recompute;
-use crate::workload::{Layout, TrainSetup};
+use crate::workload::{Layout, TrainSetup, memory_per_device};
 use std::ops::ControlFlow;
 
-const GB: f64 = 1e9;
+use crate::units::GIB;
 
 /// What the pre-check found on one device type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -166,10 +166,14 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
         match least_memory(&bounds, &setup_on(&setup, device), usable) {
             // No layout fits the device count at all; the count checks say why.
             Verdict::Fits | Verdict::NoLayout => return,
-            Verdict::Short(layout, bytes) => misses.push((*device, layout, bytes, usable, budget)),
+            Verdict::Short(layout, bytes) => {
+                // The rank that needs the most, as the plan would name it.
+                let rank = memory_per_device(&model, &setup_on(&setup, device), &layout).rank;
+                misses.push((*device, layout, bytes, usable, budget, rank));
+            }
         }
     }
-    for (device, layout, bytes, usable, budget) in misses {
+    for (device, layout, bytes, usable, budget, rank) in misses {
         let id = device.id.value.as_str();
         let span = allowed
             .named_at
@@ -187,15 +191,16 @@ pub(crate) fn check_fit(job: &Job, allowed: &Allowed<'_>, diags: &mut Diagnostic
             Diagnostic::error(
                 codes::MODEL_DOES_NOT_FIT,
                 format!(
-                    "model does not fit on `{id}`: needs at least {:.1} GB per device, the device has {:.1} GB ({:.1} GB usable)",
-                    bytes / GB,
-                    memory / GB,
-                    usable / GB
+                    "model does not fit on `{id}`: needs at least {:.1} GiB per device{}, the device has {:.1} GiB ({:.1} GiB usable)",
+                    bytes / GIB,
+                    rank.map_or(String::new(), |r| format!(" on pipeline rank {r}")),
+                    memory / GIB,
+                    usable / GIB
                 ),
                 span,
                 label,
             )
-            .with_related(device.memory_bytes.span, format!("`{id}` has {:.0} GB", memory / GB))
+            .with_related(device.memory_bytes.span, format!("`{id}` has {:.1} GiB", memory / GIB))
             .with_help(format!(
                 "the least memory is with {} and micro-batch {} on {budget} devices, ZeRO-{} and {} recomputation; allow more devices, or devices with more memory than {}",
                 layout_degrees(&layout),
