@@ -74,10 +74,55 @@ pub fn peak_live_blocks(local: &[u32], pipeline: u32, rank: u32, micro_batches: 
     let mut peak = live;
     let steady = (total - warmup).min(p * v);
     for i in 1..steady {
-        live = live + blocks(forward_chunk(warmup + i, p, v)) - blocks(backward_chunk(i - 1, p, v));
+        live = (live + blocks(forward_chunk(warmup + i, p, v)))
+            .saturating_sub(blocks(backward_chunk(i - 1, p, v)));
         peak = peak.max(live);
     }
     peak
+}
+
+/// [`peak_live_blocks`] with `p`, `2p` and `3p` micro-batches (every longer step holds the same
+/// peak as `3p`: one period of steady steps fits after the warm-up), from one scan: the three are
+/// prefix maxima of the same live-block sequence over ranges that end where each step's forwards
+/// run out. `local` has more than one chunk (interleaving).
+pub fn peaks_by_rounds(local: &[u32], pipeline: u32, rank: u32) -> [u64; 3] {
+    let v = local.len().max(1) as u64;
+    let p = u64::from(pipeline.max(1));
+    let blocks = |chunk: u64| -> u64 {
+        usize::try_from(chunk)
+            .ok()
+            .and_then(|c| local.get(c))
+            .map_or(0, |&b| u64::from(b))
+    };
+    let all: u64 = local.iter().map(|&b| u64::from(b)).sum();
+    let warmup = warmup_forwards(pipeline, v as u32, rank, u64::MAX);
+    // Steady steps each step length allows: `rounds · p · v − warmup`, at most one period.
+    let steady = [1u64, 2, 3].map(|rounds| {
+        (rounds * p * v)
+            .checked_sub(warmup)
+            .map_or(0, |n| n.min(p * v))
+    });
+    let mut peaks = [1u64, 2, 3].map(|rounds| rounds * p * all);
+    let longest = steady.iter().copied().max().unwrap_or(0);
+    if longest == 0 {
+        return peaks;
+    }
+    let mut live: u64 = (0..=warmup).map(|k| blocks(forward_chunk(k, p, v))).sum();
+    let mut peak = live;
+    for i in 1..=longest {
+        for (slot, &n) in peaks.iter_mut().zip(&steady) {
+            if n == i {
+                *slot = peak;
+            }
+        }
+        if i == longest {
+            break;
+        }
+        live = (live + blocks(forward_chunk(warmup + i, p, v)))
+            .saturating_sub(blocks(backward_chunk(i - 1, p, v)));
+        peak = peak.max(live);
+    }
+    peaks
 }
 
 /// The blocks of each local chunk of `rank` on a pipeline of `pipeline` ranks whose chunks hold
@@ -210,6 +255,15 @@ mod tests {
                     peak_live_blocks(&local, p as u32, r as u32, m),
                     simulate(&local, p, r, m)
                 );
+                if v > 1 {
+                    let by_rounds = peaks_by_rounds(&local, p as u32, r as u32);
+                    for (k, peak) in by_rounds.iter().enumerate() {
+                        let m = (k as u64 + 1) * p;
+                        prop_assert_eq!(*peak, simulate(&local, p, r, m));
+                    }
+                    // Longer steps hold the peak of three rounds.
+                    prop_assert_eq!(by_rounds[2], simulate(&local, p, r, 5 * p));
+                }
                 // Equal chunks: Megatron's count of chunk activations.
                 let uniform = vec![3u32; v];
                 let chunks = (2 * (p - r - 1) + (v as u64 - 1) * p + 1).min(m * v as u64);

@@ -5,7 +5,7 @@
 //! Chunk `c` of the `p · v` chunks (model order) runs on pipeline rank `c mod p` (the interleaved
 //! schedule of Narayanan et al. 2021, §2.2); with `v = 1` a rank holds one contiguous chunk.
 
-use super::schedule::{local_chunks, peak_live_blocks};
+use super::schedule::{local_chunks, peaks_by_rounds};
 use crate::types::SplitRule;
 use serde::Serialize;
 
@@ -171,10 +171,7 @@ impl StageSplit {
             let blocks = ranks.get(rank as usize).copied().unwrap_or(0);
             let peaks = if interleaved {
                 let local = local_chunks(chunks, p, rank);
-                [1u64, 2, 3].map(|rounds| {
-                    let peak = peak_live_blocks(&local, p, rank, rounds * u64::from(p));
-                    u32::try_from(peak).unwrap_or(u32::MAX)
-                })
+                peaks_by_rounds(&local, p, rank).map(|peak| u32::try_from(peak).unwrap_or(u32::MAX))
             } else {
                 [0; 3]
             };
