@@ -82,47 +82,62 @@ pub fn peak_live_blocks(local: &[u32], pipeline: u32, rank: u32, micro_batches: 
 }
 
 /// [`peak_live_blocks`] with `p`, `2p` and `3p` micro-batches (every longer step holds the same
-/// peak as `3p`: one period of steady steps fits after the warm-up), from one scan: the three are
-/// prefix maxima of the same live-block sequence over ranges that end where each step's forwards
-/// run out. `local` has more than one chunk (interleaving).
+/// peak as `3p`: one period of steady steps fits after the warm-up), in `O(v)`: between the
+/// steps where the forward or the backward order moves to another chunk (every `p` steps each)
+/// the live blocks change by the same amount every step, so their peak over a stretch of steady
+/// steps is at one of those steps or at the stretch's ends. `local` has more than one chunk
+/// (interleaving).
 pub fn peaks_by_rounds(local: &[u32], pipeline: u32, rank: u32) -> [u64; 3] {
     let v = local.len().max(1) as u64;
     let p = u64::from(pipeline.max(1));
-    let blocks = |chunk: u64| -> u64 {
-        usize::try_from(chunk)
-            .ok()
-            .and_then(|c| local.get(c))
-            .map_or(0, |&b| u64::from(b))
-    };
+    let period = p * v;
     let all: u64 = local.iter().map(|&b| u64::from(b)).sum();
+    // Blocks of the chunks before each chunk, in forward order and in the backwards' reverse.
+    let before = |order: &mut dyn Iterator<Item = &u32>| -> Vec<u64> {
+        let mut sum = 0u64;
+        order
+            .map(|&b| {
+                let at = sum;
+                sum += u64::from(b);
+                at
+            })
+            .collect()
+    };
+    let forward = before(&mut local.iter());
+    let backward = before(&mut local.iter().rev());
+    // Blocks the first `n` forwards (or backwards) have run.
+    let prefix = |n: u64, reverse: bool| -> u64 {
+        let (rounds, rest) = (n / period, n % period);
+        let (chunk, into) = (rest / p, rest % p);
+        let (cumulative, c) = if reverse {
+            (&backward, v - 1 - chunk)
+        } else {
+            (&forward, chunk)
+        };
+        let index = |c: u64| usize::try_from(c).unwrap_or(usize::MAX);
+        let whole = cumulative.get(index(chunk)).copied().unwrap_or(0);
+        let at = local.get(index(c)).map_or(0, |&b| u64::from(b));
+        rounds * p * all + p * whole + into * at
+    };
     let warmup = warmup_forwards(pipeline, v as u32, rank, u64::MAX);
-    // Steady steps each step length allows: `rounds · p · v − warmup`, at most one period.
-    let steady = [1u64, 2, 3].map(|rounds| {
-        (rounds * p * v)
-            .checked_sub(warmup)
-            .map_or(0, |n| n.min(p * v))
-    });
-    let mut peaks = [1u64, 2, 3].map(|rounds| rounds * p * all);
-    let longest = steady.iter().copied().max().unwrap_or(0);
-    if longest == 0 {
-        return peaks;
-    }
-    let mut live: u64 = (0..=warmup).map(|k| blocks(forward_chunk(k, p, v))).sum();
-    let mut peak = live;
-    for i in 1..=longest {
-        for (slot, &n) in peaks.iter_mut().zip(&steady) {
-            if n == i {
-                *slot = peak;
-            }
-        }
-        if i == longest {
-            break;
-        }
-        live = (live + blocks(forward_chunk(warmup + i, p, v)))
-            .saturating_sub(blocks(backward_chunk(i - 1, p, v)));
-        peak = peak.max(live);
-    }
-    peaks
+    // Live blocks after the `i`-th steady forward (before its backward).
+    let live = |i: u64| prefix(warmup + 1 + i, false) - prefix(i, true);
+    [1u64, 2, 3].map(|rounds| {
+        let total = rounds * period;
+        let Some(steady) = total.checked_sub(warmup).filter(|&n| n > 0) else {
+            // Every forward of the step is live at once.
+            return rounds * p * all;
+        };
+        let steady = steady.min(period);
+        let forward_turn = (p - (warmup + 1) % p) % p;
+        let turns = (0..=v).flat_map(|j| [j * p, forward_turn + j * p]);
+        turns
+            .chain([0, steady - 1])
+            .filter(|&i| i < steady)
+            .map(live)
+            .max()
+            .unwrap_or(0)
+    })
 }
 
 /// The blocks of each local chunk of `rank` on a pipeline of `pipeline` ranks whose chunks hold
