@@ -97,7 +97,8 @@ fn examples() -> Vec<(String, String)> {
 }
 
 /// The proof that the inputs are complete: each example planned against a catalogue that holds
-/// nothing but its inputs (its pool's file and the files of the devices that pool uses) gets a
+/// nothing but its inputs (its pool's file, the files of the devices that pool uses and of the
+/// devices with a published run, which the plausibility guard reads) gets a
 /// byte-identical plan, so nothing else of the catalogue is read; and the inputs digest is the
 /// same in both catalogues.
 #[test]
@@ -124,8 +125,14 @@ fn a_plan_reads_nothing_of_the_catalogue_but_its_inputs() {
                     .unwrap()
                     .to_string_lossy()
                     .into_owned();
+                // The pool, its devices, and every device with a published run (the
+                // plausibility guard's yardsticks).
                 (p.contains("pools/") && stem == pool_id)
-                    || (p.contains("devices/") && devices.contains(&stem))
+                    || (p.contains("devices/")
+                        && (devices.contains(&stem)
+                            || cat
+                                .device(&stem)
+                                .is_some_and(|d| !d.best_published.is_empty())))
             })
             .cloned()
             .collect();
@@ -163,8 +170,8 @@ fn a_plan_reads_nothing_of_the_catalogue_but_its_inputs() {
     );
 }
 
-/// Edits outside a job's inputs (another pool's price, a device its pool does not use, a new
-/// pool) leave its inputs digest and its plan as they are; edits inside (a node group's price,
+/// Edits outside a job's inputs (another pool's price, a device its pool does not use and the
+/// plausibility guard does not compare with, a new pool) leave its inputs digest and its plan as they are; edits inside (a node group's price,
 /// a link, a tenant's quota, a site's power price, a device the pool uses) change the digest.
 #[test]
 fn the_inputs_digest_changes_exactly_with_its_parts() {
@@ -197,11 +204,13 @@ fn the_inputs_digest_changes_exactly_with_its_parts() {
             "price: 2.2 USD",
             "price: 2.4 USD",
         ),
+        // A device outside the pool and without a published run (one with a run is a
+        // yardstick of the plausibility guard, so an input of every plan).
         edit(
             &full,
-            "devices/B200.yaml",
-            "bf16: 2250TFLOPS",
-            "bf16: 2300TFLOPS",
+            "devices/TITAN_RTX.yaml",
+            "fp16: 130.5TFLOPS",
+            "fp16: 140TFLOPS",
         ),
         edit(&full, "devices/T4.yaml", "mtbf: 80000h", "mtbf: 90000h"),
         added,
@@ -235,6 +244,13 @@ fn the_inputs_digest_changes_exactly_with_its_parts() {
             "devices/H100_SXM.yaml",
             "mtbf: 50000h",
             "mtbf: 40000h",
+        ),
+        // B200 is outside xirang, but its published run is a yardstick of the guard.
+        edit(
+            &full,
+            "devices/B200.yaml",
+            "bf16: 2250TFLOPS",
+            "bf16: 2300TFLOPS",
         ),
     ];
     for (i, changed) in inside.into_iter().enumerate() {

@@ -56,7 +56,7 @@ fn framed(parts: &[&[u8]]) -> String {
 }
 
 /// The version of the inputs digest: bumped when what it covers changes.
-const INPUTS_VERSION: &str = "loam-catalogue-inputs/1";
+const INPUTS_VERSION: &str = "loam-catalogue-inputs/2";
 
 /// `sha256:<hex>` over a job's catalogue inputs: pool `id` as loaded (or its absence) and each
 /// device type of `devices` as loaded (or its absence), in the order given. The loaded values

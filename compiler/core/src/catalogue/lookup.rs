@@ -108,7 +108,7 @@ impl Catalogue {
     /// digest of its own.
     pub fn inputs_digest(&self, pool: &str) -> String {
         let found = self.pools.get(pool);
-        let devices: Vec<(&str, Option<&Device>)> = found
+        let mut devices: Vec<(&str, Option<&Device>)> = found
             .map(|p| {
                 p.device_ids()
                     .into_iter()
@@ -116,6 +116,13 @@ impl Catalogue {
                     .collect()
             })
             .unwrap_or_default();
+        // The plausibility guard holds a plan to the best published runs of every device (its
+        // vendor's, or the catalogue's best), so the devices with such a run are inputs too.
+        for (id, device) in &self.devices {
+            if !device.best_published.is_empty() && !devices.iter().any(|(d, _)| d == id) {
+                devices.push((id.as_str(), Some(device)));
+            }
+        }
         // Conservative: what cannot be hashed part by part is keyed by the whole catalogue.
         super::digest::inputs(pool, found, &devices).unwrap_or_else(|| self.digest.clone())
     }
