@@ -102,10 +102,16 @@ fn a_405b_model_on_8_l40s_is_rejected_with_both_memory_figures() {
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let d = &doc["diagnostics"][0];
     assert_eq!(d["code"], "L2108");
+    // By hand: the least memory is TP8 on all 8 devices, ZeRO-3 over one data rank (nothing to
+    // shard), full recomputation. 405.85B parameters / 8 = 50.73B per device at FSDP's 16 bytes
+    // (fp32 shard, fp32 gradients, fp32 moments) = 756.0 GiB; FSDP's gathered block, 10 bytes ×
+    // 398.5M = 3.7 GiB; activations (126 block inputs of 33.5 MB, one block's 532.7 MB working
+    // set, the head's inputs and fp32 logits, 0.54 and 0.53 GB) 5.4 GiB: 765.1 GiB. The L40S has
+    // 48 GB = 44.7 GiB, 43.1 usable after the CUDA context, NCCL's buffers and fragmentation.
     assert_eq!(
         d["message"],
-        "model does not fit on `L40S`: needs at least 819.9 GB per device, \
-         the device has 48.0 GB (43.2 GB usable)"
+        "model does not fit on `L40S`: needs at least 765.1 GiB per device, \
+         the device has 44.7 GiB (43.1 GiB usable)"
     );
     // The secondary label points at the device's memory line in its catalogue file.
     assert_eq!(d["related"][0]["file"], "specs/devices/L40S.yaml");

@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.9");
+        assert_eq!(doc["format_version"], "1.10");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -517,7 +517,7 @@ fn a_pinned_layout_that_does_not_fit_fails_with_memory_numbers() {
     assert_eq!(code, 1);
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("does not fit"), "{err}");
-    assert!(err.contains("GB per device"), "{err}");
+    assert!(err.contains("GiB per device"), "{err}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.9";
+pub const FORMAT_VERSION: &str = "1.10";
 
 mod nodes;
 mod run;
