@@ -10,21 +10,17 @@
 //! [`load`], or uses [`builtin_sources`] for the catalogue compiled into the binary. Lookups for
 //! the checker and the planner live on [`Catalogue`], [`Pool`] and [`Device`]; the text and JSON
 //! reports of `loam catalogue list|show` are [`list_text`], [`list_json`], [`show_text`] and
-//! [`show_json`]. [`check_job`] checks a typed job against the catalogue (codes L21xx).
+//! [`show_json`]. The checks of jobs and services against the catalogue (codes L21xx) live in
+//! [`crate::check::catalogue`].
 
 mod builtin;
-mod check_job;
-mod check_service;
 pub mod codes;
 mod digest;
-pub mod eligible;
-mod fit;
 mod load;
 mod lookup;
 pub mod model;
 mod raw;
 mod report;
-mod software;
 mod validate;
 mod values;
 mod yaml;
@@ -33,8 +29,6 @@ mod yaml;
 mod tests;
 
 pub use builtin::{builtin, builtin_devices_with_pool, builtin_sources};
-pub use check_job::check_job;
-pub use check_service::check_service;
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{

@@ -1,10 +1,11 @@
 //! Checking a syntax tree into typed jobs: known blocks and fields, value kinds and dimensions,
 //! keywords, required fields, model and layout consistency. Needs no catalogue; the checks against
-//! the catalogue live in [`crate::catalogue`].
+//! the catalogue live in [`catalogue`].
 //!
 //! Checking never stops at the first problem: every job and block is read to the end and all
 //! diagnostics are returned, sorted by position.
 
+pub mod catalogue;
 mod job;
 mod model;
 mod parallel;

@@ -18,6 +18,7 @@
 //! them back through [`plan_project_reusing`].
 
 use crate::catalogue::{self, Catalogue};
+use crate::check::catalogue::{check_job, check_service};
 use crate::check::{Job, Service, check_file, check_unique_job_names};
 use crate::diagnostics::Diagnostic;
 use crate::parallel::map_ordered;
@@ -184,7 +185,7 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
             if *garbled {
                 Vec::new()
             } else {
-                catalogue::check_job(job, catalogue)
+                check_job(job, catalogue)
             }
         }) {
             diagnostics.extend(found);
@@ -193,7 +194,7 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
     if let Some(catalogue) = &project.catalogue {
         for service in &services {
             if !has_syntax_error_in(service.span, &diagnostics) {
-                diagnostics.extend(catalogue::check_service(service, catalogue));
+                diagnostics.extend(check_service(service, catalogue));
             }
         }
     }

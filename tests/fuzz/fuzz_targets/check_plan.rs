@@ -5,6 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use loam_compiler::catalogue::{self, Catalogue};
+use loam_compiler::check::catalogue::{check_job, check_service};
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
 use loam_compiler::plan::service::plan_service;
@@ -24,13 +25,13 @@ fuzz_target!(|data: &[u8]| {
     // As `project` does: a file with an error of its own is not planned.
     let clean = !checked.diagnostics.iter().any(|d| d.is_error());
     for job in &checked.jobs {
-        let found = catalogue::check_job(job, catalogue);
+        let found = check_job(job, catalogue);
         if clean && !found.iter().any(|d| d.is_error()) {
             let _ = plan_job(job, "fuzz.loam", catalogue);
         }
     }
     for service in &checked.services {
-        let found = catalogue::check_service(service, catalogue);
+        let found = check_service(service, catalogue);
         if clean && !found.iter().any(|d| d.is_error()) {
             let _ = plan_service(service, "fuzz.loam", catalogue);
         }

@@ -1,6 +1,6 @@
 //! The `service "name" { … }` block: a model served to traffic under latency targets. Its
 //! `model`, `resources` and `goal` blocks are the job's; `serve`, `traffic` and `targets` are its
-//! own. Needs no catalogue; [`crate::catalogue::check_service`] checks it against one.
+//! own. Needs no catalogue; [`crate::check::catalogue::check_service`] checks it against one.
 
 mod traffic;
 

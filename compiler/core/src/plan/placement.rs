@@ -3,9 +3,9 @@
 //! switch blocks.
 
 use super::ir::{DataIr, NodeShape};
-use crate::catalogue::eligible;
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site, route};
 use crate::check::Job;
+use crate::check::catalogue::eligible;
 use crate::hardware::ClusterFigures;
 
 /// One node group that may run the job.

@@ -2,7 +2,8 @@
 //! replica of a shape carries within the targets.
 
 use super::{DAYS_PER_MONTH, Demand, Place};
-use crate::catalogue::{Catalogue, eligible};
+use crate::catalogue::Catalogue;
+use crate::check::catalogue::eligible;
 use crate::layout_rules;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
 use crate::types::{Arch, Engine};

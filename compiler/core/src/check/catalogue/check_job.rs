@@ -6,13 +6,13 @@
 //! finds; the result is sorted. A name that does not resolve removes what depends on it from
 //! later checks, so one typo gives one diagnostic, not a cascade.
 
-use super::codes;
 use super::eligible::{self, Scope};
 use super::fit::check_fit;
-use super::model::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use super::software::check_software;
+use crate::catalogue::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use crate::check::{Job, ResourcesSpec};
 use crate::checkpoint::{CheckpointPath, RootProblem};
+use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::span::{Span, Spanned};
 use crate::suggest::closest;

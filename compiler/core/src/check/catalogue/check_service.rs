@@ -11,10 +11,10 @@
 use super::check_job::{
     Allowed, Resolved, check_counts, devices_span, lack, resolve, ticked, with_device_labels,
 };
-use super::codes;
 use super::eligible::Scope;
-use super::model::{Catalogue, Device, Pool};
+use crate::catalogue::{Catalogue, Device, Pool};
 use crate::check::{Service, model_dims};
+use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::layout_rules as rules;
 use crate::serve::{ReplicaMemory, ReplicaShape, ServedModel, replica_memory};

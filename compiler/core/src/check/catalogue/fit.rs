@@ -16,10 +16,10 @@
 //! two groups could hold.
 
 use super::check_job::{Allowed, ticked};
-use super::codes;
 use crate::check::Job;
 use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
+use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::display::layout_degrees;
 use crate::plan::search::{

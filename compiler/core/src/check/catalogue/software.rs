@@ -3,10 +3,10 @@
 //! that satisfies the comparison (versions compare numerically, part by part).
 
 use super::check_job::{Allowed, did_you_mean};
-use super::codes;
-use super::model::{NodeGroup, Stack};
-use super::values::compare_versions;
+use crate::catalogue::compare_versions;
+use crate::catalogue::{NodeGroup, Stack};
 use crate::check::ResourcesSpec;
+use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use std::cmp::Ordering;
 
@@ -35,7 +35,7 @@ fn parse_requirement(text: &str) -> Option<Requirement<'_>> {
     let (op, version) = rest.split_at(op_len);
     let (stack, version) = (stack.trim(), version.trim());
     let valid_op = matches!(op, ">=" | ">" | "=" | "==" | "<=" | "<" | "!=");
-    (valid_op && !stack.is_empty() && super::parse_version(version).is_some())
+    (valid_op && !stack.is_empty() && crate::catalogue::parse_version(version).is_some())
         .then_some(Requirement { stack, op, version })
 }
 

@@ -3,7 +3,7 @@
 //! choice of node groups both decide it here, so `check` never passes a spec that the planner may
 //! only place somewhere else.
 
-use super::{Pool, Site, Tenant};
+use crate::catalogue::{Pool, Site, Tenant};
 use crate::check::{DataSpec, Job, ResourcesSpec, Service};
 use crate::span::Spanned;
 
