@@ -138,35 +138,49 @@ struct ShareSearch<'i, 'p, 'a> {
     limits: Limits,
     /// Layouts kept per search.
     keep: usize,
+    /// Every pair's device cap each option is asked for: one walk of a group on a share serves
+    /// them all ([`search_capped`]), where a walk per pair cap walked the narrower caps twice.
+    pair_caps: BTreeMap<usize, Vec<u64>>,
     found: BTreeMap<(usize, u32, u64), Vec<Candidate>>,
 }
 
 impl ShareSearch<'_, '_, '_> {
     fn best(&mut self, option: usize, sequences: u32, max_devices: u64) -> &[Candidate] {
         let (input, keep, limits) = (self.input, self.keep, self.limits);
-        self.found
-            .entry((option, sequences, max_devices))
-            .or_insert_with(|| group_layouts(input, option, sequences, max_devices, keep, limits))
+        let key = (option, sequences, max_devices);
+        if !self.found.contains_key(&key) {
+            let mut wanted = self.pair_caps.get(&option).cloned().unwrap_or_default();
+            if !wanted.contains(&max_devices) {
+                wanted.push(max_devices);
+            }
+            let layouts = group_layouts(input, option, sequences, &wanted, keep, limits);
+            for (cap, kept) in wanted.into_iter().zip(layouts) {
+                self.found.entry((option, sequences, cap)).or_insert(kept);
+            }
+        }
+        self.found.get(&key).map_or(&[], Vec::as_slice)
     }
 }
 
-/// The layouts worth pairing of one group on `sequences` of each batch: its `keep` fastest
-/// counting the gradient exchange as though this group were the narrower side — the pair runs
-/// at the slower group's pace and then exchanges at the smaller side's NIC bandwidth, so a
-/// layout fastest on its own may slow the exchange — and, unless the goal is time, its `keep`
-/// best under the job's goal and deadline (the budget holds for the pair only). When the
-/// pair's device cap is below what both groups have, the same for a half and a quarter of the
-/// group's cap.
+/// The layouts worth pairing of one group on `sequences` of each batch, for each pair cap of
+/// `max_devices` in turn: its `keep` fastest counting the gradient exchange as though this
+/// group were the narrower side — the pair runs at the slower group's pace and then exchanges
+/// at the smaller side's NIC bandwidth, so a layout fastest on its own may slow the exchange —
+/// and, unless the goal is time, its `keep` best under the job's goal and deadline (the budget
+/// holds for the pair only). When a pair's device cap is below what both groups have, the same
+/// for a half and a quarter of the group's cap. Every cap of every pair cap comes from one walk
+/// per objective: nothing the search costs or scores reads the cap, so a cap's best are the
+/// widest walk's best within it ([`search_capped`]).
 fn group_layouts(
     input: &PairInput<'_, '_>,
     option: usize,
     sequences: u32,
-    max_devices: u64,
+    max_devices: &[u64],
     keep: usize,
     limits: Limits,
-) -> Vec<Candidate> {
+) -> Vec<Vec<Candidate>> {
     let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option)) else {
-        return Vec::new();
+        return vec![Vec::new(); max_devices.len()];
     };
     let share = f64::from(sequences) / f64::from(input.setup.global_batch.max(1));
     let setup = TrainSetup {
@@ -195,55 +209,84 @@ fn group_layouts(
     };
     let exchange_s =
         |c: &Candidate| steps * grad_bytes / (c.devices as f64 * per_device_net).max(1.0);
-    let cap = p.available.min(max_devices);
-    let mut caps = vec![cap];
-    if limits.optimize != Optimize::Time {
-        // Under another goal the pair pays for devices × the slower group's time, so its best
-        // may take from a group a small, slow layout that matches the other group's pace: the
-        // fastest under every halving of the cap, down to one device.
-        let mut c = cap / 2;
-        while c >= 1 {
-            caps.push(c);
-            c /= 2;
+    // The caps of each pair cap, widest first.
+    let caps_of = |max_devices: u64| {
+        let cap = p.available.min(max_devices);
+        let mut caps = vec![cap];
+        if limits.optimize != Optimize::Time {
+            // Under another goal the pair pays for devices × the slower group's time, so its
+            // best may take from a group a small, slow layout that matches the other group's
+            // pace: the fastest under every halving of the cap, down to one device.
+            let mut c = cap / 2;
+            while c >= 1 {
+                caps.push(c);
+                c /= 2;
+            }
+        } else if max_devices < p.available.saturating_mul(2) {
+            caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
         }
-    } else if max_devices < p.available.saturating_mul(2) {
-        caps.extend([cap / 2, cap / 4].into_iter().filter(|c| *c >= 1));
-    }
+        caps
+    };
+    let per_pair_cap: Vec<Vec<u64>> = max_devices.iter().map(|&m| caps_of(m)).collect();
+    let mut walked: Vec<u64> = per_pair_cap.iter().flatten().copied().collect();
+    walked.sort_unstable_by(|a, b| b.cmp(a));
+    walked.dedup();
     let spec = SearchSpec {
         model: input.model,
         setup: &setup,
         cluster: &p.cluster,
         pins: input.pins,
-        max_devices: cap,
+        max_devices: walked.first().copied().unwrap_or(0),
         keep,
     };
     // Under a time goal the fastest counting the exchange are what the pair wants; under
-    // another goal the best on their own are kept as well. Each cap's best come from one walk
-    // (the same as a search per cap, at the cost of the widest).
+    // another goal the best on their own are kept as well.
     let on_its_own = if limits.optimize == Optimize::Time {
         Vec::new()
     } else {
-        search_capped(&spec, &|c: &Candidate| alone.score(&outcome(c, 0.0)), &caps)
+        search_capped(
+            &spec,
+            &|c: &Candidate| alone.score(&outcome(c, 0.0)),
+            &walked,
+        )
     };
     let in_pair = search_capped(
         &spec,
         &|c: &Candidate| paired.score(&outcome(c, exchange_s(c))),
-        &caps,
+        &walked,
     );
-    let mut on_its_own = on_its_own.into_iter();
-    let mut kept: Vec<Candidate> = Vec::new();
-    for in_pair in in_pair {
-        for c in on_its_own.next().into_iter().flatten().chain(in_pair) {
-            // Only layouts whose group runs as equal nodes (the rule emit checks, `NodeShape`).
-            if !p.fits_nodes(c.devices, c.layout.tensor.into()) {
-                continue;
+    let of_cap = |lists: &[Vec<Candidate>], cap: u64| -> Vec<Candidate> {
+        walked
+            .iter()
+            .position(|w| *w == cap)
+            .and_then(|i| lists.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    per_pair_cap
+        .iter()
+        .map(|caps| {
+            let mut kept: Vec<Candidate> = Vec::new();
+            for &cap in caps {
+                let alone = if on_its_own.is_empty() {
+                    Vec::new()
+                } else {
+                    of_cap(&on_its_own, cap)
+                };
+                for c in alone.into_iter().chain(of_cap(&in_pair, cap)) {
+                    // Only layouts whose group runs as equal nodes (the rule emit checks,
+                    // `NodeShape`).
+                    if !p.fits_nodes(c.devices, c.layout.tensor.into()) {
+                        continue;
+                    }
+                    if !kept.iter().any(|k| k.layout == c.layout) {
+                        kept.push(c);
+                    }
+                }
             }
-            if !kept.iter().any(|k| k.layout == c.layout) {
-                kept.push(c);
-            }
-        }
-    }
-    kept
+            kept
+        })
+        .collect()
 }
 
 /// Every data-parallel plan over a pair of candidate groups that both train in the job's
@@ -274,12 +317,8 @@ fn search_splits<'a>(
     // Only the weights that train have gradients to sum.
     let grad_bytes =
         param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
-    let mut searches = ShareSearch {
-        input,
-        limits,
-        keep,
-        found: BTreeMap::new(),
-    };
+    // The pairs that can run, in order: their caps decide the searches of each group.
+    let mut pairs = Vec::new();
     for (k, &a) in picks.iter().enumerate() {
         for &b in picks.iter().skip(k + 1) {
             let (Some(pa), Some(pb)) = (input.options.get(a), input.options.get(b)) else {
@@ -296,19 +335,38 @@ fn search_splits<'a>(
             let Some(link) = pair_link(input, pa, pb, ruled_out) else {
                 continue;
             };
-            // Each step, the whole gradient leaves each site once.
-            let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
-            let pair = PairObjective {
-                economics: [oa.economics, ob.economics],
-                transfer_s: oa.transfer_s.max(ob.transfer_s),
-                fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
-            };
-            let mut kept: Vec<PairData<'a>> = Vec::new();
-            let grid = shares(batch);
-            let cap = link.max_devices;
-            let cost_share = |first: u32,
-                              searches: &mut ShareSearch<'_, '_, 'a>,
-                              kept: &mut Vec<PairData<'a>>| {
+            pairs.push((a, b, pa, pb, oa, ob, link));
+        }
+    }
+    let mut pair_caps: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for (a, b, .., link) in &pairs {
+        for option in [*a, *b] {
+            let caps = pair_caps.entry(option).or_default();
+            if !caps.contains(&link.max_devices) {
+                caps.push(link.max_devices);
+            }
+        }
+    }
+    let mut searches = ShareSearch {
+        input,
+        limits,
+        keep,
+        pair_caps,
+        found: BTreeMap::new(),
+    };
+    for (a, b, pa, pb, oa, ob, link) in pairs {
+        // Each step, the whole gradient leaves each site once.
+        let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
+        let pair = PairObjective {
+            economics: [oa.economics, ob.economics],
+            transfer_s: oa.transfer_s.max(ob.transfer_s),
+            fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
+        };
+        let mut kept: Vec<PairData<'a>> = Vec::new();
+        let grid = shares(batch);
+        let cap = link.max_devices;
+        let cost_share =
+            |first: u32, searches: &mut ShareSearch<'_, '_, 'a>, kept: &mut Vec<PairData<'a>>| {
                 let second = batch - first;
                 let ra = searches.best(a, first, cap).to_vec();
                 let rb = searches.best(b, second, cap).to_vec();
@@ -339,11 +397,10 @@ fn search_splits<'a>(
                     }
                 }
             };
-            for &first in &grid {
-                cost_share(first, &mut searches, &mut kept);
-            }
-            found.append(&mut kept);
+        for &first in &grid {
+            cost_share(first, &mut searches, &mut kept);
         }
+        found.append(&mut kept);
     }
     found.sort_by(|x, y| x.order(y));
     found
