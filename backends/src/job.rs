@@ -11,6 +11,7 @@ use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
 use loam_compiler::names::{self, dns_label, is_dns_label, is_env_name, slug};
 use loam_compiler::plan::ir::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ScheduleIr};
+use loam_compiler::types::Recompute;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -401,6 +402,14 @@ fn group_trainer_args(
         format!("--sequence-parallel={}", own.sequence_parallel_at(tensor)),
         format!("--precision={}", plan.workload.precision),
     ]);
+    if let (Recompute::Full, Some(blocks)) = (own.recompute, own.recompute_layers) {
+        // Partial recomputation: the first blocks of each model chunk are replayed whole, the
+        // rest keep their activations, as the plan's memory and time assume. A Megatron launcher
+        // passes `--recompute-granularity full --recompute-method block
+        // --recompute-num-layers <blocks>` (NVIDIA/Megatron-LM `megatron/training/arguments.py`;
+        // the block method is per model chunk, `megatron/core/transformer/transformer_block.py`).
+        args.push(format!("--recompute-layers={blocks}"));
+    }
     if let Some(batch) = g.sequences_per_step {
         // The group's share of every step's sequences in a `data` plan.
         args.push(format!("--group-batch={batch}"));

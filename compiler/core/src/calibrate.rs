@@ -550,6 +550,7 @@ fn calibrate_row(
         micro_batch: row.micro_batch,
         zero: Some(row.zero),
         recompute,
+        recompute_layers: None,
         sequence_parallel,
         // The published layouts name no split rule: the faster of the two is theirs.
         // The split the source names; blank or unstated leaves it to the search.

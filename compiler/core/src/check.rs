@@ -128,6 +128,7 @@ const PARALLEL: BlockSpec = BlockSpec {
         "micro_batch",
         "zero",
         "recompute",
+        "recompute_layers",
         "sequence_parallel",
     ],
     blocks: &[],

@@ -8,6 +8,7 @@
 //! output changes when a caller moves here.
 
 use crate::plan::ir::LayoutIr;
+use crate::types::Recompute;
 use crate::workload::Layout;
 
 mod visible;
@@ -188,6 +189,7 @@ impl From<&Layout> for LayoutIr {
             micro_batch: l.micro_batch.into(),
             zero: l.zero,
             recompute: l.recompute,
+            recompute_layers: l.recompute_layers.map(u64::from),
             sequence_parallel: Some(l.sequence_parallel),
         }
     }
@@ -224,7 +226,7 @@ pub fn layout_short(l: impl Into<LayoutIr>) -> String {
         layout_degrees(l),
         l.micro_batch,
         l.zero,
-        l.recompute
+        recompute_text(&l)
     )
 }
 
@@ -237,12 +239,13 @@ pub fn layout_line(l: impl Into<LayoutIr>) -> String {
         layout_degrees(l),
         l.micro_batch,
         l.zero,
-        l.recompute
+        recompute_text(&l)
     )
 }
 
 /// The layout in a narrow table column, every degree written (expert parallelism left out):
-/// `t8 p4 d16 c1 v1 b1 z1 selective`.
+/// `t8 p4 d16 c1 v1 b1 z1 selective` (`full/2` under partial recomputation of 2 blocks per
+/// chunk).
 pub fn layout_compact(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
@@ -254,8 +257,21 @@ pub fn layout_compact(l: impl Into<LayoutIr>) -> String {
         l.virtual_stages,
         l.micro_batch,
         l.zero,
-        l.recompute
+        match l.recompute_layers {
+            Some(k) if l.recompute == Recompute::Full => format!("full/{k}"),
+            _ => l.recompute.to_string(),
+        }
     )
+}
+
+/// The recomputation in words: the mode, and under partial recomputation the blocks of each
+/// chunk replayed (`full (2 blocks per chunk)`).
+pub fn recompute_text(l: &LayoutIr) -> String {
+    match l.recompute_layers {
+        Some(1) if l.recompute == Recompute::Full => "full (1 block per chunk)".to_string(),
+        Some(k) if l.recompute == Recompute::Full => format!("full ({k} blocks per chunk)"),
+        _ => l.recompute.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -433,6 +449,7 @@ mod tests {
             micro_batch: 1,
             zero: 1,
             recompute: Recompute::Selective,
+            recompute_layers: None,
             sequence_parallel: Some(true),
         };
         assert_eq!(LayoutIr::from(&l), ir);

@@ -16,10 +16,14 @@ mod states;
 
 pub use arch::{BlockKind, Lora, Mla, Part, Trainable, block_kinds, expert_tensor};
 pub(crate) use arch::{dense_data_ranks, expert_data_ranks};
-pub(crate) use comm::{CommBuffers, CommShape, comm_buffers, comm_shape, tp_buffer, tp_per_layer};
+pub(crate) use comm::{
+    CommBuffers, CommShape, FULL_REPLAY_TP_COLLECTIVES, comm_buffers, comm_shape, tp_buffer,
+    tp_collectives, tp_per_layer,
+};
 pub use comm::{CommSizes, comm_sizes};
 pub use memory::{
-    DP_BUCKET_BYTES, MemoryBreakdown, StageHolding, activation_bytes_per_layer, kv_cache_bytes,
+    DP_BUCKET_BYTES, MemoryBreakdown, Recomputation, StageHolding, activation_bytes_per_layer,
+    kv_cache_bytes,
     kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
 };
 pub(crate) use memory::{
@@ -253,6 +257,11 @@ pub struct Layout {
     pub zero: u8,
     /// Activation recomputation.
     pub recompute: Recompute,
+    /// Under full recomputation, the blocks of each model chunk that are recomputed, the first
+    /// ones (Megatron-LM's `--recompute-method block --recompute-num-layers`); the others keep
+    /// every activation. `None`: every block ([`Layout::recomputed_blocks`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recompute_layers: Option<u32>,
     /// Megatron sequence parallelism (norms and dropout split over the tensor group).
     pub sequence_parallel: bool,
     /// How the pipeline's chunks divide the blocks; [`StageSplit::UNRESOLVED`] means the
@@ -274,9 +283,26 @@ impl Layout {
             micro_batch: 1,
             zero: 0,
             recompute: Recompute::None,
+            recompute_layers: None,
             sequence_parallel: false,
             split: StageSplit::UNRESOLVED,
         }
+    }
+
+    /// Of `blocks` blocks a rank holds, those full recomputation replays in the backward
+    /// ([`Recomputation::recomputed`]).
+    pub fn recomputed_blocks(&self, blocks: f64) -> f64 {
+        Recomputation::of(self).recomputed(blocks)
+    }
+
+    /// The share of a rank's blocks recomputed whole ([`Layout::recomputed_blocks`]) for a rank
+    /// of the mean size, `layers / pipeline` blocks.
+    pub fn recomputed_share(&self, layers: u32) -> f64 {
+        let mean = f64::from(layers) / f64::from(self.pipeline.max(1));
+        if mean <= 0.0 {
+            return if self.recompute == Recompute::Full { 1.0 } else { 0.0 };
+        }
+        self.recomputed_blocks(mean) / mean
     }
 
     /// Devices the layout occupies: `tensor · pipeline · data · context` (experts reuse data ranks).
@@ -370,5 +396,7 @@ impl TrainSetup {
 
 #[cfg(test)]
 mod frontier_tests;
+#[cfg(test)]
+mod recompute_tests;
 #[cfg(test)]
 mod tests;

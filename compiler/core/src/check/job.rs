@@ -168,6 +168,8 @@ pub struct ParallelSpec {
     pub zero: Option<Spanned<u64>>,
     /// Activation recomputation.
     pub recompute: Option<Spanned<Recompute>>,
+    /// Blocks of each model chunk recomputed whole (partial full recomputation).
+    pub recompute_layers: Option<Spanned<u64>>,
     /// Megatron sequence parallelism alongside tensor parallelism.
     pub sequence_parallel: Option<Spanned<bool>>,
     /// The `parallel` block, if written.

@@ -42,6 +42,7 @@ pub(super) fn read_parallel(
         &Recompute::keywords(),
         true,
     );
+    let recompute_layers = f.integer("recompute_layers", 1, MAX_DIM, true);
     let sequence_parallel = f.boolean("sequence_parallel");
     ParallelSpec {
         tensor,
@@ -55,6 +56,7 @@ pub(super) fn read_parallel(
         micro_batch,
         zero,
         recompute,
+        recompute_layers,
         sequence_parallel,
         span: Some(block.span),
     }
@@ -130,7 +132,41 @@ pub(super) fn check_consistency(
     }
     check_batch(parallel, train, &mut found);
     check_device_total(parallel, resources, &mut found);
+    found.extend(recompute_layers_problem(parallel, model));
     diags.extend(found);
+}
+
+/// `recompute_layers` names blocks replayed whole, so recomputation is full (pinned or implied),
+/// and a chunk never holds more blocks than the model has.
+fn recompute_layers_problem(parallel: &ParallelSpec, model: &ModelSpec) -> Option<Diagnostic> {
+    let layers = parallel.recompute_layers.as_ref()?;
+    if let Some(mode) = &parallel.recompute
+        && mode.value != Recompute::Full
+    {
+        return Some(
+            inconsistent(
+                format!(
+                    "`recompute_layers` replays blocks whole, but recomputation is `{}`",
+                    mode.value
+                ),
+                layers.span,
+                "blocks of each chunk recomputed whole (Megatron's `--recompute-num-layers`)",
+                "set `recompute = full`, or remove `recompute_layers`",
+            )
+            .with_related(mode.span, "recomputation pinned here"),
+        );
+    }
+    (layers.value > model.layers).then(|| {
+        inconsistent(
+            format!(
+                "`recompute_layers = {}` is more than the model's {} blocks",
+                layers.value, model.layers
+            ),
+            layers.span,
+            "blocks of each chunk recomputed whole",
+            "choose at most the blocks of one pipeline chunk",
+        )
+    })
 }
 
 /// A pinned tensor degree that does not split the attention heads evenly

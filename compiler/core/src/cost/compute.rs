@@ -124,10 +124,16 @@ impl BlockTime {
     /// The same block under `recompute`: nothing else about a block's timing depends on it, so
     /// the layout search times a block once for every recomputation mode.
     pub(crate) fn with_recompute(self, recompute: Recompute) -> BlockTime {
+        self.replaying(recompute, 1.0)
+    }
+
+    /// The mean block of a rank under `recompute` when `share` of its blocks are replayed whole
+    /// (partial full recomputation; 1 for plain full recomputation).
+    pub(crate) fn replaying(self, recompute: Recompute, share: f64) -> BlockTime {
         let replayed = match recompute {
             Recompute::None => 0.0,
             Recompute::Selective => self.attention_forward,
-            Recompute::Full => self.forward,
+            Recompute::Full => self.forward * share,
         };
         BlockTime {
             recompute: replayed,
@@ -157,7 +163,7 @@ pub(crate) fn block_time(
         mean.backward += share * b.backward;
         mean.attention_forward += share * b.attention_forward;
     }
-    mean.with_recompute(layout.recompute)
+    mean.replaying(layout.recompute, layout.recomputed_share(model.layers))
 }
 
 /// Forward and backward seconds of one block of `kind`.

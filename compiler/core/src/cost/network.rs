@@ -152,8 +152,13 @@ pub(crate) fn tensor_collective_time(layout: &Layout, bytes: f64, cluster: &Clus
 
 /// Seconds of every tensor-parallel collective of one block for one micro-batch: blocking, on
 /// the critical path ([`tp_per_layer`] collectives of [`tensor_collective_time`]).
-pub(crate) fn tensor_comm_per_layer(layout: &Layout, bytes: f64, cluster: &ClusterFigures) -> f64 {
-    tp_per_layer(layout) * tensor_collective_time(layout, bytes, cluster)
+pub(crate) fn tensor_comm_per_layer(
+    layout: &Layout,
+    layers: u32,
+    bytes: f64,
+    cluster: &ClusterFigures,
+) -> f64 {
+    tp_per_layer(layout, layers) * tensor_collective_time(layout, bytes, cluster)
 }
 
 /// Seconds to send `bytes` from one rank to the rank `stride` places away.

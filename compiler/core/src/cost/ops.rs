@@ -101,7 +101,7 @@ pub(crate) fn op_costs_of_layout(
         let rates = Rates::new(cluster, precision)?;
         let block = block_time(model, &layout, &rates, setup.flash_attention);
         let buffer = tp_buffer(model, &layout, precision);
-        let tp = tensor_comm_per_layer(&layout, buffer, cluster);
+        let tp = tensor_comm_per_layer(&layout, model.layers, buffer, cluster);
         let stash = activation_bytes_per_layer(model, &layout, precision, layout.recompute);
         Some((block, tp, stash, rates))
     };

@@ -20,9 +20,9 @@ use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    CommBuffers, CommShape, FlopConvention, FlopsPerToken, Layout, MemoryBreakdown, ModelDims,
-    ParamCount, StateRecipe, TrainSetup, comm_buffers, comm_shape, flops_per_token, param_count,
-    tp_per_layer,
+    CommBuffers, CommShape, FULL_REPLAY_TP_COLLECTIVES, FlopConvention, FlopsPerToken, Layout,
+    MemoryBreakdown, ModelDims, ParamCount, Recomputation, StateRecipe, TrainSetup, comm_buffers,
+    comm_shape, flops_per_token, param_count, tp_collectives, tp_per_layer,
 };
 use crate::workload::{
     HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
@@ -251,7 +251,13 @@ impl<'a> Costing<'a> {
             self.shape(layout, &kernel, placement)
         });
         let fresh;
-        let replay = match replays.get_mut(recompute_index(layout.recompute)) {
+        // Partial recomputation's count of blocks varies by shape: worked out each time.
+        let slot = if layout.recompute_layers.is_some() {
+            None
+        } else {
+            replays.get_mut(recompute_index(layout.recompute))
+        };
+        let replay = match slot {
             Some(cached) => cached.get_or_insert_with(|| self.replay(shape, layout)),
             None => {
                 fresh = self.replay(shape, layout);
@@ -402,19 +408,38 @@ impl<'a> Costing<'a> {
         }
     }
 
-    /// Adds `layout`'s recomputation to its `shape`.
+    /// Adds `layout`'s recomputation to its `shape`. Full recomputation replays a block's
+    /// forward, with its tensor-parallel collectives and context-parallel ring, in the backward;
+    /// under partial recomputation only the blocks [`Recomputation::recomputed`] names do, so
+    /// every rank's pace counts its own.
     #[inline]
     pub(crate) fn replay(&self, shape: &Shape, layout: &Layout) -> Replay {
         let kernel = &shape.kernel;
-        let block = kernel.block.with_recompute(layout.recompute);
-        let tp_per_layer = tp_per_layer(layout);
-        let tp_layer = tp_per_layer * kernel.tp_one;
-        let cp_layer = if layout.context > 1 {
-            let fwd = kernel.cp_forward;
-            let replay = if block.recompute > 0.0 { fwd } else { 0.0 };
-            fwd + kernel.cp_backward + replay
+        let layers = self.model.layers;
+        let mode = layout.recompute;
+        let share = layout.recomputed_share(layers);
+        let recomputation = Recomputation::of(layout);
+        // The mean block of the rank: windows, the expert overlap and the reported figures.
+        let block = kernel.block.replaying(mode, share);
+        let tp_per_layer = tp_per_layer(layout, layers);
+        // What every block costs, and what replaying one whole adds to it.
+        let kept_mode = if mode == Recompute::Full {
+            Recompute::None
         } else {
-            0.0
+            mode
+        };
+        let kept = kernel.block.with_recompute(kept_mode);
+        let kept_tp = tp_collectives(kept_mode, layout.sequence_parallel);
+        let (cp_kept, cp_replay) = if layout.context > 1 {
+            let forward_ring = kernel.cp_forward;
+            let selective = if kept_mode == Recompute::Selective {
+                forward_ring
+            } else {
+                0.0
+            };
+            (forward_ring + kernel.cp_backward + selective, forward_ring)
+        } else {
+            (0.0, 0.0)
         };
         let placement = &shape.placement;
         // Expert all-to-alls on a pipeline overlap the compute of the other micro-batch the
@@ -428,36 +453,55 @@ impl<'a> Costing<'a> {
         } else {
             kernel.ep_layer
         };
-        let comm_layer = tp_layer + cp_layer + ep_layer;
+        let kept_comm = kept_tp * kernel.tp_one + cp_kept + ep_layer;
+        let replay_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one + cp_replay;
         let (m, lps) = (shape.m, placement.lps);
         // The step runs at the pace of the slowest rank: its blocks, plus the embedding on the
         // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs
         // each micro-batch at the pace of the slowest).
-        let per_block = block.total() + comm_layer;
-        let mut pace = (f64::NEG_INFINITY, 0.0, 0.0);
+        let mut pace = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
         for &(blocks, embedding, head) in placement.ranks.iter().take(placement.rank_count) {
             let extra = if embedding { kernel.embedding } else { 0.0 }
                 + if head { kernel.head } else { 0.0 };
-            let seconds = blocks * per_block + extra;
+            let replayed = recomputation.recomputed(blocks);
+            let seconds = blocks * (kept.total() + kept_comm)
+                + replayed * (kernel.block.forward + replay_comm)
+                + extra;
             if seconds > pace.0 {
-                pace = (seconds, blocks, extra);
+                pace = (seconds, blocks, replayed, extra);
             }
         }
-        let (stage_mb, blocks, extra) = pace;
+        let (stage_mb, blocks, replayed, extra) = pace;
+        let flops = self.flops_of(layout, share);
         Replay {
             block,
             tp_step: shape.comm.tp_step(tp_per_layer),
             steady: m * stage_mb,
             bubble: placement.bubble_share * stage_mb,
-            compute: m * (blocks * block.total() + extra),
-            tensor_comm: m * blocks * comm_layer,
+            compute: m * (blocks * kept.total() + replayed * kernel.block.forward + extra),
+            tensor_comm: m * (blocks * kept_comm + replayed * replay_comm),
             backward_window: (block.backward + block.recompute) * (lps - 1.0),
             forward_window: block.forward * (lps - 1.0),
-            flops: self
-                .flops
-                .get(recompute_index(layout.recompute))
+            flops,
+        }
+    }
+
+    /// FLOPs per token under `layout`'s recomputation, of which `share` of the blocks are
+    /// replayed whole under full recomputation.
+    fn flops_of(&self, layout: &Layout, share: f64) -> FlopsPerToken {
+        let of = |mode: Recompute| {
+            self.flops
+                .get(recompute_index(mode))
                 .copied()
-                .unwrap_or_else(|| flops_per_token(self.model, layout.recompute)),
+                .unwrap_or_else(|| flops_per_token(self.model, mode))
+        };
+        if !Recomputation::of(layout).is_partial() {
+            return of(layout.recompute);
+        }
+        let (none, full) = (of(Recompute::None), of(Recompute::Full));
+        FlopsPerToken {
+            hardware: none.hardware + share * (full.hardware - none.hardware),
+            ..full
         }
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.10";
+pub const FORMAT_VERSION: &str = "1.11";
 
 mod nodes;
 mod run;
@@ -175,6 +175,11 @@ pub struct LayoutIr {
     pub zero: u8,
     /// Recomputation keyword (`none`, `selective`, `full`).
     pub recompute: Recompute,
+    /// Under `full` recomputation, the blocks of each model chunk replayed whole, the first ones
+    /// (Megatron-LM's `--recompute-method block --recompute-num-layers`); absent: every block.
+    /// Added in format 1.11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recompute_layers: Option<u64>,
     /// Megatron sequence parallelism (norms and dropout split over the tensor group), which the
     /// plan's memory and time assume: it runs where this is true and the tensor degree is above
     /// 1 ([`sequence_parallel_runs`]; in a `pipeline` plan each group by its own

@@ -329,6 +329,8 @@ pub(crate) fn fill_pair_pipeline(
         micro_batch: shape.micro_batch.into(),
         zero: shape.zero,
         recompute: deepest,
+        // Each stage's recomputation is whole-block (`stages[].recompute`).
+        recompute_layers: None,
         // On when a group runs it: each group does by its own tensor degree, as costed.
         sequence_parallel: Some(
             shape

@@ -9,6 +9,7 @@ use super::objective::{Constrained, Limits};
 use super::placement::{self, Placement};
 use super::search::{Economics, Pins};
 use super::single::CheckpointNeeds;
+use crate::types::Recompute;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::{Job, job_model_dims, train_setup};
 use crate::workload::{ModelDims, TrainSetup};
@@ -98,7 +99,13 @@ impl Pins {
                 .zero
                 .as_ref()
                 .map(|s| u8::try_from(s.value).unwrap_or(u8::MAX)),
-            recompute: p.recompute.as_ref().map(|s| s.value),
+            // Blocks replayed per chunk imply full recomputation.
+            recompute: p
+                .recompute
+                .as_ref()
+                .map(|s| s.value)
+                .or(p.recompute_layers.as_ref().map(|_| Recompute::Full)),
+            recompute_layers: narrow(&p.recompute_layers),
             sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
             pipeline_split,
             stages,

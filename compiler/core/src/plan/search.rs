@@ -24,7 +24,7 @@ use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup};
 pub(crate) use memory::{ShapeMemory, floor_of};
 use rank::Ranker;
 use serde::Serialize;
-pub(crate) use space::{Axes, Bounds, Space, Visitor};
+pub(crate) use space::{Axes, Bounds, RecomputeLayers, Space, Visitor};
 
 /// Layout fields fixed by the spec; `None` means auto.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -47,6 +47,10 @@ pub struct Pins {
     pub zero: Option<u8>,
     /// Recomputation mode.
     pub recompute: Option<Recompute>,
+    /// Blocks of each model chunk replayed whole (partial full recomputation); `None`: auto
+    /// when recomputation is auto, every block when it is pinned `full`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recompute_layers: Option<u32>,
     /// Sequence parallelism (auto: on whenever tensor > 1).
     pub sequence_parallel: Option<bool>,
     /// How the pipeline's chunks divide the blocks (auto: the faster of the balanced and the
@@ -350,5 +354,7 @@ fn raw_space(spec: &SearchSpec<'_>, max_devices: u64) -> f64 {
 
 #[cfg(test)]
 mod split_tests;
+#[cfg(test)]
+mod recompute_tests;
 #[cfg(test)]
 mod tests;

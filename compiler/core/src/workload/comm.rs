@@ -96,6 +96,8 @@ pub(crate) fn tp_buffer(model: &ModelDims, layout: &Layout, precision: Precision
 /// search tries every ZeRO stage and recomputation mode of one shape.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CommShape {
+    /// Blocks of the model (partial recomputation's share of them replays collectives).
+    layers: u32,
     tp_buffer: f64,
     /// [`CommSizes::pp_buffer`].
     pub(crate) pp_buffer: f64,
@@ -158,6 +160,7 @@ pub(crate) fn comm_shape(
         0.0
     };
     CommShape {
+        layers: model.layers,
         tp_buffer,
         pp_buffer: tp_buffer / t,
         dp_grad_buffer,
@@ -177,13 +180,32 @@ pub(crate) fn comm_shape(
     }
 }
 
-/// TP collectives per block per micro-batch under `layout`'s recomputation and sequence
-/// parallelism ([`CommSizes::tp_per_layer`]).
-pub(crate) fn tp_per_layer(layout: &Layout) -> f64 {
-    4.0 + match layout.recompute {
-        Recompute::Full => 2.0,
-        Recompute::Selective if layout.sequence_parallel => 1.0,
+/// Counted: tensor-parallel collectives one block's forward replay adds to its backward under full
+/// recomputation: the forward's two (attention and MLP outputs; Korthikanti et al. 2022, §4.2).
+pub(crate) const FULL_REPLAY_TP_COLLECTIVES: f64 = 2.0;
+
+/// TP collectives per block per micro-batch of a block under whole-block `mode` (full: replayed
+/// whole) and sequence parallelism: four (forward and backward of the attention and MLP), the
+/// replayed forward's [`FULL_REPLAY_TP_COLLECTIVES`], one more for selective recomputation with
+/// sequence parallelism (the all-gather of the attention input it replays).
+pub(crate) fn tp_collectives(mode: Recompute, sequence_parallel: bool) -> f64 {
+    4.0 + match mode {
+        Recompute::Full => FULL_REPLAY_TP_COLLECTIVES,
+        Recompute::Selective if sequence_parallel => 1.0,
         _ => 0.0,
+    }
+}
+
+/// TP collectives per block per micro-batch under `layout`'s recomputation and sequence
+/// parallelism, for a rank of the mean size of `layers` blocks ([`CommSizes::tp_per_layer`]):
+/// under partial recomputation the replayed share of its blocks adds its collectives.
+pub(crate) fn tp_per_layer(layout: &Layout, layers: u32) -> f64 {
+    match layout.recompute {
+        Recompute::Full => {
+            tp_collectives(Recompute::None, layout.sequence_parallel)
+                + FULL_REPLAY_TP_COLLECTIVES * layout.recomputed_share(layers)
+        }
+        mode => tp_collectives(mode, layout.sequence_parallel),
     }
 }
 
@@ -191,7 +213,7 @@ impl CommShape {
     /// The sizes under `layout`'s ZeRO stage, recomputation and sequence parallelism (its other
     /// fields must be those the shape was made from).
     pub(crate) fn sizes(&self, layout: &Layout) -> CommSizes {
-        let tp_per_layer = tp_per_layer(layout);
+        let tp_per_layer = tp_per_layer(layout, self.layers);
         let dp_param_buffer = if layout.zero >= 3 {
             self.dp_weight_buffer
         } else {

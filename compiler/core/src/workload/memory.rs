@@ -11,6 +11,63 @@ use serde::Serialize;
 mod layout;
 pub(crate) use layout::{LayoutMemory, PlacementMemory};
 
+/// Recomputation as a rank's memory and time see it: the mode and, under partial full
+/// recomputation, the blocks of each model chunk it replays. The one place that says which of a
+/// rank's blocks are recomputed ([`Recomputation::recomputed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recomputation {
+    /// The mode.
+    pub mode: Recompute,
+    /// Under [`Recompute::Full`], the first blocks of each chunk that are recomputed; `None`:
+    /// every block.
+    pub per_chunk: Option<u32>,
+    /// Model chunks per rank (the layout's virtual stages).
+    pub chunks: u32,
+}
+
+impl From<Recompute> for Recomputation {
+    /// `mode` on every block.
+    fn from(mode: Recompute) -> Recomputation {
+        Recomputation {
+            mode,
+            per_chunk: None,
+            chunks: 1,
+        }
+    }
+}
+
+impl Recomputation {
+    /// `layout`'s recomputation.
+    pub fn of(layout: &Layout) -> Recomputation {
+        Recomputation {
+            mode: layout.recompute,
+            per_chunk: layout.recompute_layers,
+            chunks: layout.virtual_stages.max(1),
+        }
+    }
+
+    /// Of `blocks` blocks a rank holds in its chunks, those full recomputation replays in the
+    /// backward: all of them under plain full recomputation, the first `per_chunk` of each chunk
+    /// under partial recomputation (Megatron-LM's block method: `_checkpointed_forward` in
+    /// `megatron/core/transformer/transformer_block.py` checkpoints the layers
+    /// `l < recompute_num_layers` of each model chunk and runs the rest plainly), none under
+    /// selective or no recomputation. The chunks of one rank are taken as equal
+    /// (`blocks / chunks` each): exact for the balanced split, whose chunks differ by one block
+    /// at most.
+    pub fn recomputed(&self, blocks: f64) -> f64 {
+        match (self.mode, self.per_chunk) {
+            (Recompute::Full, None) => blocks,
+            (Recompute::Full, Some(k)) => (f64::from(k) * f64::from(self.chunks.max(1))).min(blocks),
+            _ => 0.0,
+        }
+    }
+
+    /// Whether only some blocks are recomputed whole.
+    pub fn is_partial(&self) -> bool {
+        self.mode == Recompute::Full && self.per_chunk.is_some()
+    }
+}
+
 /// Bytes one device needs, by what they hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryBreakdown {
@@ -284,7 +341,7 @@ pub fn stage_memory(
     StageMemory::new(states, model, setup, layout, per_token).rank(
         holding,
         layout.zero,
-        layout.recompute,
+        Recomputation::of(layout),
     )
 }
 
@@ -299,7 +356,7 @@ pub fn memory_per_device(
     let per_token = layer_bytes_per_token(model, setup.precision, layout);
     let states = StageStates::new(model, &count, setup, layout);
     LayoutMemory::new(states, model, setup, layout, per_token)
-        .breakdown(layout.zero, layout.recompute)
+        .breakdown(layout.zero, Recomputation::of(layout))
 }
 
 /// Bytes per token of one block's stash with no recomputation, under `layout`'s tensor degree and
@@ -556,7 +613,7 @@ impl StageMemory {
         &self,
         holding: &StageHolding,
         zero: u8,
-        recompute: Recompute,
+        recompute: impl Into<Recomputation>,
     ) -> MemoryBreakdown {
         let bytes = self.states.bytes(holding, zero);
         self.rank_with(bytes, holding, zero, recompute)
@@ -577,7 +634,7 @@ impl StageMemory {
         [weights, gradients, optimizer]: StateBytes,
         holding: &StageHolding,
         zero: u8,
-        recompute: Recompute,
+        recompute: impl Into<Recomputation>,
     ) -> MemoryBreakdown {
         let [activations, pipeline_stash, logits] = self.activations(holding, recompute);
         breakdown(
@@ -592,17 +649,23 @@ impl StageMemory {
     }
 
     /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`:
-    /// the parts of its memory that no ZeRO stage changes.
+    /// the parts of its memory that no ZeRO stage changes. A block replayed whole keeps its
+    /// input; the others keep what their mode keeps; one replayed block's full stash is live
+    /// while its backward runs.
     #[inline]
-    fn activations(&self, holding: &StageHolding, recompute: Recompute) -> [f64; 3] {
-        let per_block = self
-            .per_block
-            .get(mode_index(recompute))
-            .copied()
-            .unwrap_or(0.0);
-        let one = holding.blocks * per_block;
+    fn activations(&self, holding: &StageHolding, recompute: impl Into<Recomputation>) -> [f64; 3] {
+        let recompute = recompute.into();
+        let replayed = recompute.recomputed(holding.blocks).clamp(0.0, holding.blocks.max(0.0));
+        let kept_mode = if recompute.mode == Recompute::Full {
+            Recompute::None
+        } else {
+            recompute.mode
+        };
+        let per_block = |mode: Recompute| self.per_block.get(mode_index(mode)).copied().unwrap_or(0.0);
+        let one = replayed * per_block(Recompute::Full)
+            + (holding.blocks - replayed).max(0.0) * per_block(kept_mode);
         let mut activations = one;
-        if recompute == Recompute::Full && holding.blocks > 0.0 {
+        if replayed > 0.0 {
             activations += self.working_set;
         }
         let mut logits = 0.0;

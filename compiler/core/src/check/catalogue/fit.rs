@@ -23,7 +23,8 @@ use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::display::layout_degrees;
 use crate::plan::search::{
-    Axes, Bounds, Pins, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
+    Axes, Bounds, Pins, RecomputeLayers, Rejection, ShapeMemory, Space, Visitor, floor_of,
+    setup_on,
 };
 use crate::types::Recompute;
 use crate::workload::{Layout, TrainSetup, memory_per_device};
@@ -48,6 +49,7 @@ struct LeastMemory<'a> {
     memory: ShapeMemory<'a>,
     zeros: &'a [u8],
     recomputes: &'a [Recompute],
+    recompute_layers: RecomputeLayers,
     usable: f64,
     least: Option<(Layout, f64)>,
     fits: bool,
@@ -81,12 +83,14 @@ impl Visitor for LeastMemory<'_> {
                 continue;
             }
             let memory = memory.get_or_insert_with(|| self.memory.of_shape(shape));
-            for &recompute in self.recomputes {
+            for &mode in self.recomputes {
+                let recompute = self.recompute_layers.least_memory(mode, memory);
                 let (total, _) = memory.worst(zero, recompute);
                 if self.least.is_none_or(|(_, least)| total < least) {
                     let layout = Layout {
                         zero,
-                        recompute,
+                        recompute: mode,
+                        recompute_layers: recompute.per_chunk,
                         ..*shape
                     };
                     self.least = Some((layout, total));
@@ -110,6 +114,7 @@ pub(crate) fn least_memory(bounds: &Bounds<'_>, setup: &TrainSetup, usable: f64)
         memory: ShapeMemory::new(bounds.model, setup),
         zeros: &axes.zeros,
         recomputes: &axes.recomputes,
+        recompute_layers: axes.recompute_layers,
         usable,
         least: None,
         fits: false,

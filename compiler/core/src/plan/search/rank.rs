@@ -7,13 +7,14 @@
 
 use super::kept::{Kept, Rejections};
 use super::memory::{ShapeMemory, floor_of};
-use super::space::{Axes, Visitor};
+use super::space::{Axes, RecomputeLayers, Visitor};
 use super::{Candidate, Objective, Rejection, SearchResult, SearchSpec, SearchStats};
 use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
-    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, TrainSetup, held_params,
+    HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, Recomputation, TrainSetup,
+    held_params,
 };
 use std::ops::ControlFlow;
 
@@ -30,6 +31,7 @@ pub(super) struct Ranker<'a> {
     stages: StageCache,
     zeros: &'a [u8],
     recomputes: &'a [Recompute],
+    recompute_layers: RecomputeLayers,
     have_bytes: f64,
     /// Parameters one device of the current placement holds.
     params: HeldParams,
@@ -66,6 +68,7 @@ impl<'a> Ranker<'a> {
             stages: StageCache::default(),
             zeros: &axes.zeros,
             recomputes: &axes.recomputes,
+            recompute_layers: axes.recompute_layers,
             have_bytes: usable_memory(&cluster.device),
             params: HeldParams::default(),
             rejections: Rejections::default(),
@@ -109,27 +112,39 @@ impl<'a> Ranker<'a> {
     }
 
     /// The least recomputation under which `shape` at ZeRO `zero` fits in memory, and its
-    /// memory; every mode tried before it is rejected for memory.
+    /// memory; every mode tried before it is rejected for memory. Full recomputation replays the
+    /// blocks [`RecomputeLayers`] says: on auto the fewest blocks per chunk that fit, tried after
+    /// selective recomputation and before every block.
     #[inline]
     fn least_recompute_that_fits(
         &mut self,
         shape: &Layout,
         zero: u8,
         memory: &LayoutMemory,
-    ) -> Option<(Recompute, MemoryBreakdown)> {
+    ) -> Option<(Recomputation, MemoryBreakdown)> {
         for &r in self.recomputes {
-            // Totals first: most tries are rejected, and need no breakdown.
-            let (total, rank) = memory.worst(zero, r);
-            if total <= self.have_bytes {
-                return Some((r, memory.rank_breakdown(rank, zero, r, total)));
-            }
-            let layout = Layout {
-                zero,
-                recompute: r,
-                ..*shape
+            let tries: [Option<Recomputation>; 2] = match (r, self.recompute_layers) {
+                (Recompute::Full, RecomputeLayers::Pinned(k)) => [Some(memory.partial(k)), None],
+                (Recompute::Full, RecomputeLayers::Fewest) => {
+                    [fewest_partial_that_fits(memory, zero, self.have_bytes), Some(r.into())]
+                }
+                _ => [Some(r.into()), None],
             };
-            self.rejections
-                .reject_memory(total, self.have_bytes, layout);
+            for recompute in tries.into_iter().flatten() {
+                // Totals first: most tries are rejected, and need no breakdown.
+                let (total, rank) = memory.worst(zero, recompute);
+                if total <= self.have_bytes {
+                    return Some((recompute, memory.rank_breakdown(rank, zero, recompute, total)));
+                }
+                let layout = Layout {
+                    zero,
+                    recompute: recompute.mode,
+                    recompute_layers: recompute.per_chunk,
+                    ..*shape
+                };
+                self.rejections
+                    .reject_memory(total, self.have_bytes, layout);
+            }
         }
         None
     }
@@ -140,13 +155,14 @@ impl<'a> Ranker<'a> {
     fn cost_and_rank(
         &mut self,
         zero: u8,
-        recompute: Recompute,
+        recompute: Recomputation,
         memory: MemoryBreakdown,
         devices: f64,
     ) -> ControlFlow<()> {
         let cand = &mut self.scratch;
         cand.layout.zero = zero;
-        cand.layout.recompute = recompute;
+        cand.layout.recompute = recompute.mode;
+        cand.layout.recompute_layers = recompute.per_chunk;
         self.stats.evaluated += 1;
         let Some(costing) = &self.costing else {
             let message = format!(
@@ -232,6 +248,32 @@ impl Visitor for Ranker<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Partial recomputation of the fewest blocks per chunk under which `memory`'s layout fits in
+/// `have` bytes at ZeRO `zero`; `None` when replaying all but one block of the fullest chunk
+/// does not fit (then only every block can), or when no chunk holds two blocks. A rank's memory
+/// falls as more of its blocks are replayed, so the fewest is found by bisection.
+fn fewest_partial_that_fits(memory: &LayoutMemory, zero: u8, have: f64) -> Option<Recomputation> {
+    let most = memory.most_blocks_per_chunk();
+    if most < 2 {
+        return None;
+    }
+    let fits = |k: u32| memory.worst(zero, memory.partial(k)).0 <= have;
+    let (mut low, mut high) = (1, most - 1);
+    if !fits(high) {
+        return None;
+    }
+    // `fits(high)` holds throughout; the loop halves `high - low`, at most 32 times.
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            high = mid;
+        } else {
+            low = mid + 1;
+        }
+    }
+    Some(memory.partial(high))
 }
 
 /// Fills in the training time and device-hours of `cand` from its estimate; `devices` is

@@ -85,6 +85,36 @@ pub(crate) struct Axes {
     pub(crate) zeros: Vec<u8>,
     /// Recomputation modes, least first, tried innermost.
     pub(crate) recomputes: Vec<Recompute>,
+    /// Which blocks full recomputation replays.
+    pub(crate) recompute_layers: RecomputeLayers,
+}
+
+/// The blocks full recomputation replays, as the search tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecomputeLayers {
+    /// Every block (recomputation pinned `full`).
+    Every,
+    /// The fewest blocks per chunk that fit, before every block (recomputation on auto): the
+    /// search keeps as many activations as the device holds.
+    Fewest,
+    /// The spec's count per chunk.
+    Pinned(u32),
+}
+
+impl RecomputeLayers {
+    /// Of the recomputations the search tries for `mode`, the one needing the least memory of
+    /// `memory`'s layout: the pinned count of blocks per chunk, else `mode` on every block
+    /// (replaying fewer blocks never needs less).
+    pub(crate) fn least_memory(
+        self,
+        mode: Recompute,
+        memory: &crate::workload::LayoutMemory,
+    ) -> crate::workload::Recomputation {
+        match (mode, self) {
+            (Recompute::Full, RecomputeLayers::Pinned(k)) => memory.partial(k),
+            _ => mode.into(),
+        }
+    }
 }
 
 impl Axes {
@@ -152,6 +182,11 @@ impl Axes {
             recomputes: match pins.recompute {
                 Some(r) => vec![r],
                 None => vec![Recompute::None, Recompute::Selective, Recompute::Full],
+            },
+            recompute_layers: match (pins.recompute_layers, pins.recompute) {
+                (Some(k), _) => RecomputeLayers::Pinned(k),
+                (None, Some(_)) => RecomputeLayers::Every,
+                (None, None) => RecomputeLayers::Fewest,
             },
         }
     }

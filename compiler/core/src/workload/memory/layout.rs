@@ -3,7 +3,9 @@
 //! states) once per placement, what the micro-batch adds once per shape, so that trying a ZeRO
 //! stage and a recomputation mode costs a few additions per rank.
 
-use super::{MemoryBreakdown, StageHolding, StageMemory, StageStates, StateBytes, mode_index};
+use super::{
+    MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, StateBytes, mode_index,
+};
 use crate::types::Recompute;
 use crate::workload::{Layout, ModelDims, RECORDED_RANKS, RankLoad, TrainSetup};
 
@@ -85,6 +87,13 @@ pub(crate) struct LayoutMemory {
     /// Communication buffers by ZeRO stage.
     comm_buffers: [f64; 4],
     count: usize,
+    /// What each rank holds, in-flight micro-batches included, and the shape's memory per
+    /// block: partial recomputation, whose count of blocks the search chooses per shape, is
+    /// worked out from them when asked for.
+    holdings: [StageHolding; N],
+    unit: StageMemory,
+    /// The layout's model chunks per rank.
+    chunks: u32,
 }
 
 impl LayoutMemory {
@@ -114,6 +123,7 @@ impl LayoutMemory {
         let m = layout.micro_batches(setup.global_batch);
         let mut activations = [[[0.0; 3]; 3]; N];
         let mut states = [[[0.0; 3]; 4]; N];
+        let mut holdings = placement.ranks.map(|(holding, _)| holding);
         let count = placement.count.min(N);
         for k in 0..count {
             let (Some((holding, bytes)), Some(load), Some(out)) = (
@@ -129,6 +139,9 @@ impl LayoutMemory {
             };
             *out = [Recompute::None, Recompute::Selective, Recompute::Full]
                 .map(|r| unit.activations(&holding, r));
+            if let Some(slot) = holdings.get_mut(k) {
+                *slot = holding;
+            }
             if let Some(slot) = states.get_mut(k) {
                 *slot = *bytes;
             }
@@ -142,34 +155,76 @@ impl LayoutMemory {
             rank_ids: placement
                 .loads
                 .map(|r| (layout.pipeline > 1).then_some(r.rank)),
+            holdings,
+            unit,
+            chunks: layout.virtual_stages.max(1),
         }
     }
 
     /// The breakdown of the rank needing the most memory under `zero` and `recompute` (the
     /// earliest of equals).
     #[inline]
-    pub(crate) fn breakdown(&self, zero: u8, recompute: Recompute) -> MemoryBreakdown {
+    pub(crate) fn breakdown(
+        &self,
+        zero: u8,
+        recompute: impl Into<Recomputation> + Copy,
+    ) -> MemoryBreakdown {
         let (total, rank) = self.worst(zero, recompute);
         self.rank_breakdown(rank, zero, recompute, total)
+    }
+
+    /// Partial recomputation of the first `per_chunk` blocks of each of this layout's chunks.
+    pub(crate) fn partial(&self, per_chunk: u32) -> Recomputation {
+        Recomputation {
+            mode: Recompute::Full,
+            per_chunk: Some(per_chunk),
+            chunks: self.chunks,
+        }
+    }
+
+    /// The most blocks one chunk of a rank holds (rounded up): partial recomputation of that many
+    /// per chunk is full recomputation.
+    pub(crate) fn most_blocks_per_chunk(&self) -> u32 {
+        let most = self
+            .holdings
+            .iter()
+            .take(self.count)
+            .map(|h| h.blocks)
+            .fold(0.0, f64::max);
+        // Blocks per rank are whole numbers below a u32's range (the layers are).
+        (most / f64::from(self.chunks.max(1))).ceil().clamp(0.0, f64::from(u32::MAX)) as u32
+    }
+
+    /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table
+    /// for a whole mode, worked out for partial recomputation.
+    #[inline]
+    fn rank_activations(&self, k: usize, recompute: Recomputation) -> [f64; 3] {
+        if recompute.is_partial() {
+            return self
+                .holdings
+                .get(k)
+                .map(|holding| self.unit.activations(holding, recompute))
+                .unwrap_or([0.0; 3]);
+        }
+        self.activations
+            .get(k)
+            .and_then(|modes| modes.get(mode_index(recompute.mode)))
+            .copied()
+            .unwrap_or([0.0; 3])
     }
 
     /// The total of the rank needing the most memory under `zero` and `recompute` (the earliest
     /// of equals), and which of the ranks it is: the same sum [`breakdown`] makes, in the same
     /// order.
     #[inline]
-    pub(crate) fn worst(&self, zero: u8, recompute: Recompute) -> (f64, usize) {
-        let (z, r) = (usize::from(zero.min(3)), mode_index(recompute));
+    pub(crate) fn worst(&self, zero: u8, recompute: impl Into<Recomputation>) -> (f64, usize) {
+        let recompute = recompute.into();
+        let z = usize::from(zero.min(3));
         let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
         let mut worst = (0.0, usize::MAX);
-        for (k, (sums, modes)) in self
-            .state_sums
-            .iter()
-            .zip(&self.activations)
-            .take(self.count)
-            .enumerate()
-        {
+        for (k, sums) in self.state_sums.iter().take(self.count).enumerate() {
             let states = sums.get(z).copied().unwrap_or(0.0);
-            let [activations, stash, logits] = modes.get(r).copied().unwrap_or([0.0; 3]);
+            let [activations, stash, logits] = self.rank_activations(k, recompute);
             let total = states + activations + stash + comm + logits;
             if k == 0 || total > worst.0 {
                 worst = (total, k);
@@ -185,21 +240,16 @@ impl LayoutMemory {
         &self,
         k: usize,
         zero: u8,
-        recompute: Recompute,
+        recompute: impl Into<Recomputation>,
         total: f64,
     ) -> MemoryBreakdown {
-        let (z, r) = (usize::from(zero.min(3)), mode_index(recompute));
+        let z = usize::from(zero.min(3));
         let Some([weights, gradients, optimizer]) =
             self.states.get(k).and_then(|s| s.get(z)).copied()
         else {
             return MemoryBreakdown::NONE;
         };
-        let [activations, pipeline_stash, logits] = self
-            .activations
-            .get(k)
-            .and_then(|a| a.get(r))
-            .copied()
-            .unwrap_or([0.0; 3]);
+        let [activations, pipeline_stash, logits] = self.rank_activations(k, recompute.into());
         MemoryBreakdown {
             weights,
             gradients,
