@@ -11,6 +11,7 @@
 mod compute;
 mod network;
 pub mod ops;
+pub(crate) mod pipeline_step;
 mod stages;
 
 use crate::hardware::{ClusterFigures, DeviceFigures};

@@ -7,10 +7,11 @@
 //! stage and the gradient all-reduce by the collective model ([`p2p_time`],
 //! [`collective_time`]), the reduction's overlap by [`exposed_reduction`], the memory by
 //! [`stage_memory`], which picks the least recomputation that fits. Synchronous data parallelism
-//! runs each stage at the pace of its slowest replica, and the step is
+//! runs each stage at the pace of its slowest replica, and the step is the planner's pipeline
+//! step ([`crate::cost::pipeline_step`]),
 //! `max over stages k of ((m + p − 1) · sₖ + reduceₖ + optimizerₖ)` as in
-//! `docs/heterogeneous.md`. A row that cannot be costed says why (`not_costed`); nothing in a row
-//! fails the whole file.
+//! `docs/heterogeneous.md`, under the fitted constants it is given ([`calibrate_hetero_with`]).
+//! A row that cannot be costed says why (`not_costed`); nothing in a row fails the whole file.
 
 use super::hetero_row::{
     GpuMix, HeteroRow, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
@@ -18,10 +19,8 @@ use super::hetero_row::{
 };
 use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, gpt_era_recipe};
 use crate::cost::ops::op_costs_of_layout;
-use crate::cost::{
-    Collective, Group, OPTIMIZER_STATE_TRAFFIC, collective_time, exposed_reduction, p2p_time,
-    usable_memory,
-};
+use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
+use crate::cost::{Collective, Group, collective_time, exposed_reduction, p2p_time, usable_memory};
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
 use crate::types::{Mlp, Optimizer, Recompute};
 use crate::workload::{
@@ -133,6 +132,16 @@ pub fn calibrate_hetero(
     csv_text: &str,
     device_lookup: impl Fn(&str) -> Option<DeviceFigures>,
 ) -> Result<HeteroCalibrationReport, CalibrationError> {
+    calibrate_hetero_with(csv_text, device_lookup, FittedConstants::SHIPPED)
+}
+
+/// [`calibrate_hetero`] under the fitted constants `fitted` (a refit's, where
+/// [`calibrate_hetero`] takes the shipped ones): every stage's ops, overlap and step read them.
+pub(crate) fn calibrate_hetero_with(
+    csv_text: &str,
+    device_lookup: impl Fn(&str) -> Option<DeviceFigures>,
+    fitted: FittedConstants,
+) -> Result<HeteroCalibrationReport, CalibrationError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)
@@ -152,6 +161,7 @@ pub fn calibrate_hetero(
         rows.push(calibrate_row(
             &HeteroRow::new(&headers, &record),
             &device_lookup,
+            fitted,
         ));
     }
     if rows.is_empty() {
@@ -200,6 +210,7 @@ struct Costable {
 fn calibrate_row(
     row: &HeteroRow,
     lookup: &impl Fn(&str) -> Option<DeviceFigures>,
+    fitted: FittedConstants,
 ) -> HeteroCalibrationRow {
     let mut assumptions = Vec::new();
     let mut out = HeteroCalibrationRow {
@@ -217,7 +228,7 @@ fn calibrate_row(
         assumptions: Vec::new(),
         stages: Vec::new(),
     };
-    let costed = read_costable(row, lookup, &mut assumptions).and_then(|c| {
+    let costed = read_costable(row, lookup, &mut assumptions, fitted).and_then(|c| {
         out.layout = layout_text(&c);
         cost(&c)
     });
@@ -298,6 +309,7 @@ fn read_costable(
     row: &HeteroRow,
     lookup: &impl Fn(&str) -> Option<DeviceFigures>,
     assumptions: &mut Vec<String>,
+    fitted: FittedConstants,
 ) -> Result<Costable, String> {
     let dims = ["layers", "hidden", "heads", "ffn", "seq_len"];
     let missing: Vec<&str> = dims
@@ -388,7 +400,7 @@ fn read_costable(
         network_latency_s: CALIBRATION_NETWORK_LATENCY_S,
         block: None,
         device: figures,
-        fitted: FittedConstants::SHIPPED,
+        fitted,
     };
     // Devices per node where the mix names no node shapes: the row's GPUs over its nodes.
     let even_nodes = match (row.count("num_gpus"), row.count("nodes")) {
@@ -656,7 +668,7 @@ fn cost(c: &Costable) -> Result<Costed, String> {
     let activation =
         f64::from(c.micro_batch) * f64::from(c.model.seq_len) * f64::from(c.model.hidden) * elt;
     let params: Vec<f64> = graph.ops().map(|o| o.params).collect();
-    let slots = m + p as f64 - 1.0;
+    let slots = slots(m, p);
     // Megatron orders ranks tensor, data, pipeline: pipeline neighbours are `t·d` ranks apart,
     // data-parallel ones `t`.
     let pipeline_stride = |r: &Replica| f64::from(r.tensor) * f64::from(c.data);
@@ -667,7 +679,7 @@ fn cost(c: &Costable) -> Result<Costed, String> {
             &r.cluster,
         )
     };
-    let mut step: f64 = 0.0;
+    let mut times = Vec::with_capacity(p);
     let mut stages = Vec::with_capacity(p);
     for (k, stage) in c.stages.iter().enumerate() {
         let [i, j] = stage.ops;
@@ -710,17 +722,23 @@ fn cost(c: &Costable) -> Result<Costed, String> {
                 &r.cluster,
             ));
             optimizer = optimizer.max(
-                stage_params * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
-                    / t
-                    / r.cluster.device.memory_bandwidth.max(1.0),
+                stage_params
+                    * optimizer_seconds_per_param(elt, t, 1.0, r.cluster.device.memory_bandwidth),
             );
         }
         // The all-reduce runs at the pace of its slowest member and hides under the longest
         // backward, which the replicas that finish earlier wait out.
-        let contention = FittedConstants::SHIPPED.overlap_contention;
+        let contention = stage
+            .replicas
+            .first()
+            .map_or(0.0, |r| r.cluster.fitted.overlap_contention);
         let reduction = exposed_reduction(reduce, backward, ops, contention);
         let (seconds, slowest_device) = slowest;
-        step = step.max(slots * seconds + reduction + optimizer);
+        times.push(StageTimes {
+            seconds,
+            reduce: reduction,
+            optimizer,
+        });
         stages.push(HeteroStageCost {
             modules: stage.modules,
             seconds_per_micro_batch: seconds,
@@ -729,6 +747,7 @@ fn cost(c: &Costable) -> Result<Costed, String> {
             optimizer_s: optimizer,
         });
     }
+    let step = step_seconds(slots, &times).map_or(0.0, |(step, _)| step);
     if !step.is_finite() || step <= 0.0 {
         return Err("the layout has no stage to cost".into());
     }

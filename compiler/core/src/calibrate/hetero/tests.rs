@@ -223,3 +223,41 @@ fn the_report_serializes_with_its_summary() {
         assert!(row.get(key).is_some(), "{key}");
     }
 }
+
+/// A refit of the fitted constants reaches the heterogeneous costing: it runs the planner's
+/// pipeline step under the constants it is given, not the shipped ones.
+#[test]
+fn a_refit_reaches_the_heterogeneous_costing() {
+    let shipped = report();
+    let with = |fitted| calibrate_hetero_with(CSV, catalogue_device, fitted).unwrap();
+    assert_eq!(with(FittedConstants::SHIPPED), shipped);
+    let iter_times = |r: &HeteroCalibrationReport| -> Vec<f64> {
+        r.rows.iter().map(|row| row.predicted_iter_time_s).collect()
+    };
+    // More contention (0.5 against the shipped 0.3) slows the compute a hidden reduction runs
+    // beside by 0.2 of the hidden seconds: no costed row gets faster, and a row whose pacing
+    // stage hides part of its all-reduce under its backward gets slower.
+    let contended = with(FittedConstants {
+        overlap_contention: 0.5,
+        ..FittedConstants::SHIPPED
+    });
+    let pairs: Vec<(f64, f64)> = iter_times(&shipped)
+        .into_iter()
+        .zip(iter_times(&contended))
+        .filter(|(a, _)| *a > 0.0)
+        .collect();
+    assert!(!pairs.is_empty());
+    assert!(pairs.iter().all(|(a, b)| b >= a));
+    assert!(pairs.iter().any(|(a, b)| b > a));
+    // GEMMs sustaining 0.70 of the measured rate instead of 0.86 make every row's compute
+    // 0.86 / 0.70 ≈ 1.23 times as long: every costed row is slower.
+    let slow = with(FittedConstants {
+        gemm_sustained: 0.70,
+        ..FittedConstants::SHIPPED
+    });
+    for (a, b) in iter_times(&shipped).into_iter().zip(iter_times(&slow)) {
+        if a > 0.0 {
+            assert!(b > a, "{a} -> {b}");
+        }
+    }
+}

@@ -4,6 +4,7 @@
 
 use super::{PipelineGroup, PipelinePlan, PipelineShape, PipelineSpec, PipelineStage};
 use crate::cost::ops::OpCost;
+use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
 use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
 use crate::plan::ir::sequence_parallel_runs;
@@ -141,10 +142,12 @@ impl PerSide {
         PerSide {
             reduce_per_param,
             contention: c.fitted.overlap_contention,
-            optimizer_per_param: (crate::cost::OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
-                / t
-                / shards
-                / c.device.memory_bandwidth.max(1.0),
+            optimizer_per_param: optimizer_seconds_per_param(
+                elt,
+                t,
+                shards,
+                c.device.memory_bandwidth,
+            ),
             inside_send: 2.0 * (activation / per_device.max(1.0) + c.network_latency_s),
             memory,
             states,
@@ -185,18 +188,15 @@ pub(super) struct Stager<'s, 'a> {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct StageCost {
     /// What the partition minimises the largest of: the stage's share of the step,
-    /// `seconds + (reduce + optimizer) / (m + p − 1)`.
+    /// [`StageTimes::paced`].
     paced: f64,
-    /// Seconds per micro-batch.
-    seconds: f64,
-    /// Of those, tensor-parallel collectives.
+    /// Seconds per micro-batch, the exposed gradient reduction after the last micro-batch and
+    /// the optimizer step.
+    times: StageTimes,
+    /// Of the seconds per micro-batch, tensor-parallel collectives.
     tensor: f64,
     recompute: Recompute,
     memory: MemoryBreakdown,
-    /// Exposed gradient reduction after the last micro-batch.
-    reduce: f64,
-    /// The optimizer step.
-    optimizer: f64,
 }
 
 impl Stager<'_, '_> {
@@ -355,14 +355,17 @@ impl Stager<'_, '_> {
                     ops,
                     per.contention,
                 );
-                return Some(StageCost {
-                    paced: seconds + (exposed + optimizer) / self.slots,
+                let times = StageTimes {
                     seconds,
+                    reduce: exposed,
+                    optimizer,
+                };
+                return Some(StageCost {
+                    paced: times.paced(self.slots),
+                    times,
                     tensor: span(&prefix.tensor, i, j),
                     recompute: *mode,
                     memory,
-                    reduce: exposed,
-                    optimizer,
                 });
             }
         }
@@ -513,28 +516,23 @@ pub(super) fn cost_shape(
     };
     let micro_batches = stager.micro_batches;
     let steps = costing.steps;
-    let p = cuts.len() as f64;
-    let slots = micro_batches + p - 1.0;
-    let mut stages = Vec::with_capacity(cuts.len());
-    let mut slowest: Option<StageCost> = None;
-    for (k, (i, j, cost)) in cuts.into_iter().enumerate() {
-        if slowest.is_none_or(|s| cost.paced > s.paced) {
-            slowest = Some(cost);
-        }
-        stages.push(PipelineStage {
+    let slots = slots(micro_batches, cuts.len());
+    let times: Vec<StageTimes> = cuts.iter().map(|(.., cost)| cost.times).collect();
+    let stages: Vec<PipelineStage> = cuts
+        .into_iter()
+        .enumerate()
+        .map(|(k, (i, j, cost))| PipelineStage {
             side: usize::from(k >= shape.stages[0] as usize),
             ops: [i, j],
             recompute: cost.recompute,
-            seconds: cost.seconds,
+            seconds: cost.times.seconds,
             tensor_comm: cost.tensor,
             memory_bytes: cost.memory.total,
             memory: cost.memory,
-        });
-    }
-    let slowest = slowest?;
-    // Every stage runs m + p − 1 slots at the pace of the slowest, which then reduces its
-    // gradients and steps its optimizer.
-    let step_time_s = slots * slowest.paced;
+        })
+        .collect();
+    let (step_time_s, pacing) = step_seconds(slots, &times)?;
+    let slowest = times.get(pacing)?;
     let (bottleneck, data_comm, optimizer) = (slowest.seconds, slowest.reduce, slowest.optimizer);
     Some(PipelinePlan {
         shape,
@@ -653,7 +651,10 @@ fn stager<'s, 'a>(
             PerSide::new(sides[0], 0, shape, spec, &count),
             PerSide::new(sides[1], 1, shape, spec, &count),
         ],
-        slots: micro_batches + f64::from(shape.stages[0] + shape.stages[1]) - 1.0,
+        slots: slots(
+            micro_batches,
+            (shape.stages[0] as usize) + (shape.stages[1] as usize),
+        ),
         sides,
         params,
         cuttable,
