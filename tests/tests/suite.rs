@@ -8,6 +8,8 @@
 mod git_repo;
 #[path = "support/loam_process.rs"]
 mod loam_process;
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
 
 mod admission;
 mod cases;
@@ -35,6 +37,7 @@ mod hostile_planner;
 mod hostile_trust;
 mod layout_reaches_emit;
 mod loamignore;
+mod lsp;
 mod phases;
 mod pipeline_memory;
 mod plan;

@@ -70,6 +70,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the JSON Schema of the plan (`loam plan --format json`).
     Schema,
+    /// Serve the Language Server Protocol on standard input and output, for editors
+    /// (docs/editors.md).
+    Lsp,
 }
 
 /// Arguments of `loam check`.

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod emit;
 pub mod explain;
 pub mod fmt;
+pub mod lsp;
 pub mod plan;
 pub mod report;
 pub mod schema;

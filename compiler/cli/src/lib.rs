@@ -146,6 +146,7 @@ pub fn run(
         Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Report(a) => commands::report::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Schema => Ok(commands::schema::run(&mut cx)),
+        Command::Lsp => commands::lsp::run(cli.catalogue.as_deref()),
     };
     let notes = io::notes::take();
     cx.eprint(&notes);

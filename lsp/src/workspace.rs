@@ -1,0 +1,88 @@
+//! What the server checks a document against: the catalogue (loaded once, with its files'
+//! paths, so a name can lead into its YAML) and the language reference's schema.
+
+use crate::schema::Schema;
+use loam_compiler::catalogue::Catalogue;
+use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::project::{CheckedProject, ProjectFiles, check_project};
+use loam_compiler::span::{FileId, SourceMap};
+use std::path::PathBuf;
+
+/// The catalogue and schema shared by every open document.
+pub struct Workspace {
+    /// The folder the editor opened, when it said one.
+    pub root: Option<PathBuf>,
+    /// The catalogue's `(path, text)` files as the CLI read them; a path is absolute when it
+    /// is a file on disk, and names a built-in file otherwise.
+    files: Vec<(String, String)>,
+    /// The catalogue checked alone: its sources (for locations) and the catalogue itself.
+    catalogue_project: CheckedProject,
+    /// The fields and blocks of the language reference.
+    pub schema: Schema,
+}
+
+/// A document checked as `loam check` checks it.
+pub struct Checked {
+    /// Every diagnostic, sorted (catalogue errors included when the catalogue has any).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The texts the spans point into: the catalogue's files, then the document.
+    pub sources: SourceMap,
+    /// The document's id in `sources`.
+    pub file: FileId,
+}
+
+impl Workspace {
+    /// A workspace over the catalogue `files` (`(path, text)`).
+    pub fn new(root: Option<PathBuf>, files: Vec<(String, String)>) -> Self {
+        let catalogue_project = check_project(
+            ProjectFiles {
+                catalogue: files.clone(),
+                specs: Vec::new(),
+            },
+            1,
+        );
+        Workspace {
+            root,
+            files,
+            catalogue_project,
+            schema: Schema::shipped(),
+        }
+    }
+
+    /// The catalogue, when it loaded without errors.
+    pub fn catalogue(&self) -> Option<&Catalogue> {
+        self.catalogue_project.catalogue.as_ref()
+    }
+
+    /// The catalogue's texts, for locating a catalogue span.
+    pub fn catalogue_sources(&self) -> &SourceMap {
+        &self.catalogue_project.sources
+    }
+
+    /// Checks one document through the compiler's one entry point, as `loam check name` does:
+    /// the same codes, spans, help and related locations.
+    pub fn check(&self, name: &str, text: &str) -> Checked {
+        let project = check_project(
+            ProjectFiles {
+                catalogue: self.files.clone(),
+                specs: vec![(name.to_string(), text.as_bytes().to_vec())],
+            },
+            1,
+        );
+        // The document is the last text added; a catalogue with errors stops before it.
+        let file = if project.files.is_empty() {
+            FileId(u32::MAX)
+        } else {
+            project
+                .sources
+                .iter()
+                .last()
+                .map_or(FileId(u32::MAX), |(id, _)| id)
+        };
+        Checked {
+            diagnostics: project.diagnostics,
+            sources: project.sources,
+            file,
+        }
+    }
+}
