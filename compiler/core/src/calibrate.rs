@@ -10,6 +10,7 @@
 //! types or node shapes) is the other kind ([`csv_kind`]); [`calibrate_hetero`] costs each of
 //! its rows with its published stage layout.
 
+mod cells;
 mod cross;
 mod csv_errors;
 mod hetero;

@@ -13,8 +13,9 @@
 //! `docs/heterogeneous.md`, under the fitted constants it is given ([`calibrate_hetero_with`]).
 //! A row that cannot be costed says why (`not_costed`); nothing in a row fails the whole file.
 
+use super::cells::Cells;
 use super::hetero_row::{
-    GpuMix, HeteroRow, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
+    GpuMix, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
     parse_stage_layout, stated_bandwidth,
 };
 use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, gpt_era_recipe};
@@ -159,7 +160,7 @@ pub(crate) fn calibrate_hetero_with(
             continue;
         }
         rows.push(calibrate_row(
-            &HeteroRow::new(&headers, &record),
+            &Cells::new(&headers, &record),
             &device_lookup,
             fitted,
         ));
@@ -208,7 +209,7 @@ struct Costable {
 
 /// One row's comparison, or the reason it has none.
 fn calibrate_row(
-    row: &HeteroRow,
+    row: &Cells,
     lookup: &impl Fn(&str) -> Option<DeviceFigures>,
     fitted: FittedConstants,
 ) -> HeteroCalibrationRow {
@@ -260,7 +261,7 @@ fn calibrate_row(
 
 /// The whole job's measured tokens/s: the `tokens_per_s` column, else tokens per step over the
 /// iteration time, else samples/s times the sequence length.
-fn measured_tokens_per_s(row: &HeteroRow) -> Option<f64> {
+fn measured_tokens_per_s(row: &Cells) -> Option<f64> {
     let seq_len = || row.count("seq_len").map(f64::from);
     row.number("tokens_per_s")
         .or_else(|| {
@@ -306,7 +307,7 @@ fn layout_text(c: &Costable) -> String {
 
 /// Reads the row; `Err` is the reason it cannot be costed.
 fn read_costable(
-    row: &HeteroRow,
+    row: &Cells,
     lookup: &impl Fn(&str) -> Option<DeviceFigures>,
     assumptions: &mut Vec<String>,
     fitted: FittedConstants,
@@ -519,7 +520,7 @@ fn published_stages(
 /// stage sit on each node shape the mix names (DTFM: 4-GPU and 1-GPU instances); the slower
 /// kind paces the stage.
 fn uniform_stages(
-    row: &HeteroRow,
+    row: &Cells,
     mix: &GpuMix,
     layers: u32,
     device: &impl Fn(&str) -> Result<DeviceFigures, String>,

@@ -9,48 +9,9 @@
 //! data-parallel replicas of a stage, which may be different device types).
 
 use crate::types::Precision;
-use std::collections::BTreeMap;
 
 /// The columns whose presence marks a CSV as this kind.
 pub(super) const MARKER_COLUMNS: [&str; 3] = ["point_id", "gpu_mix", "stage_layout"];
-
-/// One CSV row: each named column's text, trimmed (absent columns read as blank).
-#[derive(Debug, Clone, Default)]
-pub(super) struct HeteroRow {
-    cells: BTreeMap<String, String>,
-}
-
-impl HeteroRow {
-    /// The row from its header and cells; cells beyond the header are ignored and missing ones
-    /// are blank.
-    pub(super) fn new(headers: &[String], cells: &csv::StringRecord) -> HeteroRow {
-        let cells = headers
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (h.clone(), cells.get(i).unwrap_or("").trim().to_string()))
-            .collect();
-        HeteroRow { cells }
-    }
-
-    /// The column's text, `""` when blank or absent.
-    pub(super) fn text(&self, column: &str) -> &str {
-        self.cells.get(column).map_or("", String::as_str)
-    }
-
-    /// The column as a positive whole number; `None` when blank, zero or not a number.
-    pub(super) fn count(&self, column: &str) -> Option<u32> {
-        self.text(column).parse::<u32>().ok().filter(|n| *n > 0)
-    }
-
-    /// The column as a positive finite number at most 10^15; `None` when blank, not a number or
-    /// larger (a `1e308` is a typo that made every statistic NaN).
-    pub(super) fn number(&self, column: &str) -> Option<f64> {
-        self.text(column)
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e15)
-    }
-}
 
 /// The catalogue id of a device as the shared file names it (`RTX-3090`, `Titan-RTX`,
 /// `V100-16GB`, `Quadro RTX8000` …); `None` for a name it does not know.

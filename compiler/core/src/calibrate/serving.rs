@@ -4,8 +4,9 @@
 //! output throughput (in the row's own basis), TTFT and TPOT compared with what it measured.
 //! A row that cannot be costed says why; [`fit_serving`] refits [`ServeFitted`] on the file.
 
+use super::cells::Cells;
 use super::serving_row::{
-    COLUMNS, ServingRow, catalogue_id, engine, is_serving_header, load, model_dims, precision,
+    COLUMNS, catalogue_id, engine, is_serving_header, load, model_dims, precision,
 };
 use super::{CalibrationError, ErrorStats, bad};
 use crate::catalogue::Device;
@@ -247,7 +248,7 @@ impl PreparedServing {
 
 /// Reads every row of a serving-run CSV: the header must have every column of the shipped
 /// file.
-fn read_rows(csv_text: &str) -> Result<Vec<ServingRow>, CalibrationError> {
+fn read_rows(csv_text: &str) -> Result<Vec<Cells>, CalibrationError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
@@ -268,7 +269,7 @@ fn read_rows(csv_text: &str) -> Result<Vec<ServingRow>, CalibrationError> {
     let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| super::csv_errors::describe(&e, &headers))?;
-        rows.push(ServingRow::new(&headers, &record));
+        rows.push(Cells::new(&headers, &record));
     }
     if rows.is_empty() {
         return Err(CalibrationError::Empty);
@@ -277,7 +278,7 @@ fn read_rows(csv_text: &str) -> Result<Vec<ServingRow>, CalibrationError> {
 }
 
 /// What a row measured.
-fn measured(row: &ServingRow) -> Measured {
+fn measured(row: &Cells) -> Measured {
     let throughput = [
         ThroughputBasis::OutTokSTotal,
         ThroughputBasis::OutTokSPerDevice,
@@ -308,7 +309,7 @@ fn load_text(load: Load) -> String {
 /// Reads a row into something costable, or the reason it is not; `out` collects what is known
 /// either way.
 fn prepare(
-    row: &ServingRow,
+    row: &Cells,
     device_lookup: &impl Fn(&str) -> Option<Device>,
     out: &mut ServingCalibrationRow,
 ) -> Result<PreparedServing, String> {

@@ -3,10 +3,10 @@
 //! row that cannot be costed yields a reason, never an error of the whole file.
 
 use super::ASSUMED_GPT_VOCAB;
+use super::cells::Cells;
 use crate::serve::Load;
 use crate::types::{Engine, Mlp, ServePrecision};
 use crate::workload::ModelDims;
-use std::collections::BTreeMap;
 
 /// Every column of the serving-run file, in its order; a CSV with most of them is this kind,
 /// and one that lacks any is refused.
@@ -63,43 +63,6 @@ pub(super) fn is_serving_header(headers: &[String]) -> bool {
     ["scenario", "engine", "ttft_ms", "out_tok_s_total"]
         .iter()
         .all(|c| headers.iter().any(|h| h == c))
-}
-
-/// One CSV row: each named column's text, trimmed.
-#[derive(Debug, Clone, Default)]
-pub(super) struct ServingRow {
-    cells: BTreeMap<String, String>,
-}
-
-impl ServingRow {
-    /// The row from its header and cells; missing cells are blank.
-    pub(super) fn new(headers: &[String], cells: &csv::StringRecord) -> ServingRow {
-        let cells = headers
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (h.clone(), cells.get(i).unwrap_or("").trim().to_string()))
-            .collect();
-        ServingRow { cells }
-    }
-
-    /// The column's text, `""` when blank.
-    pub(super) fn text(&self, column: &str) -> &str {
-        self.cells.get(column).map_or("", String::as_str)
-    }
-
-    /// The column as a positive whole number.
-    pub(super) fn count(&self, column: &str) -> Option<u32> {
-        self.text(column).parse::<u32>().ok().filter(|n| *n > 0)
-    }
-
-    /// The column as a positive finite number at most 10^15 (a larger one, like `1e308`, is a typo
-    /// that made every statistic NaN, so it reads as no number).
-    pub(super) fn number(&self, column: &str) -> Option<f64> {
-        self.text(column)
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e15)
-    }
 }
 
 /// The catalogue id of a device as the file names it in free text ("H100 SXM 80GB (DGX
@@ -217,7 +180,7 @@ pub(super) fn precision(text: &str) -> Option<(ServePrecision, Option<String>)> 
 }
 
 /// The load a row's scenario describes.
-pub(super) fn load(row: &ServingRow) -> Result<Load, String> {
+pub(super) fn load(row: &Cells) -> Result<Load, String> {
     let scenario = row.text("scenario").to_ascii_lowercase();
     let rate = row.text("request_rate").to_ascii_lowercase();
     let batch = row.number("batch_size");
@@ -251,7 +214,7 @@ pub(super) fn load(row: &ServingRow) -> Result<Load, String> {
 
 /// The model's dimensions, leniently: a blank `kv_heads` is read as multi-head attention, a
 /// blank `vocab` as GPT-2's, a blank `ffn` solved from `params_b`; each such reading is listed.
-pub(super) fn model_dims(row: &ServingRow, notes: &mut Vec<String>) -> Result<ModelDims, String> {
+pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDims, String> {
     let dim = |c: &str| {
         row.count(c)
             .ok_or_else(|| format!("model dims blank or unreadable: {c}"))
