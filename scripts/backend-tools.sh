@@ -2,7 +2,8 @@
 # Installs and starts what the backend tests validate manifests with, on a fresh Debian 12 machine
 # as root: a Slurm cluster (slurmctld + slurmd, fake GPUs), a private sshd on 127.0.0.1 and
 # 127.0.0.2, shellcheck, a Python venv with kubernetes-validate, and the headless Chromium (with
-# the DejaVu fonts, so text measures the same everywhere) that the report tests render pages in.
+# the DejaVu fonts, so text measures the same everywhere) that the report tests render pages in,
+# and Neovim, the editor the language server's test drives.
 # Skips whatever is already installed or running, so a second run takes a second or two.
 #
 # Usage: scripts/backend-tools.sh [start|stop]     (default: start)
@@ -29,6 +30,7 @@ install_packages() {
   command -v ps >/dev/null || need+=(procps)
   command -v chromium >/dev/null || need+=(chromium)
   [[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || need+=(fonts-dejavu-core)
+  command -v nvim >/dev/null || need+=(neovim)
   ((${#need[@]} == 0)) && return 0
   log "apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
