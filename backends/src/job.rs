@@ -97,6 +97,10 @@ pub struct Group<'a> {
     pub env: Vec<(String, String)>,
     /// The collective library (`nccl`, `rccl`, `hccl`).
     pub collective: String,
+    /// The Slurm generic resource the group's devices are (`gpu`, `npu`, `dcu`), from its vendor.
+    pub slurm_gres: String,
+    /// The Kubernetes resource a pod requests ([`crate::vendors::device_resource`]).
+    pub device_resource: String,
 }
 
 /// Everything common to the targets for one plan.
@@ -275,6 +279,14 @@ impl<'a> JobContext<'a> {
                 }
             }
             let device_label = slug(&g.device, 9);
+            let Some(vendor) = options.vendors.of_group(g) else {
+                errors.push(crate::vendors::unknown_vendor(
+                    &format!("job `{job}`"),
+                    index,
+                    g,
+                ));
+                continue;
+            };
             let node = g.node.clone().unwrap_or_default();
             for (k, v) in &node.env {
                 if !is_env_name(k) || v.chars().any(char::is_control) {
@@ -296,10 +308,12 @@ impl<'a> JobContext<'a> {
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 collective: if node.collective.is_empty() {
-                    "nccl".to_string()
+                    vendor.collective.clone()
                 } else {
                     node.collective.clone()
                 },
+                slurm_gres: vendor.slurm_gres.clone(),
+                device_resource: crate::vendors::device_resource(g, vendor),
             });
             nnodes = nnodes.saturating_add(g.nodes);
             world_size = world_size.saturating_add(g.devices);

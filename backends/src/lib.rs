@@ -1,7 +1,8 @@
 //! Renders loam plans into the manifests that run them: Kubernetes (JobSet + Kueue, or Volcano),
 //! Slurm batch scripts, and bare-metal launchers over ssh.
 //!
-//! The input is the Plan IR only ([`loam_compiler::plan::ir`]), never the AST or the catalogue.
+//! The input is the Plan IR ([`loam_compiler::plan::ir`]), never the AST; from the catalogue the
+//! backends take only what [`Options`] carries (tenants, node group sizes, vendor facts).
 //! Each target has a module that turns a [`Plan`] into a serialisable context; the templates in
 //! `backends/templates/<target>/` turn the context into text. Every string from a spec is
 //! escaped by a filter (`yaml`, `sh`, `json_ascii`) or checked to be a plain word (`word`);
@@ -18,6 +19,7 @@ pub mod kubernetes;
 pub mod service;
 pub mod slurm;
 mod tenants;
+pub mod vendors;
 pub mod window;
 
 use loam_compiler::diagnostics::Diagnostic;
@@ -28,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use job::{QuotaShare, Tenancy};
 pub use slurm::SlurmVersion;
 pub use tenants::{node_group_devices, tenancies};
+pub use vendors::{Vendors, vendors};
 
 /// Which system the manifests are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,9 +71,12 @@ pub struct Options {
     /// what the pool's cohort holds beyond the tenants' guaranteed quotas is lent by one more
     /// ClusterQueue ([`node_group_devices`]). Empty: no lender queue.
     pub node_groups: BTreeMap<String, u64>,
-    /// The serving engine's container image for every service; `None`: each engine's default
-    /// ([`service::engine::default_image`]).
+    /// The serving engine's container image for every service; `None`: the image the vendor's
+    /// file gives the engine.
     pub serving_image: Option<String>,
+    /// The catalogue's vendors ([`vendors()`]): collective library, Slurm GRES, slice resources
+    /// and serving images. The default is the shipped catalogue's.
+    pub vendors: Vendors,
 }
 
 impl Default for Options {
@@ -83,6 +89,7 @@ impl Default for Options {
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
             serving_image: None,
+            vendors: Vendors::shipped(),
         }
     }
 }

@@ -52,6 +52,12 @@ pub struct RoleContext<'a> {
     pub max_replicas: u64,
     /// Replicas for each hour 0–23 (empty when the plan gives none).
     pub hourly: Vec<u64>,
+    /// What one Slurm task's node requests for its devices (`gpus-per-node=8`, `gres=npu:8`),
+    /// from the vendor's GRES.
+    pub slurm_devices: String,
+    /// The engine's container image on the role's vendor.
+    #[serde(skip)]
+    pub vendor_image: Option<String>,
 }
 
 /// Everything common to the targets for one service.
@@ -154,6 +160,14 @@ impl<'a> ServiceContext<'a> {
         let mut roles = Vec::new();
         for (index, r) in plan.roles.iter().enumerate() {
             let g = &r.group;
+            let Some(vendor) = options.vendors.of_group(g) else {
+                errors.push(crate::vendors::unknown_vendor(
+                    &format!("service `{service}`"),
+                    index,
+                    g,
+                ));
+                continue;
+            };
             if r.replicas == 0
                 || r.nodes_per_replica == 0
                 || r.devices_per_replica == 0
@@ -251,11 +265,38 @@ impl<'a> ServiceContext<'a> {
                 min_replicas,
                 max_replicas,
                 hourly,
+                slurm_devices: crate::vendors::slurm_devices_per_node(vendor, devices_per_pod),
+                vendor_image: vendor.images.get(&plan.engine).cloned(),
             });
         }
+        // One image for every role: the option's, else the engine's on the roles' vendor (the
+        // planner runs an engine only on a vendor whose file lists it).
+        let image = match &options.serving_image {
+            Some(image) => Some(image.clone()),
+            None => roles.first().and_then(|r| r.vendor_image.clone()),
+        };
+        let image = image.unwrap_or_else(|| {
+            errors.push(incomplete(
+                service,
+                &format!(
+                    "its engine `{}` has no image in its vendor's file",
+                    plan.engine
+                ),
+            ));
+            String::new()
+        });
         if !errors.is_empty() {
             return Err(errors);
         }
+        let router_image = engine::router_image(plan.engine).map_or_else(
+            || {
+                roles
+                    .first()
+                    .and_then(|r| r.vendor_image.clone())
+                    .unwrap_or_default()
+            },
+            str::to_string,
+        );
         let port = match (disaggregated, roles.first()) {
             (true, _) => engine::ROUTER_PORT,
             (false, Some(r)) => r.launch.port,
@@ -271,11 +312,8 @@ impl<'a> ServiceContext<'a> {
             engine: plan.engine.to_string(),
             disaggregated,
             roles,
-            image: options
-                .serving_image
-                .clone()
-                .unwrap_or_else(|| engine::default_image(plan.engine).to_string()),
-            router_image: engine::router_image(plan.engine).to_string(),
+            image,
+            router_image,
             port,
             target_concurrency: autoscaling.map_or(0.0, |a| a.target_concurrency_per_replica),
             plan,

@@ -137,19 +137,6 @@ struct ScriptContext<'a> {
     requeue_wait_s: u64,
 }
 
-/// The generic resource name of a device-plugin resource: Ascend NPUs are `npu`, Hygon DCUs
-/// `dcu`, everything else `gpu`.
-pub fn gres_name(k8s_resource: &str) -> &'static str {
-    let r = k8s_resource.to_ascii_lowercase();
-    if r.contains("ascend") || r.contains("npu") {
-        "npu"
-    } else if r.contains("dcu") {
-        "dcu"
-    } else {
-        "gpu"
-    }
-}
-
 /// The `#SBATCH` options of group `g`, or the problems that keep it from being one.
 fn component_options(
     job: &JobContext<'_>,
@@ -179,7 +166,7 @@ fn component_options(
             "use letters, digits, `-`, `_` and `.` in Slurm features",
         )));
     }
-    let gres = gres_name(&g.ir.k8s_resource);
+    let gres = g.slurm_gres.as_str();
     let mut opts = vec![
         format!("--partition={partition}"),
         format!("--nodes={}", g.ir.nodes),

@@ -106,21 +106,6 @@ pub(crate) fn launch(index_var: &str) -> Vec<String> {
     ]
 }
 
-/// The device-plugin resource a pod of `g` requests: the slice's own resource when the plan
-/// runs on a slice (never the whole device's), else the device's.
-pub(crate) fn device_resource(g: &Group<'_>) -> String {
-    if let Some(r) = g.ir.node.as_ref().and_then(|n| n.slice_resource.clone()) {
-        return r;
-    }
-    match (&g.ir.slice, g.ir.k8s_resource.as_str()) {
-        (Some(slice), "nvidia.com/gpu") => format!("nvidia.com/mig-{slice}"),
-        (Some(slice), resource) if resource.starts_with("huawei.com/") => {
-            format!("{resource}-{slice}")
-        }
-        _ => g.ir.k8s_resource.clone(),
-    }
-}
-
 /// A memory quantity in whole MiB (Kubernetes quantities; GiB figures may be fractional).
 pub(crate) fn mib(gib: f64) -> String {
     format!("{}Mi", (gib.max(0.0) * 1024.0).round() as u64)
@@ -217,7 +202,7 @@ pub(crate) fn context<'a>(
             format!("{RANK_TABLE_DIR}/hccl.json"),
         ));
     }
-    let mut resources = vec![(device_resource(g), g.ir.devices_per_node.to_string())];
+    let mut resources = vec![(g.device_resource.clone(), g.ir.devices_per_node.to_string())];
     if node.cpus > 0 {
         resources.push(("cpu".to_string(), node.cpus.to_string()));
     }

@@ -319,7 +319,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
 fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
     let site = &g.ir.site;
     let node = g.ir.node.clone().unwrap_or_default();
-    let device_resource = super::pod::device_resource(g);
+    let device_resource = g.device_resource.clone();
     let mut per_node = BTreeMap::new();
     per_node.insert(device_resource.clone(), g.ir.devices_per_node);
     if node.cpus > 0 {

@@ -53,17 +53,6 @@ pub struct EngineLaunch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported(pub String);
 
-/// The default container image of each engine (overridable with `Options::serving_image`).
-pub fn default_image(engine: Engine) -> &'static str {
-    match engine {
-        Engine::Vllm => "docker.io/vllm/vllm-openai:latest",
-        Engine::Sglang => "docker.io/lmsysorg/sglang:latest",
-        Engine::Trtllm => "nvcr.io/nvidia/tensorrt-llm/release:latest",
-        Engine::Mindie => "swr.cn-south-1.myhuaweicloud.com/ascendhub/mindie:latest",
-        Engine::Lmdeploy => "docker.io/openmmlab/lmdeploy:latest",
-    }
-}
-
 /// The engine command of `role` of `plan`: the one entry point every target calls.
 pub fn launch(plan: &ServicePlan, role: &RoleIr) -> Result<EngineLaunch, Unsupported> {
     let disaggregated = plan.mode.as_deref() == Some("disaggregated");
@@ -354,12 +343,12 @@ exec ray start --address="$LEADER:{RAY_PORT}" --block"#
     }
 }
 
-/// The default image of the router (the engine's own image for SGLang, which ships
-/// `sglang_router`).
-pub fn router_image(engine: Engine) -> &'static str {
+/// The image of the router: vLLM's router image, or `None` for SGLang, whose own image ships
+/// `sglang_router` (the engine's image on the vendor).
+pub fn router_image(engine: Engine) -> Option<&'static str> {
     match engine {
-        Engine::Sglang => default_image(Engine::Sglang),
-        _ => "docker.io/vllm/vllm-router:latest",
+        Engine::Sglang => None,
+        _ => Some("docker.io/vllm/vllm-router:latest"),
     }
 }
 

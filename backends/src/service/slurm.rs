@@ -33,7 +33,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             role => Value::from_serialize(role),
             partition => partition,
             nodes => role.max_replicas.saturating_mul(role.ir.nodes_per_replica),
-            gres => gres(role, &node.vendor),
+            gres => role.slurm_devices,
             exclusive => role.node_share >= 1.0,
             constraint => (!node.slurm_features.is_empty()).then(|| node.slurm_features.join("&")),
             time => node.slurm_max_time_min.map(time_limit),
@@ -52,17 +52,6 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         files.push(super::baremetal::router_script(&env, svc)?);
     }
     Ok(files)
-}
-
-/// The devices one task's node requests: `gpus-per-node=N` for GPUs, a typed GRES on Ascend and
-/// Hygon (as the jobs' scripts request them).
-fn gres(role: &RoleContext<'_>, vendor: &str) -> String {
-    let n = role.devices_per_pod;
-    match vendor {
-        "huawei" => format!("gres=npu:{n}"),
-        "hygon" => format!("gres=dcu:{n}"),
-        _ => format!("gpus-per-node={n}"),
-    }
 }
 
 /// Slurm's `D-HH:MM:00` for a partition's MaxTime: a service runs until stopped, so it asks for

@@ -299,36 +299,6 @@ keyword_enum! {
     }
 }
 
-impl Engine {
-    /// The device vendors the engine runs on (its published support matrix): TensorRT-LLM only
-    /// on NVIDIA, MindIE only on Ascend; vLLM on every vendor loam knows (vllm-ascend,
-    /// vllm-gaudi, the ROCm and DCU builds); SGLang on NVIDIA, AMD and Ascend; LMDeploy on
-    /// NVIDIA and Ascend.
-    pub fn vendors(self) -> &'static [&'static str] {
-        match self {
-            Engine::Vllm => &["nvidia", "amd", "huawei", "hygon", "intel"],
-            Engine::Sglang => &["nvidia", "amd", "huawei"],
-            Engine::Trtllm => &["nvidia"],
-            Engine::Mindie => &["huawei"],
-            Engine::Lmdeploy => &["nvidia", "huawei"],
-        }
-    }
-
-    /// Whether the engine runs on devices of `vendor`.
-    pub fn runs_on(self, vendor: &str) -> bool {
-        self.vendors().contains(&vendor)
-    }
-
-    /// The engine a service gets when it names none: vLLM where it runs, MindIE on Ascend.
-    pub fn default_for(vendor: &str) -> Engine {
-        if vendor == "huawei" {
-            Engine::Mindie
-        } else {
-            Engine::Vllm
-        }
-    }
-}
-
 keyword_enum! {
     /// The percentile a latency target holds at.
     Percentile {

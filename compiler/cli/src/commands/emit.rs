@@ -66,6 +66,7 @@ pub fn run(
         slurm_version,
         tenants: loam_backends::tenancies(&doc, &catalogue),
         node_groups: loam_backends::node_group_devices(&doc, &catalogue),
+        vendors: loam_backends::vendors(&catalogue),
         ..Options::default()
     };
     if let Some(image) = &args.image {

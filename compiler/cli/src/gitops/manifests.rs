@@ -19,6 +19,7 @@ pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, Stri
     if let Some(catalogue) = &side.specs.catalogue {
         options.tenants = loam_backends::tenancies(&doc, catalogue);
         options.node_groups = loam_backends::node_group_devices(&doc, catalogue);
+        options.vendors = loam_backends::vendors(catalogue);
     }
     match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests

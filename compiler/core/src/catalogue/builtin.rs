@@ -41,6 +41,22 @@ const SHIPPED: &[(&str, &str)] = shipped![
     "specs/pools/xirang.yaml",
 ];
 
+/// The shipped vendors: every catalogue knows them (a catalogue's own `vendors/` file of the
+/// same name replaces one), so they are not among [`builtin_sources`] and do not move the
+/// shipped catalogue's digest; they travel with loam's version, which every plan key holds.
+const SHIPPED_VENDORS: &[(&str, &str)] = shipped![
+    "specs/vendors/amd.yaml",
+    "specs/vendors/huawei.yaml",
+    "specs/vendors/hygon.yaml",
+    "specs/vendors/intel.yaml",
+    "specs/vendors/nvidia.yaml",
+];
+
+/// `(display path, text)` of every shipped vendor file, sorted by path.
+pub fn shipped_vendors() -> Vec<(&'static str, &'static str)> {
+    SHIPPED_VENDORS.to_vec()
+}
+
 /// `(display path, text)` of every shipped catalogue file, sorted by path.
 pub fn builtin_sources() -> Vec<(&'static str, &'static str)> {
     SHIPPED.to_vec()

@@ -5,7 +5,7 @@
 //! [`super::validate`].
 
 use super::codes;
-use super::model::{self, Catalogue, Device, Pool, spanned};
+use super::model::{self, Catalogue, Device, Pool, Vendor, spanned};
 use super::raw::{self, Loc};
 use super::values::{Money, out_of_range, parse_version};
 use super::yaml::{Source, schema_error};
@@ -13,19 +13,21 @@ use crate::checkpoint::CheckpointPath;
 use crate::diagnostics::Diagnostic;
 use crate::span::{FileId, Span, Spanned};
 use crate::units::Dimension;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 mod bounds;
 mod efficiency;
 mod numbers;
 mod published;
 mod run;
+mod vendor;
 
 /// What a catalogue file describes, decided by the folder it is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Device,
     Pool,
+    Vendor,
 }
 
 fn kind_of(path: &str) -> Option<Kind> {
@@ -34,6 +36,7 @@ fn kind_of(path: &str) -> Option<Kind> {
     match parent {
         "devices" => Some(Kind::Device),
         "pools" => Some(Kind::Pool),
+        "vendors" => Some(Kind::Vendor),
         _ => None,
     }
 }
@@ -48,22 +51,47 @@ pub(crate) fn stem(path: &str) -> &str {
 
 /// Loads and validates a whole catalogue from `(file id, display path, text)` triples.
 ///
-/// A file under a `devices/` folder is a device, one under `pools/` a pool. Returns the
-/// catalogue when nothing is wrong, and every diagnostic found, sorted by path and position so
-/// the result does not depend on the order of `sources`.
+/// A file under a `devices/` folder is a device, one under `pools/` a pool, one under
+/// `vendors/` a vendor. The shipped vendors ([`super::builtin::shipped_vendors`]) are known to
+/// every catalogue; a `vendors/` file of the same name replaces one. Returns the catalogue when
+/// nothing is wrong, and every diagnostic found, sorted by path and position so the result does
+/// not depend on the order of `sources`.
 pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut devices: Vec<Device> = Vec::new();
     let mut pools: Vec<(Pool, Source<'_>)> = Vec::new();
+    let mut vendors: Vec<Vendor> = Vec::new();
     let mut ordered: Vec<&(FileId, &str, &str)> = sources.iter().collect();
     ordered.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
-    for (file, path, text) in ordered.iter().copied() {
+    let own_vendors: BTreeSet<&str> = ordered
+        .iter()
+        .filter(|(_, path, _)| kind_of(path) == Some(Kind::Vendor))
+        .map(|(_, path, _)| stem(path))
+        .collect();
+    // The shipped vendors the catalogue does not replace, under file ids of their own (counted
+    // down from the largest, far from the caller's): a test keeps them free of diagnostics.
+    let shipped: Vec<(FileId, &str, &str)> = super::builtin::shipped_vendors()
+        .into_iter()
+        .filter(|(path, _)| !own_vendors.contains(stem(path)))
+        .zip((0..u32::MAX).rev())
+        .map(|((path, text), id)| (FileId(id), path, text))
+        .collect();
+    for (file, path, text) in shipped.iter().chain(ordered.iter().copied()) {
         let source = Source {
             file: *file,
             path,
             text,
         };
         match kind_of(path) {
+            Some(Kind::Vendor) => {
+                let mut cx = Cx {
+                    source,
+                    diags: &mut diags,
+                };
+                if let Some(vendor) = cx.vendor() {
+                    vendors.push(vendor);
+                }
+            }
             Some(Kind::Device) => {
                 let mut cx = Cx {
                     source,
@@ -85,15 +113,19 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
             None => diags.push(
                 Diagnostic::error(
                     codes::UNKNOWN_FILE,
-                    format!("expected a file under `devices/` or `pools/`, found `{path}`"),
+                    format!(
+                        "expected a file under `devices/`, `pools/` or `vendors/`, found `{path}`"
+                    ),
                     Span::new(*file, 0, 0),
-                    "not a device or pool file",
+                    "not a device, pool or vendor file",
                 )
-                .with_help("move the file into the catalogue's `devices/` or `pools/` folder"),
+                .with_help(
+                    "move the file into the catalogue's `devices/`, `pools/` or `vendors/` folder",
+                ),
             ),
         }
     }
-    let catalogue = super::validate::assemble(devices, pools, &mut diags);
+    let catalogue = super::validate::assemble(vendors, devices, pools, &mut diags);
     let mut paths: BTreeMap<FileId, &str> = BTreeMap::new();
     for (file, path, _) in sources {
         paths.insert(*file, path);
@@ -284,6 +316,8 @@ impl Cx<'_, '_> {
         Some(Device {
             id: self.spanned(&raw.id),
             name: raw.name.value,
+            vendor_span: self.span(&raw.vendor),
+            vendor_facts: Vendor::unresolved(&raw.vendor.value),
             vendor: raw.vendor.value,
             status: spanned(raw.status.value, self.source.span(&raw.status.referenced)),
             source: raw.source.value,

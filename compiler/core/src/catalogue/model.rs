@@ -1,4 +1,5 @@
-//! The validated catalogue: devices and pools in base units, with the spans of their fields.
+//! The validated catalogue: vendors, devices and pools in base units, with the spans of their
+//! fields.
 //!
 //! Quantities are `f64` in the base units of [`crate::units`] (bytes, bytes/s, FLOP/s, watts,
 //! seconds). Every field a later phase may point at carries its [`Span`] in the YAML file, so a
@@ -7,7 +8,7 @@
 use crate::checkpoint::CheckpointPath;
 use crate::hardware::Efficiency;
 use crate::span::{Span, Spanned};
-use crate::types::Precision;
+use crate::types::{Engine, Precision};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -150,8 +151,15 @@ pub struct Device {
     pub id: Spanned<String>,
     /// Marketing name.
     pub name: String,
-    /// Vendor, lowercase (`nvidia`, `amd`, `huawei`, `hygon`, `intel`).
+    /// Vendor id, lowercase (`nvidia`, `amd`, `huawei`, `hygon`, `intel`): a file of `vendors/`.
     pub vendor: String,
+    /// Where `vendor` is written in the device file.
+    #[serde(skip)]
+    pub vendor_span: Span,
+    /// The facts of that vendor (its collective library, Slurm GRES, engines), resolved when the
+    /// catalogue is loaded, so the planner reads them off the device and a job's catalogue
+    /// inputs ([`super::Catalogue::inputs_digest`]) cover them.
+    pub vendor_facts: Vendor,
     /// Where the figures come from and how sure they are.
     pub status: Spanned<Status>,
     /// The sources of the figures.
@@ -203,6 +211,72 @@ pub struct Device {
     pub best_published: BTreeMap<Precision, BestPublished>,
     /// The file it was read from.
     pub file: String,
+}
+
+/// What loam must know about a vendor's software to run its devices, from `vendors/<id>.yaml`:
+/// the collective library and the environment it needs, the Slurm GRES its devices are, the
+/// device-plugin resource of a slice, and the serving engines that run on its devices with their
+/// container images. Adding a vendor is adding its file; no code names a vendor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Vendor {
+    /// Vendor id, lowercase, the file's name (`nvidia`).
+    pub id: String,
+    /// Where the id is written.
+    #[serde(skip)]
+    pub id_span: Span,
+    /// Display name (`NVIDIA`).
+    pub name: String,
+    /// The collective library its devices use (`nccl`, `rccl`, `hccl`).
+    pub collective: String,
+    /// Environment the collective library needs on every node of the vendor, sorted by name; a
+    /// node group's own `env` adds to it and wins on the same name.
+    pub collective_env: BTreeMap<String, String>,
+    /// The Slurm generic resource its devices are declared as (`gpu`, `npu`, `dcu`).
+    pub slurm_gres: String,
+    /// The Kubernetes resource of one slice, with `{resource}` (the device's resource) and
+    /// `{profile}` (the profile as the device plugin spells it) filled in; `None` when the
+    /// vendor's devices are not sliced into resources of their own.
+    pub slice_resource: Option<String>,
+    /// The engine a service runs when it names none.
+    pub default_engine: Engine,
+    /// The serving engines that run on the vendor's devices, each with its container image.
+    pub images: BTreeMap<Engine, String>,
+    /// The file it was read from.
+    pub file: String,
+}
+
+impl Vendor {
+    /// The stand-in a device holds until its vendor is resolved; a device whose vendor never
+    /// resolves is an error (L2019), so no loaded catalogue holds one.
+    pub(crate) fn unresolved(id: &str) -> Vendor {
+        Vendor {
+            id: id.to_string(),
+            id_span: Span::default(),
+            name: String::new(),
+            collective: String::new(),
+            collective_env: BTreeMap::new(),
+            slurm_gres: String::new(),
+            slice_resource: None,
+            default_engine: Engine::Vllm,
+            images: BTreeMap::new(),
+            file: String::new(),
+        }
+    }
+
+    /// Whether `engine` runs on the vendor's devices.
+    pub fn runs(&self, engine: Engine) -> bool {
+        self.images.contains_key(&engine)
+    }
+
+    /// The Kubernetes resource of one slice `profile` of a device whose whole-device resource is
+    /// `resource`, when the vendor names slices.
+    pub fn slice_resource_of(&self, resource: &str, profile: &str) -> Option<String> {
+        self.slice_resource.as_ref().map(|template| {
+            template
+                .replace("{resource}", resource)
+                .replace("{profile}", profile)
+        })
+    }
 }
 
 /// A cached dataset.
@@ -384,6 +458,9 @@ pub struct Pool {
 /// The whole catalogue: every device and pool, keyed by id.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Catalogue {
+    /// Vendors by id: the catalogue's own `vendors/` files and the shipped ones it does not
+    /// replace.
+    pub vendors: BTreeMap<String, Vendor>,
     /// Devices by id.
     pub devices: BTreeMap<String, Device>,
     /// Pools by id.

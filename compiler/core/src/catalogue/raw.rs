@@ -323,3 +323,33 @@ pub(crate) struct Quota {
     pub guaranteed: Loc<i128>,
     pub elastic: Loc<i128>,
 }
+
+/// One vendor file, `specs/vendors/<id>.yaml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VendorFile {
+    pub id: Loc<String>,
+    pub name: Loc<String>,
+    pub collective: Collective,
+    pub slurm_gres: Loc<String>,
+    #[serde(default)]
+    pub slice_resource: Option<Loc<String>>,
+    pub serving: Serving,
+}
+
+/// A vendor's collective library and the environment it needs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Collective {
+    pub library: Loc<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, Loc<String>>,
+}
+
+/// The serving engines that run on a vendor's devices.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Serving {
+    pub default_engine: Loc<crate::types::Engine>,
+    pub images: BTreeMap<crate::types::Engine, Loc<String>>,
+}

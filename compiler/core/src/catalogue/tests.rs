@@ -13,6 +13,7 @@ fn shipped_catalogue_loads_clean() {
     assert_eq!(diags, vec![], "{diags:#?}");
     let catalogue = catalogue.unwrap();
     assert_eq!(catalogue.devices.len(), 23);
+    assert_eq!(catalogue.vendors.len(), 5);
 }
 
 /// Splits a fixture into its `--- path ---` files.
@@ -157,6 +158,71 @@ fn builtin_list_matches_specs_folder() {
     for (path, text) in builtin_sources() {
         assert_eq!(std::fs::read_to_string(root.join(path)).unwrap(), text);
     }
+    let mut vendors_on_disk: Vec<String> = std::fs::read_dir(root.join("specs/vendors"))
+        .unwrap()
+        .map(|e| format!("specs/vendors/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    vendors_on_disk.sort();
+    let shipped: Vec<String> = shipped_vendors()
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .collect();
+    assert_eq!(
+        shipped, vendors_on_disk,
+        "add new vendor files to SHIPPED_VENDORS in catalogue/builtin.rs"
+    );
+    for (path, text) in shipped_vendors() {
+        assert_eq!(std::fs::read_to_string(root.join(path)).unwrap(), text);
+    }
+}
+
+/// The shipped vendors hold the facts the backends used to match on: NCCL on NVIDIA, RCCL on
+/// AMD and Hygon (DTK ships RCCL), HCCL on Huawei and Intel (Habana's own HCCL); Slurm's `gpu`
+/// GRES except Ascend NPUs (`npu`) and Hygon DCUs (`dcu`); MindIE by default on Ascend only.
+#[test]
+fn shipped_vendors_state_each_vendors_facts() {
+    let catalogue = builtin();
+    let facts: Vec<(&str, &str, &str, &str)> = catalogue
+        .vendors
+        .values()
+        .map(|v| {
+            (
+                v.id.as_str(),
+                v.collective.as_str(),
+                v.slurm_gres.as_str(),
+                v.default_engine.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        facts,
+        vec![
+            ("amd", "rccl", "gpu", "vllm"),
+            ("huawei", "hccl", "npu", "mindie"),
+            ("hygon", "rccl", "dcu", "vllm"),
+            ("intel", "hccl", "gpu", "vllm"),
+            ("nvidia", "nccl", "gpu", "vllm"),
+        ]
+    );
+    // Every device carries its vendor's facts.
+    for device in catalogue.devices.values() {
+        assert_eq!(device.vendor_facts.id, device.vendor, "{}", device.id.value);
+    }
+    // TensorRT-LLM runs on NVIDIA only, MindIE on Ascend only.
+    let running = |engine: crate::types::Engine| -> Vec<&str> {
+        catalogue
+            .vendors
+            .values()
+            .filter(|v| v.runs(engine))
+            .map(|v| v.id.as_str())
+            .collect()
+    };
+    assert_eq!(running(crate::types::Engine::Trtllm), vec!["nvidia"]);
+    assert_eq!(running(crate::types::Engine::Mindie), vec!["huawei"]);
+    assert_eq!(
+        running(crate::types::Engine::Vllm),
+        vec!["amd", "huawei", "hygon", "intel", "nvidia"]
+    );
 }
 
 #[test]

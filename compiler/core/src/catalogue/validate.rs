@@ -1,10 +1,11 @@
-//! Whole-catalogue checks: unique names, references that resolve, quotas that fit, sites that
-//! reach each other, software new enough for its devices.
+//! Whole-catalogue checks: unique names, references that resolve (a device's vendor, a node
+//! group's device), quotas that fit, sites that reach each other, software new enough for its
+//! devices.
 //!
 //! Every check runs on every item and reports everything; the caller sorts the result.
 
 use super::codes;
-use super::model::{Catalogue, Device, NodeGroup, Pool, Site};
+use super::model::{Catalogue, Device, NodeGroup, Pool, Site, SlicingKind, Vendor};
 use super::values::compare_versions;
 use super::yaml::Source;
 use crate::diagnostics::Diagnostic;
@@ -13,12 +14,22 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Builds the catalogue from the loaded files, checking what spans several of them.
 pub(crate) fn assemble(
+    vendors: Vec<Vendor>,
     devices: Vec<Device>,
     pools: Vec<(Pool, Source<'_>)>,
     diags: &mut Vec<Diagnostic>,
 ) -> Catalogue {
     let mut catalogue = Catalogue::default();
-    for device in devices {
+    for vendor in vendors {
+        if let Some(first) = catalogue.vendors.get(&vendor.id) {
+            let name = Spanned::new(vendor.id.clone(), vendor.id_span);
+            diags.push(duplicate("vendor", &name, first.id_span));
+        } else {
+            catalogue.vendors.insert(vendor.id.clone(), vendor);
+        }
+    }
+    for mut device in devices {
+        resolve_vendor(&mut device, &catalogue.vendors, diags);
         if let Some(first) = catalogue.devices.get(&device.id.value) {
             diags.push(duplicate("device", &device.id, first.id.span));
         } else {
@@ -34,6 +45,46 @@ pub(crate) fn assemble(
         }
     }
     catalogue
+}
+
+/// Gives `device` its vendor's facts: its `vendor` must name a vendor file, and a device sliced
+/// into resources of its own (MIG, vNPU) needs a vendor that names them.
+fn resolve_vendor(
+    device: &mut Device,
+    vendors: &BTreeMap<String, Vendor>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let name = Spanned::new(device.vendor.clone(), device.vendor_span);
+    let Some(vendor) = vendors.get(&device.vendor) else {
+        let known: Vec<&str> = vendors.keys().map(String::as_str).collect();
+        diags.push(unknown(
+            codes::UNKNOWN_VENDOR,
+            "vendor",
+            &name,
+            &known,
+            "in the catalogue",
+        ));
+        return;
+    };
+    if matches!(device.slicing, Some(SlicingKind::Mig | SlicingKind::Vnpu))
+        && vendor.slice_resource.is_none()
+    {
+        diags.push(
+            Diagnostic::error(
+                codes::INCONSISTENT,
+                format!(
+                    "device `{}` is sliced, but vendor `{}` names no slice resource",
+                    device.id.value, vendor.id
+                ),
+                device.vendor_span,
+                "a vendor without `slice_resource`",
+            )
+            .with_help(
+                "give the vendor a `slice_resource` template, e.g. `nvidia.com/mig-{profile}`",
+            ),
+        );
+    }
+    device.vendor_facts = vendor.clone();
 }
 
 fn duplicate(what: &str, name: &Spanned<String>, first: Span) -> Diagnostic {

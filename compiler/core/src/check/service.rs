@@ -91,7 +91,7 @@ pub struct ServeSpec {
     pub precision: Spanned<ServePrecision>,
     /// KV-cache precision, when written (else [`ServePrecision::default_kv_cache`]).
     pub kv_cache: Option<Spanned<KvCache>>,
-    /// The engine, when written (else [`Engine::default_for`] the device's vendor).
+    /// The engine, when written (else the `default_engine` of the device's vendor).
     pub engine: Option<Spanned<Engine>>,
     /// Aggregated, disaggregated or the planner's choice.
     pub disaggregate: Spanned<Disaggregation>,

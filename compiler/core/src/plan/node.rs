@@ -1,6 +1,7 @@
 //! How a group's nodes run a job, as the Plan IR states it for the backends: the catalogue's pod
 //! requests, fabric, taints and Slurm limits of the node group, the site's topology levels, the
-//! device's collective library, and the device-plugin resource of a slice.
+//! collective library of the device's vendor, and the device-plugin resource of a slice (both
+//! from the vendor's file, `vendors/<id>.yaml`).
 
 use super::ir::{NodeIr, RdmaIr, TolerationIr};
 use super::placement::Placement;
@@ -24,7 +25,7 @@ pub(crate) fn node_ir_at(site: &Site, group: &NodeGroup, device: &Device, per_no
     let share = share.clamp(0.0, 1.0);
     NodeIr {
         vendor: device.vendor.clone(),
-        collective: collective_library(&device.vendor).to_string(),
+        collective: device.vendor_facts.collective.clone(),
         cpus: scaled_cpus(run.cpus, share),
         memory_gib: crate::display::significant(run.memory_bytes * share / GIB),
         shm_gib: crate::display::significant(run.shm_bytes * share / GIB),
@@ -32,7 +33,14 @@ pub(crate) fn node_ir_at(site: &Site, group: &NodeGroup, device: &Device, per_no
             resource: resource.clone(),
             per_node: u64::from(*n),
         }),
-        env: run.env.clone(),
+        // The vendor's collective environment, then the node group's, which wins on a name.
+        env: device
+            .vendor_facts
+            .collective_env
+            .iter()
+            .chain(&run.env)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         tolerations: run
             .taints
             .iter()
@@ -73,43 +81,38 @@ pub(crate) fn on_slice(node: &mut NodeIr, resource: String, fraction: f64) {
     node.slice_resource = Some(resource);
 }
 
-/// The collective library of a vendor's devices: NCCL on NVIDIA, RCCL on AMD and on Hygon DCUs
-/// (a ROCm derivative), HCCL on Huawei Ascend and Intel Gaudi (Habana's own HCCL).
-pub fn collective_library(vendor: &str) -> &'static str {
-    match vendor {
-        "amd" | "hygon" => "rccl",
-        "huawei" | "intel" => "hccl",
-        _ => "nccl",
-    }
-}
-
-/// The Kubernetes resource a pod requests for one `profile` slice of `device`: NVIDIA's
-/// device plugin names MIG devices `nvidia.com/mig-<profile>`; Ascend's names a static vNPU
-/// after its template, `vir05_1c_16g` → `huawei.com/Ascend910-5c.1cpu.16g` (AI cores, AI CPUs,
+/// The Kubernetes resource a pod requests for one `profile` slice of `device`: the vendor's
+/// `slice_resource` template with the device's resource and the profile as the device plugin
+/// spells it. NVIDIA's plugin names MIG devices by profile (`nvidia.com/mig-1g.10gb`); Ascend's
+/// names a static vNPU after its template, `vir05_1c_16g` → `5c.1cpu.16g` (AI cores, AI CPUs,
 /// memory). Other slicing (time-sliced vGPU) shares the whole-device resource.
 pub fn slice_resource(device: &Device, profile: &SliceProfile) -> String {
-    match device.slicing {
-        Some(SlicingKind::Mig) => format!("nvidia.com/mig-{}", profile.name),
-        Some(SlicingKind::Vnpu) => {
-            let mut parts = profile.name.trim_start_matches("vir").split('_');
-            let cores = parts.next().unwrap_or_default().trim_start_matches('0');
-            let mut name = format!("{cores}c");
-            for part in parts {
-                if let Some(cpus) = part.strip_suffix('c') {
-                    name.push_str(&format!(".{cpus}cpu"));
-                } else {
-                    name.push('.');
-                    name.push_str(part);
-                }
-            }
-            let base = device
-                .kubernetes_resource
-                .split_once('-')
-                .map_or(device.kubernetes_resource.as_str(), |(b, _)| b);
-            format!("{base}-{name}")
+    let name = match device.slicing {
+        Some(SlicingKind::Mig) => profile.name.clone(),
+        Some(SlicingKind::Vnpu) => vnpu_name(&profile.name),
+        Some(SlicingKind::Vgpu) | None => return device.kubernetes_resource.clone(),
+    };
+    // The catalogue refuses a MIG or vNPU device whose vendor names no slice resource.
+    device
+        .vendor_facts
+        .slice_resource_of(&device.kubernetes_resource, &name)
+        .unwrap_or_else(|| device.kubernetes_resource.clone())
+}
+
+/// The Ascend device plugin's name of a static vNPU template: `vir05_1c_16g` → `5c.1cpu.16g`.
+fn vnpu_name(template: &str) -> String {
+    let mut parts = template.trim_start_matches("vir").split('_');
+    let cores = parts.next().unwrap_or_default().trim_start_matches('0');
+    let mut name = format!("{cores}c");
+    for part in parts {
+        if let Some(cpus) = part.strip_suffix('c') {
+            name.push_str(&format!(".{cpus}cpu"));
+        } else {
+            name.push('.');
+            name.push_str(part);
         }
-        _ => device.kubernetes_resource.clone(),
     }
+    name
 }
 
 #[cfg(test)]

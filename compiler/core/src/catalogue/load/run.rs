@@ -173,7 +173,12 @@ impl Cx<'_, '_> {
     }
 
     /// Checks a name that a manifest carries unquoted.
-    fn manifest_name(&mut self, name: &Loc<String>, field: &str, valid: fn(&str) -> bool) -> bool {
+    pub(super) fn manifest_name(
+        &mut self,
+        name: &Loc<String>,
+        field: &str,
+        valid: fn(&str) -> bool,
+    ) -> bool {
         if valid(&name.value) {
             return true;
         }

@@ -105,24 +105,30 @@ fn check_runs<'a>(
         .devices
         .iter()
         .copied()
-        .filter(|d| engine.value.runs_on(&d.vendor))
+        .filter(|d| d.vendor_facts.runs(engine.value))
         .collect();
     let both: Vec<&Device> = serving
         .iter()
         .copied()
-        .filter(|d| engine.value.runs_on(&d.vendor))
+        .filter(|d| d.vendor_facts.runs(engine.value))
         .collect();
     if !both.is_empty() {
         return both;
     }
-    let vendors = engine.value.vendors().join(", ");
+    let vendors: Vec<&str> = catalogue
+        .vendors
+        .values()
+        .filter(|v| v.runs(engine.value))
+        .map(|v| v.id.as_str())
+        .collect();
+    let vendors = vendors.join(", ");
     let others: Vec<&str> = pool
         .device_ids()
         .into_iter()
         .filter(|id| {
             catalogue
                 .device(id)
-                .is_some_and(|d| engine.value.runs_on(&d.vendor) && d.serves(precision.value))
+                .is_some_and(|d| d.vendor_facts.runs(engine.value) && d.serves(precision.value))
         })
         .collect();
     let allow_others = if others.is_empty() {
@@ -139,7 +145,7 @@ fn check_runs<'a>(
             .into_iter()
             .filter(|k| {
                 Engine::from_keyword(k)
-                    .is_some_and(|e| serving.iter().any(|d| e.runs_on(&d.vendor)))
+                    .is_some_and(|e| serving.iter().any(|d| d.vendor_facts.runs(e)))
             })
             .collect();
         Diagnostic::error(
@@ -349,7 +355,7 @@ fn check_memory(
         let engine = serve
             .engine
             .as_ref()
-            .map_or(Engine::default_for(&device.vendor), |e| e.value);
+            .map_or(device.vendor_facts.default_engine, |e| e.value);
         let model = ServedModel::new(dims.clone(), serve.precision.value, kv_cache, engine);
         let memory = replica_memory(&model, &shape);
         if memory.fits {

@@ -20,6 +20,7 @@ super::codes! {
     UNKNOWN_FILE = "L2016" => "unrecognised catalogue file",
     INVALID_NAME = "L2017" => "invalid name or path in the catalogue",
     SOFTWARE_TOO_OLD = "L2018" => "node software older than its device needs",
+    UNKNOWN_VENDOR = "L2019" => "unknown vendor in the catalogue",
     JOB_UNKNOWN_POOL = "L2101" => "unknown pool",
     JOB_UNKNOWN_SITE = "L2102" => "unknown site",
     JOB_UNKNOWN_DEVICE = "L2103" => "unknown device",

@@ -6,7 +6,7 @@ use crate::catalogue::Catalogue;
 use crate::check::catalogue::eligible;
 use crate::layout_rules;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
-use crate::types::{Arch, Engine};
+use crate::types::Arch;
 
 /// The `max_num_seqs` values the search tries, smallest first. Counted: powers of two around
 /// the engines' defaults (vLLM 256, SGLang and TensorRT-LLM up to 2,048 on large cards).
@@ -237,9 +237,9 @@ pub(crate) fn places<'a>(
         }
         let engine = match &service.serve.engine {
             Some(e) => e.value,
-            None => Engine::default_for(&device.vendor),
+            None => device.vendor_facts.default_engine,
         };
-        if !engine.runs_on(&device.vendor) {
+        if !device.vendor_facts.runs(engine) {
             skipped.push((
                 format!("{engine} does not run on {} devices", device.vendor),
                 id.to_string(),

@@ -1,0 +1,124 @@
+//! Reading a vendor file (`vendors/<id>.yaml`): the facts the planner and the backends need about
+//! a vendor's software, each name checked with the rule of the manifest it lands in.
+
+use super::Cx;
+use crate::catalogue::codes;
+use crate::catalogue::model::Vendor;
+use crate::catalogue::raw::{self, Loc};
+use crate::diagnostics::Diagnostic;
+use crate::names::{is_env_name, is_plain_word};
+use std::collections::BTreeMap;
+
+/// The placeholders a slice-resource template may hold.
+const SLICE_PLACEHOLDERS: &[&str] = &["{resource}", "{profile}"];
+
+impl Cx<'_, '_> {
+    /// The vendor this file describes, or `None` (with diagnostics) when it cannot be read. A
+    /// vendor with a wrong value is still returned, so its devices resolve and its problems are
+    /// not reported again as unknown vendors (the diagnostics already fail the catalogue).
+    pub(super) fn vendor(&mut self) -> Option<Vendor> {
+        let raw: raw::VendorFile = match serde_saphyr::from_str(self.source.text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let d = crate::catalogue::yaml::schema_error(&self.source, &e, "vendor");
+                self.push(d);
+                return None;
+            }
+        };
+        self.check_file_id(&raw.id, "vendor");
+        self.identifier(&raw.id, "vendor id");
+        self.manifest_name(&raw.collective.library, "collective.library", is_plain_word);
+        self.manifest_name(&raw.slurm_gres, "slurm_gres", is_plain_word);
+        let mut collective_env = BTreeMap::new();
+        for (name, value) in &raw.collective.env {
+            if !is_env_name(name) || value.value.chars().any(char::is_control) {
+                let d = Diagnostic::error(
+                    codes::INVALID_NAME,
+                    format!(
+                        "expected an environment variable name and a value without control characters, found `{}`",
+                        name.escape_debug()
+                    ),
+                    self.span(value),
+                    "the value of this variable",
+                )
+                .with_help("name variables with letters, digits and `_`, e.g. `NCCL_IB_HCA`");
+                self.push(d);
+            }
+            collective_env.insert(name.clone(), value.value.clone());
+        }
+        if let Some(template) = &raw.slice_resource {
+            self.slice_template(template);
+        }
+        let mut images = BTreeMap::new();
+        for (engine, image) in &raw.serving.images {
+            self.manifest_name(image, "serving.images", is_image);
+            images.insert(*engine, image.value.clone());
+        }
+        let default_engine = raw.serving.default_engine.value;
+        if !images.contains_key(&default_engine) {
+            let d = Diagnostic::error(
+                codes::INCONSISTENT,
+                format!("default engine `{default_engine}` has no image in `serving.images`"),
+                self.span(&raw.serving.default_engine),
+                "an engine the vendor's devices do not run",
+            )
+            .with_help(format!(
+                "add an image for `{default_engine}` under `serving.images`, or choose one of the engines listed there"
+            ));
+            self.push(d);
+        }
+        Some(Vendor {
+            id: raw.id.value.clone(),
+            id_span: self.span(&raw.id),
+            name: raw.name.value,
+            collective: raw.collective.library.value,
+            collective_env,
+            slurm_gres: raw.slurm_gres.value,
+            slice_resource: raw.slice_resource.map(|t| t.value),
+            default_engine,
+            images,
+            file: self.source.path.to_string(),
+        })
+    }
+
+    /// Checks a slice-resource template: it names the profile, holds no other placeholder, and
+    /// with both filled in it is a plain resource name.
+    fn slice_template(&mut self, template: &Loc<String>) {
+        let mut rest = template.value.clone();
+        for placeholder in SLICE_PLACEHOLDERS {
+            rest = rest.replace(placeholder, "x");
+        }
+        let names_profile = template.value.contains("{profile}");
+        let resource_like = |s: &str| {
+            s.split_once('/')
+                .map_or(is_plain_word(s), |(domain, name)| {
+                    is_plain_word(domain) && is_plain_word(name)
+                })
+        };
+        if names_profile && resource_like(&rest) {
+            return;
+        }
+        let d = Diagnostic::error(
+            codes::INVALID_NAME,
+            format!(
+                "`slice_resource` cannot name a Kubernetes resource: `{}`",
+                template.value.escape_debug()
+            ),
+            self.span(template),
+            "not a resource template",
+        )
+        .with_help(
+            "write a resource name with `{profile}` and optionally `{resource}`, e.g. `nvidia.com/mig-{profile}`",
+        );
+        self.push(d);
+    }
+}
+
+/// Whether `s` reads as a container image reference (`registry/path:tag`): letters, digits and
+/// `.`, `_`, `-`, `/`, `:`, `@`, starting with a letter or digit.
+fn is_image(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.len() <= 255
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':' | '@'))
+}

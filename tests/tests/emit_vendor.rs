@@ -1,0 +1,258 @@
+//! A new accelerator vendor is data only: a fixture catalogue adds a made-up vendor `acme`
+//! (`vendors/acme.yaml`: its own collective library `accl` and its environment, the Slurm GRES
+//! `xpu`, a slice resource and a serving image), one device of it and a pool, and every backend
+//! emits a job and a service on it without any code naming the vendor. Before the vendor facts
+//! were data, such a device silently got NCCL, `--gpus-per-node` and the `gpu` GRES.
+
+use loam_backends::{Flavor, Manifest, Options, Target, node_group_devices, render, tenancies};
+use loam_compiler::catalogue::builtin_sources;
+use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+
+const VENDOR: &str = r#"id: acme
+name: "Acme"
+collective:
+  library: accl
+  env:
+    ACCL_SOCKET_IFNAME: eth7
+slurm_gres: xpu
+slice_resource: "acme.example/xpu-{profile}"
+serving:
+  default_engine: vllm
+  images:
+    vllm: registry.acme.example/vllm-acme:1.0
+"#;
+
+const DEVICE: &str = r#"id: XPU_1
+name: "Acme XPU 1"
+vendor: acme
+status: unverified
+source: "made up for a test"
+peak_dense:
+  bf16: 500TFLOPS
+precisions: [fp32, bf16]
+features: [flash_attention]
+memory: 96GiB
+memory_bandwidth: 3TB/s
+scale_up:
+  fabric: AcmeLink
+  bandwidth: 600GB/s
+devices_per_node: 8
+power:
+  tdp: 700W
+  typical: 560W
+software:
+  stack: rocm
+  min_version: "6.0"
+kubernetes_resource: acme.example/xpu
+slicing:
+  kind: mig
+  profiles:
+    - { name: "half", memory: 48GiB, compute: 0.5 }
+reliability:
+  mtbf: 40000h
+  basis: "assumed"
+"#;
+
+const POOL: &str = r#"id: acme
+name: "Acme pool"
+currency:
+  base: CNY
+  rates:
+    USD: 7.15
+sites:
+  - name: anvil
+    region: cn-east-2
+    city: Hangzhou
+    carbon_intensity: 500
+    pue: 1.3
+    storage_bandwidth: 50GB/s
+    power_price:
+      currency: CNY
+      per_kwh: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    topology:
+      nodes_per_block: 8
+      block_uplink: 3.2Tbps
+      latency: 5us
+    node_groups:
+      - name: anvil-xpu
+        device: XPU_1
+        nodes: 4
+        devices_per_node: 8
+        free_devices: 32
+        nics: { count: 8, bandwidth: 400Gbps }
+        price: 20 CNY
+        software: { driver: "6.1", version: "6.1" }
+        slurm_partition: anvil-xpu
+        pod: { cpus: 96, memory: 1600GiB, shm: 256GiB }
+tenants:
+  - name: nlp
+    checkpoint_root: /ckpt/nlp
+    kubernetes_namespace: team-nlp
+    slurm_account: nlp
+    queue: nlp-train
+    quota:
+      - { device: XPU_1, guaranteed: 16, elastic: 16 }
+"#;
+
+const SPEC: &str = r#"job "acme-8b" {
+  tenant = "nlp"
+  model {
+    layers   = 32
+    hidden   = 4096
+    ffn      = 14336
+    heads    = 32
+    kv_heads = 8
+    vocab    = 128256
+    seq_len  = 4096
+    params   = 8B
+  }
+  train {
+    tokens       = 2B
+    global_batch = 64
+    precision    = bf16
+  }
+  resources {
+    pool        = acme
+    max_devices = 16
+  }
+  goal {
+    optimize = time
+    deadline = 2d
+  }
+}
+
+service "acme-chat" {
+  tenant = "nlp"
+  model {
+    layers   = 32
+    hidden   = 4096
+    ffn      = 14336
+    heads    = 32
+    kv_heads = 8
+    vocab    = 128256
+    seq_len  = 8192
+    params   = 8B
+  }
+  serve {
+    weights   = "meta-llama/Llama-3.1-8B-Instruct"
+    precision = bf16
+  }
+  traffic {
+    dataset = chat
+    rate    = 4
+  }
+  targets {
+    ttft = 2s
+    tpot = 50ms
+  }
+  resources {
+    pool = acme
+  }
+}
+"#;
+
+/// The shipped catalogue plus the made-up vendor, its device and its pool.
+fn catalogue_files() -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = builtin_sources()
+        .into_iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    files.push(("specs/vendors/acme.yaml".to_string(), VENDOR.to_string()));
+    files.push(("specs/devices/XPU_1.yaml".to_string(), DEVICE.to_string()));
+    files.push(("specs/pools/acme.yaml".to_string(), POOL.to_string()));
+    files
+}
+
+/// Every file of one target's manifests, joined.
+fn emitted(target: Target, flavor: Flavor) -> String {
+    let checked = check_project(
+        ProjectFiles {
+            catalogue: catalogue_files(),
+            specs: vec![("acme.loam".to_string(), SPEC.as_bytes().to_vec())],
+        },
+        2,
+    );
+    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+    let planned = plan_project(&checked, 2);
+    let doc = &planned.document;
+    let catalogue = checked.catalogue.as_ref().unwrap();
+    let options = Options {
+        flavor,
+        tenants: tenancies(doc, catalogue),
+        node_groups: node_group_devices(doc, catalogue),
+        vendors: loam_backends::vendors(catalogue),
+        ..Options::default()
+    };
+    let manifests: Vec<Manifest> =
+        render(doc, target, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    manifests
+        .iter()
+        .map(|m| format!("=== {}\n{}", m.path, m.contents))
+        .collect()
+}
+
+#[test]
+fn a_made_up_vendor_reaches_every_backend_from_its_file_alone() {
+    // The plan states the vendor and its library (the Plan IR's `node`).
+    let checked = check_project(
+        ProjectFiles {
+            catalogue: catalogue_files(),
+            specs: vec![("acme.loam".to_string(), SPEC.as_bytes().to_vec())],
+        },
+        2,
+    );
+    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+    let planned = plan_project(&checked, 2);
+    assert_eq!(
+        (
+            planned.document.plans.len(),
+            planned.document.services.len()
+        ),
+        (1, 1),
+        "{:#?}",
+        planned.diagnostics
+    );
+    let plan = &planned.document.plans[0];
+    assert!(plan.feasible, "{:?}", plan.reasons);
+    let node = plan.groups[0].node.as_ref().unwrap();
+    assert_eq!(
+        (node.vendor.as_str(), node.collective.as_str()),
+        ("acme", "accl")
+    );
+    assert_eq!(
+        node.env.get("ACCL_SOCKET_IFNAME").map(String::as_str),
+        Some("eth7")
+    );
+    let service = &planned.document.services[0];
+    assert!(service.feasible, "{:?}", service.reasons);
+    assert_eq!(
+        service.engine.as_str(),
+        "vllm",
+        "the vendor's default engine"
+    );
+
+    // Slurm: the job asks for the vendor's GRES (`--gres=xpu:N`, never `--gpus-per-node`,
+    // which exists for the `gpu` GRES only), the service's tasks for `gres=xpu:N`, and both
+    // export the library's environment.
+    let slurm = emitted(Target::Slurm, Flavor::Jobset);
+    assert!(slurm.contains("#SBATCH --gres=xpu:"), "{slurm}");
+    assert!(!slurm.contains("gpus-per-node"), "{slurm}");
+    assert!(!slurm.contains("gres=gpu"), "{slurm}");
+    assert!(slurm.contains("ACCL_SOCKET_IFNAME"), "{slurm}");
+
+    // Kubernetes (JobSet and Volcano): pods request the device's own resource and run the
+    // vendor's serving image; no NVIDIA name appears.
+    for flavor in [Flavor::Jobset, Flavor::Volcano] {
+        let k8s = emitted(Target::Kubernetes, flavor);
+        assert!(k8s.contains("\"acme.example/xpu\": \"8\""), "{k8s}");
+        assert!(k8s.contains("registry.acme.example/vllm-acme:1.0"), "{k8s}");
+        assert!(k8s.contains("ACCL_SOCKET_IFNAME"), "{k8s}");
+        assert!(!k8s.contains("nvidia.com"), "{k8s}");
+        assert!(k8s.contains("\"collective\": \"accl\""), "{k8s}");
+    }
+
+    // Bare metal: the launchers export the library's environment and start the vendor's image.
+    let baremetal = emitted(Target::Baremetal, Flavor::Jobset);
+    assert!(baremetal.contains("ACCL_SOCKET_IFNAME"), "{baremetal}");
+    assert!(!baremetal.contains("nvidia.com"), "{baremetal}");
+}
