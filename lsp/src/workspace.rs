@@ -4,7 +4,7 @@
 use crate::schema::Schema;
 use loam_compiler::catalogue::Catalogue;
 use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::project::{CheckedProject, ProjectFiles, check_project};
+use loam_compiler::project::{CheckedProject, check_specs, load_catalogue};
 use loam_compiler::span::{FileId, SourceMap};
 use std::path::PathBuf;
 
@@ -12,10 +12,8 @@ use std::path::PathBuf;
 pub struct Workspace {
     /// The folder the editor opened, when it said one.
     pub root: Option<PathBuf>,
-    /// The catalogue's `(path, text)` files as the CLI read them; a path is absolute when it
-    /// is a file on disk, and names a built-in file otherwise.
-    files: Vec<(String, String)>,
-    /// The catalogue checked alone: its sources (for locations) and the catalogue itself.
+    /// The catalogue loaded alone, once: its sources (for locations; a path is absolute when
+    /// it is a file on disk) and the catalogue itself. Each check starts from a clone.
     catalogue_project: CheckedProject,
     /// The fields and blocks of the language reference.
     pub schema: Schema,
@@ -34,17 +32,9 @@ pub struct Checked {
 impl Workspace {
     /// A workspace over the catalogue `files` (`(path, text)`).
     pub fn new(root: Option<PathBuf>, files: Vec<(String, String)>) -> Self {
-        let catalogue_project = check_project(
-            ProjectFiles {
-                catalogue: files.clone(),
-                specs: Vec::new(),
-            },
-            1,
-        );
         Workspace {
             root,
-            files,
-            catalogue_project,
+            catalogue_project: load_catalogue(files),
             schema: Schema::shipped(),
         }
     }
@@ -59,14 +49,13 @@ impl Workspace {
         &self.catalogue_project.sources
     }
 
-    /// Checks one document through the compiler's one entry point, as `loam check name` does:
-    /// the same codes, spans, help and related locations.
+    /// Checks one document as `loam check name` does (`check_project` is `load_catalogue`
+    /// then `check_specs`): the same codes, spans, help and related locations. The catalogue
+    /// was loaded once; only the document is parsed and checked.
     pub fn check(&self, name: &str, text: &str) -> Checked {
-        let project = check_project(
-            ProjectFiles {
-                catalogue: self.files.clone(),
-                specs: vec![(name.to_string(), text.as_bytes().to_vec())],
-            },
+        let project = check_specs(
+            self.catalogue_project.clone(),
+            vec![(name.to_string(), text.as_bytes().to_vec())],
             1,
         );
         // The document is the last text added; a catalogue with errors stops before it.

@@ -131,9 +131,15 @@ impl PlannedProject {
 /// against the catalogue. When the catalogue has errors, only its diagnostics are returned: the
 /// specs cannot be checked against it.
 pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
+    check_specs(load_catalogue(files.catalogue), files.specs, threads)
+}
+
+/// The first half of [`check_project`]: the catalogue's files loaded, and no spec. A caller that
+/// checks specs again and again against one catalogue (the language server, on every edit)
+/// loads it once and hands a clone to [`check_specs`].
+pub fn load_catalogue(catalogue_files: Vec<(String, String)>) -> CheckedProject {
     let mut sources = SourceMap::new();
-    let catalogue_ids: Vec<(FileId, String, String)> = files
-        .catalogue
+    let catalogue_ids: Vec<(FileId, String, String)> = catalogue_files
         .into_iter()
         .map(|(path, text)| (sources.add(path.clone(), text.clone()), path, text))
         .collect();
@@ -152,13 +158,25 @@ pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
         services: Vec::new(),
         diagnostics: Vec::new(),
     };
+    diagnostics.sort_by(compare);
+    project.diagnostics = diagnostics;
+    project
+}
+
+/// The second half of [`check_project`]: parses and checks `specs` (display path and bytes)
+/// against the catalogue of `project`, a result of [`load_catalogue`]. When the catalogue has
+/// errors, `project` is returned as it is: the specs cannot be checked against it.
+pub fn check_specs(
+    mut project: CheckedProject,
+    specs: Vec<(String, Vec<u8>)>,
+    threads: usize,
+) -> CheckedProject {
     if project.catalogue.is_none() {
-        diagnostics.sort_by(compare);
-        project.diagnostics = diagnostics;
         return project;
     }
-    let mut work: Vec<(FileId, Vec<u8>)> = Vec::with_capacity(files.specs.len());
-    for (name, bytes) in files.specs {
+    let mut diagnostics = std::mem::take(&mut project.diagnostics);
+    let mut work: Vec<(FileId, Vec<u8>)> = Vec::with_capacity(specs.len());
+    for (name, bytes) in specs {
         let lossy = String::from_utf8_lossy(&bytes).into_owned();
         work.push((project.sources.add(name.clone(), lossy), bytes));
         project.files.push(name);
