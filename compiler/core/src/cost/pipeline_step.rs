@@ -2,23 +2,36 @@
 //! slowest stage paces it, `max over stages k of ((m + p − 1) · sₖ + reduceₖ + optimizerₖ)`.
 //! The heterogeneous pipelines the planner partitions (`plan/pair/pipeline/partition.rs`) and
 //! the ones calibration costs (`calibrate/hetero.rs`) both take their step from here, so a
-//! refit of the fitted constants or a new term reaches both.
+//! refit of the fitted constants or a new term reaches both; the single-type cost model
+//! (`cost/stages.rs`) takes its optimizer step from here too.
 
 use super::OPTIMIZER_STATE_TRAFFIC;
 
+/// Bytes the optimizer step moves per parameter it updates: the optimizer state read and
+/// written ([`OPTIMIZER_STATE_TRAFFIC`]), the gradient read and the weight written (`elt` bytes
+/// each). The one rule of the optimizer step's time; the two functions below only order the
+/// arithmetic as their callers need it.
+pub(crate) fn optimizer_bytes_per_param(elt: f64) -> f64 {
+    OPTIMIZER_STATE_TRAFFIC + 2.0 * elt
+}
+
+/// Seconds of the optimizer step over `params` parameters one device updates, memory-bound at
+/// its `memory_bandwidth` in bytes/s (the single-type cost model's ranks).
+pub(crate) fn optimizer_seconds(params: f64, elt: f64, memory_bandwidth: f64) -> f64 {
+    params * optimizer_bytes_per_param(elt) / memory_bandwidth.max(1.0)
+}
+
 /// Seconds per parameter of the optimizer step on one device, for a stage whose weights are
 /// split over `tensor` ranks and whose optimizer state is sharded over `shards` data-parallel
-/// ranks (1 without ZeRO): the step reads and writes the optimizer state
-/// ([`OPTIMIZER_STATE_TRAFFIC`] bytes per parameter), reads the gradient and writes the weight
-/// (`elt` bytes each), bound by the device's `memory_bandwidth` in bytes/s. Per parameter so
-/// that a partition can scale it by any stage's parameters.
+/// ranks (1 without ZeRO): per parameter so that a partition can scale it by any stage's
+/// parameters.
 pub(crate) fn optimizer_seconds_per_param(
     elt: f64,
     tensor: f64,
     shards: f64,
     memory_bandwidth: f64,
 ) -> f64 {
-    (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt) / tensor / shards / memory_bandwidth.max(1.0)
+    optimizer_bytes_per_param(elt) / tensor / shards / memory_bandwidth.max(1.0)
 }
 
 /// One stage's times in a pipeline step.
@@ -74,8 +87,13 @@ mod tests {
         let per_param = optimizer_seconds_per_param(2.0, 2.0, 4.0, 1e12);
         assert!((per_param - 3.5e-12).abs() < 1e-24);
         assert!((7e9 * per_param - 0.0245).abs() < 1e-12);
+        // The same stage unsplit, 7e9 parameters on one device: 7e9 · 28 / 1e12 = 0.196 s.
+        assert!((optimizer_seconds(7e9, 2.0, 1e12) - 0.196).abs() < 1e-12);
+        // fp32 (4 bytes): 24 + 2·4 = 32 bytes per parameter.
+        assert_eq!(optimizer_bytes_per_param(4.0), 32.0);
         // A device without a bandwidth figure is not divided by zero.
         assert!(optimizer_seconds_per_param(2.0, 1.0, 1.0, 0.0).is_finite());
+        assert!(optimizer_seconds(1.0, 2.0, 0.0).is_finite());
     }
 
     #[test]

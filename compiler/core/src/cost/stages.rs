@@ -16,7 +16,8 @@
 
 use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time, sixteen_bit};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
-use super::{CostError, OPTIMIZER_STATE_TRAFFIC, StepBreakdown, StepEstimate};
+use super::pipeline_step::optimizer_seconds;
+use super::{CostError, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::types::Recompute;
 use crate::workload::{
@@ -356,8 +357,7 @@ impl<'a> Costing<'a> {
         let param_ag = gather(params.trainable_dense, params.trainable_routed);
         // Only the weights that train are updated.
         let update = |dense: f64, routed: f64| {
-            (dense + routed) * (OPTIMIZER_STATE_TRAFFIC + 2.0 * elt)
-                / cluster.device.memory_bandwidth
+            optimizer_seconds(dense + routed, elt, cluster.device.memory_bandwidth)
         };
         Placement {
             ranks: [a, b, c],
