@@ -3,7 +3,8 @@
 # as root: a Slurm cluster (slurmctld + slurmd, fake GPUs), a private sshd on 127.0.0.1 and
 # 127.0.0.2, shellcheck, a Python venv with kubernetes-validate, and the headless Chromium (with
 # the DejaVu fonts, so text measures the same everywhere) that the report tests render pages in,
-# and Neovim, the editor the language server's test drives.
+# Neovim, the editor the language server's test drives, and tree-sitter's Python bindings (in the
+# venv) for the tree-sitter grammar's test.
 # Skips whatever is already installed or running, so a second run takes a second or two.
 #
 # Usage: scripts/backend-tools.sh [start|stop]     (default: start)
@@ -42,12 +43,13 @@ install_packages() {
 }
 
 install_venv() {
-  if "$VENV/bin/python" -c 'import kubernetes_validate, yaml, jsonschema' 2>/dev/null; then return; fi
+  if "$VENV/bin/python" -c 'import kubernetes_validate, yaml, jsonschema, tree_sitter' 2>/dev/null; then return; fi
   log "creating $VENV with kubernetes-validate"
   rm -rf "$VENV"
   mkdir -p "$LOAM_CI_DIR"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-cache-dir 'kubernetes-validate>=1.31' pyyaml jsonschema
+  # tree-sitter: the bindings the tree-sitter grammar's test parses with (ABI 15 parsers).
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-cache-dir 'kubernetes-validate>=1.31' pyyaml jsonschema 'tree-sitter>=0.25'
 }
 
 case $CMD in

@@ -52,3 +52,4 @@ mod schema;
 mod service_context;
 mod serving_calibration;
 mod tidy;
+mod tree_sitter;

@@ -1,0 +1,5 @@
+; Folding: every block and every list spanning lines.
+[
+  (block)
+  (list)
+] @fold
