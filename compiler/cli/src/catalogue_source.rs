@@ -12,11 +12,14 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_DIR: &str = "specs";
 
 /// The catalogue kinds of file, each in its own folder.
-const FOLDERS: [&str; 2] = ["devices", "pools"];
+const FOLDERS: [&str; 3] = ["devices", "pools", "vendors"];
+
+/// The folders that make a folder a catalogue (a `vendors/` folder alone does not).
+const MARKERS: [&str; 2] = ["devices", "pools"];
 
 /// Whether `dir` holds a catalogue: a `devices/` or `pools/` folder.
 pub fn is_catalogue(dir: &Path) -> bool {
-    FOLDERS.iter().any(|sub| io::is_dir(&dir.join(sub)))
+    MARKERS.iter().any(|sub| io::is_dir(&dir.join(sub)))
 }
 
 /// The catalogue's `(display path, text)` files: from the folder given, else `./specs` when it
@@ -38,7 +41,8 @@ pub fn builtin_texts() -> Vec<(String, String)> {
         .collect()
 }
 
-/// `(display path, text)` of `dir/devices/*.yaml` and `dir/pools/*.yaml` (and `.yml`), sorted.
+/// `(display path, text)` of `dir/devices/*.yaml`, `dir/pools/*.yaml` and `dir/vendors/*.yaml`
+/// (and `.yml`), sorted.
 pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, IoError> {
     if !io::is_dir(dir) {
         return Err(IoError(format!(

@@ -148,7 +148,21 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         .map(|(_, p, t)| ((*p).to_string(), (*t).to_string()))
         .collect();
     texts.sort();
-    catalogue.digest = super::digest::digest(&texts);
+    // A vendor file identical to loam's own of that name replaces nothing, so it does not count
+    // in the digest: `./specs` read from disk and the built-in catalogue hash alike.
+    let shipped: BTreeMap<&str, &str> = super::builtin::shipped_vendors()
+        .into_iter()
+        .map(|(path, text)| (stem(path), text))
+        .collect();
+    let counted: Vec<(String, String)> = texts
+        .iter()
+        .filter(|(path, text)| {
+            kind_of(path) != Some(Kind::Vendor)
+                || shipped.get(stem(path)).is_none_or(|own| own != text)
+        })
+        .cloned()
+        .collect();
+    catalogue.digest = super::digest::digest(&counted);
     catalogue.sources = texts;
     ((!has_errors).then_some(catalogue), diags)
 }

@@ -322,3 +322,32 @@ fn reports() {
         "unknown catalogue id `H100_SMX`; did you mean `H100_SXM`?"
     );
 }
+
+/// `./specs` read from disk holds the shipped vendor files too; identical to loam's own they
+/// replace nothing and leave the digest as the built-in catalogue's, while an edited one counts.
+#[test]
+fn shipped_vendor_files_do_not_move_the_digest_and_edited_ones_do() {
+    let with_vendors = |edit: &str| {
+        let mut files: Vec<(String, String)> = builtin_sources()
+            .into_iter()
+            .chain(shipped_vendors())
+            .map(|(p, t)| (p.to_string(), t.replace("library: nccl", edit)))
+            .collect();
+        files.sort();
+        let sources: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(i, (p, t))| (crate::span::FileId(i as u32), p.as_str(), t.as_str()))
+            .collect();
+        let (catalogue, diags) = load(&sources);
+        assert_eq!(diags, vec![]);
+        catalogue.unwrap()
+    };
+    let builtin = builtin();
+    let same = with_vendors("library: nccl");
+    assert_eq!(same.digest, builtin.digest);
+    let edited = with_vendors("library: nccl2");
+    assert_ne!(edited.digest, builtin.digest);
+    assert_eq!(edited.vendors["nvidia"].collective, "nccl2");
+    assert_eq!(edited.devices["H100_SXM"].vendor_facts.collective, "nccl2");
+}
