@@ -39,7 +39,8 @@ pub use table::render_table;
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
-use crate::plan::search::{Candidate, Pins, Rejection, SearchSpec, search};
+use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
+use crate::workload::Pins;
 use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, TrainSetup};
 use serde::Serialize;

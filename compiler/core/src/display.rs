@@ -9,7 +9,6 @@
 
 use crate::plan::ir::LayoutIr;
 use crate::types::Recompute;
-use crate::workload::Layout;
 
 mod visible;
 pub use visible::{bounded, is_hidden, visible, visible_lines};
@@ -174,27 +173,6 @@ pub fn bytes(bytes: f64) -> String {
     }
 }
 
-/// The search's [`Layout`] as the Plan IR writes it; every layout text below reads a
-/// [`LayoutIr`], so a layout is written alike wherever it comes from.
-impl From<&Layout> for LayoutIr {
-    fn from(l: &Layout) -> Self {
-        LayoutIr {
-            tensor: l.tensor.into(),
-            pipeline: l.pipeline.into(),
-            data: l.data.into(),
-            context: l.context.into(),
-            expert: l.expert.into(),
-            virtual_stages: l.virtual_stages.into(),
-            pipeline_split: (l.pipeline > 1).then_some(l.split.rule),
-            micro_batch: l.micro_batch.into(),
-            zero: l.zero,
-            recompute: l.recompute,
-            recompute_layers: l.recompute_layers.map(u64::from),
-            sequence_parallel: Some(l.sequence_parallel),
-        }
-    }
-}
-
 impl From<&LayoutIr> for LayoutIr {
     fn from(l: &LayoutIr) -> Self {
         *l
@@ -278,6 +256,7 @@ pub fn recompute_text(l: &LayoutIr) -> String {
 mod tests {
     use super::*;
     use crate::types::Recompute;
+    use crate::workload::Layout;
 
     #[test]
     fn significant_keeps_five_digits() {

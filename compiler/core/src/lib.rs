@@ -21,7 +21,6 @@ pub mod diagnostics;
 pub mod display;
 pub mod fmt;
 pub mod hardware;
-pub mod layout_rules;
 pub mod names;
 pub mod parallel;
 pub mod plan;

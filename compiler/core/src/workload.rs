@@ -7,6 +7,7 @@
 
 mod arch;
 mod comm;
+pub mod layout;
 mod memory;
 pub mod ops;
 mod params;
@@ -37,10 +38,11 @@ pub use params::{
 pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
+pub use layout::{Layout, Pins};
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 
-use crate::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
+use crate::types::{Arch, Mlp, Optimizer, Precision};
 use serde::Serialize;
 
 /// The shape of a decoder-only transformer.
@@ -232,140 +234,6 @@ impl ModelDims {
             Mlp::Swiglu => 3.0,
             Mlp::Gelu | Mlp::SquaredRelu => 2.0,
         }
-    }
-}
-
-/// How one model replica is split and how each device runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Layout {
-    /// Tensor-parallel degree (Megatron column/row split), inside a node.
-    pub tensor: u32,
-    /// Pipeline stages.
-    pub pipeline: u32,
-    /// Data-parallel replicas.
-    pub data: u32,
-    /// Context-parallel degree (ring attention over sequence chunks).
-    pub context: u32,
-    /// Expert-parallel degree: MoE experts spread over ranks of the tensor × context × data grid
-    /// (Megatron-Core parallel folding).
-    pub expert: u32,
-    /// Model chunks per pipeline stage (interleaved 1F1B when above 1).
-    pub virtual_stages: u32,
-    /// Sequences per micro-batch on one data-parallel rank.
-    pub micro_batch: u32,
-    /// ZeRO stage 0..=3 (3 = fully sharded parameters, FSDP).
-    pub zero: u8,
-    /// Activation recomputation.
-    pub recompute: Recompute,
-    /// Under full recomputation, the blocks of each model chunk that are recomputed, the first
-    /// ones (Megatron-LM's `--recompute-method block --recompute-num-layers`); the others keep
-    /// every activation. `None`: every block ([`Layout::recomputed_blocks`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recompute_layers: Option<u32>,
-    /// Megatron sequence parallelism (norms and dropout split over the tensor group).
-    pub sequence_parallel: bool,
-    /// How the pipeline's chunks divide the blocks; [`StageSplit::UNRESOLVED`] means the
-    /// balanced split, worked out from the model when asked for ([`Layout::stage_split`]).
-    /// Last, so it breaks ties after every degree.
-    pub split: StageSplit,
-}
-
-impl Layout {
-    /// A layout with every degree 1: one device, micro-batch 1, no ZeRO, no recomputation.
-    pub fn single() -> Self {
-        Layout {
-            tensor: 1,
-            pipeline: 1,
-            data: 1,
-            context: 1,
-            expert: 1,
-            virtual_stages: 1,
-            micro_batch: 1,
-            zero: 0,
-            recompute: Recompute::None,
-            recompute_layers: None,
-            sequence_parallel: false,
-            split: StageSplit::UNRESOLVED,
-        }
-    }
-
-    /// Of `blocks` blocks a rank holds, those full recomputation replays in the backward
-    /// ([`Recomputation::recomputed`]).
-    pub fn recomputed_blocks(&self, blocks: f64) -> f64 {
-        Recomputation::of(self).recomputed(blocks)
-    }
-
-    /// The share of a rank's blocks recomputed whole ([`Layout::recomputed_blocks`]) for a rank
-    /// of the mean size, `layers / pipeline` blocks.
-    pub fn recomputed_share(&self, layers: u32) -> f64 {
-        let mean = f64::from(layers) / f64::from(self.pipeline.max(1));
-        if mean <= 0.0 {
-            return if self.recompute == Recompute::Full { 1.0 } else { 0.0 };
-        }
-        self.recomputed_blocks(mean) / mean
-    }
-
-    /// Devices the layout occupies: `tensor · pipeline · data · context` (experts reuse data ranks).
-    pub fn devices(&self) -> u64 {
-        u64::from(self.tensor)
-            * u64::from(self.pipeline)
-            * u64::from(self.data)
-            * u64::from(self.context)
-    }
-
-    /// Micro-batches per pipeline per step: `global_batch / (data · micro_batch)`.
-    pub fn micro_batches(&self, global_batch: u32) -> f64 {
-        f64::from(global_batch) / (f64::from(self.data.max(1)) * f64::from(self.micro_batch.max(1)))
-    }
-
-    /// The layout's split of `layers` blocks over its pipeline: its own when worked out, else the
-    /// balanced one.
-    pub fn stage_split(&self, layers: u32) -> StageSplit {
-        if self.split.is_resolved() {
-            self.split
-        } else {
-            StageSplit::new(
-                layers,
-                self.pipeline,
-                self.virtual_stages,
-                SplitRule::Balanced,
-            )
-        }
-    }
-
-    /// This layout with the split of `layers` under `rule` (not [`SplitRule::Pinned`], whose
-    /// blocks only the spec knows).
-    pub fn with_split(self, layers: u32, rule: SplitRule) -> Layout {
-        Layout {
-            split: StageSplit::new(layers, self.pipeline, self.virtual_stages, rule),
-            ..self
-        }
-    }
-
-    /// Micro-batches of all its blocks rank `rank` holds activations of at its peak when its
-    /// chunks hold equal blocks, the running one included: 1F1B's `min(p − rank, m)` (at least
-    /// one); under the interleaved schedule `min(2(p − r − 1) + (v − 1)·p + 1, m·v)` chunk
-    /// activations of `1/v` of its blocks each (Megatron-Core's warm-up plus the steady forward,
-    /// [`schedule`]); one without pipelining. Chunks of unequal blocks:
-    /// [`RankLoad::in_flight`].
-    pub fn in_flight(&self, rank: u32, micro_batches: f64) -> f64 {
-        if self.pipeline <= 1 {
-            return 1.0;
-        }
-        let p = f64::from(self.pipeline);
-        let r = f64::from(rank).min(p - 1.0);
-        if self.virtual_stages <= 1 {
-            return (p - r).min(micro_batches).max(1.0);
-        }
-        let v = f64::from(self.virtual_stages);
-        let chunks = (2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0).min(micro_batches.max(1.0) * v);
-        chunks / v
-    }
-
-    /// Tokens of one micro-batch on one rank: `micro_batch · seq_len / context` (context ranks
-    /// each hold a chunk of every sequence).
-    pub(crate) fn micro_batch_tokens(&self, seq_len: u32) -> f64 {
-        f64::from(self.micro_batch) * f64::from(seq_len) / f64::from(self.context.max(1))
     }
 }
 

@@ -4,7 +4,7 @@ use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::layout_rules as rules;
+use crate::workload::layout::rules;
 use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Recompute, SplitRule};

@@ -13,7 +13,7 @@ use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources};
 use super::{required_block, single_block};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::layout_rules as rules;
+use crate::workload::layout::rules;
 use crate::span::{FileId, Span, Spanned};
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Disaggregation, Engine, KvCache, Percentile, Priority, ServePrecision};
@@ -223,7 +223,7 @@ fn seq_len_at(service: &Block) -> Option<Span> {
         .map(|a| a.value.span())
 }
 
-/// The pinned degrees of one replica against the model ([`crate::layout_rules`], the rules jobs
+/// The pinned degrees of one replica against the model ([`crate::workload::layout::rules`], the rules jobs
 /// follow) and `max_devices`. A replica's expert-parallel ranks are its tensor-parallel ranks.
 fn check_degrees(
     serve: &ServeSpec,

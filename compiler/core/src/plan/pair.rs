@@ -123,7 +123,7 @@ pub(crate) struct PairInput<'p, 'a> {
     /// What the job checkpoints and where.
     pub(crate) checkpoint: &'p single::CheckpointNeeds,
     /// The layout fields the spec pins (each group of a data-parallel split honours them).
-    pub(crate) pins: super::search::Pins,
+    pub(crate) pins: crate::workload::Pins,
     /// Converts an amount in the pool's base currency to the plan's.
     pub(crate) convert: &'p dyn Fn(f64) -> f64,
     /// The best single-type score: pipelines that cannot beat it are not costed, but for the

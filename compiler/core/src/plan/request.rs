@@ -7,7 +7,8 @@
 use super::goodput::Failures;
 use super::objective::{Constrained, Limits};
 use super::placement::{self, Placement};
-use super::search::{Economics, Pins};
+use super::search::Economics;
+use crate::workload::Pins;
 use super::single::CheckpointNeeds;
 use crate::types::Recompute;
 use crate::catalogue::{Catalogue, Pool};

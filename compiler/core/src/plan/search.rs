@@ -19,47 +19,12 @@ mod space;
 use super::goodput::{Failures, Run};
 use crate::cost::StepEstimate;
 use crate::hardware::ClusterFigures;
-use crate::types::{Optimize, Recompute, SplitRule};
-use crate::workload::{Layout, ModelDims, StageSplit, TrainSetup};
+use crate::types::Optimize;
+use crate::workload::{Layout, ModelDims, Pins, TrainSetup};
 pub(crate) use memory::{ShapeMemory, floor_of};
 use rank::Ranker;
 use serde::Serialize;
 pub(crate) use space::{Axes, Bounds, RecomputeLayers, Space, Visitor};
-
-/// Layout fields fixed by the spec; `None` means auto.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Pins {
-    /// Tensor-parallel degree.
-    pub tensor: Option<u32>,
-    /// Pipeline stages.
-    pub pipeline: Option<u32>,
-    /// Data-parallel degree.
-    pub data: Option<u32>,
-    /// Context-parallel degree.
-    pub context: Option<u32>,
-    /// Expert-parallel degree.
-    pub expert: Option<u32>,
-    /// Virtual stages per pipeline rank.
-    pub virtual_stages: Option<u32>,
-    /// Micro-batch size.
-    pub micro_batch: Option<u32>,
-    /// ZeRO stage.
-    pub zero: Option<u8>,
-    /// Recomputation mode.
-    pub recompute: Option<Recompute>,
-    /// Blocks of each model chunk replayed whole (partial full recomputation); `None`: auto
-    /// when recomputation is auto, every block when it is pinned `full`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recompute_layers: Option<u32>,
-    /// Sequence parallelism (auto: on whenever tensor > 1).
-    pub sequence_parallel: Option<bool>,
-    /// How the pipeline's chunks divide the blocks (auto: the faster of the balanced and the
-    /// embedding-and-loss splits).
-    pub pipeline_split: Option<SplitRule>,
-    /// A split the spec pins chunk by chunk (`stages = [...]`), with `pipeline` and
-    /// `virtual_stages` pinned to match.
-    pub stages: Option<StageSplit>,
-}
 
 /// The training setup a search on `device` runs with: fused attention only where the device's
 /// software stack has it. The planner's single-type search, its data split over two groups and

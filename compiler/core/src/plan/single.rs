@@ -145,7 +145,7 @@ pub(crate) fn fill(
     let l = &c.layout;
     let o = best.placement;
     plan.layout = Some(layout_ir(l));
-    let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+    let replica = l.replica_devices();
     plan.groups = vec![group_ir(o, c.devices, replica, l.tensor.into())];
     plan.stages = super::stages::homogeneous_stages(job, l);
     let e = &c.estimate;

@@ -49,7 +49,7 @@ fn backward_chunk(k: u64, p: u64, v: u64) -> u64 {
 /// stage) and a step runs `micro_batches` micro-batches. The running micro-batch counts.
 ///
 /// Interleaving needs `micro_batches` to be a multiple of `pipeline`
-/// ([`crate::layout_rules::interleave`]); the orders repeat every `p·v` steps only then.
+/// ([`crate::workload::layout::rules::interleave`]); the orders repeat every `p·v` steps only then.
 pub fn peak_live_blocks(local: &[u32], pipeline: u32, rank: u32, micro_batches: u64) -> u64 {
     let m = micro_batches.max(1);
     let v = local.len().max(1) as u64;

@@ -12,7 +12,7 @@ use serde::Serialize;
 /// The blocks of every chunk of a pipeline of `pipeline · virtual_stages` chunks over `layers`
 /// blocks, in model order, under `rule` (a [`SplitRule::Pinned`] split is the spec's own list,
 /// so it is read as [`SplitRule::Balanced`] here). The split must pass
-/// [`crate::layout_rules::pipeline_split`]; otherwise chunks may be empty.
+/// [`crate::workload::layout::rules::pipeline_split`]; otherwise chunks may be empty.
 ///
 /// - `Balanced`: `layers = n·q + r`; `r` chunks hold `q + 1` blocks.
 /// - `EmbeddingAndLoss`: the embedding and the loss head count as one layer each, so
@@ -302,7 +302,7 @@ mod tests {
             embedding_and_loss in any::<bool>(),
         ) {
             let rule = if embedding_and_loss { SplitRule::EmbeddingAndLoss } else { SplitRule::Balanced };
-            prop_assume!(crate::layout_rules::pipeline_split(
+            prop_assume!(crate::workload::layout::rules::pipeline_split(
                 layers.into(), p.into(), v.into(), rule, None
             ).is_ok());
             let chunks = chunk_blocks(layers, p, v, rule);

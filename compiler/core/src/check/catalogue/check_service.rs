@@ -16,10 +16,10 @@ use crate::catalogue::{Catalogue, Device, Pool};
 use crate::check::{Service, model_dims};
 use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::layout_rules as rules;
 use crate::serve::{ReplicaMemory, ReplicaShape, ServedModel, replica_memory};
 use crate::span::{Span, Spanned};
 use crate::types::{Engine, KvCache, ServePrecision};
+use crate::workload::layout::rules;
 
 use crate::units::GIB;
 

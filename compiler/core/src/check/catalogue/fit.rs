@@ -3,7 +3,7 @@
 //!
 //! For each allowed device type this walks the space the planner searches
 //! ([`crate::plan::search::Space`]: the spec's pins read once by [`Pins::of`], the divisibility
-//! rules of [`crate::layout_rules`], every axis the search has, context and expert parallelism
+//! rules of [`crate::workload::layout::rules`], every axis the search has, context and expert parallelism
 //! included) with the node size of the type's largest node group and every device of the type
 //! the job may use, and asks the search's own memory function ([`ShapeMemory`]) about every ZeRO
 //! stage and recomputation mode the search would try. It stops at the first layout that fits;
@@ -23,9 +23,9 @@ use crate::diagnostics::codes::catalogue as codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::display::layout_degrees;
 use crate::plan::search::{
-    Axes, Bounds, Pins, RecomputeLayers, Rejection, ShapeMemory, Space, Visitor, floor_of,
-    setup_on,
+    Axes, Bounds, RecomputeLayers, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
 };
+use crate::workload::Pins;
 use crate::types::Recompute;
 use crate::workload::{Layout, TrainSetup, memory_per_device};
 use std::ops::ControlFlow;

@@ -452,7 +452,7 @@ pub(crate) fn fill_pair_data_plan(
         .enumerate()
         .map(|(k, ((o, r), batch))| {
             let l = &r.layout;
-            let replica = u64::from(l.tensor) * u64::from(l.pipeline) * u64::from(l.context);
+            let replica = l.replica_devices();
             let mut g = crate::plan::single::group_ir(o, r.devices, replica, l.tensor.into());
             g.tensor = Some(l.tensor.into());
             g.layout = Some(layout_ir(l));

@@ -24,8 +24,8 @@ enum Region {
 }
 
 /// A broken layout rule is a rejection of its own kind, named as the rule names it.
-impl From<crate::layout_rules::Indivisible> for Rejection {
-    fn from(broken: crate::layout_rules::Indivisible) -> Self {
+impl From<crate::workload::layout::rules::Indivisible> for Rejection {
+    fn from(broken: crate::workload::layout::rules::Indivisible) -> Self {
         Rejection::Indivisible {
             what: broken.what,
             value: broken.value,

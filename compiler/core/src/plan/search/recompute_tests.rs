@@ -5,7 +5,7 @@ use super::tests::llama405b;
 use super::*;
 use crate::calibrate::tests::test_device;
 use crate::cost::{estimate, usable_memory};
-use crate::types::{Mlp, Optimizer, Precision};
+use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::memory_per_device;
 
 fn h100s(nodes: u32) -> ClusterFigures {

@@ -8,8 +8,9 @@
 //! level deeper. The walk tells its [`Visitor`] when the tensor degree, the context degree and the
 //! placement change, so what depends only on those is worked out once per value.
 
-use super::{Pins, Rejection, SearchSpec};
-use crate::layout_rules as rules;
+use super::{Rejection, SearchSpec};
+use crate::workload::Pins;
+use crate::workload::layout::rules;
 use crate::plan::ir::{NodeShape, sequence_parallel_runs};
 use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::{Layout, ModelDims, StageSplit};
@@ -388,9 +389,8 @@ impl<'a> Space<'a> {
     }
 
     fn datas(&self, probe: Layout, visitor: &mut impl Visitor) -> ControlFlow<()> {
-        // Devices of one replica (`Layout::devices` at data 1), worked out once: a layout is
-        // large enough that copying one per data degree tried shows in the search's time.
-        let replica = Layout { data: 1, ..probe }.devices();
+        // Devices of one replica, worked out once for every data degree tried.
+        let replica = probe.replica_devices();
         // Auto: the divisors of the batch that fit in the devices.
         for &d in values(self.pins.data.as_ref(), &self.axes.batch_divisors) {
             let devices = replica * u64::from(d);

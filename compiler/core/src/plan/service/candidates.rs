@@ -4,7 +4,7 @@
 use super::{DAYS_PER_MONTH, Demand, Place};
 use crate::catalogue::Catalogue;
 use crate::check::catalogue::eligible;
-use crate::layout_rules;
+use crate::workload::layout::rules;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
 use crate::types::Arch;
 
@@ -301,7 +301,7 @@ pub(crate) fn degrees(demand: &Demand<'_>, place: &Place<'_>) -> Vec<(u32, u32, 
             .as_ref()
             .is_none_or(|t| t.value == u64::from(tensor));
         let heads_ok =
-            layout_rules::serving_tensor(model.heads, model.kv_heads, u64::from(tensor)).is_ok();
+            rules::serving_tensor(model.heads, model.kv_heads, u64::from(tensor)).is_ok();
         if pinned_ok && heads_ok {
             for pipeline in [1u32, 2, 4, 8, 16] {
                 // A pipeline crosses nodes only with full nodes of tensor ranks.

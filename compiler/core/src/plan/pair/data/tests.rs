@@ -9,7 +9,7 @@ use crate::cost::usable_memory;
 use crate::plan::pair::PairInput;
 use crate::plan::placement::options;
 use crate::plan::request::objective;
-use crate::plan::search::Pins;
+use crate::workload::Pins;
 use crate::plan::stages::job_graph;
 use crate::plan::tests::{node_group, one_site_catalogue};
 use crate::span::FileId;
