@@ -186,3 +186,51 @@ fn a_comment_in_the_spec_changes_nothing() {
         assert!(text.contains("No changes."), "{text}");
     }
 }
+
+/// The small test job with `parallel` fields pinned.
+fn with_parallel(fields: &str) -> String {
+    spec("job-a", 64, 16).replace(
+        "  resources {",
+        &format!("  parallel {{\n{fields}  }}\n\n  resources {{"),
+    )
+}
+
+#[test]
+fn sequence_parallelism_and_partial_recomputation_are_layout_changes() {
+    // Switching sequence parallelism off changes the plan's memory and time and the trainer's
+    // `--sequence-parallel`: the diff names it, and the job is replaced (its arguments change).
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    repo.write(
+        "jobs/a.loam",
+        with_parallel("    tensor = 2\n    sequence_parallel = true\n"),
+    );
+    repo.commit("first");
+    repo.write(
+        "jobs/a.loam",
+        with_parallel("    tensor = 2\n    sequence_parallel = false\n"),
+    );
+    let text = diff(&repo, "kubernetes");
+    assert!(text.contains("~ layout.sequence_parallel"), "{text}");
+    assert!(text.contains("true -> false"), "{text}");
+    assert!(text.contains("-/+ job \"job-a\" {"), "{text}");
+
+    // Replaying 2 blocks per chunk instead of 4 is a change of `layout.recompute`, written with
+    // the count, and reaches the trainer's `--recompute-layers`.
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    repo.write(
+        "jobs/a.loam",
+        with_parallel("    pipeline = 2\n    recompute_layers = 4\n"),
+    );
+    repo.commit("first");
+    repo.write(
+        "jobs/a.loam",
+        with_parallel("    pipeline = 2\n    recompute_layers = 2\n"),
+    );
+    let text = diff(&repo, "kubernetes");
+    assert!(text.contains("~ layout.recompute"), "{text}");
+    assert!(text.contains("full (4 blocks per chunk)"), "{text}");
+    assert!(text.contains("full (2 blocks per chunk)"), "{text}");
+    assert!(text.contains("-/+ job \"job-a\" {"), "{text}");
+}

@@ -19,6 +19,7 @@ use super::classify::Verdict;
 use super::side::Side;
 pub use super::values::{Change, Metric, Value};
 use crate::render::plan_table::layout_line;
+use loam_compiler::display::recompute_text;
 use loam_compiler::plan::ir::Plan;
 use std::collections::BTreeMap;
 
@@ -337,7 +338,13 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
         push("layout.virtual_stages", Value::Count(l.virtual_stages));
         push("layout.micro_batch", Value::Count(l.micro_batch));
         push("layout.zero", Value::Count(u64::from(l.zero)));
-        push("layout.recompute", text(l.recompute.to_string()));
+        // The mode with the blocks per chunk replayed under partial recomputation.
+        push("layout.recompute", text(recompute_text(l)));
+        // As the plan's memory and time assume it (never at tensor degree 1).
+        push(
+            "layout.sequence_parallel",
+            Value::Bool(l.sequence_parallel_at(l.tensor)),
+        );
     }
     // Each group's own tensor degree, in plans over two device types.
     for g in plan.groups.iter().filter(|_| plan.groups.len() > 1) {

@@ -5,7 +5,8 @@ use super::{Verdict, least_memory};
 use crate::calibrate::tests::test_device;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
-use crate::plan::search::{Bounds, Pins, Rejection, SearchSpec, search};
+use crate::plan::search::{Bounds, Rejection, SearchSpec, search};
+use crate::workload::Pins;
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use crate::workload::{ModelDims, TrainSetup, memory_per_device};
 use proptest::prelude::*;
@@ -83,6 +84,7 @@ fn pins() -> impl Strategy<Value = Pins> {
             prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
         ),
         prop::option::weighted(0.2, any::<bool>()),
+        prop::option::weighted(0.2, 1u32..5),
     )
         .prop_map(
             |(
@@ -95,6 +97,7 @@ fn pins() -> impl Strategy<Value = Pins> {
                 zero,
                 recompute,
                 sequence_parallel,
+                recompute_layers,
             )| Pins {
                 tensor,
                 pipeline,
@@ -103,7 +106,9 @@ fn pins() -> impl Strategy<Value = Pins> {
                 micro_batch,
                 virtual_stages,
                 zero,
-                recompute,
+                // Blocks replayed per chunk imply full recomputation, as a spec's pins read.
+                recompute: recompute_layers.map(|_| Recompute::Full).or(recompute),
+                recompute_layers,
                 sequence_parallel,
                 ..Pins::default()
             },
