@@ -101,6 +101,7 @@ const TRAIN: BlockSpec = BlockSpec {
         "precision",
         "optimizer",
         "freeze",
+        "framework",
         "gradients",
         "master_weights",
         "moments",

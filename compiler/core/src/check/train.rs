@@ -1,5 +1,5 @@
-//! The `train` block: tokens, batch, precision, optimizer, the formats of the training states
-//! (`gradients`, `master_weights`, `moments`), and which weights train (`freeze`, `lora { … }`).
+//! The `train` block: tokens, batch, precision, optimizer, the framework and the formats of the
+//! training states (`framework`, `gradients`, `master_weights`, `moments`), and which weights train (`freeze`, `lora { … }`).
 
 use super::reader::read_block;
 use super::{LORA, LoraSpec, MAX_DIM, TRAIN, TrainSpec, single_block};
@@ -9,7 +9,7 @@ use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Optimizer, Precision, StateFormat};
-use crate::workload::{Part, StateOverrides};
+use crate::workload::{Framework, Part, StateOverrides};
 
 /// The ops LoRA adapters can target: those made of weight matrices a fine-tune adapts.
 pub(super) const LORA_TARGETS: &[&str] = &["attention", "mlp"];
@@ -41,6 +41,14 @@ pub(super) fn check_train(
             false,
         )
         .map_or(Optimizer::Adamw, |o| o.value);
+    let framework = f
+        .keyword(
+            "framework",
+            Framework::from_keyword,
+            &Framework::KEYWORDS,
+            false,
+        )
+        .map(|v| v.value);
     let mut format = |name: &str| {
         f.keyword(
             name,
@@ -51,6 +59,7 @@ pub(super) fn check_train(
         .map(|v| v.value)
     };
     let states = StateOverrides {
+        framework,
         gradients: format("gradients"),
         master_weights: format("master_weights"),
         moments: format("moments"),

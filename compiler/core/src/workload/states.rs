@@ -2,7 +2,8 @@
 //! accumulated and as reduced), the master weights and the optimizer moments under each
 //! framework's precision recipe, written once so that memory and time read the same numbers.
 //!
-//! A spec names no framework, so the ZeRO stage stands for the stack that runs it (ZeRO 0 and 1:
+//! A spec may name its framework (`train { framework = megatron | deepspeed | fsdp }`); when it
+//! names none, the ZeRO stage stands for the stack that runs it (ZeRO 0 and 1:
 //! Megatron-Core's DDP and distributed optimizer; ZeRO 2 and 3: PyTorch FSDP's `SHARD_GRAD_OP`
 //! and `FULL_SHARD`, the stacks of every sharded run in the calibration file), and the precision
 //! picks the recipe within it. `gradients`, `master_weights` and `moments` in a spec's `train`
@@ -25,6 +26,19 @@ pub enum Framework {
 }
 
 impl Framework {
+    /// The spec's words for the frameworks (`train { framework = … }`), in declaration order.
+    pub const KEYWORDS: [&'static str; 3] = ["megatron", "deepspeed", "fsdp"];
+
+    /// The framework a spec's keyword names.
+    pub fn from_keyword(word: &str) -> Option<Framework> {
+        match word {
+            "megatron" => Some(Framework::MegatronCore),
+            "deepspeed" => Some(Framework::DeepSpeed),
+            "fsdp" => Some(Framework::Fsdp),
+            _ => None,
+        }
+    }
+
     /// The framework loam assumes for ZeRO stage `zero` when a spec names none: Megatron-Core
     /// below stage 2 (NeMo and Megatron-Bridge runs: DDP, distributed optimizer), PyTorch FSDP
     /// from stage 2 (torchtitan, llm-foundry, NeMo AutoModel: every ZeRO-3 run in the
@@ -41,6 +55,10 @@ impl Framework {
 /// The state formats a spec pins in its `train` block; `None` keeps the recipe's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct StateOverrides {
+    /// The framework whose recipe the states follow (`framework = deepspeed`); `None`: the one
+    /// the ZeRO stage stands for ([`Framework::for_zero`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub framework: Option<Framework>,
     /// Gradients, as accumulated and as reduced (`gradients = fp32`).
     pub gradients: Option<StateFormat>,
     /// The copy of the weights the optimizer updates (`master_weights = fp32`).
@@ -52,6 +70,7 @@ pub struct StateOverrides {
 impl StateOverrides {
     /// Nothing pinned: every state in its recipe's format.
     pub const NONE: StateOverrides = StateOverrides {
+        framework: None,
         gradients: None,
         master_weights: None,
         moments: None,
@@ -196,13 +215,16 @@ impl StateRecipe {
         }
     }
 
-    /// The recipe a job of `setup` runs under ZeRO stage `zero`: its framework's
-    /// ([`Framework::for_zero`]) for its precision, with the spec's overrides applied. The one
+    /// The recipe a job of `setup` runs under ZeRO stage `zero`: its framework's (the spec's,
+    /// else [`Framework::for_zero`]) for its precision, with the spec's overrides applied. The one
     /// source of state bytes: memory ([`super::model_state_bytes`]) and time (the gradient
     /// reduction) both read it.
     pub fn for_setup(setup: &TrainSetup, zero: u8) -> StateRecipe {
-        StateRecipe::of_framework(Framework::for_zero(zero), setup.precision, zero)
-            .overridden(&setup.states)
+        let framework = setup
+            .states
+            .framework
+            .unwrap_or_else(|| Framework::for_zero(zero));
+        StateRecipe::of_framework(framework, setup.precision, zero).overridden(&setup.states)
     }
 
     /// Bytes per gradient element the data-parallel reduction of a job of `setup` moves. Every

@@ -243,3 +243,46 @@ fn the_train_block_overrides_the_recipe_and_a_misspelt_format_is_refused_at_its_
         "{found:?}"
     );
 }
+
+#[test]
+fn the_train_block_names_its_framework_and_the_recipe_follows() {
+    // DeepSpeed ZeRO keeps 16-bit gradients and reduces them in the model's dtype (its
+    // `communication_data_type` and `grad_accum_dtype` defaults), with fp32 master weights and
+    // Adam moments: under fp8 training its 16-bit weights are bf16, so 2 + 2 + 12 bytes per
+    // parameter (the ZeRO paper's 16), where Megatron-Core keeps fp32 `main_grad`.
+    let text = spec_with_train("    framework = deepspeed\n");
+    let parsed = parse(FileId(0), &text);
+    let checked = check_file(&parsed.file.expect("parses"));
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    let setup = crate::check::train_setup(&checked.jobs[0]);
+    for zero in 0..=3 {
+        let recipe = crate::workload::StateRecipe::for_setup(&setup, zero);
+        assert_eq!(recipe.framework, crate::workload::Framework::DeepSpeed);
+        assert_eq!(
+            (recipe.weights, recipe.gradients, recipe.reduced_gradients),
+            (2.0, 2.0, 2.0)
+        );
+        assert_eq!(recipe.optimizer_bytes(crate::types::Optimizer::Adamw), 12.0);
+    }
+    // Time reads the same recipe: the data-parallel reduction moves 2 bytes per gradient.
+    assert_eq!(
+        crate::workload::StateRecipe::reduced_gradient_bytes(&setup),
+        2.0
+    );
+    // A framework loam does not know is refused at its place, naming the ones it knows.
+    let text = spec_with_train("    framework = jax\n");
+    let parsed = parse(FileId(0), &text);
+    let checked = check_file(&parsed.file.expect("parses"));
+    let found = checked
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "L1009")
+        .expect("an unknown keyword");
+    let at = text.find("jax").expect("written") as u32;
+    let span = found.span.expect("located");
+    assert_eq!((span.start, span.end), (at, at + 3));
+    assert!(
+        found.help.as_deref().unwrap_or("").contains("deepspeed"),
+        "{found:?}"
+    );
+}

@@ -114,8 +114,8 @@ fn the_reduced_gradient_format_does_not_depend_on_the_zero_stage() {
             for moments in formats {
                 let states = StateOverrides {
                     gradients,
-                    master_weights: None,
                     moments,
+                    ..StateOverrides::NONE
                 };
                 let s = setup(*precision, states);
                 let at0 = StateRecipe::reduced_gradient_bytes(&s);
@@ -139,8 +139,8 @@ fn overrides_replace_the_recipe_formats() {
         Precision::Bf16,
         StateOverrides {
             gradients: Some(StateFormat::Bf16),
-            master_weights: None,
             moments: Some(StateFormat::Bf16),
+            ..StateOverrides::NONE
         },
     );
     let r = StateRecipe::for_setup(&s, 1);
