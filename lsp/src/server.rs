@@ -2,9 +2,12 @@
 //! of edits, and one answer per request.
 
 use crate::document::Document;
-use crate::workspace::Workspace;
+use crate::workspace::{Checked, Workspace};
 use crate::{CatalogueLoader, actions, complete, convert, navigate, outline, uri};
+use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::project::{CheckedProject, plan_project};
+use loam_compiler::span::FileId;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
@@ -27,6 +30,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long the server waits after an edit for the next one before it checks: a burst of
@@ -52,6 +56,27 @@ struct Server {
     open: BTreeMap<String, Open>,
     /// Documents edited since their diagnostics were last published.
     dirty: BTreeSet<String>,
+    /// The plan running in the background: its thread, and where its result arrives.
+    planning: Option<JoinHandle<()>>,
+    /// The next document version to plan once the running plan ends: the latest one checked
+    /// clean (an older one is replaced, so a burst of edits plans once).
+    queued: Option<PlanJob>,
+    plans: (Sender<Planned>, Receiver<Planned>),
+}
+
+/// A document version to plan: the project it was checked in.
+struct PlanJob {
+    key: String,
+    version: i32,
+    project: CheckedProject,
+    file: FileId,
+}
+
+/// The planner's findings (L3xxx) for one document version.
+struct Planned {
+    key: String,
+    version: i32,
+    findings: Checked,
 }
 
 /// The capabilities loam's server offers.
@@ -121,6 +146,9 @@ pub fn serve(connection: &Connection, loader: &CatalogueLoader<'_>) -> Result<()
         workspace: Workspace::new(root, files),
         open: BTreeMap::new(),
         dirty: BTreeSet::new(),
+        planning: None,
+        queued: None,
+        plans: unbounded(),
     };
     server.run(connection)
 }
@@ -140,21 +168,33 @@ fn notify<N: lsp_types::notification::Notification>(
 
 impl Server {
     fn run(&mut self, connection: &Connection) -> Result<(), String> {
+        let plans = self.plans.1.clone();
         loop {
-            let message = if self.dirty.is_empty() {
-                match connection.receiver.recv() {
-                    Ok(message) => message,
-                    Err(_) => return Ok(()),
-                }
+            // A planner thread that ended without a result (it panicked) frees the slot.
+            if self.planning.as_ref().is_some_and(JoinHandle::is_finished) {
+                self.planning = None;
+                self.start_planning();
+            }
+            let wait = if self.dirty.is_empty() {
+                Duration::from_secs(3600)
             } else {
-                match connection.receiver.recv_timeout(DEBOUNCE) {
+                DEBOUNCE
+            };
+            let message = select! {
+                recv(connection.receiver) -> message => match message {
                     Ok(message) => message,
-                    Err(e) if e.is_timeout() => {
-                        self.publish(connection)?;
-                        continue;
-                    }
                     Err(_) => return Ok(()),
-                }
+                },
+                recv(plans) -> planned => {
+                    if let Ok(planned) = planned {
+                        self.planned(connection, planned)?;
+                    }
+                    continue;
+                },
+                default(wait) => {
+                    self.publish(connection)?;
+                    continue;
+                },
             };
             match message {
                 Message::Request(request) => {
@@ -191,6 +231,17 @@ impl Server {
             };
             let checked = self.workspace.check(&open.name, &open.doc.text);
             let shown = convert::diagnostics(&checked, &open.doc, &open.uri);
+            // A document whose jobs check clean is planned in the background; its findings
+            // follow its diagnostics when the plan is done.
+            let clean = !checked.diagnostics.iter().any(Diagnostic::is_error);
+            if clean && checked.project.plannable().next().is_some() {
+                self.queued = Some(PlanJob {
+                    key: key.clone(),
+                    version: open.doc.version,
+                    project: checked.project,
+                    file: checked.file,
+                });
+            }
             open.published = checked.diagnostics.into_iter().zip(shown).collect();
             notify::<PublishDiagnostics>(
                 connection,
@@ -201,6 +252,64 @@ impl Server {
                 },
             )?;
         }
+        self.start_planning();
+        Ok(())
+    }
+
+    /// Starts planning the queued document version, unless a plan is running (the queue keeps
+    /// the newest version; an edited document's older version is not planned).
+    fn start_planning(&mut self) {
+        if self.planning.is_some() {
+            return;
+        }
+        let Some(job) = self.queued.take() else {
+            return;
+        };
+        let current = self.open.get(&job.key).map(|o| o.doc.version);
+        if current != Some(job.version) {
+            return;
+        }
+        let sender = self.plans.0.clone();
+        self.planning = Some(std::thread::spawn(move || {
+            let planned = plan_project(&job.project, 1);
+            let findings = Checked {
+                diagnostics: planned.findings,
+                sources: job.project.sources.clone(),
+                file: job.file,
+                project: job.project,
+            };
+            let _ = sender.send(Planned {
+                key: job.key,
+                version: job.version,
+                findings,
+            });
+        }));
+    }
+
+    /// Publishes a plan's findings after the document's diagnostics, when the document is still
+    /// at the version planned (a newer edit cancels them), then plans what is queued.
+    fn planned(&mut self, connection: &Connection, planned: Planned) -> Result<(), String> {
+        if let Some(handle) = self.planning.take() {
+            let _ = handle.join();
+        }
+        if let Some(open) = self.open.get_mut(&planned.key)
+            && open.doc.version == planned.version
+            && !self.dirty.contains(&planned.key)
+            && !planned.findings.diagnostics.is_empty()
+        {
+            let shown = convert::diagnostics(&planned.findings, &open.doc, &open.uri);
+            open.published
+                .extend(planned.findings.diagnostics.into_iter().zip(shown));
+            notify::<PublishDiagnostics>(
+                connection,
+                PublishDiagnosticsParams {
+                    uri: open.uri.clone(),
+                    diagnostics: open.published.iter().map(|(_, d)| d.clone()).collect(),
+                    version: Some(open.doc.version),
+                },
+            )?;
+        }
+        self.start_planning();
         Ok(())
     }
 

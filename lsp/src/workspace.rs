@@ -27,6 +27,8 @@ pub struct Checked {
     pub sources: SourceMap,
     /// The document's id in `sources`.
     pub file: FileId,
+    /// The checked project, for planning its jobs in the background.
+    pub project: CheckedProject,
 }
 
 impl Workspace {
@@ -69,9 +71,10 @@ impl Workspace {
                 .map_or(FileId(u32::MAX), |(id, _)| id)
         };
         Checked {
-            diagnostics: project.diagnostics,
-            sources: project.sources,
+            diagnostics: project.diagnostics.clone(),
+            sources: project.sources.clone(),
             file,
+            project,
         }
     }
 }

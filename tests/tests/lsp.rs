@@ -435,3 +435,94 @@ fn an_unknown_request_is_refused_and_exit_is_clean() {
     assert_eq!(response["error"]["code"], -32601);
     assert_eq!(client.shut_down(), Some(0));
 }
+
+#[test]
+fn a_clean_spec_is_planned_in_the_background_and_its_findings_follow() {
+    let mut client = start();
+    let uri = doc("planned.loam");
+    let text =
+        std::fs::read_to_string(repo_root().join("tests/cases/plan/L3003-deadline-missed.loam"))
+            .unwrap();
+    // First the checks: the spec is clean.
+    assert_eq!(client.open(&uri, &text), Vec::<Value>::new());
+    // Then, for the same version, the planner's findings: the deadline on line 27
+    // (`    deadline = 30d`, the value from column 15) is missed.
+    let planned = client.diagnostics(&uri, 1);
+    let missed = planned
+        .iter()
+        .find(|d| d["code"] == "L3003")
+        .unwrap_or_else(|| panic!("{planned:?}"));
+    assert_eq!(missed["range"], range((27, 15), (27, 18)));
+    assert!(
+        missed["message"]
+            .as_str()
+            .unwrap()
+            .contains("misses the deadline")
+    );
+    assert_eq!(client.shut_down(), Some(0));
+}
+
+/// The latency budget: a keystroke's diagnostics (no planning) within 50 ms at the 99th
+/// percentile, in a workspace of the examples copied 50 times, in at most 200 MB.
+///
+/// A benchmark rather than a check of behaviour: it times the process, which a loaded machine
+/// slows, so it runs on demand (`cargo test -p loam-tests --test suite -- --ignored
+/// lsp::a_keystroke`); docs/editors.md records its figures.
+#[test]
+#[ignore = "a benchmark; run on demand"]
+fn a_keystroke_in_a_workspace_of_750_specs_is_checked_within_50_ms() {
+    let mut client = start();
+    let mut examples: Vec<_> = std::fs::read_dir(repo_root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "loam"))
+        .collect();
+    examples.sort();
+    let mut uris = Vec::new();
+    let mut lines = 0;
+    for copy in 0..50 {
+        for example in &examples {
+            let text = std::fs::read_to_string(example).unwrap();
+            lines += text.lines().count();
+            let name = example.file_name().unwrap().to_string_lossy();
+            let uri = doc(&format!("bench/{copy}/{name}"));
+            client.open(&uri, &text);
+            uris.push(uri);
+        }
+    }
+    // 200 edits, each to a document chosen by a fixed stride through them all: a `#` typed
+    // at the start of the first line and taken away again.
+    let mut latencies = Vec::new();
+    for edit in 0..200usize {
+        let uri = &uris[(edit * 37) % uris.len()];
+        let version = 2 + i64::try_from(edit).unwrap();
+        let text = if edit % 2 == 0 { "#" } else { "" };
+        let start = std::time::Instant::now();
+        client.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"range": range((0, 0), (0, 0)), "text": text}],
+            }),
+        );
+        client.diagnostics(uri, version);
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    let p99 = latencies[latencies.len() * 99 / 100 - 1];
+    let status = std::fs::read_to_string(format!("/proc/{}/status", client.pid())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    eprintln!(
+        "{} specs, {lines} lines: median {:?}, p99 {p99:?}, peak memory {} MiB",
+        uris.len(),
+        latencies[latencies.len() / 2],
+        peak_kib / 1024
+    );
+    assert!(p99 <= std::time::Duration::from_millis(50), "p99 {p99:?}");
+    assert!(peak_kib <= 200 * 1000, "peak {peak_kib} KiB");
+    assert_eq!(client.shut_down(), Some(0));
+}

@@ -2,10 +2,10 @@
 //! with the protocol's framing (`Content-Length` headers) over its standard input and output.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// How long a test waits for one answer before it fails: planning is not involved, so a
@@ -94,6 +94,11 @@ impl LspClient {
         self.stdin.flush().unwrap();
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends a notification.
     pub fn notify(&mut self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
@@ -125,10 +130,7 @@ impl LspClient {
 
     fn next(&mut self, deadline: Instant) -> Option<Value> {
         let left = deadline.saturating_duration_since(Instant::now());
-        match self.messages.recv_timeout(left) {
-            Ok(message) => Some(message),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        self.messages.recv_timeout(left).ok()
     }
 
     /// Waits for the next notification `method` whose parameters satisfy `accept`, and
