@@ -1,36 +1,11 @@
 //! The search's partial recomputation: the fewest blocks per chunk that fit, between selective
 //! and full recomputation, and the time it costs.
 
-use super::tests::llama405b;
+use super::tests::{h100s, llama405b, setup};
 use super::*;
-use crate::calibrate::tests::test_device;
 use crate::cost::{estimate, usable_memory};
 use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::memory_per_device;
-
-fn h100s(nodes: u32) -> ClusterFigures {
-    ClusterFigures {
-        device: test_device("H100_SXM").unwrap(),
-        devices_per_node: 8,
-        nodes,
-        node_network_bandwidth: 400e9,
-        nics_per_node: 8,
-        network_latency_s: 5e-6,
-        block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
-    }
-}
-
-fn setup(batch: u32) -> TrainSetup {
-    TrainSetup {
-        global_batch: batch,
-        precision: Precision::Bf16,
-        optimizer: Optimizer::Adamw,
-        tokens: 15e12,
-        flash_attention: true,
-        states: crate::workload::StateOverrides::NONE,
-    }
-}
 
 /// Meta's 405B degrees (TP8 PP16 DP128, interleaved over 4 chunks, ZeRO-1), recomputation left
 /// to the search.
@@ -59,7 +34,9 @@ fn the_search_replays_the_fewest_blocks_per_chunk_that_fit() {
         max_devices: 16384,
         keep: 1,
     };
-    let best = search(&spec, &|c: &Candidate| c.train_time_s).ranked.remove(0);
+    let best = search(&spec, &|c: &Candidate| c.train_time_s)
+        .ranked
+        .remove(0);
     let usable = usable_memory(&cluster.device);
     let layout = best.layout;
     // Under ZeRO-1 the fp32 gradients stay whole (11.9 GiB a device): no recomputation and
@@ -156,7 +133,9 @@ fn replaying_some_blocks_costs_their_share_of_full_recomputation() {
             recompute_layers,
             ..base
         };
-        estimate(&model, &train, &layout, &cluster).unwrap().breakdown
+        estimate(&model, &train, &layout, &cluster)
+            .unwrap()
+            .breakdown
     };
     let none = with(Recompute::None, None);
     let partial = with(Recompute::Full, Some(3));

@@ -5,7 +5,7 @@ use crate::calibrate::tests::test_device;
 use crate::cost::{estimate, usable_memory};
 use crate::types::{Arch, Mlp, Optimizer, Precision};
 
-fn h100s(nodes: u32) -> ClusterFigures {
+pub(super) fn h100s(nodes: u32) -> ClusterFigures {
     ClusterFigures {
         device: test_device("H100_SXM").unwrap(),
         devices_per_node: 8,
@@ -18,7 +18,7 @@ fn h100s(nodes: u32) -> ClusterFigures {
     }
 }
 
-fn setup(batch: u32) -> TrainSetup {
+pub(super) fn setup(batch: u32) -> TrainSetup {
     TrainSetup {
         global_batch: batch,
         precision: Precision::Bf16,

@@ -227,7 +227,12 @@ fn the_train_block_overrides_the_recipe_and_a_misspelt_format_is_refused_at_its_
         2.0
     );
 
-    let text = spec_with_train("    master_weights = fp64\n");
+    refused_at_its_place("    master_weights = fp64\n", "fp64", "fp32");
+}
+
+/// A `train` block with `line` is refused with L1009 on `word`, its help naming `known`.
+fn refused_at_its_place(line: &str, word: &str, known: &str) {
+    let text = spec_with_train(line);
     let parsed = parse(FileId(0), &text);
     let checked = check_file(&parsed.file.expect("parses"));
     let found = checked
@@ -236,10 +241,10 @@ fn the_train_block_overrides_the_recipe_and_a_misspelt_format_is_refused_at_its_
         .find(|d| d.code.as_str() == "L1009")
         .expect("an unknown keyword");
     let span = found.span.expect("located");
-    let at = text.find("fp64").expect("written") as u32;
-    assert_eq!((span.start, span.end), (at, at + 4));
+    let at = text.find(word).expect("written") as u32;
+    assert_eq!((span.start, span.end), (at, at + word.len() as u32));
     assert!(
-        found.help.as_deref().unwrap_or("").contains("fp32"),
+        found.help.as_deref().unwrap_or("").contains(known),
         "{found:?}"
     );
 }
@@ -270,19 +275,5 @@ fn the_train_block_names_its_framework_and_the_recipe_follows() {
         2.0
     );
     // A framework loam does not know is refused at its place, naming the ones it knows.
-    let text = spec_with_train("    framework = jax\n");
-    let parsed = parse(FileId(0), &text);
-    let checked = check_file(&parsed.file.expect("parses"));
-    let found = checked
-        .diagnostics
-        .iter()
-        .find(|d| d.code.as_str() == "L1009")
-        .expect("an unknown keyword");
-    let at = text.find("jax").expect("written") as u32;
-    let span = found.span.expect("located");
-    assert_eq!((span.start, span.end), (at, at + 3));
-    assert!(
-        found.help.as_deref().unwrap_or("").contains("deepspeed"),
-        "{found:?}"
-    );
+    refused_at_its_place("    framework = jax\n", "jax", "deepspeed");
 }
