@@ -40,8 +40,8 @@ use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
-use crate::workload::Pins;
 use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
+use crate::workload::Pins;
 use crate::workload::{Layout, ModelDims, TrainSetup};
 use serde::Serialize;
 

@@ -22,10 +22,10 @@ pub(crate) use comm::{
     tp_collectives, tp_per_layer,
 };
 pub use comm::{CommSizes, comm_sizes};
+pub use layout::{Layout, Pins};
 pub use memory::{
     DP_BUCKET_BYTES, MemoryBreakdown, Recomputation, StageHolding, activation_bytes_per_layer,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
+    kv_cache_bytes, kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
 };
 pub(crate) use memory::{
     LayoutMemory, PlacementMemory, StageMemory, StageStates, StateBytes, layer_bytes_per_token,
@@ -38,7 +38,6 @@ pub use params::{
 pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
-pub use layout::{Layout, Pins};
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 

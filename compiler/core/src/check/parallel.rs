@@ -4,11 +4,11 @@ use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::workload::layout::rules;
 use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::StageSplit;
+use crate::workload::layout::rules;
 
 pub(super) fn read_parallel(
     block: &Block,

@@ -13,11 +13,11 @@ use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources};
 use super::{required_block, single_block};
 use crate::diagnostics::codes;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::workload::layout::rules;
 use crate::span::{FileId, Span, Spanned};
 use crate::syntax::ast::Block;
 use crate::types::{Arch, Disaggregation, Engine, KvCache, Percentile, Priority, ServePrecision};
 use crate::units::Dimension;
+use crate::workload::layout::rules;
 use serde::Serialize;
 
 pub(super) const SERVICE: BlockSpec = BlockSpec {

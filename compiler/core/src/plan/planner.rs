@@ -25,7 +25,6 @@ use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
 use super::search::budget::{SEARCH_CAP, WorkBudget};
 use super::search::{RejectedRegion, SearchSpec, search, setup_on};
-use crate::workload::Pins;
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
@@ -34,6 +33,7 @@ use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
 use crate::diagnostics::codes;
+use crate::workload::Pins;
 use crate::workload::param_count;
 
 /// Layouts kept per node group (the best and the next few, for alternatives).

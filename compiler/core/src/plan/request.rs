@@ -8,11 +8,11 @@ use super::goodput::Failures;
 use super::objective::{Constrained, Limits};
 use super::placement::{self, Placement};
 use super::search::Economics;
-use crate::workload::Pins;
 use super::single::CheckpointNeeds;
-use crate::types::Recompute;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::{Job, job_model_dims, train_setup};
+use crate::types::Recompute;
+use crate::workload::Pins;
 use crate::workload::{ModelDims, TrainSetup};
 
 /// A checked job, ready to plan.

@@ -75,7 +75,11 @@ impl Layout {
     pub fn recomputed_share(&self, layers: u32) -> f64 {
         let mean = f64::from(layers) / f64::from(self.pipeline.max(1));
         if mean <= 0.0 {
-            return if self.recompute == Recompute::Full { 1.0 } else { 0.0 };
+            return if self.recompute == Recompute::Full {
+                1.0
+            } else {
+                0.0
+            };
         }
         self.recomputed_blocks(mean) / mean
     }

@@ -57,7 +57,9 @@ impl Recomputation {
     pub fn recomputed(&self, blocks: f64) -> f64 {
         match (self.mode, self.per_chunk) {
             (Recompute::Full, None) => blocks,
-            (Recompute::Full, Some(k)) => (f64::from(k) * f64::from(self.chunks.max(1))).min(blocks),
+            (Recompute::Full, Some(k)) => {
+                (f64::from(k) * f64::from(self.chunks.max(1))).min(blocks)
+            }
             _ => 0.0,
         }
     }
@@ -655,13 +657,16 @@ impl StageMemory {
     #[inline]
     fn activations(&self, holding: &StageHolding, recompute: impl Into<Recomputation>) -> [f64; 3] {
         let recompute = recompute.into();
-        let replayed = recompute.recomputed(holding.blocks).clamp(0.0, holding.blocks.max(0.0));
+        let replayed = recompute
+            .recomputed(holding.blocks)
+            .clamp(0.0, holding.blocks.max(0.0));
         let kept_mode = if recompute.mode == Recompute::Full {
             Recompute::None
         } else {
             recompute.mode
         };
-        let per_block = |mode: Recompute| self.per_block.get(mode_index(mode)).copied().unwrap_or(0.0);
+        let per_block =
+            |mode: Recompute| self.per_block.get(mode_index(mode)).copied().unwrap_or(0.0);
         let one = replayed * per_block(Recompute::Full)
             + (holding.blocks - replayed).max(0.0) * per_block(kept_mode);
         let mut activations = one;

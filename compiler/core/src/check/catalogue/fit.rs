@@ -25,8 +25,8 @@ use crate::display::layout_degrees;
 use crate::plan::search::{
     Axes, Bounds, RecomputeLayers, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
 };
-use crate::workload::Pins;
 use crate::types::Recompute;
+use crate::workload::Pins;
 use crate::workload::{Layout, TrainSetup, memory_per_device};
 use std::ops::ControlFlow;
 

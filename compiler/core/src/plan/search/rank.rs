@@ -125,16 +125,20 @@ impl<'a> Ranker<'a> {
         for &r in self.recomputes {
             let tries: [Option<Recomputation>; 2] = match (r, self.recompute_layers) {
                 (Recompute::Full, RecomputeLayers::Pinned(k)) => [Some(memory.partial(k)), None],
-                (Recompute::Full, RecomputeLayers::Fewest) => {
-                    [fewest_partial_that_fits(memory, zero, self.have_bytes), Some(r.into())]
-                }
+                (Recompute::Full, RecomputeLayers::Fewest) => [
+                    fewest_partial_that_fits(memory, zero, self.have_bytes),
+                    Some(r.into()),
+                ],
                 _ => [Some(r.into()), None],
             };
             for recompute in tries.into_iter().flatten() {
                 // Totals first: most tries are rejected, and need no breakdown.
                 let (total, rank) = memory.worst(zero, recompute);
                 if total <= self.have_bytes {
-                    return Some((recompute, memory.rank_breakdown(rank, zero, recompute, total)));
+                    return Some((
+                        recompute,
+                        memory.rank_breakdown(rank, zero, recompute, total),
+                    ));
                 }
                 let layout = Layout {
                     zero,

@@ -9,10 +9,10 @@
 //! placement change, so what depends only on those is worked out once per value.
 
 use super::{Rejection, SearchSpec};
-use crate::workload::Pins;
-use crate::workload::layout::rules;
 use crate::plan::ir::{NodeShape, sequence_parallel_runs};
 use crate::types::{Arch, Recompute, SplitRule};
+use crate::workload::Pins;
+use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
 use std::ops::ControlFlow;
 

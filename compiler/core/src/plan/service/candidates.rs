@@ -4,9 +4,9 @@
 use super::{DAYS_PER_MONTH, Demand, Place};
 use crate::catalogue::Catalogue;
 use crate::check::catalogue::eligible;
-use crate::workload::layout::rules;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
 use crate::types::Arch;
+use crate::workload::layout::rules;
 
 /// The `max_num_seqs` values the search tries, smallest first. Counted: powers of two around
 /// the engines' defaults (vLLM 256, SGLang and TensorRT-LLM up to 2,048 on large cards).

@@ -192,7 +192,9 @@ impl LayoutMemory {
             .map(|h| h.blocks)
             .fold(0.0, f64::max);
         // Blocks per rank are whole numbers below a u32's range (the layers are).
-        (most / f64::from(self.chunks.max(1))).ceil().clamp(0.0, f64::from(u32::MAX)) as u32
+        (most / f64::from(self.chunks.max(1)))
+            .ceil()
+            .clamp(0.0, f64::from(u32::MAX)) as u32
     }
 
     /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table

@@ -6,8 +6,8 @@ use crate::calibrate::tests::test_device;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
 use crate::plan::search::{Bounds, Rejection, SearchSpec, search};
-use crate::workload::Pins;
 use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use crate::workload::Pins;
 use crate::workload::{ModelDims, TrainSetup, memory_per_device};
 use proptest::prelude::*;
 

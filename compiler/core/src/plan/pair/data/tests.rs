@@ -9,11 +9,11 @@ use crate::cost::usable_memory;
 use crate::plan::pair::PairInput;
 use crate::plan::placement::options;
 use crate::plan::request::objective;
-use crate::workload::Pins;
 use crate::plan::stages::job_graph;
 use crate::plan::tests::{node_group, one_site_catalogue};
 use crate::span::FileId;
 use crate::syntax::parse;
+use crate::workload::Pins;
 use proptest::prelude::*;
 
 #[test]
