@@ -22,6 +22,7 @@ mod diff_pull_requests;
 mod diff_replace;
 mod doc_examples;
 mod docs;
+mod editors;
 mod emit;
 mod emit_baremetal;
 mod emit_kubernetes;
