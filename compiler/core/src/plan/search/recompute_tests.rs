@@ -4,7 +4,7 @@
 use super::tests::{h100s, llama405b, setup};
 use super::*;
 use crate::cost::{estimate, usable_memory};
-use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
+use crate::types::{Mlp, Recompute, SplitRule};
 use crate::workload::memory_per_device;
 
 /// Meta's 405B degrees (TP8 PP16 DP128, interleaved over 4 chunks, ZeRO-1), recomputation left
