@@ -255,29 +255,10 @@ impl Visitor for Ranker<'_> {
 }
 
 /// Partial recomputation of the fewest blocks per chunk under which `memory`'s layout fits in
-/// `have` bytes at ZeRO `zero`; `None` when replaying all but one block of the fullest chunk
-/// does not fit (then only every block can), or when no chunk holds two blocks. A rank's memory
-/// falls as more of its blocks are replayed, so the fewest is found by bisection.
+/// `have` bytes at ZeRO `zero` ([`LayoutMemory::fewest_partial`]); `None` when only every block
+/// can.
 fn fewest_partial_that_fits(memory: &LayoutMemory, zero: u8, have: f64) -> Option<Recomputation> {
-    let most = memory.most_blocks_per_chunk();
-    if most < 2 {
-        return None;
-    }
-    let fits = |k: u32| memory.worst(zero, memory.partial(k)).0 <= have;
-    let (mut low, mut high) = (1, most - 1);
-    if !fits(high) {
-        return None;
-    }
-    // `fits(high)` holds throughout; the loop halves `high - low`, at most 32 times.
-    while low < high {
-        let mid = low + (high - low) / 2;
-        if fits(mid) {
-            high = mid;
-        } else {
-            low = mid + 1;
-        }
-    }
-    Some(memory.partial(high))
+    memory.fewest_partial(zero, have).map(|k| memory.partial(k))
 }
 
 /// Fills in the training time and device-hours of `cand` from its estimate; `devices` is

@@ -197,6 +197,53 @@ impl LayoutMemory {
             .clamp(0.0, f64::from(u32::MAX)) as u32
     }
 
+    /// The fewest blocks per chunk whose partial recomputation fits this layout in `have` bytes
+    /// under ZeRO `zero`; `None` when only every block (or nothing) fits, or no chunk holds two
+    /// blocks. A rank of `B` blocks, `f` micro-batches in flight, replaying `r > 0` of them needs
+    /// `T(r) = T(0) + w − r·(a − i)·max(f, 1)`: its total with none replayed, plus one block's
+    /// working set `w`, less what each replayed block stops keeping (its stash `a` for its input
+    /// `i`) in every micro-batch in flight. So each rank needs `r ≥ (T(0) + w − have) / ((a − i)·
+    /// max(f, 1))`, `k = ⌈r / chunks⌉`, and the layout the largest `k` of its ranks; the one
+    /// memory function then confirms it (one block more where rounding fell short).
+    pub(crate) fn fewest_partial(&self, zero: u8, have: f64) -> Option<u32> {
+        let most = self.most_blocks_per_chunk();
+        if most < 2 {
+            return None;
+        }
+        let z = usize::from(zero.min(3));
+        let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
+        let kept = self.unit.per_block.first().copied().unwrap_or(0.0);
+        let input = self.unit.per_block.get(2).copied().unwrap_or(0.0);
+        let saved = kept - input;
+        let chunks = f64::from(self.chunks.max(1));
+        let mut fewest = 1.0_f64;
+        for k in 0..self.count {
+            let (Some(holding), Some(sums)) = (self.holdings.get(k), self.state_sums.get(k)) else {
+                continue;
+            };
+            let [activations, stash, logits] = self.rank_activations(k, Recompute::None.into());
+            let none = sums.get(z).copied().unwrap_or(0.0) + activations + stash + comm + logits;
+            let over = none + self.unit.working_set - have;
+            if over <= 0.0 {
+                continue;
+            }
+            if saved <= 0.0 || holding.blocks <= 0.0 {
+                return None;
+            }
+            let replayed = over / (saved * holding.in_flight.max(1.0));
+            if replayed > holding.blocks {
+                return None;
+            }
+            fewest = fewest.max((replayed / chunks).ceil());
+        }
+        // Bounded above by `most`, a u32.
+        let fewest = fewest.min(f64::from(most)) as u32;
+        [fewest, fewest.saturating_add(1)]
+            .into_iter()
+            .filter(|&k| k < most)
+            .find(|&k| self.worst(zero, self.partial(k)).0 <= have)
+    }
+
     /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table
     /// for a whole mode, worked out for partial recomputation.
     #[inline]
