@@ -6,6 +6,7 @@
 
 use crate::Options;
 use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
+use loam_compiler::catalogue::RankTable;
 use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
 use loam_compiler::diagnostics::codes;
 use loam_compiler::diagnostics::{Code, Diagnostic};
@@ -97,6 +98,10 @@ pub struct Group<'a> {
     pub env: Vec<(String, String)>,
     /// The collective library (`nccl`, `rccl`, `hccl`).
     pub collective: String,
+    /// The rank table the library reads, from the group's vendor (Ascend's `hccl.json`);
+    /// `None` when its ranks meet at the rendezvous alone. The library's name does not say:
+    /// Ascend and Gaudi both call theirs HCCL.
+    pub rank_table: Option<RankTable>,
     /// The Slurm generic resource the group's devices are (`gpu`, `npu`, `dcu`), from its vendor.
     pub slurm_gres: String,
     /// The Kubernetes resource a pod requests ([`crate::vendors::device_resource`]).
@@ -312,6 +317,7 @@ impl<'a> JobContext<'a> {
                 } else {
                     node.collective.clone()
                 },
+                rank_table: vendor.rank_table,
                 slurm_gres: vendor.slurm_gres.clone(),
                 device_resource: crate::vendors::device_resource(g, vendor),
             });

@@ -5,10 +5,13 @@
 
 mod pod;
 pub mod prerequisites;
+#[cfg(test)]
+mod rank_table_tests;
 mod window;
 
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};
+use loam_compiler::catalogue::RankTable;
 use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::diagnostics::codes;
 use loam_compiler::names::dns_label;
@@ -96,10 +99,10 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             Rendezvous::ConfigMap(rendezvous_config_map(&job.name))
         };
         let mut pods = Vec::new();
-        let mut hccl = false;
+        let mut rank_table = false;
         for g in groups {
             let ctx = pod::context(job, g, options, &labels, &rendezvous);
-            hccl |= ctx.rank_table.is_some();
+            rank_table |= ctx.rank_table.is_some();
             let text = render_one(
                 &env,
                 job,
@@ -125,10 +128,13 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
                 Flavor::Jobset => "batch.kubernetes.io/job-completion-index",
                 Flavor::Volcano => "volcano.sh/task-index",
             },
-            ring => groups.iter().find(|g| g.collective == "hccl").map(|g| pod::ascend_ring(&g.ir.device)),
+            ring => groups
+                .iter()
+                .find(|g| g.rank_table == Some(RankTable::Ascend))
+                .map(|g| pod::ascend_ring(&g.ir.device)),
         };
         let mut templates: Vec<(&str, &str)> = vec![("10-configmap.yaml", "configmap")];
-        if hccl {
+        if rank_table {
             templates.push(("15-rank-table.yaml", "rank-table"));
         }
         templates.push(match options.flavor {

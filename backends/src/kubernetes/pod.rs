@@ -4,6 +4,7 @@
 use crate::contract;
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Options};
+use loam_compiler::catalogue::RankTable;
 use serde::Serialize;
 
 /// The port of the rendezvous (torchrun's c10d store, Megatron's and DeepSpeed's
@@ -140,8 +141,10 @@ pub(crate) fn context<'a>(
     }
     let mut labels = base_labels.to_vec();
     labels.push(("loam.io/group".to_string(), g.name.clone()));
-    let hccl = g.collective == "hccl" && options.flavor == Flavor::Volcano;
-    if hccl {
+    // MindCluster writes the Ascend rank table for Volcano jobs only.
+    let ascend_rank_table =
+        g.rank_table == Some(RankTable::Ascend) && options.flavor == Flavor::Volcano;
+    if ascend_rank_table {
         labels.push((
             "ring-controller.atlas".to_string(),
             ascend_ring(&g.ir.device).to_string(),
@@ -195,7 +198,7 @@ pub(crate) fn context<'a>(
     for (k, v) in &g.env {
         env.push(EnvVar::value(k, v));
     }
-    let rank_table = hccl.then(|| format!("rings-config-{}", job.name));
+    let rank_table = ascend_rank_table.then(|| format!("rings-config-{}", job.name));
     if rank_table.is_some() {
         env.push(EnvVar::value(
             "RANK_TABLE_FILE",

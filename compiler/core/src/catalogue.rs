@@ -32,8 +32,8 @@ pub use builtin::{builtin, builtin_devices_with_pool, builtin_sources, shipped_v
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{
-    BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site,
-    SliceProfile, SlicingKind, Stack, Status, Tenant, Vendor,
+    BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, RankTable,
+    Site, SliceProfile, SlicingKind, Stack, Status, Tenant, Vendor,
 };
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};
 pub use values::{compare_versions, parse_version};

@@ -213,6 +213,18 @@ pub struct Device {
     pub file: String,
 }
 
+/// A rank table a collective library reads: the file that lists a job's devices and their
+/// addresses, written by an operator of the cluster rather than by loam.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RankTable {
+    /// Ascend's `hccl.json`, which MindCluster's HCCL Controller (or Ascend Operator) writes into
+    /// the ConfigMap `rings-config-<job>` of a Volcano job labelled `ring-controller.atlas`
+    /// (Huawei MindCluster). Habana's HCCL on Intel Gaudi shares the library's name, not the
+    /// table: its ranks meet at the torch.distributed rendezvous.
+    Ascend,
+}
+
 /// What loam must know about a vendor's software to run its devices, from `vendors/<id>.yaml`:
 /// the collective library and the environment it needs, the Slurm GRES its devices are, the
 /// device-plugin resource of a slice, and the serving engines that run on its devices with their
@@ -231,6 +243,13 @@ pub struct Vendor {
     /// Environment the collective library needs on every node of the vendor, sorted by name; a
     /// node group's own `env` adds to it and wins on the same name.
     pub collective_env: BTreeMap<String, String>,
+    /// The rank table its collective library reads to find its peers, which the Kubernetes
+    /// backend has the cluster's operator write for a job; `None` when the library finds its
+    /// peers through the rendezvous alone. Skipped when serialised, so a job's catalogue inputs
+    /// (its plan's digest) do not cover it: the planner never reads it, and the backends take it
+    /// from the catalogue they emit with.
+    #[serde(skip)]
+    pub rank_table: Option<RankTable>,
     /// The Slurm generic resource its devices are declared as (`gpu`, `npu`, `dcu`).
     pub slurm_gres: String,
     /// The Kubernetes resource of one slice, with `{resource}` (the device's resource) and
@@ -255,6 +274,7 @@ impl Vendor {
             name: String::new(),
             collective: String::new(),
             collective_env: BTreeMap::new(),
+            rank_table: None,
             slurm_gres: String::new(),
             slice_resource: None,
             default_engine: Engine::Vllm,

@@ -343,6 +343,8 @@ pub(crate) struct VendorFile {
 pub(crate) struct Collective {
     pub library: Loc<String>,
     #[serde(default)]
+    pub rank_table: Option<crate::catalogue::model::RankTable>,
+    #[serde(default)]
     pub env: BTreeMap<String, Loc<String>>,
 }
 

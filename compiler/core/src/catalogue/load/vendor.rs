@@ -73,6 +73,7 @@ impl Cx<'_, '_> {
             name: raw.name.value,
             collective: raw.collective.library.value,
             collective_env,
+            rank_table: raw.collective.rank_table,
             slurm_gres: raw.slurm_gres.value,
             slice_resource: raw.slice_resource.map(|t| t.value),
             default_engine,

@@ -1,0 +1,78 @@
+//! The Ascend rank table follows the vendor's `collective.rank_table`, not the library's name:
+//! Ascend and Intel Gaudi both call their collective library HCCL, and before the rank table
+//! was vendor data a Gaudi job under Volcano got Ascend's `rings-config-<job>` ConfigMap, its
+//! `ring-controller.atlas` label and `RANK_TABLE_FILE`.
+
+use crate::{Flavor, Options, Target, node_group_devices, render, tenancies};
+use loam_compiler::catalogue::builtin_sources;
+use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+
+/// Every manifest of shipped example `name` for Kubernetes under Volcano, `=== path` then text.
+fn volcano_manifests(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(format!("{name}.loam"));
+    let spec = std::fs::read(&path).unwrap();
+    let checked = check_project(
+        ProjectFiles {
+            catalogue: builtin_sources()
+                .into_iter()
+                .map(|(p, t)| (p.to_string(), t.to_string()))
+                .collect(),
+            specs: vec![(format!("{name}.loam"), spec)],
+        },
+        1,
+    );
+    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+    let planned = plan_project(&checked, 1);
+    let doc = &planned.document;
+    let catalogue = checked.catalogue.as_ref().unwrap();
+    let options = Options {
+        flavor: Flavor::Volcano,
+        tenants: tenancies(doc, catalogue),
+        node_groups: node_group_devices(doc, catalogue),
+        vendors: crate::vendors(catalogue),
+        ..Options::default()
+    };
+    render(doc, Target::Kubernetes, &options)
+        .unwrap_or_else(|d| panic!("{d:#?}"))
+        .iter()
+        .map(|m| format!("=== {}\n{}\n", m.path, m.contents))
+        .collect()
+}
+
+/// The Gaudi 2 example's group runs HCCL (its plan says so), yet nothing of Ascend's rank table
+/// is emitted: no `15-rank-table.yaml`, no ConfigMap `rings-config-<job>`, no
+/// `ring-controller.atlas` label, no `RANK_TABLE_FILE`.
+#[test]
+fn a_gaudi_job_gets_no_ascend_rank_table() {
+    let gaudi = volcano_manifests("llama2-70b-lora-gaudi2");
+    assert!(gaudi.contains("\"collective\": \"hccl\""), "{gaudi}");
+    assert!(gaudi.contains("20-volcano-job.yaml"), "{gaudi}");
+    for ascend_only in [
+        "15-rank-table.yaml",
+        "rings-config-",
+        "ring-controller.atlas",
+        "RANK_TABLE_FILE",
+    ] {
+        assert!(!gaudi.contains(ascend_only), "{ascend_only} in:\n{gaudi}");
+    }
+}
+
+/// The Guiyang example's Ascend 910B group still gets the rank table: the ConfigMap file, the
+/// ring label `ascend-910b` (a 910B device) and the file's path in the pod.
+#[test]
+fn an_ascend_job_still_gets_its_rank_table() {
+    let ascend = volcano_manifests("hetero-70b-guiyang");
+    for expected in [
+        "15-rank-table.yaml",
+        "rings-config-llama3-70b-mixed",
+        "ring-controller.atlas: ascend-910b",
+        "RANK_TABLE_FILE",
+    ] {
+        assert!(
+            ascend.contains(expected),
+            "{expected} missing in:\n{ascend}"
+        );
+    }
+}
