@@ -17,6 +17,7 @@ mod navigate;
 mod outline;
 pub mod schema;
 mod server;
+mod summary;
 mod uri;
 mod workspace;
 

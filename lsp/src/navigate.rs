@@ -4,8 +4,10 @@
 use crate::context::{self, Slot};
 use crate::convert;
 use crate::document::Document;
+use crate::summary;
 use crate::workspace::Workspace;
 use loam_compiler::catalogue::{Catalogue, Pool, show_text};
+use loam_compiler::plan::ir::Plan;
 use loam_compiler::span::{FileId, Span};
 use loam_compiler::syntax::ast::Value;
 use loam_compiler::syntax::parse;
@@ -107,8 +109,26 @@ fn definition_span(catalogue: &Catalogue, name: &str, own: Option<&str>) -> Opti
     None
 }
 
-/// The hover at `position`.
-pub fn hover(workspace: &Workspace, doc: &Document, position: Position) -> Option<Hover> {
+/// The hover at `position`; over a job's name, the summary of its plan among `plans` (the
+/// document's, once planned).
+pub fn hover(
+    workspace: &Workspace,
+    doc: &Document,
+    position: Position,
+    plans: &[Plan],
+) -> Option<Hover> {
+    let offset = doc.offset(position);
+    if let Some((name, start, end)) = summary::label_at(doc, offset)
+        && let Some(plan) = plans.iter().find(|p| p.job == name)
+    {
+        return Some(Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: summary::plan(plan),
+            }),
+            range: Some(doc.range(start, end)),
+        });
+    }
     let (target, (start, end)) = target(doc, position)?;
     let text = match target {
         Target::Field { block, name } => workspace.schema.entry(&block, name)?.describe(&block),

@@ -6,6 +6,7 @@ use crate::workspace::{Checked, Workspace};
 use crate::{CatalogueLoader, actions, complete, convert, navigate, outline, uri};
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::plan::ir::Plan;
 use loam_compiler::project::{CheckedProject, plan_project};
 use loam_compiler::span::FileId;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
@@ -48,6 +49,8 @@ struct Open {
     doc: Document,
     /// The diagnostics last published, each with the compiler's own (for quick fixes).
     published: Vec<(Diagnostic, lsp_types::Diagnostic)>,
+    /// The plans of this version's jobs, once the background planner made them.
+    plans: Vec<Plan>,
 }
 
 struct Server {
@@ -72,11 +75,12 @@ struct PlanJob {
     file: FileId,
 }
 
-/// The planner's findings (L3xxx) for one document version.
+/// The planner's findings (L3xxx) and plans for one document version.
 struct Planned {
     key: String,
     version: i32,
     findings: Checked,
+    plans: Vec<Plan>,
 }
 
 /// The capabilities loam's server offers.
@@ -282,6 +286,7 @@ impl Server {
                 key: job.key,
                 version: job.version,
                 findings,
+                plans: planned.document.plans,
             });
         }));
     }
@@ -291,6 +296,12 @@ impl Server {
     fn planned(&mut self, connection: &Connection, planned: Planned) -> Result<(), String> {
         if let Some(handle) = self.planning.take() {
             let _ = handle.join();
+        }
+        if let Some(open) = self.open.get_mut(&planned.key)
+            && open.doc.version == planned.version
+            && !self.dirty.contains(&planned.key)
+        {
+            open.plans = planned.plans;
         }
         if let Some(open) = self.open.get_mut(&planned.key)
             && open.doc.version == planned.version
@@ -328,6 +339,7 @@ impl Server {
                         name,
                         doc: Document::new(p.text_document.text, p.text_document.version),
                         published: Vec::new(),
+                        plans: Vec::new(),
                     },
                 );
                 self.dirty.insert(key);
@@ -339,6 +351,8 @@ impl Server {
                 let key = p.text_document.uri.as_str().to_string();
                 if let Some(open) = self.open.get_mut(&key) {
                     open.doc.apply(p.content_changes, p.text_document.version);
+                    // The plans were of the text before; they return with the next plan.
+                    open.plans.clear();
                     self.dirty.insert(key);
                 }
             }
@@ -394,7 +408,7 @@ impl Server {
             HoverRequest::METHOD => self.with::<HoverParams, _>(request, |s, p| {
                 let at = &p.text_document_position_params;
                 let open = s.document(&at.text_document.uri)?;
-                navigate::hover(&s.workspace, &open.doc, at.position)
+                navigate::hover(&s.workspace, &open.doc, at.position, &open.plans)
             }),
             GotoDefinition::METHOD => self.with::<GotoDefinitionParams, _>(request, |s, p| {
                 let at = &p.text_document_position_params;

@@ -459,6 +459,27 @@ fn a_clean_spec_is_planned_in_the_background_and_its_findings_follow() {
             .unwrap()
             .contains("misses the deadline")
     );
+    // The job's name (line 0, `"demo"` at columns 4–10) now hovers with its plan: the place
+    // and the layout `loam plan` prints for the same spec.
+    let hover = client.request("textDocument/hover", at(&uri, 0, 6));
+    assert_eq!(hover["range"], range((0, 4), (0, 10)));
+    let summary = hover["contents"]["value"].as_str().unwrap();
+    let path = repo_root().join("tests/cases/plan/L3003-deadline-missed.loam");
+    let (_, printed, _) = run_cli(&["plan", path.to_str().unwrap()], "");
+    let layout = printed
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("layout"))
+        .unwrap()
+        .trim();
+    assert!(summary.contains(layout), "{layout} not in {summary}");
+    assert!(
+        summary.contains("not feasible: misses the deadline"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("× H100_SXM at shanghai (pool xirang)"),
+        "{summary}"
+    );
     assert_eq!(client.shut_down(), Some(0));
 }
 
