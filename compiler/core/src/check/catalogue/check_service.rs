@@ -446,23 +446,9 @@ fn context_does_not_fit(service: &Service, miss: &Miss<'_>, kv_cache: KvCache) -
             crate::display::thousands(longest as f64)
         ));
     }
-    if kv_cache.bytes() > KvCache::Fp8.bytes() {
-        fixes.push("`kv_cache = fp8`".to_string());
-    }
-    fixes.push(
-        if service.resources.max_devices.is_some() || service.serve.pipeline.is_some() {
-            "more devices per replica (`max_devices`, `pipeline`)".to_string()
-        } else {
-            "a pool with more of these devices".to_string()
-        },
-    );
-    fixes.push(format!("devices with more memory than `{id}`"));
-    let last = fixes.pop().unwrap_or_default();
-    let help = if fixes.is_empty() {
-        format!("use {last}")
-    } else {
-        format!("try {}, or {last}", fixes.join(", "))
-    };
+    let more_per_replica =
+        service.resources.max_devices.is_some() || service.serve.pipeline.is_some();
+    let help = memory_help(fixes, kv_cache, more_per_replica, id);
     Diagnostic::error(
         codes::SERVICE_CONTEXT_DOES_NOT_FIT,
         format!(
@@ -540,23 +526,8 @@ fn does_not_fit(
             }
         ));
     }
-    if kv_cache.bytes() > KvCache::Fp8.bytes() {
-        fixes.push("`kv_cache = fp8`".to_string());
-    }
-    fixes.push(
-        if resources.max_devices.is_some() || serve.pipeline.is_some() {
-            "more devices per replica (`max_devices`, `pipeline`)".to_string()
-        } else {
-            "a pool with more of these devices".to_string()
-        },
-    );
-    fixes.push(format!("devices with more memory than `{id}`"));
-    let last = fixes.pop().unwrap_or_default();
-    let help = if fixes.is_empty() {
-        format!("use {last}")
-    } else {
-        format!("try {}, or {last}", fixes.join(", "))
-    };
+    let more_per_replica = resources.max_devices.is_some() || serve.pipeline.is_some();
+    let help = memory_help(fixes, kv_cache, more_per_replica, id);
     Diagnostic::error(
         codes::SERVICE_DOES_NOT_FIT,
         format!(
@@ -579,4 +550,30 @@ fn does_not_fit(
         shape.pipeline,
         memory.weights_bytes / GIB
     ))
+}
+
+/// The help of a service that does not fit on `id`: the service-specific `fixes` first, then
+/// an fp8 KV cache where it is wider, more devices per replica (`more_per_replica`: the spec
+/// bounds or pipelines its replica) or a pool with more of them, and devices with more memory.
+fn memory_help(
+    mut fixes: Vec<String>,
+    kv_cache: KvCache,
+    more_per_replica: bool,
+    id: &str,
+) -> String {
+    if kv_cache.bytes() > KvCache::Fp8.bytes() {
+        fixes.push("`kv_cache = fp8`".to_string());
+    }
+    fixes.push(if more_per_replica {
+        "more devices per replica (`max_devices`, `pipeline`)".to_string()
+    } else {
+        "a pool with more of these devices".to_string()
+    });
+    fixes.push(format!("devices with more memory than `{id}`"));
+    let last = fixes.pop().unwrap_or_default();
+    if fixes.is_empty() {
+        format!("use {last}")
+    } else {
+        format!("try {}, or {last}", fixes.join(", "))
+    }
 }
