@@ -125,10 +125,9 @@ impl<'a> Ranker<'a> {
         for &r in self.recomputes {
             let tries: [Option<Recomputation>; 2] = match (r, self.recompute_layers) {
                 (Recompute::Full, RecomputeLayers::Pinned(k)) => [Some(memory.partial(k)), None],
-                (Recompute::Full, RecomputeLayers::Fewest) => [
-                    fewest_partial_that_fits(memory, zero, self.have_bytes),
-                    Some(r.into()),
-                ],
+                (Recompute::Full, RecomputeLayers::Fewest) => {
+                    [memory.fewest_partial(zero, self.have_bytes), Some(r.into())]
+                }
                 _ => [Some(r.into()), None],
             };
             for recompute in tries.into_iter().flatten() {
@@ -252,13 +251,6 @@ impl Visitor for Ranker<'_> {
         }
         ControlFlow::Continue(())
     }
-}
-
-/// Partial recomputation of the fewest blocks per chunk under which `memory`'s layout fits in
-/// `have` bytes at ZeRO `zero` ([`LayoutMemory::fewest_partial`]); `None` when only every block
-/// can.
-fn fewest_partial_that_fits(memory: &LayoutMemory, zero: u8, have: f64) -> Option<Recomputation> {
-    memory.fewest_partial(zero, have).map(|k| memory.partial(k))
 }
 
 /// Fills in the training time and device-hours of `cand` from its estimate; `devices` is

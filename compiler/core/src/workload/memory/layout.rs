@@ -197,7 +197,7 @@ impl LayoutMemory {
             .clamp(0.0, f64::from(u32::MAX)) as u32
     }
 
-    /// The fewest blocks per chunk whose partial recomputation fits this layout in `have` bytes
+    /// Partial recomputation of the fewest blocks per chunk that fits this layout in `have` bytes
     /// under ZeRO `zero`; `None` when only every block (or nothing) fits, or no chunk holds two
     /// blocks. A rank of `B` blocks, `f` micro-batches in flight, replaying `r > 0` of them needs
     /// `T(r) = T(0) + w − r·(a − i)·max(f, 1)`: its total with none replayed, plus one block's
@@ -205,7 +205,7 @@ impl LayoutMemory {
     /// `i`) in every micro-batch in flight. So each rank needs `r ≥ (T(0) + w − have) / ((a − i)·
     /// max(f, 1))`, `k = ⌈r / chunks⌉`, and the layout the largest `k` of its ranks; the one
     /// memory function then confirms it (one block more where rounding fell short).
-    pub(crate) fn fewest_partial(&self, zero: u8, have: f64) -> Option<u32> {
+    pub(crate) fn fewest_partial(&self, zero: u8, have: f64) -> Option<Recomputation> {
         let most = self.most_blocks_per_chunk();
         if most < 2 {
             return None;
@@ -241,7 +241,8 @@ impl LayoutMemory {
         [fewest, fewest.saturating_add(1)]
             .into_iter()
             .filter(|&k| k < most)
-            .find(|&k| self.worst(zero, self.partial(k)).0 <= have)
+            .map(|k| self.partial(k))
+            .find(|&recompute| self.worst(zero, recompute).0 <= have)
     }
 
     /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table
