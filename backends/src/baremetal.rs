@@ -7,8 +7,8 @@ use crate::job::JobContext;
 use crate::kubernetes::{render_one, template_error};
 use crate::window::{self, Window};
 use crate::{Manifest, Options, env};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::names::dns_label;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::names::dns_label;
 use minijinja::Value;
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! Escaping of strings for the formats the backends write: YAML double-quoted scalars, POSIX
 //! shell single-quoted words and ASCII-only JSON, and checks of plain names. DNS-1123 labels are
-//! made in the core ([`loam_compiler::names`]), where the checker uses the same functions.
+//! made in the core ([`loam_ir::names`]), where the checker uses the same functions.
 //!
 //! Every string that comes from a spec goes through one of these before it reaches a manifest;
 //! the template environment refuses to print a string that did not.
@@ -89,7 +89,7 @@ pub fn json_ascii(json: &str) -> String {
 }
 
 // The name rules are the core's, so the catalogue loader refuses what a manifest cannot carry.
-pub use loam_compiler::names::{is_label_key, is_label_value, is_plain_word};
+pub use loam_ir::names::{is_label_key, is_label_value, is_plain_word};
 
 #[cfg(test)]
 mod tests {

@@ -6,71 +6,19 @@
 
 use crate::Options;
 use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
-use loam_compiler::catalogue::RankTable;
-use loam_compiler::checkpoint::{CheckpointPath, RootProblem};
-use loam_compiler::diagnostics::codes;
-use loam_compiler::diagnostics::{Code, Diagnostic};
-use loam_compiler::names::{self, dns_label, is_dns_label, is_env_name, slug};
-use loam_compiler::plan::ir::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ScheduleIr};
-use loam_compiler::types::Recompute;
+use loam_ir::checkpoint::{CheckpointPath, RootProblem};
+use loam_ir::cluster::Tenancy;
+use loam_ir::cluster::vendor::RankTable;
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Code, Diagnostic};
+use loam_ir::names::{self, is_dns_label, is_env_name, slug};
+use loam_ir::plan::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ScheduleIr};
+use loam_ir::types::{Hetero, Recompute};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
 pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
     Diagnostic::unlocated(code, message).with_help(help)
-}
-
-/// Where a tenant's jobs go on each backend.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Tenancy {
-    /// Kubernetes namespace.
-    pub namespace: String,
-    /// Kueue LocalQueue and ClusterQueue, or Volcano queue.
-    pub queue: String,
-    /// Slurm account.
-    pub slurm_account: String,
-    /// Slurm QoS, when the site uses one per tenant.
-    pub slurm_qos: Option<String>,
-    /// Checkpoints must live under this absolute path.
-    pub checkpoint_root: String,
-    /// The tenant's quota of each device type (by device id), for the cluster queues.
-    pub quotas: BTreeMap<String, QuotaShare>,
-}
-
-/// A tenant's share of one device type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct QuotaShare {
-    /// Devices always available to the tenant.
-    pub guaranteed: u64,
-    /// Extra devices it may borrow when others leave them idle (preemptible).
-    pub elastic: u64,
-}
-
-impl Tenancy {
-    /// The tenancy `options` give `tenant`, else [`Tenancy::derived`]: the one lookup jobs,
-    /// services and the Kubernetes prerequisites name a tenant's objects by.
-    pub fn of(options: &crate::Options, tenant: &str) -> Self {
-        options
-            .tenants
-            .get(tenant)
-            .cloned()
-            .unwrap_or_else(|| Tenancy::derived(tenant))
-    }
-
-    /// The names loam uses when the catalogue gives none: namespace `team-<tenant>`, queue and
-    /// account `<tenant>`, checkpoints under `/ckpt/<tenant>`.
-    pub fn derived(tenant: &str) -> Self {
-        let label = dns_label(tenant, 40);
-        Tenancy {
-            namespace: format!("team-{label}"),
-            queue: label.clone(),
-            slurm_account: label.clone(),
-            slurm_qos: None,
-            checkpoint_root: format!("/ckpt/{label}"),
-            quotas: BTreeMap::new(),
-        }
-    }
 }
 
 /// One device group of the plan and what the launchers derive from it; the group's own facts
@@ -199,7 +147,7 @@ impl<'a> JobContext<'a> {
             ));
             String::new()
         });
-        let tenancy = Tenancy::of(options, &plan.tenant);
+        let tenancy = options.tenancy(&plan.tenant);
         for (what, value) in [("namespace", &tenancy.namespace), ("queue", &tenancy.queue)] {
             if !is_dns_label(value) {
                 errors.push(unusable(job, &format!("tenant {what}"), value));
@@ -434,7 +382,7 @@ fn group_trainer_args(
         // The group's share of every step's sequences in a `data` plan.
         args.push(format!("--group-batch={batch}"));
     }
-    if plan.groups.len() > 1 && plan.hetero.as_deref() == Some("pipeline") {
+    if plan.groups.len() > 1 && plan.hetero == Some(Hetero::Pipeline) {
         // The pipeline stages this group runs, first and last, from the plan's stages.
         let mine: Vec<u64> = plan
             .stages
@@ -490,7 +438,7 @@ fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
 /// embedding (first chunk), `t` one transformer block, `L` the head and loss (last chunk), as in
 /// `Et|tt|…|tL`. `None` for a single stage or an even split, which `--pipeline-parallel` and
 /// `--virtual-stages` already say.
-fn pipeline_layout(stages: &[loam_compiler::plan::ir::StageIr]) -> Option<String> {
+fn pipeline_layout(stages: &[loam_ir::plan::StageIr]) -> Option<String> {
     let sizes: Vec<u64> = stages
         .iter()
         .map(|s| s.layers[1].saturating_sub(s.layers[0]))

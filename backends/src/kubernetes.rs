@@ -11,10 +11,10 @@ mod window;
 
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};
-use loam_compiler::catalogue::RankTable;
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::diagnostics::codes;
-use loam_compiler::names::dns_label;
+use loam_ir::cluster::vendor::RankTable;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diagnostics::codes;
+use loam_ir::names::dns_label;
 use minijinja::Value;
 use pod::Rendezvous;
 

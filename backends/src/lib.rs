@@ -1,7 +1,7 @@
 //! Renders loam plans into the manifests that run them: Kubernetes (JobSet + Kueue, or Volcano),
 //! Slurm batch scripts, and bare-metal launchers over ssh.
 //!
-//! The input is the Plan IR ([`loam_compiler::plan::ir`]), never the AST; from the catalogue the
+//! The input is the Plan IR ([`loam_ir::plan`]), never the AST; from the catalogue the
 //! backends take only what [`Options`] carries (tenants, node group sizes, vendor facts).
 //! Each target has a module that turns a [`Plan`] into a serialisable context; the templates in
 //! `backends/templates/<target>/` turn the context into text. Every string from a spec is
@@ -18,19 +18,17 @@ pub mod job;
 pub mod kubernetes;
 pub mod service;
 pub mod slurm;
-mod tenants;
 pub mod vendors;
 pub mod window;
 
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::diagnostics::codes;
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_ir::cluster::Tenancy;
+use loam_ir::cluster::vendor::Vendors;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diagnostics::codes;
+use loam_ir::plan::{Plan, PlanDocument};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use job::{QuotaShare, Tenancy};
 pub use slurm::SlurmVersion;
-pub use tenants::{node_group_devices, tenancies};
-pub use vendors::{Vendors, vendors};
 
 /// Which system the manifests are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,18 +67,24 @@ pub struct Options {
     pub tenants: BTreeMap<String, Tenancy>,
     /// Devices of each node group of the plans' pools, by node group name, from the catalogue:
     /// what the pool's cohort holds beyond the tenants' guaranteed quotas is lent by one more
-    /// ClusterQueue ([`node_group_devices`]). Empty: no lender queue.
+    /// ClusterQueue (`loam_compiler::catalogue::facts::node_group_devices`). Empty: no lender
+    /// queue.
     pub node_groups: BTreeMap<String, u64>,
     /// The serving engine's container image for every service; `None`: the image the vendor's
     /// file gives the engine.
     pub serving_image: Option<String>,
-    /// The catalogue's vendors ([`vendors()`]): collective library, Slurm GRES, slice resources
-    /// and serving images. The default is the shipped catalogue's.
+    /// The catalogue's vendors (`loam_compiler::catalogue::facts::vendors`): collective library,
+    /// Slurm GRES, slice resources and serving images. A group whose vendor is not here cannot be
+    /// emitted (L4012).
     pub vendors: Vendors,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// The default options with the catalogue's `vendors`: JobSet, the default Slurm release,
+    /// loam's trainer image and command, tenants' names derived, no lender queue, each engine's
+    /// image from its vendor's file. The backends know no vendor of their own, so the vendor
+    /// facts are always passed in.
+    pub fn new(vendors: Vendors) -> Self {
         Options {
             flavor: Flavor::Jobset,
             slurm_version: SlurmVersion::DEFAULT,
@@ -89,8 +93,17 @@ impl Default for Options {
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
             serving_image: None,
-            vendors: Vendors::shipped(),
+            vendors,
         }
+    }
+
+    /// The tenancy these options give `tenant`, else [`Tenancy::derived`]: the one lookup jobs,
+    /// services and the Kubernetes prerequisites name a tenant's objects by.
+    pub fn tenancy(&self, tenant: &str) -> Tenancy {
+        self.tenants
+            .get(tenant)
+            .cloned()
+            .unwrap_or_else(|| Tenancy::derived(tenant))
     }
 }
 

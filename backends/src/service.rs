@@ -9,12 +9,14 @@ pub mod kubernetes;
 pub mod slurm;
 
 use crate::escape::{is_label_key, is_label_value, is_plain_word};
-use crate::job::{Tenancy, error};
+use crate::job::error;
 use crate::{Manifest, Options, Target};
 use engine::EngineLaunch;
-use loam_compiler::diagnostics::{Diagnostic, codes};
-use loam_compiler::names::{self, is_dns_label, is_env_name};
-use loam_compiler::plan::ir::{RoleIr, ServicePlan, TolerationIr};
+use loam_ir::cluster::Tenancy;
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::names::{self, is_dns_label, is_env_name};
+use loam_ir::plan::{RoleIr, ServicePlan, TolerationIr};
+use loam_ir::types::ServiceMode;
 use serde::Serialize;
 
 /// One role of a service (`serve`, or `prefill` and `decode`) and what the launchers derive
@@ -111,10 +113,10 @@ impl<'a> ServiceContext<'a> {
                 "change the service until `loam plan` finds a feasible deployment",
             )]);
         }
-        let disaggregated = match plan.mode.as_deref() {
-            Some("aggregated") => false,
-            Some("disaggregated") => true,
-            _ => {
+        let disaggregated = match plan.mode {
+            Some(ServiceMode::Aggregated) => false,
+            Some(ServiceMode::Disaggregated) => true,
+            None => {
                 errors.push(incomplete(
                     service,
                     "its mode is neither aggregated nor disaggregated",
@@ -149,7 +151,7 @@ impl<'a> ServiceContext<'a> {
             ));
             String::new()
         });
-        let tenancy = Tenancy::of(options, &plan.tenant);
+        let tenancy = options.tenancy(&plan.tenant);
         if !is_dns_label(&tenancy.namespace) {
             errors.push(unusable(service, "tenant namespace", &tenancy.namespace));
         }

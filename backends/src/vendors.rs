@@ -1,60 +1,11 @@
-//! The vendor facts the manifests need, read from the catalogue's vendor files
+//! What the manifests do with the vendor facts of the catalogue's vendor files
 //! (`vendors/<id>.yaml`): a group's collective library, its Slurm GRES, the device-plugin resource
 //! of a slice and the serving engines' images. No backend names a vendor; a group whose vendor
 //! the catalogue does not know cannot be emitted (L4012).
 
-use loam_compiler::catalogue::{Catalogue, Vendor};
-use loam_compiler::diagnostics::{Diagnostic, codes};
-use loam_compiler::plan::ir::GroupIr;
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
-
-/// The catalogue's vendors, and the vendor of each of its devices.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Vendors {
-    /// Vendors by id.
-    by_id: BTreeMap<String, Vendor>,
-    /// The vendor id of each device id, for groups whose plan does not state its vendor (plans
-    /// before format 1.6 have no `node`).
-    of_device: BTreeMap<String, String>,
-}
-
-/// The vendors of `catalogue` and of its devices, for [`crate::Options::vendors`].
-pub fn vendors(catalogue: &Catalogue) -> Vendors {
-    Vendors {
-        by_id: catalogue.vendors.clone(),
-        of_device: catalogue
-            .devices
-            .iter()
-            .map(|(id, d)| (id.clone(), d.vendor.clone()))
-            .collect(),
-    }
-}
-
-impl Vendors {
-    /// The shipped catalogue's vendors, loaded once: what [`crate::Options::default`] renders
-    /// with.
-    pub fn shipped() -> Vendors {
-        static SHIPPED: OnceLock<Vendors> = OnceLock::new();
-        SHIPPED
-            .get_or_init(|| vendors(&loam_compiler::catalogue::builtin()))
-            .clone()
-    }
-
-    /// The vendor of group `g`: the one its plan states, else its device's.
-    pub fn of_group(&self, g: &GroupIr) -> Option<&Vendor> {
-        let id = match g.node.as_ref() {
-            Some(node) if !node.vendor.is_empty() => &node.vendor,
-            _ => self.of_device.get(&g.device)?,
-        };
-        self.by_id.get(id)
-    }
-
-    /// The vendor `id`.
-    pub fn get(&self, id: &str) -> Option<&Vendor> {
-        self.by_id.get(id)
-    }
-}
+use loam_ir::cluster::vendor::Vendor;
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::plan::GroupIr;
 
 /// L4012: group `index` of `what` (`job `x`` or `service `x``) runs on a vendor the catalogue
 /// does not know, so nothing says how to run its devices.
@@ -106,13 +57,19 @@ pub(crate) fn slurm_devices_per_node(vendor: &Vendor, n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loam_compiler::plan::ir::NodeIr;
+    use loam_compiler::catalogue::{builtin, facts};
+    use loam_ir::cluster::vendor::Vendors;
+
+    fn shipped() -> Vendors {
+        facts::vendors(&builtin())
+    }
+    use loam_ir::plan::NodeIr;
 
     /// The shipped vendors' GRES give today's Slurm requests: `gpus-per-node` on NVIDIA, a typed
     /// GRES on Ascend (`npu`) and Hygon (`dcu`).
     #[test]
     fn slurm_requests_follow_the_vendors_gres() {
-        let vendors = Vendors::shipped();
+        let vendors = shipped();
         let request = |id: &str| slurm_devices_per_node(vendors.get(id).unwrap(), 8);
         assert_eq!(request("nvidia"), "gpus-per-node=8");
         assert_eq!(request("intel"), "gpus-per-node=8");
@@ -125,7 +82,7 @@ mod tests {
     /// a group whose vendor and device are both unknown has no vendor.
     #[test]
     fn groups_find_their_vendor_and_slice_resource() {
-        let vendors = Vendors::shipped();
+        let vendors = shipped();
         let mut g: GroupIr = serde_json::from_value(serde_json::json!({
             "site": "a", "device": "H100_SXM", "nodes": 1, "devices": 1, "node_group": "g",
             "devices_per_node": 1, "k8s_resource": "nvidia.com/gpu", "slice": "1g.10gb"

@@ -2,7 +2,7 @@
 //! suggested name in place of the unknown one.
 
 use crate::document::Document;
-use loam_compiler::diagnostics::Diagnostic;
+use loam_ir::diagnostics::Diagnostic;
 use lsp_types::{Range, TextEdit, Uri};
 use serde_json::{Value, json};
 

@@ -52,7 +52,7 @@ fn catalogue_names(catalogue: &Catalogue, kind: Names) -> Vec<(String, String)> 
                     "{} ({}), {:.0} GiB",
                     device.name,
                     device.vendor,
-                    device.memory_bytes.value / loam_compiler::units::GIB
+                    device.memory_bytes.value / loam_ir::units::GIB
                 );
                 names.insert((device.id.value.clone(), detail));
             }

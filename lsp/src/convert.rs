@@ -4,8 +4,8 @@
 use crate::document::Document;
 use crate::uri;
 use crate::workspace::Checked;
-use loam_compiler::diagnostics::{Diagnostic, Severity};
-use loam_compiler::span::{SourceMap, Span};
+use loam_ir::diagnostics::{Diagnostic, Severity};
+use loam_ir::span::{SourceMap, Span};
 use lsp_types::{
     DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Position, Range,
     Uri,

@@ -7,10 +7,10 @@ use crate::document::Document;
 use crate::summary;
 use crate::workspace::Workspace;
 use loam_compiler::catalogue::{Catalogue, Pool, show_text};
-use loam_compiler::plan::ir::Plan;
-use loam_compiler::span::{FileId, Span};
 use loam_compiler::syntax::ast::Value;
 use loam_compiler::syntax::parse;
+use loam_ir::plan::Plan;
+use loam_ir::span::{FileId, Span};
 use lsp_types::{Hover, HoverContents, Location, MarkupContent, MarkupKind, Position};
 
 /// The word at `offset`: its bytes' range, for names, keywords and string contents.

@@ -1,9 +1,9 @@
 //! Document symbols and folding ranges, from the compiler's syntax tree.
 
 use crate::document::Document;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::ast::{Block, Entry};
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use lsp_types::{DocumentSymbol, FoldingRange, FoldingRangeKind, SymbolKind};
 
 /// The blocks of `doc` (jobs, services and their blocks) with their fields, nested; empty

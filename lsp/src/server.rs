@@ -5,10 +5,10 @@ use crate::document::Document;
 use crate::workspace::{Checked, Workspace};
 use crate::{CatalogueLoader, actions, complete, convert, navigate, outline, uri};
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::plan::ir::Plan;
 use loam_compiler::project::{CheckedProject, plan_project};
-use loam_compiler::span::FileId;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::plan::Plan;
+use loam_ir::span::FileId;
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,

@@ -2,10 +2,10 @@
 //! what cost, in how much memory (the numbers `loam plan` prints, written by `display`).
 
 use crate::document::Document;
-use loam_compiler::display;
-use loam_compiler::plan::ir::Plan;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::parse;
+use loam_ir::display;
+use loam_ir::plan::Plan;
+use loam_ir::span::FileId;
 
 /// The name of the job or service whose label holds byte `offset` (`job "name" {`).
 pub fn label_at(doc: &Document, offset: usize) -> Option<(String, usize, usize)> {

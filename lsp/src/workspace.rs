@@ -3,9 +3,9 @@
 
 use crate::schema::Schema;
 use loam_compiler::catalogue::Catalogue;
-use loam_compiler::diagnostics::Diagnostic;
 use loam_compiler::project::{CheckedProject, check_specs, load_catalogue};
-use loam_compiler::span::{FileId, SourceMap};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::{FileId, SourceMap};
 use std::path::PathBuf;
 
 /// The catalogue and schema shared by every open document.

@@ -15,8 +15,8 @@ mod svg;
 mod tests;
 mod text;
 
-use loam_compiler::catalogue::model::Catalogue;
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_ir::cluster::ClusterMap;
+use loam_ir::plan::{Plan, PlanDocument};
 use std::collections::BTreeMap;
 
 /// What a plan page shows: every job and service of one planned document.
@@ -26,9 +26,11 @@ pub struct PlanPage<'a> {
     pub title: &'a str,
     /// The plans.
     pub document: &'a PlanDocument,
-    /// The catalogue the plans were made against: sites, node groups and WAN links for the
-    /// placement map. Without it the map shows only what the plans use.
-    pub catalogue: Option<&'a Catalogue>,
+    /// The catalogue the plans were made against, as its map
+    /// (`loam_compiler::catalogue::facts::cluster_map`): sites, node groups and WAN links for
+    /// the placement map, device memory for the memory figure. Without it the map shows only
+    /// what the plans use.
+    pub cluster: Option<&'a ClusterMap>,
     /// Errors and warnings of checking and planning, shown above the plans: a page of a
     /// project with errors says so first.
     pub problems: Vec<Problem>,
@@ -58,8 +60,8 @@ pub struct DiffPage<'a> {
     pub jobs: Vec<JobChange<'a>>,
     /// The totals per tenant, then the total (tenant `None`).
     pub tenants: Vec<TenantTotals>,
-    /// The catalogue at head, for the changed jobs' figures.
-    pub catalogue: Option<&'a Catalogue>,
+    /// The catalogue at head as its map, for the changed jobs' figures.
+    pub cluster: Option<&'a ClusterMap>,
     /// Errors at either side, shown first.
     pub problems: Vec<Problem>,
 }

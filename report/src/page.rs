@@ -6,9 +6,9 @@ use crate::figures::{alternatives, data, diff, placement, schedule, service, ste
 use crate::svg::esc;
 use crate::text::{money_short, plan_where, verdict};
 use crate::{DiffPage, PlanPage, Problem};
-use loam_compiler::catalogue::Catalogue;
-use loam_compiler::display::{capitalised, decimals, latency, percent, price, thousands};
-use loam_compiler::plan::ir::{Plan, ServicePlan};
+use loam_ir::cluster::ClusterMap;
+use loam_ir::display::{capitalised, decimals, latency, percent, price, thousands};
+use loam_ir::plan::{Plan, ServicePlan};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -136,7 +136,7 @@ fn facts(rows: &[(&str, String)]) -> String {
 }
 
 /// Who owns a job or service and where it is planned, one line.
-fn owner(tenant: &str, priority: loam_compiler::types::Priority, pool: &str) -> String {
+fn owner(tenant: &str, priority: loam_ir::types::Priority, pool: &str) -> String {
     format!("{tenant} · priority {priority} · pool {pool}")
 }
 
@@ -160,7 +160,7 @@ fn figures_html(id: &str, figures: Vec<Option<Figure>>) -> String {
 }
 
 /// Everything shown for one job.
-fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
+fn job_section(plan: &Plan, id: &str, cluster: Option<&ClusterMap>) -> String {
     let mut out = format!(
         "<section class=\"job\" id=\"{}\"><h2>{}</h2><p class=\"verdict {}\">{}</p>",
         esc(id),
@@ -198,7 +198,7 @@ fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
             "Layout",
             plan.layout
                 .as_ref()
-                .map(|l| loam_compiler::display::layout_line(*l))
+                .map(|l| loam_ir::display::layout_line(*l))
                 .unwrap_or_default(),
         ),
         (
@@ -218,7 +218,7 @@ fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
             e.map(|e| {
                 format!(
                     "{} · {} MWh · {} t CO2",
-                    loam_compiler::display::money(e.cost.amount, &e.cost.currency),
+                    loam_ir::display::money(e.cost.amount, &e.cost.currency),
                     decimals(e.energy_kwh / 1e3, 1),
                     decimals(e.carbon_kg / 1e3, 1)
                 )
@@ -263,12 +263,12 @@ fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
                     &format!("{id}-map"),
                     &plan.job,
                     &usage,
-                    catalogue,
+                    cluster,
                 )),
                 alternatives::figure(&format!("{id}-alt"), plan),
                 data::figure(&format!("{id}-data"), plan),
                 step::step_time(&format!("{id}-step"), plan),
-                step::memory(&format!("{id}-mem"), plan, catalogue),
+                step::memory(&format!("{id}-mem"), plan, cluster),
                 schedule::figure(&format!("{id}-pipe"), plan),
             ],
         ));
@@ -279,7 +279,7 @@ fn job_section(plan: &Plan, id: &str, catalogue: Option<&Catalogue>) -> String {
 }
 
 /// Everything shown for one service.
-fn service_section(plan: &ServicePlan, id: &str, catalogue: Option<&Catalogue>) -> String {
+fn service_section(plan: &ServicePlan, id: &str, cluster: Option<&ClusterMap>) -> String {
     let verdict = match &plan.estimate {
         Some(e) if plan.feasible => format!(
             "Serves {} output tokens/s on {} devices, {} per million tokens, {} per month.",
@@ -345,7 +345,7 @@ fn service_section(plan: &ServicePlan, id: &str, catalogue: Option<&Catalogue>) 
             format!(
                 "{} · {}",
                 plan.engine,
-                plan.mode.clone().unwrap_or_default()
+                plan.mode.map(|m| m.to_string()).unwrap_or_default()
             ),
         ),
         ("Replicas", roles.join("; ")),
@@ -388,7 +388,7 @@ fn service_section(plan: &ServicePlan, id: &str, catalogue: Option<&Catalogue>) 
                     &format!("{id}-map"),
                     &plan.service,
                     &usage,
-                    catalogue,
+                    cluster,
                 )),
                 service::figure(&format!("{id}-front"), plan),
             ],
@@ -521,10 +521,10 @@ pub fn plan(page: &PlanPage<'_>) -> String {
     body.push_str("</section>\n");
     body.push_str(&problems_html(&page.problems));
     for (p, id) in doc.plans.iter().zip(&job_ids) {
-        body.push_str(&job_section(p, id, page.catalogue));
+        body.push_str(&job_section(p, id, page.cluster));
     }
     for (s, id) in doc.services.iter().zip(&service_ids) {
-        body.push_str(&service_section(s, id, page.catalogue));
+        body.push_str(&service_section(s, id, page.cluster));
     }
     let meta = format!(
         "Plan format {} · catalogue {} · drawn by loam from the plan; the numbers behind every figure are under it.",
@@ -606,7 +606,7 @@ pub fn diff(page: &DiffPage<'_>) -> String {
                     &format!("{id}-map"),
                     change.job,
                     &usage,
-                    page.catalogue,
+                    page.cluster,
                 )));
             }
             s.push_str(&figures_html(&id, figures));

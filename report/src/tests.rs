@@ -2,9 +2,9 @@
 //! whatever its numbers, and that it holds nothing else.
 
 use crate::{PlanPage, plan_page};
-use loam_compiler::catalogue::{builtin, builtin_sources};
-use loam_compiler::plan::ir::PlanDocument;
+use loam_compiler::catalogue::{builtin, builtin_sources, facts};
 use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+use loam_ir::plan::PlanDocument;
 
 fn planned(path: &str, text: &str) -> PlanDocument {
     let files = ProjectFiles {
@@ -19,11 +19,11 @@ fn planned(path: &str, text: &str) -> PlanDocument {
 }
 
 fn page(doc: &PlanDocument) -> String {
-    let catalogue = builtin();
+    let cluster = facts::cluster_map(&builtin());
     plan_page(&PlanPage {
         title: "loam plan: test",
         document: doc,
-        catalogue: Some(&catalogue),
+        cluster: Some(&cluster),
         problems: vec![crate::Problem {
             error: false,
             line: "warning[L3005] a.loam:1:1: needs <more> & more".to_string(),

@@ -1,8 +1,8 @@
 //! Sentences and short numbers the page and its figures share: where a plan runs, money at a
 //! glance, the one-line verdict of a job.
 
-use loam_compiler::display::{decimals, layout_degrees};
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::{decimals, layout_degrees};
+use loam_ir::plan::Plan;
 
 /// Money rounded for a glance: `10.1M CNY`, `950k CNY`, `420 CNY`.
 pub fn money_short(amount: f64, currency: &str) -> String {

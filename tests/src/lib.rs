@@ -151,3 +151,14 @@ pub fn repo_root() -> std::path::PathBuf {
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
 }
+
+/// The backends' options with the shipped catalogue's vendor facts, loaded once: what the emit
+/// tests render with unless they say otherwise.
+pub fn shipped_options() -> loam_backends::Options {
+    static VENDORS: std::sync::OnceLock<loam_ir::cluster::vendor::Vendors> =
+        std::sync::OnceLock::new();
+    let vendors = VENDORS.get_or_init(|| {
+        loam_compiler::catalogue::facts::vendors(&loam_compiler::catalogue::builtin())
+    });
+    loam_backends::Options::new(vendors.clone())
+}

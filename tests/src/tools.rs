@@ -2,8 +2,8 @@
 //! skipping, or failing under CI, without them), scratch folders, running commands, the plan
 //! fixtures and the tenant they are emitted for.
 
-use loam_backends::Tenancy;
-use loam_compiler::plan::ir::PlanDocument;
+use loam_ir::cluster::Tenancy;
+use loam_ir::plan::PlanDocument;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -2,7 +2,7 @@
 //! page a code; every page's example, checked by loam, renders exactly the output on the page.
 //! Run with `LOAM_BLESS=1` to rewrite the pages' outputs after an intended change.
 
-use loam_compiler::diagnostics::codes;
+use loam_ir::diagnostics::codes;
 use loam_tests::{check, plan, repo_root};
 use std::collections::BTreeSet;
 

@@ -7,8 +7,8 @@
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing sshd fails the test; otherwise the test prints
 //! why it is skipped and passes.
 
-use loam_backends::{Options, Target, render};
-use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
+use loam_backends::{Target, render};
+use loam_ir::plan::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
 use loam_tests::tools::{have_ssh, nlp_tenancy, plan_fixture, ssh_config, text};
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ impl Job {
             let c = p.checkpoint.as_mut().unwrap();
             c.path = c.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
         }
-        let mut options = Options::default();
+        let mut options = loam_tests::shipped_options();
         options
             .tenants
             .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));

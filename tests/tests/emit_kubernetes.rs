@@ -18,9 +18,10 @@
 //! - `qos`: requests equal limits;
 //! - `grace`: the termination grace period exceeds `LOAM_GRACE_S`.
 
-use loam_backends::{Flavor, Options, QuotaShare, Target, Tenancy, render};
-use loam_compiler::names::dns_label;
-use loam_compiler::plan::ir::PlanDocument;
+use loam_backends::{Flavor, Options, Target, render};
+use loam_ir::cluster::{QuotaShare, Tenancy};
+use loam_ir::names::dns_label;
+use loam_ir::plan::PlanDocument;
 use loam_tests::{repo_root, run_cli};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -202,7 +203,7 @@ fn violations(objs: &[Obj], doc: &PlanDocument) -> Vec<String> {
             .iter()
             .find(|p| {
                 dns_label(&p.job, 32) == o.name()
-                    || loam_compiler::names::job_label(&p.job).ok().as_deref() == Some(o.name())
+                    || loam_ir::names::job_label(&p.job).ok().as_deref() == Some(o.name())
             })
             .unwrap();
         let labels = &o.doc["metadata"]["labels"];
@@ -412,7 +413,7 @@ fn violations(objs: &[Obj], doc: &PlanDocument) -> Vec<String> {
 fn options(flavor: Flavor) -> Options {
     let mut options = Options {
         flavor,
-        ..Options::default()
+        ..loam_tests::shipped_options()
     };
     let mut nlp = Tenancy {
         namespace: "team-nlp".to_string(),

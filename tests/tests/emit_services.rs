@@ -10,7 +10,7 @@
 //! --test-only` on the test cluster. With `CI` or `LOAM_REQUIRE_TOOLS` set a missing tool fails.
 
 use loam_backends::{Manifest, Options, Target, render};
-use loam_compiler::plan::ir::PlanDocument;
+use loam_ir::plan::PlanDocument;
 use loam_tests::repo_root;
 use loam_tests::tools::{
     have, have_python, have_slurm, nlp_tenancy, plan_fixture, python, run, runs, scratch, text,
@@ -23,7 +23,7 @@ fn services() -> PlanDocument {
 }
 
 fn options() -> Options {
-    let mut options = Options::default();
+    let mut options = loam_tests::shipped_options();
     options
         .tenants
         .insert("nlp".to_string(), nlp_tenancy("/ckpt/nlp"));

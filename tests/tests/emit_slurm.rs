@@ -12,7 +12,7 @@
 //! fails the test; otherwise the test prints why it is skipped and passes.
 
 use loam_backends::{Options, Target, render};
-use loam_compiler::plan::ir::{PlanDocument, ScheduleIr};
+use loam_ir::plan::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
 use loam_tests::tools::{have_slurm, nlp_tenancy, plan_fixture, run, text};
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ fn runnable(doc: &mut PlanDocument, dir: &Path, steps: u32, step_s: f64) -> (Opt
         let ckpt = p.checkpoint.as_mut().unwrap();
         ckpt.path = ckpt.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
     }
-    let mut options = Options::default();
+    let mut options = loam_tests::shipped_options();
     options
         .tenants
         .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));
@@ -281,7 +281,7 @@ fn partitions_refuse_chunks_above_max_time_and_undeclared_features() {
 #[test]
 fn a_plan_over_two_sites_is_refused() {
     let doc = plan_fixture("hetero-h100-ascend");
-    let errors = render(&doc, Target::Slurm, &Options::default()).unwrap_err();
+    let errors = render(&doc, Target::Slurm, &loam_tests::shipped_options()).unwrap_err();
     let codes: Vec<&str> = errors.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(codes, ["L4011"], "{errors:#?}");
     assert!(
@@ -342,7 +342,7 @@ fn the_window_logic_decides_inside_and_outside_and_finds_the_next_opening() {
     let mut doc = plan_fixture("small-1-node");
     doc.plans[0].estimate.as_mut().unwrap().train_time_h = 30.0;
     with_window(&mut doc, 22, 6, Some("Asia/Shanghai"));
-    let manifests = render(&doc, Target::Slurm, &Options::default()).unwrap();
+    let manifests = render(&doc, Target::Slurm, &loam_tests::shipped_options()).unwrap();
     let body = &manifests[0].contents;
     assert!(body.contains("#SBATCH --begin=22:00:00"), "{body}");
     // The window is shorter than MaxTime and the run: each allocation is at most 6 h, and

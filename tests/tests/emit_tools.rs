@@ -12,7 +12,7 @@
 //! prints why it is skipped and passes.
 
 use loam_backends::{Options, Target, render};
-use loam_compiler::plan::ir::PlanDocument;
+use loam_ir::plan::PlanDocument;
 use loam_tests::repo_root;
 use loam_tests::tools::{
     ci_dir, have, have_python, have_slurm, have_ssh, nlp_tenancy, plan_fixture, python, run, runs,
@@ -55,7 +55,7 @@ fn spans_sites(doc: &PlanDocument) -> bool {
 
 /// The tenants of the fixtures as the catalogue names them (what `loam emit` passes).
 fn options() -> Options {
-    let mut options = Options::default();
+    let mut options = loam_tests::shipped_options();
     options
         .tenants
         .insert("nlp".to_string(), nlp_tenancy("/ckpt/nlp"));
@@ -307,7 +307,7 @@ fn kubernetes_objects_validate_strictly_and_round_trip() {
             // checked against the Kueue schema too.
             let options = Options {
                 flavor,
-                node_groups: loam_backends::node_group_devices(
+                node_groups: loam_compiler::catalogue::facts::node_group_devices(
                     &doc,
                     &loam_compiler::catalogue::builtin(),
                 ),

@@ -4,8 +4,9 @@
 //! emits a job and a service on it without any code naming the vendor. Before the vendor facts
 //! were data, such a device silently got NCCL, `--gpus-per-node` and the `gpu` GRES.
 
-use loam_backends::{Flavor, Manifest, Options, Target, node_group_devices, render, tenancies};
+use loam_backends::{Flavor, Manifest, Options, Target, render};
 use loam_compiler::catalogue::builtin_sources;
+use loam_compiler::catalogue::facts::{node_group_devices, tenancies, vendors};
 use loam_compiler::project::{ProjectFiles, check_project, plan_project};
 
 const VENDOR: &str = r#"id: acme
@@ -180,8 +181,7 @@ fn emitted(target: Target, flavor: Flavor) -> String {
         flavor,
         tenants: tenancies(doc, catalogue),
         node_groups: node_group_devices(doc, catalogue),
-        vendors: loam_backends::vendors(catalogue),
-        ..Options::default()
+        ..Options::new(vendors(catalogue))
     };
     let manifests: Vec<Manifest> =
         render(doc, target, &options).unwrap_or_else(|d| panic!("{d:#?}"));

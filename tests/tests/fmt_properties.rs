@@ -2,9 +2,9 @@
 //! same tree, and formatting that text again changes nothing.
 
 use loam_compiler::fmt::format_source;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::ast::{Block, Entry, Value};
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use proptest::prelude::*;
 
 /// A tree without spans, for comparing parses of different texts.

@@ -6,8 +6,8 @@
 
 use crate::git_repo::TempRepo;
 use crate::loam_process::loam_in;
-use loam_compiler::diagnostics::{Diagnostic, codes};
-use loam_compiler::span::{SourceMap, Span};
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::span::{SourceMap, Span};
 use loam_tests::repo_root;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -309,7 +309,7 @@ fn plan_tables_and_markdown_write_control_characters_as_escapes() {
     for (format, output) in [("table", table), ("markdown", markdown)] {
         let raw = output
             .chars()
-            .any(|c| loam_compiler::display::is_hidden(c) && c != '\n');
+            .any(|c| loam_ir::display::is_hidden(c) && c != '\n');
         assert!(!raw, "{format}: {output:?}");
         assert!(
             output.contains("\\u{1b}]0;owned\\u{7}"),

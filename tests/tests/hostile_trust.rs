@@ -5,8 +5,10 @@
 
 use crate::loam_process::loam_in;
 use loam_compiler::catalogue::{builtin, builtin_sources};
-use loam_compiler::plan::ir::{PlanDocument, validate};
+use loam_compiler::plan::validate;
 use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+use loam_ir::plan::PlanDocument;
+use loam_ir::types::Hetero;
 use loam_tests::repo_root;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -40,16 +42,8 @@ fn example_plans() -> PlanDocument {
 fn every_plan_loam_writes_passes_the_emit_checks() {
     let doc = example_plans();
     assert!(doc.plans.len() >= 10 && !doc.services.is_empty());
-    assert!(
-        doc.plans
-            .iter()
-            .any(|p| p.hetero.as_deref() == Some("data"))
-    );
-    assert!(
-        doc.plans
-            .iter()
-            .any(|p| p.hetero.as_deref() == Some("pipeline"))
-    );
+    assert!(doc.plans.iter().any(|p| p.hetero == Some(Hetero::Data)));
+    assert!(doc.plans.iter().any(|p| p.hetero == Some(Hetero::Pipeline)));
     let found = validate::check_document(&doc, &builtin());
     assert!(found.is_empty(), "{found:#?}");
     for plan in &doc.plans {

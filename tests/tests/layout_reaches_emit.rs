@@ -3,7 +3,7 @@
 //! JSON and in every backend's trainer arguments of plans over two groups; a job whose devices
 //! do not fill whole nodes plans into equal nodes that emit accepts, at every device count.
 
-use loam_compiler::plan::ir::NodeShape;
+use loam_ir::plan::NodeShape;
 use loam_tests::run_cli;
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,8 @@
 //! deadline or the budget is missed): those are the plan phase's own findings (L3xxx), reported
 //! by `loam plan` before emit refuses them, and not a rule that check skipped.
 
-use loam_backends::{Flavor, Options, Target, node_group_devices, tenancies};
+use loam_backends::{Flavor, Options, Target};
+use loam_compiler::catalogue::facts::{node_group_devices, tenancies};
 use loam_compiler::project::{check_project, plan_project};
 use loam_tests::{project_files, repo_root, split_fixture};
 use std::path::PathBuf;
@@ -77,7 +78,7 @@ fn no_later_phase_rejects_what_an_earlier_one_accepted() {
                 flavor,
                 tenants: tenancies(doc, catalogue),
                 node_groups: node_group_devices(doc, catalogue),
-                ..Options::default()
+                ..loam_tests::shipped_options()
             };
             match loam_backends::render(doc, target, &options) {
                 Ok(_) => emitted += 1,

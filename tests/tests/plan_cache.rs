@@ -288,7 +288,7 @@ fn plans_round_trip_through_json() {
         let planned = plan_project(&checked(catalogue(), &name, &text), 2);
         for plan in &planned.document.plans {
             let json = serde_json::to_string(plan).unwrap();
-            let back: loam_compiler::plan::ir::Plan = serde_json::from_str(&json).unwrap();
+            let back: loam_ir::plan::Plan = serde_json::from_str(&json).unwrap();
             assert_eq!(&back, plan, "{name}");
             assert_eq!(serde_json::to_string(&back).unwrap(), json, "{name}");
         }

@@ -1,7 +1,7 @@
 //! Hygiene enforced by `cargo test`: module docs, module size, and every diagnostic code shown
 //! in at least one snapshot or explanation page.
 
-use loam_compiler::diagnostics::codes;
+use loam_ir::diagnostics::codes;
 use loam_tests::repo_root;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,7 @@ fn source_files() -> Vec<PathBuf> {
     let mut found = Vec::new();
     for dir in [
         "grammar/src",
+        "ir/src",
         "compiler/core/src",
         "compiler/cli/src",
         "backends/src",
@@ -316,4 +317,27 @@ fn cost_model_constants_are_tagged_and_documented() {
         }
     }
     assert!(seen >= 8, "only {seen} constants found");
+}
+
+/// The backends and the report read the Plan IR and nothing else of the compiler: `loam-ir` is
+/// their one loam dependency, a Cargo fact rather than a convention (the tests may plan with the
+/// compiler, so only `[dependencies]` is read).
+#[test]
+fn backends_and_report_depend_on_the_ir_only() {
+    for manifest in ["backends/Cargo.toml", "report/Cargo.toml"] {
+        let text = std::fs::read_to_string(repo_root().join(manifest)).unwrap();
+        let dependencies = text
+            .split("\n[")
+            .find(|section| section.starts_with("dependencies]"))
+            .unwrap_or_else(|| panic!("{manifest} has no [dependencies]"));
+        let loam: Vec<&str> = dependencies
+            .lines()
+            .filter(|line| line.starts_with("loam-"))
+            .collect();
+        assert_eq!(
+            loam,
+            ["loam-ir.workspace = true"],
+            "{manifest}: the loam crates it depends on"
+        );
+    }
 }

@@ -4,8 +4,8 @@
 //! highlight and fold queries must compile. It runs through tree-sitter's Python bindings, which
 //! scripts/backend-tools.sh installs into its venv; skipped without them, except under CI.
 
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use loam_tests::repo_root;
 use loam_tests::tools::{have, python, runs};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 use crate::contract;
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Options};
-use loam_compiler::catalogue::RankTable;
+use loam_ir::cluster::vendor::RankTable;
 use serde::Serialize;
 
 /// The port of the rendezvous (torchrun's c10d store, Megatron's and DeepSpeed's

@@ -9,11 +9,12 @@
 //! and Argo CD create them before the objects that need them.
 
 use super::{PREREQUISITES, PRIORITIES, priority_class, site_label};
-use crate::job::{Group, JobContext, QuotaShare};
+use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::names::dns_label;
-use loam_compiler::plan::ir::PlanDocument;
+use loam_ir::cluster::QuotaShare;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::names::dns_label;
+use loam_ir::plan::PlanDocument;
 use minijinja::Value;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,7 +183,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
         }
     }
     for service in &doc.services {
-        let namespace = crate::job::Tenancy::of(options, &service.tenant).namespace;
+        let namespace = options.tenancy(&service.tenant).namespace;
         for role in &service.roles {
             sites
                 .entry(site_label(&role.group.site))

@@ -3,8 +3,9 @@
 //! was vendor data a Gaudi job under Volcano got Ascend's `rings-config-<job>` ConfigMap, its
 //! `ring-controller.atlas` label and `RANK_TABLE_FILE`.
 
-use crate::{Flavor, Options, Target, node_group_devices, render, tenancies};
+use crate::{Flavor, Options, Target, render};
 use loam_compiler::catalogue::builtin_sources;
+use loam_compiler::catalogue::facts::{node_group_devices, tenancies, vendors};
 use loam_compiler::project::{ProjectFiles, check_project, plan_project};
 
 /// Every manifest of shipped example `name` for Kubernetes under Volcano, `=== path` then text.
@@ -31,8 +32,7 @@ fn volcano_manifests(name: &str) -> String {
         flavor: Flavor::Volcano,
         tenants: tenancies(doc, catalogue),
         node_groups: node_group_devices(doc, catalogue),
-        vendors: crate::vendors(catalogue),
-        ..Options::default()
+        ..Options::new(vendors(catalogue))
     };
     render(doc, Target::Kubernetes, &options)
         .unwrap_or_else(|d| panic!("{d:#?}"))

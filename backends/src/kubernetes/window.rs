@@ -6,7 +6,7 @@
 
 use crate::job::JobContext;
 use crate::{Flavor, Options};
-use loam_compiler::diagnostics::Diagnostic;
+use loam_ir::diagnostics::Diagnostic;
 use minijinja::Value;
 
 /// An image with `sh` and `kubectl`, for the window's CronJobs.

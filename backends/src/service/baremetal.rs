@@ -6,9 +6,9 @@ use super::engine::{self, RouterTargets};
 use super::{ServiceContext, render_one};
 use crate::escape::shell_quote;
 use crate::{Manifest, env};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::names::dns_label;
-use loam_compiler::types::Engine;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::names::dns_label;
+use loam_ir::types::Engine;
 use minijinja::Value;
 
 /// Renders `<role>-hostfile` and `<role>-launch.sh` for every role (and `router.sh`).

@@ -5,8 +5,8 @@
 //! renderers only place it (container args, `srun`, ssh). Nothing here is shell-quoted: each
 //! target quotes every word where it lands.
 
-use loam_compiler::plan::ir::{RoleIr, ServicePlan};
-use loam_compiler::types::{Engine, KvCache, ServePrecision};
+use loam_ir::plan::{RoleIr, ServicePlan};
+use loam_ir::types::{Engine, KvCache, ServePrecision, ServiceMode};
 use serde::Serialize;
 
 /// The port of Ray's head node (Ray's default, as in vLLM's multi-node example).
@@ -55,7 +55,7 @@ pub struct Unsupported(pub String);
 
 /// The engine command of `role` of `plan`: the one entry point every target calls.
 pub fn launch(plan: &ServicePlan, role: &RoleIr) -> Result<EngineLaunch, Unsupported> {
-    let disaggregated = plan.mode.as_deref() == Some("disaggregated");
+    let disaggregated = plan.mode == Some(ServiceMode::Disaggregated);
     let multi = role.nodes_per_replica > 1;
     let engine = plan.engine;
     if disaggregated && !matches!(engine, Engine::Vllm | Engine::Sglang) {

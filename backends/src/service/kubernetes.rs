@@ -8,8 +8,8 @@ use super::engine::{self, RouterTargets};
 use super::{RoleContext, ServiceContext, render_one};
 use crate::kubernetes::{PRIORITIES, priority_class};
 use crate::{Manifest, env};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::types::Engine;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::types::Engine;
 use minijinja::Value;
 
 /// Renders the objects of one service; paths relative to the service's folder.

@@ -6,7 +6,7 @@ use super::engine;
 use super::{RoleContext, ServiceContext, render_one};
 use crate::job::error;
 use crate::{Manifest, env};
-use loam_compiler::diagnostics::{Diagnostic, codes};
+use loam_ir::diagnostics::{Diagnostic, codes};
 use minijinja::Value;
 
 /// Renders `<role>.sbatch` for every role of the service.

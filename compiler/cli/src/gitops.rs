@@ -32,7 +32,7 @@ pub mod values;
 use crate::io::IoError;
 use compare::{Action, PlanDiff};
 use loam_backends::Target;
-use loam_compiler::diagnostics::Diagnostic;
+use loam_ir::diagnostics::Diagnostic;
 use repo::Repo;
 use side::{Side, Snapshot};
 use std::path::PathBuf;

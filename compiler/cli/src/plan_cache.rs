@@ -33,8 +33,8 @@ mod seal;
 pub use seal::MIN_KEY_BYTES;
 
 use crate::io::{self, IoError};
-use loam_compiler::plan::ir::Plan;
 use loam_compiler::project::{CheckedJob, CheckedProject, PlannedProject};
+use loam_ir::plan::Plan;
 use seal::Secret;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::catalogue::{builtin_sources, load};
-use loam_compiler::span::FileId;
+use loam_ir::span::FileId;
 use std::fmt::Write as _;
 use std::hint::black_box;
 

@@ -7,8 +7,8 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::check::check_file;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use std::hint::black_box;
 
 /// One realistic spec (about 1.2 KB, 8 blocks), varied by `i` so no two files are equal.

@@ -11,8 +11,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::catalogue::{builtin, builtin_devices_with_pool};
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use std::fmt::Write;
 use std::hint::black_box;
 

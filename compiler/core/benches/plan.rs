@@ -6,9 +6,9 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::hardware::{ClusterFigures, DeviceFigures};
 use loam_compiler::plan::search::{Candidate, SearchSpec, search};
-use loam_compiler::types::{Mlp, Optimizer, Precision};
 use loam_compiler::workload::Pins;
 use loam_compiler::workload::{ModelDims, TrainSetup};
+use loam_ir::types::{Mlp, Optimizer, Precision};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 

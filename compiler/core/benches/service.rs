@@ -9,8 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::catalogue::builtin;
 use loam_compiler::check::{Service, check_file};
 use loam_compiler::plan::service::plan_service;
-use loam_compiler::span::FileId;
 use loam_compiler::syntax::parse;
+use loam_ir::span::FileId;
 use std::hint::black_box;
 
 /// The first service of a shipped example.

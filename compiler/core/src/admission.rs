@@ -16,8 +16,8 @@ mod tests;
 pub use changes::{AdmissionChange, changes};
 
 use crate::catalogue::Catalogue;
-use crate::plan::ir::Plan;
-use crate::types::Priority;
+use loam_ir::plan::Plan;
+use loam_ir::types::Priority;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -40,9 +40,9 @@ use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
-use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use crate::workload::Pins;
 use crate::workload::{Layout, ModelDims, TrainSetup};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
 
 /// Physical: one-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
@@ -375,7 +375,7 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
             "measured_tokens_per_s_per_device",
             format!(
                 "expected a throughput above 0 and at most {} tokens/s per device, found `{measured}`",
-                crate::display::thousands(MAX_MEASURED_TOKENS_PER_S)
+                loam_ir::display::thousands(MAX_MEASURED_TOKENS_PER_S)
             ),
         ));
     }
@@ -386,7 +386,7 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
             "node_nic_gbps",
             format!(
                 "expected a bandwidth of at most {} Gbps per node, found `{nic}`",
-                crate::display::thousands(MAX_NIC_GBPS)
+                loam_ir::display::thousands(MAX_NIC_GBPS)
             ),
         ));
     }

@@ -16,6 +16,7 @@
 mod builtin;
 pub mod codes;
 mod digest;
+pub mod facts;
 mod load;
 mod lookup;
 pub mod model;
@@ -32,8 +33,8 @@ pub use builtin::{builtin, builtin_devices_with_pool, builtin_sources, shipped_v
 pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{
-    BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, RankTable,
-    Site, SliceProfile, SlicingKind, Stack, Status, Tenant, Vendor,
+    BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site,
+    SliceProfile, SlicingKind, Stack, Status, Tenant,
 };
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};
 pub use values::{compare_versions, parse_version};

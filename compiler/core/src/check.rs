@@ -15,12 +15,12 @@ mod service;
 mod train;
 mod workload;
 
-use crate::checkpoint::CheckpointPath;
-use crate::diagnostics::codes;
 pub use job::{
     CheckpointSpec, DataSpec, GoalSpec, Job, LoraSpec, MlaSpec, ModelSpec, ParallelSpec,
     ResourcesSpec, TrainSpec,
 };
+use loam_ir::checkpoint::CheckpointPath;
+use loam_ir::diagnostics::codes;
 pub use model::parameter_count;
 pub(crate) use parallel::pinned_split;
 pub use service::{
@@ -29,13 +29,13 @@ pub use service::{
 };
 pub use workload::{job_model_dims, model_dims, train_setup, trainable};
 
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::names::{self, JobNameProblem};
-use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Block, File};
-use crate::types::{Optimize, Priority};
 use crate::units::Dimension;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::names::{self, JobNameProblem};
+use loam_ir::span::{Span, Spanned};
+use loam_ir::types::{Optimize, Priority};
 use reader::{BlockSpec, LabelRule, duplicate, read_block};
 use std::collections::BTreeMap;
 
@@ -437,7 +437,7 @@ fn check_job_name(
 ) {
     // A long name is shown cut: the message repeats it, and a 100k-character name would fill
     // the terminal (the label under the name shows where it is).
-    let shown = crate::display::bounded(&name.value, 80)
+    let shown = loam_ir::display::bounded(&name.value, 80)
         .escape_debug()
         .to_string();
     let (kind, example) = match checkpoint {

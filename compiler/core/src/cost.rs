@@ -15,10 +15,10 @@ pub(crate) mod pipeline_step;
 mod stages;
 
 use crate::hardware::{ClusterFigures, DeviceFigures};
-use crate::types::Precision;
 use crate::workload::{
     FlopConvention, Layout, MemoryBreakdown, ModelDims, TrainSetup, memory_per_device,
 };
+use loam_ir::types::Precision;
 pub(crate) use network::{Collective, Group, collective_time, p2p_time, uplink_slowdown};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};

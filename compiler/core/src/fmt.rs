@@ -6,9 +6,9 @@
 //! written. Every comment is kept. Formatting is a fixed point: formatting formatted text changes
 //! nothing.
 
-use crate::span::FileId;
 use crate::syntax::ast::{Attribute, Block, Entry, File, Value};
 use crate::syntax::{Comment, comments, decode_utf8, parse};
+use loam_ir::span::FileId;
 
 const INDENT: &str = "  ";
 

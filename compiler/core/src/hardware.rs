@@ -5,7 +5,7 @@
 //! the catalogue is written.
 
 pub use crate::cost::FittedConstants;
-use crate::types::Precision;
+use loam_ir::types::Precision;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,9 +1,7 @@
 //! Planning: from a checked job and the catalogue to the Plan IR.
 
 mod explain;
-pub mod findings;
 pub mod goodput;
-pub mod ir;
 mod node;
 mod objective;
 pub mod pair;
@@ -18,6 +16,7 @@ mod single;
 mod slices;
 mod stages;
 mod uncertainty;
+pub mod validate;
 
 pub use planner::plan_job;
 pub(crate) use single::rejection_text;

@@ -20,13 +20,14 @@
 use crate::catalogue::{self, Catalogue};
 use crate::check::catalogue::{check_job, check_service};
 use crate::check::{Job, Service, check_file, check_unique_job_names};
-use crate::diagnostics::Diagnostic;
 use crate::parallel::map_ordered;
-use crate::plan::findings::SpecField;
-use crate::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
 use crate::plan::plan_job;
-use crate::span::{FileId, SourceMap, Span};
 use crate::syntax::{decode_utf8, parse};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diagnostics::codes::Phase;
+use loam_ir::findings::SpecField;
+use loam_ir::plan::{FORMAT_VERSION, Plan, PlanDocument};
+use loam_ir::span::{FileId, SourceMap, Span};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -399,12 +400,12 @@ pub fn plan_project_reusing(
 
 /// L3008 for a service no deployment serves within its targets and budget, on its name, with
 /// the planner's reasons.
-fn service_finding(service: &Service, plan: &crate::plan::ir::ServicePlan) -> Option<Diagnostic> {
+fn service_finding(service: &Service, plan: &loam_ir::plan::ServicePlan) -> Option<Diagnostic> {
     if plan.feasible {
         return None;
     }
     let mut d = Diagnostic::error(
-        crate::diagnostics::codes::plan::NO_DEPLOYMENT,
+        loam_ir::diagnostics::codes::plan::NO_DEPLOYMENT,
         format!(
             "no deployment of service `{}` meets its targets: {}",
             service.name.value,
@@ -498,7 +499,7 @@ fn has_syntax_error(job: &Job, diagnostics: &[Diagnostic]) -> bool {
 fn has_syntax_error_in(span: Span, diagnostics: &[Diagnostic]) -> bool {
     diagnostics
         .iter()
-        .any(|d| d.code.as_str().starts_with("L0") && d.span.is_some_and(|s| inside(s, span)))
+        .any(|d| d.code.phase() == Phase::Syntax && d.span.is_some_and(|s| inside(s, span)))
 }
 
 fn inside(span: Span, outer: Span) -> bool {

@@ -13,9 +13,9 @@ mod trivia;
 pub use decode::{decode_utf8, first_not_spec_text, is_spec_char};
 pub use trivia::{Comment, comments};
 
-use crate::diagnostics::Diagnostic;
-use crate::span::FileId;
 use loam_grammar::{LoamParser, Rule};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::FileId;
 use pest::Parser;
 
 /// Blocks and lists nest at most this deep. pest descends recursively, so unbounded nesting

@@ -5,6 +5,7 @@
 //! second, FLOP/s, watts, money in its currency). A value of the wrong dimension is reported by the
 //! caller with [`Dimension::describe`], e.g. "expected a data size, found a duration".
 
+use loam_ir::units::GIB;
 use serde::Serialize;
 
 /// What kind of physical quantity a value measures.
@@ -96,10 +97,6 @@ struct UnitDef {
     dimension: Dimension,
     factor: f64,
 }
-
-/// Bytes in a GiB: the one unit every message and the Plan JSON give memory in, as devices
-/// report it (`nvidia-smi`, `npu-smi` and `hl-smi` count binary units; HBM is sold in them).
-pub const GIB: f64 = 1_073_741_824.0;
 
 const fn unit(suffix: &'static str, dimension: Dimension, factor: f64) -> UnitDef {
     UnitDef {

@@ -41,7 +41,7 @@ pub(crate) use params::{
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 
-use crate::types::{Arch, Mlp, Optimizer, Precision};
+use loam_ir::types::{Arch, Mlp, Optimizer, Precision};
 use serde::Serialize;
 
 /// The shape of a decoder-only transformer.

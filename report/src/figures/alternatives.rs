@@ -6,8 +6,8 @@ use super::scatter::{Limit, Plot, Point, draw};
 use crate::figure::{Figure, Kind, Table};
 use crate::svg::Svg;
 use crate::text::{money_short, plan_where};
-use loam_compiler::display::{decimals, money};
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::{decimals, money};
+use loam_ir::plan::Plan;
 
 /// Money in the unit the axis counts in: `(divisor, name)`.
 fn money_unit(max: f64) -> (f64, &'static str) {
@@ -93,8 +93,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
     table.row(vec![
         "chosen".to_string(),
         plan.hetero
-            .clone()
-            .unwrap_or_else(|| "single-type".to_string()),
+            .map_or_else(|| "single-type".to_string(), |h| h.to_string()),
         plan_where(plan),
         decimals(chosen_time / 24.0, 1),
         money(chosen_cost, currency),

@@ -5,8 +5,8 @@ use super::bars::panel;
 use crate::figure::{Figure, Kind, Table};
 use crate::svg::Svg;
 use crate::text::money_short;
-use loam_compiler::display::{decimals, money};
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::{decimals, money};
+use loam_ir::plan::Plan;
 
 /// What a strategy means, for people.
 fn meaning(strategy: &str) -> &'static str {
@@ -30,7 +30,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         .as_ref()
         .map_or("", |e| e.cost.currency.as_str());
     // A pipeline over two groups of one site names the site twice.
-    let label = |o: &loam_compiler::plan::ir::DataOptionIr| {
+    let label = |o: &loam_ir::plan::DataOptionIr| {
         let mut sites: Vec<&str> = o.site.split('+').collect();
         sites.dedup();
         format!("{} → {}", o.strategy, sites.join("+"))

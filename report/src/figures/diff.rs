@@ -6,8 +6,8 @@ use crate::figure::{Figure, Kind, Table};
 use crate::svg::Svg;
 use crate::text::money_short;
 use crate::{JobChange, TenantTotals};
-use loam_compiler::display::{decimals, money, thousands};
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::{decimals, money, thousands};
+use loam_ir::plan::Plan;
 
 fn devices(plan: &Plan) -> u64 {
     plan.groups.iter().map(|g| g.devices).sum()

@@ -4,9 +4,9 @@
 
 use crate::figure::{Figure, Kind, Table, palette};
 use crate::svg::{Anchor, FONT, Svg};
-use loam_compiler::catalogue::Catalogue;
-use loam_compiler::display::thousands;
-use loam_compiler::plan::ir::GroupIr;
+use loam_ir::cluster::ClusterMap;
+use loam_ir::display::thousands;
+use loam_ir::plan::GroupIr;
 
 /// What one plan uses of the pool.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ struct Bar {
 
 /// The sites to draw, each with its bars: every site of the pool when the catalogue is at hand
 /// (so the map shows what the planner could also have used), else the sites the plan uses.
-fn sites(usage: &Usage<'_>, catalogue: Option<&Catalogue>) -> Vec<(String, String, Vec<Bar>)> {
+fn sites(usage: &Usage<'_>, cluster: Option<&ClusterMap>) -> Vec<(String, String, Vec<Bar>)> {
     let used_of = |site: &str, group: &str| {
         usage
             .groups
@@ -52,24 +52,24 @@ fn sites(usage: &Usage<'_>, catalogue: Option<&Catalogue>) -> Vec<(String, Strin
                 (u + g.devices, b + g.preemptible_devices, role)
             })
     };
-    let pool = catalogue.and_then(|c| c.pools.get(usage.pool));
+    let pool = cluster.and_then(|c| c.pools.get(usage.pool));
     if let Some(pool) = pool {
         return pool
             .sites
             .iter()
             .map(|site| {
-                let name = site.name.value.clone();
+                let name = site.name.clone();
                 let bars = site
                     .node_groups
                     .iter()
                     .map(|g| {
-                        let (used, borrowed, role) = used_of(&name, &g.name.value);
+                        let (used, borrowed, role) = used_of(&name, &g.name);
                         Bar {
                             site: name.clone(),
-                            name: g.name.value.clone(),
-                            device: g.device.value.clone(),
-                            total: u64::from(g.nodes) * u64::from(g.devices_per_node.value),
-                            free: u64::from(g.free_devices),
+                            name: g.name.clone(),
+                            device: g.device.clone(),
+                            total: g.devices,
+                            free: g.free_devices,
                             used,
                             borrowed,
                             role,
@@ -116,7 +116,7 @@ fn sites(usage: &Usage<'_>, catalogue: Option<&Catalogue>) -> Vec<(String, Strin
 /// where it is read when they differ. `(a, b, bandwidth bytes/s or 0 when unknown, why)`.
 fn links(
     usage: &Usage<'_>,
-    catalogue: Option<&Catalogue>,
+    cluster: Option<&ClusterMap>,
 ) -> Vec<(String, String, f64, &'static str)> {
     let mut compute: Vec<&str> = usage.groups.iter().map(|(g, _)| g.site.as_str()).collect();
     compute.dedup();
@@ -140,7 +140,7 @@ fn links(
             push(site, first, "data copy");
         }
     }
-    let pool = catalogue.and_then(|c| c.pools.get(usage.pool));
+    let pool = cluster.and_then(|c| c.pools.get(usage.pool));
     wanted
         .into_iter()
         .map(|(a, b, why)| {
@@ -158,9 +158,9 @@ fn gbps(bytes_per_s: f64) -> String {
 }
 
 /// The placement map of one plan; `id` is unique on the page, `subject` names the job or service.
-pub fn figure(id: &str, subject: &str, usage: &Usage<'_>, catalogue: Option<&Catalogue>) -> Figure {
-    let sites = sites(usage, catalogue);
-    let links = links(usage, catalogue);
+pub fn figure(id: &str, subject: &str, usage: &Usage<'_>, cluster: Option<&ClusterMap>) -> Figure {
+    let sites = sites(usage, cluster);
+    let links = links(usage, cluster);
     let columns = if sites.len() > 1 { 2 } else { 1 };
     let box_w = (WIDTH - GAP * (columns as f64 + 1.0)) / columns as f64;
     let rows: Vec<f64> = sites
@@ -450,5 +450,5 @@ fn connector(a: [f64; 4], b: [f64; 4]) -> ((f64, f64), (f64, f64)) {
 
 /// `48.0 TB` from gigabytes.
 fn size(gb: f64) -> String {
-    loam_compiler::display::bytes(gb * 1e9)
+    loam_ir::display::bytes(gb * 1e9)
 }

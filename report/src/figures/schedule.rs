@@ -4,9 +4,9 @@
 
 use crate::figure::{Figure, Kind, Table, palette};
 use crate::svg::{Anchor, FONT, Scale, Svg, text_width, ticks};
-use loam_compiler::display::decimals;
-use loam_compiler::plan::ir::Plan;
-use loam_compiler::types::Recompute;
+use loam_ir::display::decimals;
+use loam_ir::plan::Plan;
+use loam_ir::types::Recompute;
 
 /// Forward is a third of a micro-batch's work and backward two thirds: the backward computes
 /// the gradients of both the inputs and the weights, twice the forward's FLOPs (Narayanan et
@@ -170,8 +170,8 @@ struct Pipeline {
 fn pipeline(
     plan: &Plan,
     title: Option<String>,
-    layout: &loam_compiler::plan::ir::LayoutIr,
-    stages: &[loam_compiler::plan::ir::StageIr],
+    layout: &loam_ir::plan::LayoutIr,
+    stages: &[loam_ir::plan::StageIr],
     m: usize,
     work_s: f64,
     comm_share: f64,
@@ -289,7 +289,7 @@ fn pipelines(plan: &Plan, devices: &[&str]) -> Option<Vec<Pipeline>> {
                     "{} × {} ({}): {} sequences per step",
                     g.devices,
                     g.device,
-                    loam_compiler::display::layout_degrees(*l),
+                    loam_ir::display::layout_degrees(*l),
                     g.sequences_per_step?
                 );
                 pipeline(
@@ -564,7 +564,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
     let mut caption = format!(
         "One step: {}. Hatched gaps are the bubble, stages waiting while the pipeline fills and drains ({} of the whole step); purple is the gradient reduction and optimizer step that ends it.",
         shown.join("; "),
-        loam_compiler::display::percent(bubble_share)
+        loam_ir::display::percent(bubble_share)
     );
     if pipes.len() > 1 {
         caption.push_str(" The two groups each take a share of the batch and reduce gradients together; their micro-batch times are the step's compute shared over each group's micro-batches.");

@@ -4,8 +4,8 @@
 use super::scatter::{Limit, Plot, Point, draw};
 use crate::figure::{Figure, Kind, Table};
 use crate::svg::Svg;
-use loam_compiler::display::{latency, money, price, thousands};
-use loam_compiler::plan::ir::ServicePlan;
+use loam_ir::display::{latency, money, price, thousands};
+use loam_ir::plan::ServicePlan;
 
 /// The figure, for a service with a front.
 pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
@@ -28,7 +28,7 @@ pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
         })
         .collect();
     let panel = |metric: &str,
-                 value: &dyn Fn(&loam_compiler::plan::ir::ParetoPointIr) -> f64,
+                 value: &dyn Fn(&loam_ir::plan::ParetoPointIr) -> f64,
                  target: Option<f64>| {
         let mut points: Vec<Point> = plan
             .pareto
@@ -101,7 +101,7 @@ pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
         table.row(vec![
             mark.clone(),
             p.deployment.clone(),
-            p.mode.clone(),
+            p.mode.to_string(),
             p.devices.to_string(),
             thousands(p.output_tokens_per_s_per_device),
             latency(p.ttft_s),

@@ -4,9 +4,9 @@
 use super::bars::{Stack, stacked};
 use crate::figure::{Figure, Kind, Table, palette};
 use crate::svg::Svg;
-use loam_compiler::catalogue::Catalogue;
-use loam_compiler::display::{decimals, percent};
-use loam_compiler::plan::ir::{MemoryIr, Plan};
+use loam_ir::cluster::ClusterMap;
+use loam_ir::display::{decimals, percent};
+use loam_ir::plan::{MemoryIr, Plan};
 
 /// The step-time breakdown.
 pub fn step_time(id: &str, plan: &Plan) -> Option<Figure> {
@@ -116,9 +116,9 @@ fn memory_parts(m: &MemoryIr) -> [(&'static str, f64); 6] {
 }
 
 /// Memory per device of each device type against its capacity.
-pub fn memory(id: &str, plan: &Plan, catalogue: Option<&Catalogue>) -> Option<Figure> {
+pub fn memory(id: &str, plan: &Plan, cluster: Option<&ClusterMap>) -> Option<Figure> {
     let e = plan.estimate.as_ref()?;
-    use loam_compiler::units::GIB;
+    use loam_ir::units::GIB;
     let colours = [
         palette::BLUE,
         palette::SKY,
@@ -132,18 +132,18 @@ pub fn memory(id: &str, plan: &Plan, catalogue: Option<&Catalogue>) -> Option<Fi
             .iter()
             .filter_map(|g| {
                 let m = g.memory_gib.or(e.memory_gib)?;
-                let capacity = catalogue
-                    .and_then(|c| c.devices.get(&g.device))
-                    .map(|d| d.memory_bytes.value / GIB);
+                let capacity = cluster
+                    .and_then(|c| c.device_memory_bytes.get(&g.device))
+                    .map(|bytes| bytes / GIB);
                 Some((format!("{} ({})", g.device, g.node_group), m, capacity))
             })
             .collect()
     } else {
         let m = e.memory_gib?;
         let g = plan.groups.first()?;
-        let capacity = catalogue
-            .and_then(|c| c.devices.get(&g.device))
-            .map(|d| d.memory_bytes.value / GIB);
+        let capacity = cluster
+            .and_then(|c| c.device_memory_bytes.get(&g.device))
+            .map(|bytes| bytes / GIB);
         vec![(g.device.clone(), m, capacity)]
     };
     if rows.is_empty() {

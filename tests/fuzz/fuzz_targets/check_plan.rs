@@ -9,7 +9,7 @@ use loam_compiler::check::catalogue::{check_job, check_service};
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
 use loam_compiler::plan::service::plan_service;
-use loam_compiler::span::FileId;
+use loam_ir::span::FileId;
 use loam_compiler::syntax::{decode_utf8, parse};
 use std::sync::OnceLock;
 

@@ -3,7 +3,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use loam_compiler::check::check_file;
-use loam_compiler::span::FileId;
+use loam_ir::span::FileId;
 use loam_compiler::syntax::{decode_utf8, parse};
 
 fuzz_target!(|data: &[u8]| {

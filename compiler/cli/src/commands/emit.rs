@@ -8,8 +8,9 @@ use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
 use crate::session::{load_checked, threads};
 use loam_backends::{Flavor, Options, SlurmVersion, Target};
+use loam_compiler::catalogue::facts;
 use loam_compiler::project::plan_project;
-use loam_compiler::span::SourceMap;
+use loam_ir::span::SourceMap;
 use std::path::Path;
 
 mod from_json;
@@ -64,10 +65,9 @@ pub fn run(
             Some(EmitFlavor::Jobset) | None => Flavor::Jobset,
         },
         slurm_version,
-        tenants: loam_backends::tenancies(&doc, &catalogue),
-        node_groups: loam_backends::node_group_devices(&doc, &catalogue),
-        vendors: loam_backends::vendors(&catalogue),
-        ..Options::default()
+        tenants: facts::tenancies(&doc, &catalogue),
+        node_groups: facts::node_group_devices(&doc, &catalogue),
+        ..Options::new(facts::vendors(&catalogue))
     };
     if let Some(image) = &args.image {
         options.image.clone_from(image);

@@ -2,7 +2,7 @@
 
 use crate::Context;
 use crate::args::ExplainArgs;
-use loam_compiler::diagnostics::codes;
+use loam_ir::diagnostics::codes;
 
 /// Prints the page; exit 2 for an unknown code.
 pub fn run(args: &ExplainArgs, cx: &mut Context<'_>) -> u8 {

@@ -5,7 +5,8 @@ use crate::args::FmtArgs;
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
 use loam_compiler::fmt::format_source;
-use loam_compiler::span::SourceMap;
+use loam_ir::diagnostics::codes::Phase;
+use loam_ir::span::SourceMap;
 use std::path::PathBuf;
 
 /// Runs `loam fmt`. Exit 0 when done (or, with `--check`/`--diff`, when nothing would change);
@@ -102,7 +103,7 @@ fn report_errors(name: &str, bytes: &[u8], cx: &mut Context<'_>) {
     };
     let syntax: Vec<_> = syntax
         .into_iter()
-        .filter(|d| d.code.as_str().starts_with("L0"))
+        .filter(|d| d.code.phase() == Phase::Syntax)
         .collect();
     cx.eprint(&render_text(&syntax, &sources, cx.color));
 }

@@ -3,7 +3,7 @@
 
 use crate::Context;
 use crate::render::plan_json::sort_keys;
-use loam_compiler::plan::ir::{FORMAT_VERSION, PlanDocument};
+use loam_ir::plan::{FORMAT_VERSION, PlanDocument};
 
 /// The schema as a JSON value, keys sorted.
 pub fn plan_schema() -> serde_json::Value {

@@ -19,8 +19,8 @@ use super::classify::Verdict;
 use super::side::Side;
 pub use super::values::{Change, Metric, Value};
 use crate::render::plan_table::layout_line;
-use loam_compiler::display::recompute_text;
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::recompute_text;
+use loam_ir::plan::Plan;
 use std::collections::BTreeMap;
 
 /// What happens to a job, in Terraform's vocabulary.

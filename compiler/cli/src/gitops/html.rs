@@ -11,7 +11,8 @@ use super::text::sides;
 use super::totals::{self, Row};
 use super::{compare::Action, shown_diagnostics};
 use crate::render::diagnostics::one_line;
-use loam_compiler::diagnostics::Diagnostic;
+use loam_compiler::catalogue::facts;
+use loam_ir::diagnostics::Diagnostic;
 use loam_report::{DiffPage, Figures, JobChange, Problem, TenantTotals, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
@@ -20,6 +21,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
     let (base_title, head_title) = (base.title(), head.title());
     let title = format!("loam diff: {base_title} → {head_title}");
     let verdict = diff.summary().verdict();
+    let cluster = head.specs.catalogue.as_ref().map(facts::cluster_map);
     diff_page(&DiffPage {
         title: &title,
         base: &base_title,
@@ -30,7 +32,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
             .iter()
             .map(tenant_totals)
             .collect(),
-        catalogue: head.specs.catalogue.as_ref(),
+        cluster: cluster.as_ref(),
         problems: problems(base, head),
     })
 }

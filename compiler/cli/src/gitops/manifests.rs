@@ -3,8 +3,11 @@
 
 use super::side::Side;
 use loam_backends::{Options, Target};
-use loam_compiler::plan::ir::{FORMAT_VERSION, Plan, PlanDocument};
+use loam_compiler::catalogue::{builtin, facts};
+use loam_ir::cluster::vendor::Vendors;
+use loam_ir::plan::{FORMAT_VERSION, Plan, PlanDocument};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// The manifests of one plan, by path; empty when the backend refuses the plan (an infeasible
 /// plan has none).
@@ -15,12 +18,14 @@ pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, Stri
         plans: vec![plan.clone()],
         services: Vec::new(),
     };
-    let mut options = Options::default();
-    if let Some(catalogue) = &side.specs.catalogue {
-        options.tenants = loam_backends::tenancies(&doc, catalogue);
-        options.node_groups = loam_backends::node_group_devices(&doc, catalogue);
-        options.vendors = loam_backends::vendors(catalogue);
-    }
+    let options = match &side.specs.catalogue {
+        Some(catalogue) => Options {
+            tenants: facts::tenancies(&doc, catalogue),
+            node_groups: facts::node_group_devices(&doc, catalogue),
+            ..Options::new(facts::vendors(catalogue))
+        },
+        None => Options::new(shipped_vendors()),
+    };
     match loam_backends::render(&doc, target, &options) {
         Ok(manifests) => manifests
             .into_iter()
@@ -54,4 +59,10 @@ pub fn diff(old: &BTreeMap<String, String>, new: &BTreeMap<String, String>) -> O
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// The shipped catalogue's vendors, loaded once: what a side without a catalogue renders with.
+fn shipped_vendors() -> Vendors {
+    static SHIPPED: OnceLock<Vendors> = OnceLock::new();
+    SHIPPED.get_or_init(|| facts::vendors(&builtin())).clone()
 }

@@ -14,7 +14,7 @@ use super::side::Side;
 use super::text::{header, job_plain};
 use super::totals::{Row, totals};
 use crate::render::diagnostics::render_text;
-use loam_compiler::display::capitalised;
+use loam_ir::display::capitalised;
 use std::fmt::Write;
 
 /// The hidden marker a CI job looks for to update its earlier comment instead of adding one.
@@ -129,7 +129,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     out.push_str(footer);
     // Job, tenant and file names come from the pull request: no control character of theirs
     // reaches the comment raw (escape() keeps tables whole, this keeps terminals and logs safe).
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// The most characters of admission changes the comment shows.
@@ -186,7 +186,7 @@ fn severity(action: Action) -> u8 {
 
 /// How much a job's cost moves, in its currency, for ordering (bigger first).
 fn cost_change(job: &JobDiff) -> f64 {
-    let cost = |p: &Option<loam_compiler::plan::ir::Plan>| {
+    let cost = |p: &Option<loam_ir::plan::Plan>| {
         p.as_ref()
             .and_then(|p| p.estimate.as_ref())
             .map_or(0.0, |e| e.cost.amount)
@@ -336,7 +336,7 @@ fn what_changed(job: &JobDiff) -> String {
 /// A table cell for an estimate: the new value with its change, the old one struck through for
 /// a destroyed job, `—` when absent.
 fn cell(job: &JobDiff, key: &str) -> String {
-    let find = |plan: &Option<loam_compiler::plan::ir::Plan>| {
+    let find = |plan: &Option<loam_ir::plan::Plan>| {
         plan.as_ref().and_then(|p| {
             super::compare::attributes(p)
                 .into_iter()
@@ -374,7 +374,7 @@ fn uncertainty(job: &JobDiff) -> String {
         .and_then(|p| p.estimate.as_ref()?.throughput_uncertainty)
         .filter(|u| *u > 0.0)
         .map_or(String::new(), |u| {
-            format!(" {}", loam_compiler::display::plus_minus(u))
+            format!(" {}", loam_ir::display::plus_minus(u))
         })
 }
 
@@ -437,7 +437,7 @@ fn plural(n: usize, what: &str) -> String {
 }
 
 fn thousands_usize(n: usize) -> String {
-    loam_compiler::display::thousands(n as f64)
+    loam_ir::display::thousands(n as f64)
 }
 
 /// Text safe in a markdown table cell or line.

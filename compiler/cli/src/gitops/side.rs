@@ -6,9 +6,9 @@ use crate::catalogue_source::{builtin_texts, read_dir};
 use crate::io::IoError;
 use crate::plan_cache::{self, PlanCache};
 use crate::session::threads;
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::plan::ir::Plan;
 use loam_compiler::project::{CheckedProject, ProjectFiles, check_project};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 

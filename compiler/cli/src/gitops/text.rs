@@ -34,9 +34,7 @@ fn visible_but_colours(text: &str) -> String {
             rest = rest.get(code.len()..).unwrap_or_default();
             continue;
         }
-        out.push_str(&loam_compiler::display::visible_lines(
-            c.encode_utf8(&mut [0; 4]),
-        ));
+        out.push_str(&loam_ir::display::visible_lines(c.encode_utf8(&mut [0; 4])));
         rest = rest.get(c.len_utf8()..).unwrap_or_default();
     }
     out
@@ -182,7 +180,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     if color {
         visible_but_colours(&out)
     } else {
-        loam_compiler::display::visible_lines(&out).into_owned()
+        loam_ir::display::visible_lines(&out).into_owned()
     }
 }
 

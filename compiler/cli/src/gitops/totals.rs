@@ -8,8 +8,8 @@
 
 use super::compare::{Action, PlanDiff};
 use super::side::Side;
-use loam_compiler::display::{decimals, signed, significant, thousands};
-use loam_compiler::plan::ir::Plan;
+use loam_ir::display::{decimals, signed, significant, thousands};
+use loam_ir::plan::Plan;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

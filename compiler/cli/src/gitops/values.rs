@@ -17,7 +17,7 @@
 //! A relative change (`delta_pct`) has one decimal. Booleans are JSON booleans and counts JSON
 //! integers.
 
-use loam_compiler::display::{decimals, money, significant, thousands};
+use loam_ir::display::{decimals, money, significant, thousands};
 
 /// How a number is written, and in which unit.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,18 +251,18 @@ impl Change {
         let (delta, pct) = self.delta()?;
         let amount = match &self.after {
             Some(Value::Number(_, Metric::Ratio)) => {
-                format!("{} pt", loam_compiler::display::signed(delta * 100.0, 1))
+                format!("{} pt", loam_ir::display::signed(delta * 100.0, 1))
             }
             Some(Value::Number(_, metric)) => {
                 let shown = metric.show(delta.abs(), self.scale().unwrap_or(delta));
                 let sign = if delta < 0.0 { "-" } else { "+" };
                 format!("{sign}{shown}")
             }
-            _ => loam_compiler::display::signed(delta, 0),
+            _ => loam_ir::display::signed(delta, 0),
         };
         Some(match (&self.after, pct) {
             (Some(Value::Number(_, Metric::Ratio)), _) | (_, None) => amount,
-            (_, Some(pct)) => format!("{amount}, {} %", loam_compiler::display::signed(pct, 1)),
+            (_, Some(pct)) => format!("{amount}, {} %", loam_ir::display::signed(pct, 1)),
         })
     }
 }

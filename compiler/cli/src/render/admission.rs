@@ -103,7 +103,7 @@ pub fn table(preview: &AdmissionPreview) -> String {
     }
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// What each node group and tenant holds.
@@ -192,7 +192,7 @@ pub fn markdown(preview: &AdmissionPreview) -> String {
     }
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// The admission changes between two revisions as a markdown list (empty when none).
@@ -206,7 +206,7 @@ pub fn changes_markdown(changes: &[AdmissionChange]) -> String {
     }
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// The admission changes as plain text lines (empty when none).
@@ -217,7 +217,7 @@ pub fn changes_text(changes: &[AdmissionChange]) -> String {
     }
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// `text` safe inside a markdown table cell.

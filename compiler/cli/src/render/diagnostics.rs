@@ -10,9 +10,9 @@
 
 mod window;
 
-use loam_compiler::diagnostics::{Diagnostic, Severity, codes};
-use loam_compiler::display;
-use loam_compiler::span::{FileId, SourceMap, Span};
+use loam_ir::diagnostics::{Diagnostic, Severity, codes};
+use loam_ir::display;
+use loam_ir::span::{FileId, SourceMap, Span};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

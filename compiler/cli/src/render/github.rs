@@ -2,9 +2,9 @@
 //! pull request: `::error file=…,line=…,col=…,endLine=…,endColumn=…,title=L1002::message`.
 
 use super::diagnostics::{locate, severity_word};
-use loam_compiler::diagnostics::Diagnostic;
-use loam_compiler::display;
-use loam_compiler::span::SourceMap;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::display;
+use loam_ir::span::SourceMap;
 
 /// Escapes a command's message (`%`, CR, LF), as the Actions runner decodes them.
 fn escape_data(text: &str) -> String {

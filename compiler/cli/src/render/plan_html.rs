@@ -2,6 +2,7 @@
 //! CLI hands the checked and planned project to `loam_report`, which draws the page.
 
 use super::diagnostics::one_line;
+use loam_compiler::catalogue::facts;
 use loam_compiler::project::{CheckedProject, PlannedProject};
 use loam_report::{PlanPage, Problem, plan_page};
 use std::path::PathBuf;
@@ -20,10 +21,11 @@ pub fn title(paths: &[PathBuf]) -> String {
 /// The page of `planned` under `title`, with every diagnostic of checking and planning as one
 /// problem line each. The one rendering both commands print or write, so their bytes agree.
 pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> String {
+    let cluster = specs.catalogue.as_ref().map(facts::cluster_map);
     plan_page(&PlanPage {
         title,
         document: &planned.document,
-        catalogue: specs.catalogue.as_ref(),
+        cluster: cluster.as_ref(),
         problems: problems(specs, planned),
     })
 }

@@ -3,8 +3,8 @@
 use super::plan_table::{
     efficiency_lines, failures_line, layout_line, schedule_line, time_text, where_line,
 };
-use loam_compiler::display::{money, thousands};
-use loam_compiler::plan::ir::{Plan, PlanDocument};
+use loam_ir::display::{money, thousands};
+use loam_ir::plan::{Plan, PlanDocument};
 use std::fmt::Write;
 
 fn render_plan(out: &mut String, plan: &Plan) {
@@ -90,5 +90,5 @@ pub fn render(doc: &PlanDocument) -> String {
     let _ = writeln!(out, "<sub>catalogue `{}`</sub>", doc.catalogue_digest);
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }

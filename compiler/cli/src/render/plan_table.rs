@@ -1,8 +1,9 @@
 //! The plan as a person reads it first: where, split how, how long, how much, why, and what
 //! else was considered.
 
-use loam_compiler::display::{self, hours_or_days, money, percent, plus_minus, thousands};
-use loam_compiler::plan::ir::{MemoryIr, Plan, PlanDocument, StageIr};
+use loam_ir::display::{self, hours_or_days, money, percent, plus_minus, thousands};
+use loam_ir::plan::{MemoryIr, Plan, PlanDocument, StageIr};
+use loam_ir::types::Hetero;
 use std::fmt::Write;
 
 /// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
@@ -43,7 +44,7 @@ pub fn layout_line(plan: &Plan) -> String {
 
 /// Whether each group of the plan runs whole replicas on its share of the batch.
 fn is_data_split(plan: &Plan) -> bool {
-    plan.hetero.as_deref() == Some("data")
+    plan.hetero == Some(Hetero::Data)
 }
 
 /// Each group's own layout and share of the batch: `H20: TP1 PP1 DP64 … · 128 sequences`.
@@ -469,5 +470,5 @@ pub fn render(doc: &PlanDocument) -> String {
     );
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }

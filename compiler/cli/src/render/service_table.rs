@@ -1,8 +1,9 @@
 //! Service plans as aligned text and as Markdown: the verdict, the deployment, latency against
 //! the targets, throughput, cost, autoscaling, why, and the Pareto front.
 
-use loam_compiler::display::{latency, money, price, thousands};
-use loam_compiler::plan::ir::{ParetoPointIr, RoleIr, ServicePlan};
+use loam_ir::display::{latency, money, price, thousands};
+use loam_ir::plan::{ParetoPointIr, RoleIr, ServicePlan};
+use loam_ir::types::ServiceMode;
 use std::fmt::Write as _;
 
 fn row(out: &mut String, key: &str, value: &str) {
@@ -47,7 +48,7 @@ pub fn deploy_line(plan: &ServicePlan) -> String {
     groups.dedup();
     format!(
         "{}: {} at {}, pool {}",
-        plan.mode.as_deref().unwrap_or("none"),
+        plan.mode.map_or("none", ServiceMode::as_str),
         roles.join(" + "),
         groups.join(", "),
         plan.pool
@@ -227,7 +228,7 @@ pub fn render(services: &[ServicePlan]) -> String {
     );
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }
 
 /// Every service plan as Markdown sections.
@@ -294,5 +295,5 @@ pub fn markdown(services: &[ServicePlan]) -> String {
     }
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
-    loam_compiler::display::visible_lines(&out).into_owned()
+    loam_ir::display::visible_lines(&out).into_owned()
 }

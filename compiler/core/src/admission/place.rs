@@ -6,8 +6,8 @@ use super::{
     TenantUsage, VerdictCounts, Window,
 };
 use crate::catalogue::Pool;
-use crate::plan::ir::Plan;
-use crate::types::Priority;
+use loam_ir::plan::Plan;
+use loam_ir::types::Priority;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,8 +5,8 @@
 
 use crate::admission::{AdmissionStatus, preview};
 use crate::catalogue::{Catalogue, builtin_sources, load};
-use crate::plan::ir::Plan;
-use crate::span::FileId;
+use loam_ir::plan::Plan;
+use loam_ir::span::FileId;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::catalogue::{builtin_sources, load};
-use crate::span::FileId;
+use loam_ir::span::FileId;
 
 /// A tenant and its quotas: `(device, guaranteed, elastic)`.
 type TenantQuotas<'a> = (&'a str, &'a [(&'a str, u32, u32)]);

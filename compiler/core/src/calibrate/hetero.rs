@@ -23,10 +23,10 @@ use crate::cost::ops::op_costs_of_layout;
 use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
 use crate::cost::{Collective, Group, collective_time, exposed_reduction, p2p_time, usable_memory};
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
-use crate::types::{Mlp, Optimizer, Recompute};
 use crate::workload::{
     Layout, ModelDims, OpGraph, OpKind, StageHolding, TrainSetup, op_graph, stage_memory,
 };
+use loam_ir::types::{Mlp, Optimizer, Recompute};
 use serde::Serialize;
 
 mod table;
@@ -617,9 +617,9 @@ fn fitting_recompute(c: &Costable, graph: &OpGraph, m: f64) -> Result<Recompute,
                     worst = format!(
                         "stage {k} on {} needs {:.1} GiB under {} recomputation, {:.1} GiB usable",
                         r.cluster.device.id,
-                        need / crate::units::GIB,
+                        need / loam_ir::units::GIB,
                         mode.as_str(),
-                        usable / crate::units::GIB
+                        usable / loam_ir::units::GIB
                     );
                 }
             }

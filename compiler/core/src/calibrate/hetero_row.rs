@@ -8,7 +8,7 @@
 //! embedding, modules 1 to `layers` the blocks, `layers + 1` the head; ` / ` separates the
 //! data-parallel replicas of a stage, which may be different device types).
 
-use crate::types::Precision;
+use loam_ir::types::Precision;
 
 /// The columns whose presence marks a CSV as this kind.
 pub(super) const MARKER_COLUMNS: [&str; 3] = ["point_id", "gpu_mix", "stage_layout"];

@@ -11,7 +11,7 @@ use super::serving_row::{
 use super::{CalibrationError, ErrorStats, bad};
 use crate::catalogue::Device;
 use crate::serve::{Load, ReplicaShape, ServeFitted, ServedModel, Traffic, operating_point_with};
-use crate::types::Engine;
+use loam_ir::types::Engine;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

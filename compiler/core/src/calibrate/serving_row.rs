@@ -5,8 +5,8 @@
 use super::ASSUMED_GPT_VOCAB;
 use super::cells::Cells;
 use crate::serve::Load;
-use crate::types::{Engine, Mlp, ServePrecision};
 use crate::workload::ModelDims;
+use loam_ir::types::{Engine, Mlp, ServePrecision};
 
 /// Every column of the serving-run file, in its order; a CSV with most of them is this kind,
 /// and one that lacks any is refused.

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// The costed layout in the table's narrow column, or `infeasible`.
 fn layout_text(layout: Option<&Layout>) -> String {
-    layout.map_or_else(|| "infeasible".into(), crate::display::layout_compact)
+    layout.map_or_else(|| "infeasible".into(), loam_ir::display::layout_compact)
 }
 
 /// Renders the report as an aligned table with a summary line; pure, no colour.

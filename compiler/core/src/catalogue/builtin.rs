@@ -3,7 +3,7 @@
 //! A test compares this list with the files on disk, so a new YAML file cannot be forgotten.
 
 use super::model::Catalogue;
-use crate::span::FileId;
+use loam_ir::span::FileId;
 
 /// Declares the shipped files, each as `(display path, text)`.
 macro_rules! shipped {
@@ -80,7 +80,7 @@ pub fn builtin() -> Catalogue {
 pub fn builtin_devices_with_pool(
     pool_path: &str,
     pool_text: &str,
-) -> (Option<Catalogue>, Vec<crate::diagnostics::Diagnostic>) {
+) -> (Option<Catalogue>, Vec<loam_ir::diagnostics::Diagnostic>) {
     let mut sources: Vec<(FileId, &str, &str)> = builtin_sources()
         .into_iter()
         .filter(|(path, _)| path.starts_with("specs/devices/"))

@@ -2,4 +2,4 @@
 //! checking jobs against it. They are registered (with their pages) in
 //! `diagnostics/codes/catalogue.rs`; this re-export keeps the catalogue's call sites short.
 
-pub use crate::diagnostics::codes::catalogue::*;
+pub use loam_ir::diagnostics::codes::catalogue::*;

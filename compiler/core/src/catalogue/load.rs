@@ -5,14 +5,15 @@
 //! [`super::validate`].
 
 use super::codes;
-use super::model::{self, Catalogue, Device, Pool, Vendor, spanned};
+use super::model::{self, Catalogue, Device, Pool, spanned};
 use super::raw::{self, Loc};
 use super::values::{Money, out_of_range, parse_version};
 use super::yaml::{Source, schema_error};
-use crate::checkpoint::CheckpointPath;
-use crate::diagnostics::Diagnostic;
-use crate::span::{FileId, Span, Spanned};
 use crate::units::Dimension;
+use loam_ir::checkpoint::CheckpointPath;
+use loam_ir::cluster::vendor::Vendor;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::{FileId, Span, Spanned};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod bounds;
@@ -309,8 +310,8 @@ impl Cx<'_, '_> {
                     codes::INCONSISTENT,
                     format!(
                         "slice memory above the device memory: expected at most {}, found {}",
-                        crate::display::bytes(total),
-                        crate::display::bytes(slice)
+                        loam_ir::display::bytes(total),
+                        loam_ir::display::bytes(slice)
                     ),
                     self.span(&profile.memory),
                     "more than the whole device",

@@ -3,7 +3,7 @@
 
 use super::model::{Catalogue, Device, Link, NodeGroup, Pool, Site, Tenant};
 use crate::hardware::{ClusterFigures, DeviceFigures};
-use crate::types::Precision;
+use loam_ir::types::Precision;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// What an id names in the catalogue (for `loam catalogue show ID`).
@@ -154,8 +154,8 @@ impl Device {
     /// and int4 on a bf16 peak, fp16 on an fp16 peak) or, for fp4, an fp4 rate
     /// ([`Device::fp4_peak`]). The serving model times GEMMs on exactly these rates.
     ///
-    /// [`ServePrecision::compute`]: crate::types::ServePrecision::compute
-    pub fn serves(&self, precision: crate::types::ServePrecision) -> bool {
+    /// [`ServePrecision::compute`]: loam_ir::types::ServePrecision::compute
+    pub fn serves(&self, precision: loam_ir::types::ServePrecision) -> bool {
         match precision.compute() {
             Some(p) => self.peak(p).is_some(),
             None => self.fp4_peak.is_some(),

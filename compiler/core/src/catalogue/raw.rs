@@ -20,8 +20,8 @@ pub(crate) struct DeviceFile {
     pub vendor: Loc<String>,
     pub status: Loc<super::model::Status>,
     pub source: Loc<String>,
-    pub peak_dense: BTreeMap<crate::types::Precision, Loc<String>>,
-    pub precisions: Vec<Loc<crate::types::Precision>>,
+    pub peak_dense: BTreeMap<loam_ir::types::Precision, Loc<String>>,
+    pub precisions: Vec<Loc<loam_ir::types::Precision>>,
     /// Dense fp4 tensor rate, for serving only (loam trains in no 4-bit format).
     #[serde(default)]
     pub peak_fp4: Option<Loc<String>>,
@@ -40,14 +40,14 @@ pub(crate) struct DeviceFile {
     pub slicing: Option<Slicing>,
     pub reliability: Reliability,
     #[serde(default)]
-    pub best_published: BTreeMap<crate::types::Precision, BestPublished>,
+    pub best_published: BTreeMap<loam_ir::types::Precision, BestPublished>,
 }
 
 /// Measured kernel throughput as a share of the dense peak.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct EfficiencyBlock {
-    pub gemm: BTreeMap<crate::types::Precision, Loc<f64>>,
+    pub gemm: BTreeMap<loam_ir::types::Precision, Loc<f64>>,
     pub attention: AttentionEfficiency,
     pub source: Loc<String>,
     #[serde(default)]
@@ -343,7 +343,7 @@ pub(crate) struct VendorFile {
 pub(crate) struct Collective {
     pub library: Loc<String>,
     #[serde(default)]
-    pub rank_table: Option<crate::catalogue::model::RankTable>,
+    pub rank_table: Option<loam_ir::cluster::vendor::RankTable>,
     #[serde(default)]
     pub env: BTreeMap<String, Loc<String>>,
 }
@@ -352,6 +352,6 @@ pub(crate) struct Collective {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Serving {
-    pub default_engine: Loc<crate::types::Engine>,
-    pub images: BTreeMap<crate::types::Engine, Loc<String>>,
+    pub default_engine: Loc<loam_ir::types::Engine>,
+    pub images: BTreeMap<loam_ir::types::Engine, Loc<String>>,
 }

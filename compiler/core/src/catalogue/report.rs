@@ -5,7 +5,7 @@
 
 use super::lookup::Found;
 use super::model::{Catalogue, Device, Pool, Site};
-use crate::types::Precision;
+use loam_ir::types::Precision;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -21,7 +21,7 @@ pub struct UnknownId {
 
 const GB: f64 = 1e9;
 // Device memory is shown in GiB, the unit HBM is sold in and the devices report.
-use crate::units::GIB;
+use loam_ir::units::GIB;
 const TFLOPS: f64 = 1e12;
 
 fn tflops(device: &Device, precision: Precision) -> String {
@@ -293,7 +293,7 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
             out,
             "  best {:<6} {} model FLOPs per device, measured by {}",
             precision.as_str(),
-            crate::display::tflops(best.model_flops.value),
+            loam_ir::display::tflops(best.model_flops.value),
             best.run
         );
     }

@@ -7,7 +7,7 @@ fn shipped_catalogue_loads_clean() {
     let sources: Vec<_> = builtin_sources()
         .into_iter()
         .enumerate()
-        .map(|(i, (p, t))| (crate::span::FileId(i as u32), p, t))
+        .map(|(i, (p, t))| (loam_ir::span::FileId(i as u32), p, t))
         .collect();
     let (catalogue, diags) = load(&sources);
     assert_eq!(diags, vec![], "{diags:#?}");
@@ -34,8 +34,8 @@ fn split_fixture(text: &str) -> Vec<(String, String)> {
 }
 
 /// Renders diagnostics as plain text (no colour, file:line:col, the source line, a caret line).
-fn render(files: &[(String, String)], diags: &[crate::diagnostics::Diagnostic]) -> String {
-    use crate::span::{Span, line_col};
+fn render(files: &[(String, String)], diags: &[loam_ir::diagnostics::Diagnostic]) -> String {
+    use loam_ir::span::{Span, line_col};
     let place = |span: Span| {
         let (path, text) = &files[span.file.0 as usize];
         let (line, col) = line_col(text, span.start as usize);
@@ -76,12 +76,12 @@ fn render(files: &[(String, String)], diags: &[crate::diagnostics::Diagnostic]) 
     out
 }
 
-fn check(fixture: &str) -> (String, Vec<crate::diagnostics::Diagnostic>) {
+fn check(fixture: &str) -> (String, Vec<loam_ir::diagnostics::Diagnostic>) {
     let files = split_fixture(fixture);
     let sources: Vec<_> = files
         .iter()
         .enumerate()
-        .map(|(i, (p, t))| (crate::span::FileId(i as u32), p.as_str(), t.as_str()))
+        .map(|(i, (p, t))| (loam_ir::span::FileId(i as u32), p.as_str(), t.as_str()))
         .collect();
     let (catalogue, diags) = load(&sources);
     assert_eq!(catalogue.is_some(), diags.is_empty());
@@ -123,7 +123,7 @@ fn fixtures() {
             insta::assert_snapshot!("fixture", format!("----- SOURCE\n{fixture}----- DIAGNOSTICS\n{rendered}"));
         });
     }
-    for info in crate::diagnostics::codes::all() {
+    for info in loam_ir::diagnostics::codes::all() {
         if info.code.as_str().starts_with("L20") {
             assert!(
                 seen_codes.contains(&info.code),
@@ -209,7 +209,7 @@ fn shipped_vendors_state_each_vendors_facts() {
         assert_eq!(device.vendor_facts.id, device.vendor, "{}", device.id.value);
     }
     // TensorRT-LLM runs on NVIDIA only, MindIE on Ascend only.
-    let running = |engine: crate::types::Engine| -> Vec<&str> {
+    let running = |engine: loam_ir::types::Engine| -> Vec<&str> {
         catalogue
             .vendors
             .values()
@@ -217,10 +217,10 @@ fn shipped_vendors_state_each_vendors_facts() {
             .map(|v| v.id.as_str())
             .collect()
     };
-    assert_eq!(running(crate::types::Engine::Trtllm), vec!["nvidia"]);
-    assert_eq!(running(crate::types::Engine::Mindie), vec!["huawei"]);
+    assert_eq!(running(loam_ir::types::Engine::Trtllm), vec!["nvidia"]);
+    assert_eq!(running(loam_ir::types::Engine::Mindie), vec!["huawei"]);
     assert_eq!(
-        running(crate::types::Engine::Vllm),
+        running(loam_ir::types::Engine::Vllm),
         vec!["amd", "huawei", "hygon", "intel", "nvidia"]
     );
 }
@@ -230,7 +230,7 @@ fn digest_is_order_independent_and_content_sensitive() {
     let mut sources: Vec<_> = builtin_sources()
         .into_iter()
         .enumerate()
-        .map(|(i, (p, t))| (crate::span::FileId(i as u32), p, t))
+        .map(|(i, (p, t))| (loam_ir::span::FileId(i as u32), p, t))
         .collect();
     let a = load(&sources).0.unwrap().digest().to_string();
     sources.reverse();
@@ -260,12 +260,12 @@ fn lookups_for_checker_and_planner() {
     // HBM in binary units, as nvidia-smi reports it (81,559 MiB).
     assert!((f.memory_bytes - 79.6 * (1u64 << 30) as f64).abs() < 1.0);
     assert_eq!(f.scale_up_bandwidth, 450e9);
-    assert_eq!(f.peak_flops[&crate::types::Precision::Bf16], 989.4e12);
-    assert!(h100.supports(crate::types::Precision::Fp8));
+    assert_eq!(f.peak_flops[&loam_ir::types::Precision::Bf16], 989.4e12);
+    assert!(h100.supports(loam_ir::types::Precision::Fp8));
     assert!(
         !c.device("Ascend910B")
             .unwrap()
-            .supports(crate::types::Precision::Fp8)
+            .supports(loam_ir::types::Precision::Fp8)
     );
     assert!(c.device("Ascend910B").unwrap().status.value.is_estimate());
     let xirang = c.pool("xirang").unwrap();
@@ -337,7 +337,7 @@ fn shipped_vendor_files_do_not_move_the_digest_and_edited_ones_do() {
         let sources: Vec<_> = files
             .iter()
             .enumerate()
-            .map(|(i, (p, t))| (crate::span::FileId(i as u32), p.as_str(), t.as_str()))
+            .map(|(i, (p, t))| (loam_ir::span::FileId(i as u32), p.as_str(), t.as_str()))
             .collect();
         let (catalogue, diags) = load(&sources);
         assert_eq!(diags, vec![]);

@@ -5,11 +5,12 @@
 //! Every check runs on every item and reports everything; the caller sorts the result.
 
 use super::codes;
-use super::model::{Catalogue, Device, NodeGroup, Pool, Site, SlicingKind, Vendor};
+use super::model::{Catalogue, Device, NodeGroup, Pool, Site, SlicingKind};
 use super::values::compare_versions;
 use super::yaml::Source;
-use crate::diagnostics::Diagnostic;
-use crate::span::{Span, Spanned};
+use loam_ir::cluster::vendor::Vendor;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::{Span, Spanned};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Builds the catalogue from the loaded files, checking what spans several of them.
@@ -116,7 +117,7 @@ fn unique<'a>(
 }
 
 fn unknown(
-    code: crate::diagnostics::Code,
+    code: loam_ir::diagnostics::Code,
     what: &str,
     name: &Spanned<String>,
     known: &[&str],

@@ -1,9 +1,9 @@
 //! Small value helpers of the loader: currencies of a pool, range and unit diagnostics, versions.
 
 use super::codes;
-use crate::diagnostics::Diagnostic;
-use crate::span::Span;
 use crate::units::{Dimension, UnitError, parse_quantity};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::Span;
 use std::collections::BTreeMap;
 
 /// The pool's currencies while its file is loaded.

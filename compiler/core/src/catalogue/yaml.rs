@@ -4,8 +4,8 @@
 //! a value of the wrong YAML type), so each file reports at most one of these; every later check
 //! reports everything it finds.
 
-use crate::diagnostics::Diagnostic;
-use crate::span::{FileId, Span};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::{FileId, Span};
 use serde_saphyr::{Error, Location};
 
 /// One YAML source being loaded: its id, display path and text.

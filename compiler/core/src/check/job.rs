@@ -2,9 +2,9 @@
 //!
 //! `None` in a parallel or planner-facing field means `auto`: the planner chooses.
 
-use crate::span::{FileId, Span, Spanned};
-use crate::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute, SplitRule};
 use crate::workload::StateOverrides;
+use loam_ir::span::{FileId, Span, Spanned};
+use loam_ir::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute, SplitRule};
 use serde::Serialize;
 
 /// One checked `job` block.
@@ -232,7 +232,7 @@ pub struct GoalSpec {
 /// The `checkpoint` block.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CheckpointSpec {
-    /// Where checkpoints go; absent = `<tenant root>/<job name>` ([`crate::checkpoint`]).
+    /// Where checkpoints go; absent = `<tenant root>/<job name>` ([`loam_ir::checkpoint`]).
     pub path: Option<Spanned<String>>,
     /// Time between checkpoints in seconds; absent = planned (Young/Daly).
     pub interval: Option<Spanned<f64>>,

@@ -2,12 +2,12 @@
 
 use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, MlaSpec, ModelSpec, OPERATIONS, single_block};
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Mlp};
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::Spanned;
+use loam_ir::types::{Arch, Mlp};
 
 /// A stated `params` may differ from the count derived from the dimensions by this fraction:
 /// published sizes are rounded ("70B" for 70.6B, "8B" for 8.03B).
@@ -186,7 +186,7 @@ struct MoeFields {
     capacity_factor: Option<Spanned<f64>>,
 }
 
-fn moe_error(message: String, span: crate::span::Span, label: &str, help: &str) -> Diagnostic {
+fn moe_error(message: String, span: loam_ir::span::Span, label: &str, help: &str) -> Diagnostic {
     Diagnostic::error(codes::check::MOE_FIELDS, message, span, label).with_help(help)
 }
 
@@ -265,7 +265,7 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
 /// Head width, latent attention and sliding windows: fields that only make sense together.
 fn check_attention_fields(
     model: &ModelSpec,
-    mla: Option<crate::span::Span>,
+    mla: Option<loam_ir::span::Span>,
     kv_heads: &Option<Spanned<u64>>,
     head_dim: &Option<Spanned<u64>>,
     sliding_window: &Option<Spanned<u64>>,

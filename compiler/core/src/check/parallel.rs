@@ -2,13 +2,13 @@
 
 use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, ModelSpec, ParallelSpec, ResourcesSpec, TrainSpec};
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::{Span, Spanned};
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::StageSplit;
 use crate::workload::layout::rules;
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{Span, Spanned};
+use loam_ir::types::{Arch, Recompute, SplitRule};
 
 pub(super) fn read_parallel(
     block: &Block,

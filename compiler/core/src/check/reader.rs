@@ -4,13 +4,13 @@
 //! Every reader records what it finds wrong and returns `None`, so checking goes on and one run
 //! reports every mistake.
 
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::{Span, Spanned};
 use crate::suggest::closest;
 use crate::syntax::ast::{Attribute, Block, Ident, Value};
 use crate::units::Bounds;
 use crate::units::{Dimension, Quantity, UnitError, parse_quantity};
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{Span, Spanned};
 use std::collections::BTreeMap;
 
 /// What a block may hold.

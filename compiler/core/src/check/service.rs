@@ -11,13 +11,13 @@ use super::parallel::{expert_problem, pipeline_problem, tensor_problem_under};
 use super::reader::{BlockSpec, LabelRule, read_block};
 use super::{MAX_DIM, MLA, MODEL, check_goal, check_job_name, check_resources};
 use super::{required_block, single_block};
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::{FileId, Span, Spanned};
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Disaggregation, Engine, KvCache, Percentile, Priority, ServePrecision};
 use crate::units::Dimension;
 use crate::workload::layout::rules;
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{FileId, Span, Spanned};
+use loam_ir::types::{Arch, Disaggregation, Engine, KvCache, Percentile, Priority, ServePrecision};
 use serde::Serialize;
 
 pub(super) const SERVICE: BlockSpec = BlockSpec {

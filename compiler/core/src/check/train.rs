@@ -3,13 +3,13 @@
 
 use super::reader::read_block;
 use super::{LORA, LoraSpec, MAX_DIM, TRAIN, TrainSpec, single_block};
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::Spanned;
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
-use crate::types::{Arch, Optimizer, Precision, StateFormat};
 use crate::workload::{Framework, Part, StateOverrides};
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::Spanned;
+use loam_ir::types::{Arch, Optimizer, Precision, StateFormat};
 
 /// The ops LoRA adapters can target: those made of weight matrices a fine-tune adapts.
 pub(super) const LORA_TARGETS: &[&str] = &["attention", "mlp"];

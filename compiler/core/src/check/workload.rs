@@ -2,8 +2,8 @@
 //! reads them. The one place a `check::Job` becomes `ModelDims` and `TrainSetup`.
 
 use super::{Job, ModelSpec, TrainSpec};
-use crate::types::Arch;
 use crate::workload::{Lora, Mla, ModelDims, Part, TrainSetup, Trainable};
+use loam_ir::types::Arch;
 
 /// Narrows a checked dimension; the checker bounds every dimension by 2²⁴, so this never
 /// saturates on a checked job.

@@ -9,11 +9,11 @@
 
 use super::NONGEMM_H_ELEMENTS;
 use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency, FittedConstants};
-use crate::types::{Mlp, Precision, Recompute};
 use crate::workload::{
     BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, causal_keys,
     expert_tensor,
 };
+use loam_ir::types::{Mlp, Precision, Recompute};
 
 /// Device rates a timing needs.
 #[derive(Debug, Clone, Copy)]

@@ -10,11 +10,11 @@
 use super::compute::{HeadTime, Rates, block_time, embedding_time};
 use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
-use crate::types::{Precision, Recompute};
 use crate::workload::{
     Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, forward_flops,
     logits_bytes, tp_buffer,
 };
+use loam_ir::types::{Precision, Recompute};
 
 /// What one op costs one device for one micro-batch.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -19,7 +19,6 @@ use super::network::{Collective, Group, collective_time, p2p_time, tensor_collec
 use super::pipeline_step::optimizer_seconds;
 use super::{CostError, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
-use crate::types::Recompute;
 use crate::workload::{
     CommBuffers, CommShape, FULL_REPLAY_TP_COLLECTIVES, FlopConvention, FlopsPerToken, Layout,
     MemoryBreakdown, ModelDims, ParamCount, Recomputation, StateRecipe, TrainSetup, comm_buffers,
@@ -28,6 +27,7 @@ use crate::workload::{
 use crate::workload::{
     HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
 };
+use loam_ir::types::Recompute;
 
 /// The cost model bound to one model, run and cluster.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::calibrate::tests::test_device;
-use crate::types::{Mlp, Optimizer, Recompute};
+use loam_ir::types::{Mlp, Optimizer, Recompute};
 
 fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
     ClusterFigures {
@@ -222,7 +222,7 @@ fn hidden_communication_costs_only_its_contention() {
 #[test]
 fn a_precision_without_a_gemm_figure_takes_the_sixteen_bit_one() {
     use crate::hardware::Efficiency;
-    use crate::types::Precision;
+    use loam_ir::types::Precision;
     let e = Efficiency {
         gemm: std::collections::BTreeMap::from([(Precision::Bf16, 0.8), (Precision::Fp32, 0.9)]),
         attention_forward: 0.4,
@@ -245,12 +245,12 @@ fn gemms_run_at_the_devices_measured_share_of_peak() {
     // sustained by the fitted constant, whatever the device; reading its operands once costs
     // a few per cent more.
     let c = cluster("H100_SXM", 1, 3200.0);
-    let rates = super::compute::Rates::new(&c, crate::types::Precision::Bf16).unwrap();
+    let rates = super::compute::Rates::new(&c, loam_ir::types::Precision::Bf16).unwrap();
     let n = 16384.0;
     let seconds = rates.gemm(n, n, n);
     let achieved = 2.0 * n * n * n / seconds;
-    let expected = c.device.peak_flops[&crate::types::Precision::Bf16]
-        * c.device.efficiency.gemm(crate::types::Precision::Bf16)
+    let expected = c.device.peak_flops[&loam_ir::types::Precision::Bf16]
+        * c.device.efficiency.gemm(loam_ir::types::Precision::Bf16)
         * c.fitted.gemm_sustained;
     assert!(
         achieved < expected && achieved > 0.95 * expected,

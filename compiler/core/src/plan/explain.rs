@@ -1,7 +1,6 @@
 //! Why the chosen plan won and why each alternative lost, with numbers: every costed plan of
 //! either kind (one node group, or a pipeline over two) ranked on one list.
 
-use super::ir::{AlternativeIr, DataOptionIr};
 use super::objective::{Constrained, Limits, Outcome, PENALTY};
 use super::pair::PairPipeline;
 use super::pair::data::PairData;
@@ -10,8 +9,9 @@ use super::single;
 use super::single::Ranked;
 use crate::catalogue::Pool;
 use crate::check::Job;
-use crate::display;
-use crate::types::Optimize;
+use loam_ir::display;
+use loam_ir::plan::{AlternativeIr, DataOptionIr};
+use loam_ir::types::Optimize;
 
 /// Alternatives listed per plan.
 const ALTERNATIVES: usize = 4;

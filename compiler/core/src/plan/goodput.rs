@@ -10,8 +10,8 @@
 //! `M·e^{R/M}·(e^{(τ+δ)/M} − 1)·T/τ`, and the interval that minimises it is
 //! `τ = √(2δM)·(1 + ⅓·√(δ/2M) + δ/18M) − δ` while `δ < 2M` (else `τ = M`).
 
-use super::ir::GoodputIr;
 use crate::catalogue::{Device, Site};
+use loam_ir::plan::GoodputIr;
 
 /// What a run's failures depend on, for one node group or a pair of them.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -141,7 +141,7 @@ impl Run {
 
     /// What the plan states, with the devices the rate is spread over.
     pub fn ir(&self, devices: u64) -> GoodputIr {
-        let round = crate::display::significant;
+        let round = loam_ir::display::significant;
         let expected = self.interruptions();
         GoodputIr {
             fraction: round(1.0 / self.stretch()),
@@ -161,14 +161,14 @@ impl Run {
 /// Puts `run` into `plan`: the checkpoint interval and write time, the wall time as the training
 /// time, and the goodput. The plan's money, energy and carbon come from the objective's outcome,
 /// which already holds the devices for the wall time.
-pub(crate) fn state(plan: &mut super::ir::Plan, run: &Run, devices: u64, path: &str) {
-    let round = crate::display::significant;
+pub(crate) fn state(plan: &mut loam_ir::plan::Plan, run: &Run, devices: u64, path: &str) {
+    let round = loam_ir::display::significant;
     let interval_s = if run.interval_s.is_finite() {
         run.interval_s
     } else {
         run.work_s
     };
-    plan.checkpoint = Some(super::ir::CheckpointIr {
+    plan.checkpoint = Some(loam_ir::plan::CheckpointIr {
         interval_min: round(interval_s / 60.0),
         write_s: round(run.write_s),
         path: path.to_string(),
@@ -351,8 +351,8 @@ mod tests {
         assert!(run.interval_s <= 2.0 * 3600.0);
     }
 
-    fn finding_of(job: &str, g: &GoodputIr) -> Option<crate::plan::findings::PlanDiagnosticIr> {
-        crate::plan::findings::goodput_finding(
+    fn finding_of(job: &str, g: &GoodputIr) -> Option<loam_ir::findings::PlanDiagnosticIr> {
+        loam_ir::findings::goodput_finding(
             job,
             g.fraction,
             g.restart_budget,
@@ -374,7 +374,7 @@ mod tests {
         let finding = finding_of("big", &ir).unwrap();
         assert_eq!(
             finding.code,
-            crate::diagnostics::codes::plan::FAILURES_DOMINATE
+            loam_ir::diagnostics::codes::plan::FAILURES_DOMINATE
         );
         let fine = Failures {
             pinned_interval_s: None,

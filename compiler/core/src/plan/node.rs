@@ -3,12 +3,12 @@
 //! collective library of the device's vendor, and the device-plugin resource of a slice (both
 //! from the vendor's file, `vendors/<id>.yaml`).
 
-use super::ir::{NodeIr, RdmaIr, TolerationIr};
 use super::placement::Placement;
 use crate::catalogue::{Device, NodeGroup, Site, SliceProfile, model::SlicingKind};
+use loam_ir::plan::{NodeIr, RdmaIr, TolerationIr};
 
 /// Bytes in a GiB.
-use crate::units::GIB;
+use loam_ir::units::GIB;
 
 /// The node facts of placement `o` for pods that take `per_node` of each node's devices: the
 /// catalogue's pod requests are a whole node's, so a pod on part of a node asks for its share
@@ -27,8 +27,8 @@ pub(crate) fn node_ir_at(site: &Site, group: &NodeGroup, device: &Device, per_no
         vendor: device.vendor.clone(),
         collective: device.vendor_facts.collective.clone(),
         cpus: scaled_cpus(run.cpus, share),
-        memory_gib: crate::display::significant(run.memory_bytes * share / GIB),
-        shm_gib: crate::display::significant(run.shm_bytes * share / GIB),
+        memory_gib: loam_ir::display::significant(run.memory_bytes * share / GIB),
+        shm_gib: loam_ir::display::significant(run.shm_bytes * share / GIB),
         rdma: run.rdma.as_ref().map(|(resource, n)| RdmaIr {
             resource: resource.clone(),
             per_node: u64::from(*n),
@@ -75,8 +75,8 @@ pub(crate) fn on_slice(node: &mut NodeIr, resource: String, fraction: f64) {
     } else {
         ((node.cpus as f64 * fraction).floor() as u64).max(1)
     };
-    node.memory_gib = crate::display::significant(node.memory_gib * fraction);
-    node.shm_gib = crate::display::significant(node.shm_gib * fraction);
+    node.memory_gib = loam_ir::display::significant(node.memory_gib * fraction);
+    node.shm_gib = loam_ir::display::significant(node.shm_gib * fraction);
     node.rdma = None;
     node.slice_resource = Some(resource);
 }

@@ -7,7 +7,7 @@
 
 use super::goodput::{Failures, Run};
 use super::search::{Candidate, Economics};
-use crate::types::Optimize;
+use loam_ir::types::Optimize;
 
 /// Scores at or above this break the deadline or the budget.
 pub(crate) const PENALTY: f64 = 1e100;

@@ -9,15 +9,15 @@
 
 use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
 use super::goodput::Failures;
-use super::ir::{BreakdownIr, EstimateIr, LayoutIr, Plan, sequence_parallel_runs};
 use super::objective::{Constrained, Outcome, PairObjective};
 use super::placement::{self, Placement};
 use super::single::{self, round};
 use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
-use crate::types::Recompute;
 use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, TrainSetup, flops_per_token};
+use loam_ir::plan::{BreakdownIr, EstimateIr, LayoutIr, Plan, sequence_parallel_runs};
+use loam_ir::types::{Hetero, Recompute};
 
 pub mod data;
 pub mod pipeline;
@@ -72,7 +72,7 @@ impl PairPipeline<'_> {
 /// matrix or vector rates, 1 with 16-bit only. In a pipeline over two types the sensitive ops
 /// go to the type that ranks higher (either, when they tie).
 pub(crate) fn arithmetic_rank(p: &Placement<'_>) -> u8 {
-    use crate::types::Precision;
+    use loam_ir::types::Precision;
     if p.device.peak(Precision::Fp32).is_some() || p.device.peak(Precision::Tf32).is_some() {
         2
     } else {
@@ -305,7 +305,7 @@ pub(crate) fn fill_pair_pipeline(
 ) {
     let shape = m.plan.shape;
     let devices = shape.devices();
-    plan.hetero = Some("pipeline".to_string());
+    plan.hetero = Some(Hetero::Pipeline);
     let deepest = m
         .plan
         .stages

@@ -2,11 +2,11 @@
 //! it), what moving its data there costs, its currency, and how a group's nodes fall into
 //! switch blocks.
 
-use super::ir::{DataIr, NodeShape};
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site, route};
 use crate::check::Job;
 use crate::check::catalogue::eligible;
 use crate::hardware::ClusterFigures;
+use loam_ir::plan::{DataIr, NodeShape};
 
 /// One node group that may run the job.
 pub(crate) struct Placement<'a> {
@@ -173,16 +173,16 @@ pub(crate) fn data_ir(job: &Job, pool: &Pool, site: &Site) -> DataIr {
         .sum();
     DataIr {
         strategy: data_strategy(job, site).to_string(),
-        transfer_gb: crate::display::significant(moved / 1e9),
-        transfer_h: crate::display::significant(seconds / 3600.0),
+        transfer_gb: loam_ir::display::significant(moved / 1e9),
+        transfer_h: loam_ir::display::significant(seconds / 3600.0),
         options: Vec::new(),
         sources: job
             .data
             .iter()
-            .map(|d| crate::plan::ir::DataSourceIr {
+            .map(|d| loam_ir::plan::DataSourceIr {
                 name: d.name.value.clone(),
                 site: d.site.value.clone(),
-                size_gb: crate::display::significant(d.size.value / 1e9),
+                size_gb: loam_ir::display::significant(d.size.value / 1e9),
             })
             .collect(),
     }

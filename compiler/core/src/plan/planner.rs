@@ -15,8 +15,6 @@
 //! are ranked with the single-type layouts, and the best of either kind wins.
 
 use super::explain;
-use super::findings::{NoLayoutCause, PlanDiagnosticIr, SpecField, goodput_finding};
-use super::ir::{GoalIr, Plan, WorkloadIr};
 use super::objective::{Limits, PENALTY};
 use super::pair::data::{fill_pair_data_plan, pair_data_plans};
 use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
@@ -32,9 +30,11 @@ use super::uncertainty;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
-use crate::diagnostics::codes;
 use crate::workload::Pins;
 use crate::workload::param_count;
+use loam_ir::diagnostics::codes;
+use loam_ir::findings::{NoLayoutCause, PlanDiagnosticIr, SpecField, goodput_finding};
+use loam_ir::plan::{GoalIr, Plan, WorkloadIr};
 
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
@@ -88,7 +88,7 @@ fn skeleton(job: &Job, file: &str) -> Plan {
 
 /// Plans one checked job against `catalogue`. `file` is the spec's display path. The plan is
 /// infeasible (with reasons) when no layout on any allowed node group meets every constraint;
-/// what the user should read as a diagnostic is in `plan.diagnostics` (see [`super::findings`]).
+/// what the user should read as a diagnostic is in `plan.diagnostics` (see [`loam_ir::findings`]).
 pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let mut plan = skeleton(job, file);
     let request = match PlanRequest::new(job, catalogue) {
@@ -443,7 +443,7 @@ fn cheap_hours(
     best: &explain::Entry<'_, '_>,
     limits: &Limits,
     convert: &dyn Fn(f64) -> f64,
-) -> Option<super::ir::ScheduleIr> {
+) -> Option<loam_ir::plan::ScheduleIr> {
     let site = best.first_site();
     let prices: Vec<f64> = site
         .power_price_per_kwh
@@ -476,8 +476,8 @@ fn pair_notes(
 
 /// Who may preempt a job's borrowed devices: the tenants that own them, and jobs of a higher
 /// priority (`critical` is never preempted by priority).
-fn preempted_by(priority: crate::types::Priority) -> String {
-    use crate::types::Priority;
+fn preempted_by(priority: loam_ir::types::Priority) -> String {
+    use loam_ir::types::Priority;
     let higher: Vec<&str> = Priority::ALL
         .iter()
         .filter(|p| **p > priority)

@@ -10,13 +10,13 @@
 //! group, each with the model FLOPs its own devices run.
 
 use super::explain::Kind;
-use super::findings::{PlanDiagnosticIr, SpecField};
-use super::ir::EstimateIr;
 use crate::catalogue::{Catalogue, Device};
-use crate::diagnostics::codes;
-use crate::display;
-use crate::types::{Precision, Recompute};
 use crate::workload::{ModelDims, OpGraph, flops_per_token};
+use loam_ir::diagnostics::codes;
+use loam_ir::display;
+use loam_ir::findings::{PlanDiagnosticIr, SpecField};
+use loam_ir::plan::EstimateIr;
+use loam_ir::types::{Precision, Recompute};
 use yardstick::Yardstick;
 
 mod yardstick;

@@ -11,9 +11,9 @@ use super::search::Economics;
 use super::single::CheckpointNeeds;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::{Job, job_model_dims, train_setup};
-use crate::types::Recompute;
 use crate::workload::Pins;
 use crate::workload::{ModelDims, TrainSetup};
+use loam_ir::types::Recompute;
 
 /// A checked job, ready to plan.
 pub(crate) struct PlanRequest<'a> {
@@ -81,7 +81,7 @@ impl Pins {
     /// planner and the checker's memory pre-check alike. A degree too large for the layout's
     /// integers saturates, so the search's rules reject it with its numbers.
     pub(crate) fn of(job: &Job) -> Pins {
-        let narrow = |v: &Option<crate::span::Spanned<u64>>| {
+        let narrow = |v: &Option<loam_ir::span::Spanned<u64>>| {
             v.as_ref()
                 .map(|s| u32::try_from(s.value).unwrap_or(u32::MAX))
         };

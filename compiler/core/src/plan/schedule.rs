@@ -6,8 +6,8 @@
 //! while it runs; what changes is the price of the energy, and how long it takes in wall-clock
 //! time (`train hours × 24 / window hours`).
 
-use super::ir::ScheduleIr;
 use super::single::round;
+use loam_ir::plan::ScheduleIr;
 
 /// Shortest daily window considered, in hours.
 const MIN_WINDOW_H: usize = 8;

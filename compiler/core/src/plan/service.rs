@@ -11,18 +11,18 @@ mod candidates;
 mod choose;
 mod disaggregated;
 
-use super::ir::{
-    AutoscalingIr, GroupIr, MoneyIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr,
-    ServicePlan, TrafficIr,
-};
 use crate::catalogue::{Catalogue, Device, NodeGroup, Pool, Site};
 use crate::check::{LoadSpec, Service, model_dims};
 use crate::serve::{ReplicaShape, ServedModel, Traffic, kv_bytes_per_token, replica_memory};
-use crate::types::Engine;
 use candidates::Deployment;
+use loam_ir::plan::{
+    AutoscalingIr, GroupIr, MoneyIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr,
+    ServicePlan, TrafficIr,
+};
+use loam_ir::types::Engine;
 
 /// Bytes in a GiB.
-use crate::units::GIB;
+use loam_ir::units::GIB;
 
 /// Days in the month a service's monthly figures are given for. Counted: a 30-day month.
 const DAYS_PER_MONTH: f64 = 30.0;
@@ -96,13 +96,13 @@ pub fn plan_service(service: &Service, file: &str, catalogue: &Catalogue) -> Ser
     let mut deployments: Vec<Deployment<'_>> = Vec::new();
     let mut rejected: Vec<String> = Vec::new();
     let mode = service.serve.disaggregate.value;
-    if mode != crate::types::Disaggregation::Disaggregated {
+    if mode != loam_ir::types::Disaggregation::Disaggregated {
         for place in &places {
             let model = served(place.engine);
             candidates::aggregated(&demand, &model, place, &mut deployments, &mut rejected);
         }
     }
-    if mode != crate::types::Disaggregation::Aggregated {
+    if mode != loam_ir::types::Disaggregation::Aggregated {
         disaggregated::pairs(&demand, &places, &served, &mut deployments, &mut rejected);
     }
     keep_cheapest_per_label(&demand, &mut deployments);
@@ -125,7 +125,7 @@ pub fn plan_service(service: &Service, file: &str, catalogue: &Catalogue) -> Ser
     }
     plan.model = model_ir(service, &served(plan.engine), demand.max_model_len);
     plan.traffic = traffic_ir(&demand, Some(best));
-    plan.mode = Some(best.mode().to_string());
+    plan.mode = Some(best.mode());
     plan.roles = best
         .roles
         .iter()
@@ -320,7 +320,7 @@ fn role_ir(role: &candidates::Role<'_>, model: &ServedModel) -> RoleIr {
         max_batched_tokens: role.max_batched_tokens(),
         memory_fraction: memory.memory_fraction,
         kv_cache_tokens: memory.kv_tokens.floor(),
-        weights_per_device_gib: crate::display::significant(memory.weights_bytes / GIB),
+        weights_per_device_gib: loam_ir::display::significant(memory.weights_bytes / GIB),
         node_devices: Some(dpn),
         group: GroupIr {
             site: role.place.site.name.value.clone(),
@@ -348,7 +348,7 @@ fn role_ir(role: &candidates::Role<'_>, model: &ServedModel) -> RoleIr {
             throughput_uncertainty: Some(role.place.device.efficiency.uncertainty),
             mfu: None,
             model_tflops_per_device: None,
-            memory_per_device_gib: Some(crate::display::significant(
+            memory_per_device_gib: Some(loam_ir::display::significant(
                 (memory.weights_bytes + memory.overhead_bytes + memory.kv_bytes) / GIB,
             )),
             memory_gib: None,
@@ -359,7 +359,7 @@ fn role_ir(role: &candidates::Role<'_>, model: &ServedModel) -> RoleIr {
 
 fn money(amount: f64, currency: &str) -> MoneyIr {
     MoneyIr {
-        amount: crate::display::significant(amount),
+        amount: loam_ir::display::significant(amount),
         currency: currency.to_string(),
     }
 }
@@ -380,20 +380,20 @@ fn estimate_ir(demand: &Demand<'_>, d: &Deployment<'_>) -> ServiceEstimateIr {
         tpot_p50_s: round_ms(p.tpot_p50_s),
         tpot_s: round_ms(p.tpot_s),
         e2e_s: round_ms(p.e2e_s),
-        output_tokens_per_s: crate::display::significant(p.output_tokens_per_s),
-        output_tokens_per_s_per_device: crate::display::significant(
+        output_tokens_per_s: loam_ir::display::significant(p.output_tokens_per_s),
+        output_tokens_per_s_per_device: loam_ir::display::significant(
             p.output_tokens_per_s / devices.max(1) as f64,
         ),
-        capacity_per_replica: crate::display::significant(d.capacity),
-        batch: crate::display::significant(p.batch),
+        capacity_per_replica: loam_ir::display::significant(d.capacity),
+        batch: loam_ir::display::significant(p.batch),
         kv_transfer_s: d.kv_transfer_s.map(round_ms),
         devices,
-        device_hours_per_day: crate::display::significant(d.device_hours_per_day(demand)),
+        device_hours_per_day: loam_ir::display::significant(d.device_hours_per_day(demand)),
         cost_per_hour: money(per_hour, &demand.currency),
         cost_per_month: money(d.cost_per_month(demand), &demand.currency),
         cost_per_million_tokens: money(per_million, &demand.currency),
-        energy_kwh_per_month: crate::display::significant(d.energy_kwh_per_month(demand)),
-        carbon_kg_per_month: crate::display::significant(d.carbon_kg_per_month(demand)),
+        energy_kwh_per_month: loam_ir::display::significant(d.energy_kwh_per_month(demand)),
+        carbon_kg_per_month: loam_ir::display::significant(d.carbon_kg_per_month(demand)),
         throughput_uncertainty: d
             .roles
             .iter()
@@ -418,7 +418,7 @@ fn autoscaling_ir(demand: &Demand<'_>, d: &Deployment<'_>) -> AutoscalingIr {
         min_replicas: per_role(u64::min, u64::MAX),
         max_replicas: per_role(u64::max, 0),
         hourly,
-        target_concurrency_per_replica: crate::display::significant(d.concurrency_per_replica()),
+        target_concurrency_per_replica: loam_ir::display::significant(d.concurrency_per_replica()),
     }
 }
 
@@ -427,9 +427,9 @@ fn pareto_ir(demand: &Demand<'_>, d: &Deployment<'_>, chosen: bool) -> ParetoPoi
     let tokens_per_hour = d.point.output_tokens_per_s * 3600.0;
     ParetoPointIr {
         deployment: d.label(),
-        mode: d.mode().to_string(),
+        mode: d.mode(),
         devices: d.devices(),
-        output_tokens_per_s_per_device: crate::display::significant(d.throughput_per_device()),
+        output_tokens_per_s_per_device: loam_ir::display::significant(d.throughput_per_device()),
         ttft_s: round_ms(d.point.ttft_s),
         tpot_s: round_ms(d.point.tpot_s),
         cost_per_million_tokens: money(

@@ -3,13 +3,13 @@
 //! when no layout fits.
 
 use super::goodput::Failures;
-use super::ir::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MemoryIr, MoneyIr, Plan};
 use super::placement::{Placement, block_label, data_ir};
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
 use crate::check::Job;
 use crate::check::job_model_dims;
 use crate::workload::{Layout, MemoryBreakdown, param_count};
+use loam_ir::plan::{BreakdownIr, EstimateIr, GroupIr, LayoutIr, MemoryIr, MoneyIr, Plan};
 
 /// One costed layout on one node group.
 pub(crate) struct Ranked<'a> {
@@ -20,16 +20,16 @@ pub(crate) struct Ranked<'a> {
 }
 
 /// Bytes in a GiB.
-pub(crate) use crate::units::GIB;
+pub(crate) use loam_ir::units::GIB;
 
 /// `x` to five significant digits, so JSON diffs show only changes that matter.
 pub(crate) fn round(x: f64) -> f64 {
-    crate::display::significant(x)
+    loam_ir::display::significant(x)
 }
 
 /// The layout in one short line: `TP8 PP4 DP16 mb1 ZeRO-1 recompute selective`.
 pub(crate) fn layout_text(l: &Layout) -> String {
-    crate::display::layout_short(l)
+    loam_ir::display::layout_short(l)
 }
 
 /// One line: layout and placement.

@@ -6,11 +6,11 @@
 //! price per hour, so money and energy stay the same while the rest of the device stays free for
 //! other jobs; a time-optimised job keeps the whole device.
 
-use super::ir::Plan;
 use super::objective::Limits;
 use crate::catalogue::{Device, SliceProfile};
 use crate::cost::usable_memory;
-use crate::types::Optimize;
+use loam_ir::plan::Plan;
+use loam_ir::types::Optimize;
 
 /// The slice profile for a one-device plan needing `memory_bytes`, training for `train_s`
 /// after `lead_s` of data transfer, if one fits.
@@ -74,7 +74,7 @@ pub(crate) fn apply_slice(plan: &mut Plan, device: &Device, slice: &SliceProfile
         slice.name,
         f * 100.0,
         group.device,
-        slice.memory_bytes / crate::units::GIB,
+        slice.memory_bytes / loam_ir::units::GIB,
         1.0 / f
     ));
 }

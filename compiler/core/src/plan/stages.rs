@@ -1,13 +1,13 @@
 //! Pipeline stages in the Plan IR: which blocks and ops each stage runs, named from the operator
 //! graph, for homogeneous plans (balanced block ranges) and heterogeneous ones (the partition).
 
-use super::ir::StageIr;
 use crate::check::Job;
 use crate::check::job_model_dims;
 use crate::cost::ops::op_precision;
-use crate::types::Recompute;
-use crate::types::SplitRule;
 use crate::workload::{Layout, OpGraph, OpKind, chunk_blocks, op_graph};
+use loam_ir::plan::StageIr;
+use loam_ir::types::Recompute;
+use loam_ir::types::SplitRule;
 
 /// Contiguous, balanced layer ranges of `stages` stages covering `[0, layers)`.
 pub fn stage_ranges(layers: u64, stages: u64) -> Vec<[u64; 2]> {

@@ -1,12 +1,12 @@
 //! Planner tests on the shipped examples and the built-in catalogue.
 
-use super::ir::Plan;
 use super::{plan_job, stage_ranges};
 use crate::catalogue::builtin;
 use crate::check::{Job, check_file};
-use crate::span::FileId;
 use crate::syntax::parse;
-use crate::types::Precision;
+use loam_ir::plan::Plan;
+use loam_ir::span::FileId;
+use loam_ir::types::{Hetero, Precision};
 
 fn jobs(text: &str) -> Vec<Job> {
     let parsed = parse(FileId(0), text);
@@ -118,7 +118,7 @@ fn the_heterogeneous_example_beats_every_single_type_plan() {
 fn the_data_parallel_example_splits_the_batch_over_two_types() {
     let plan = plan_text(&example("hetero-data-70b-shanghai.loam"));
     assert!(plan.feasible, "{:?}", plan.reasons);
-    assert_eq!(plan.hetero.as_deref(), Some("data"));
+    assert_eq!(plan.hetero, Some(Hetero::Data));
     assert_eq!(plan.groups.len(), 2);
     assert_ne!(plan.groups[0].device, plan.groups[1].device);
     let mut sequences = 0;
@@ -149,7 +149,7 @@ fn the_data_parallel_example_splits_the_batch_over_two_types() {
 
 /// The best single-type plan among the alternatives of `plan`, a time-goal plan over two
 /// groups, after checking that it is slower and that `why` says by how much.
-fn beaten_single_type(plan: &Plan) -> &super::ir::AlternativeIr {
+fn beaten_single_type(plan: &Plan) -> &loam_ir::plan::AlternativeIr {
     let single = plan
         .alternatives
         .iter()
@@ -168,7 +168,7 @@ fn beaten_single_type(plan: &Plan) -> &super::ir::AlternativeIr {
 fn a_type_without_fp32_is_never_given_whole_replicas_beside_one_with_it() {
     // Ascend 910B publishes no fp32 rate and H800 does: only pipelines pair them.
     let plan = plan_text(&example("hetero-70b-guiyang.loam"));
-    assert_eq!(plan.hetero.as_deref(), Some("pipeline"));
+    assert_eq!(plan.hetero, Some(Hetero::Pipeline));
     assert!(
         plan.alternatives
             .iter()

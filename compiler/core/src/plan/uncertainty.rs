@@ -6,9 +6,9 @@
 //! silently; the plan carries that uncertainty, so a reader sees ±30 % beside a time predicted on
 //! an unmeasured device and nothing beside one on a measured device.
 
-use super::ir::Plan;
 use crate::catalogue::Catalogue;
 use crate::hardware::Efficiency;
+use loam_ir::plan::Plan;
 
 /// Writes the uncertainty into `plan`: `estimate.throughput_uncertainty` is the largest of its
 /// groups' (a step waits for the slower side, and either side's figures can be the ones that are

@@ -3,7 +3,7 @@
 //! `tests/data/inference_runs_calibration.csv` by `calibrate::fit_serving` (docs/cost-model.md,
 //! "Serving constants"), and a calibration test keeps [`ServeFitted::SHIPPED`] equal to that fit.
 
-use crate::types::Engine;
+use loam_ir::types::Engine;
 use serde::Serialize;
 
 /// The serving model's fitted constants (docs/cost-model.md lists each with its fit).

@@ -8,8 +8,8 @@
 
 use super::fitted::ServeFitted;
 use crate::catalogue::Device;
-use crate::types::{Engine, KvCache, Precision, ServePrecision};
 use crate::workload::{ModelDims, param_count};
+use loam_ir::types::{Engine, KvCache, Precision, ServePrecision};
 
 /// A model as served: its dimensions and the precisions of its weights and KV cache.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@ use super::fitted::ServeFitted;
 use super::model::{
     ReplicaShape, ServedModel, decode_step_s_with, kv_transfer_s, prefill_s_with, replica_memory,
 };
-use crate::types::Engine;
+use loam_ir::types::Engine;
 
 /// Request lengths in tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::catalogue::{Device, builtin};
-use crate::types::{Engine, KvCache, Mlp, ServePrecision};
 use crate::workload::{Mla, ModelDims};
+use loam_ir::types::{Engine, KvCache, Mlp, ServePrecision};
 
 fn device(id: &str) -> Device {
     builtin().device(id).cloned().unwrap()

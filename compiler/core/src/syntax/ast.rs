@@ -3,7 +3,7 @@
 //! The tree is untyped (it knows no field names); the checker turns it into a typed
 //! [`crate::check::Job`]. The formatter prints it back.
 
-use crate::span::Span;
+use loam_ir::span::Span;
 
 /// One parsed `.loam` file.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@
 //! diagnostic that gives the place and the kind of the first offending byte and nothing of the
 //! file's content: L0002 when it is not UTF-8, L0005 otherwise. This holds in comments too.
 
-use crate::diagnostics::{Diagnostic, codes};
-use crate::span::{FileId, Span};
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::span::{FileId, Span};
 use std::borrow::Cow;
 
 /// The UTF-8 byte-order mark some Windows editors write at the start of a file.

@@ -2,10 +2,10 @@
 //! `model`, found `:`", and runaway nesting is caught before pest can overflow the stack.
 
 use super::MAX_NESTING;
-use crate::diagnostics::Diagnostic;
-use crate::diagnostics::codes;
-use crate::span::{FileId, Span};
 use loam_grammar::{Rule, describe};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diagnostics::codes;
+use loam_ir::span::{FileId, Span};
 use pest::error::{Error, ErrorVariant, InputLocation};
 
 /// Converts pest's error into a located diagnostic (code L0001).

@@ -2,10 +2,10 @@
 //! one place.
 
 use super::ast::{Attribute, Block, Entry, File, Ident, ListLit, NumberLit, StringLit, Value};
-use crate::diagnostics::Diagnostic;
-use crate::diagnostics::codes;
-use crate::span::{FileId, Span};
 use loam_grammar::Rule;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diagnostics::codes;
+use loam_ir::span::{FileId, Span};
 use pest::iterators::Pair;
 
 type Diags = Vec<Diagnostic>;

@@ -1,6 +1,6 @@
 //! Comments, which the parser skips, found again for the formatter.
 
-use crate::span::{FileId, Span};
+use loam_ir::span::{FileId, Span};
 
 /// A `# …` comment, up to but excluding the line break.
 #[derive(Debug, Clone, PartialEq, Eq)]

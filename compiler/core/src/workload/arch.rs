@@ -2,7 +2,7 @@
 //! MoE blocks) and which of a model's weights train (frozen parts, LoRA adapters).
 
 use super::{Layout, ModelDims};
-use crate::types::Arch;
+use loam_ir::types::Arch;
 use serde::Serialize;
 
 /// DeepSeek multi-head latent attention (DeepSeek-V2 §2.1; field names as in the Hugging Face
@@ -215,7 +215,7 @@ pub(crate) fn dense_data_ranks(layout: &Layout) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Mlp;
+    use loam_ir::types::Mlp;
 
     #[test]
     fn block_kinds_follow_dense_layers_and_the_global_pattern() {

@@ -6,7 +6,7 @@
 use super::arch::{dense_data_ranks, expert_data_ranks};
 use super::params::{HeldParams, held_params, param_count};
 use super::{Layout, ModelDims, TrainSetup};
-use crate::types::{Arch, Precision, Recompute};
+use loam_ir::types::{Arch, Precision, Recompute};
 use serde::Serialize;
 
 /// Communication one device takes part in during one training step.

@@ -3,7 +3,7 @@
 //! compared with the parameter counts the model cards publish.
 
 use super::*;
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()
@@ -361,7 +361,7 @@ fn activations_follow_the_head_width() {
     // Qwen3: Q and the attention output are 64·128 wide, K and V 4·128, over 2 bytes.
     let m = qwen3_235b();
     let mut dense = m.clone();
-    dense.arch = crate::types::Arch::Dense;
+    dense.arch = loam_ir::types::Arch::Dense;
     dense.ffn = 1536;
     let layout = Layout::single();
     let per_token = activation_bytes_per_layer(&dense, &layout, Precision::Bf16, Recompute::None)

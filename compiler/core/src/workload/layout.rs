@@ -6,8 +6,8 @@
 pub mod rules;
 
 use super::{Recomputation, StageSplit};
-use crate::plan::ir::LayoutIr;
-use crate::types::{Recompute, SplitRule};
+use loam_ir::plan::LayoutIr;
+use loam_ir::types::{Recompute, SplitRule};
 use serde::Serialize;
 
 /// How one model replica is split and how each device runs it.
@@ -204,5 +204,42 @@ impl From<&Layout> for LayoutIr {
             recompute_layers: l.recompute_layers.map(u64::from),
             sequence_parallel: Some(l.sequence_parallel),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loam_ir::display::layout_line;
+
+    #[test]
+    fn a_plan_layout_reads_like_the_searched_one() {
+        let l = Layout {
+            tensor: 8,
+            pipeline: 4,
+            data: 16,
+            zero: 1,
+            recompute: Recompute::Selective,
+            sequence_parallel: true,
+            ..Layout::single()
+        };
+        // Every degree carried over; the split rule is written because the pipeline has stages
+        // (4 > 1), and the sequence-parallel setting the search chose is stated.
+        let ir = LayoutIr {
+            tensor: 8,
+            pipeline: 4,
+            data: 16,
+            context: 1,
+            expert: 1,
+            virtual_stages: 1,
+            pipeline_split: Some(SplitRule::Balanced),
+            micro_batch: 1,
+            zero: 1,
+            recompute: Recompute::Selective,
+            recompute_layers: None,
+            sequence_parallel: Some(true),
+        };
+        assert_eq!(LayoutIr::from(&l), ir);
+        assert_eq!(layout_line(ir), layout_line(&l));
     }
 }

@@ -5,7 +5,7 @@
 use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor};
 use super::params::{BlockShare, ParamCount, param_count};
 use super::{Layout, ModelDims, StateRecipe, TrainSetup};
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
 use serde::Serialize;
 
 mod layout;

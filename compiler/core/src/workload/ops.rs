@@ -10,7 +10,7 @@
 use super::ModelDims;
 use super::arch::{block_kind, block_kinds};
 use super::params::{block_forward_flops, block_params, forward_flops, param_count};
-use crate::types::Arch;
+use loam_ir::types::Arch;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
@@ -172,7 +172,7 @@ fn block_total(model: &ModelDims) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Mlp;
+    use loam_ir::types::Mlp;
     use petgraph::algo::toposort;
 
     fn llama8b() -> ModelDims {

@@ -7,7 +7,7 @@
 
 use super::arch::{BlockKind, Part, block_kinds, expert_tensor};
 use super::{Layout, ModelDims};
-use crate::types::{Mlp, Recompute};
+use loam_ir::types::{Mlp, Recompute};
 use serde::Serialize;
 
 /// Parameter counts of a model.

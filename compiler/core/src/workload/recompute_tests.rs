@@ -2,7 +2,7 @@
 //! memory it then holds, derived by hand.
 
 use super::*;
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
 
 /// Llama 3.1 405B (Meta's model card dimensions).
 fn llama31_405b() -> ModelDims {

@@ -6,7 +6,7 @@
 //! schedule of Narayanan et al. 2021, §2.2); with `v = 1` a rank holds one contiguous chunk.
 
 use super::schedule::{local_chunks, peaks_by_rounds};
-use crate::types::SplitRule;
+use loam_ir::types::SplitRule;
 use serde::Serialize;
 
 /// The blocks of every chunk of a pipeline of `pipeline · virtual_stages` chunks over `layers`

@@ -10,7 +10,7 @@
 //! block override the recipe's formats ([`StateOverrides`]).
 
 use super::TrainSetup;
-use crate::types::{Optimizer, Precision, StateFormat};
+use loam_ir::types::{Optimizer, Precision, StateFormat};
 use serde::Serialize;
 
 /// The stack whose precision recipe and gathering rule a plan follows.

@@ -1,7 +1,7 @@
 //! Tests of the workload model against published numbers.
 
 use super::*;
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
 
 fn llama3_70b() -> ModelDims {
     ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Swiglu)
@@ -55,7 +55,7 @@ fn gpt_parameter_count_matches_sc21_eq2() {
 fn moe_counts_total_and_active_experts() {
     // Mixtral-8x7B: 46.7B total, 12.9B active (Mistral AI announcement).
     let mut m = ModelDims::dense(32, 4096, 14336, 32, 8, 32000, 4096, Mlp::Swiglu);
-    m.arch = crate::types::Arch::Moe;
+    m.arch = loam_ir::types::Arch::Moe;
     m.experts = 8;
     m.top_k = 2;
     let c = param_count(&m);

@@ -16,9 +16,10 @@
 use crate::io::{self, IoError};
 use crate::session::{load_checked, plan_catalogue, threads};
 use loam_compiler::catalogue::Catalogue;
-use loam_compiler::diagnostics::{Diagnostic, codes};
-use loam_compiler::plan::ir::{PlanDocument, validate};
+use loam_compiler::plan::validate;
 use loam_compiler::project::plan_project;
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::plan::PlanDocument;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -70,7 +71,7 @@ pub fn load(
         return Ok(Err(problems));
     }
     let mut notes = Vec::new();
-    let mut by_file: BTreeMap<&str, Vec<&loam_compiler::plan::ir::Plan>> = BTreeMap::new();
+    let mut by_file: BTreeMap<&str, Vec<&loam_ir::plan::Plan>> = BTreeMap::new();
     for plan in doc.plans.iter().filter(|p| p.feasible) {
         by_file.entry(plan.file.as_str()).or_default().push(plan);
     }

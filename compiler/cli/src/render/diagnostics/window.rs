@@ -6,8 +6,8 @@
 //! characters with `…` where it was cut. miette reads the window as its source; labels and the
 //! reported line and column are translated between the file's offsets and the window's.
 
-use loam_compiler::display;
-use loam_compiler::span::SourceFile;
+use loam_ir::display;
+use loam_ir::span::SourceFile;
 use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 use std::ops::Range;
 
@@ -220,7 +220,7 @@ fn ceil_boundary(text: &str, mut at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loam_compiler::span::SourceMap;
+    use loam_ir::span::SourceMap;
 
     fn file(text: &str) -> SourceFile {
         let mut sources = SourceMap::new();

@@ -5,9 +5,9 @@ use super::{Cx, bounds};
 use crate::catalogue::codes;
 use crate::catalogue::raw::{self, Loc};
 use crate::catalogue::values::out_of_range;
-use crate::diagnostics::Diagnostic;
 use crate::hardware::Efficiency;
-use crate::types::Precision;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::types::Precision;
 use std::collections::BTreeMap;
 
 impl Cx<'_, '_> {

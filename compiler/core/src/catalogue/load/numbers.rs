@@ -7,9 +7,9 @@ use super::bounds::{self, Bounds};
 use crate::catalogue::codes;
 use crate::catalogue::raw::Loc;
 use crate::catalogue::values::{Money, bad_unit, out_of_range};
-use crate::diagnostics::Diagnostic;
-use crate::span::Span;
 use crate::units::{Dimension, Quantity, parse_quantity};
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::Span;
 
 impl Cx<'_, '_> {
     /// A whole number in `[min, max]` (`max` fits a `u32`).
@@ -25,7 +25,7 @@ impl Cx<'_, '_> {
             _ => {
                 let expected = format!(
                     "a count between {min} and {}",
-                    crate::display::thousands(max as f64)
+                    loam_ir::display::thousands(max as f64)
                 );
                 let d = out_of_range(self.span(value), field, &expected, &value.value.to_string());
                 self.push(d);

@@ -6,10 +6,10 @@ use super::Cx;
 use crate::catalogue::codes;
 use crate::catalogue::model::{BestPublished, spanned};
 use crate::catalogue::raw;
-use crate::diagnostics::Diagnostic;
-use crate::span::Spanned;
-use crate::types::Precision;
 use crate::units::Dimension;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::span::Spanned;
+use loam_ir::types::Precision;
 use std::collections::BTreeMap;
 
 impl Cx<'_, '_> {
@@ -55,8 +55,8 @@ impl Cx<'_, '_> {
                     codes::INCONSISTENT,
                     format!(
                         "published measurement above the peak: expected at most {} in `{precision}`, found {}",
-                        crate::display::tflops(peak.value),
-                        crate::display::tflops(flops)
+                        loam_ir::display::tflops(peak.value),
+                        loam_ir::display::tflops(flops)
                     ),
                     span,
                     "more than `peak_dense`",

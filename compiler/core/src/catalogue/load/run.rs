@@ -2,15 +2,15 @@
 //! `restart_time` and topology `levels`: the facts manifests need that the cost model does not.
 //!
 //! Every name here lands unquoted in a manifest (a resource, a label key, an environment variable,
-//! a Slurm feature), so each is checked with the rule the backends apply (`crate::names`).
+//! a Slurm feature), so each is checked with the rule the backends apply (`loam_ir::names`).
 
 use super::{Cx, bounds};
 use crate::catalogue::codes;
 use crate::catalogue::model::NodeRun;
 use crate::catalogue::raw::{self, Loc};
-use crate::diagnostics::Diagnostic;
-use crate::names::{is_env_name, is_label_key, is_label_value, is_plain_word};
 use crate::units::Dimension;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::names::{is_env_name, is_label_key, is_label_value, is_plain_word};
 
 /// The time from a failure until the job runs again when the site does not say: rescheduling,
 /// pulling the image, starting the processes and the rendezvous. An assumption (Daly's worked

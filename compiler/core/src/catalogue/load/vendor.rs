@@ -3,10 +3,10 @@
 
 use super::Cx;
 use crate::catalogue::codes;
-use crate::catalogue::model::Vendor;
 use crate::catalogue::raw::{self, Loc};
-use crate::diagnostics::Diagnostic;
-use crate::names::{is_env_name, is_plain_word};
+use loam_ir::cluster::vendor::Vendor;
+use loam_ir::diagnostics::Diagnostic;
+use loam_ir::names::{is_env_name, is_plain_word};
 use std::collections::BTreeMap;
 
 /// The placeholders a slice-resource template may hold.

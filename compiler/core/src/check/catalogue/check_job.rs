@@ -11,11 +11,11 @@ use super::fit::check_fit;
 use super::software::check_software;
 use crate::catalogue::{Catalogue, Device, Feature, NodeGroup, Pool, Site, Tenant};
 use crate::check::{Job, ResourcesSpec};
-use crate::checkpoint::{CheckpointPath, RootProblem};
-use crate::diagnostics::codes::catalogue as codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::{Span, Spanned};
 use crate::suggest::closest;
+use loam_ir::checkpoint::{CheckpointPath, RootProblem};
+use loam_ir::diagnostics::codes::catalogue as codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{Span, Spanned};
 use std::collections::BTreeMap;
 
 /// The most secondary labels pointing into the catalogue one diagnostic carries.
@@ -527,7 +527,7 @@ fn check_precision(
 
 /// A precision every device in `devices` supports (bf16 when it is one), for help lines.
 fn common_precision(devices: &[&Device]) -> &'static str {
-    use crate::types::Precision;
+    use loam_ir::types::Precision;
     [Precision::Bf16, Precision::Fp16, Precision::Fp32]
         .into_iter()
         .find(|p| devices.iter().all(|d| d.supports(*p)))

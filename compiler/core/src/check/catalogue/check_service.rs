@@ -14,14 +14,14 @@ use super::check_job::{
 use super::eligible::Scope;
 use crate::catalogue::{Catalogue, Device, Pool};
 use crate::check::{Service, model_dims};
-use crate::diagnostics::codes::catalogue as codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::serve::{ReplicaMemory, ReplicaShape, ServedModel, replica_memory};
-use crate::span::{Span, Spanned};
-use crate::types::{Engine, KvCache, ServePrecision};
 use crate::workload::layout::rules;
+use loam_ir::diagnostics::codes::catalogue as codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{Span, Spanned};
+use loam_ir::types::{Engine, KvCache, ServePrecision};
 
-use crate::units::GIB;
+use loam_ir::units::GIB;
 
 /// Checks `service` against `catalogue`; returns every problem found, sorted by position.
 pub fn check_service(service: &Service, catalogue: &Catalogue) -> Vec<Diagnostic> {
@@ -443,7 +443,7 @@ fn context_does_not_fit(service: &Service, miss: &Miss<'_>, kv_cache: KvCache) -
     if offered >= longest.max(1) {
         fixes.push(format!(
             "`seq_len = {offered}` or less (the longest requests, p99 input plus p99 output, need {} tokens)",
-            crate::display::thousands(longest as f64)
+            loam_ir::display::thousands(longest as f64)
         ));
     }
     let more_per_replica =
@@ -476,7 +476,7 @@ fn context_does_not_fit(service: &Service, miss: &Miss<'_>, kv_cache: KvCache) -
 
 /// Tokens for a sentence, with thousands separators: `20,480`.
 fn offered_context_display(tokens: f64) -> String {
-    crate::display::thousands(tokens.max(0.0).floor())
+    loam_ir::display::thousands(tokens.max(0.0).floor())
 }
 
 fn does_not_fit(
@@ -518,7 +518,7 @@ fn does_not_fit(
         let bytes = smaller.weight_bytes();
         fixes.push(format!(
             "`precision = {smaller}` ({} byte{} per weight)",
-            crate::display::significant(bytes),
+            loam_ir::display::significant(bytes),
             if (bytes - 1.0).abs() < f64::EPSILON {
                 ""
             } else {

@@ -5,7 +5,7 @@
 
 use crate::catalogue::{Pool, Site, Tenant};
 use crate::check::{DataSpec, Job, ResourcesSpec, Service};
-use crate::span::Spanned;
+use loam_ir::span::Spanned;
 
 /// The parts of a job or a service that say where it may run and what it may cost: every check
 /// of names and resources against the catalogue reads a spec through this view, so jobs and

@@ -19,18 +19,18 @@ use super::check_job::{Allowed, ticked};
 use crate::check::Job;
 use crate::check::{job_model_dims, train_setup};
 use crate::cost::usable_memory;
-use crate::diagnostics::codes::catalogue as codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::display::layout_degrees;
 use crate::plan::search::{
     Axes, Bounds, RecomputeLayers, Rejection, ShapeMemory, Space, Visitor, floor_of, setup_on,
 };
-use crate::types::Recompute;
 use crate::workload::Pins;
 use crate::workload::{Layout, TrainSetup, memory_per_device};
+use loam_ir::diagnostics::codes::catalogue as codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::display::layout_degrees;
+use loam_ir::types::Recompute;
 use std::ops::ControlFlow;
 
-use crate::units::GIB;
+use loam_ir::units::GIB;
 
 /// What the pre-check found on one device type.
 #[derive(Debug, Clone, Copy, PartialEq)]

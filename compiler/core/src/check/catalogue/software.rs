@@ -6,8 +6,8 @@ use super::check_job::{Allowed, did_you_mean};
 use crate::catalogue::compare_versions;
 use crate::catalogue::{NodeGroup, Stack};
 use crate::check::ResourcesSpec;
-use crate::diagnostics::codes::catalogue as codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::diagnostics::codes::catalogue as codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
 use std::cmp::Ordering;
 
 /// Every software stack a requirement may name.

@@ -3,11 +3,11 @@
 
 use crate::check::reader::{BlockSpec, LabelRule, read_block};
 use crate::check::{MAX_DIM, single_block};
-use crate::diagnostics::codes;
-use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::span::{Span, Spanned};
 use crate::syntax::ast::{Block, Value};
 use crate::units::Dimension;
+use loam_ir::diagnostics::codes;
+use loam_ir::diagnostics::{Diagnostic, Diagnostics};
+use loam_ir::span::{Span, Spanned};
 use serde::Serialize;
 
 const TRAFFIC: BlockSpec = BlockSpec {

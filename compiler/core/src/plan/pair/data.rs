@@ -20,14 +20,14 @@ use super::{
 };
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
-use crate::plan::ir::{BreakdownIr, Plan};
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
 use crate::plan::search::{Candidate, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
-use crate::types::Optimize;
 use crate::workload::{StateRecipe, TrainSetup, param_count};
+use loam_ir::plan::{BreakdownIr, Plan};
+use loam_ir::types::{Hetero, Optimize};
 use std::collections::BTreeMap;
 
 /// The batch is split between the two groups in multiples of `1/SHARE_STEPS`.
@@ -438,7 +438,7 @@ pub(crate) fn fill_pair_data_plan(
     input: &PairInput<'_, '_>,
     currency: String,
 ) {
-    plan.hetero = Some("data".to_string());
+    plan.hetero = Some(Hetero::Data);
     let devices = d.devices();
     let [ra, rb] = &d.replicas;
     let mut layout = layout_ir(&ra.layout);

@@ -18,10 +18,10 @@
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
-use crate::plan::ir::{NodeShape, sequence_parallel_runs};
 use crate::plan::search::budget::WorkBudget;
-use crate::types::Recompute;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
+use loam_ir::plan::{NodeShape, sequence_parallel_runs};
+use loam_ir::types::Recompute;
 use partition::{Costing, MODES, Prefix, Side, cost_shape, span};
 use std::collections::BTreeMap;
 
@@ -79,7 +79,7 @@ pub struct PipelineSpec<'a> {
     /// How many plans to return.
     pub keep: usize,
     /// Sequence parallelism as the spec pins it (`None`: auto); each group runs it by
-    /// [`crate::plan::ir::sequence_parallel_runs`] under its own tensor degree.
+    /// [`loam_ir::plan::sequence_parallel_runs`] under its own tensor degree.
     pub sequence_parallel: Option<bool>,
 }
 

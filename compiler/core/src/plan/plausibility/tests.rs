@@ -2,11 +2,11 @@
 //! job gets without any published figure, never from numbers the guard computes.
 
 use crate::catalogue::{BestPublished, Catalogue, builtin};
-use crate::diagnostics::{Severity, codes};
-use crate::plan::findings::SpecField;
-use crate::plan::ir::Plan;
-use crate::span::{FileId, Span, Spanned};
-use crate::types::Precision;
+use loam_ir::diagnostics::{Severity, codes};
+use loam_ir::findings::SpecField;
+use loam_ir::plan::Plan;
+use loam_ir::span::{FileId, Span, Spanned};
+use loam_ir::types::{Hetero, Precision};
 
 use crate::plan::tests::{example, plan_with as plan};
 
@@ -85,7 +85,7 @@ fn a_plan_above_the_best_published_run_is_flagged_and_one_below_is_not() {
     let finding = found[0];
     assert_eq!(finding.severity, Severity::Warning);
     assert_eq!(finding.field, SpecField::Job);
-    let published = crate::display::tflops(predicted * 0.95 * 1e12);
+    let published = loam_ir::display::tflops(predicted * 0.95 * 1e12);
     for part in [
         device.as_str(),
         precision.as_str(),
@@ -164,7 +164,7 @@ fn data_group_rates(plan: &Plan) -> Vec<f64> {
 fn each_group_of_a_data_parallel_pair_is_held_to_its_own_device() {
     let text = example("hetero-data-70b-shanghai.loam");
     let free = plan(&text, &unguarded());
-    assert_eq!(free.hetero.as_deref(), Some("data"), "{:?}", free.reasons);
+    assert_eq!(free.hetero, Some(Hetero::Data), "{:?}", free.reasons);
     let precision = free.workload.precision;
     let rates = data_group_rates(&free);
     let average = free.estimate.as_ref().unwrap().model_tflops_per_device;
@@ -195,7 +195,7 @@ fn each_group_of_a_data_parallel_pair_is_held_to_its_own_device() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains(&fast_group.device), "{}", found[0]);
     assert!(found[0].contains(&fast_group.node_group), "{}", found[0]);
-    let predicted = crate::display::tflops(rates[fast] * 1e12);
+    let predicted = loam_ir::display::tflops(rates[fast] * 1e12);
     assert!(found[0].contains(&predicted), "{predicted}: {}", found[0]);
 
     // Figures just below each group's own rate: both groups are flagged.
@@ -225,12 +225,7 @@ fn predicted_in(message: &str) -> f64 {
 fn the_groups_of_a_pipeline_pair_share_the_plans_model_flops() {
     let text = example("hetero-70b-guiyang.loam");
     let free = plan(&text, &unguarded());
-    assert_eq!(
-        free.hetero.as_deref(),
-        Some("pipeline"),
-        "{:?}",
-        free.reasons
-    );
+    assert_eq!(free.hetero, Some(Hetero::Pipeline), "{:?}", free.reasons);
     let precision = free.workload.precision;
     // A published figure far below anything either group runs: both are flagged, each with
     // the FLOPs of its own stages; together they make the plan's model FLOPs.
@@ -320,7 +315,7 @@ fn a_device_without_its_own_run_is_held_to_its_vendors_best_mfu() {
     assert_eq!(found.len(), 1, "{:?}", planned.diagnostics);
     for part in [
         "A100_SXM_40GB in bf16",
-        &format!("({} MFU)", crate::display::percent(mfu(&planned))),
+        &format!("({} MFU)", loam_ir::display::percent(mfu(&planned))),
         "the best MFU of a published run on nvidia devices in bf16, 55.9 %",
         "`korthikanti_1T_seqsel` on A100_SXM_80GB",
         "since no run on A100_SXM_40GB is published",

@@ -10,8 +10,8 @@
 //! `best_published / peak` over those devices: nothing here is a typed-in percentage.
 
 use crate::catalogue::{Catalogue, Device};
-use crate::display;
-use crate::types::Precision;
+use loam_ir::display;
+use loam_ir::types::Precision;
 
 /// One published run as a yardstick: the device it ran on, its precision, its model FLOP/s per
 /// device and that figure's share of the device's dense peak in the precision.

@@ -3,9 +3,9 @@
 //! never in time: the same spec stops at the same place on every machine, so plans stay
 //! deterministic.
 
-use crate::diagnostics::codes;
-use crate::display::thousands;
-use crate::plan::findings::{PlanDiagnosticIr, SpecField};
+use loam_ir::diagnostics::codes;
+use loam_ir::display::thousands;
+use loam_ir::findings::{PlanDiagnosticIr, SpecField};
 use std::cell::Cell;
 
 /// Costings one job's heterogeneous-pipeline search may spend (counted). At about 100 ns a

@@ -11,11 +11,11 @@ use super::space::{Axes, RecomputeLayers, Visitor};
 use super::{Candidate, Objective, Rejection, SearchResult, SearchSpec, SearchStats};
 use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
-use crate::types::Recompute;
 use crate::workload::{
     HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, Recomputation, TrainSetup,
     held_params,
 };
+use loam_ir::types::Recompute;
 use std::ops::ControlFlow;
 
 /// Costs, ranks and records what the walk visits.

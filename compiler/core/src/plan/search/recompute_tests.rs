@@ -4,8 +4,8 @@
 use super::tests::{h100s, llama405b, setup};
 use super::*;
 use crate::cost::{estimate, usable_memory};
-use crate::types::{Mlp, Recompute, SplitRule};
 use crate::workload::memory_per_device;
+use loam_ir::types::{Mlp, Recompute, SplitRule};
 
 /// Meta's 405B degrees (TP8 PP16 DP128, interleaved over 4 chunks, ZeRO-1), recomputation left
 /// to the search.

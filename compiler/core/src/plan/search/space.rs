@@ -9,11 +9,11 @@
 //! placement change, so what depends only on those is worked out once per value.
 
 use super::{Rejection, SearchSpec};
-use crate::plan::ir::{NodeShape, sequence_parallel_runs};
-use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::Pins;
 use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
+use loam_ir::plan::{NodeShape, sequence_parallel_runs};
+use loam_ir::types::{Arch, Recompute, SplitRule};
 use std::ops::ControlFlow;
 
 /// What decides which layouts exist for a job on one device type: the model, the batch, the

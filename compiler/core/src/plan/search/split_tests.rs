@@ -5,7 +5,7 @@ use super::tests::llama405b;
 use super::*;
 use crate::calibrate::tests::test_device;
 use crate::cost::usable_memory;
-use crate::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 
 fn h100s(nodes: u32) -> ClusterFigures {
     ClusterFigures {

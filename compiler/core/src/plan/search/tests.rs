@@ -3,7 +3,7 @@
 use super::*;
 use crate::calibrate::tests::test_device;
 use crate::cost::{estimate, usable_memory};
-use crate::types::{Arch, Mlp, Optimizer, Precision};
+use loam_ir::types::{Arch, Mlp, Optimizer, Precision};
 
 pub(super) fn h100s(nodes: u32) -> ClusterFigures {
     ClusterFigures {

@@ -5,8 +5,8 @@ use super::{DAYS_PER_MONTH, Demand, Place};
 use crate::catalogue::Catalogue;
 use crate::check::catalogue::eligible;
 use crate::serve::{Load, OperatingPoint, ServedModel, operating_point, replica_memory};
-use crate::types::Arch;
 use crate::workload::layout::rules;
+use loam_ir::types::{Arch, ServiceMode};
 
 /// The `max_num_seqs` values the search tries, smallest first. Counted: powers of two around
 /// the engines' defaults (vLLM 256, SGLang and TensorRT-LLM up to 2,048 on large cards).
@@ -77,11 +77,11 @@ pub(crate) struct Deployment<'a> {
 }
 
 impl Deployment<'_> {
-    pub(crate) fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> ServiceMode {
         if self.roles.len() > 1 {
-            "disaggregated"
+            ServiceMode::Disaggregated
         } else {
-            "aggregated"
+            ServiceMode::Aggregated
         }
     }
 
@@ -404,7 +404,7 @@ pub(crate) fn aggregated<'a>(
                     format!(
                         "{}: the weights ({}) leave no room for one {}-token request's KV cache",
                         role.shape_label(),
-                        crate::display::bytes(memory.weights_bytes),
+                        loam_ir::display::bytes(memory.weights_bytes),
                         demand.max_model_len
                     )
                 });
@@ -422,8 +422,8 @@ pub(crate) fn aggregated<'a>(
                     format!(
                         "{}: even one request at a time takes {} to the first token and {} per token",
                         role.shape_label(),
-                        crate::display::latency(point.ttft_s),
-                        crate::display::latency(point.tpot_s),
+                        loam_ir::display::latency(point.ttft_s),
+                        loam_ir::display::latency(point.tpot_s),
                     )
                 });
                 continue;

@@ -3,8 +3,8 @@
 
 use super::candidates::Deployment;
 use super::{Demand, Place};
-use crate::display::{latency, money, percent, price};
-use crate::types::Optimize;
+use loam_ir::display::{latency, money, percent, price};
+use loam_ir::types::Optimize;
 use std::cmp::Ordering;
 
 /// The most deployments the front lists. Counted: what a reader compares at a glance.
@@ -81,7 +81,7 @@ fn pareto_front(deployments: &[Deployment<'_>], within: &[usize], best: usize) -
     // Compared as the plan states them, so a reader never sees a dominated point.
     let axes = |d: &Deployment<'_>| {
         (
-            crate::display::significant(d.throughput_per_device()),
+            loam_ir::display::significant(d.throughput_per_device()),
             super::round_ms(d.point.tpot_s),
         )
     };

@@ -7,7 +7,7 @@ use super::{Demand, Place};
 use crate::serve::{
     Load, ServedModel, disaggregated_point, kv_transfer_s, operating_point, replica_memory,
 };
-use crate::types::Engine;
+use loam_ir::types::Engine;
 
 /// How many prefill and decode shapes of each site are paired: the cheapest per request of
 /// each kind. Counted: enough to pair every device type of a site's few groups.

@@ -5,10 +5,11 @@
 use super::plan_service;
 use crate::catalogue::builtin;
 use crate::check::{Service, check_file};
-use crate::plan::ir::ServicePlan;
 use crate::plan::tests::example;
-use crate::span::FileId;
 use crate::syntax::parse;
+use loam_ir::plan::ServicePlan;
+use loam_ir::span::FileId;
+use loam_ir::types::ServiceMode;
 
 fn service(text: &str) -> Service {
     let parsed = parse(FileId(0), text);
@@ -119,14 +120,14 @@ fn pinned_mode_engine_and_degrees_hold() {
         "engine    = vllm",
         "engine = vllm\n    disaggregate = aggregated",
     ));
-    assert_eq!(aggregated.mode.as_deref(), Some("aggregated"));
+    assert_eq!(aggregated.mode, Some(ServiceMode::Aggregated));
     assert_eq!(aggregated.roles.len(), 1);
     let split = plan(&edit(
         &text,
         "engine    = vllm",
         "engine = vllm\n    disaggregate = disaggregated",
     ));
-    assert_eq!(split.mode.as_deref(), Some("disaggregated"));
+    assert_eq!(split.mode, Some(ServiceMode::Disaggregated));
     let roles: Vec<&str> = split.roles.iter().map(|r| r.role.as_str()).collect();
     assert_eq!(roles, ["prefill", "decode"]);
     let trt = plan(&edit(
@@ -178,6 +179,6 @@ fn a_concurrency_load_is_sized_by_requests_in_flight() {
     let plan = plan(&edit(&text, "rate    = 12", "concurrency = 64"));
     assert!(plan.feasible, "{:?}", plan.reasons);
     assert_eq!(plan.traffic.concurrency, Some(64));
-    assert_eq!(plan.mode.as_deref(), Some("aggregated"));
+    assert_eq!(plan.mode, Some(ServiceMode::Aggregated));
     assert!(plan.traffic.peak_rate > 0.0);
 }

@@ -2,7 +2,7 @@
 //! figures, never copied from a device file.
 
 use crate::catalogue::{Catalogue, builtin};
-use crate::plan::ir::Plan;
+use loam_ir::plan::Plan;
 
 use crate::plan::tests::{example, plan_with as plan};
 

@@ -6,7 +6,7 @@
 //! Each rule takes plain numbers and says which division failed, with the label the plan's
 //! rejection reasons print (`heads % tensor`).
 
-use crate::types::SplitRule;
+use loam_ir::types::SplitRule;
 
 /// A division that leaves a remainder: `value % by != 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use super::{
     MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, StateBytes, mode_index,
 };
-use crate::types::Recompute;
 use crate::workload::{Layout, ModelDims, RECORDED_RANKS, RankLoad, TrainSetup};
+use loam_ir::types::Recompute;
 
 /// Ranks a layout's memory is worked out for ([`crate::workload::StageSplit::ranks`]).
 const N: usize = RECORDED_RANKS;

@@ -5,11 +5,11 @@
 use crate::catalogue::{Catalogue, builtin};
 use crate::check::check_file;
 use crate::cost::usable_memory;
-use crate::plan::ir::{MemoryIr, Plan};
 use crate::plan::plan_job;
-use crate::span::FileId;
 use crate::syntax::parse;
 use crate::workload::{Layout, ModelDims, StageHolding, TrainSetup, stage_memory};
+use loam_ir::plan::{MemoryIr, Plan};
+use loam_ir::span::FileId;
 
 /// Bytes in a GiB.
 fn gib() -> f64 {
@@ -91,12 +91,12 @@ fn the_7b_on_l40s_leaves_the_layout_whose_fp32_gradients_overflow() {
         4,
         152_064,
         4096,
-        crate::types::Mlp::Swiglu,
+        loam_ir::types::Mlp::Swiglu,
     );
     let setup = TrainSetup {
         global_batch: 512,
-        precision: crate::types::Precision::Bf16,
-        optimizer: crate::types::Optimizer::Adamw,
+        precision: loam_ir::types::Precision::Bf16,
+        optimizer: loam_ir::types::Optimizer::Adamw,
         tokens: 200e9,
         flash_attention: true,
         states: crate::workload::StateOverrides::NONE,
@@ -132,7 +132,7 @@ fn the_7b_on_l40s_leaves_the_layout_whose_fp32_gradients_overflow() {
     fits_by_the_recipe(&plan, &catalogue, true);
     let chosen = plan.layout.expect("a plan");
     assert!(
-        chosen.pipeline != 2 || chosen.recompute == crate::types::Recompute::Full,
+        chosen.pipeline != 2 || chosen.recompute == loam_ir::types::Recompute::Full,
         "{chosen:?}"
     );
 }
@@ -221,7 +221,10 @@ fn the_train_block_overrides_the_recipe_and_a_misspelt_format_is_refused_at_its_
         (recipe.weights, recipe.gradients, recipe.reduced_gradients),
         (1.0, 2.0, 2.0)
     );
-    assert_eq!(recipe.optimizer_bytes(crate::types::Optimizer::Adamw), 8.0);
+    assert_eq!(
+        recipe.optimizer_bytes(loam_ir::types::Optimizer::Adamw),
+        8.0
+    );
     assert_eq!(
         crate::workload::StateRecipe::reduced_gradient_bytes(&setup),
         2.0
@@ -267,7 +270,10 @@ fn the_train_block_names_its_framework_and_the_recipe_follows() {
             (recipe.weights, recipe.gradients, recipe.reduced_gradients),
             (2.0, 2.0, 2.0)
         );
-        assert_eq!(recipe.optimizer_bytes(crate::types::Optimizer::Adamw), 12.0);
+        assert_eq!(
+            recipe.optimizer_bytes(loam_ir::types::Optimizer::Adamw),
+            12.0
+        );
     }
     // Time reads the same recipe: the data-parallel reduction moves 2 bytes per gradient.
     assert_eq!(

@@ -2,10 +2,10 @@
 //! by hand.
 
 use super::*;
-use crate::types::{Mlp, Optimizer, Precision, StateFormat};
 use crate::workload::{
     Layout, Mla, ModelDims, StageHolding, StageStates, model_state_bytes, param_count,
 };
+use loam_ir::types::{Mlp, Optimizer, Precision, StateFormat};
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()

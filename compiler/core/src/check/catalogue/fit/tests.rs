@@ -6,9 +6,9 @@ use crate::calibrate::tests::test_device;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
 use crate::plan::search::{Bounds, Rejection, SearchSpec, search};
-use crate::types::{Mlp, Optimizer, Precision, Recompute};
 use crate::workload::Pins;
 use crate::workload::{ModelDims, TrainSetup, memory_per_device};
+use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
 use proptest::prelude::*;
 
 fn cluster(devices_per_node: u32, nodes: u32, memory_bytes: f64) -> ClusterFigures {

@@ -11,9 +11,9 @@ use crate::plan::placement::options;
 use crate::plan::request::objective;
 use crate::plan::stages::job_graph;
 use crate::plan::tests::{node_group, one_site_catalogue};
-use crate::span::FileId;
 use crate::syntax::parse;
 use crate::workload::Pins;
+use loam_ir::span::FileId;
 use proptest::prelude::*;
 
 #[test]

@@ -7,13 +7,13 @@ use crate::cost::ops::OpCost;
 use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
 use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
 use crate::hardware::ClusterFigures;
-use crate::plan::ir::sequence_parallel_runs;
 use crate::plan::search::budget::WorkBudget;
-use crate::types::Recompute;
 use crate::workload::{
     Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
     StateBytes, layer_bytes_per_token, param_count,
 };
+use loam_ir::plan::sequence_parallel_runs;
+use loam_ir::types::Recompute;
 use std::cell::OnceCell;
 
 mod minmax;

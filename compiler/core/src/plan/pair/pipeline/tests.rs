@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::hardware::DeviceFigures;
-use crate::types::{Mlp, Optimizer, Precision};
 use crate::workload::op_graph;
+use loam_ir::types::{Mlp, Optimizer, Precision};
 use proptest::prelude::*;
 
 /// A device from datasheet-like figures (TFLOP/s by precision, GB, TB/s, devices per node).
@@ -403,7 +403,7 @@ proptest! {
                 && blocks.iter().all(|&b| b > 0)
             {
                 let split = crate::workload::StageSplit::of_chunks(
-                    crate::types::SplitRule::Pinned,
+                    loam_ir::types::SplitRule::Pinned,
                     &blocks,
                     p,
                 );

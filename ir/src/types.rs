@@ -237,7 +237,7 @@ impl ServePrecision {
     }
 
     /// The precision the GEMMs run in: weight-only formats dequantise to 16 bits; `None` for
-    /// fp4, which runs on the device's fp4 rate ([`crate::catalogue::Device::fp4_peak`]).
+    /// fp4, which runs on the device's fp4 rate (`loam_compiler::catalogue::Device::fp4_peak`).
     pub fn compute(self) -> Option<Precision> {
         match self {
             ServePrecision::Bf16 | ServePrecision::Int8 | ServePrecision::Int4 => {
@@ -331,6 +331,27 @@ keyword_enum! {
         /// The planner decides.
         Auto = "auto",
         /// Every replica prefills and decodes (continuous batching mixes both).
+        Aggregated = "aggregated",
+        /// Prefill replicas hand the KV cache to decode replicas.
+        Disaggregated = "disaggregated",
+    }
+}
+
+keyword_enum! {
+    /// How a plan over two device groups divides the work (the Plan JSON's `hetero`).
+    Hetero {
+        /// Each group runs some pipeline stages of every replica.
+        Pipeline = "pipeline",
+        /// Each group runs whole replicas on its share of the batch.
+        Data = "data",
+    }
+}
+
+keyword_enum! {
+    /// How a planned service runs prefill and decode (the Plan JSON's service `mode`): what
+    /// [`Disaggregation`] asks for, decided.
+    ServiceMode {
+        /// Every replica prefills and decodes.
         Aggregated = "aggregated",
         /// Prefill replicas hand the KV cache to decode replicas.
         Disaggregated = "disaggregated",

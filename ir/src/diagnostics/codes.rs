@@ -31,6 +31,33 @@ impl Code {
     pub fn parse(text: &str) -> Option<Code> {
         lookup(text).map(|info| info.code)
     }
+
+    /// The phase that reports the code, read from its first digit (`L0xxx` is syntax); a test
+    /// keeps every phase file's codes in its phase.
+    pub fn phase(self) -> Phase {
+        match self.0.as_bytes().get(1) {
+            Some(b'0') => Phase::Syntax,
+            Some(b'1') => Phase::Check,
+            Some(b'2') => Phase::Catalogue,
+            Some(b'3') => Phase::Plan,
+            _ => Phase::Emit,
+        }
+    }
+}
+
+/// The phases of the compiler, in pipeline order, as the codes' first digit numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// L0xxx: reading and parsing a spec.
+    Syntax,
+    /// L1xxx: checks that need no catalogue.
+    Check,
+    /// L2xxx: loading the catalogue and checks against it.
+    Catalogue,
+    /// L3xxx: planning.
+    Plan,
+    /// L4xxx: emitting manifests.
+    Emit,
 }
 
 impl std::fmt::Display for Code {
@@ -110,7 +137,7 @@ macro_rules! codes {
             $(super::CodeInfo {
                 code: $name,
                 title: $title,
-                explanation: include_str!(concat!("../../../../../docs/diagnostics/", $code, ".md")),
+                explanation: include_str!(concat!("../../../../docs/diagnostics/", $code, ".md")),
             }),*
         ];
     };
@@ -139,4 +166,28 @@ pub fn lookup(code: &str) -> Option<CodeInfo> {
     all()
         .into_iter()
         .find(|c| c.code.as_str().eq_ignore_ascii_case(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_in_the_phase_of_its_file() {
+        for (codes, phase) in [
+            (syntax::CODES, Phase::Syntax),
+            (check::CODES, Phase::Check),
+            (catalogue::CODES, Phase::Catalogue),
+            (plan::CODES, Phase::Plan),
+            (emit::CODES, Phase::Emit),
+        ] {
+            assert!(!codes.is_empty());
+            for info in codes {
+                assert_eq!(info.code.phase(), phase, "{}", info.code);
+            }
+        }
+        // Against the numbering written in the docs: L0001 is syntax, L4012 emitting.
+        assert_eq!(Code::parse("L0001").map(Code::phase), Some(Phase::Syntax));
+        assert_eq!(Code::parse("L4012").map(Code::phase), Some(Phase::Emit));
+    }
 }

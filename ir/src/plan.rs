@@ -5,7 +5,7 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
-use crate::types::{Optimize, Precision, Priority, Recompute, SplitRule};
+use crate::types::{Hetero, Optimize, Precision, Priority, Recompute, SplitRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -16,7 +16,6 @@ pub const FORMAT_VERSION: &str = "1.11";
 mod nodes;
 mod run;
 mod service;
-pub mod validate;
 pub use nodes::NodeShape;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
 pub use service::{
@@ -64,7 +63,7 @@ pub struct Plan {
     /// stages of every replica) or `data` (each group runs whole replicas on its share of the
     /// batch). Absent for plans on one group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hetero: Option<String>,
+    pub hetero: Option<Hetero>,
     /// The parallel layout (absent when infeasible). In a `data` plan it is the first group's,
     /// with `data` counting the replicas of both groups; each group's own is `groups[].layout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,7 +103,7 @@ pub struct Plan {
     /// error, devices not free now, devices above the guaranteed quota), with its code and the
     /// spec field it comes from. Added in format 1.3.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub diagnostics: Vec<super::findings::PlanDiagnosticIr>,
+    pub diagnostics: Vec<crate::findings::PlanDiagnosticIr>,
 }
 
 impl Plan {

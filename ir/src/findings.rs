@@ -3,7 +3,7 @@
 //! guaranteed quota.
 //!
 //! The planner writes them into the plan ([`PlanDiagnosticIr`], in the Plan JSON beside the
-//! estimates), naming the spec field each comes from; [`crate::project`] turns them into
+//! estimates), naming the spec field each comes from; `loam_compiler::project` turns them into
 //! located [`Diagnostic`]s with the job's spans. A plan taken from an earlier run (the other
 //! side of a diff) carries its findings with it.
 

@@ -7,7 +7,7 @@
 //! in the planner's sentences, from hours in the plan table), each has its own function, so no
 //! output changes when a caller moves here.
 
-use crate::plan::ir::LayoutIr;
+use crate::plan::LayoutIr;
 use crate::types::Recompute;
 
 mod visible;
@@ -256,7 +256,6 @@ pub fn recompute_text(l: &LayoutIr) -> String {
 mod tests {
     use super::*;
     use crate::types::Recompute;
-    use crate::workload::Layout;
 
     #[test]
     fn significant_keeps_five_digits() {
@@ -385,39 +384,8 @@ mod tests {
         assert_eq!(bytes(-1e15), "-931322.6 GiB");
     }
 
-    fn layout() -> Layout {
-        Layout {
-            tensor: 8,
-            pipeline: 4,
-            data: 16,
-            zero: 1,
-            recompute: Recompute::Selective,
-            ..Layout::single()
-        }
-    }
-
-    #[test]
-    fn layouts_in_their_three_spellings() {
-        let l = layout();
-        assert_eq!(layout_degrees(&l), "TP8 PP4 DP16");
-        assert_eq!(
-            layout_short(&l),
-            "TP8 PP4 DP16 mb1 ZeRO-1 recompute selective"
-        );
-        assert_eq!(
-            layout_line(&l),
-            "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective"
-        );
-        assert_eq!(layout_compact(&l), "t8 p4 d16 c1 v1 b1 z1 selective");
-    }
-
-    #[test]
-    fn a_plan_layout_reads_like_the_searched_one() {
-        let l = Layout {
-            sequence_parallel: true,
-            ..layout()
-        };
-        let ir = LayoutIr {
+    fn layout() -> LayoutIr {
+        LayoutIr {
             tensor: 8,
             pipeline: 4,
             data: 16,
@@ -430,14 +398,27 @@ mod tests {
             recompute: Recompute::Selective,
             recompute_layers: None,
             sequence_parallel: Some(true),
-        };
-        assert_eq!(LayoutIr::from(&l), ir);
-        assert_eq!(layout_line(ir), layout_line(&l));
+        }
+    }
+
+    #[test]
+    fn layouts_in_their_three_spellings() {
+        let l = layout();
+        assert_eq!(layout_degrees(l), "TP8 PP4 DP16");
+        assert_eq!(
+            layout_short(l),
+            "TP8 PP4 DP16 mb1 ZeRO-1 recompute selective"
+        );
+        assert_eq!(
+            layout_line(l),
+            "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective"
+        );
+        assert_eq!(layout_compact(l), "t8 p4 d16 c1 v1 b1 z1 selective");
     }
 
     #[test]
     fn layouts_name_the_degrees_above_one() {
-        let l = Layout {
+        let l = LayoutIr {
             context: 2,
             expert: 4,
             virtual_stages: 3,
@@ -446,11 +427,11 @@ mod tests {
             recompute: Recompute::None,
             ..layout()
         };
-        assert_eq!(layout_degrees(&l), "TP8 PP4 DP16 CP2 EP4 VP3");
+        assert_eq!(layout_degrees(l), "TP8 PP4 DP16 CP2 EP4 VP3");
         assert_eq!(
-            layout_line(&l),
+            layout_line(l),
             "TP8 PP4 DP16 CP2 EP4 VP3 · micro-batch 2 · ZeRO-3 · recompute none"
         );
-        assert_eq!(layout_compact(&l), "t8 p4 d16 c2 v3 b2 z3 none");
+        assert_eq!(layout_compact(l), "t8 p4 d16 c2 v3 b2 z3 none");
     }
 }

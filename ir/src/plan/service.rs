@@ -4,7 +4,7 @@
 //! from. Backends render Deployments, LeaderWorkerSets, Slurm and bare-metal launchers from it.
 
 use super::{GroupIr, MoneyIr};
-use crate::types::{Engine, KvCache, Percentile, Priority, ServePrecision};
+use crate::types::{Engine, KvCache, Percentile, Priority, ServePrecision, ServiceMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,7 @@ pub struct ServicePlan {
     /// `aggregated` (every replica prefills and decodes) or `disaggregated` (prefill replicas
     /// hand the KV cache to decode replicas). Absent when infeasible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    pub mode: Option<ServiceMode>,
     /// The replica roles: one (`serve`) when aggregated, two (`prefill`, `decode`) when
     /// disaggregated.
     #[serde(default)]
@@ -225,7 +225,7 @@ pub struct ParetoPointIr {
     /// The deployment in words, e.g. `H20 tp4 ×6` or `prefill H100_SXM tp2 ×2 + decode H20 tp4 ×5`.
     pub deployment: String,
     /// `aggregated` or `disaggregated`.
-    pub mode: String,
+    pub mode: ServiceMode,
     /// Devices at the busiest hour.
     pub devices: u64,
     /// Output tokens per second per device at the busiest hour.

@@ -7,9 +7,10 @@
 //! refuse anyway are left to them, so each problem is reported once: infeasible plans (L4001)
 //! and plans without a layout, estimate, checkpoint or groups (L4002).
 
-use super::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ServicePlan};
 use crate::catalogue::{Catalogue, NodeGroup, Pool};
-use crate::diagnostics::{Diagnostic, codes};
+use loam_ir::diagnostics::{Diagnostic, codes};
+use loam_ir::plan::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ServicePlan};
+use loam_ir::types::Hetero;
 use std::collections::BTreeMap;
 
 /// The longest checkpoint interval a plan may have: a year, in minutes. The planner's
@@ -115,7 +116,7 @@ fn plan_problems(plan: &Plan, catalogue: &Catalogue) -> Problems {
         .iter()
         .all(|g| NodeShape::of(g).holds(g.devices));
     if degrees_ok && complete {
-        match plan.hetero.as_deref() {
+        match plan.hetero {
             None => {
                 let product = product(layout);
                 if product != Some(devices) {
@@ -128,15 +129,8 @@ fn plan_problems(plan: &Plan, catalogue: &Catalogue) -> Problems {
                     ));
                 }
             }
-            Some("data") => data_pair(plan, layout, &mut problems),
-            Some("pipeline") => pipeline_pair(plan, layout, &mut problems),
-            Some(other) => problems.push((
-                Against::Itself,
-                format!(
-                    "`hetero` is `{}`, neither `pipeline` nor `data`",
-                    other.escape_debug()
-                ),
-            )),
+            Some(Hetero::Data) => data_pair(plan, layout, &mut problems),
+            Some(Hetero::Pipeline) => pipeline_pair(plan, layout, &mut problems),
         }
     }
     let interval = checkpoint.interval_min;

@@ -1,0 +1,131 @@
+//! What the backends and the report take from the catalogue, as the plain values of
+//! `loam_ir::cluster`: where each tenant's jobs go on every backend (the one mapping `loam emit`
+//! and `loam diff` render manifests with), the devices of each node group, the vendors' software
+//! facts, and the pools' map the report draws.
+
+use super::model::Catalogue;
+use loam_ir::cluster::vendor::Vendors;
+use loam_ir::cluster::{ClusterMap, LinkMap, NodeGroupMap, PoolMap, QuotaShare, SiteMap, Tenancy};
+use loam_ir::plan::PlanDocument;
+use std::collections::BTreeMap;
+
+/// The backend names of every tenant the plans name, from the catalogue's pools. A tenant the
+/// catalogue does not describe is left out; the backends derive its names (see
+/// [`Tenancy::derived`]).
+pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, Tenancy> {
+    let mut found = BTreeMap::new();
+    let owners = doc
+        .plans
+        .iter()
+        .map(|p| (&p.pool, &p.tenant))
+        .chain(doc.services.iter().map(|s| (&s.pool, &s.tenant)));
+    for (pool, owner) in owners {
+        let Some(pool) = catalogue.pool(pool) else {
+            continue;
+        };
+        let Some(tenant) = pool.tenant(owner) else {
+            continue;
+        };
+        let quotas = tenant
+            .quota
+            .iter()
+            .map(|q| {
+                (
+                    q.device.value.clone(),
+                    QuotaShare {
+                        guaranteed: u64::from(q.guaranteed.value),
+                        elastic: u64::from(q.elastic.value),
+                    },
+                )
+            })
+            .collect();
+        found.insert(
+            owner.clone(),
+            Tenancy {
+                namespace: tenant.kubernetes_namespace.clone(),
+                queue: tenant.queue.clone(),
+                slurm_account: tenant.slurm_account.clone(),
+                slurm_qos: None,
+                checkpoint_root: tenant.checkpoint_root.value.to_string(),
+                quotas,
+            },
+        );
+    }
+    found
+}
+
+/// The devices of every node group of the pools `doc`'s plans run in, by node group name: the
+/// capacity the pool's Kueue cohort must hold for the catalogue's elastic quotas to be real.
+pub fn node_group_devices(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, u64> {
+    let mut found = BTreeMap::new();
+    for plan in &doc.plans {
+        let Some(pool) = catalogue.pool(&plan.pool) else {
+            continue;
+        };
+        for (_, group) in pool.node_groups() {
+            found.insert(group.name.value.clone(), group.devices());
+        }
+    }
+    found
+}
+
+/// The vendors of `catalogue` and the vendor of each of its devices: the vendor facts the
+/// backends render with.
+pub fn vendors(catalogue: &Catalogue) -> Vendors {
+    Vendors::new(
+        catalogue.vendors.clone(),
+        catalogue
+            .devices
+            .iter()
+            .map(|(id, d)| (id.clone(), d.vendor.clone()))
+            .collect(),
+    )
+}
+
+/// The pools of `catalogue` as the report's placement map draws them (sites, node groups and
+/// WAN links), and each device's memory for its memory figure.
+pub fn cluster_map(catalogue: &Catalogue) -> ClusterMap {
+    let pools = catalogue
+        .pools
+        .iter()
+        .map(|(id, pool)| {
+            let sites = pool
+                .sites
+                .iter()
+                .map(|site| SiteMap {
+                    name: site.name.value.clone(),
+                    city: site.city.clone(),
+                    node_groups: site
+                        .node_groups
+                        .iter()
+                        .map(|g| NodeGroupMap {
+                            name: g.name.value.clone(),
+                            device: g.device.value.clone(),
+                            devices: u64::from(g.nodes) * u64::from(g.devices_per_node.value),
+                            free_devices: u64::from(g.free_devices),
+                        })
+                        .collect(),
+                })
+                .collect();
+            let links = pool
+                .links
+                .iter()
+                .map(|l| LinkMap {
+                    a: l.a.value.clone(),
+                    b: l.b.value.clone(),
+                    bandwidth: l.bandwidth,
+                })
+                .collect();
+            (id.clone(), PoolMap { sites, links })
+        })
+        .collect();
+    let device_memory_bytes = catalogue
+        .devices
+        .iter()
+        .map(|(id, d)| (id.clone(), d.memory_bytes.value))
+        .collect();
+    ClusterMap {
+        pools,
+        device_memory_bytes,
+    }
+}
