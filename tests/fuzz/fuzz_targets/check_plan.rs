@@ -9,8 +9,8 @@ use loam_compiler::check::catalogue::{check_job, check_service};
 use loam_compiler::check::check_file;
 use loam_compiler::plan::plan_job;
 use loam_compiler::plan::service::plan_service;
-use loam_ir::span::FileId;
 use loam_compiler::syntax::{decode_utf8, parse};
+use loam_ir::span::FileId;
 use std::sync::OnceLock;
 
 /// Loaded once per process: loading and validating the catalogue costs more than most inputs.

@@ -3,8 +3,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use loam_compiler::check::check_file;
-use loam_ir::span::FileId;
 use loam_compiler::syntax::{decode_utf8, parse};
+use loam_ir::span::FileId;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = decode_utf8(FileId(0), data) else { return };
