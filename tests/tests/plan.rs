@@ -617,7 +617,7 @@ fn calibration_stays_within_its_bound() {
     assert_eq!(code, 0, "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_sorted(&report);
-    // The goals the core's calibration test keeps (compiler/core/src/calibrate/tests.rs).
+    // The goals the core's calibration test keeps (compiler/src/calibrate/tests.rs).
     let median = report["median_abs_error_pct"].as_f64().unwrap();
     assert!(median <= 8.0, "median |error| {median} %");
     let within = report["within_20_pct_share"].as_f64().unwrap();
@@ -694,7 +694,7 @@ fn calibrate_cross_validates_by_source_family() {
 
 /// `loam calibrate` on the heterogeneous-run file: recognised by its columns, 21 of its 38 runs
 /// costed with their published stage layouts (the bound is the core test's,
-/// compiler/core/src/calibrate/hetero/tests.rs: the median was 39.6 % when it was set), every
+/// compiler/src/calibrate/hetero/tests.rs: the median was 39.6 % when it was set), every
 /// other run listed with the reason it is not.
 #[test]
 fn hetero_calibration_costs_the_published_stage_layouts() {

@@ -27,8 +27,8 @@ fn source_files() -> Vec<PathBuf> {
     for dir in [
         "grammar/src",
         "ir/src",
-        "compiler/core/src",
-        "compiler/cli/src",
+        "compiler/src",
+        "cli/src",
         "backends/src",
         "report/src",
         "tests/src",
@@ -164,10 +164,10 @@ fn docs_and_comments_cite_only_the_repository() {
     );
 }
 
-/// The planner's modules (the files and folders right under `compiler/core/src/plan/`) and the
+/// The planner's modules (the files and folders right under `compiler/src/plan/`) and the
 /// sibling modules each names: `super::x` from a top-level file, `crate::plan::x` from anywhere.
 fn plan_module_uses() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let dir = repo_root().join("compiler/core/src/plan");
+    let dir = repo_root().join("compiler/src/plan");
     let mut files = Vec::new();
     rust_files(&dir, &mut files);
     let units: std::collections::BTreeSet<String> = files
@@ -263,18 +263,18 @@ fn cost_model_constants_are_tagged_and_documented() {
     let docs = std::fs::read_to_string(root.join("docs/cost-model.md")).unwrap();
     let mut files = Vec::new();
     for dir in [
-        "compiler/core/src/cost",
-        "compiler/core/src/workload",
-        "compiler/core/src/serve",
+        "compiler/src/cost",
+        "compiler/src/workload",
+        "compiler/src/serve",
     ] {
         rust_files(&root.join(dir), &mut files);
     }
     for file in [
-        "compiler/core/src/cost.rs",
-        "compiler/core/src/workload.rs",
-        "compiler/core/src/calibrate.rs",
-        "compiler/core/src/serve.rs",
-        "compiler/core/src/calibrate/serving.rs",
+        "compiler/src/cost.rs",
+        "compiler/src/workload.rs",
+        "compiler/src/calibrate.rs",
+        "compiler/src/serve.rs",
+        "compiler/src/calibrate/serving.rs",
     ] {
         files.push(root.join(file));
     }

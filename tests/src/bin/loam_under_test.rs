@@ -1,6 +1,6 @@
 //! The `loam` binary, built inside the test crate so that tests can run it as a process (in a
 //! folder of their own, from a shell, as the README's tour does): Cargo hands integration tests
-//! the paths of their own package's binaries only. It is `compiler/cli/src/main.rs` exactly.
+//! the paths of their own package's binaries only. It is `cli/src/main.rs` exactly.
 
 use std::process::ExitCode;
 
