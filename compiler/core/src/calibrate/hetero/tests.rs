@@ -353,3 +353,32 @@ fn a_network_naming_no_rdma_fabric_runs_nccl_over_tcp_sockets() {
         "{sockets} vs {rdma}"
     );
 }
+
+#[test]
+fn the_heterogeneous_file_cross_validates_by_source_family() {
+    let cv = crate::calibrate::cross_validate_hetero(CSV, catalogue_device).unwrap();
+    // The two families with costed rows: DTFM's twelve Megatron-LM runs and Sailor's nine.
+    let families: Vec<(&str, usize)> = cv
+        .folds
+        .iter()
+        .map(|f| (f.family.as_str(), f.rows))
+        .collect();
+    assert_eq!(families, vec![("dtfm", 12), ("sailor", 9)]);
+    // Each fold's shipped median is the family's own under the shipped constants.
+    let r = report();
+    for fold in &cv.folds {
+        let errors: Vec<f64> = r
+            .rows
+            .iter()
+            .filter(|row| row.point_id.starts_with(&format!("{}_", fold.family)))
+            .filter_map(|row| row.error_pct.map(f64::abs))
+            .collect();
+        assert_eq!(
+            fold.shipped_median_abs_error_pct,
+            crate::calibrate::median(errors)
+        );
+    }
+    println!("{}", crate::calibrate::render_cross_validation(&cv));
+    // Left out, each family is still costed within the goal for the file.
+    assert!(cv.median_abs_error_pct <= MEDIAN_BOUND_PCT, "{cv:#?}");
+}
