@@ -68,6 +68,9 @@ fn serving_cross_validation_meets_its_goals() {
     }
 }
 
+/// A change to the shipped constants.
+type Perturbation = dyn Fn(&mut ServeFitted);
+
 /// The source families whose costed rows change when `perturb` changes the shipped constants.
 fn families_informing(perturb: impl Fn(&mut ServeFitted)) -> std::collections::BTreeSet<String> {
     let shipped = calibrate_serving(CSV, lookup).unwrap();
@@ -94,7 +97,7 @@ fn families_informing(perturb: impl Fn(&mut ServeFitted)) -> std::collections::B
 fn every_fitted_serving_constant_is_informed_by_three_source_families() {
     // Issue 29: a constant is fitted only when at least three source families inform it.
     // Moving each by 10 % must move rows of three families or more.
-    let perturbations: [(&str, &dyn Fn(&mut ServeFitted)); 3] = [
+    let perturbations: [(&str, &Perturbation); 3] = [
         ("bandwidth_share", &|f| f.bandwidth_share *= 1.1),
         ("gemm_share", &|f| f.gemm_share *= 1.1),
         ("block_overhead_s", &|f| f.block_overhead_s *= 1.1),
