@@ -194,3 +194,39 @@ fn bands_have_their_edges_where_named() {
     assert_eq!(scale_band(512).label, "65–512");
     assert_eq!(scale_band(513).label, "> 512");
 }
+
+#[test]
+fn a_serving_run_is_tagged_by_prompt_length_engine_and_group() {
+    let csv = "\
+run_id,group,precision,device_count,input_len
+r1,trtllm_perf,fp8,8,128
+r2,trtllm_perf,fp8,1,4096
+r3,,fp16,16,20000
+";
+    let rows = read_rows(csv).unwrap();
+    let tags = |i: usize, engine: Option<&str>| {
+        tags::serving_tags(&rows[i], Some("H100_SXM"), engine.map(str::to_string))
+    };
+    // Throughput errors −10 and +30 on the TensorRT-LLM rows, −5 on the third (no engine costed,
+    // no group): the engine's regime has median 20, one of two within ±20 %, mean +10.
+    let runs = vec![
+        (-10.0, tags(0, Some("trtllm"))),
+        (30.0, tags(1, Some("trtllm"))),
+        (-5.0, tags(2, None)),
+    ];
+    let table = by_regime(&runs);
+    let trtllm = stats(&table, Dimension::Stack, "trtllm");
+    assert_eq!((trtllm.runs, trtllm.median_abs_error_pct), (2, 20.0));
+    assert_eq!(trtllm.within_20_pct_share, 0.5);
+    assert_eq!(trtllm.mean_signed_error_pct, 10.0);
+    assert_eq!(stats(&table, Dimension::Stack, "unstated").runs, 1);
+    assert_eq!(stats(&table, Dimension::Family, "unstated").runs, 1);
+    // Prompts of 128, 4,096 and 20,000 tokens fall in three bands; 1, 8 and 16 devices in two.
+    assert_eq!(stats(&table, Dimension::Sequence, "≤ 2K").runs, 1);
+    assert_eq!(stats(&table, Dimension::Sequence, "2K–8K").runs, 1);
+    assert_eq!(stats(&table, Dimension::Sequence, "8K–32K").runs, 1);
+    assert_eq!(stats(&table, Dimension::Scale, "1–8").runs, 2);
+    assert_eq!(stats(&table, Dimension::Scale, "9–64").runs, 1);
+    // Every run is on the device costed.
+    assert_eq!(stats(&table, Dimension::Device, "H100_SXM").runs, 3);
+}
