@@ -14,6 +14,8 @@ use crate::types::{Arch, Recompute, SplitRule};
 use crate::workload::Pins;
 use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 /// What decides which layouts exist for a job on one device type: the model, the batch, the
@@ -88,6 +90,10 @@ pub(crate) struct Axes {
     pub(crate) recomputes: Vec<Recompute>,
     /// Which blocks full recomputation replays.
     pub(crate) recompute_layers: RecomputeLayers,
+    /// The splits worked out so far, by pipeline degree, virtual stages and rule: a split
+    /// depends on nothing else, and the walk meets each one again under every tensor and
+    /// context degree (working one out is `O(p·v)`, a 1,000-block model's was most of a walk).
+    splits: RefCell<BTreeMap<(u32, u32, SplitRule), StageSplit>>,
 }
 
 /// The blocks full recomputation replays, as the search tries them.
@@ -189,7 +195,18 @@ impl Axes {
                 (None, Some(_)) => RecomputeLayers::Every,
                 (None, None) => RecomputeLayers::Fewest,
             },
+            splits: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// The split of `layers` blocks over `p × v` chunks under `rule` ([`StageSplit::new`]),
+    /// worked out once per search.
+    fn split(&self, layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
+        *self
+            .splits
+            .borrow_mut()
+            .entry((p, v, rule))
+            .or_insert_with(|| StageSplit::new(layers, p, v, rule))
     }
 }
 
@@ -371,7 +388,7 @@ impl<'a> Space<'a> {
                 continue;
             }
             worked = true;
-            let split = StageSplit::new(self.model.layers, p, v, rule);
+            let split = self.axes.split(self.model.layers, p, v, rule);
             if let Some(b) = balanced
                 && b.with_rule(rule) == split
             {
