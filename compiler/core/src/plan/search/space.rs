@@ -16,6 +16,10 @@ use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+
+/// Splits kept per thread before the memo of [`split`] starts again (counted: a 4,096-layer
+/// model's searches meet about a thousand; each entry is under 200 bytes).
+const SPLITS_KEPT: usize = 16_384;
 use std::ops::ControlFlow;
 
 /// What decides which layouts exist for a job on one device type: the model, the batch, the
@@ -90,10 +94,6 @@ pub(crate) struct Axes {
     pub(crate) recomputes: Vec<Recompute>,
     /// Which blocks full recomputation replays.
     pub(crate) recompute_layers: RecomputeLayers,
-    /// The splits worked out so far, by pipeline degree, virtual stages and rule: a split
-    /// depends on nothing else, and the walk meets each one again under every tensor and
-    /// context degree (working one out is `O(p·v)`, a 1,000-block model's was most of a walk).
-    splits: RefCell<BTreeMap<(u32, u32, SplitRule), StageSplit>>,
 }
 
 /// The blocks full recomputation replays, as the search tries them.
@@ -195,19 +195,29 @@ impl Axes {
                 (None, Some(_)) => RecomputeLayers::Every,
                 (None, None) => RecomputeLayers::Fewest,
             },
-            splits: RefCell::new(BTreeMap::new()),
         }
     }
+}
 
-    /// The split of `layers` blocks over `p × v` chunks under `rule` ([`StageSplit::new`]),
-    /// worked out once per search.
-    fn split(&self, layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
-        *self
-            .splits
-            .borrow_mut()
-            .entry((p, v, rule))
-            .or_insert_with(|| StageSplit::new(layers, p, v, rule))
+/// The split of `layers` blocks over `p × v` chunks under `rule` ([`StageSplit::new`]), worked
+/// out once per thread: a split depends on nothing else, and the walk meets each one again under
+/// every tensor and context degree, and in every search of the same model (the heterogeneous
+/// data split walks each group on 15 shares of the batch). Working one out is `O(p·v)`: a
+/// 1,000-block model's splits were most of a walk.
+fn split(layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
+    thread_local! {
+        static SPLITS: RefCell<BTreeMap<(u32, u32, u32, SplitRule), StageSplit>> =
+            const { RefCell::new(BTreeMap::new()) };
     }
+    SPLITS.with(|splits| {
+        let mut splits = splits.borrow_mut();
+        if splits.len() >= SPLITS_KEPT {
+            splits.clear();
+        }
+        *splits
+            .entry((layers, p, v, rule))
+            .or_insert_with(|| StageSplit::new(layers, p, v, rule))
+    })
 }
 
 /// Positive divisors of `n` in increasing order.
@@ -388,7 +398,7 @@ impl<'a> Space<'a> {
                 continue;
             }
             worked = true;
-            let split = self.axes.split(self.model.layers, p, v, rule);
+            let split = split(self.model.layers, p, v, rule);
             if let Some(b) = balanced
                 && b.with_rule(rule) == split
             {
