@@ -15,6 +15,7 @@ mod cross;
 mod csv_errors;
 mod hetero;
 mod hetero_row;
+mod regime;
 mod row;
 mod serving;
 mod serving_row;
@@ -23,10 +24,16 @@ mod serving_table;
 mod serving_tests;
 mod table;
 
-pub use cross::{CrossValidation, FamilyFold, cross_validate, render_cross_validation};
+pub use cross::{
+    CrossValidation, FamilyFold, cross_validate, cross_validate_hetero, render_cross_validation,
+};
 pub use hetero::{
     ASSUMED_GPT_VOCAB, ASSUMED_INFINIBAND_GBPS, ASSUMED_NODE_NETWORK_GBPS, HeteroCalibrationReport,
     HeteroCalibrationRow, HeteroStageCost, calibrate_hetero, render_hetero_table,
+};
+pub use regime::{
+    Dimension, RegimeStats, ServingRegimes, hetero_regimes, render_regimes, render_serving_regimes,
+    serving_regimes, training_regimes,
 };
 pub use serving::{
     ASSUMED_SCALE_OUT_BANDWIDTH, ServingCalibrationReport, ServingCalibrationRow,

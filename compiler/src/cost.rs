@@ -13,6 +13,7 @@ mod network;
 pub mod ops;
 pub(crate) mod pipeline_step;
 mod stages;
+pub mod transport;
 
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::workload::{

@@ -6,7 +6,7 @@
 //! prompt) and decode steps (every weight and every cached key and value read once per step,
 //! bandwidth-bound at small batch, compute-bound at large), with continuous batching mixing
 //! them; [`model`] times both on a device, [`queue`] turns those times into latency percentiles
-//! at a request rate, [`fitted`] holds the engine efficiencies fitted on the inference
+//! at a request rate, [`fitted`] holds the three constants fitted on the inference
 //! calibration file. The planner (`plan::service`) and `loam calibrate` on a serving file both
 //! call only the functions re-exported here.
 
@@ -19,7 +19,7 @@ mod tests;
 
 pub use fitted::ServeFitted;
 pub use model::{
-    ReplicaMemory, ReplicaShape, ServedModel, decode_step_s, decode_step_s_with,
+    FP4_GEMM_SHARE, ReplicaMemory, ReplicaShape, ServedModel, decode_step_s, decode_step_s_with,
     kv_bytes_per_token, kv_transfer_s, memory_fraction, prefill_s, prefill_s_with, replica_memory,
 };
 pub use queue::{

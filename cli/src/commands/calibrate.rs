@@ -1,16 +1,20 @@
 //! `loam calibrate`: predicted vs measured throughput of published training runs, and whether
 //! loam's own layout beats the published one; or, for a CSV of runs that mix device types,
 //! predicted vs measured whole-job throughput with each run's own stage layout; or, for a CSV
-//! of serving runs, predicted vs measured output throughput, TTFT and TPOT per run.
+//! of serving runs, predicted vs measured output throughput, TTFT and TPOT per run. After the
+//! table and its summary lines, each kind prints its error by regime (sequence length, ZeRO,
+//! MoE, precision, device, scale, stack, source family); `--cross-validate` refits the fitted
+//! constants per source family on the training and the heterogeneous files alike.
 
 use crate::Context;
 use crate::args::{CalibrateArgs, OutputFormat};
 use crate::render::plan_json::sort_keys;
 use crate::session::plan_catalogue;
 use loam_compiler::calibrate::{
-    CsvKind, calibrate, calibrate_hetero, calibrate_serving, cross_validate,
-    cross_validate_serving, csv_kind, render_cross_validation, render_hetero_table,
-    render_serving_cross_validation, render_serving_table, render_table,
+    CsvKind, calibrate, calibrate_hetero, calibrate_serving, cross_validate, cross_validate_hetero,
+    cross_validate_serving, csv_kind, hetero_regimes, render_cross_validation, render_hetero_table,
+    render_regimes, render_serving_cross_validation, render_serving_regimes, render_serving_table,
+    render_table, serving_regimes, training_regimes,
 };
 use std::path::Path;
 
@@ -45,13 +49,26 @@ pub fn run(
             }
         } else {
             match calibrate_serving(&text, devices) {
-                Ok(report) => match args.format {
-                    OutputFormat::Json => serde_json::to_value(&report).unwrap_or_default(),
-                    OutputFormat::Text => {
-                        cx.print(&render_serving_table(&report));
-                        return Ok(0);
+                Ok(report) => {
+                    let regimes = match serving_regimes(&text, &report) {
+                        Ok(regimes) => regimes,
+                        Err(e) => {
+                            cx.eprint(&format!("error: {name}: {e}\n"));
+                            return Ok(1);
+                        }
+                    };
+                    match args.format {
+                        OutputFormat::Json => with_regimes(
+                            serde_json::to_value(&report).unwrap_or_default(),
+                            serde_json::to_value(&regimes).unwrap_or_default(),
+                        ),
+                        OutputFormat::Text => {
+                            cx.print(&render_serving_table(&report));
+                            cx.print(&format!("\n{}", render_serving_regimes(&regimes)));
+                            return Ok(0);
+                        }
                     }
-                },
+                }
                 Err(e) => {
                     cx.eprint(&format!("error: {name}: {e}\n"));
                     return Ok(1);
@@ -64,13 +81,25 @@ pub fn run(
     let lookup = |id: &str| catalogue.device(id).map(|d| d.figures());
     if csv_kind(&text) == CsvKind::Hetero {
         if args.cross_validate {
-            cx.eprint(&format!(
-                "error: {name}: --cross-validate refits on training runs of one device type; this file mixes device types\n"
-            ));
-            return Ok(1);
+            let cv = match cross_validate_hetero(&text, lookup) {
+                Ok(cv) => cv,
+                Err(e) => {
+                    cx.eprint(&format!("error: {name}: {e}\n"));
+                    return Ok(1);
+                }
+            };
+            match args.format {
+                OutputFormat::Json => {
+                    cx.print_json(&sort_keys(serde_json::to_value(&cv).unwrap_or_default()));
+                }
+                OutputFormat::Text => cx.print(&render_cross_validation(&cv)),
+            }
+            return Ok(0);
         }
-        let report = match calibrate_hetero(&text, lookup) {
-            Ok(report) => report,
+        let (report, regimes) = match calibrate_hetero(&text, lookup)
+            .and_then(|report| Ok((hetero_regimes(&text, &report)?, report)))
+        {
+            Ok((regimes, report)) => (report, regimes),
             Err(e) => {
                 cx.eprint(&format!("error: {name}: {e}\n"));
                 return Ok(1);
@@ -78,11 +107,18 @@ pub fn run(
         };
         match args.format {
             OutputFormat::Json => {
-                cx.print_json(&sort_keys(
+                cx.print_json(&sort_keys(with_regimes(
                     serde_json::to_value(&report).unwrap_or_default(),
+                    serde_json::to_value(&regimes).unwrap_or_default(),
+                )));
+            }
+            OutputFormat::Text => {
+                cx.print(&render_hetero_table(&report));
+                cx.print(&format!(
+                    "\n{}",
+                    render_regimes("whole-job tokens/s", &regimes)
                 ));
             }
-            OutputFormat::Text => cx.print(&render_hetero_table(&report)),
         }
         return Ok(0);
     }
@@ -102,8 +138,10 @@ pub fn run(
         }
         return Ok(0);
     }
-    let report = match calibrate(&text, lookup) {
-        Ok(report) => report,
+    let (report, regimes) = match calibrate(&text, lookup)
+        .and_then(|report| Ok((training_regimes(&text, &report)?, report)))
+    {
+        Ok((regimes, report)) => (report, regimes),
         Err(e) => {
             cx.eprint(&format!("error: {name}: {e}\n"));
             return Ok(1);
@@ -124,14 +162,29 @@ pub fn run(
                     serde_json::json!(auto_wins as f64 / n.max(1) as f64),
                 );
             }
-            cx.print_json(&sort_keys(value));
+            cx.print_json(&sort_keys(with_regimes(
+                value,
+                serde_json::to_value(&regimes).unwrap_or_default(),
+            )));
         }
         OutputFormat::Text => {
             cx.print(&render_table(&report));
             cx.print(&format!(
                 "loam's own layout (every field auto, same devices) is predicted at least as fast as the published one on {auto_wins} of {n} runs\n"
             ));
+            cx.print(&format!(
+                "\n{}",
+                render_regimes("tokens/s per device", &regimes)
+            ));
         }
     }
     Ok(0)
+}
+
+/// A report's JSON with its error by regime under `regimes`, after every key it had.
+fn with_regimes(mut report: serde_json::Value, regimes: serde_json::Value) -> serde_json::Value {
+    if let Some(map) = report.as_object_mut() {
+        map.insert("regimes".into(), regimes);
+    }
+    report
 }

@@ -7,6 +7,7 @@
 //! is the situation of every plan loam makes. The refit re-costs each row's layout as the
 //! shipped constants chose it; only [`FittedConstants`] vary.
 
+use super::hetero::calibrate_hetero_with;
 use super::{CalibrationError, Prepared, calibrate_prepared, median};
 use crate::cost::estimate;
 use crate::hardware::{DeviceFigures, FittedConstants};
@@ -104,25 +105,122 @@ fn grid((from, to, step): (f64, f64, f64)) -> impl Iterator<Item = f64> {
     (0..=steps).map(move |i| ((from + f64::from(i) * step) * 1e6).round() / 1e6)
 }
 
-/// The constants on the grid with the lowest median `|error|` over `rows`, ties broken by the
-/// mean and then by grid order, so the fit is deterministic.
-fn fit(rows: &[&Prepared]) -> FittedConstants {
-    let mut best = (f64::INFINITY, f64::INFINITY, FittedConstants::SHIPPED);
-    for gemm_sustained in grid(GEMM_SUSTAINED_GRID) {
-        for overlap_contention in grid(OVERLAP_CONTENTION_GRID) {
-            let fitted = FittedConstants {
+/// Every point of the grid, in grid order.
+fn grid_points() -> Vec<FittedConstants> {
+    grid(GEMM_SUSTAINED_GRID)
+        .flat_map(|gemm_sustained| {
+            grid(OVERLAP_CONTENTION_GRID).map(move |overlap_contention| FittedConstants {
                 gemm_sustained,
                 overlap_contention,
-            };
-            let errors = abs_errors(rows, &fitted);
-            let mean = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
-            let score = (median(errors), mean);
-            if score.0 < best.0 || (score.0 == best.0 && score.1 < best.1) {
-                best = (score.0, score.1, fitted);
-            }
+            })
+        })
+        .collect()
+}
+
+/// The point of the grid whose `|error|`s (`errors` of it) have the lowest median, ties broken
+/// by the mean and then by grid order, so the fit is deterministic.
+fn best_on_grid(errors: impl Fn(&FittedConstants) -> Vec<f64>) -> FittedConstants {
+    let mut best = (f64::INFINITY, f64::INFINITY, FittedConstants::SHIPPED);
+    for fitted in grid_points() {
+        let errors = errors(&fitted);
+        let mean = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+        let score = (median(errors), mean);
+        if score.0 < best.0 || (score.0 == best.0 && score.1 < best.1) {
+            best = (score.0, score.1, fitted);
         }
     }
     best.2
+}
+
+/// The constants on the grid with the lowest median `|error|` over `rows`.
+fn fit(rows: &[&Prepared]) -> FittedConstants {
+    best_on_grid(|fitted| abs_errors(rows, fitted))
+}
+
+/// Refits the fitted constants on a heterogeneous-run file with each source family (the
+/// `point_id` prefix before its first `_`) left out in turn: the same grid and rule as
+/// [`cross_validate`], each row re-costed through the heterogeneous costing
+/// ([`calibrate_hetero_with`]), whose stages, overlap and step read the constants. A row costed
+/// with the shipped constants that a refit cannot cost counts as a miss of 100 %.
+pub fn cross_validate_hetero(
+    csv_text: &str,
+    device_lookup: impl Fn(&str) -> Option<DeviceFigures>,
+) -> Result<CrossValidation, CalibrationError> {
+    let shipped = calibrate_hetero_with(csv_text, &device_lookup, FittedConstants::SHIPPED)?;
+    // The rows costed with the shipped constants, by family.
+    let costed: Vec<(usize, String)> = shipped
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.error_pct.is_some())
+        .map(|(i, r)| (i, family_of(&r.point_id)))
+        .collect();
+    // Each grid point costs the file once; the folds pick their rows from these.
+    let mut by_point: Vec<(FittedConstants, Vec<f64>)> = Vec::new();
+    for fitted in grid_points() {
+        let report = calibrate_hetero_with(csv_text, &device_lookup, fitted)?;
+        let errors = costed
+            .iter()
+            .map(|(i, _)| {
+                report
+                    .rows
+                    .get(*i)
+                    .and_then(|r| r.error_pct)
+                    .map_or(100.0, f64::abs)
+            })
+            .collect();
+        by_point.push((fitted, errors));
+    }
+    let errors_of = |fitted: &FittedConstants, keep: &dyn Fn(&str) -> bool| -> Vec<f64> {
+        by_point
+            .iter()
+            .find(|(f, _)| f == fitted)
+            .map(|(_, errors)| {
+                errors
+                    .iter()
+                    .zip(&costed)
+                    .filter(|(_, (_, family))| keep(family))
+                    .map(|(e, _)| *e)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let shipped_errors = |family: &str| -> Vec<f64> {
+        costed
+            .iter()
+            .filter(|(_, f)| f == family)
+            .filter_map(|(i, _)| shipped.rows.get(*i)?.error_pct.map(f64::abs))
+            .collect()
+    };
+    let families: std::collections::BTreeSet<&str> =
+        costed.iter().map(|(_, f)| f.as_str()).collect();
+    let mut folds = Vec::new();
+    let mut held_out = Vec::new();
+    for family in families {
+        let fitted = best_on_grid(|f| errors_of(f, &|other| other != family));
+        let errors = errors_of(&fitted, &|other| other == family);
+        held_out.extend(errors.iter().copied());
+        folds.push(FamilyFold {
+            family: family.to_string(),
+            rows: errors.len(),
+            fitted,
+            median_abs_error_pct: median(errors),
+            shipped_median_abs_error_pct: median(shipped_errors(family)),
+        });
+    }
+    let n = held_out.len().max(1) as f64;
+    let within = held_out.iter().filter(|e| **e <= 20.0).count() as f64 / n;
+    Ok(CrossValidation {
+        folds,
+        fitted_on_all: best_on_grid(|f| errors_of(f, &|_| true)),
+        median_abs_error_pct: median(held_out),
+        within_20_pct_share: within,
+    })
+}
+
+/// A heterogeneous row's source family: its `point_id` up to the first `_`.
+fn family_of(point_id: &str) -> String {
+    point_id.split('_').next().unwrap_or(point_id).to_string()
 }
 
 /// The cross-validation as a table: one line per left-out family, then the pooled result.

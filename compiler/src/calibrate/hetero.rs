@@ -16,11 +16,12 @@
 use super::cells::Cells;
 use super::hetero_row::{
     GpuMix, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
-    parse_stage_layout, stated_bandwidth,
+    parse_stage_layout, stated_bandwidth, stated_transport,
 };
 use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, gpt_era_recipe};
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
+use crate::cost::transport::Transport;
 use crate::cost::{Collective, Group, collective_time, exposed_reduction, p2p_time, usable_memory};
 use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
 use crate::workload::{
@@ -34,11 +35,13 @@ mod table;
 pub use table::render_hetero_table;
 
 /// Inter-node bandwidth assumed where a row states none, in Gb/s per node: gigabit Ethernet.
-/// The one source that leaves it out, Sailor's MIT cluster, records each run's gradient
-/// reduction next to its iteration time (`red_grads` in the notes): 5.5, 7.2, 8.9, 21.6 and
-/// 22.6 s for 0.5 to 1.4 GB of fp32 gradients per node, which is what the collective model
-/// gives a ring all-reduce at 1 Gb/s per node (5.6, 7.6, 8.7 to 10.1, 21.2 and 23.5 s); at
-/// 10 Gb/s it would take a tenth of that.
+/// The one source that leaves it out, Sailor's MIT cluster, profiles its links in its artifact
+/// (eth-easl/sailor, `sailor/providers/multizone_bandwidths_het.json`): 115 MB/s (0.92 Gb/s)
+/// between the RTX 3090 nodes and the others, the link every pipeline through them crosses. Its
+/// runs also record their gradient reduction next to the iteration time (`red_grads` in the
+/// notes): 5.5, 7.2, 8.9, 21.6 and 22.6 s for 0.5 to 1.4 GB of fp32 gradients per node, the
+/// order of a ring all-reduce at 1 Gb/s over TCP sockets (7.5, 10.1, 11.6 to 13.5, 28.3 and
+/// 31.3 s in this model); at 10 Gb/s it would take a tenth of that.
 pub const ASSUMED_NODE_NETWORK_GBPS: f64 = 1.0;
 
 /// Inter-node bandwidth assumed where a row names InfiniBand without a figure, in Gb/s per node:
@@ -377,7 +380,7 @@ fn read_costable(
     }
     let mix = parse_gpu_mix(row.text("gpu_mix")).map_err(|e| format!("gpu_mix: {e}"))?;
     let network_text = row.text("inter_node_network");
-    let network = match stated_bandwidth(network_text) {
+    let line_rate = match stated_bandwidth(network_text) {
         Some(bw) => bw,
         None => {
             let (what, gbps) = if network_text.contains("InfiniBand") {
@@ -389,6 +392,11 @@ fn read_costable(
             gbps * 1e9 / 8.0
         }
     };
+    let transport = stated_transport(network_text);
+    if transport == Transport::Sockets {
+        assumptions.push("no RDMA fabric named: NCCL over TCP sockets".into());
+    }
+    let network = transport.line_rate_in_model(line_rate);
     let device = |name: &str| -> Result<DeviceFigures, String> {
         let id = catalogue_id(name).unwrap_or(name);
         lookup(id).ok_or_else(|| format!("device `{name}` is not in the catalogue"))

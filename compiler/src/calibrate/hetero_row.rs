@@ -8,6 +8,7 @@
 //! embedding, modules 1 to `layers` the blocks, `layers + 1` the head; ` / ` separates the
 //! data-parallel replicas of a stage, which may be different device types).
 
+use crate::cost::transport::Transport;
 use loam_ir::types::Precision;
 
 /// The columns whose presence marks a CSV as this kind.
@@ -207,6 +208,23 @@ pub(super) fn parse_precision(text: &str) -> Option<(Precision, bool)> {
     Some((precision, text.contains("likely")))
 }
 
+/// The transport NCCL runs between nodes on the network `text` describes: RDMA where it names
+/// an RDMA fabric (InfiniBand, RoCE, EFA), else TCP sockets, which NCCL falls back to whenever a
+/// node has no RDMA device.
+pub(super) fn stated_transport(text: &str) -> Transport {
+    let lower = text.to_ascii_lowercase();
+    let rdma = ["infiniband", "roce", "efa", "rdma"].iter().any(|fabric| {
+        lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == *fabric)
+    });
+    if rdma {
+        Transport::Rdma
+    } else {
+        Transport::Sockets
+    }
+}
+
 /// The first bandwidth the text states in bits per second (`10 Gbps`, `0.45 Gb/s`, `100 Gbit/s`)
 /// or bytes per second (`25 GB/s`), in bytes per second.
 pub(super) fn stated_bandwidth(text: &str) -> Option<f64> {
@@ -350,6 +368,20 @@ mod tests {
             Some(3.3e9 / 8.0)
         );
         assert_eq!(stated_bandwidth("not stated in artifact"), None);
+        assert_eq!(
+            stated_transport("InfiniBand (bandwidth not retrieved)"),
+            Transport::Rdma
+        );
+        assert_eq!(stated_transport("100 Gb/s RoCE"), Transport::Rdma);
+        assert_eq!(
+            stated_transport("10 Gbps inter-instance (artifact)"),
+            Transport::Sockets
+        );
+        // A word that merely contains a fabric's letters is not one.
+        assert_eq!(
+            stated_transport("Lambda refabricated VMs"),
+            Transport::Sockets
+        );
         assert_eq!(
             stated_bandwidth("InfiniBand (bandwidth not retrieved)"),
             None

@@ -509,16 +509,11 @@ fn objective(rows: &[&PreparedServing], fitted: &ServeFitted) -> f64 {
 const FIT_ROUNDS: usize = 4;
 
 /// Fits [`ServeFitted`] on prepared rows: coordinate descent over fixed grids (bandwidth share
-/// 0.50–1.00 in steps of 0.02; each engine's efficiency 0.20–1.28 in steps of 0.02 and its
-/// per-block overhead 0–300 µs in steps of 5 µs, for the engines with rows), the lowest value
-/// kept on ties; engines without rows take vLLM's values.
+/// 0.50–1.00 in steps of 0.02, GEMM share 0.20–1.28 in steps of 0.02, per-block overhead 0–300 µs
+/// in steps of 5 µs), the lowest value kept on ties. Every constant is shared by all engines, so
+/// every row informs each of them.
 fn fit(rows: &[&PreparedServing]) -> ServeFitted {
     let mut best = ServeFitted::SHIPPED;
-    let engines: Vec<usize> = Engine::ALL
-        .iter()
-        .filter(|e| rows.iter().any(|r| r.model.engine == **e))
-        .map(|e| ServeFitted::index(*e))
-        .collect();
     let try_value = |best: &mut ServeFitted, set: &dyn Fn(&mut ServeFitted, f64), grid: &[f64]| {
         let mut chosen = *best;
         let mut chosen_score = f64::INFINITY;
@@ -534,47 +529,12 @@ fn fit(rows: &[&PreparedServing]) -> ServeFitted {
         *best = chosen;
     };
     let shares: Vec<f64> = (25..=50).map(|k| f64::from(k) / 50.0).collect();
-    let efficiencies: Vec<f64> = (10..=64).map(|k| f64::from(k) / 50.0).collect();
+    let gemm_shares: Vec<f64> = (10..=64).map(|k| f64::from(k) / 50.0).collect();
     let overheads: Vec<f64> = (0..=60).map(|k| f64::from(k) / 200_000.0).collect();
     for _ in 0..FIT_ROUNDS {
         try_value(&mut best, &|f, v| f.bandwidth_share = v, &shares);
-        for i in &engines {
-            let i = *i;
-            try_value(
-                &mut best,
-                &move |f, v| {
-                    if let Some(e) = f.engine_efficiency.get_mut(i) {
-                        *e = v;
-                    }
-                },
-                &efficiencies,
-            );
-            try_value(
-                &mut best,
-                &move |f, v| {
-                    if let Some(e) = f.block_overhead_s.get_mut(i) {
-                        *e = v;
-                    }
-                },
-                &overheads,
-            );
-        }
-    }
-    let vllm = ServeFitted::index(Engine::Vllm);
-    for e in Engine::ALL {
-        let i = ServeFitted::index(*e);
-        if !engines.contains(&i) {
-            let (eff, overhead) = (
-                best.engine_efficiency.get(vllm).copied().unwrap_or(1.0),
-                best.block_overhead_s.get(vllm).copied().unwrap_or(0.0),
-            );
-            if let Some(x) = best.engine_efficiency.get_mut(i) {
-                *x = eff;
-            }
-            if let Some(x) = best.block_overhead_s.get_mut(i) {
-                *x = overhead;
-            }
-        }
+        try_value(&mut best, &|f, v| f.gemm_share = v, &gemm_shares);
+        try_value(&mut best, &|f, v| f.block_overhead_s = v, &overheads);
     }
     best
 }

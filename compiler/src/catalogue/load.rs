@@ -353,6 +353,7 @@ impl Cx<'_, '_> {
                 .unwrap_or_default(),
             fabric: raw.scale_up.fabric.value,
             scale_up_bandwidth_bidir: scale_up?,
+            peer_to_peer: raw.scale_up.peer_to_peer.is_none_or(|p| p.value),
             devices_per_node: spanned(devices_per_node?, self.span(&raw.devices_per_node)),
             tdp_watts: tdp?,
             typical_watts: typical?,

@@ -130,14 +130,18 @@ impl Catalogue {
 
 impl Device {
     /// The figures the cost model reads. The scale-up bandwidth is one direction, half the
-    /// bidirectional catalogue figure.
+    /// bidirectional catalogue figure, or what host-staged collectives reach of it on a device
+    /// without peer-to-peer ([`crate::cost::transport::scale_up_one_way`]).
     pub fn figures(&self) -> DeviceFigures {
         DeviceFigures {
             id: self.id.value.clone(),
             peak_flops: self.peak_flops.iter().map(|(p, v)| (*p, v.value)).collect(),
             memory_bytes: self.memory_bytes.value,
             memory_bandwidth: self.memory_bandwidth,
-            scale_up_bandwidth: self.scale_up_bandwidth_bidir / 2.0,
+            scale_up_bandwidth: crate::cost::transport::scale_up_one_way(
+                self.scale_up_bandwidth_bidir,
+                self.peer_to_peer,
+            ),
             devices_per_node: self.devices_per_node.value,
             tdp_watts: self.tdp_watts,
             efficiency: self.efficiency.clone(),

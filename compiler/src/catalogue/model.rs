@@ -187,6 +187,9 @@ pub struct Device {
     pub fabric: String,
     /// Intra-node fabric bandwidth per device in bytes/s, both directions together.
     pub scale_up_bandwidth_bidir: f64,
+    /// Whether devices of a node reach each other over the fabric directly; without it (GeForce
+    /// and TITAN cards on PCIe) collectives inside the node go through host memory.
+    pub peer_to_peer: bool,
     /// Devices in one scale-up domain.
     pub devices_per_node: Spanned<u32>,
     /// Board power limit in watts.

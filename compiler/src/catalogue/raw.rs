@@ -68,6 +68,9 @@ pub(crate) struct AttentionEfficiency {
 pub(crate) struct ScaleUp {
     pub fabric: Loc<String>,
     pub bandwidth: Loc<String>,
+    /// Whether two devices of a node reach each other's memory over the fabric; absent is yes.
+    #[serde(default)]
+    pub peer_to_peer: Option<Loc<bool>>,
 }
 
 /// Power draw.

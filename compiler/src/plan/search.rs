@@ -265,24 +265,26 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
     };
-    let mut ranker = Ranker::new(spec, objective, &axes, stats, &[u64::MAX]);
+    let mut ranker = Ranker::new(spec, objective, &axes, stats);
     // A break is the device lacking the precision: what was found up to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()
 }
 
-/// The ranked candidates of [`search`] of `spec` with `max_devices` set to each of `caps` in
-/// turn, in one walk: a smaller cap's search visits a subset of a larger one's layouts and costs
-/// each the same (nothing of the cost model reads the cap), so its best are the best of the
-/// wider walk's candidates within the cap. The rejected regions and the statistics, which do
-/// depend on the cap, are not returned. One list per cap, in the order of `caps`.
+/// The ranked candidates of [`search`] of `spec` by each of `objectives` with `max_devices` set
+/// to each of `caps` in turn, in one walk: a smaller cap's search visits a subset of a larger
+/// one's layouts and costs each the same (nothing of the cost model reads the cap), so its best
+/// are the best of the wider walk's candidates within the cap; and nothing the walk visits or
+/// costs reads the objective, so each objective's best are those of a walk of its own. The
+/// rejected regions and the statistics, which do depend on the cap, are not returned. One list
+/// per objective and cap, in the order of `objectives`, then of `caps`.
 pub fn search_capped(
     spec: &SearchSpec<'_>,
-    objective: &dyn Objective,
+    objectives: &[&dyn Objective],
     caps: &[u64],
-) -> Vec<Vec<Candidate>> {
+) -> Vec<Vec<Vec<Candidate>>> {
     let Some(&widest) = caps.iter().max() else {
-        return Vec::new();
+        return vec![Vec::new(); objectives.len()];
     };
     let wide = SearchSpec {
         max_devices: widest,
@@ -296,7 +298,7 @@ pub fn search_capped(
         .iter()
         .map(|&cap| cap.min(spec.cluster.devices()).max(1))
         .collect();
-    let mut ranker = Ranker::new(&wide, objective, &axes, SearchStats::default(), &allowed);
+    let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed);
     // A break is the device lacking the precision: nothing was kept for any cap.
     let _ = space.walk(&mut ranker);
     ranker.finish_capped()

@@ -1,10 +1,12 @@
 //! One replica's step times and memory: prefill and decode on a device at a tensor, pipeline
 //! and expert degree, and how many tokens of KV cache fit beside the weights.
 //!
-//! Every time is a roofline of bytes over the device's bandwidth and FLOPs over its sustained
-//! GEMM rate, both scaled by the engine's fitted efficiency ([`ServeFitted`]), plus the
-//! collectives of the degrees on the tier they cross and a fitted per-block overhead. The
-//! equations are in docs/cost-model.md, "Serving".
+//! A forward pass runs its weight GEMMs (a roofline of the weight bytes over the device's
+//! bandwidth against the FLOPs over its sustained GEMM rate), then its attention as a separate
+//! kernel (decode: the KV cache read at the bandwidth; prefill: the score FLOPs at the device's
+//! flash-attention rate), plus the collectives of the degrees on the tier they cross and a
+//! fitted per-block overhead ([`ServeFitted`]). The equations are in docs/cost-model.md,
+//! "Serving".
 
 use super::fitted::ServeFitted;
 use crate::catalogue::Device;
@@ -213,8 +215,16 @@ pub fn replica_memory(model: &ServedModel, shape: &ReplicaShape<'_>) -> ReplicaM
     }
 }
 
-/// GEMM FLOP/s one device sustains in the model's precision on its engine: int8 and int4 are
-/// weight-only (16-bit GEMMs), fp4 runs at the device's fp4 peak with its fp8 efficiency.
+/// Physical: the share of the fp4 dense peak an NVFP4 GEMM sustains on Blackwell, the mean of
+/// cuBLASLt at 8192³ (5,239 of 9,000 TFLOP/s, 0.58; deepseek-ai/DeepGEMM#348, the cuBLAS
+/// column) and vLLM's CUTLASS NVFP4 GEMM on Llama 3.1 8B shapes with the activations quantised
+/// on the fly (3,039 TFLOP/s at 16,384 tokens, 0.34; vllm-project/vllm#20646): 0.46. It
+/// replaces the catalogue's GEMM efficiency, which has no fp4 figure.
+pub const FP4_GEMM_SHARE: f64 = 0.46;
+
+/// GEMM FLOP/s one device sustains in the model's precision: int8 and int4 are weight-only
+/// (16-bit GEMMs), fp4 runs at the device's fp4 peak times [`FP4_GEMM_SHARE`] (on a device
+/// without one, at its fp8 rate).
 fn gemm_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 {
     let raw = match model.precision.compute() {
         Some(p) => {
@@ -225,7 +235,7 @@ fn gemm_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 
                 * device.efficiency.gemm(p)
         }
         None => match device.fp4_peak {
-            Some(peak) => peak * device.efficiency.gemm(Precision::Fp8),
+            Some(peak) => peak * FP4_GEMM_SHARE,
             None => {
                 device
                     .peak(Precision::Fp8)
@@ -235,12 +245,22 @@ fn gemm_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 
             }
         },
     };
-    (raw * fitted.efficiency(model.engine)).max(1.0)
+    (raw * fitted.gemm_share).max(1.0)
 }
 
-/// Bytes/s one device's decode reads reach on the engine.
-fn read_rate(model: &ServedModel, device: &Device, fitted: &ServeFitted) -> f64 {
-    (device.memory_bandwidth * fitted.bandwidth_share * fitted.efficiency(model.engine)).max(1.0)
+/// Attention FLOP/s one device sustains: the catalogue's causal flash-attention forward share
+/// of its 16-bit peak (attention runs in 16 bits whatever the weights' precision).
+fn attention_rate(device: &Device, fitted: &ServeFitted) -> f64 {
+    let peak = device
+        .peak(Precision::Bf16)
+        .or_else(|| device.peak(Precision::Fp16))
+        .unwrap_or(0.0);
+    (peak * device.efficiency.attention_forward * fitted.gemm_share).max(1.0)
+}
+
+/// Bytes/s one device's weight and KV-cache reads reach.
+fn read_rate(device: &Device, fitted: &ServeFitted) -> f64 {
+    (device.memory_bandwidth * fitted.bandwidth_share).max(1.0)
 }
 
 /// Seconds of one collective moving `bytes` per rank over `ranks` ranks, on the scale-up fabric
@@ -285,27 +305,30 @@ fn block_comm_s(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64) -> f
     2.0 * all_reduce + all_to_all
 }
 
-/// Seconds of one pass through one pipeline stage of `tokens` tokens, given the bytes it reads
-/// and the FLOPs it runs per device.
+/// Seconds of one pass through one pipeline stage of `tokens` tokens: the weight GEMMs (the
+/// larger of reading `weight_bytes` and running `gemm_flops` per device), then the attention
+/// kernel's `attention_s`, which runs after them and overlaps neither, then per block the
+/// fitted overhead and the collectives, and a hop to the next stage.
 fn stage_s(
     model: &ServedModel,
     shape: &ReplicaShape<'_>,
     fitted: &ServeFitted,
     tokens: f64,
-    bytes: f64,
-    flops: f64,
+    weight_bytes: f64,
+    gemm_flops: f64,
+    attention_s: f64,
 ) -> f64 {
     let device = shape.device;
-    let read = bytes / read_rate(model, device, fitted);
-    let compute = flops / gemm_rate(model, device, fitted);
+    let read = weight_bytes / read_rate(device, fitted);
+    let compute = gemm_flops / gemm_rate(model, device, fitted);
     let blocks = f64::from(model.dims.layers) / f64::from(shape.pipeline.max(1));
-    let per_block = fitted.block_overhead(model.engine) + block_comm_s(model, shape, tokens);
+    let per_block = fitted.block_overhead_s + block_comm_s(model, shape, tokens);
     let hop = if shape.pipeline > 1 {
         collective_s(shape, 2, 1.0, tokens * f64::from(model.dims.hidden) * 2.0)
     } else {
         0.0
     };
-    read.max(compute) + blocks * per_block + hop
+    read.max(compute) + attention_s + blocks * per_block + hop
 }
 
 /// [`prefill_s`] with explicit fitted constants (what the calibration fit varies).
@@ -319,13 +342,25 @@ pub fn prefill_s_with(
     let d = &model.dims;
     let devices = f64::from(shape.devices().max(1));
     let pipeline = f64::from(shape.pipeline.max(1));
-    // Causal attention: QKᵀ and AV over half the prompt on average, per token and block.
-    let attention =
-        2.0 * f64::from(d.layers) * model.query_width() * model.attended_context(prompt);
-    let flops = (2.0 * model.active_params + attention) * tokens / devices;
+    // Causal attention: QKᵀ and AV over half the prompt on average, per token and block, in
+    // the flash-attention kernel at its own rate.
+    let attention_flops =
+        2.0 * f64::from(d.layers) * model.query_width() * model.attended_context(prompt) * tokens
+            / devices;
+    let attention_s = attention_flops / attention_rate(shape.device, fitted);
+    let gemm_flops = 2.0 * model.active_params * tokens / devices;
     let weights = replica_memory(model, shape).weights_bytes;
     // A prompt passes every stage one after the other: pipeline stages add up.
-    pipeline * stage_s(model, shape, fitted, tokens, weights, flops)
+    pipeline
+        * stage_s(
+            model,
+            shape,
+            fitted,
+            tokens,
+            weights,
+            gemm_flops,
+            attention_s,
+        )
 }
 
 /// Seconds to prefill `tokens` prompt tokens of requests `prompt` tokens long on one replica.
@@ -365,11 +400,25 @@ pub fn decode_step_s_with(
     let micro = (batch / pipeline).max(1.0);
     let attended = model.attended_context(context);
     let kv_per_device = kv_bytes_per_token(model) / kv_split(model, shape);
-    let bytes = decode_weight_bytes(model, shape, micro) + micro * attended * kv_per_device;
     let devices = f64::from(shape.devices().max(1));
-    let attention = 4.0 * f64::from(d.layers) * model.query_width() * attended;
-    let flops = (2.0 * model.active_params + attention) * micro / devices;
-    pipeline * stage_s(model, shape, fitted, micro, bytes, flops)
+    // The attention kernel reads every running sequence's KV cache once per step (its FLOPs,
+    // QKᵀ and AV per cached token, matter only for very wide heads).
+    let kv_read = micro * attended * kv_per_device / read_rate(shape.device, fitted);
+    let attention_flops =
+        4.0 * f64::from(d.layers) * model.query_width() * attended * micro / devices;
+    let attention_s = kv_read.max(attention_flops / attention_rate(shape.device, fitted));
+    let weights = decode_weight_bytes(model, shape, micro);
+    let gemm_flops = 2.0 * model.active_params * micro / devices;
+    pipeline
+        * stage_s(
+            model,
+            shape,
+            fitted,
+            micro,
+            weights,
+            gemm_flops,
+            attention_s,
+        )
 }
 
 /// Seconds of one decode step of `batch` sequences holding `context` tokens each on average.

@@ -207,3 +207,73 @@ fn the_wait_quantile_is_zero_below_the_share_that_waits() {
     assert!(wait_quantile_s(0.9, 1.0, 0.99) > wait_quantile_s(0.9, 1.0, 0.5));
     assert!(wait_quantile_s(1.0, 1.0, 0.5).is_infinite());
 }
+
+#[test]
+fn decode_reads_the_kv_cache_after_the_weight_gemms_even_when_they_are_compute_bound() {
+    // Llama 3 8B in bf16 on one H100, 1,024 sequences. The weight GEMMs are compute-bound:
+    // 2 × 8.0e9 × 1,024 = 1.6e13 FLOP at 989.4 TFLOP/s × 0.803 × 0.82 = 651.5 TFLOP/s is
+    // 25 ms, against 16 GB of weights at 3.35 TB/s × 0.86 = 2.88 TB/s, 5.6 ms. The attention
+    // kernel then reads each sequence's cache: 131,072 B per token (32 layers × 2 × 8 heads ×
+    // 128 × 2 B); its FLOPs, 4 × 32 × 4,096 × 128 × 1,024 = 6.9e10 per 128 tokens of context
+    // at 989.4 × 0.35 × 0.82 = 284 TFLOP/s (0.24 ms), stay below the read. So 128 more tokens
+    // of context add 1,024 × 128 × 131,072 B = 17.2 GB over 2.88 TB/s = 5.96 ms, although the
+    // weight GEMMs alone take longer than the weights and the KV cache together take to read.
+    let d = device("H100_SXM");
+    let s = shape(&d, 1);
+    let model = served(llama_8b(), ServePrecision::Bf16);
+    let short = decode_step_s(&model, &s, 1024.0, 128.0);
+    let long = decode_step_s(&model, &s, 1024.0, 256.0);
+    let read = 3.35e12 * ServeFitted::SHIPPED.bandwidth_share;
+    let expected = 1024.0 * 128.0 * 131_072.0 / read;
+    assert!(
+        ((long - short) - expected).abs() < 1e-6,
+        "{} vs {expected}",
+        long - short
+    );
+    assert!((expected - 5.96e-3).abs() < 0.05e-3, "{expected}");
+}
+
+#[test]
+fn prefill_attention_runs_at_the_flash_attention_rate() {
+    // Llama 3 8B on one H100, one chunk of 8,192 prompt tokens: the GEMMs are the same for
+    // prompts of 1,024 and 8,192 tokens, the attention grows with the context each token sees:
+    // 2 × 32 layers × 4,096 × (8,192 − 1,024) × 8,192 tokens = 1.54e13 FLOP at the catalogue's
+    // flash-attention forward share, 989.4 TFLOP/s × 0.35 × 0.82 = 284 TFLOP/s: 54.2 ms.
+    let d = device("H100_SXM");
+    let s = shape(&d, 1);
+    let model = served(llama_8b(), ServePrecision::Bf16);
+    let short = prefill_s(&model, &s, 8192.0, 1024.0);
+    let long = prefill_s(&model, &s, 8192.0, 8192.0);
+    let rate = 989.4e12 * 0.35 * ServeFitted::SHIPPED.gemm_share;
+    let expected = 2.0 * 32.0 * 4096.0 * 7168.0 * 8192.0 / rate;
+    assert!(
+        ((long - short) - expected).abs() < 1e-6,
+        "{} vs {expected}",
+        long - short
+    );
+    assert!((expected - 54.2e-3).abs() < 0.1e-3, "{expected}");
+}
+
+#[test]
+fn fp4_gemms_run_at_the_measured_share_of_the_fp4_peak() {
+    // Llama 3 70B in fp4 on one B200, prefilling 8,192 more prompt tokens of 128-token
+    // prompts: compute-bound (39 GB of weights read in 5.7 ms against 0.34 s of GEMMs), so
+    // the extra time is 8,192 × 2 × active / (9,000 TFLOP/s × 0.46 × 0.82) for the GEMMs plus
+    // 8,192 × 2 × 80 × 8,192 × 128 / (2,250 TFLOP/s × 0.35 × 0.82) for the attention. The
+    // former rule, the fp4 peak at the fp8 GEMM efficiency (9,000 × 0.763 = 6,867 TFLOP/s),
+    // made these GEMMs 40 % shorter than the measured NVFP4 share does (4,140 TFLOP/s).
+    let d = device("B200");
+    let s = shape(&d, 1);
+    let model = served(llama_70b(), ServePrecision::Fp4);
+    let one = prefill_s(&model, &s, 8192.0, 128.0);
+    let two = prefill_s(&model, &s, 16384.0, 128.0);
+    let share = ServeFitted::SHIPPED.gemm_share;
+    let gemm = 8192.0 * 2.0 * model.active_params / (9000e12 * FP4_GEMM_SHARE * share);
+    let attention = 8192.0 * 2.0 * 80.0 * 8192.0 * 128.0 / (2250e12 * 0.35 * share);
+    assert!(
+        ((two - one) - (gemm + attention)).abs() < 1e-6,
+        "{} vs {}",
+        two - one,
+        gemm + attention
+    );
+}

@@ -51,10 +51,14 @@ fn the_file_is_recognised_by_its_columns() {
 /// published) are listed with their reasons.
 const COSTED_ROWS: usize = 21;
 
-/// The median |error| measured on the shared file (39.6 % when this bound was set, every costed
-/// row over-predicted: see docs/cost-model.md, "Heterogeneous calibration"), rounded up with
-/// some headroom for the per-device GEMM efficiencies being added to the catalogue.
-const MEDIAN_BOUND_PCT: f64 = 45.0;
+/// The goal for the shared file's median |error| (9.2 % measured with host-staged
+/// collectives on devices without PCIe peer-to-peer and NCCL's TCP socket transport on networks
+/// that name no RDMA fabric; 34.0 % before, every costed row over-predicted): see
+/// docs/cost-model.md, "Heterogeneous calibration".
+const MEDIAN_BOUND_PCT: f64 = 20.0;
+
+/// Share of costed rows within ±20 % (90 % measured).
+const WITHIN_20_BOUND: f64 = 0.8;
 
 #[test]
 fn the_shared_file_costs_its_published_layouts_within_the_bound() {
@@ -66,6 +70,24 @@ fn the_shared_file_costs_its_published_layouts_within_the_bound() {
         "median |error| {:.1}% > {MEDIAN_BOUND_PCT}%\n{}",
         r.median_abs_error_pct,
         render_hetero_table(&r)
+    );
+    assert!(
+        r.within_20_pct_share >= WITHIN_20_BOUND,
+        "{:.0}% within ±20%\n{}",
+        100.0 * r.within_20_pct_share,
+        render_hetero_table(&r)
+    );
+    // Neither side dominates any more: some rows are over-predicted, some under.
+    let over = r
+        .rows
+        .iter()
+        .filter_map(|row| row.error_pct)
+        .filter(|e| *e > 0.0)
+        .count();
+    assert!(
+        over > 0 && over < r.costed_rows,
+        "{over} of {} over-predicted",
+        r.costed_rows
     );
     for row in &r.rows {
         let reason = row.not_costed.as_deref().unwrap_or("");
@@ -260,4 +282,103 @@ fn a_refit_reaches_the_heterogeneous_costing() {
             assert!(b > a, "{a} -> {b}");
         }
     }
+}
+
+#[test]
+fn a_tensor_group_without_peer_to_peer_goes_through_host_memory() {
+    use crate::cost::transport::HOST_STAGED_SHARE;
+    let header = CSV.lines().next().unwrap();
+    let n4_d1 = CSV
+        .lines()
+        .find(|l| l.starts_with("sailor_mit_N4_D1,"))
+        .unwrap();
+    let csv = format!("{header}\n{n4_d1}\n");
+    let staged = calibrate_hetero(&csv, catalogue_device).unwrap();
+    // The same cards as if the driver allowed peer-to-peer over their PCIe Gen3 links.
+    let direct = calibrate_hetero(&csv, |id| {
+        catalogue_device(id).map(|mut d| {
+            d.scale_up_bandwidth /= HOST_STAGED_SHARE;
+            d
+        })
+    })
+    .unwrap();
+    // Stage 1 holds modules 5-11, seven blocks on eight RTX 2080 (fp32, micro-batch 2, 2,048
+    // tokens, hidden 1,024): each block all-reduces 2 · 2048 · 1024 · 4 B = 16.78 MB four times
+    // (twice forward, twice backward). A ring over 8 ranks moves 2 · 7/8 of it per rank: through
+    // host memory at 16 GB/s · 0.2 · 0.8 = 2.56 GB/s that is 11.47 ms, peer-to-peer at
+    // 16 · 0.8 = 12.8 GB/s 2.29 ms (plus 7 · 2 µs of hops each way, the same on both): 9.18 ms
+    // more per all-reduce, 7 · 4 · 9.18 = 257 ms more per micro-batch.
+    let bytes: f64 = 2.0 * 2048.0 * 1024.0 * 4.0;
+    let ring = 2.0 * 7.0 / 8.0 * bytes;
+    let per_all_reduce = ring / (16e9 * 0.2 * 0.8) - ring / (16e9 * 0.8);
+    assert!(
+        (per_all_reduce - 9.18e-3).abs() < 0.01e-3,
+        "{per_all_reduce}"
+    );
+    let extra = staged.rows[0].stages[1].seconds_per_micro_batch
+        - direct.rows[0].stages[1].seconds_per_micro_batch;
+    assert!(
+        (extra - 7.0 * 4.0 * per_all_reduce).abs() < 1e-3,
+        "{extra} s more per micro-batch"
+    );
+    assert!(staged.rows[0].predicted_iter_time_s > direct.rows[0].predicted_iter_time_s);
+}
+
+#[test]
+fn a_network_naming_no_rdma_fabric_runs_nccl_over_tcp_sockets() {
+    let header = CSV.lines().next().unwrap();
+    let p8 = CSV
+        .lines()
+        .find(|l| l.starts_with("dtfm_case2_megatron_P8_L24_B1024,"))
+        .unwrap();
+    let step = |line: &str| {
+        let r = calibrate_hetero(&format!("{header}\n{line}\n"), catalogue_device).unwrap();
+        (
+            r.rows[0].predicted_iter_time_s,
+            r.rows[0].assumptions.join("; "),
+        )
+    };
+    let (sockets, assumed) = step(p8);
+    assert!(assumed.contains("TCP sockets"), "{assumed}");
+    let (rdma, assumed) = step(&p8.replace("10 Gbps inter-instance", "10 Gbps RoCE"));
+    assert!(!assumed.contains("TCP sockets"), "{assumed}");
+    // A pipeline send of 1 · 2048 · 2048 · 2 B = 8.39 MB leaves a 4-GPU p3.8xlarge whose 10 Gb/s
+    // NIC its four ranks share: 1.25 GB/s · 0.8 / 4 = 250 MB/s over RDMA, 33.6 ms; over
+    // sockets 1.25 · 0.6 / 4 = 187.5 MB/s, 44.7 ms. Two sends a slot over 128 + 8 − 1 = 135
+    // slots: 135 · 2 · 11.2 ms = 3.02 s longer (the data-parallel reduction grows too).
+    let send: f64 = 2048.0 * 2048.0 * 2.0;
+    let per_slot = 2.0 * (send / (1.25e9 * 0.6 / 4.0) - send / (1.25e9 * 0.8 / 4.0));
+    assert!(
+        sockets - rdma >= 135.0 * per_slot * 0.999,
+        "{sockets} vs {rdma}"
+    );
+}
+
+#[test]
+fn the_heterogeneous_file_cross_validates_by_source_family() {
+    let cv = crate::calibrate::cross_validate_hetero(CSV, catalogue_device).unwrap();
+    // The two families with costed rows: DTFM's twelve Megatron-LM runs and Sailor's nine.
+    let families: Vec<(&str, usize)> = cv
+        .folds
+        .iter()
+        .map(|f| (f.family.as_str(), f.rows))
+        .collect();
+    assert_eq!(families, vec![("dtfm", 12), ("sailor", 9)]);
+    // Each fold's shipped median is the family's own under the shipped constants.
+    let r = report();
+    for fold in &cv.folds {
+        let errors: Vec<f64> = r
+            .rows
+            .iter()
+            .filter(|row| row.point_id.starts_with(&format!("{}_", fold.family)))
+            .filter_map(|row| row.error_pct.map(f64::abs))
+            .collect();
+        assert_eq!(
+            fold.shipped_median_abs_error_pct,
+            crate::calibrate::median(errors)
+        );
+    }
+    println!("{}", crate::calibrate::render_cross_validation(&cv));
+    // Left out, each family is still costed within the goal for the file.
+    assert!(cv.median_abs_error_pct <= MEDIAN_BOUND_PCT, "{cv:#?}");
 }

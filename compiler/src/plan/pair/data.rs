@@ -22,7 +22,7 @@ use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
-use crate::plan::search::{Candidate, SearchSpec, search_capped, setup_on};
+use crate::plan::search::{Candidate, Objective, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
 use crate::workload::{StateRecipe, TrainSetup, param_count};
@@ -240,21 +240,16 @@ fn group_layouts(
         keep,
     };
     // Under a time goal the fastest counting the exchange are what the pair wants; under
-    // another goal the best on their own are kept as well.
-    let on_its_own = if limits.optimize == Optimize::Time {
-        Vec::new()
-    } else {
-        search_capped(
-            &spec,
-            &|c: &Candidate| alone.score(&outcome(c, 0.0)),
-            &walked,
-        )
-    };
-    let in_pair = search_capped(
-        &spec,
-        &|c: &Candidate| paired.score(&outcome(c, exchange_s(c))),
-        &walked,
-    );
+    // another goal the best on their own are kept as well, ranked in the same walk.
+    let in_pair_score = |c: &Candidate| paired.score(&outcome(c, exchange_s(c)));
+    let alone_score = |c: &Candidate| alone.score(&outcome(c, 0.0));
+    let mut objectives: Vec<&dyn Objective> = vec![&in_pair_score];
+    if limits.optimize != Optimize::Time {
+        objectives.push(&alone_score);
+    }
+    let mut ranked = search_capped(&spec, &objectives, &walked).into_iter();
+    let in_pair = ranked.next().unwrap_or_default();
+    let on_its_own = ranked.next().unwrap_or_default();
     let of_cap = |lists: &[Vec<Candidate>], cap: u64| -> Vec<Candidate> {
         walked
             .iter()

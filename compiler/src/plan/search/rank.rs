@@ -23,7 +23,8 @@ pub(super) struct Ranker<'a> {
     model: &'a ModelDims,
     setup: &'a TrainSetup,
     cluster: &'a ClusterFigures,
-    objective: &'a dyn Objective,
+    /// What the candidates are ranked by: one objective, or several ranked apart in one walk.
+    objectives: Vec<&'a dyn Objective>,
     /// `None` when the device has no peak for the precision.
     costing: Option<Costing<'a>>,
     /// The memory of the shapes visited, as the fit sees it too.
@@ -36,10 +37,13 @@ pub(super) struct Ranker<'a> {
     /// Parameters one device of the current placement holds.
     params: HeldParams,
     rejections: Rejections,
+    /// Whether the rejected regions are wanted: a capped search returns none, so it neither
+    /// records them nor works out the memory of shapes whose model states alone overflow.
+    record_rejections: bool,
     stats: SearchStats,
-    /// The best candidates within each device cap, widest cap first (one cap, the walk's own,
-    /// for a plain search).
-    kept: Vec<(u64, Kept)>,
+    /// By objective, the best candidates within each device cap, widest cap first (one cap,
+    /// the walk's own, for a plain search).
+    kept: Vec<Vec<(u64, Kept)>>,
     /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
     /// big to copy for nothing.
     scratch: Candidate,
@@ -47,21 +51,51 @@ pub(super) struct Ranker<'a> {
 
 impl<'a> Ranker<'a> {
     /// A ranker of `spec`'s layouts by `objective`, trying the ZeRO stages and recomputation
-    /// modes of `axes`; `stats` holds the size of the space. It keeps the best of the layouts
-    /// within each of `caps` devices apart.
+    /// modes of `axes`; `stats` holds the size of the space. It keeps the best layouts and the
+    /// rejected regions.
     pub(super) fn new(
         spec: &SearchSpec<'a>,
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
+    ) -> Ranker<'a> {
+        Ranker::ranking(spec, vec![objective], axes, stats, &[u64::MAX], true)
+    }
+
+    /// A ranker that keeps, for each of `objectives` apart, the best of the layouts within each
+    /// of `caps` devices, and no rejected regions: every objective is offered the same
+    /// candidates in the same order as a walk of its own would offer them.
+    pub(super) fn capped(
+        spec: &SearchSpec<'a>,
+        objectives: Vec<&'a dyn Objective>,
+        axes: &'a Axes,
         caps: &[u64],
+    ) -> Ranker<'a> {
+        Ranker::ranking(spec, objectives, axes, SearchStats::default(), caps, false)
+    }
+
+    fn ranking(
+        spec: &SearchSpec<'a>,
+        objectives: Vec<&'a dyn Objective>,
+        axes: &'a Axes,
+        stats: SearchStats,
+        caps: &[u64],
+        record_rejections: bool,
     ) -> Ranker<'a> {
         let (model, setup, cluster) = (spec.model, spec.setup, spec.cluster);
         Ranker {
             model,
             setup,
             cluster,
-            objective,
+            kept: objectives
+                .iter()
+                .map(|_| {
+                    caps.iter()
+                        .map(|&cap| (cap, Kept::new(spec.keep)))
+                        .collect()
+                })
+                .collect(),
+            objectives,
             // A device without the precision is reported at the first layout that fits in memory.
             costing: Costing::new(model, setup, cluster).ok(),
             memory: ShapeMemory::new(model, setup),
@@ -72,11 +106,8 @@ impl<'a> Ranker<'a> {
             have_bytes: usable_memory(&cluster.device),
             params: HeldParams::default(),
             rejections: Rejections::default(),
+            record_rejections,
             stats,
-            kept: caps
-                .iter()
-                .map(|&cap| (cap, Kept::new(spec.keep)))
-                .collect(),
             scratch: Candidate {
                 layout: Layout::single(),
                 devices: 0,
@@ -87,12 +118,14 @@ impl<'a> Ranker<'a> {
         }
     }
 
-    /// The kept candidates, the rejected regions and the statistics, of the first cap.
+    /// The kept candidates, the rejected regions and the statistics, of the first objective
+    /// and cap.
     pub(super) fn finish(self) -> SearchResult {
         let (scores, ranked) = self
             .kept
             .into_iter()
             .next()
+            .and_then(|caps| caps.into_iter().next())
             .map(|(_, kept)| kept.into_ranked())
             .unwrap_or_default();
         SearchResult {
@@ -103,11 +136,16 @@ impl<'a> Ranker<'a> {
         }
     }
 
-    /// The kept candidates of every cap, in the order of the caps.
-    pub(super) fn finish_capped(self) -> Vec<Vec<Candidate>> {
+    /// The kept candidates of every objective and cap, in the order of the objectives, then
+    /// of the caps.
+    pub(super) fn finish_capped(self) -> Vec<Vec<Vec<Candidate>>> {
         self.kept
             .into_iter()
-            .map(|(_, kept)| kept.into_ranked().1)
+            .map(|caps| {
+                caps.into_iter()
+                    .map(|(_, kept)| kept.into_ranked().1)
+                    .collect()
+            })
             .collect()
     }
 
@@ -138,6 +176,9 @@ impl<'a> Ranker<'a> {
                         recompute,
                         memory.rank_breakdown(rank, zero, recompute, total),
                     ));
+                }
+                if !self.record_rejections {
+                    continue;
                 }
                 let layout = Layout {
                     zero,
@@ -172,8 +213,10 @@ impl<'a> Ranker<'a> {
                 "`{}` has no {} peak",
                 self.cluster.device.id, self.setup.precision
             );
-            self.rejections
-                .reject(Rejection::Unsupported { message }, cand.layout);
+            if self.record_rejections {
+                self.rejections
+                    .reject(Rejection::Unsupported { message }, cand.layout);
+            }
             return ControlFlow::Break(());
         };
         costing.step_cached(
@@ -184,10 +227,12 @@ impl<'a> Ranker<'a> {
             &mut cand.estimate,
         );
         set_totals(cand, self.setup, devices);
-        let score = self.objective.score(cand);
-        for (cap, kept) in &mut self.kept {
-            if cand.devices <= *cap {
-                kept.offer(score, cand);
+        for (objective, caps) in self.objectives.iter().zip(&mut self.kept) {
+            let score = objective.score(cand);
+            for (cap, kept) in caps {
+                if cand.devices <= *cap {
+                    kept.offer(score, cand);
+                }
             }
         }
         ControlFlow::Continue(())
@@ -197,7 +242,9 @@ impl<'a> Ranker<'a> {
 impl Visitor for Ranker<'_> {
     #[inline]
     fn reject(&mut self, reason: Rejection, layout: Layout) {
-        self.rejections.reject(reason, layout);
+        if self.record_rejections {
+            self.rejections.reject(reason, layout);
+        }
     }
 
     fn enter_tensor(&mut self, tensor: &Layout) {
@@ -234,10 +281,11 @@ impl Visitor for Ranker<'_> {
             self.stats.enumerated += 1;
             // When the states alone overflow the device by at least the closest miss so far,
             // every recomputation is rejected and none is a closer miss: count them without
-            // working out the activations (most shapes of large models end here).
+            // working out the activations (most shapes of large models end here). Without
+            // rejected regions to report, the overflow alone settles it.
             if let Some(floor) = floor_of(floors, zero)
                 && floor > have
-                && self.rejections.no_closer_memory_miss(floor - have)
+                && (!self.record_rejections || self.rejections.no_closer_memory_miss(floor - have))
             {
                 self.rejections.count_memory(tries);
                 continue;

@@ -14,6 +14,12 @@ use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
 use loam_ir::plan::{NodeShape, sequence_parallel_runs};
 use loam_ir::types::{Arch, Recompute, SplitRule};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// Splits kept per thread before the memo of [`split`] starts again (counted: a 4,096-layer
+/// model's searches meet about a thousand; each entry is under 200 bytes).
+const SPLITS_KEPT: usize = 16_384;
 use std::ops::ControlFlow;
 
 /// What decides which layouts exist for a job on one device type: the model, the batch, the
@@ -191,6 +197,27 @@ impl Axes {
             },
         }
     }
+}
+
+/// The split of `layers` blocks over `p × v` chunks under `rule` ([`StageSplit::new`]), worked
+/// out once per thread: a split depends on nothing else, and the walk meets each one again under
+/// every tensor and context degree, and in every search of the same model (the heterogeneous
+/// data split walks each group on 15 shares of the batch). Working one out is `O(p·v)`: a
+/// 1,000-block model's splits were most of a walk.
+fn split(layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
+    thread_local! {
+        static SPLITS: RefCell<BTreeMap<(u32, u32, u32, SplitRule), StageSplit>> =
+            const { RefCell::new(BTreeMap::new()) };
+    }
+    SPLITS.with(|splits| {
+        let mut splits = splits.borrow_mut();
+        if splits.len() >= SPLITS_KEPT {
+            splits.clear();
+        }
+        *splits
+            .entry((layers, p, v, rule))
+            .or_insert_with(|| StageSplit::new(layers, p, v, rule))
+    })
 }
 
 /// Positive divisors of `n` in increasing order.
@@ -371,7 +398,7 @@ impl<'a> Space<'a> {
                 continue;
             }
             worked = true;
-            let split = StageSplit::new(self.model.layers, p, v, rule);
+            let split = split(self.model.layers, p, v, rule);
             if let Some(b) = balanced
                 && b.with_rule(rule) == split
             {

@@ -317,3 +317,50 @@ fn expert_parallelism_folds_onto_tensor_context_and_data() {
         assert_eq!((l.tensor, l.context, l.data, l.expert), (2, 8, 4, 8));
     }
 }
+
+#[test]
+fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
+    // A 13B model on 16 nodes of 8 H100 (128 devices), ranked by time and by a score unrelated
+    // to cost in one walk, under the caps 128, 64, 24 and 8 (24: a cap no power of two). Each
+    // list must be exactly what a plain search of that objective with that `max_devices` keeps:
+    // the walk skips the memory of shapes whose model states alone overflow and records no
+    // rejected regions, neither of which may change a kept candidate.
+    let model = ModelDims::dense(40, 5120, 13824, 40, 40, 32_000, 4096, Mlp::Swiglu);
+    let train = setup(512);
+    let cluster = h100s(16);
+    let spec = SearchSpec {
+        model: &model,
+        setup: &train,
+        cluster: &cluster,
+        pins: Pins::default(),
+        max_devices: 128,
+        keep: 4,
+    };
+    let caps = [128, 64, 24, 8];
+    let objectives: [&dyn Objective; 2] = [&time, &scattered];
+    let lists = search_capped(&spec, &objectives, &caps);
+    assert_eq!(lists.len(), 2);
+    for (objective, by_cap) in objectives.iter().zip(&lists) {
+        assert_eq!(by_cap.len(), caps.len());
+        for (&cap, kept) in caps.iter().zip(by_cap) {
+            let alone = search(
+                &SearchSpec {
+                    max_devices: cap,
+                    ..spec.clone()
+                },
+                *objective,
+            );
+            assert_eq!(kept, &alone.ranked, "cap {cap}");
+            // 8 devices hold a 13B model (16 bytes a parameter under AdamW: 208 GB of states,
+            // 26 GB a device under ZeRO-3), so every cap keeps its four.
+            assert_eq!(kept.len(), 4, "cap {cap}");
+            assert!(kept.iter().all(|c| c.devices <= cap));
+        }
+    }
+    // No objective, no lists; no cap, an empty list per objective.
+    assert!(search_capped(&spec, &[], &caps).is_empty());
+    assert_eq!(
+        search_capped(&spec, &objectives, &[]),
+        vec![Vec::<Vec<Candidate>>::new(); 2]
+    );
+}
