@@ -31,16 +31,16 @@ pub use hetero::{
     ASSUMED_GPT_VOCAB, ASSUMED_INFINIBAND_GBPS, ASSUMED_NODE_NETWORK_GBPS, HeteroCalibrationReport,
     HeteroCalibrationRow, HeteroStageCost, calibrate_hetero, render_hetero_table,
 };
+pub use regime::{
+    Dimension, RegimeStats, ServingRegimes, hetero_regimes, render_regimes, render_serving_regimes,
+    serving_regimes, training_regimes,
+};
 pub use serving::{
     ASSUMED_SCALE_OUT_BANDWIDTH, ServingCalibrationReport, ServingCalibrationRow,
     ServingCrossValidation, ServingFold, ServingMetric, ServingMetrics, ThroughputBasis,
     calibrate_serving, calibrate_serving_with, cross_validate_serving, fit_serving,
 };
 pub use serving_table::{render_serving_cross_validation, render_serving_table};
-pub use regime::{
-    Dimension, RegimeStats, ServingRegimes, hetero_regimes, render_regimes,
-    render_serving_regimes, serving_regimes, training_regimes,
-};
 pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
