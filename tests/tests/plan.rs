@@ -656,7 +656,7 @@ fn calibration_stays_within_its_bound() {
     assert_eq!(code, 0);
     assert!(text.contains("median |error|"), "{text}");
     assert!(
-        text.contains("error by regime (tokens/s per device):"),
+        text.contains("accuracy by regime (tokens/s per device):"),
         "{text}"
     );
 }
@@ -775,7 +775,9 @@ fn hetero_calibration_costs_the_published_stage_layouts() {
     );
     // The summary lines come first, unchanged; the regime table after them.
     let summary = text.find("median |error|").unwrap();
-    let regimes = text.find("error by regime (whole-job tokens/s):").unwrap();
+    let regimes = text
+        .find("accuracy by regime (whole-job tokens/s):")
+        .unwrap();
     assert!(summary < regimes, "{text}");
 }
 

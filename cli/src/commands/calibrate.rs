@@ -79,23 +79,30 @@ pub fn run(
         return Ok(0);
     }
     let lookup = |id: &str| catalogue.device(id).map(|d| d.figures());
-    if csv_kind(&text) == CsvKind::Hetero {
-        if args.cross_validate {
-            let cv = match cross_validate_hetero(&text, lookup) {
-                Ok(cv) => cv,
-                Err(e) => {
-                    cx.eprint(&format!("error: {name}: {e}\n"));
-                    return Ok(1);
-                }
-            };
-            match args.format {
-                OutputFormat::Json => {
-                    cx.print_json(&sort_keys(serde_json::to_value(&cv).unwrap_or_default()));
-                }
-                OutputFormat::Text => cx.print(&render_cross_validation(&cv)),
+    let hetero = csv_kind(&text) == CsvKind::Hetero;
+    if args.cross_validate {
+        // The training and the heterogeneous refits report alike.
+        let refit = if hetero {
+            cross_validate_hetero(&text, lookup)
+        } else {
+            cross_validate(&text, lookup)
+        };
+        let cv = match refit {
+            Ok(cv) => cv,
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                return Ok(1);
             }
-            return Ok(0);
+        };
+        match args.format {
+            OutputFormat::Json => {
+                cx.print_json(&sort_keys(serde_json::to_value(&cv).unwrap_or_default()));
+            }
+            OutputFormat::Text => cx.print(&render_cross_validation(&cv)),
         }
+        return Ok(0);
+    }
+    if hetero {
         let (report, regimes) = match calibrate_hetero(&text, lookup)
             .and_then(|report| Ok((hetero_regimes(&text, &report)?, report)))
         {
@@ -119,22 +126,6 @@ pub fn run(
                     render_regimes("whole-job tokens/s", &regimes)
                 ));
             }
-        }
-        return Ok(0);
-    }
-    if args.cross_validate {
-        let cv = match cross_validate(&text, lookup) {
-            Ok(cv) => cv,
-            Err(e) => {
-                cx.eprint(&format!("error: {name}: {e}\n"));
-                return Ok(1);
-            }
-        };
-        match args.format {
-            OutputFormat::Json => {
-                cx.print_json(&sort_keys(serde_json::to_value(&cv).unwrap_or_default()));
-            }
-            OutputFormat::Text => cx.print(&render_cross_validation(&cv)),
         }
         return Ok(0);
     }

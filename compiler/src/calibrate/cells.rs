@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use super::CalibrationError;
+
 /// One CSV row: each named column's text, trimmed (absent columns read as blank).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Cells {
@@ -40,6 +42,29 @@ impl Cells {
             .ok()
             .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e15)
     }
+}
+
+/// Every row of a calibration CSV with a non-blank cell, cell by cell: the heterogeneous
+/// calibration and the error by regime read their files through it.
+pub(super) fn read_rows(csv_text: &str) -> Result<Vec<Cells>, CalibrationError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(csv_text.as_bytes());
+    let headers: Vec<String> = reader
+        .headers()
+        .map_err(|e| super::csv_errors::describe(&e, &[]))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| super::csv_errors::describe(&e, &headers))?;
+        if !record.iter().all(str::is_empty) {
+            rows.push(Cells::new(&headers, &record));
+        }
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! `docs/heterogeneous.md`, under the fitted constants it is given ([`calibrate_hetero_with`]).
 //! A row that cannot be costed says why (`not_costed`); nothing in a row fails the whole file.
 
-use super::cells::Cells;
+use super::cells::{Cells, read_rows};
 use super::hetero_row::{
     GpuMix, MARKER_COLUMNS, StageText, catalogue_id, parse_gpu_mix, parse_precision,
     parse_stage_layout, stated_bandwidth, stated_transport,
@@ -146,28 +146,10 @@ pub(crate) fn calibrate_hetero_with(
     device_lookup: impl Fn(&str) -> Option<DeviceFigures>,
     fitted: FittedConstants,
 ) -> Result<HeteroCalibrationReport, CalibrationError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(csv_text.as_bytes());
-    let headers: Vec<String> = reader
-        .headers()
-        .map_err(|e| super::csv_errors::describe(&e, &[]))?
+    let rows: Vec<HeteroCalibrationRow> = read_rows(csv_text)?
         .iter()
-        .map(str::to_string)
+        .map(|cells| calibrate_row(cells, &device_lookup, fitted))
         .collect();
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| super::csv_errors::describe(&e, &headers))?;
-        if record.iter().all(str::is_empty) {
-            continue;
-        }
-        rows.push(calibrate_row(
-            &Cells::new(&headers, &record),
-            &device_lookup,
-            fitted,
-        ));
-    }
     if rows.is_empty() {
         return Err(CalibrationError::Empty);
     }

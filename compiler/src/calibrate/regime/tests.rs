@@ -121,7 +121,7 @@ fn the_table_prints_one_line_per_regime() {
         "tokens/s per device",
         &training_regimes(TRAINING, &report).unwrap(),
     );
-    assert!(text.starts_with("error by regime (tokens/s per device):\n"));
+    assert!(text.starts_with("accuracy by regime (tokens/s per device):\n"));
     // One run: median 12.3 %, within ±20 %: 100 %, signed −12.3 %.
     let line = text.lines().find(|l| l.contains("H100_SXM")).unwrap();
     assert!(
