@@ -257,7 +257,8 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             env: vec![
                 format!("NPROC_PER_NODE={}", g.ir.devices_per_node),
                 format!("NODE_RANK_OFFSET={}", g.node_rank_offset),
-                format!("RANK_OFFSET={}", g.rank_offset),
+                // The component's first rank: each task adds its own nodes before it (`TASK`).
+                format!("GROUP_RANK_OFFSET={}", g.rank_offset),
                 format!("LOAM_GROUP={}", g.index),
             ],
             collective_env: g.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),

@@ -37,9 +37,7 @@ fn runnable(doc: &mut PlanDocument, dir: &Path, steps: u32, step_s: f64) -> (Opt
         ckpt.path = ckpt.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
     }
     let mut options = loam_tests::shipped_options();
-    options
-        .tenants
-        .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy(&root.to_string_lossy()));
     let trainer = repo_root().join("tests/backends/ckpt_trainer.py");
     options.trainer = vec![
         "python3".to_string(),
@@ -468,6 +466,89 @@ fn a_window_job_begins_at_the_next_opening_and_requeues_itself_into_it() {
     #[allow(clippy::print_stderr)] // the timing is for the person running the tests
     {
         eprintln!("window begin and requeue: {:?}", started.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `NAME=value` lines of `ckpt_trainer.py`'s `node<rank>.env`.
+fn node_env(ckpt: &Path, rank: u64) -> std::collections::BTreeMap<String, String> {
+    std::fs::read_to_string(ckpt.join(format!("node{rank}.env")))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A heterogeneous job on the live lab partitions: component 0 is 2 nodes × 8 of `lab-h100`,
+/// component 1 is 2 nodes × 8 of `lab-910b` (a pipeline plan, stage 0 on the H100s). Every
+/// node's trainer sees torchrun's `PET_*` equal to the plain names and a `RANK_OFFSET` of its
+/// own (deploy review finding 3: before, `RANK_OFFSET` was the component's first rank on every
+/// node of it, and no `PET_*` was set, so torchrun started a one-node world per node).
+#[test]
+fn every_node_of_a_heterogeneous_job_gets_torchruns_environment_and_ranks_of_its_own() {
+    if !have_slurm() {
+        return;
+    }
+    let started = Instant::now();
+    let dir = scratch("torchrun-env");
+    let mut doc = plan_fixture("hetero-h100-ascend");
+    {
+        let p = &mut doc.plans[0];
+        p.layout.as_mut().unwrap().data = 2;
+        for (g, (partition, feature)) in p
+            .groups
+            .iter_mut()
+            .zip([("lab-h100", "h100-sxm"), ("lab-910b", "ascend910b")])
+        {
+            g.site = "alpha".to_string();
+            g.nodes = 2;
+            g.devices = 16;
+            g.block = None;
+            g.slurm_partition = Some(partition.to_string());
+            g.node.as_mut().unwrap().slurm_features = vec![feature.to_string()];
+        }
+    }
+    let (options, ckpt) = runnable(&mut doc, &dir, 2, 0.2);
+    let script = script(&doc, &options, &dir);
+    let id = submit(&script, &dir);
+    let line = wait_done(&id, &dir, Duration::from_secs(180));
+    assert_eq!(
+        field(&line, "JobState="),
+        "COMPLETED",
+        "{line}\n{}",
+        logs(&dir)
+    );
+    // By hand: 4 nodes of 8 devices, world 32; node ranks run on across the components, and a
+    // node's first rank is 8 × its node rank here (both components have 8 per node): 0, 8 on
+    // the H100 nodes, 16, 24 on the Ascend nodes.
+    let envs: Vec<_> = (0..4).map(|r| node_env(&ckpt, r)).collect();
+    let master = envs[0].get("MASTER_ADDR").cloned().unwrap_or_default();
+    assert!(!master.is_empty(), "{envs:#?}\n{}", logs(&dir));
+    for (rank, env) in envs.iter().enumerate() {
+        let get = |k: &str| env.get(k).map(String::as_str).unwrap_or_default();
+        let context = || format!("node {rank}: {env:#?}\n{}", logs(&dir));
+        assert_eq!(get("NODE_RANK"), rank.to_string(), "{}", context());
+        assert_eq!(get("RANK_OFFSET"), (8 * rank).to_string(), "{}", context());
+        assert_eq!(get("WORLD_SIZE"), "32", "{}", context());
+        for (pet, value) in [
+            ("PET_NNODES", "4"),
+            ("PET_NODE_RANK", &rank.to_string()),
+            ("PET_MASTER_ADDR", &master),
+            ("PET_MASTER_PORT", "29500"),
+            ("PET_NPROC_PER_NODE", "8"),
+        ] {
+            assert_eq!(get(pet), value, "{pet}: {}", context());
+        }
+    }
+    let offsets: std::collections::BTreeSet<&str> = envs
+        .iter()
+        .filter_map(|e| e.get("RANK_OFFSET").map(String::as_str))
+        .collect();
+    assert_eq!(offsets.len(), 4, "ranks overlap: {envs:#?}");
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!("torchrun environment on 4 nodes: {:?}", started.elapsed());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,12 +10,21 @@
 /// The task script, run as `sh -c TASK loam-task <trainer...>` on every node. A constant, so no
 /// spec string is part of it; POSIX sh, because it also runs inside container images.
 ///
-/// Reads `SLURM_PROCID` (its node rank), `LOAM_RUN_DIR` (where the batch script creates `stop`
-/// and the tasks leave `interrupted.<rank>`) and `LOAM_WRAPPER` (the contract's wrapper).
+/// Reads `SLURM_PROCID` (its node rank: task ids run on across the components of a
+/// heterogeneous step), its component's `NODE_RANK_OFFSET`, `GROUP_RANK_OFFSET` and
+/// `NPROC_PER_NODE`, the job's `NNODES`, `MASTER_ADDR` and `MASTER_PORT`, `LOAM_RUN_DIR` (where
+/// the batch script creates `stop` and the tasks leave `interrupted.<rank>`) and `LOAM_WRAPPER`
+/// (the contract's wrapper). It exports the node's own `NODE_RANK`, `RANK_OFFSET` (the global
+/// rank of its first device: the component's first rank plus one node's devices per node before
+/// it in the component) and torchrun's `PET_*` defaults, which torchrun reads only from
+/// `PET_<dest>` (pytorch `torch/distributed/argparse_util.py`, class `env`).
 /// It survives SIGTERM and SIGUSR1 itself (Slurm signals every process of a step on preemption
 /// or `scancel --full`); the wrapper, which started before those traps, gets them too and asks
 /// the trainer to checkpoint.
 pub const TASK: &str = r#"NODE_RANK=$SLURM_PROCID; export NODE_RANK
+RANK_OFFSET=$((GROUP_RANK_OFFSET + (NODE_RANK - NODE_RANK_OFFSET) * NPROC_PER_NODE)); export RANK_OFFSET
+PET_NNODES=$NNODES PET_NODE_RANK=$NODE_RANK PET_MASTER_ADDR=$MASTER_ADDR PET_MASTER_PORT=$MASTER_PORT PET_NPROC_PER_NODE=$NPROC_PER_NODE
+export PET_NNODES PET_NODE_RANK PET_MASTER_ADDR PET_MASTER_PORT PET_NPROC_PER_NODE
 LOAM_CHECKPOINT_REQUEST=${TMPDIR:-/tmp}/loam-$SLURM_JOB_ID-$NODE_RANK/checkpoint-request; export LOAM_CHECKPOINT_REQUEST
 sh -c "$LOAM_WRAPPER" loam-run "$@" & run=$!
 trap : TERM USR1
@@ -63,6 +72,39 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(seen.exists(), "the trainer never saw the request");
         assert!(dir.join("interrupted.3").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each task derives its node's own first rank and torchrun's defaults: by hand, task 5 of a
+    /// job whose second component starts at node 4 and rank 32, with 8 devices per node, is the
+    /// component's second node, so its ranks start at 32 + 1 × 8 = 40.
+    #[test]
+    fn each_task_gets_its_own_first_rank_and_torchruns_defaults() {
+        let dir = std::env::temp_dir().join(format!("loam-slurm-ranks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = "echo $NODE_RANK $RANK_OFFSET $PET_NNODES $PET_NODE_RANK $PET_MASTER_ADDR \
+                      $PET_MASTER_PORT $PET_NPROC_PER_NODE";
+        let out = Command::new("sh")
+            .args(["-c", TASK, "loam-task", "sh", "-c", report])
+            .env("SLURM_PROCID", "5")
+            .env("SLURM_JOB_ID", "1")
+            .env("NODE_RANK_OFFSET", "4")
+            .env("GROUP_RANK_OFFSET", "32")
+            .env("NPROC_PER_NODE", "8")
+            .env("NNODES", "6")
+            .env("MASTER_ADDR", "node-a")
+            .env("MASTER_PORT", "29500")
+            .env("TMPDIR", &dir)
+            .env("LOAM_RUN_DIR", &dir)
+            .env("LOAM_WRAPPER", WRAPPER)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "5 40 6 5 node-a 29500 8"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
