@@ -24,6 +24,7 @@ pub mod json;
 mod manifests;
 pub mod markdown;
 pub mod repo;
+pub mod services;
 pub mod side;
 pub mod text;
 pub mod totals;

@@ -55,7 +55,7 @@ fn acceptance_two_commits_in_every_format() {
     assert!(text.contains("-/+ job \"job-a\""), "{text}");
     assert!(text.contains("+ job \"job-c\""), "{text}");
     assert!(
-        text.contains("Plan: 2 to add, 0 to change, 1 to destroy."),
+        text.contains("Plan: 1 to add, 0 to change, 1 to replace, 0 to destroy."),
         "{text}"
     );
     snapshot("two_commits_text", &text);
@@ -81,10 +81,12 @@ fn acceptance_two_commits_in_every_format() {
     let (code, json, _) = repo.loam(&["diff", "--base", "HEAD~1", "--format", "json"]);
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(doc["format_version"], "2.0");
-    assert_eq!(doc["summary"]["add"], 2);
+    assert_eq!(doc["format_version"], "3.0");
+    // job-c is new; job-a is replaced, counted as itself (not as an add and a destroy).
+    assert_eq!(doc["summary"]["add"], 1);
     assert_eq!(doc["summary"]["change"], 0);
-    assert_eq!(doc["summary"]["destroy"], 1);
+    assert_eq!(doc["summary"]["replace"], 1);
+    assert_eq!(doc["summary"]["destroy"], 0);
     assert_eq!(doc["summary"]["unchanged"], 1);
     let a = doc["jobs"]
         .as_array()
@@ -243,7 +245,7 @@ fn removed_renamed_and_moved_jobs() {
     assert!(text.contains("moved from jobs/b.loam"), "{text}");
     assert!(text.contains("- job \"job-d\""), "{text}");
     assert!(
-        text.contains("Plan: 1 to add, 1 to change, 2 to destroy."),
+        text.contains("Plan: 0 to add, 1 to change, 1 to replace, 1 to destroy."),
         "{text}"
     );
     // The legend lists only the symbols used.
@@ -395,7 +397,7 @@ fn branches_and_merges() {
     ]);
     assert_eq!(code, 0);
     assert!(
-        text.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
+        text.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
         "{text}"
     );
     let (_, text, _) = repo.loam(&[
@@ -426,7 +428,7 @@ fn paths_limit_the_diff() {
         jobs_a.to_str().unwrap(),
     ]);
     assert!(
-        text.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
+        text.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
         "{text}{err}"
     );
 }

@@ -377,7 +377,7 @@ fn a_comment_for_many_changed_jobs_fits_githubs_limit() {
     assert_eq!(code, 2, "{err}");
     assert!(markdown.len() < 60_000, "{} characters", markdown.len());
     assert!(
-        headline(&markdown).contains("240 to add, 0 to change, 240 to destroy"),
+        headline(&markdown).contains("0 to add, 0 to change, 240 to replace, 0 to destroy"),
         "{}",
         headline(&markdown)
     );
@@ -390,5 +390,157 @@ fn a_comment_for_many_changed_jobs_fits_githubs_limit() {
     assert!(
         !markdown.contains("apiVersion"),
         "no whole manifest in a comment"
+    );
+}
+
+/// The services of the plan of the work tree, by name, as `loam plan --format json` gives them.
+fn service_plans(repo: &TempRepo) -> serde_json::Map<String, Value> {
+    let catalogue = repo.path().join("specs");
+    let jobs = repo.path().join("jobs");
+    let (_, json, _) = repo.loam(&[
+        "plan",
+        "--format",
+        "json",
+        "--catalogue",
+        catalogue.to_str().unwrap(),
+        jobs.to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    doc["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["service"].as_str().unwrap().to_string(), p.clone()))
+        .collect()
+}
+
+/// The review's pr7 (docs/gitops.md, finding 1): three times the chat service's traffic used
+/// to read "No changes" with exit 0. Now it is a change like a job's, in every format, with its
+/// devices and its cost per month; deleting the service and breaking its spec are said too.
+#[test]
+fn a_services_traffic_change_is_a_change_in_every_format() {
+    let mut repo = repository();
+    repo.write(
+        "jobs/llama31-70b-chat-service.loam",
+        example("llama31-70b-chat-service"),
+    );
+    repo.commit("the chat service");
+    let base = service_plans(&repo)["llama31-70b-chat"].clone();
+
+    repo.branch("traffic");
+    let path = "jobs/llama31-70b-chat-service.loam";
+    let spec = repo.read(path);
+    assert!(spec.contains("    rate = 20 "), "{spec}");
+    repo.write(path, spec.replace("    rate = 20 ", "    rate = 60 "));
+    repo.commit("chat: 3x traffic for launch");
+    let head = service_plans(&repo)["llama31-70b-chat"].clone();
+    repo.checkout("main");
+
+    // Three times the requests need more replicas: more devices and a bigger bill.
+    let devices = |p: &Value| p["estimate"]["devices"].as_u64().unwrap();
+    let monthly = |p: &Value| p["estimate"]["cost_per_month"]["amount"].as_f64().unwrap();
+    assert!(devices(&head) > devices(&base));
+    assert!(monthly(&head) > monthly(&base));
+
+    let (code, markdown, json) = diff(&repo, "traffic");
+    assert_eq!(code, 2, "a service change is a change: {markdown}");
+    let head_lines = headline(&markdown);
+    assert!(
+        head_lines.contains("0 to add, 1 to change, 0 to destroy")
+            && head_lines.contains("4 jobs unchanged"),
+        "{head_lines}"
+    );
+    // One row for the service: its verdict names the traffic, its devices and monthly cost
+    // carry their deltas (the numbers `loam plan` gives each side).
+    let row = markdown
+        .lines()
+        .find(|l| l.starts_with("| `~` | `llama31-70b-chat` |"))
+        .unwrap_or_else(|| panic!("{markdown}"));
+    assert!(
+        row.contains("traffic.peak_rate 20.0 requests/s → 60.0 requests/s"),
+        "{row}"
+    );
+    let added = devices(&head) - devices(&base);
+    assert!(
+        row.contains(&format!("{} (+{added}, ", devices(&head))),
+        "{row}"
+    );
+    assert!(
+        markdown.contains(
+            "| tenant | services changed | devices at the busiest hour | cost per month |"
+        ),
+        "{markdown}"
+    );
+    let entry = json["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["service"] == "llama31-70b-chat")
+        .unwrap();
+    assert_eq!(entry["actions"], serde_json::json!(["update"]));
+    assert_eq!(json["summary"]["change"], 1);
+    let total = json["service_totals"].as_array().unwrap().last().unwrap();
+    assert!(total["tenant"].is_null());
+    let delta = monthly(&head) - monthly(&base);
+    let reported = total["delta"]["cost_per_month"]["CNY"].as_f64().unwrap();
+    assert!(
+        (reported - delta).abs() <= 1e-4 * delta,
+        "{reported} vs {delta}"
+    );
+    assert_eq!(total["delta"]["devices"], added);
+    // The job totals are not touched: a monthly bill is never added to a run's cost.
+    let jobs_total = json["totals"].as_array().unwrap().last().unwrap();
+    assert_eq!(jobs_total["delta"]["cost"]["CNY"], 0.0);
+
+    for format in ["text", "github"] {
+        let (code, out, _) = repo.loam(&[
+            "diff",
+            "--base",
+            "main",
+            "--head",
+            "traffic",
+            "--format",
+            format,
+            "--detailed-exitcode",
+        ]);
+        assert_eq!(code, 2, "{format}: {out}");
+        assert!(!out.contains("No changes"), "{format}: {out}");
+        assert!(
+            out.contains("Plan: 0 to add, 1 to change, 0 to destroy."),
+            "{format}: {out}"
+        );
+        assert!(
+            out.contains("service \"llama31-70b-chat\" will be updated in place"),
+            "{format}: {out}"
+        );
+    }
+
+    // A deleted service is destroyed; a service whose spec breaks does not check.
+    repo.branch("no-chat");
+    repo.remove(path);
+    repo.commit("no more chat");
+    repo.checkout("main");
+    let (code, markdown, _) = diff(&repo, "no-chat");
+    assert_eq!(code, 2, "{markdown}");
+    assert!(
+        markdown.contains("| `-` | `llama31-70b-chat` |"),
+        "{markdown}"
+    );
+    repo.branch("typo");
+    let spec = repo.read(path);
+    repo.write(path, spec.replace("tpot ", "tpto "));
+    repo.commit("a typo in the service");
+    repo.checkout("main");
+    let (code, markdown, _) = diff(&repo, "typo");
+    assert_eq!(code, 1, "{markdown}");
+    let head_lines = headline(&markdown);
+    assert!(
+        head_lines.contains("Will not run: 1 spec with errors")
+            && !head_lines.contains("No changes"),
+        "{head_lines}"
+    );
+    assert!(
+        markdown.contains("| `!` | `llama31-70b-chat` | `nlp` | **does not check**"),
+        "{markdown}"
     );
 }

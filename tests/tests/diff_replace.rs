@@ -72,7 +72,7 @@ fn a_new_tensor_degree_replaces_the_job_on_every_backend() {
         "{text}"
     );
     assert!(
-        text.contains("Plan: 1 to add, 0 to change, 1 to destroy."),
+        text.contains("Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy."),
         "{text}"
     );
     let job = json(&repo, "kubernetes");

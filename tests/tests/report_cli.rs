@@ -167,7 +167,7 @@ fn report_base_writes_the_page_diff_format_html_prints() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        stdout.contains("2 to add, 0 to change, 1 to destroy"),
+        stdout.contains("1 to add, 0 to change, 1 to replace, 0 to destroy"),
         "{stdout}"
     );
     let page = text(&out);

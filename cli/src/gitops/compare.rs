@@ -160,6 +160,9 @@ pub struct BrokenFile {
 pub struct PlanDiff {
     /// One entry per job of either side, sorted by file then name (unchanged ones included).
     pub jobs: Vec<JobDiff>,
+    /// One entry per service of either side, sorted by file then name (unchanged ones
+    /// included).
+    pub services: Vec<super::services::ServiceDiff>,
     /// Spec files that do not check at head and had no plans at base.
     pub broken: Vec<BrokenFile>,
     /// The jobs whose admission (Kueue's verdict over the whole pool, docs/admission.md)
@@ -167,44 +170,66 @@ pub struct PlanDiff {
     pub admission: Vec<loam_compiler::admission::AdmissionChange>,
 }
 
-/// How many jobs are added, changed and destroyed, Terraform-style (a replacement counts as
-/// one add and one destroy).
+/// How many jobs and services are added, changed, replaced and destroyed. A replacement (a
+/// renamed job, or one whose manifests a running job cannot take) is counted as itself, not
+/// as Terraform's one add and one destroy: a job that moves is not a deletion.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
-    /// Jobs created (or replacing a renamed one).
+    /// Jobs and services created.
     pub add: usize,
-    /// Jobs updated in place.
+    /// Jobs and services updated in place.
     pub change: usize,
-    /// Jobs destroyed (or replaced).
+    /// Jobs replaced (the old objects go, the new ones come and resume from a checkpoint).
+    pub replace: usize,
+    /// Jobs and services destroyed.
     pub destroy: usize,
     /// Jobs without changes.
     pub unchanged: usize,
+    /// Services without changes.
+    pub unchanged_services: usize,
     /// Jobs planned at head that cannot run as planned.
     pub infeasible: usize,
-    /// Jobs or files that do not check at head.
+    /// Services planned at head that no deployment serves within their targets and budget.
+    pub infeasible_services: usize,
+    /// Jobs, services or files that do not check at head.
     pub errors: usize,
 }
 
 impl Summary {
     /// Whether anything changes.
     pub fn has_changes(&self) -> bool {
-        self.add + self.change + self.destroy > 0
+        self.add + self.change + self.replace + self.destroy > 0
     }
 
     /// Whether the head cannot be applied as it is: a job is infeasible or a spec does not check.
     pub fn blocks(&self) -> bool {
-        self.infeasible + self.errors > 0
+        self.infeasible + self.infeasible_services + self.errors > 0
     }
 
-    /// The verdict a reviewer reads first: `will not run: 1 job infeasible, 1 spec with errors`,
-    /// `1 to add, 2 to change, 0 to destroy`, or `no changes`.
-    pub fn verdict(&self) -> String {
+    /// `1 to add, 2 to change, 0 to destroy`, with `1 to replace` before the destroys when a
+    /// job is replaced.
+    pub fn counts(&self) -> String {
+        let replace = if self.replace > 0 {
+            format!("{} to replace, ", self.replace)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} to add, {} to change, {replace}{} to destroy",
+            self.add, self.change, self.destroy
+        )
+    }
+
+    /// What blocks the head: `1 job infeasible, 1 spec with errors`; empty when nothing does.
+    fn blockers(&self) -> String {
         let mut blockers = Vec::new();
         if self.infeasible > 0 {
+            blockers.push(format!("{} infeasible", plural(self.infeasible, "job")));
+        }
+        if self.infeasible_services > 0 {
             blockers.push(format!(
-                "{} {} infeasible",
-                self.infeasible,
-                if self.infeasible == 1 { "job" } else { "jobs" }
+                "{} infeasible",
+                plural(self.infeasible_services, "service")
             ));
         }
         if self.errors > 0 {
@@ -214,69 +239,97 @@ impl Summary {
                 if self.errors == 1 { "spec" } else { "specs" }
             ));
         }
-        if !blockers.is_empty() {
-            return format!("will not run: {}", blockers.join(", "));
+        blockers.join(", ")
+    }
+
+    /// The verdict a reviewer reads first: `will not run: 1 job infeasible, 1 spec with
+    /// errors`, `1 to add, 2 to change, 0 to destroy`, or `no changes`.
+    pub fn verdict(&self) -> String {
+        if self.blocks() {
+            return format!("will not run: {}", self.blockers());
         }
         if self.has_changes() {
-            format!(
-                "{} to add, {} to change, {} to destroy",
-                self.add, self.change, self.destroy
-            )
+            self.counts()
         } else {
             "no changes".to_string()
         }
     }
 
-    /// `Plan: 1 to add, 2 to change, 0 to destroy.` (or `No changes.`), with the errors.
+    /// `Plan: 1 to add, 2 to change, 0 to destroy.`, `No changes. The plans match.`, or, when
+    /// the head cannot be applied, `Will not run: 1 job infeasible.` first (never "no
+    /// changes" then: a spec with errors is not a head that matches).
     pub fn line(&self) -> String {
-        let mut line = if self.has_changes() {
-            format!(
-                "Plan: {} to add, {} to change, {} to destroy.",
-                self.add, self.change, self.destroy
-            )
+        let plan = if self.has_changes() {
+            format!("Plan: {}.", self.counts())
         } else {
             "No changes. The plans match.".to_string()
         };
-        if self.infeasible > 0 {
-            let what = if self.infeasible == 1 { "job" } else { "jobs" };
-            line.push_str(&format!(" {} {what} infeasible.", self.infeasible));
+        if !self.blocks() {
+            return plan;
         }
-        if self.errors > 0 {
-            let what = if self.errors == 1 { "spec" } else { "specs" };
-            line.push_str(&format!(" {} {what} with errors.", self.errors));
+        let mut line = format!("Will not run: {}.", self.blockers());
+        if self.has_changes() {
+            line.push(' ');
+            line.push_str(&plan);
         }
         line
     }
 
-    /// [`Summary::line`] followed by how many jobs stay unchanged, as text and markdown show it.
+    /// What stays the same: `12 jobs and 3 services unchanged`; empty when nothing does.
+    pub fn unchanged_text(&self) -> String {
+        let jobs = (self.unchanged > 0).then(|| plural(self.unchanged, "job"));
+        let services =
+            (self.unchanged_services > 0).then(|| plural(self.unchanged_services, "service"));
+        match (jobs, services) {
+            (Some(j), Some(s)) => format!("{j} and {s} unchanged"),
+            (Some(one), None) | (None, Some(one)) => format!("{one} unchanged"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// [`Summary::line`] followed by how many jobs and services stay unchanged, as text and
+    /// markdown show it.
     pub fn line_with_unchanged(&self) -> String {
         let mut line = self.line();
-        if self.unchanged > 0 {
-            let what = if self.unchanged == 1 { "job" } else { "jobs" };
-            line.push_str(&format!(" {} {what} unchanged.", self.unchanged));
+        let unchanged = self.unchanged_text();
+        if !unchanged.is_empty() {
+            line.push_str(&format!(" {unchanged}."));
         }
         line
     }
 }
 
+/// `1 job`, `3 services`.
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 impl PlanDiff {
-    /// The counts of the summary line.
+    /// The counts of the summary line, over jobs and services.
     pub fn summary(&self) -> Summary {
         let mut s = Summary {
             errors: self.broken.len(),
             ..Summary::default()
         };
-        for job in &self.jobs {
-            match job.action {
+        let actions = self
+            .jobs
+            .iter()
+            .map(|j| (j.action, false))
+            .chain(self.services.iter().map(|s| (s.action, true)));
+        for (action, service) in actions {
+            match action {
                 Action::Create => s.add += 1,
                 Action::Update => s.change += 1,
-                Action::Replace => {
-                    s.add += 1;
-                    s.destroy += 1;
-                }
+                Action::Replace => s.replace += 1,
                 Action::Delete => s.destroy += 1,
+                Action::Infeasible if service => s.infeasible_services += 1,
                 Action::Infeasible => s.infeasible += 1,
                 Action::Error => s.errors += 1,
+                Action::NoOp if service => s.unchanged_services += 1,
                 Action::NoOp => s.unchanged += 1,
             }
         }
@@ -288,9 +341,18 @@ impl PlanDiff {
         self.jobs.iter().filter(|j| j.action != Action::NoOp)
     }
 
+    /// The services that change (or do not check), in order.
+    pub fn changed_services(&self) -> impl Iterator<Item = &super::services::ServiceDiff> {
+        self.services.iter().filter(|s| s.action != Action::NoOp)
+    }
+
     /// The actions that occur, in legend order.
     pub fn actions_used(&self) -> Vec<Action> {
-        let mut used: Vec<Action> = self.changed().map(|j| j.action).collect();
+        let mut used: Vec<Action> = self
+            .changed()
+            .map(|j| j.action)
+            .chain(self.changed_services().map(|s| s.action))
+            .collect();
         if !self.broken.is_empty() {
             used.push(Action::Error);
         }
@@ -686,7 +748,10 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
     }
     let mut broken = Vec::new();
     for (file, errors) in &head.broken {
-        if !base.plans.iter().any(|p| &p.file == file) {
+        // A file whose services were planned at base shows them as errors instead.
+        if !base.plans.iter().any(|p| &p.file == file)
+            && !base.services.iter().any(|p| &p.file == file)
+        {
             broken.push(BrokenFile {
                 file: file.clone(),
                 errors: *errors,
@@ -711,6 +776,7 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
     PlanDiff {
         jobs,
+        services: super::services::compare(base, head),
         broken,
         admission: Vec::new(),
     }

@@ -4,18 +4,27 @@
 //! ```text
 //! { "format_version": "1.0",
 //!   "base": { "label", "commit", "catalogue", "catalogue_digest" }, "head": { … },
-//!   "summary": { "add", "change", "destroy", "unchanged", "errors" },
+//!   "summary": { "add", "change", "replace", "destroy", "unchanged", "unchanged_services",
+//!                "infeasible", "infeasible_services", "errors" },
+//!   "totals": [ per tenant, then the total: jobs' device-hours, cost, energy, carbon ],
+//!   "service_totals": [ per tenant, then the total, per month: "services", "devices",
+//!                       "cost_per_month", "energy_mwh_per_month", "carbon_t_per_month" ],
 //!   "jobs": [ { "job", "file", "actions": ["update"], "previous_job", "previous_file", "note",
 //!               "changes": [ { "attribute", "before", "after", "delta", "delta_pct" } ],
 //!               "before": Plan, "after": Plan, "manifests_diff",
 //!               "classification": { "backend", "reasons": [ { "file", "object", "field", "at",
 //!                                   "change", "effect": "replace" | "update" | "cluster",
 //!                                   "why" } ] } | null } ],
+//!   "services": [ { "service", "file", "actions", "note", "changes", "before": ServicePlan,
+//!                   "after": ServicePlan } ],
 //!   "broken_files": [ { "file", "errors" } ],
 //!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
 //! ```
 //!
 //! Unchanged jobs are listed with `"actions": ["no-op"]` and neither plans nor changes.
+//! Services (since 3.0) are listed the same way, without manifests or classification: a
+//! service's Deployment takes every change in place. A replacement is counted as `replace`
+//! (since 3.0), no longer as one add and one destroy.
 //! `classification` (since 1.1) says what the manifests' changes do on the backend of a job on
 //! both sides; it is `null` for created, destroyed, renamed and unplanned jobs.
 
@@ -27,7 +36,7 @@ use crate::render::plan_json::sort_keys;
 use serde_json::{Map, Value, json};
 
 /// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
-pub const DIFF_FORMAT_VERSION: &str = "2.0";
+pub const DIFF_FORMAT_VERSION: &str = "3.0";
 
 fn classification(verdict: &Verdict) -> Value {
     let reasons: Vec<Value> = verdict
@@ -46,6 +55,26 @@ fn classification(verdict: &Verdict) -> Value {
         })
         .collect();
     json!({"backend": verdict.backend, "reasons": reasons})
+}
+
+/// A change list: `[ { "attribute", "unit", "before", "after", "delta", "delta_pct" } ]`.
+fn changes_json(changes: &[super::compare::Change]) -> Value {
+    Value::Array(
+        changes
+            .iter()
+            .map(|c| {
+                let (delta, pct) = c.delta_json();
+                json!({
+                    "attribute": c.key,
+                    "unit": c.unit(),
+                    "before": c.before.as_ref().map(super::compare::Value::to_json),
+                    "after": c.after.as_ref().map(super::compare::Value::to_json),
+                    "delta": delta,
+                    "delta_pct": pct,
+                })
+            })
+            .collect(),
+    )
 }
 
 fn side_json(side: &Side) -> Value {
@@ -74,22 +103,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             entry.insert("previous_job".into(), json!(job.old_job));
             entry.insert("previous_file".into(), json!(job.old_file));
             entry.insert("note".into(), json!(job.note));
-            let changes: Vec<Value> = job
-                .changes
-                .iter()
-                .map(|c| {
-                    let (delta, pct) = c.delta_json();
-                    json!({
-                        "attribute": c.key,
-                        "unit": c.unit(),
-                        "before": c.before.as_ref().map(super::compare::Value::to_json),
-                        "after": c.after.as_ref().map(super::compare::Value::to_json),
-                        "delta": delta,
-                        "delta_pct": pct,
-                    })
-                })
-                .collect();
-            entry.insert("changes".into(), Value::Array(changes));
+            entry.insert("changes".into(), changes_json(&job.changes));
             entry.insert(
                 "before".into(),
                 serde_json::to_value(&job.before).unwrap_or(Value::Null),
@@ -105,6 +119,34 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             );
             Value::Object(entry)
         })
+        .collect();
+    let services: Vec<Value> = diff
+        .services
+        .iter()
+        .map(|service| {
+            let mut entry = Map::new();
+            entry.insert("service".into(), json!(service.service));
+            entry.insert("file".into(), json!(service.file));
+            entry.insert("actions".into(), json!(service.action.terraform_actions()));
+            if service.action == Action::NoOp {
+                return Value::Object(entry);
+            }
+            entry.insert("note".into(), json!(service.note));
+            entry.insert("changes".into(), changes_json(&service.changes));
+            entry.insert(
+                "before".into(),
+                serde_json::to_value(&service.before).unwrap_or(Value::Null),
+            );
+            entry.insert(
+                "after".into(),
+                serde_json::to_value(&service.after).unwrap_or(Value::Null),
+            );
+            Value::Object(entry)
+        })
+        .collect();
+    let service_totals: Vec<Value> = super::services::totals(&diff.services, base, head)
+        .iter()
+        .map(super::services::MonthRow::to_json)
         .collect();
     let broken: Vec<Value> = diff
         .broken
@@ -139,11 +181,16 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
         "head": side_json(head),
         "verdict": summary.verdict(),
         "summary": {
-            "add": summary.add, "change": summary.change, "destroy": summary.destroy,
-            "unchanged": summary.unchanged, "infeasible": summary.infeasible,
+            "add": summary.add, "change": summary.change, "replace": summary.replace,
+            "destroy": summary.destroy, "unchanged": summary.unchanged,
+            "unchanged_services": summary.unchanged_services,
+            "infeasible": summary.infeasible,
+            "infeasible_services": summary.infeasible_services,
             "errors": summary.errors,
         },
         "totals": totals,
+        "service_totals": service_totals,
+        "services": services,
         "admission_changes": serde_json::to_value(&diff.admission).unwrap_or(Value::Null),
         "jobs": jobs,
         "broken_files": broken,

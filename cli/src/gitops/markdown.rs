@@ -10,6 +10,7 @@
 //! whole file.
 
 use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
+use super::services::ServiceDiff;
 use super::side::Side;
 use super::text::{header, job_plain};
 use super::totals::{Row, totals};
@@ -52,22 +53,27 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     };
     let mut line = format!("**{icon} {}**", capitalised(&summary.verdict()));
     if summary.blocks() && summary.has_changes() {
-        let _ = write!(
-            line,
-            " · {} to add, {} to change, {} to destroy",
-            summary.add, summary.change, summary.destroy
-        );
+        let _ = write!(line, " · {}", summary.counts());
     }
-    if summary.unchanged > 0 {
-        let _ = write!(line, " · {} unchanged", plural(summary.unchanged, "job"));
+    let unchanged = summary.unchanged_text();
+    if !unchanged.is_empty() {
+        let _ = write!(line, " · {unchanged}");
     }
     let _ = writeln!(out, "{line}\n");
     for text in header(base, head).lines().skip(1) {
         let _ = writeln!(out, "_{}_\n", escape(text));
     }
     let rows = totals(diff, base, head);
-    if summary.has_changes() || summary.blocks() {
+    if diff.jobs.iter().any(|j| j.action != Action::NoOp) || !diff.broken.is_empty() {
         out.push_str(&totals_table(&rows));
+    }
+    let changed_services: Vec<&ServiceDiff> = diff.changed_services().collect();
+    if !changed_services.is_empty() {
+        out.push_str(&services_totals_table(&super::services::totals(
+            &diff.services,
+            base,
+            head,
+        )));
     }
     let errors = errors_section(head);
     let footer = "<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
@@ -98,6 +104,19 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
         }
         out.push('\n');
     }
+    if !changed_services.is_empty() {
+        out.push_str("| | service | tenant | verdict | devices | cost per month |\n");
+        out.push_str("| :-: | --- | --- | --- | --: | --: |\n");
+        for service in &changed_services {
+            let row = service_row(service);
+            if out.len() + row.len() + reserved > LIMIT {
+                left_out += 1;
+                continue;
+            }
+            out.push_str(&row);
+        }
+        out.push('\n');
+    }
     out.push_str(&admission);
     if !diff.admission.is_empty() {
         out.push('\n');
@@ -107,6 +126,14 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     let mut details_left_out = 0usize;
     for job in &changed {
         let block = details(job, head);
+        if out.len() + block.len() + footer.len() + 200 > LIMIT {
+            details_left_out += 1;
+            continue;
+        }
+        out.push_str(&block);
+    }
+    for service in &changed_services {
+        let block = service_details(service, head);
         if out.len() + block.len() + footer.len() + 200 > LIMIT {
             details_left_out += 1;
             continue;
@@ -222,6 +249,145 @@ fn totals_table(rows: &[Row]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// The services' totals per month: one row per tenant with a changed service, then the total.
+fn services_totals_table(rows: &[super::services::MonthRow]) -> String {
+    let mut out = String::from(
+        "| tenant | services changed | devices at the busiest hour | cost per month | energy per month | carbon per month |\n",
+    );
+    out.push_str("| --- | --: | --: | --: | --: | --: |\n");
+    let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
+    for row in rows {
+        if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1) {
+            continue;
+        }
+        let name = match &row.tenant {
+            Some(t) => format!("`{}`", escape(t)),
+            None => "**total**".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {} of {} | {} | {} | {} | {} |",
+            row.changed,
+            row.after.services.max(row.before.services),
+            row.devices(),
+            escape(&row.cost()),
+            row.energy(),
+            row.carbon(),
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// One line per changed service: its verdict, what changes, devices and cost per month.
+fn service_row(service: &ServiceDiff) -> String {
+    let tenant = match service.tenant() {
+        "" => String::new(),
+        t => format!("`{}`", escape(t)),
+    };
+    let verdict = match service.action {
+        Action::Infeasible => format!(
+            "**infeasible**: {}",
+            service
+                .after
+                .as_ref()
+                .map(|p| p.reasons.join("; "))
+                .unwrap_or_default()
+        ),
+        Action::Error => format!(
+            "**does not check**{}",
+            service
+                .note
+                .as_ref()
+                .map_or(String::new(), |n| format!(": {n}"))
+        ),
+        Action::Update => format!("update: {}", changed_keys(&service.changes)),
+        other => other.verdict().to_string(),
+    };
+    let value = |plan: &Option<loam_ir::plan::ServicePlan>, key: &str| {
+        plan.as_ref().and_then(|p| {
+            super::services::attributes(p)
+                .into_iter()
+                .find(|a| a.key == key)
+                .map(|a| a.value)
+        })
+    };
+    let cell = |key: &str| {
+        let change = Change {
+            key: key.to_string(),
+            before: value(&service.before, key),
+            after: value(&service.after, key),
+        };
+        shown_cell(&change, service.action)
+    };
+    format!(
+        "| `{}` | `{}` | {tenant} | {} | {} | {} |\n",
+        service.action.symbol(),
+        escape(&service.service),
+        escape(&verdict),
+        cell("estimate.devices"),
+        cell("estimate.cost_per_month"),
+    )
+}
+
+/// The keys of the inputs that change, leading with what the author changed: `traffic.peak_rate
+/// 20 → 60, roles, 3 more`.
+fn changed_keys(changes: &[Change]) -> String {
+    let (inputs, estimates): (Vec<&Change>, Vec<&Change>) = changes
+        .iter()
+        .partition(|c| !c.key.starts_with("estimate."));
+    let mut parts: Vec<String> = inputs
+        .iter()
+        .take(3)
+        .map(|c| match c.shown() {
+            _ if matches!(c.before, Some(Value::List(_)))
+                || matches!(c.after, Some(Value::List(_))) =>
+            {
+                c.key.clone()
+            }
+            (Some(b), Some(a)) if b.len() + a.len() < 40 => format!("{} {b} → {a}", c.key),
+            _ => c.key.clone(),
+        })
+        .collect();
+    if inputs.len() > 3 {
+        parts.push(format!("{} more", inputs.len() - 3));
+    }
+    if parts.is_empty() {
+        parts = estimates.iter().take(3).map(|c| c.key.clone()).collect();
+    }
+    parts.join(", ")
+}
+
+/// A table cell for one change of an estimate: the new value with its delta, the old one struck
+/// through when it is gone, `—` when absent.
+fn shown_cell(change: &Change, action: Action) -> String {
+    let (before, after) = change.shown();
+    match (before, after) {
+        (_, Some(value)) if action == Action::Create => value,
+        (Some(value), None) => format!("~~{value}~~"),
+        (Some(old), Some(value)) if old == value => value,
+        (Some(_), Some(value)) => match change.delta_text() {
+            Some(delta) => format!("{value} ({delta})"),
+            None => value,
+        },
+        (None, Some(value)) => value,
+        (None, None) => "—".to_string(),
+    }
+    .replace('|', "\\|")
+}
+
+/// One service's folded details: its changes.
+fn service_details(service: &ServiceDiff, head: &Side) -> String {
+    let body = super::text::service_plain(service, head);
+    format!(
+        "<details><summary><code>{}</code> service <code>{}</code>: {}</summary>\n\n```diff\n{}```\n\n</details>\n\n",
+        service.action.symbol(),
+        html(&service.service),
+        html(&super::text::describe_service(service, head)),
+        fence_safe(&body)
+    )
 }
 
 /// One line per changed job: its verdict, what changes, time and cost.
@@ -349,19 +515,7 @@ fn cell(job: &JobDiff, key: &str) -> String {
         before: find(&job.before),
         after: find(&job.after),
     };
-    let (before, after) = change.shown();
-    match (before, after) {
-        (_, Some(value)) if job.action == Action::Create => value,
-        (Some(value), None) => format!("~~{value}~~"),
-        (Some(old), Some(value)) if old == value => value,
-        (Some(_), Some(value)) => match change.delta_text() {
-            Some(delta) => format!("{value} ({delta})"),
-            None => value,
-        },
-        (None, Some(value)) => value,
-        (None, None) => "—".to_string(),
-    }
-    .replace('|', "\\|")
+    shown_cell(&change, job.action)
 }
 
 /// ` ±30 %` after the train time of a plan predicted on devices whose figures are estimates (the

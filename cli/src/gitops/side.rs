@@ -132,6 +132,8 @@ pub struct Side {
     pub specs: CheckedProject,
     /// The plans of every job in a file that checked, sorted by file.
     pub plans: Vec<Plan>,
+    /// The plans of every service in a file that checked, sorted by file.
+    pub services: Vec<loam_ir::plan::ServicePlan>,
     /// The planner's diagnostics.
     pub planner_diagnostics: Vec<Diagnostic>,
     /// Spec files with errors, and how many.
@@ -208,6 +210,7 @@ impl Side {
             catalogue_digest,
             specs,
             plans: planned.document.plans,
+            services: planned.document.services,
             planner_diagnostics,
             broken,
             catalogue_errors,

@@ -4,6 +4,7 @@
 
 use super::classify::{Effect, Reason, Verdict};
 use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
+use super::services::ServiceDiff;
 use super::side::Side;
 use std::fmt::Write;
 
@@ -131,6 +132,10 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
         out.push_str(&job_block(job, head, paint));
         out.push('\n');
     }
+    for service in diff.changed_services() {
+        out.push_str(&service_block(service, head, paint));
+        out.push('\n');
+    }
     for file in &diff.broken {
         let _ = writeln!(
             out,
@@ -155,7 +160,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
     out.push('\n');
-    if summary.has_changes() || summary.blocks() {
+    if diff.changed().next().is_some() || !diff.broken.is_empty() {
         out.push('\n');
         let rows = super::totals::totals(diff, base, head);
         let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
@@ -171,6 +176,27 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
                 row.name(),
                 row.changed,
                 row.device_hours(),
+                row.cost(),
+                row.energy(),
+                row.carbon()
+            );
+        }
+    }
+    if diff.changed_services().next().is_some() {
+        let rows = super::services::totals(&diff.services, base, head);
+        let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
+        out.push_str("\n  services, per month:\n");
+        for row in rows {
+            if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1)
+            {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "  {:<12} {} changed · {} devices · {} · {} · {}",
+                row.name(),
+                row.changed,
+                row.devices(),
                 row.cost(),
                 row.energy(),
                 row.carbon()
@@ -239,6 +265,53 @@ fn replaced(name: &str, verdict: &Verdict) -> String {
         "job \"{name}\" must be replaced on {}: {first}{more}; it resumes from its last checkpoint",
         verdict.backend
     )
+}
+
+/// The comment line above a service's block.
+pub fn describe_service(service: &ServiceDiff, head: &Side) -> String {
+    let name = &service.service;
+    let mut text = match service.action {
+        Action::Create => format!("service \"{name}\" will be created"),
+        Action::Update | Action::Replace => {
+            format!("service \"{name}\" will be updated in place")
+        }
+        Action::Delete => format!("service \"{name}\" will be destroyed"),
+        Action::Infeasible => {
+            let reasons = service
+                .after
+                .as_ref()
+                .map(|p| p.reasons.join("; "))
+                .unwrap_or_default();
+            format!(
+                "service \"{name}\" cannot be served as planned at {}: {reasons}",
+                head.label
+            )
+        }
+        Action::Error => format!("service \"{name}\" cannot be planned at {}", head.label),
+        Action::NoOp => format!("service \"{name}\" is unchanged"),
+    };
+    if let Some(note) = &service.note {
+        let _ = write!(text, " ({note})");
+    }
+    text
+}
+
+fn service_block(service: &ServiceDiff, head: &Side, paint: Paint) -> String {
+    let mut out = format!("  # {}\n", describe_service(service, head));
+    let _ = writeln!(
+        out,
+        "{} service \"{}\" {{",
+        padded(paint, service.action),
+        service.service
+    );
+    out.push_str(&changes_text(&service.changes, paint));
+    out.push_str("    }\n");
+    out
+}
+
+/// A plain service block, for the markdown details.
+pub fn service_plain(service: &ServiceDiff, head: &Side) -> String {
+    service_block(service, head, Paint(false))
 }
 
 fn job_block(job: &JobDiff, head: &Side, paint: Paint) -> String {

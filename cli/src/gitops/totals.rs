@@ -109,6 +109,45 @@ fn cell(before: f64, after: f64, show: &dyn Fn(f64) -> String) -> String {
     )
 }
 
+/// [`cell`] for other modules' totals (the services' per month).
+pub fn cell_text(before: f64, after: f64, show: &dyn Fn(f64) -> String) -> String {
+    cell(before, after, show)
+}
+
+/// Money per currency, before → after, the currencies of either side sorted; `—` for none.
+pub fn cost_cells(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> String {
+    let mut currencies: Vec<&String> = before.keys().chain(after.keys()).collect();
+    currencies.sort();
+    currencies.dedup();
+    if currencies.is_empty() {
+        return "—".into();
+    }
+    currencies
+        .iter()
+        .map(|c| {
+            let get = |f: &BTreeMap<String, f64>| f.get(*c).copied().unwrap_or(0.0);
+            format!("{} {c}", cell(get(before), get(after), &thousands))
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// Energy held in kWh, before → after, in MWh.
+pub fn mwh(before_kwh: f64, after_kwh: f64) -> String {
+    format!(
+        "{} MWh",
+        cell(before_kwh / 1000.0, after_kwh / 1000.0, &amount)
+    )
+}
+
+/// Carbon held in kg, before → after, in t CO2.
+pub fn tonnes(before_kg: f64, after_kg: f64) -> String {
+    format!(
+        "{} t CO2",
+        cell(before_kg / 1000.0, after_kg / 1000.0, &amount)
+    )
+}
+
 /// Whole with separators from a hundred up, else one decimal.
 fn amount(n: f64) -> String {
     if n.abs() >= 100.0 {
