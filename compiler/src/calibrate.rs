@@ -528,7 +528,7 @@ fn calibrate_row(
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: !model.dropout,
-        states: crate::workload::StateOverrides::NONE,
+        states: row.published_states(published.precision),
     };
     let dpn = device.devices_per_node.max(1);
     let cluster = ClusterFigures {

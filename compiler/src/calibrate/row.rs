@@ -4,6 +4,9 @@
 use crate::workload::Mla;
 use serde::Deserialize;
 
+use crate::workload::StateOverrides;
+use loam_ir::types::{Precision, StateFormat};
+
 /// One row of the calibration CSV. The MoE, pipeline-split and notes columns were added to the
 /// shared file in December 2026; a CSV without them still reads (every one is blank).
 #[derive(Debug, Clone, Deserialize)]
@@ -31,6 +34,9 @@ pub(super) struct Row {
     pub(super) micro_batch: Option<u32>,
     pub(super) global_batch: u32,
     pub(super) measured_tokens_per_s_per_device: f64,
+    /// Where the figure was published (the stack is read from it).
+    #[serde(default)]
+    pub(super) source: String,
     /// Expert-parallel degree (blank or 1 for dense models).
     #[serde(default)]
     pub(super) ep: Option<u32>,
@@ -82,6 +88,29 @@ impl PublishedSplit {
             "embedding_and_loss_count_as_layers" => Some(PublishedSplit::EmbeddingAndLoss),
             "uneven_unstated" => Some(PublishedSplit::UnevenUnstated),
             _ => None,
+        }
+    }
+}
+
+impl Row {
+    /// The training-state formats the row's software stack uses, read from its `source`: the
+    /// stack is part of what a run measured, and the file names it only there.
+    ///
+    /// NVIDIA's performance tables for fp8 runs (NeMo 25.02 onwards and Megatron-Bridge) come
+    /// from performance scripts that reduce gradients in bf16: NeMo's
+    /// `scripts/llm/performance/helpers.py` (`set_primary_perf_configs`) sets
+    /// `grad_reduce_in_fp32 = False` whenever the compute dtype is fp8, and Megatron-Bridge's
+    /// performance configs (`scripts/performance/configs/`, e.g. DeepSeek-V3 and Qwen3) set
+    /// `ddp.grad_reduce_in_fp32 = False`. Every other row keeps its framework's recipe
+    /// (Megatron-Core's fp32 gradients, FSDP's fp32 reduction).
+    pub(super) fn published_states(&self, precision: Precision) -> StateOverrides {
+        let nvidia_performance_scripts =
+            self.source.contains("NeMo 25.") || self.source.contains("Megatron-Bridge");
+        let gradients = (precision == Precision::Fp8 && nvidia_performance_scripts)
+            .then_some(StateFormat::Bf16);
+        StateOverrides {
+            gradients,
+            ..StateOverrides::NONE
         }
     }
 }
@@ -195,5 +224,33 @@ mod tests {
             Some(PublishedSplit::EmbeddingAndLoss)
         );
         assert_eq!(PublishedSplit::parse(Some("zigzag")), None);
+    }
+
+    fn row_from(source: &str) -> Row {
+        let header = "run_id,layers,hidden,heads,kv_heads,ffn,vocab,mlp,seq_len,device,devices,\
+node_nic_gbps,precision,tp,pp,dp,cp,vpp,zero,recompute,micro_batch,global_batch,\
+measured_tokens_per_s_per_device,source";
+        let line = format!(
+            "r,32,4096,32,8,14336,128256,swiglu,8192,B200,8,3200,fp8,1,1,8,1,1,1,,2,128,26006,\"{source}\""
+        );
+        let text = format!("{header}\n{line}\n");
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        reader.deserialize().next().unwrap().unwrap()
+    }
+
+    #[test]
+    fn nvidia_performance_recipes_reduce_fp8_gradients_in_bf16() {
+        // NeMo 25.x's and Megatron-Bridge's performance scripts set grad_reduce_in_fp32 off
+        // for fp8 runs; NeMo 24.07 and every other stack keep fp32 gradients (no override).
+        let bf16 = Some(StateFormat::Bf16);
+        let of = |source: &str, precision| row_from(source).published_states(precision).gradients;
+        assert_eq!(of("NeMo 25.02 container, DGX-B200", Precision::Fp8), bf16);
+        assert_eq!(
+            of("NVIDIA-NeMo/Megatron-Bridge 26.04", Precision::Fp8),
+            bf16
+        );
+        assert_eq!(of("NeMo 25.02 container, DGX-B200", Precision::Bf16), None);
+        assert_eq!(of("NeMo 24.07 container, DGX-H100", Precision::Fp8), None);
+        assert_eq!(of("pytorch/torchtitan benchmarks", Precision::Fp8), None);
     }
 }

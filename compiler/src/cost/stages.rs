@@ -87,6 +87,10 @@ pub(crate) struct Placement {
     reduce_share: f64,
     /// `(p − 1) / v`.
     bubble_share: f64,
+    /// Pipeline ranks `p`.
+    stages: f64,
+    /// Model chunks per rank `v`.
+    chunks: f64,
     /// Optimizer-step seconds with the optimizer state whole.
     optimizer_whole: f64,
     /// The same with the state sharded over the data-parallel (and, for routed experts, the
@@ -122,6 +126,17 @@ pub(crate) struct Replay {
     backward_window: f64,
     /// Forward seconds that overlap ZeRO-2 parameter gathers.
     forward_window: f64,
+    /// The same for the first model chunk alone, the last whose gradients are final (and the
+    /// first whose weights the next step needs): the whole rank without interleaving.
+    last_backward_window: f64,
+    /// The forward counterpart of `last_backward_window`.
+    last_forward_window: f64,
+    /// Under interleaving, the gradients of every chunk but the first one: backward seconds the
+    /// rank runs after their last micro-batch, which their reduction hides under.
+    early_backward_window: f64,
+    /// The same for the gathers of every chunk but the first one: forward seconds the rank runs
+    /// before it first needs their weights.
+    early_forward_window: f64,
     flops: FlopsPerToken,
 }
 
@@ -369,6 +384,8 @@ impl<'a> Costing<'a> {
             grad_share: grad_rs / lps,
             reduce_share: grad_rs / lps,
             bubble_share: (p - 1.0) / v,
+            stages: p,
+            chunks: v,
             optimizer_whole: update(params.trainable_dense, params.trainable_routed),
             optimizer_sharded: update(
                 params.trainable_dense / dense_ranks,
@@ -473,6 +490,17 @@ impl<'a> Costing<'a> {
         }
         let (stage_mb, blocks, replayed, extra) = pace;
         let flops = self.flops_of(layout, share);
+        // Megatron-Core's interleaved schedule runs micro-batches in groups of `p` per model
+        // chunk (`forward_backward_pipelining_with_interleaving`), so the last group's backward
+        // finishes chunk `v − 1` first and chunk 0 last, `p` chunk-backwards apart: the gradient
+        // reduction of chunk `j` (its DDP buckets, launched at its last micro-batch with
+        // `overlap_grad_reduce`) hides under the `j·p` chunk-backwards that follow. Mirrored in
+        // the next step's forward for the weights the distributed optimizer gathers
+        // (`overlap_param_gather`). Without interleaving, one chunk: the window is the last
+        // micro-batch's backward, bucket by bucket.
+        let chunk_blocks = lps / placement.chunks;
+        let group = placement.stages.min(m);
+        let later_chunk_steps = (placement.chunks - 1.0) * group * chunk_blocks;
         Replay {
             block,
             tp_step: shape.comm.tp_step(tp_per_layer),
@@ -482,6 +510,11 @@ impl<'a> Costing<'a> {
             tensor_comm: m * (blocks * kept_comm + replayed * replay_comm),
             backward_window: (block.backward + block.recompute) * (lps - 1.0),
             forward_window: block.forward * (lps - 1.0),
+            last_backward_window: (block.backward + block.recompute)
+                * (chunk_blocks - 1.0).max(0.0),
+            last_forward_window: block.forward * (chunk_blocks - 1.0).max(0.0),
+            early_backward_window: later_chunk_steps * (block.backward + block.recompute),
+            early_forward_window: later_chunk_steps * block.forward,
             flops,
         }
     }
@@ -525,15 +558,35 @@ impl<'a> Costing<'a> {
         let (dp_per_mb, dp_step) = match layout.zero {
             0 | 1 => {
                 // Bucketed reduction overlaps the last micro-batch's backward except its last
-                // bucket: an all-reduce (ZeRO-0), or a reduce-scatter of gradients then a gather
-                // of the updated parameters under the next forward (ZeRO-1).
+                // bucket: an all-reduce (ZeRO-0), or a reduce-scatter of gradients (ZeRO-1),
+                // whose updated weights are gathered under the next step's forward, bucket by
+                // bucket as it reaches them (Megatron-Core's `overlap_param_gather`, on in NeMo
+                // and Megatron-Bridge recipes). Under interleaving every chunk but the first
+                // has the later chunks' backwards (forwards) to hide under (see `replay`).
                 let reduce = if layout.zero == 0 {
                     2.0 * grad_rs
                 } else {
-                    grad_rs + placement.param_ag
+                    grad_rs
                 };
-                let exposed = hide(reduce, replay.backward_window).max(placement.reduce_share);
-                (0.0, exposed)
+                let early = (placement.chunks - 1.0) / placement.chunks;
+                let by_chunk = |total: f64, early_window: f64, last_window: f64| {
+                    hide(early * total, early_window) + hide(total - early * total, last_window)
+                };
+                let grads = by_chunk(
+                    reduce,
+                    replay.early_backward_window,
+                    replay.last_backward_window,
+                );
+                let weights = if layout.zero == 0 {
+                    0.0
+                } else {
+                    by_chunk(
+                        placement.param_ag,
+                        replay.early_forward_window,
+                        replay.last_forward_window,
+                    )
+                };
+                (0.0, (grads + weights).max(placement.reduce_share))
             }
             2 => {
                 // Gradients are reduce-scattered every micro-batch under its backward. On a
