@@ -147,7 +147,7 @@ impl<'a> JobContext<'a> {
             ));
             String::new()
         });
-        let tenancy = options.tenancy(&plan.tenant);
+        let tenancy = options.tenancy(&plan.pool, &plan.tenant);
         for (what, value) in [("namespace", &tenancy.namespace), ("queue", &tenancy.queue)] {
             if !is_dns_label(value) {
                 errors.push(unusable(job, &format!("tenant {what}"), value));

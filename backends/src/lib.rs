@@ -62,9 +62,10 @@ pub struct Options {
     pub image: String,
     /// The trainer command (program and fixed arguments); the layout arguments follow it.
     pub trainer: Vec<String>,
-    /// Backend names of each tenant (namespace, queue, account, checkpoint root), by tenant name;
-    /// tenants not listed get [`Tenancy::derived`].
-    pub tenants: BTreeMap<String, Tenancy>,
+    /// Backend names of each tenant (namespace, queue, account, checkpoint root) and its quotas,
+    /// by (pool, tenant): a tenant name may exist in two pools with different queues and
+    /// quotas. Tenants not listed get [`Tenancy::derived`].
+    pub tenants: BTreeMap<(String, String), Tenancy>,
     /// Devices of each node group of the plans' pools, by node group name, from the catalogue:
     /// what the pool's cohort holds beyond the tenants' guaranteed quotas is lent by one more
     /// ClusterQueue (`loam_compiler::catalogue::facts::node_group_devices`). Empty: no lender
@@ -97,11 +98,12 @@ impl Options {
         }
     }
 
-    /// The tenancy these options give `tenant`, else [`Tenancy::derived`]: the one lookup jobs,
-    /// services and the Kubernetes prerequisites name a tenant's objects by.
-    pub fn tenancy(&self, tenant: &str) -> Tenancy {
+    /// The tenancy these options give `tenant` of `pool`, else [`Tenancy::derived`]: the one
+    /// lookup jobs, services and the Kubernetes prerequisites name a tenant's objects by. Never
+    /// another pool's tenant of the same name.
+    pub fn tenancy(&self, pool: &str, tenant: &str) -> Tenancy {
         self.tenants
-            .get(tenant)
+            .get(&(pool.to_string(), tenant.to_string()))
             .cloned()
             .unwrap_or_else(|| Tenancy::derived(tenant))
     }

@@ -151,7 +151,7 @@ impl<'a> ServiceContext<'a> {
             ));
             String::new()
         });
-        let tenancy = options.tenancy(&plan.tenant);
+        let tenancy = options.tenancy(&plan.pool, &plan.tenant);
         if !is_dns_label(&tenancy.namespace) {
             errors.push(unusable(service, "tenant namespace", &tenancy.namespace));
         }

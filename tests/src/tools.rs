@@ -150,3 +150,13 @@ pub fn nlp_tenancy(root: &str) -> Tenancy {
         ..Tenancy::derived("nlp")
     }
 }
+
+/// Gives tenant `nlp` of both fixture pools (`lab` and `xirang`) the `tenancy`: tenancies are
+/// keyed by (pool, tenant), and the fixtures name `nlp` in both pools.
+pub fn insert_nlp(options: &mut loam_backends::Options, tenancy: &Tenancy) {
+    for pool in ["lab", "xirang"] {
+        options
+            .tenants
+            .insert((pool.to_string(), "nlp".to_string()), tenancy.clone());
+    }
+}

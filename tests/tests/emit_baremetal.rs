@@ -39,9 +39,7 @@ impl Job {
             c.path = c.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
         }
         let mut options = loam_tests::shipped_options();
-        options
-            .tenants
-            .insert("nlp".to_string(), nlp_tenancy(&root.to_string_lossy()));
+        loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy(&root.to_string_lossy()));
         options.trainer = trainer.iter().map(|w| (*w).to_string()).collect();
         let mut launcher = PathBuf::new();
         for m in render(&doc, Target::Baremetal, &options).unwrap() {

@@ -427,7 +427,7 @@ fn options(flavor: Flavor) -> Options {
             elastic: 256,
         },
     );
-    options.tenants.insert("nlp".to_string(), nlp);
+    loam_tests::tools::insert_nlp(&mut options, &nlp);
     options
 }
 

@@ -24,9 +24,7 @@ fn services() -> PlanDocument {
 
 fn options() -> Options {
     let mut options = loam_tests::shipped_options();
-    options
-        .tenants
-        .insert("nlp".to_string(), nlp_tenancy("/ckpt/nlp"));
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy("/ckpt/nlp"));
     options
 }
 

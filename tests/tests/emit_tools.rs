@@ -56,9 +56,7 @@ fn spans_sites(doc: &PlanDocument) -> bool {
 /// The tenants of the fixtures as the catalogue names them (what `loam emit` passes).
 fn options() -> Options {
     let mut options = loam_tests::shipped_options();
-    options
-        .tenants
-        .insert("nlp".to_string(), nlp_tenancy("/ckpt/nlp"));
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy("/ckpt/nlp"));
     options
 }
 
@@ -206,7 +204,7 @@ fn runnable(name: &str, dir: &Path, mode: &str) -> (PlanDocument, Options, PathB
         let ckpt = p.checkpoint.as_mut().unwrap();
         ckpt.path = ckpt.path.replacen("/ckpt/nlp", root.to_str().unwrap(), 1);
     }
-    options.tenants.get_mut("nlp").unwrap().checkpoint_root = root.to_string_lossy().into_owned();
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy(&root.to_string_lossy()));
     let payload = repo_root().join("tests/backends/payload.py");
     options.trainer = vec![
         python().to_string_lossy().into_owned(),

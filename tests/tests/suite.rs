@@ -25,6 +25,7 @@ mod docs;
 mod editors;
 mod emit;
 mod emit_baremetal;
+mod emit_deploy_review;
 mod emit_kubernetes;
 mod emit_services;
 mod emit_slurm;

@@ -183,7 +183,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
         }
     }
     for service in &doc.services {
-        let namespace = options.tenancy(&service.tenant).namespace;
+        let namespace = options.tenancy(&service.pool, &service.tenant).namespace;
         for role in &service.roles {
             sites
                 .entry(site_label(&role.group.site))

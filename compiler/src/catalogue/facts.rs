@@ -9,47 +9,49 @@ use loam_ir::cluster::{ClusterMap, LinkMap, NodeGroupMap, PoolMap, QuotaShare, S
 use loam_ir::plan::PlanDocument;
 use std::collections::BTreeMap;
 
-/// The backend names of every tenant the plans name, from the catalogue's pools. A tenant the
-/// catalogue does not describe is left out; the backends derive its names (see
-/// [`Tenancy::derived`]).
-pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<String, Tenancy> {
+/// The backend names of every tenant of every pool the plans and services run in, keyed by
+/// (pool, tenant): two pools may each have a tenant of the same name with its own queue and
+/// quota, and a job gets its own pool's. Every tenant of such a pool is listed, whether or not
+/// it has a job in `doc`, so the cluster objects rendered from this do not depend on which
+/// jobs are emitted together. A tenant the catalogue does not describe is left out; the
+/// backends derive its names (see [`Tenancy::derived`]).
+pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<(String, String), Tenancy> {
     let mut found = BTreeMap::new();
-    let owners = doc
+    let pools = doc
         .plans
         .iter()
-        .map(|p| (&p.pool, &p.tenant))
-        .chain(doc.services.iter().map(|s| (&s.pool, &s.tenant)));
-    for (pool, owner) in owners {
-        let Some(pool) = catalogue.pool(pool) else {
+        .map(|p| &p.pool)
+        .chain(doc.services.iter().map(|s| &s.pool));
+    for pool_name in pools {
+        let Some(pool) = catalogue.pool(pool_name) else {
             continue;
         };
-        let Some(tenant) = pool.tenant(owner) else {
-            continue;
-        };
-        let quotas = tenant
-            .quota
-            .iter()
-            .map(|q| {
-                (
-                    q.device.value.clone(),
-                    QuotaShare {
-                        guaranteed: u64::from(q.guaranteed.value),
-                        elastic: u64::from(q.elastic.value),
-                    },
-                )
-            })
-            .collect();
-        found.insert(
-            owner.clone(),
-            Tenancy {
-                namespace: tenant.kubernetes_namespace.clone(),
-                queue: tenant.queue.clone(),
-                slurm_account: tenant.slurm_account.clone(),
-                slurm_qos: None,
-                checkpoint_root: tenant.checkpoint_root.value.to_string(),
-                quotas,
-            },
-        );
+        for tenant in &pool.tenants {
+            let quotas = tenant
+                .quota
+                .iter()
+                .map(|q| {
+                    (
+                        q.device.value.clone(),
+                        QuotaShare {
+                            guaranteed: u64::from(q.guaranteed.value),
+                            elastic: u64::from(q.elastic.value),
+                        },
+                    )
+                })
+                .collect();
+            found.insert(
+                (pool_name.clone(), tenant.name.value.clone()),
+                Tenancy {
+                    namespace: tenant.kubernetes_namespace.clone(),
+                    queue: tenant.queue.clone(),
+                    slurm_account: tenant.slurm_account.clone(),
+                    slurm_qos: None,
+                    checkpoint_root: tenant.checkpoint_root.value.to_string(),
+                    quotas,
+                },
+            );
+        }
     }
     found
 }

@@ -1,0 +1,157 @@
+//! The Kubernetes findings of the deploy review (issue 31), one test each: every shipped
+//! example is planned together, as `loam emit examples/` does, and the manifests are read as a
+//! platform engineer would before applying them. Each test fails on the output the review read.
+
+use loam_backends::{Flavor, Manifest, Options, Target, render};
+use loam_compiler::catalogue::builtin_sources;
+use loam_compiler::catalogue::facts::{node_group_devices, tenancies, vendors};
+use loam_compiler::catalogue::model::Catalogue;
+use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+use loam_ir::plan::PlanDocument;
+use loam_tests::repo_root;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// Every example planned in one project, and the catalogue it was planned with.
+fn examples() -> &'static (PlanDocument, Catalogue) {
+    static PLANNED: OnceLock<(PlanDocument, Catalogue)> = OnceLock::new();
+    PLANNED.get_or_init(|| {
+        let mut specs = Vec::new();
+        for entry in std::fs::read_dir(repo_root().join("examples")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "loam") {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                specs.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+        specs.sort();
+        let checked = check_project(
+            ProjectFiles {
+                catalogue: builtin_sources()
+                    .into_iter()
+                    .map(|(p, t)| (p.to_string(), t.to_string()))
+                    .collect(),
+                specs,
+            },
+            2,
+        );
+        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+        let planned = plan_project(&checked, 2);
+        assert!(!planned.has_errors(), "{:#?}", planned.diagnostics);
+        (planned.document, checked.catalogue.unwrap())
+    })
+}
+
+/// What `loam emit` renders for `doc`: the options come from the catalogue and `doc` alone.
+fn emit(doc: &PlanDocument, flavor: Flavor) -> BTreeMap<String, String> {
+    let catalogue = &examples().1;
+    let options = Options {
+        flavor,
+        tenants: tenancies(doc, catalogue),
+        node_groups: node_group_devices(doc, catalogue),
+        ..Options::new(vendors(catalogue))
+    };
+    render(doc, Target::Kubernetes, &options)
+        .unwrap_or_else(|d| panic!("{d:#?}"))
+        .into_iter()
+        .map(|Manifest { path, contents }| (path, contents))
+        .collect()
+}
+
+/// `doc` with only the jobs and services whose names `keep` accepts.
+fn subset(doc: &PlanDocument, keep: impl Fn(&str) -> bool) -> PlanDocument {
+    PlanDocument {
+        plans: doc.plans.iter().filter(|p| keep(&p.job)).cloned().collect(),
+        services: doc
+            .services
+            .iter()
+            .filter(|s| keep(&s.service))
+            .cloned()
+            .collect(),
+        ..doc.clone()
+    }
+}
+
+/// The one YAML document of `text`.
+fn yaml(text: &str) -> Value {
+    serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("{e}:\n{text}"))
+}
+
+/// The file at the path ending in `suffix`.
+fn file<'a>(files: &'a BTreeMap<String, String>, suffix: &str) -> (&'a String, &'a String) {
+    files
+        .iter()
+        .find(|(p, _)| p.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {suffix} in {:#?}", files.keys().collect::<Vec<_>>()))
+}
+
+/// A ClusterQueue's nominal quota and borrowing limit of `resource` in `flavor`.
+fn quota(queue: &Value, flavor: &str, resource: &str) -> (String, String) {
+    for group in queue["spec"]["resourceGroups"].as_array().unwrap() {
+        for f in group["flavors"].as_array().unwrap() {
+            if f["name"] != flavor {
+                continue;
+            }
+            for r in f["resources"].as_array().unwrap() {
+                if r["name"] == resource {
+                    let text = |v: &Value| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    return (text(&r["nominalQuota"]), text(&r["borrowingLimit"]));
+                }
+            }
+        }
+    }
+    panic!("no {resource} in flavor {flavor} of {queue:#}")
+}
+
+/// Finding 1: tenant `research` exists in pools frontier and xirang with different quotas, and
+/// `nlp` has queue `nlp` in frontier and `nlp-train` in xirang. Emitted with every other
+/// example, the frontier jobs must still get frontier's tenancy: `specs/pools/frontier.yaml`
+/// guarantees research 2,048 H800 with no elastic share, so the campus ClusterQueue holds
+/// nominal 2048, borrowing 0 on `fr-h800` (the review found xirang's 128 + 128), and the
+/// Gaudi 2 LoRA job is queued on frontier's `nlp`, not xirang's `nlp-train`.
+#[test]
+fn a_tenant_gets_its_own_pools_queue_and_quota_whatever_else_is_emitted() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let (_, research) = file(&all, "_prerequisites/campus/30-clusterqueue-research.yaml");
+    let research = yaml(research);
+    assert_eq!(
+        quota(&research, "fr-h800", "nvidia.com/gpu"),
+        ("2048".to_string(), "0".to_string())
+    );
+    let (_, lora) = file(&all, "llama2-70b-lora/20-jobset.yaml");
+    let lora = yaml(lora);
+    assert_eq!(
+        lora["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "nlp",
+        "{lora:#}"
+    );
+}
+
+/// Findings 1 and 9: a job's files do not depend on which other jobs are emitted with it.
+/// Each job and service is emitted alone and compared, file by file, with the same paths of
+/// the whole set.
+#[test]
+fn a_jobs_files_are_the_same_alone_and_with_every_other_example() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let names: Vec<String> = doc
+        .plans
+        .iter()
+        .map(|p| p.job.clone())
+        .chain(doc.services.iter().map(|s| s.service.clone()))
+        .collect();
+    let mut differ = Vec::new();
+    for name in &names {
+        let alone = emit(&subset(doc, |n| n == name), Flavor::Jobset);
+        for (path, text) in alone.iter().filter(|(p, _)| !p.contains("_prerequisites/")) {
+            if all.get(path) != Some(text) {
+                differ.push(format!("{name}: {path}"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
