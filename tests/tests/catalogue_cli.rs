@@ -76,6 +76,18 @@ fn show_an_unknown_id_suggests_the_nearest_and_exits_1() {
 }
 
 #[test]
+fn show_a_device_family_stem_suggests_a_member_of_the_family() {
+    // `H100` is two edits from `A10` and four from `H100_SXM` (both 0.5 similar); the family
+    // stem is what the user wrote, so the member nearest in spelling is offered.
+    let (code, _, err) = run_cli(&["catalogue", "show", "H100"], "");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "error: unknown catalogue id `H100`; did you mean `H100_SXM`?\n"
+    );
+}
+
+#[test]
 fn a_misspelt_device_is_located_and_gets_a_suggestion() {
     let path = case("L2103-unknown-device.loam");
     let (code, out, _) = run_cli(&["check", &path, "--format", "json"], "");

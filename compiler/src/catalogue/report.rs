@@ -178,8 +178,10 @@ pub fn list_json(catalogue: &Catalogue) -> Value {
 fn find<'a>(catalogue: &'a Catalogue, id: &str) -> Result<Found<'a>, UnknownId> {
     catalogue.find(id).ok_or_else(|| {
         let ids = catalogue.all_ids();
-        let suggestion =
-            crate::suggest::closest(id, ids.iter().map(String::as_str)).map(str::to_string);
+        // A device family stem (`H100`) is offered its nearest member, not the nearest spelling.
+        let suggestion = crate::suggest::devices_like(id, ids.iter().map(String::as_str))
+            .first()
+            .map(|name| (*name).to_string());
         UnknownId {
             id: id.to_string(),
             suggestion,

@@ -143,6 +143,20 @@ pub(crate) fn did_you_mean<'a>(
     }
 }
 
+/// The help for an unknown device: the catalogue's devices of its family (`H100` →
+/// `H100_SXM`, `H100_HBM2e_96GB`), else the closest id, else every id.
+fn device_help(unknown: &str, catalogue: &Catalogue) -> String {
+    let ids = catalogue.device_ids();
+    match crate::suggest::devices_like(unknown, ids.clone()).as_slice() {
+        [] => format!("known devices: {}", ticked(ids)),
+        [one] => format!("did you mean `{one}`?"),
+        several => format!(
+            "did you mean one of {}? (`loam catalogue list` shows every device)",
+            ticked(several.iter().copied())
+        ),
+    }
+}
+
 /// The listed devices the catalogue defines (unknown ones are reported).
 fn known_devices<'a>(
     spec: Scope<'a>,
@@ -161,11 +175,7 @@ fn known_devices<'a>(
                     device.span,
                     "no device of this name in the catalogue",
                 )
-                .with_help(did_you_mean(
-                    &device.value,
-                    catalogue.device_ids(),
-                    "devices",
-                )),
+                .with_help(device_help(&device.value, catalogue)),
             );
         }
     }
