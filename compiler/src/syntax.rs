@@ -8,6 +8,7 @@ pub mod ast;
 mod decode;
 mod error;
 mod lower;
+mod mistakes;
 mod trivia;
 
 pub use decode::{decode_utf8, first_not_spec_text, is_spec_char};

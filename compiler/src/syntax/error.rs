@@ -19,6 +19,11 @@ pub(super) fn from_pest(file: FileId, text: &str, err: &Error<Rule>) -> Diagnost
         ErrorVariant::CustomError { message } => vec![message.clone()],
     };
     let found = token_at(text, at);
+    let expects_close_brace = expected.iter().any(|word| word == "`}`");
+    if let Some(diagnostic) = super::mistakes::recognise(file, text, at, found, expects_close_brace)
+    {
+        return diagnostic;
+    }
     let span = Span::new(file, at, at + found.map_or(0, str::len));
     let found_words = found.map_or_else(|| "end of file".to_string(), |t| format!("`{t}`"));
     let after = previous_token(text, at)
