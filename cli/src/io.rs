@@ -36,6 +36,25 @@ pub fn display(path: &Path) -> String {
     text.strip_prefix("./").map(str::to_string).unwrap_or(text)
 }
 
+/// The error for a command whose paths hold no spec file, naming what was searched: a CI gate
+/// on a mistyped or emptied folder must fail, not pass on nothing (exit 1).
+pub fn no_specs_found(paths: &[std::path::PathBuf]) -> String {
+    let searched = if paths.is_empty() {
+        "`.`".to_string()
+    } else {
+        paths
+            .iter()
+            .map(|p| format!("`{}`", display(p)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "error: no spec files in {searched}: a folder is searched for `*.loam` files below it \
+         (hidden folders, `target`, nested git repositories and what `.loamignore` lists are \
+         skipped); name a `.loam` file or a folder that holds some\n"
+    )
+}
+
 /// Whether `path` is a folder that exists.
 pub fn is_dir(path: &Path) -> bool {
     path.is_dir()

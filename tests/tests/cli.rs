@@ -146,3 +146,55 @@ fn validate_is_an_alias_of_check() {
     assert_eq!(code, 0);
     assert!(out.contains("no problems"));
 }
+
+#[test]
+fn a_folder_without_specs_is_an_error_naming_what_was_searched() {
+    // A CI gate on a mistyped or emptied folder must fail, not pass on nothing (newcomer
+    // review, section 6): every command that reads specs exits 1 and names the folder.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "not a spec\n").unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let out_file = dir.path().join("plan.html");
+    let out_dir = dir.path().join("deploy");
+    let commands: [Vec<&str>; 5] = [
+        vec!["check", folder],
+        vec!["plan", folder],
+        vec!["report", folder, "--out", out_file.to_str().unwrap()],
+        vec![
+            "emit",
+            folder,
+            "--backend",
+            "kubernetes",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        vec!["check", "--format", "github", folder],
+    ];
+    for args in commands {
+        let (code, out, err) = run_cli(&args, "");
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(&format!("no spec files in `{folder}`")),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!out_file.exists(), "no page is written for nothing");
+    // The GitHub format also says it as an annotation, where a CI log shows it.
+    let (_, out, _) = run_cli(&["check", "--format", "github", folder], "");
+    assert!(
+        out.starts_with("::error title=loam check::no spec files in"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_for_github_counts_services_as_well_as_jobs() {
+    // examples/ holds 15 files: 12 with a job block, 3 with a service block.
+    let dir = repo_root().join("examples");
+    let (code, out, err) = run_cli(&["check", "--format", "github", dir.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("::notice title=loam check::checked 15 files, 12 jobs, 3 services: 0 errors"),
+        "{out}"
+    );
+}

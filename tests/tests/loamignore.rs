@@ -142,9 +142,10 @@ fn outside_a_work_tree_only_the_current_folders_file_applies() {
     let root = dir.path();
     write(root, ".loamignore", "*.loam\n");
     write(root, "inner/a.loam", &spec("job-a", 64, 16));
-    let (code, out, err) = loam(root, &["check", "."]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("checked 0 files"), "{out}");
+    // Every spec ignored: nothing to check is an error (a CI gate must not pass on nothing).
+    let (code, _, err) = loam(root, &["check", "."]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no spec files in `.`"), "{err}");
     // No `.git` above: the parent's file is not looked for.
     let (code, out, err) = loam(&root.join("inner"), &["check", "."]);
     assert_eq!(code, 0, "{err}");

@@ -15,6 +15,15 @@ pub fn run(
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
     let specs = load_checked(&args.paths, catalogue_dir)?;
+    if specs.files.is_empty() && specs.catalogue_errors == 0 {
+        let message = crate::io::no_specs_found(&args.paths);
+        if args.format == CheckFormat::Github {
+            let text = message.trim_end().trim_start_matches("error: ");
+            cx.print(&format!("::error title=loam check::{text}\n"));
+        }
+        cx.eprint(&message);
+        return Ok(1);
+    }
     let errors = specs.errors();
     match args.format {
         CheckFormat::Github => {
@@ -23,11 +32,13 @@ pub fn run(
                 &specs.sources,
             ));
             cx.print(&format!(
-                "::notice title=loam check::checked {} {}, {} {}: {errors} {}\n",
+                "::notice title=loam check::checked {} {}, {} {}, {} {}: {errors} {}\n",
                 specs.files.len(),
                 plural(specs.files.len(), "file"),
                 specs.jobs.len(),
                 plural(specs.jobs.len(), "job"),
+                specs.services.len(),
+                plural(specs.services.len(), "service"),
                 plural(errors, "error")
             ));
         }

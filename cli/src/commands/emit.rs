@@ -38,6 +38,10 @@ pub fn run(
     } else {
         // The same checks as `loam plan`, then the same planner; any error stops the emit.
         let specs = load_checked(std::slice::from_ref(&args.path), catalogue_dir)?;
+        if specs.files.is_empty() && specs.catalogue_errors == 0 {
+            cx.eprint(&crate::io::no_specs_found(std::slice::from_ref(&args.path)));
+            return Ok(1);
+        }
         let planned = plan_project(&specs, threads());
         if !planned.diagnostics.is_empty() {
             cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
@@ -72,6 +76,9 @@ pub fn run(
     if let Some(image) = &args.image {
         options.image.clone_from(image);
     }
+    options
+        .checkpoint_storage_class
+        .clone_from(&args.checkpoint_storage_class);
     if let Some(trainer) = &args.trainer {
         options.trainer = trainer.split_whitespace().map(str::to_string).collect();
     }

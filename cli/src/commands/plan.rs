@@ -19,6 +19,10 @@ pub fn run(
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
     let (specs, planned) = load_and_plan(&args.paths, catalogue_dir, args.cache.as_deref(), cx)?;
+    if specs.files.is_empty() && specs.catalogue_errors == 0 {
+        cx.eprint(&crate::io::no_specs_found(&args.paths));
+        return Ok(1);
+    }
     report_diagnostics(&specs, &planned, cx);
     let doc = &planned.document;
     let checks_failed = specs.errors() > 0;

@@ -40,6 +40,10 @@ pub fn run(
         None => {
             let (specs, planned) =
                 plan::load_and_plan(&args.paths, catalogue, args.cache.as_deref(), cx)?;
+            if specs.files.is_empty() && specs.catalogue_errors == 0 {
+                cx.eprint(&io::no_specs_found(&args.paths));
+                return Ok(1);
+            }
             plan::report_diagnostics(&specs, &planned, cx);
             let page = plan_html::render(&plan_html::title(&args.paths), &specs, &planned);
             let doc = &planned.document;
