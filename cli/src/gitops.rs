@@ -19,6 +19,7 @@
 
 pub mod classify;
 pub mod compare;
+pub mod headline;
 pub mod html;
 pub mod json;
 mod manifests;

@@ -326,7 +326,7 @@ fn the_github_workflows_pin_and_cache_loam_and_split_privileges() {
         "<!-- loam-diff -->",
         "updateComment",
         "createComment",
-        "no plan changes",
+        "diff.startsWith(marker)",
         "setFailed",
         "pulls.get",
     ] {

@@ -15,6 +15,7 @@ mod admission;
 mod cases;
 mod catalogue_cli;
 mod catalogue_default;
+mod ci_comment;
 mod ci_examples;
 mod cli;
 mod diff_git;

@@ -40,7 +40,13 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
             cx.print(&annotations);
             cx.print(&text::render(diff, base, head, false));
             let summary = diff.summary();
-            cx.print(&format!("::notice title=loam diff::{}\n", summary.line()));
+            let headline = gitops::headline::line(diff, base, head);
+            let notice = if headline.is_empty() {
+                summary.line()
+            } else {
+                format!("{} {headline}", summary.line())
+            };
+            cx.print(&format!("::notice title=loam diff::{notice}\n"));
         }
     }
     Ok(exit_code(&outcome, args.detailed_exitcode))

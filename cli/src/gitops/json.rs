@@ -4,6 +4,7 @@
 //! ```text
 //! { "format_version": "1.0",
 //!   "base": { "label", "commit", "catalogue", "catalogue_digest" }, "head": { … },
+//!   "verdict", "headline": [ the reviewer's headline, one part per string ],
 //!   "summary": { "add", "change", "replace", "destroy", "unchanged", "unchanged_services",
 //!                "infeasible", "infeasible_services", "errors" },
 //!   "totals": [ per tenant, then the total: jobs' device-hours, cost, energy, carbon ],
@@ -180,6 +181,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
         "base": side_json(base),
         "head": side_json(head),
         "verdict": summary.verdict(),
+        "headline": super::headline::parts(diff, base, head),
         "summary": {
             "add": summary.add, "change": summary.change, "replace": summary.replace,
             "destroy": summary.destroy, "unchanged": summary.unchanged,

@@ -39,11 +39,9 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
 /// lines.
 pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> String {
     let summary = diff.summary();
-    let mut out = format!(
-        "{MARKER}\n### loam plan diff: `{}` → `{}`\n\n",
-        base.title(),
-        head.title()
-    );
+    // The verdict on the comment's second line and the headline on its third: what a reviewer
+    // reads before anything else, whatever follows.
+    let mut out = format!("{MARKER}\n");
     let icon = if summary.blocks() {
         "❌"
     } else if summary.has_changes() {
@@ -59,7 +57,18 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     if !unchanged.is_empty() {
         let _ = write!(line, " · {unchanged}");
     }
-    let _ = writeln!(out, "{line}\n");
+    let _ = write!(
+        line,
+        " · loam plan diff `{}` → `{}`",
+        escape(&base.title()),
+        escape(&head.title())
+    );
+    let headline = super::headline::line(diff, base, head);
+    if headline.is_empty() {
+        let _ = writeln!(out, "{line}\n");
+    } else {
+        let _ = writeln!(out, "{line}<br>\n{headline}\n");
+    }
     for text in header(base, head).lines().skip(1) {
         let _ = writeln!(out, "_{}_\n", escape(text));
     }

@@ -160,6 +160,11 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
     out.push('\n');
+    let headline = super::headline::line(diff, base, head);
+    if !headline.is_empty() {
+        out.push_str(&headline);
+        out.push('\n');
+    }
     if diff.changed().next().is_some() || !diff.broken.is_empty() {
         out.push('\n');
         let rows = super::totals::totals(diff, base, head);

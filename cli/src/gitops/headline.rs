@@ -1,0 +1,237 @@
+//! A reviewer's headline: the one line after the verdict that says what the change costs, when
+//! it runs and where it is at risk, in every format (the markdown's third line, the text's and
+//! the GitHub notice's last, the JSON's `headline`):
+//!
+//! - the cost delta of the jobs (per currency, with the relative change of the total) and of
+//!   the services per month;
+//! - the admission outcome of the jobs the change touches: how many run now, how many queue
+//!   (behind whom, for the first) and how many will not run;
+//! - the tightest deadline inside its uncertainty: a changed job whose time to spare before its
+//!   deadline is smaller than its time's stated uncertainty (`0.5 days spare on 59.5 days ±30 %`);
+//! - the top cost driver: the changed job or service whose cost moves most.
+//!
+//! Parts with nothing to say are left out; with nothing at all the headline is empty.
+
+use super::compare::{Action, PlanDiff};
+use super::services::totals as service_totals;
+use super::side::Side;
+use super::totals::totals;
+use loam_compiler::admission::AdmissionStatus;
+use loam_ir::display::{hours_or_days, money, plus_minus, signed};
+use std::collections::BTreeMap;
+
+/// The headline's parts, in order; empty when there is nothing to say.
+pub fn parts(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(cost) = jobs_cost(diff, base, head) {
+        parts.push(cost);
+    }
+    if let Some(cost) = services_cost(diff, base, head) {
+        parts.push(cost);
+    }
+    if let Some(admission) = admission(diff) {
+        parts.push(admission);
+    }
+    if let Some(slack) = tightest(diff) {
+        parts.push(slack);
+    }
+    if let Some(driver) = driver(diff) {
+        parts.push(driver);
+    }
+    parts
+}
+
+/// The headline as one line, parts joined by ` · `.
+pub fn line(diff: &PlanDiff, base: &Side, head: &Side) -> String {
+    parts(diff, base, head).join(" · ")
+}
+
+/// `+1,669 CNY (+48.9 %)`: a signed amount, with its relative change when there was one.
+fn delta(before: f64, after: f64, currency: &str) -> String {
+    let change = after - before;
+    let sign = if change < 0.0 { "-" } else { "+" };
+    let pct = if before == 0.0 {
+        String::new()
+    } else {
+        format!(" ({} %)", signed(change / before.abs() * 100.0, 1))
+    };
+    format!("{sign}{}{pct}", money(change.abs(), currency))
+}
+
+/// The deltas per currency of two sums whose currencies differ, joined by ` + `; `None` when
+/// no amount moves by a whole unit.
+fn deltas(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> Option<String> {
+    let mut currencies: Vec<&String> = before.keys().chain(after.keys()).collect();
+    currencies.sort();
+    currencies.dedup();
+    let moved: Vec<String> = currencies
+        .into_iter()
+        .filter_map(|c| {
+            let (b, a) = (
+                before.get(c).copied().unwrap_or(0.0),
+                after.get(c).copied().unwrap_or(0.0),
+            );
+            // Below one unit of money the change is rounding, not a bill.
+            ((a - b).abs() >= 1.0).then(|| delta(b, a, c))
+        })
+        .collect();
+    (!moved.is_empty()).then(|| moved.join(" + "))
+}
+
+/// `jobs +17,731,000 CNY (+39.2 %)`.
+fn jobs_cost(diff: &PlanDiff, base: &Side, head: &Side) -> Option<String> {
+    diff.changed().next()?;
+    let rows = totals(diff, base, head);
+    let total = rows.last()?;
+    deltas(&total.before.cost, &total.after.cost).map(|d| format!("jobs {d}"))
+}
+
+/// `services +146,400 CNY (+148.8 %) per month, +17 devices`.
+fn services_cost(diff: &PlanDiff, base: &Side, head: &Side) -> Option<String> {
+    diff.changed_services().next()?;
+    let rows = service_totals(&diff.services, base, head);
+    let total = rows.last()?;
+    let devices = total.after.devices as i64 - total.before.devices as i64;
+    let cost = deltas(&total.before.cost, &total.after.cost);
+    let devices = (devices != 0).then(|| format!("{devices:+} devices"));
+    match (cost, devices) {
+        (Some(c), Some(d)) => Some(format!("services {c} per month, {d}")),
+        (Some(c), None) => Some(format!("services {c} per month")),
+        (None, Some(d)) => Some(format!("services {d}")),
+        (None, None) => None,
+    }
+}
+
+/// `admission: 2 run now, 3 queue (`a` behind `b`), 1 will not run`, over the jobs whose
+/// admission changes and that are still there at head.
+fn admission(diff: &PlanDiff) -> Option<String> {
+    let (mut now, mut queue, mut never) = (0usize, 0usize, 0usize);
+    let mut first_queued: Option<(&str, &[String])> = None;
+    for change in &diff.admission {
+        match &change.after {
+            Some(AdmissionStatus::Admitted | AdmissionStatus::Borrows { .. }) => now += 1,
+            Some(AdmissionStatus::Queues { behind, .. }) => {
+                queue += 1;
+                first_queued.get_or_insert((change.job.as_str(), behind.as_slice()));
+            }
+            Some(AdmissionStatus::NeverAdmissible { .. } | AdmissionStatus::NotPlanned { .. }) => {
+                never += 1
+            }
+            None => {}
+        }
+    }
+    let mut said = Vec::new();
+    if now > 0 {
+        said.push(format!("{now} run now"));
+    }
+    if queue > 0 {
+        let who = match first_queued {
+            Some((job, behind)) if !behind.is_empty() => {
+                let names: Vec<String> = behind.iter().take(2).map(|b| code(b)).collect();
+                let more = if behind.len() > 2 { " …" } else { "" };
+                format!(" ({} behind {}{more})", code(job), names.join(", "))
+            }
+            _ => String::new(),
+        };
+        said.push(format!("{queue} queue{who}"));
+    }
+    if never > 0 {
+        said.push(format!("{never} will not run"));
+    }
+    (!said.is_empty()).then(|| format!("admission: {}", said.join(", ")))
+}
+
+/// The changed job with the least time to spare before its deadline, when that time is within
+/// its time's stated uncertainty: `⚠ `x` 0.5 days spare on 59.5 days ±30 % (deadline 60.0
+/// days)`.
+fn tightest(diff: &PlanDiff) -> Option<String> {
+    let mut found: Option<(f64, String)> = None;
+    for job in diff.changed().filter(|j| j.action != Action::Infeasible) {
+        let Some(plan) = &job.after else { continue };
+        let (Some(estimate), Some(deadline)) = (
+            &plan.estimate,
+            plan.goal.as_ref().and_then(|g| g.deadline_h),
+        ) else {
+            continue;
+        };
+        let time = plan.wall_time_h().unwrap_or(estimate.train_time_h);
+        let uncertainty = estimate.throughput_uncertainty.unwrap_or(0.0);
+        let spare = deadline - time;
+        // A plan whose spare time is less than its time's uncertainty may miss the deadline.
+        if uncertainty <= 0.0 || spare > time * uncertainty {
+            continue;
+        }
+        let share = spare / deadline;
+        if found.as_ref().is_none_or(|(best, _)| share < *best) {
+            found = Some((
+                share,
+                format!(
+                    "⚠ {} {} spare on {} {} (deadline {})",
+                    code(&job.job),
+                    hours_or_days(spare),
+                    hours_or_days(time),
+                    plus_minus(uncertainty),
+                    hours_or_days(deadline)
+                ),
+            ));
+        }
+    }
+    found.map(|(_, text)| text)
+}
+
+/// `most from `x`: +14,615,000 CNY (+141.0 %)`: the changed job or service whose cost (a service's per
+/// month) moves by the largest amount, compared within one currency; `None` when only one thing
+/// changed (the cost part already says it).
+fn driver(diff: &PlanDiff) -> Option<String> {
+    let mut moves: Vec<(String, String, f64, f64, &str)> = Vec::new();
+    // A spec that does not check at head has no cost there: it is unknown, not saved.
+    for job in diff.changed().filter(|j| j.action != Action::Error) {
+        let cost = |p: &Option<loam_ir::plan::Plan>| {
+            p.as_ref()
+                .and_then(|p| p.estimate.as_ref())
+                .map(|e| (e.cost.amount, e.cost.currency.clone()))
+        };
+        if let Some((currency, b, a)) = amounts(cost(&job.before), cost(&job.after)) {
+            moves.push((job.job.clone(), currency, b, a, ""));
+        }
+    }
+    for service in diff
+        .changed_services()
+        .filter(|s| s.action != Action::Error)
+    {
+        let cost = |p: &Option<loam_ir::plan::ServicePlan>| {
+            p.as_ref()
+                .and_then(|p| p.estimate.as_ref())
+                .map(|e| (e.cost_per_month.amount, e.cost_per_month.currency.clone()))
+        };
+        if let Some((currency, b, a)) = amounts(cost(&service.before), cost(&service.after)) {
+            moves.push((service.service.clone(), currency, b, a, " per month"));
+        }
+    }
+    if moves.len() < 2 {
+        return None;
+    }
+    let (name, currency, b, a, per) = moves
+        .into_iter()
+        .max_by(|x, y| (x.3 - x.2).abs().total_cmp(&(y.3 - y.2).abs()))?;
+    ((a - b).abs() >= 1.0)
+        .then(|| format!("most from {}: {}{per}", code(&name), delta(b, a, &currency)))
+}
+
+/// Both sides' amounts in the one currency they share (a missing side is zero).
+fn amounts(
+    before: Option<(f64, String)>,
+    after: Option<(f64, String)>,
+) -> Option<(String, f64, f64)> {
+    match (before, after) {
+        (Some((b, cb)), Some((a, ca))) if cb == ca => Some((ca, b, a)),
+        (None, Some((a, c))) => Some((c, 0.0, a)),
+        (Some((b, c)), None) => Some((c, b, 0.0)),
+        _ => None,
+    }
+}
+
+/// A name from the pull request in backticks, unable to close them early.
+fn code(name: &str) -> String {
+    format!("`{}`", name.replace('`', "'"))
+}
