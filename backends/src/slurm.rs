@@ -32,6 +32,14 @@ const WINDOW_MIN_RUN_S: u64 = 300;
 /// (`AuthInfo=cred_expire`), and a minute of scheduling.
 const REQUEUE_WAIT_S: u64 = 180;
 
+/// How often the script tries a Slurm command that may fail for a moment (reading its own state,
+/// requeueing itself), and the pause between tries: counted, so that a slurmctld restart or an
+/// RPC timeout of a few seconds (`MessageTimeout`, 10 s by default in slurm.conf(5)) is outlived
+/// and a cancelled job still ends within half a minute.
+const SLURM_TRIES: u64 = 3;
+/// Seconds between two tries (see [`SLURM_TRIES`]).
+const SLURM_RETRY_S: u64 = 5;
+
 /// A Slurm release, `major.minor` (`22.05`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SlurmVersion {
@@ -135,6 +143,10 @@ struct ScriptContext<'a> {
     /// lifetime, 120 s by default), added when the script decides whether to wait for the next
     /// opening.
     requeue_wait_s: u64,
+    /// Tries of a Slurm command that may fail for a moment.
+    slurm_tries: u64,
+    /// Seconds between those tries.
+    slurm_retry_s: u64,
 }
 
 /// The `#SBATCH` options of group `g`, or the problems that keep it from being one.
@@ -314,6 +326,8 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         window,
         window_min_run_s: WINDOW_MIN_RUN_S,
         requeue_wait_s: REQUEUE_WAIT_S,
+        slurm_tries: SLURM_TRIES,
+        slurm_retry_s: SLURM_RETRY_S,
     };
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
     let contents = render_one(

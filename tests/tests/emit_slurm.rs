@@ -249,6 +249,87 @@ fn sigterm_to_the_batch_script_checkpoints_and_requeues() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A folder of stand-ins for `scontrol` and `squeue` that fail the way a restarting slurmctld
+/// does: `squeue` always, `scontrol show job` the first `failures` times (counted in
+/// `show-job-failures`), every other `scontrol` call goes to the real one.
+fn flaky_slurm_commands(dir: &Path, failures: u32) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let count = dir.join("show-job-failures");
+    let scontrol = format!(
+        "#!/bin/bash\n\
+         if [[ $1 == show && $2 == job ]]; then\n\
+         n=$(cat '{count}' 2>/dev/null || echo 0)\n\
+         if ((n < {failures})); then echo $((n + 1)) >'{count}'; \
+         echo 'slurm_load_jobs error: Socket timed out on send/recv operation' >&2; exit 1; fi\n\
+         fi\n\
+         exec /usr/bin/scontrol \"$@\"\n",
+        count = count.display()
+    );
+    let squeue =
+        "#!/bin/sh\necho 'squeue: error: Socket timed out on send/recv operation' >&2\nexit 1\n";
+    for (name, body) in [("scontrol", scontrol.as_str()), ("squeue", squeue)] {
+        let path = bin.join(name);
+        std::fs::write(&path, body).unwrap();
+        let o = run("chmod", &["+x", path.to_str().unwrap()], dir);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    bin
+}
+
+/// Deploy review finding 18: the batch script reads its own state after a stop request before it
+/// requeues itself; a slurmctld that does not answer for a moment (here: `squeue` fails every
+/// time and `scontrol show job` twice) must not end training. The script tries three times, 5 s
+/// apart, so the third `scontrol show job` answers RUNNING and the job requeues and finishes.
+/// Before, `squeue`'s failure read as "the job is gone" and the script exited 75 unrequeued.
+#[test]
+fn a_transient_slurm_failure_after_a_stop_request_still_requeues() {
+    if !have_slurm() {
+        return;
+    }
+    let started = Instant::now();
+    let dir = scratch("flaky");
+    let mut doc = plan_fixture("small-1-node");
+    let (options, ckpt) = runnable(&mut doc, &dir, 20, 0.5);
+    let script = script(&doc, &options, &dir);
+    let bin = flaky_slurm_commands(&dir, 2);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sbatch")
+        .args(["--parsable", script.to_str().unwrap()])
+        .current_dir(&dir)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sbatch: {}", text(&o));
+    let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(ckpt.join("node0.ckpt"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .is_none_or(|n| n < 2)
+    {
+        assert!(Instant::now() < deadline, "no progress: {}", logs(&dir));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = run("scancel", &["--batch", "--signal=TERM", &id], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let line = wait_done(&id, &dir, Duration::from_secs(240));
+    let out = logs(&dir);
+    assert_eq!(field(&line, "JobState="), "COMPLETED", "{line}\n{out}");
+    assert_eq!(field(&line, "Restarts="), "1", "{line}\n{out}");
+    assert_resumed(&ckpt, 20, &dir);
+    assert!(out.contains("could not read the job's state (try 2 of 3)"), "{out}");
+    #[allow(clippy::print_stderr)] // the timing is for the person running the tests
+    {
+        eprintln!("requeue through a flaky slurmctld: {:?}", started.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn partitions_refuse_chunks_above_max_time_and_undeclared_features() {
     if !have_slurm() {
