@@ -39,6 +39,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/kubernetes/pod.yaml.j2"),
     ),
     (
+        "kubernetes/pvc.yaml.j2",
+        include_str!("../templates/kubernetes/pvc.yaml.j2"),
+    ),
+    (
         "kubernetes/priorityclass.yaml.j2",
         include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
     ),

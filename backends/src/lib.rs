@@ -71,6 +71,9 @@ pub struct Options {
     /// ClusterQueue (`loam_compiler::catalogue::facts::node_group_devices`). Empty: no lender
     /// queue.
     pub node_groups: BTreeMap<String, u64>,
+    /// The storage class of each tenant's checkpoint volume (a ReadWriteMany
+    /// PersistentVolumeClaim per tenant and site); `None`: the cluster's default class.
+    pub checkpoint_storage_class: Option<String>,
     /// The serving engine's container image for every service; `None`: the image the vendor's
     /// file gives the engine.
     pub serving_image: Option<String>,
@@ -93,6 +96,7 @@ impl Options {
             trainer: vec!["loam-train".to_string()],
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
+            checkpoint_storage_class: None,
             serving_image: None,
             vendors,
         }

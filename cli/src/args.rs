@@ -219,6 +219,10 @@ pub struct EmitArgs {
     /// The trainer command, split on spaces; the layout arguments follow it. Default: `loam-train`.
     #[arg(long, value_name = "COMMAND")]
     pub trainer: Option<String>,
+    /// The storage class of each tenant's checkpoint volume (Kubernetes; it must offer
+    /// ReadWriteMany). Default: the cluster's default class.
+    #[arg(long, value_name = "CLASS")]
+    pub checkpoint_storage_class: Option<String>,
     /// The folder to write; replaced as a whole, only if empty or written by `loam emit` and
     /// unchanged since (its `.loam-emit` lists every file and its SHA-256).
     #[arg(long, value_name = "DIR")]

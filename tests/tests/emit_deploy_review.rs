@@ -155,3 +155,55 @@ fn a_jobs_files_are_the_same_alone_and_with_every_other_example() {
     }
     assert!(differ.is_empty(), "{differ:#?}");
 }
+
+/// Finding 2: every claim a training pod mounts exists in the pod's namespace at its site, as
+/// a ReadWriteMany PersistentVolumeClaim (64 to 2,048 pods mount it from different nodes), under
+/// both flavours. The review found claim `checkpoints` in every JobSet and no PVC anywhere.
+#[test]
+fn every_checkpoint_claim_a_pod_mounts_is_emitted_read_write_many() {
+    let (doc, _) = examples();
+    for flavor in [Flavor::Jobset, Flavor::Volcano] {
+        let all = emit(doc, flavor);
+        // (site folder, namespace, claim) of every PVC.
+        let mut claims = Vec::new();
+        for (path, text) in all.iter().filter(|(p, _)| p.contains("/00-pvc-")) {
+            let pvc = yaml(text);
+            assert_eq!(pvc["kind"], "PersistentVolumeClaim", "{path}");
+            assert_eq!(
+                pvc["spec"]["accessModes"],
+                serde_json::json!(["ReadWriteMany"]),
+                "{path}"
+            );
+            let site = path.split('/').nth(1).unwrap().to_string();
+            claims.push((
+                site,
+                pvc["metadata"]["namespace"].as_str().unwrap().to_string(),
+                pvc["metadata"]["name"].as_str().unwrap().to_string(),
+            ));
+        }
+        let mut mounted = 0;
+        for (path, text) in all
+            .iter()
+            .filter(|(p, _)| p.ends_with("-job.yaml") || p.ends_with("jobset.yaml"))
+        {
+            let job = yaml(text);
+            let namespace = job["metadata"]["namespace"].as_str().unwrap();
+            let site = text
+                .split("loam.io/site")
+                .nth(1)
+                .and_then(|rest| rest.lines().next())
+                .and_then(|rest| rest.split(": ").nth(1))
+                .map(|s| loam_ir::names::dns_label(s.trim_matches('"'), 40))
+                .unwrap_or_else(|| panic!("{path}: no site"));
+            for claim in text.split("claimName: ").skip(1) {
+                let claim = claim.lines().next().unwrap().trim_matches('"').to_string();
+                mounted += 1;
+                assert!(
+                    claims.contains(&(site.clone(), namespace.to_string(), claim.clone())),
+                    "{flavor:?} {path}: claim {claim} in {namespace} at {site} is not emitted; PVCs: {claims:?}"
+                );
+            }
+        }
+        assert!(mounted >= doc.plans.len(), "{mounted} mounts");
+    }
+}

@@ -111,10 +111,17 @@ struct Flavor_ {
     nodes_needed: u64,
 }
 
+/// The storage a tenant's checkpoint claim requests (counted: a placeholder, 100 TiB). The
+/// shared file systems that offer ReadWriteMany (CephFS, NFS, Lustre CSI) treat the request
+/// as a quota or ignore it; the size a tenant needs is the platform team's to set.
+const CHECKPOINT_CLAIM_REQUEST: &str = "100Ti";
+
 /// One tenant at one site.
 #[derive(Debug, Clone, Default)]
 struct Tenant {
     namespace: String,
+    /// Where its checkpoints live: the root of its checkpoint volume.
+    checkpoint_root: String,
     queue: String,
     cohort: String,
     quotas: BTreeMap<String, QuotaShare>,
@@ -174,6 +181,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                 .entry(job.tenancy.queue.clone())
                 .or_insert_with(|| Tenant {
                     namespace: job.tenancy.namespace.clone(),
+                    checkpoint_root: job.tenancy.checkpoint_root.clone(),
                     queue: job.tenancy.queue.clone(),
                     cohort: dns_label(&plan.pool, 50),
                     quotas: job.tenancy.quotas.clone(),
@@ -218,6 +226,25 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                 format!("00-namespace-{ns}.yaml"),
                 "namespace",
                 minijinja::context! { namespace => ns },
+            )?;
+        }
+        // The checkpoint volume every training pod of the tenant mounts (claim `checkpoints`);
+        // services mount none.
+        let claims: BTreeMap<&str, &str> = site
+            .tenants
+            .values()
+            .map(|t| (t.namespace.as_str(), t.checkpoint_root.as_str()))
+            .collect();
+        for (ns, root) in claims {
+            add(
+                format!("00-pvc-{ns}-checkpoints.yaml"),
+                "pvc",
+                minijinja::context! {
+                    namespace => ns,
+                    checkpoint_root => root,
+                    storage_class => options.checkpoint_storage_class,
+                    request => CHECKPOINT_CLAIM_REQUEST,
+                },
             )?;
         }
         for (name, value) in PRIORITIES {
