@@ -207,3 +207,63 @@ fn every_checkpoint_claim_a_pod_mounts_is_emitted_read_write_many() {
         assert!(mounted >= doc.plans.len(), "{mounted} mounts");
     }
 }
+
+/// The documents of every `.yaml` file whose path ends in `suffix`.
+fn documents(files: &BTreeMap<String, String>, suffix: &str) -> Vec<(String, Value)> {
+    files
+        .iter()
+        .filter(|(p, _)| p.ends_with(suffix))
+        .flat_map(|(p, text)| {
+            let docs: Vec<Value> = serde_saphyr::from_multiple(text).unwrap();
+            docs.into_iter().map(move |d| (p.clone(), d))
+        })
+        .collect()
+}
+
+/// The engine containers of a Deployment or LeaderWorkerSet.
+fn engine_containers(workload: &Value) -> Vec<&Value> {
+    let spec = &workload["spec"];
+    [
+        &spec["template"]["spec"]["containers"],
+        &spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"],
+        &spec["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"],
+    ]
+    .into_iter()
+    .filter_map(Value::as_array)
+    .flatten()
+    .filter(|c| c["name"] == "engine")
+    .collect()
+}
+
+/// Finding 4: every vLLM engine with the NIXL connector (the disaggregated 70B chat and RAG
+/// examples) tells its peers its pod IP in `VLLM_NIXL_SIDE_CHANNEL_HOST` (downward API);
+/// vLLM's default, `localhost`, fails every transfer between pods.
+#[test]
+fn every_nixl_engine_advertises_its_pod_ip() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut nixl = 0;
+    for (path, workload) in documents(&all, "-deployment.yaml")
+        .into_iter()
+        .chain(documents(&all, "-leaderworkerset.yaml"))
+    {
+        for c in engine_containers(&workload) {
+            if !c.to_string().contains("NixlConnector") {
+                continue;
+            }
+            nixl += 1;
+            let host = c["env"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["name"] == "VLLM_NIXL_SIDE_CHANNEL_HOST");
+            assert_eq!(
+                host.map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]),
+                Some(&Value::from("status.podIP")),
+                "{path}"
+            );
+        }
+    }
+    // One disaggregated vLLM example (llama31-70b-chat): a prefill and a decode role.
+    assert_eq!(nixl, 2, "{nixl} NIXL engines");
+}

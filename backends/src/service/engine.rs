@@ -47,6 +47,12 @@ pub struct EngineLaunch {
     pub metric: Option<&'static str>,
     /// How the nodes of one replica start together, when a replica spans several nodes.
     pub multi_node: Option<MultiNode>,
+    /// The environment variable the engine reads the address other pods reach it at from,
+    /// which every target sets to the pod's or node's own address: vLLM's NIXL connector
+    /// hands its side-channel host to the decoder, and its default `localhost` fails every
+    /// transfer between machines (vllm-project/vllm `docs/features/nixl_connector_usage.md`,
+    /// `VLLM_NIXL_SIDE_CHANNEL_HOST`).
+    pub host_env: Option<&'static str>,
 }
 
 /// Why an engine cannot serve a role as planned.
@@ -129,6 +135,7 @@ fn vllm(plan: &ServicePlan, role: &RoleIr, disaggregated: bool) -> EngineLaunch 
         health: Some("/health"),
         metric: Some("vllm:num_requests_running"),
         multi_node,
+        host_env: disaggregated.then_some("VLLM_NIXL_SIDE_CHANNEL_HOST"),
     }
 }
 
@@ -178,6 +185,7 @@ fn sglang(plan: &ServicePlan, role: &RoleIr, disaggregated: bool) -> EngineLaunc
         health: Some("/health"),
         metric: Some("sglang:num_running_reqs"),
         multi_node,
+        host_env: None,
     }
 }
 
@@ -207,6 +215,7 @@ fn trtllm(plan: &ServicePlan, role: &RoleIr) -> EngineLaunch {
         health: Some("/health"),
         metric: None,
         multi_node: None,
+        host_env: None,
     }
 }
 
@@ -230,6 +239,7 @@ fn lmdeploy(plan: &ServicePlan, role: &RoleIr) -> EngineLaunch {
         health: None,
         metric: None,
         multi_node: None,
+        host_env: None,
     }
 }
 
@@ -244,6 +254,7 @@ fn mindie() -> EngineLaunch {
         health: None,
         metric: None,
         multi_node: None,
+        host_env: None,
     }
 }
 

@@ -73,6 +73,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                 image => svc.image,
                 command => command(role),
                 env => Value::from_serialize(&role.env),
+                host_env => role.launch.host_env,
                 port => role.launch.port,
                 probes => leader,
                 health => role.launch.health,
