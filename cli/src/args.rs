@@ -153,6 +153,10 @@ pub struct PlanArgs {
     /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
+    /// Show every warning in full; without it, more than three warnings are folded into a
+    /// count per code after the plans (errors are always shown in full).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Arguments of `loam calibrate`.

@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod diagnostics;
+pub mod folded;
 pub mod github;
 pub mod plan_html;
 pub mod plan_json;

@@ -198,3 +198,50 @@ fn check_for_github_counts_services_as_well_as_jobs() {
         "{out}"
     );
 }
+
+#[test]
+fn plan_folds_many_warnings_into_a_count_per_code_and_verbose_shows_each() {
+    // Three examples that queue on H100_SXM and sit above the tenant's quota: more than three
+    // warnings, so `loam plan` folds them (newcomer review: 264 lines of warnings came first).
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "llama3-70b-pretrain.loam",
+        "mixtral-8x7b-moe.loam",
+        "llama3-8b-finetune.loam",
+    ] {
+        std::fs::copy(example(name), dir.path().join(name)).unwrap();
+    }
+    let folder = dir.path().to_str().unwrap();
+    let (code, full_out, full) = run_cli(&["plan", "--verbose", folder], "");
+    assert_eq!(code, 0, "{full}");
+    let codes: Vec<&str> = full
+        .lines()
+        .filter(|l| l.len() == 5 && l.starts_with('L'))
+        .collect();
+    assert!(
+        codes.len() > 3,
+        "the fixture needs more than 3 warnings: {full}"
+    );
+    let (code, out, folded) = run_cli(&["plan", folder], "");
+    assert_eq!(code, 0, "{folded}");
+    assert_eq!(out, full_out, "folding changes standard error only");
+    assert!(!folded.contains('⚠'), "{folded}");
+    assert!(
+        folded.starts_with(&format!("{} warnings (`loam plan --verbose`", codes.len())),
+        "{folded}"
+    );
+    // One line per code, and the counts add up to the warnings shown with --verbose.
+    let mut total = 0;
+    for line in folded.lines().skip(1) {
+        let (count, rest) = line.trim_start().split_once(" × ").unwrap();
+        let code = rest.split(' ').next().unwrap();
+        let count: usize = count.parse().unwrap();
+        assert_eq!(
+            count,
+            codes.iter().filter(|c| **c == code).count(),
+            "{code}"
+        );
+        total += count;
+    }
+    assert_eq!(total, codes.len());
+}

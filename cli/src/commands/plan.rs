@@ -4,7 +4,9 @@ use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::plan_cache::{self, PlanCache};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::render::{admission, plan_html, plan_json, plan_markdown, plan_table, service_table};
+use crate::render::{
+    admission, folded, plan_html, plan_json, plan_markdown, plan_table, service_table,
+};
 use crate::session::{load_checked, threads};
 use loam_compiler::project::{CheckedProject, PlannedProject};
 use serde_json::json;
@@ -23,7 +25,6 @@ pub fn run(
         cx.eprint(&crate::io::no_specs_found(&args.paths));
         return Ok(1);
     }
-    report_diagnostics(&specs, &planned, cx);
     let doc = &planned.document;
     let checks_failed = specs.errors() > 0;
     match args.format {
@@ -75,6 +76,9 @@ pub fn run(
             PlanFormat::Json | PlanFormat::Html => {}
         }
     }
+    // After the plans, so a folder's tens of warnings do not bury them (warnings folded
+    // unless `--verbose`; errors in full).
+    report_diagnostics(&specs, &planned, args.verbose, cx);
     Ok(exit_code(&planned))
 }
 
@@ -96,10 +100,25 @@ pub fn load_and_plan(
     Ok((specs, planned))
 }
 
-/// Every diagnostic of checking and planning on standard error, then, when the specs have
-/// errors, how many and how many jobs were not planned.
-pub fn report_diagnostics(specs: &CheckedProject, planned: &PlannedProject, cx: &mut Context<'_>) {
-    if !planned.diagnostics.is_empty() {
+/// The diagnostics of checking and planning on standard error: errors in full, warnings in
+/// full with `verbose` or when there are few, else folded into a count per code
+/// ([`folded`]); then, when the specs have errors, how many and how many jobs were not
+/// planned.
+pub fn report_diagnostics(
+    specs: &CheckedProject,
+    planned: &PlannedProject,
+    verbose: bool,
+    cx: &mut Context<'_>,
+) {
+    let (errors, warnings): (Vec<_>, Vec<_>) =
+        planned.diagnostics.iter().partition(|d| d.is_error());
+    if folded::folds(warnings.len(), verbose) {
+        if !errors.is_empty() {
+            let errors: Vec<_> = errors.into_iter().cloned().collect();
+            cx.eprint(&render_text(&errors, &specs.sources, cx.color));
+        }
+        cx.eprint(&folded::summary(&warnings, "loam plan"));
+    } else if !planned.diagnostics.is_empty() {
         cx.eprint(&render_text(&planned.diagnostics, &specs.sources, cx.color));
     }
     if specs.errors() > 0 {

@@ -44,7 +44,7 @@ pub fn run(
                 cx.eprint(&io::no_specs_found(&args.paths));
                 return Ok(1);
             }
-            plan::report_diagnostics(&specs, &planned, cx);
+            plan::report_diagnostics(&specs, &planned, false, cx);
             let page = plan_html::render(&plan_html::title(&args.paths), &specs, &planned);
             let doc = &planned.document;
             let mut summary = format!("{} {}", doc.plans.len(), plural(doc.plans.len(), "job"));
