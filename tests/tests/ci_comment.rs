@@ -176,6 +176,35 @@ fn the_workflow_posts_loams_verdict_first_for_a_service_change_and_a_typo() {
         "the headline gives the monthly cost: {third}"
     );
     assert!(!comment.failed);
+    // The fine-tune did not change: its warning (L3007, a throughput above every published
+    // run on its device) is not this pull request's news.
+    assert!(!comment.body.contains("L3007"), "{}", comment.body);
+
+    // When the fine-tune changes, its warnings come folded in its details, after the verdict.
+    repo.branch("batch");
+    repo.write(
+        "jobs/sft.loam",
+        repo.read("jobs/sft.loam")
+            .replace("global_batch = 64", "global_batch = 128"),
+    );
+    repo.commit("a bigger batch");
+    repo.checkout("main");
+    let (code, comment) = comment_for(&repo, "batch");
+    assert_eq!(code, 2);
+    // A new batch changes the trainer's arguments: the job is replaced (docs/gitops.md).
+    assert_sound(
+        &comment,
+        "0 to add, 0 to change, 1 to replace, 0 to destroy",
+    );
+    let summary = comment
+        .body
+        .find("</code> <code>llama3-8b-sft</code>: ")
+        .unwrap_or_else(|| panic!("{}", comment.body));
+    let details = comment.body[..summary].rfind("<details>").unwrap();
+    let warning = comment.body.find("L3007").expect("the job's warning");
+    let closed = details + comment.body[details..].find("</details>").unwrap();
+    assert!(details < warning && warning < closed, "{}", comment.body);
+    assert!(comment.body[summary..closed].contains("(1 warning)</summary>"));
 
     // The review's pr6: a typo. The verdict, then the located error, never standard error's
     // warnings in front.

@@ -574,6 +574,11 @@ fn details(job: &JobDiff, head: &Side) -> String {
         },
         head,
     );
+    let warnings = job_warnings(job, head);
+    if !warnings.is_empty() {
+        body.push_str("\n# warnings at head:\n");
+        body.push_str(&render_text(&warnings, &head.specs.sources, false));
+    }
     if body.len() > DETAILS_LIMIT {
         let mut cut = DETAILS_LIMIT;
         while !body.is_char_boundary(cut) {
@@ -582,13 +587,43 @@ fn details(job: &JobDiff, head: &Side) -> String {
         body.truncate(cut);
         body.push_str("\n    … (cut; the JSON report has the rest)\n");
     }
+    let counted = match warnings.len() {
+        0 => String::new(),
+        n => format!(" ({})", plural(n, "warning")),
+    };
     format!(
-        "<details><summary><code>{}</code> <code>{}</code>: {}</summary>\n\n```diff\n{}```\n\n</details>\n\n",
+        "<details><summary><code>{}</code> <code>{}</code>: {}{counted}</summary>\n\n```diff\n{}```\n\n</details>\n\n",
         job.action.symbol(),
         html(&job.job),
         html(&super::text::describe(job, head)),
         fence_safe(&body)
     )
+}
+
+/// The warnings at head inside the job's own block (its checks' and the planner's): folded in
+/// its details, after the verdict, and only for a job that changes — an untouched job's
+/// warnings are not the pull request's news.
+fn job_warnings(job: &JobDiff, head: &Side) -> Vec<loam_ir::diagnostics::Diagnostic> {
+    let Some(span) = head
+        .specs
+        .jobs
+        .iter()
+        .find(|j| j.job.name.value == job.job && j.file == job.file)
+        .map(|j| j.job.span)
+    else {
+        return Vec::new();
+    };
+    head.specs
+        .diagnostics
+        .iter()
+        .chain(&head.planner_diagnostics)
+        .filter(|d| !d.is_error())
+        .filter(|d| {
+            d.span
+                .is_some_and(|s| s.file == span.file && s.start >= span.start && s.end <= span.end)
+        })
+        .cloned()
+        .collect()
 }
 
 fn plural(n: usize, what: &str) -> String {
