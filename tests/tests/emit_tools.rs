@@ -556,7 +556,7 @@ fn the_launcher_fails_fast_when_a_host_is_unreachable() {
         "hang",
         "ssh-unreachable",
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(took < Duration::from_secs(30), "took {took:?}");
     assert!(
         text(&o).contains("node 1 (127.0.0.3) exited with status 255"),
@@ -577,7 +577,7 @@ fn the_launcher_stops_the_other_hosts_when_one_fails() {
         "hang",
         "ssh-failing",
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(took < Duration::from_secs(30), "took {took:?}");
     assert!(
         text(&o).contains("node 1 (127.0.0.2) exited with status 3"),
