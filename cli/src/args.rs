@@ -227,6 +227,10 @@ pub struct EmitArgs {
     /// ReadWriteMany). Default: the cluster's default class.
     #[arg(long, value_name = "CLASS")]
     pub checkpoint_storage_class: Option<String>,
+    /// The serving engines' container image for every service (Kubernetes), replacing the
+    /// image the vendor's file gives the engine (`vendors/<id>.yaml`, `serving.images`).
+    #[arg(long, value_name = "IMAGE")]
+    pub serving_image: Option<String>,
     /// The folder to write; replaced as a whole, only if empty or written by `loam emit` and
     /// unchanged since (its `.loam-emit` lists every file and its SHA-256).
     #[arg(long, value_name = "DIR")]

@@ -267,3 +267,59 @@ fn every_nixl_engine_advertises_its_pod_ip() {
     // One disaggregated vLLM example (llama31-70b-chat): a prefill and a decode role.
     assert_eq!(nixl, 2, "{nixl} NIXL engines");
 }
+
+/// Finding 5: an engine pod on AMD devices (`amd.com/gpu`, the 70B chat example on MI300X)
+/// runs a ROCm build of its engine, never the CUDA-only `vllm/vllm-openai` the review found.
+#[test]
+fn engines_on_amd_devices_run_a_rocm_image() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut amd = 0;
+    for (path, workload) in documents(&all, "-deployment.yaml")
+        .into_iter()
+        .chain(documents(&all, "-leaderworkerset.yaml"))
+    {
+        for c in engine_containers(&workload) {
+            if c["resources"]["limits"].get("amd.com/gpu").is_none() {
+                continue;
+            }
+            amd += 1;
+            let image = c["image"].as_str().unwrap();
+            assert!(
+                image.contains("rocm") && !image.contains("vllm/vllm-openai"),
+                "{path}: {image}"
+            );
+        }
+    }
+    // llama31-70b-chat: prefill and decode on MI300X.
+    assert_eq!(amd, 2, "{amd} engines on AMD devices");
+}
+
+/// Finding 5: `loam emit --serving-image` replaces every engine's image (the review found the
+/// option in the library and no flag for it).
+#[test]
+fn the_serving_image_can_be_chosen_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let spec = repo_root().join("examples/llama31-70b-chat-service.loam");
+    let (code, _, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            spec.to_str().unwrap(),
+            "--backend",
+            "kubernetes",
+            "--serving-image",
+            "registry.example/vllm-rocm:0.11.2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let prefill =
+        std::fs::read_to_string(out.join("llama31-70b-chat/10-prefill-deployment.yaml")).unwrap();
+    assert!(
+        prefill.contains("image: \"registry.example/vllm-rocm:0.11.2\""),
+        "{prefill}"
+    );
+}

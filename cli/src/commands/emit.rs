@@ -79,6 +79,9 @@ pub fn run(
     options
         .checkpoint_storage_class
         .clone_from(&args.checkpoint_storage_class);
+    if let Some(image) = &args.serving_image {
+        options.serving_image = Some(image.clone());
+    }
     if let Some(trainer) = &args.trainer {
         options.trainer = trainer.split_whitespace().map(str::to_string).collect();
     }
