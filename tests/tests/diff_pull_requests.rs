@@ -544,3 +544,38 @@ fn a_services_traffic_change_is_a_change_in_every_format() {
         "{markdown}"
     );
 }
+
+/// The review's pr8a (docs/gitops.md, finding 9): a pool file that no longer loads is the
+/// catalogue's error, named by its repository-relative path (also in the work tree), not "12
+/// specs with errors".
+#[test]
+fn a_broken_catalogue_is_named_as_the_cause_by_its_relative_path() {
+    let repo = repository();
+    let pool = "specs/pools/xirang.yaml";
+    let text = repo.read(pool);
+    let at = text.find("price: ").unwrap();
+    let mut broken = text.clone();
+    broken.replace_range(at..at + "price: ".len(), "price: [not, a, price] #");
+    repo.write(pool, broken);
+    let (code, markdown, err) = repo.loam(&[
+        "diff",
+        "--base",
+        "main",
+        "--format",
+        "markdown",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let head_lines = headline(&markdown);
+    // The 4 examples are not "specs with errors": the pool file is the cause.
+    assert!(
+        head_lines.contains("Will not run: the catalogue does not load (")
+            && head_lines.contains(" in 1 file), 4 plans not made"),
+        "{head_lines}"
+    );
+    assert!(!head_lines.contains("specs with errors"), "{head_lines}");
+    assert!(markdown.contains("specs/pools/xirang.yaml:"), "{markdown}");
+    let root = repo.path().to_str().unwrap().to_string();
+    assert!(!markdown.contains(&root), "an absolute path: {markdown}");
+    assert!(!err.contains(&root), "an absolute path: {err}");
+}

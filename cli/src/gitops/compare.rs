@@ -165,6 +165,9 @@ pub struct PlanDiff {
     pub services: Vec<super::services::ServiceDiff>,
     /// Spec files that do not check at head and had no plans at base.
     pub broken: Vec<BrokenFile>,
+    /// The catalogue files with errors at head (repository-relative path, errors), sorted:
+    /// when any, no job or service of the head was planned.
+    pub catalogue: Vec<BrokenFile>,
     /// The jobs whose admission (Kueue's verdict over the whole pool, docs/admission.md)
     /// differs between the sides.
     pub admission: Vec<loam_compiler::admission::AdmissionChange>,
@@ -193,6 +196,10 @@ pub struct Summary {
     pub infeasible_services: usize,
     /// Jobs, services or files that do not check at head.
     pub errors: usize,
+    /// Errors in the catalogue at head, and in how many of its files.
+    pub catalogue_errors: (usize, usize),
+    /// Jobs and services not planned at head because the catalogue does not load.
+    pub unplanned: usize,
 }
 
 impl Summary {
@@ -203,7 +210,7 @@ impl Summary {
 
     /// Whether the head cannot be applied as it is: a job is infeasible or a spec does not check.
     pub fn blocks(&self) -> bool {
-        self.infeasible + self.infeasible_services + self.errors > 0
+        self.infeasible + self.infeasible_services + self.errors + self.catalogue_errors.0 > 0
     }
 
     /// `1 to add, 2 to change, 0 to destroy`, with `1 to replace` before the destroys when a
@@ -223,6 +230,18 @@ impl Summary {
     /// What blocks the head: `1 job infeasible, 1 spec with errors`; empty when nothing does.
     fn blockers(&self) -> String {
         let mut blockers = Vec::new();
+        let (errors, files) = self.catalogue_errors;
+        if errors > 0 {
+            // The catalogue is the cause: its files are named, not every spec it stops.
+            blockers.push(format!(
+                "the catalogue does not load ({} in {})",
+                plural(errors, "error"),
+                plural(files, "file")
+            ));
+            if self.unplanned > 0 {
+                blockers.push(format!("{} not made", plural(self.unplanned, "plan")));
+            }
+        }
         if self.infeasible > 0 {
             blockers.push(format!("{} infeasible", plural(self.infeasible, "job")));
         }
@@ -313,8 +332,13 @@ impl PlanDiff {
     pub fn summary(&self) -> Summary {
         let mut s = Summary {
             errors: self.broken.len(),
+            catalogue_errors: (
+                self.catalogue.iter().map(|f| f.errors).sum(),
+                self.catalogue.len(),
+            ),
             ..Summary::default()
         };
+        let catalogue_broken = !self.catalogue.is_empty();
         let actions = self
             .jobs
             .iter()
@@ -328,6 +352,7 @@ impl PlanDiff {
                 Action::Delete => s.destroy += 1,
                 Action::Infeasible if service => s.infeasible_services += 1,
                 Action::Infeasible => s.infeasible += 1,
+                Action::Error if catalogue_broken => s.unplanned += 1,
                 Action::Error => s.errors += 1,
                 Action::NoOp if service => s.unchanged_services += 1,
                 Action::NoOp => s.unchanged += 1,
@@ -778,8 +803,29 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
         jobs,
         services: super::services::compare(base, head),
         broken,
+        catalogue: catalogue_errors(head),
         admission: Vec::new(),
     }
+}
+
+/// The catalogue files with errors at `side`, by repository-relative path (a diagnostic on no
+/// spec file of the side is on a catalogue file).
+fn catalogue_errors(side: &Side) -> Vec<BrokenFile> {
+    if side.catalogue_errors == 0 {
+        return Vec::new();
+    }
+    let mut files: BTreeMap<String, usize> = BTreeMap::new();
+    for d in side.specs.diagnostics.iter().filter(|d| d.is_error()) {
+        let name = d
+            .span
+            .and_then(|s| side.specs.sources.get(s.file))
+            .map_or_else(|| "the catalogue".to_string(), |f| f.name.clone());
+        *files.entry(name).or_default() += 1;
+    }
+    files
+        .into_iter()
+        .map(|(file, errors)| BrokenFile { file, errors })
+        .collect()
 }
 
 fn created(after: &Plan) -> JobDiff {

@@ -19,6 +19,8 @@
 //!   "services": [ { "service", "file", "actions", "note", "changes", "before": ServicePlan,
 //!                   "after": ServicePlan } ],
 //!   "broken_files": [ { "file", "errors" } ],
+//!   "catalogue_errors": [ { "file", "errors" } ] (since 3.0: the catalogue's files that do
+//!                       not load at head; then every plan is `unplanned` in the summary),
 //!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
 //! ```
 //!
@@ -189,7 +191,11 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             "infeasible": summary.infeasible,
             "infeasible_services": summary.infeasible_services,
             "errors": summary.errors,
+            "unplanned": summary.unplanned,
         },
+        "catalogue_errors": diff.catalogue.iter()
+            .map(|b| json!({"file": b.file, "errors": b.errors}))
+            .collect::<Vec<_>>(),
         "totals": totals,
         "service_totals": service_totals,
         "services": services,

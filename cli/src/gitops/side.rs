@@ -16,8 +16,9 @@ use std::path::PathBuf;
 pub enum CatalogueSource {
     /// YAML texts read from a revision (display path, text), or the built-in catalogue.
     Texts(Vec<(String, String)>),
-    /// A catalogue folder of the work tree, loaded as `--catalogue DIR` is.
-    Folder(PathBuf),
+    /// A catalogue folder of the work tree, loaded as `--catalogue DIR` is, and its
+    /// repository-relative name, which its files' diagnostics are named by (as at a revision).
+    Folder(PathBuf, String),
 }
 
 /// The files of one side, read but not yet checked.
@@ -92,7 +93,10 @@ impl Snapshot {
             .iter()
             .any(|sub| folder.join(sub).is_dir());
         let (origin, catalogue) = if is_catalogue {
-            (format!("{catalogue_dir}/"), CatalogueSource::Folder(folder))
+            (
+                format!("{catalogue_dir}/"),
+                CatalogueSource::Folder(folder, catalogue_dir.to_string()),
+            )
         } else {
             ("built-in".to_string(), builtin())
         };
@@ -162,7 +166,18 @@ impl Side {
     ) -> Result<Side, IoError> {
         let catalogue = match snapshot.catalogue {
             CatalogueSource::Texts(texts) => texts,
-            CatalogueSource::Folder(dir) => read_dir(&dir)?,
+            CatalogueSource::Folder(dir, relative) => {
+                // `specs/pools/x.yaml`, not the work tree's absolute path: a diagnostic names
+                // the file as the pull request does, whichever side it is on.
+                let absolute = crate::io::display(&dir);
+                read_dir(&dir)?
+                    .into_iter()
+                    .map(|(path, text)| match path.strip_prefix(absolute.as_str()) {
+                        Some(rest) => (format!("{relative}{rest}"), text),
+                        None => (path, text),
+                    })
+                    .collect()
+            }
         };
         let bytes: BTreeMap<String, Vec<u8>> = snapshot.specs.iter().cloned().collect();
         let files = ProjectFiles {
