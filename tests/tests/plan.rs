@@ -869,3 +869,31 @@ fn a_bad_calibration_csv_names_the_line_and_column() {
     assert_eq!(code, 2, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn alternatives_never_repeat_the_chosen_plan_or_each_other() {
+    // The newcomer review: deepseek-v3-pretrain listed its own layout as "0 s slower (+0.0 %)"
+    // and then one `mb2 … recompute full` line twice; llama2-70b-lora three "costs 0 USD more
+    // (+0.0 %)". A line a reader cannot tell from the chosen plan or from another line is no
+    // alternative; a true tie says it is one.
+    let (code, doc, err) = plan_json(&[
+        "examples/deepseek-v3-pretrain.loam",
+        "examples/llama2-70b-lora-gaudi2.loam",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for plan in doc["plans"].as_array().unwrap() {
+        let alternatives = plan["alternatives"].as_array().unwrap();
+        let mut lines: Vec<String> = alternatives
+            .iter()
+            .map(|a| format!("{} {}", a["shape"], a["summary"]))
+            .collect();
+        let listed = lines.len();
+        lines.sort();
+        lines.dedup();
+        assert_eq!(lines.len(), listed, "{}: {lines:#?}", plan["job"]);
+        for a in alternatives {
+            let why = a["why_not"].as_str().unwrap();
+            assert!(!why.contains("(+0.0 %)"), "{}: {why}", plan["job"]);
+        }
+    }
+}

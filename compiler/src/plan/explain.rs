@@ -265,7 +265,25 @@ pub(crate) fn alternatives(
     let Some(best) = entries.first() else {
         return Vec::new();
     };
-    let rest: Vec<usize> = (1..entries.len()).collect();
+    let at = |i: &usize| entries.get(*i);
+    // An entry that reads the same as the chosen plan, or as one listed before it (another
+    // stage split or option behind the same layout on the same devices), is no alternative to
+    // a reader: the newcomer review found the chosen layout listed at "+0.0 %" and one line
+    // twice.
+    let best_summary = best.summary();
+    let mut seen_summaries: Vec<String> = vec![best_summary];
+    let rest: Vec<usize> = (1..entries.len())
+        .filter(|i| {
+            let Some(summary) = at(i).map(Entry::summary) else {
+                return false;
+            };
+            if seen_summaries.contains(&summary) {
+                return false;
+            }
+            seen_summaries.push(summary);
+            true
+        })
+        .collect();
     let mut picked: Vec<usize> = Vec::new();
     let add = |i: Option<usize>, picked: &mut Vec<usize>| {
         if let Some(i) = i
@@ -275,7 +293,6 @@ pub(crate) fn alternatives(
             picked.push(i);
         }
     };
-    let at = |i: &usize| entries.get(*i);
     // The best of every other shape: single-type, pipeline, data-parallel split.
     for rank in 0..3u8 {
         if rank != best.kind_rank() {
@@ -365,6 +382,21 @@ fn why_not(
     };
     let pct = display::percent(change);
     let b = &best.outcome;
+    // Below half of the 0.1 % the sentence shows, "+0.0 %" would read as the chosen plan
+    // repeated; say it is a tie (another layout of the same merit, ranked after by the
+    // tie-break: fewer device kinds, then the layout's order).
+    if change.abs() < 0.0005 {
+        let lost_on = match limits.optimize {
+            Optimize::Time => "slower",
+            Optimize::Cost => "costlier",
+            Optimize::Balanced => "worse-balance",
+            Optimize::Carbon => "more-carbon",
+        };
+        return (
+            lost_on,
+            "ties with the chosen plan (within 0.05 %)".to_string(),
+        );
+    }
     match limits.optimize {
         Optimize::Time => (
             "slower",
