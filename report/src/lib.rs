@@ -56,14 +56,38 @@ pub struct DiffPage<'a> {
     pub head: &'a str,
     /// One line: what the change does (`2 to update, 1 to create`), as the markdown leads with.
     pub verdict: &'a str,
+    /// The reviewer's headline after the verdict (cost deltas, admission outcome, a deadline at
+    /// risk, the top cost driver), as the markdown's third line; empty for none.
+    pub headline: &'a str,
     /// Every job on either side, changed ones first.
     pub jobs: Vec<JobChange<'a>>,
+    /// Every service whose plan changes (or does not check), in file order.
+    pub services: Vec<ServiceChange>,
     /// The totals per tenant, then the total (tenant `None`).
     pub tenants: Vec<TenantTotals>,
     /// The catalogue at head as its map, for the changed jobs' figures.
     pub cluster: Option<&'a ClusterMap>,
     /// Errors at either side, shown first.
     pub problems: Vec<Problem>,
+}
+
+/// One service's change between the sides, as the other formats write it.
+#[derive(Debug, Clone)]
+pub struct ServiceChange {
+    /// Terraform's symbol: `+`, `~`, `-`, `!`.
+    pub symbol: String,
+    /// The verdict in a word: `create`, `update`, `delete`, `infeasible`, `error`.
+    pub verdict: String,
+    /// The service's name.
+    pub service: String,
+    /// Its file.
+    pub file: String,
+    /// Devices at the busiest hour, before and after (`—` when absent).
+    pub devices: (String, String),
+    /// Cost per month, before and after (`—` when absent).
+    pub cost_per_month: (String, String),
+    /// The attributes that change: key, before, after, as the text diff writes them.
+    pub changes: Vec<(String, String, String)>,
 }
 
 /// One job's change between the sides.

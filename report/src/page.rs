@@ -464,14 +464,14 @@ pub fn plan(page: &PlanPage<'_>) -> String {
             thousands(device_hours),
             decimals(carbon / 1e3, 1)
         );
-        body.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">job</th><th scope=\"col\">verdict</th><th scope=\"col\">where</th><th scope=\"col\" class=\"num\">days</th><th scope=\"col\" class=\"num\">cost</th></tr></thead><tbody>");
+        body.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">job</th><th scope=\"col\">verdict</th><th scope=\"col\">where</th><th scope=\"col\" class=\"num\">time</th><th scope=\"col\" class=\"num\">cost</th></tr></thead><tbody>");
         for (p, id) in doc.plans.iter().zip(&job_ids) {
             let (time, cost) = p
                 .estimate
                 .as_ref()
                 .map(|e| {
                     (
-                        decimals(e.train_time_h / 24.0, 1),
+                        crate::text::days(p.wall_time_h().unwrap_or(e.train_time_h)),
                         money_short(e.cost.amount, &e.cost.currency),
                     )
                 })
@@ -533,6 +533,59 @@ pub fn plan(page: &PlanPage<'_>) -> String {
     document(page.title, &meta, &body)
 }
 
+/// The services whose plans change: one table (devices at the busiest hour and cost per month,
+/// before and after), then each service's changed attributes.
+fn services_html(services: &[crate::ServiceChange], ids: &mut Ids) -> String {
+    if services.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">service</th><th scope=\"col\">change</th><th scope=\"col\" class=\"num\">devices before</th><th scope=\"col\" class=\"num\">devices after</th><th scope=\"col\" class=\"num\">per month before</th><th scope=\"col\" class=\"num\">per month after</th></tr></thead><tbody>",
+    );
+    let mut details = String::new();
+    for s in services {
+        let id = ids.take(slug("service", &s.service));
+        let _ = write!(
+            out,
+            "<tr><th scope=\"row\"><a href=\"#{}\">{}</a></th><td>{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&id),
+            esc(&s.service),
+            esc(&s.symbol),
+            esc(&s.verdict),
+            esc(&s.devices.0),
+            esc(&s.devices.1),
+            esc(&s.cost_per_month.0),
+            esc(&s.cost_per_month.1)
+        );
+        let _ = write!(
+            details,
+            "<section class=\"job\" id=\"{}\"><h3>{} service {} ({})</h3><p class=\"meta\">{}</p>",
+            esc(&id),
+            esc(&s.symbol),
+            esc(&s.service),
+            esc(&s.verdict),
+            esc(&s.file)
+        );
+        if !s.changes.is_empty() {
+            details.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">attribute</th><th scope=\"col\">before</th><th scope=\"col\">after</th></tr></thead><tbody>");
+            for (key, before, after) in &s.changes {
+                let _ = write!(
+                    details,
+                    "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td></tr>",
+                    esc(key),
+                    esc(before),
+                    esc(after)
+                );
+            }
+            details.push_str("</tbody></table></div>");
+        }
+        details.push_str("</section>");
+    }
+    out.push_str("</tbody></table></div>");
+    out.push_str(&details);
+    out
+}
+
 /// The page of a plan diff.
 pub fn diff(page: &DiffPage<'_>) -> String {
     let mut ids = Ids::default();
@@ -543,18 +596,26 @@ pub fn diff(page: &DiffPage<'_>) -> String {
         .any(|j| j.verdict == "infeasible" || j.verdict == "error");
     let headline = capitalised(page.verdict);
     let mut body = format!(
-        "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p><p>From <strong>{}</strong> to <strong>{}</strong>.</p>",
+        "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p>",
         if blocked { "bad" } else { "ok" },
         esc(&headline),
+    );
+    if !page.headline.is_empty() {
+        // The headline names jobs in markdown's backticks; the page writes them plainly.
+        let _ = write!(body, "<p>{}</p>", esc(&page.headline.replace('`', "")));
+    }
+    let _ = write!(
+        body,
+        "<p>From <strong>{}</strong> to <strong>{}</strong>.</p>",
         esc(page.base),
         esc(page.head)
     );
     body.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">job</th><th scope=\"col\">change</th><th scope=\"col\" class=\"num\">days before</th><th scope=\"col\" class=\"num\">days after</th><th scope=\"col\" class=\"num\">cost before</th><th scope=\"col\" class=\"num\">cost after</th></tr></thead><tbody>");
     let figures_of = |p: Option<&Plan>| {
-        p.and_then(|p| p.estimate.as_ref())
-            .map(|e| {
+        p.and_then(|p| Some((p.wall_time_h()?, p.estimate.as_ref()?)))
+            .map(|(wall_h, e)| {
                 (
-                    decimals(e.train_time_h / 24.0, 1),
+                    decimals(wall_h / 24.0, 1),
                     money_short(e.cost.amount, &e.cost.currency),
                 )
             })
@@ -628,6 +689,7 @@ pub fn diff(page: &DiffPage<'_>) -> String {
         );
     }
     body.push_str("</tbody></table></div>");
+    body.push_str(&services_html(&page.services, &mut ids));
     if let Some(f) = diff::totals("totals", &page.tenants) {
         body.push_str(&f.html("totals-figure"));
     }

@@ -515,6 +515,21 @@ fn a_services_traffic_change_is_a_change_in_every_format() {
         );
     }
 
+    // The HTML page of the same diff lists the service with its devices and monthly cost,
+    // and leads with the same headline.
+    let (code, page, _) = repo.loam(&[
+        "diff", "--base", "main", "--head", "traffic", "--format", "html",
+    ]);
+    assert_eq!(code, 0, "{page}");
+    let row = format!(
+        "<td>~ update</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        devices(&base),
+        devices(&head)
+    );
+    assert!(page.contains(&row), "{row}");
+    assert!(page.contains(">llama31-70b-chat</a>"), "the service's row");
+    assert!(page.contains("<p>services +"), "the headline");
+
     // A deleted service is destroyed; a service whose spec breaks does not check.
     repo.branch("no-chat");
     repo.remove(path);

@@ -1,11 +1,13 @@
 //! The diff as one self-contained HTML page (`loam report --base`, `loam diff --format html`):
-//! the verdict, the totals per tenant and every job's change, handed to `loam_report`, which
+//! the verdict and the reviewer's headline, the totals per tenant, every job's change and every
+//! changed service's, handed to `loam_report`, which
 //! draws the page. The values are the other formats': the summary's verdict, the totals of
 //! [`super::totals`], the jobs in the markdown's order and their changes as the text writes
 //! them.
 
 use super::compare::{JobDiff, PlanDiff};
 use super::markdown::review_order;
+use super::services::{self, ServiceDiff};
 use super::side::Side;
 use super::text::sides;
 use super::totals::{self, Row};
@@ -13,7 +15,7 @@ use super::{compare::Action, shown_diagnostics};
 use crate::render::diagnostics::one_line;
 use loam_compiler::catalogue::facts;
 use loam_ir::diagnostics::Diagnostic;
-use loam_report::{DiffPage, Figures, JobChange, Problem, TenantTotals, diff_page};
+use loam_report::{DiffPage, Figures, JobChange, Problem, ServiceChange, TenantTotals, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
 /// write, so their bytes agree.
@@ -22,12 +24,15 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
     let title = format!("loam diff: {base_title} → {head_title}");
     let verdict = diff.summary().verdict();
     let cluster = head.specs.catalogue.as_ref().map(facts::cluster_map);
+    let headline = super::headline::line(diff, base, head);
     diff_page(&DiffPage {
         title: &title,
         base: &base_title,
         head: &head_title,
         verdict: &verdict,
+        headline: &headline,
         jobs: jobs(diff),
+        services: diff.changed_services().map(service_change).collect(),
         tenants: totals::totals(diff, base, head)
             .iter()
             .map(tenant_totals)
@@ -64,6 +69,37 @@ fn job_change(job: &JobDiff) -> JobChange<'_> {
             })
             .collect(),
         note: job.note.as_deref(),
+    }
+}
+
+/// A service's change as the page shows it: the values the text and markdown write.
+fn service_change(service: &ServiceDiff) -> ServiceChange {
+    let value = |plan: &Option<loam_ir::plan::ServicePlan>, key: &str| {
+        plan.as_ref()
+            .and_then(|p| {
+                services::attributes(p)
+                    .into_iter()
+                    .find(|a| a.key == key)
+                    .map(|a| a.value.shown())
+            })
+            .unwrap_or_else(|| "—".to_string())
+    };
+    let both = |key: &str| (value(&service.before, key), value(&service.after, key));
+    ServiceChange {
+        symbol: service.action.symbol().to_string(),
+        verdict: service.action.verdict().to_string(),
+        service: service.service.clone(),
+        file: service.file.clone(),
+        devices: both("estimate.devices"),
+        cost_per_month: both("estimate.cost_per_month"),
+        changes: service
+            .changes
+            .iter()
+            .map(|change| {
+                let (before, after) = sides(change);
+                (change.key.clone(), before, after)
+            })
+            .collect(),
     }
 }
 
