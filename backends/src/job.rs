@@ -95,7 +95,11 @@ pub struct JobContext<'a> {
     /// `i32` by type: JobSet's `maxRestarts` and Volcano's `maxRetry` are int32 fields and the
     /// launcher compares it in bash arithmetic, where a larger number wraps.
     pub max_restarts: i32,
-    /// Seconds between the stop signal and the kill: two checkpoint writes and a minute.
+    /// Seconds the trainer has between a checkpoint request and SIGTERM (`LOAM_GRACE_S` on every
+    /// backend): [`checkpoint_grace_s`].
+    pub trainer_grace_s: u64,
+    /// Seconds between the stop signal and the kill: the trainer's grace and
+    /// [`HARD_LIMIT_MARGIN_S`] (Kubernetes' `terminationGracePeriodSeconds`).
     pub grace_s: u64,
     /// The cheap-hours window of an interruptible plan, when it has one.
     pub schedule: Option<&'a ScheduleIr>,
@@ -312,7 +316,7 @@ impl<'a> JobContext<'a> {
                     .clamp(3.0, 1000.0)) as i32
             }
         };
-        let grace_s = (2.0 * checkpoint.write_s.max(0.0)).ceil() as u64 + 60;
+        let trainer_grace_s = checkpoint_grace_s(estimate.step_time_s, checkpoint.write_s);
         Ok(JobContext {
             job: job.clone(),
             file: plan.file.clone(),
@@ -331,10 +335,29 @@ impl<'a> JobContext<'a> {
             train_time_h: estimate.train_time_h,
             plan_json: json_ascii(&plan_json),
             max_restarts,
-            grace_s,
+            trainer_grace_s,
+            grace_s: trainer_grace_s + HARD_LIMIT_MARGIN_S,
             schedule: plan.schedule.as_ref(),
         })
     }
+}
+
+/// Seconds between the wrapper's `SIGTERM` to the trainer and the backend's hard kill: the
+/// wrapper exits and its launcher notices. Counted, as Kubernetes' default
+/// `terminationGracePeriodSeconds` (30 s) is for the same step.
+pub const HARD_LIMIT_MARGIN_S: u64 = 30;
+
+/// Seconds a trainer gets from a checkpoint request to SIGTERM, on every backend. The contract
+/// asks for a checkpoint "at the next step boundary": the request may arrive just after a step
+/// began, so the trainer needs up to one step (`step_time_s`, the plan's), then the checkpoint
+/// write, twice (a periodic write may be in flight when the request comes), and a minute for
+/// the request to be seen and the save to start (counted: the Slurm task polls every 2 s, a
+/// trainer checks between steps). Before, the step was missing, so a 406 s step got 68 s.
+pub fn checkpoint_grace_s(step_time_s: f64, write_s: f64) -> u64 {
+    // Both are finite and non-negative in a plan `loam plan` writes; a hand-edited NaN counts 0.
+    let seconds = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+    // At most a year of seconds, so the conversion is exact.
+    (seconds(step_time_s) + 2.0 * seconds(write_s)).ceil().min(3.2e7) as u64 + 60
 }
 
 /// The trainer command and the layout arguments of group `g` (number `index`) of `plan`: the
@@ -463,4 +486,22 @@ fn pipeline_layout(stages: &[loam_ir::plan::StageIr]) -> Option<String> {
         })
         .collect();
     Some(chunks.join("|"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The deploy review's examples (finding 11), by hand: Llama 3 405B steps 406 s and writes a
+    /// checkpoint in 19 s (its old Kubernetes grace, 68 = 2 × 19 + 30), so it needs
+    /// 406 + 38 + 60 = 504 s, not 68; Qwen3 235B, 79 s and 2 s: 79 + 4 + 60 = 143; a step
+    /// shorter than a second still rounds up with the writes: 0.4 + 2 × 2.3 = 5.0 → 5 + 60.
+    #[test]
+    fn the_grace_covers_a_step_two_writes_and_a_minute() {
+        assert_eq!(checkpoint_grace_s(406.0, 19.0), 504);
+        assert_eq!(checkpoint_grace_s(79.0, 2.0), 143);
+        assert_eq!(checkpoint_grace_s(0.4, 2.3), 65);
+        // A hand-edited plan with no step time or a negative write gets the minute alone.
+        assert_eq!(checkpoint_grace_s(f64::NAN, -5.0), 60);
+    }
 }

@@ -163,6 +163,8 @@ fn a_run_longer_than_max_time_requeues_at_the_time_limit_and_resumes() {
         let p = &mut doc.plans[0];
         // Three minutes of training on a partition whose MaxTime is two: several allocations.
         p.estimate.as_mut().unwrap().train_time_h = 3.0 / 60.0;
+        // The trainer below steps every second and its checkpoint is one small file.
+        p.estimate.as_mut().unwrap().step_time_s = 1.0;
         p.checkpoint.as_mut().unwrap().write_s = 0.0;
         let g = &mut p.groups[0];
         g.slurm_partition = Some("lab-short".to_string());
@@ -175,7 +177,10 @@ fn a_run_longer_than_max_time_requeues_at_the_time_limit_and_resumes() {
     let script = script(&doc, &options, &dir);
     let body = std::fs::read_to_string(&script).unwrap();
     assert!(body.contains("#SBATCH --time=0-00:02:00"), "{body}");
-    assert!(body.contains("#SBATCH --signal=B:USR1@90"), "{body}");
+    // The lead: the trainer's grace, one 1 s step + two 0 s writes + 60 s, and the 30 s stop
+    // margin.
+    assert!(body.contains("LOAM_GRACE_S=61\n"), "{body}");
+    assert!(body.contains("#SBATCH --signal=B:USR1@91"), "{body}");
     assert!(body.contains("#SBATCH --constraint=h100-sxm"), "{body}");
     let id = submit(&script, &dir);
     let line = wait_done(&id, &dir, Duration::from_secs(420));
@@ -429,7 +434,9 @@ fn the_window_logic_decides_inside_and_outside_and_finds_the_next_opening() {
     assert!(body.contains("#SBATCH --time=0-06:00:00"), "{body}");
     assert!(body.contains("about 6 allocation(s)"), "{body}");
     assert!(body.contains("window_tz='Asia/Shanghai'"), "{body}");
-    assert!(body.contains("#SBATCH --signal=B:USR1@94"), "{body}");
+    // The lead: one 0.5 s step and two 2 s writes, rounded up to 5 s, a minute, and the 30 s stop
+    // margin.
+    assert!(body.contains("#SBATCH --signal=B:USR1@95"), "{body}");
     let section = window_section(body);
     // 2026-01-15 22:00 in Shanghai, 14:00 UTC.
     let opens: u64 = 1_768_485_600;
@@ -440,7 +447,7 @@ fn the_window_logic_decides_inside_and_outside_and_finds_the_next_opening() {
     // 22:30, and 03:30 after midnight: still open.
     assert_eq!(decide(section, opens + 30 * min, 0), (1, 330 * min, None));
     assert_eq!(decide(section, opens + 330 * min, 0), (1, 30 * min, None));
-    // 03:52: eight minutes left, enough to start (the 94 s lead and five minutes), not enough
+    // 03:52: eight minutes left, enough to start (the 95 s lead and five minutes), not enough
     // for a requeued allocation, which starts some 180 s later: it waits for 22:00.
     assert_eq!(decide(section, opens + 352 * min, 0), (1, 8 * min, None));
     assert_eq!(
@@ -632,4 +639,41 @@ fn every_node_of_a_heterogeneous_job_gets_torchruns_environment_and_ranks_of_its
         eprintln!("torchrun environment on 4 nodes: {:?}", started.elapsed());
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Deploy review finding 11: one grace on every backend, from the plan's step time. By hand for
+/// `llama3-70b-2048-h100` (9.1 s steps, 41 s checkpoint writes): ceil(9.1 + 2 × 41) = 92, plus a
+/// minute, 152 s for the trainer everywhere; the hard limits add 30 s: Kubernetes'
+/// `terminationGracePeriodSeconds` and Slurm's `--signal` lead are 182. Before, Kubernetes gave
+/// the trainer 2 × 41 + 30 = 112 s and Slurm and bare metal 142 s, and no step in either.
+#[test]
+fn every_backend_gives_the_trainer_the_same_grace_of_a_step_two_writes_and_a_minute() {
+    let doc = plan_fixture("llama3-70b-2048-h100");
+    let options = loam_tests::shipped_options();
+    let body = |target: Target, file: &str| -> String {
+        let manifests = render(&doc, target, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+        manifests
+            .iter()
+            .filter(|m| m.path.ends_with(file))
+            .map(|m| m.contents.clone())
+            .collect()
+    };
+    let slurm = body(Target::Slurm, "job.sbatch");
+    assert!(slurm.contains("\nLOAM_GRACE_S=152\n"), "{slurm}");
+    assert!(slurm.contains("#SBATCH --signal=B:USR1@182\n"), "{slurm}");
+    let bare = body(Target::Baremetal, "launch.sh");
+    assert!(bare.contains("GRACE_S=${GRACE_S:-152}\n"), "{bare}");
+    let pods = body(Target::Kubernetes, ".yaml");
+    let lines: Vec<&str> = pods.lines().map(str::trim).collect();
+    let grace_values: std::collections::BTreeSet<&str> = lines
+        .windows(2)
+        .filter(|w| w[0] == "- name: LOAM_GRACE_S")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(
+        grace_values,
+        std::collections::BTreeSet::from(["value: \"152\""]),
+        "{pods}"
+    );
+    assert!(pods.contains("terminationGracePeriodSeconds: 182"), "{pods}");
 }

@@ -94,7 +94,7 @@ pub fn chunks(job: &JobContext<'_>, window: Option<&Window>) -> Chunks {
         .flatten()
         .fold(whole, u64::min)
         .max(1);
-    let signal_s = (job.grace_s + STOP_MARGIN_S).min(MAX_SIGNAL_S);
+    let signal_s = (job.trainer_grace_s + STOP_MARGIN_S).min(MAX_SIGNAL_S);
     // An allocation does not train during the signal's lead, which Slurm may send up to a minute
     // early.
     let lead_min = signal_s.div_ceil(60) + 1;
