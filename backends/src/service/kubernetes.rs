@@ -160,7 +160,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                         annotations => Value::from_serialize(&annotations),
                         lws => lws,
                         metric => metric,
-                        target => quantity(svc.target_concurrency),
+                        target => quantity(hpa_target(svc.target_concurrency, role.ir.max_batch)),
                         hours => hours,
                         hourly => hourly,
                     },
@@ -315,6 +315,25 @@ fn resources(role: &RoleContext<'_>) -> Vec<(String, String)> {
         r.push((resource.clone(), n.to_string()));
     }
     r
+}
+
+/// The most of an engine's own cap on running requests an autoscaling target may be
+/// (chosen): the HPA scales up only when the metric exceeds the target by its tolerance, 10 %
+/// by default (Kubernetes docs, "Horizontal Pod Autoscaling", algorithm details), and the
+/// running-requests gauge never exceeds the cap (`--max-num-seqs`, `--max-running-requests`),
+/// so a target above cap / 1.1 never scales; 0.8 leaves room for the metric's scrape lag.
+const HPA_CAP_FRACTION: f64 = 0.8;
+
+/// The requests-running target of one role's autoscaler: the plan's target concurrency per
+/// replica, at most [`HPA_CAP_FRACTION`] of the role's own engine cap `max_batch`. A
+/// disaggregated service's prefill role caps far below the service-wide target (64 against
+/// 256 in the 70B chat example), and a target the gauge cannot reach leaves the role at its
+/// minimum replicas all day.
+fn hpa_target(target_concurrency: f64, max_batch: u64) -> f64 {
+    if max_batch == 0 {
+        return target_concurrency;
+    }
+    target_concurrency.min(HPA_CAP_FRACTION * max_batch as f64)
 }
 
 /// A Kubernetes quantity for a concurrency: whole numbers as they are, else in thousandths.
