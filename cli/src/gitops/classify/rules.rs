@@ -178,6 +178,68 @@ pub const KINDS: &[Kind] = &[
             immutable(&["immutable"], "`immutable: true` cannot be undone"),
         ],
     },
+    // The daily window of an interruptible job (`40-window.yaml`): a CronJob that suspends and
+    // resumes the JobSet, and the account and role it runs with. None of them is the running
+    // job: a new schedule is taken by the next run of the CronJob.
+    Kind {
+        group: "batch",
+        kind: "CronJob",
+        shared: false,
+        default_why: "not known to be mutable on a CronJob",
+        rules: &[
+            mutable(&["metadata", "labels"], METADATA),
+            mutable(&["metadata", "annotations"], METADATA),
+            // Kubernetes `ValidateCronJobUpdate` (`pkg/apis/batch/validation`) validates the new
+            // spec and refuses no change of it: schedule, suspend, time zone and job template.
+            mutable(
+                &["spec"],
+                "a CronJob's schedule and template may change; its next run takes them",
+            ),
+        ],
+    },
+    Kind {
+        group: "",
+        kind: "ServiceAccount",
+        shared: false,
+        default_why: "not known to be mutable on a ServiceAccount",
+        rules: &[
+            mutable(&["metadata", "labels"], METADATA),
+            mutable(&["metadata", "annotations"], METADATA),
+            mutable(&["secrets"], "a ServiceAccount's secrets may change"),
+            mutable(
+                &["imagePullSecrets"],
+                "a ServiceAccount's secrets may change",
+            ),
+            mutable(
+                &["automountServiceAccountToken"],
+                "a ServiceAccount's token mount may change",
+            ),
+        ],
+    },
+    Kind {
+        group: "rbac.authorization.k8s.io",
+        kind: "Role",
+        shared: false,
+        default_why: "not known to be mutable on a Role",
+        rules: &[
+            mutable(&["metadata", "labels"], METADATA),
+            mutable(&["metadata", "annotations"], METADATA),
+            mutable(&["rules"], "a Role's rules may change"),
+        ],
+    },
+    Kind {
+        group: "rbac.authorization.k8s.io",
+        kind: "RoleBinding",
+        shared: false,
+        // Kubernetes `ValidateRoleBindingUpdate` (`pkg/apis/rbac/validation`): `roleRef` is
+        // immutable, the subjects are not.
+        default_why: "a RoleBinding's roleRef cannot change",
+        rules: &[
+            mutable(&["metadata", "labels"], METADATA),
+            mutable(&["metadata", "annotations"], METADATA),
+            mutable(&["subjects"], "a RoleBinding's subjects may change"),
+        ],
+    },
     shared("kueue.x-k8s.io", "LocalQueue"),
     shared("kueue.x-k8s.io", "ClusterQueue"),
     shared("kueue.x-k8s.io", "ResourceFlavor"),

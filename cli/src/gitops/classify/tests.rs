@@ -209,3 +209,31 @@ fn a_plan_without_manifests_on_one_side_is_a_replacement() {
             .is_empty()
     );
 }
+
+/// The review's finding 6: an interruptible job's window (a CronJob that suspends and resumes
+/// the JobSet) moved to another hour read as "a kind loam does not know: treated as replaced".
+/// A CronJob's schedule may change (Kubernetes `ValidateCronJobUpdate` refuses no spec change),
+/// so the job is updated in place; a RoleBinding's `roleRef` still may not change.
+#[test]
+fn a_new_window_schedule_is_an_update_not_a_replacement() {
+    const CRONJOB: &str = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: a-window-start\n  namespace: n\nspec:\n  schedule: \"0 22 * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers:\n            - name: k\n";
+    const BINDING: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: a-window\n  namespace: n\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: a-window\nsubjects:\n  - kind: ServiceAccount\n    name: a-window\n";
+    let old = files(&[("a/window.yaml", CRONJOB), ("a/binding.yaml", BINDING)]);
+    let new = files(&[
+        ("a/window.yaml", &CRONJOB.replace("0 22", "0 20")),
+        ("a/binding.yaml", BINDING),
+    ]);
+    let verdict = classify(&old, &new, Target::Kubernetes);
+    assert!(!verdict.replaces(), "{verdict:?}");
+    let fields: Vec<&str> = verdict.reasons.iter().map(|r| r.field.as_str()).collect();
+    assert_eq!(fields, ["spec"]);
+
+    let renamed = files(&[
+        ("a/window.yaml", CRONJOB),
+        (
+            "a/binding.yaml",
+            &BINDING.replace("  name: a-window\nsubjects", "  name: b-window\nsubjects"),
+        ),
+    ]);
+    assert!(classify(&old, &renamed, Target::Kubernetes).replaces());
+}
