@@ -34,9 +34,9 @@ pub struct RoleContext<'a> {
     pub launch: EngineLaunch,
     /// Devices one pod (one node of a replica) takes.
     pub devices_per_pod: u64,
-    /// The share of a node's cpus and memory one pod requests (1: the whole node).
+    /// The share of a node's devices one pod takes (1: the whole node).
     pub node_share: f64,
-    /// CPU cores per pod (0: not known).
+    /// CPU cores per pod, the plan's (already the pod's share of the node; 0: not known).
     pub cpus: u64,
     /// Memory per pod in MiB (0: not known).
     pub memory_mib: u64,
@@ -221,7 +221,10 @@ impl<'a> ServiceContext<'a> {
                 Some(n) if n > 0 => (devices_per_pod as f64 / n as f64).min(1.0),
                 _ => 1.0,
             };
-            let mib = |gib: f64| (gib.max(0.0) * 1024.0 * node_share).round() as u64;
+            // The plan's node is already this pod's share of the node (the planner scales the
+            // catalogue's pod size by the devices a pod takes, `plan::node::node_ir_at`):
+            // scaling it again gave a 4-of-8-device pod a quarter of the node.
+            let mib = |gib: f64| (gib.max(0.0) * 1024.0).round() as u64;
             let hourly: Vec<u64> = autoscaling
                 .map(|a| {
                     a.hourly
@@ -248,9 +251,7 @@ impl<'a> ServiceContext<'a> {
                 launch,
                 devices_per_pod,
                 node_share,
-                cpus: (node.cpus as f64 * node_share)
-                    .floor()
-                    .max(if node.cpus > 0 { 1.0 } else { 0.0 }) as u64,
+                cpus: node.cpus,
                 memory_mib: mib(node.memory_gib),
                 shm_mib: mib(node.shm_gib),
                 env: node

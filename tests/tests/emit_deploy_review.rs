@@ -380,3 +380,32 @@ fn every_autoscaler_target_is_reachable_below_the_engines_cap() {
     }
     assert!(checked >= 4, "{checked} autoscalers");
 }
+
+/// The newcomer's first service finding: a pod's cpu and memory were the node's divided by the
+/// node's device count twice. On an MI300X node of zhongwei (`specs/pools/xirang.yaml`: pod
+/// 160 cpus, 1,800 GiB, 8 devices) a pod with d devices gets 160·d/8 = 20·d cpus and
+/// 1,800·1,024·d/8 = 230,400·d MiB: the 70B chat's one-device decode pod gets 20 cpus and
+/// 230400Mi (the review found 2 and 28800Mi).
+#[test]
+fn a_service_pod_gets_its_devices_share_of_the_node_once() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut checked = 0;
+    for (path, workload) in documents(&all, "-deployment.yaml") {
+        for c in engine_containers(&workload) {
+            let limits = &c["resources"]["limits"];
+            let Some(devices) = limits.get("amd.com/gpu") else {
+                continue;
+            };
+            let d: u64 = devices.as_str().unwrap().parse().unwrap();
+            assert_eq!(limits["cpu"], Value::from((20 * d).to_string()), "{path}");
+            assert_eq!(
+                limits["memory"],
+                Value::from(format!("{}Mi", 230_400 * d)),
+                "{path}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 2, "MI300X engine pods");
+}
