@@ -27,6 +27,7 @@ pub mod markdown;
 pub mod repo;
 pub mod services;
 pub mod side;
+pub mod summary;
 pub mod text;
 pub mod totals;
 pub mod values;
