@@ -36,9 +36,20 @@ pub fn plan(plan: &Plan) -> String {
         lines.push(display::layout_line(layout));
     }
     if let Some(e) = &plan.estimate {
+        // The wall-clock time every output shows; an interruptible job adds its hours of
+        // training.
+        let wall_h = plan.wall_time_h().unwrap_or(e.train_time_h);
+        let time = if plan.schedule.is_some() {
+            format!(
+                "{} in its daily window ({} of training)",
+                display::hours_or_days(wall_h),
+                display::hours_or_days(e.train_time_h)
+            )
+        } else {
+            format!("{} of training", display::hours_or_days(wall_h))
+        };
         lines.push(format!(
-            "{} of training, {} · {} tokens/s · MFU {}",
-            display::hours_or_days(e.train_time_h),
+            "{time}, {} · {} tokens/s · MFU {}",
             display::money(e.cost.amount, &e.cost.currency),
             display::thousands(e.tokens_per_s),
             display::percent(e.mfu)

@@ -165,3 +165,37 @@ fn an_infeasible_job_says_why_and_draws_nothing() {
         Vec::<String>::new()
     );
 }
+
+const INTERRUPTIBLE: &str = include_str!("../../examples/interruptible-cost-7b.loam");
+
+#[test]
+fn an_interruptible_job_reads_the_same_wall_clock_days_as_loam_plan() {
+    // The gitops review: the page said "44.2 days, 15.8 days before the 60-day deadline" (the
+    // hours of training) where `loam plan` said 58.9 days (the daily window's wall time). Both
+    // now come from `Plan::wall_time_h`: the page shows it, and never the training days
+    // alone as the job's time.
+    let doc = planned("examples/interruptible-cost-7b.loam", INTERRUPTIBLE);
+    let plan = &doc.plans[0];
+    let window = plan.schedule.as_ref().expect("the example runs in a window");
+    let e = plan.estimate.as_ref().unwrap();
+    let wall_h = plan.wall_time_h().unwrap();
+    assert!(window.hours_per_day < 24, "{window:?}");
+    // Fewer hours a day than 24: the wall time is longer than the training time.
+    assert!(wall_h > e.train_time_h * 1.05, "{wall_h} vs {}", e.train_time_h);
+    let html = page(&doc);
+    let wall = crate::text::days(wall_h);
+    let training = crate::text::days(e.train_time_h);
+    assert!(html.contains(&format!("for {wall}, costs")), "{wall} missing");
+    assert!(!html.contains(&format!("for {training}, costs")), "{training} shown as the time");
+    let deadline_h = plan.goal.as_ref().and_then(|g| g.deadline_h).unwrap();
+    let slack = crate::text::days(deadline_h - wall_h);
+    assert!(html.contains(&format!("{slack} before the")), "{slack} missing");
+}
+
+#[test]
+fn a_short_job_reads_in_hours_not_a_tenth_of_a_day() {
+    // 3.3 hours read "0.1 days" on the page and "3.3 h" in the comment.
+    assert_eq!(crate::text::days(3.3), "3.3 h");
+    // From two days on, days: 50 h = 2.08 days.
+    assert_eq!(crate::text::days(50.0), "2.1 days");
+}

@@ -1,7 +1,7 @@
 //! Sentences and short numbers the page and its figures share: where a plan runs, money at a
 //! glance, the one-line verdict of a job.
 
-use loam_ir::display::{decimals, layout_degrees};
+use loam_ir::display::{decimals, hours_or_days, layout_degrees};
 use loam_ir::plan::Plan;
 
 /// Money rounded for a glance: `10.1M CNY`, `950k CNY`, `420 CNY`.
@@ -34,9 +34,10 @@ pub fn plan_where(plan: &Plan) -> String {
     out
 }
 
-/// Days with one decimal: `24.0 days`.
+/// A span of time as every output writes it ([`hours_or_days`]): `3.3 h` under two days (a
+/// short job read "0.1 days"), else `24.0 days`.
 pub fn days(hours: f64) -> String {
-    format!("{} days", decimals(hours / 24.0, 1))
+    hours_or_days(hours)
 }
 
 /// The verdict of a job in one sentence, with its numbers: where, how long, how much, and the
@@ -53,17 +54,21 @@ pub fn verdict(plan: &Plan) -> String {
     let Some(e) = &plan.estimate else {
         return format!("Runs on {}.", plan_where(plan));
     };
+    // The wall-clock time, as `loam plan` and the diff say it: an interruptible job's days in
+    // its daily window, not its hours of training (the review read 44.2 days here and 58.9 in
+    // `loam plan`).
+    let wall_h = plan.wall_time_h().unwrap_or(e.train_time_h);
     let mut out = format!(
         "Runs on {} for {}, costs {}",
         plan_where(plan),
-        days(e.train_time_h),
+        days(wall_h),
         money_short(e.cost.amount, &e.cost.currency)
     );
     if let Some(goal) = &plan.goal {
         if let Some(d) = goal.deadline_h {
             out.push_str(&format!(
                 ", {} before the {}-day deadline",
-                days(d - e.train_time_h),
+                days(d - wall_h),
                 decimals(d / 24.0, 0)
             ));
         }

@@ -33,7 +33,7 @@ pub fn job(id: &str, change: &JobChange<'_>) -> Option<Figure> {
             .collect()
     };
     let time = row(&|p| {
-        let h = p.estimate.as_ref().map_or(0.0, |e| e.train_time_h);
+        let h = p.wall_time_h().unwrap_or(0.0);
         (h / 24.0, format!("{} days", decimals(h / 24.0, 1)))
     });
     let cost = row(&|p| {
@@ -80,7 +80,7 @@ pub fn job(id: &str, change: &JobChange<'_>) -> Option<Figure> {
             format!(
                 "{name}: {}, {} days, {}",
                 crate::text::plan_where(plan),
-                decimals(e.map_or(0.0, |e| e.train_time_h) / 24.0, 1),
+                decimals(plan.wall_time_h().unwrap_or(0.0) / 24.0, 1),
                 e.map_or(String::new(), |e| money(e.cost.amount, &e.cost.currency))
             )
         })
