@@ -19,7 +19,7 @@ pub enum Kind {
     Alternatives,
     /// Move the data, move the compute, or split.
     Data,
-    /// A service's throughput against latency.
+    /// A service's cost against latency.
     Service,
     /// A job before and after a change.
     Diff,

@@ -10,7 +10,7 @@ use loam_ir::display::{decimals, money};
 use loam_ir::plan::Plan;
 
 /// Money in the unit the axis counts in: `(divisor, name)`.
-fn money_unit(max: f64) -> (f64, &'static str) {
+pub(crate) fn money_unit(max: f64) -> (f64, &'static str) {
     if max >= 2e6 {
         (1e6, "millions")
     } else if max >= 2e3 {
@@ -47,7 +47,20 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
     if costed.is_empty() {
         return None;
     }
-    let chosen_time = e.train_time_h;
+    // Wall-clock hours, as every output gives them ([`Plan::wall_time_h`]). An interruptible
+    // job trains only in its daily window; its alternatives would run in the same window, so
+    // their training hours are stretched by the chosen plan's wall-to-training ratio and the
+    // deadline line compares like with like.
+    let chosen_time = plan.wall_time_h().unwrap_or(e.train_time_h);
+    let window_stretch = if plan.schedule.is_some() && e.train_time_h > 0.0 {
+        chosen_time / e.train_time_h
+    } else {
+        1.0
+    };
+    let costed: Vec<_> = costed
+        .into_iter()
+        .map(|(a, time, cost)| (a, time * window_stretch, cost))
+        .collect();
     let chosen_cost = e.cost.amount;
     let budget = plan.goal.as_ref().and_then(|g| g.budget);
     let deadline = plan.goal.as_ref().and_then(|g| g.deadline_h);
@@ -170,6 +183,15 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    let window = match &plan.schedule {
+        Some(w) => format!(
+            " The job trains {} h a day, so its times are wall-clock days in that window: {} of training take {} days, and each alternative's training time is stretched alike.",
+            w.hours_per_day,
+            crate::text::days(e.train_time_h),
+            decimals(chosen_time / 24.0, 1)
+        ),
+        None => String::new(),
+    };
     let goal = plan
         .goal
         .as_ref()
@@ -183,7 +205,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
             &desc,
         ),
         caption: format!(
-            "Each point is the best plan of one shape or place; lower left is better. The goal is {goal}. The green staircase joins the plans nothing beats on both time and cost; dashed red lines are the deadline and budget."
+            "Each point is the best plan of one shape or place; lower left is better. The goal is {goal}. The green staircase joins the plans nothing beats on both time and cost; dashed red-orange lines are the deadline and budget; both axes start at zero.{window}"
         ),
         legend,
         table,

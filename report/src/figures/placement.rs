@@ -404,7 +404,7 @@ pub fn figure(id: &str, subject: &str, usage: &Usage<'_>, cluster: Option<&Clust
             if links.is_empty() {
                 "The plan uses no WAN link.".to_string()
             } else {
-                "Dashed red lines are the WAN links the plan uses.".to_string()
+                "Dashed red-orange lines are the WAN links the plan uses.".to_string()
             }
         ),
         legend: Vec::new(),

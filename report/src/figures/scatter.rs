@@ -254,12 +254,11 @@ fn axis(values: impl Iterator<Item = f64>, range: (f64, f64)) -> (Vec<f64>, Scal
             (lo.min(v), hi.max(v))
         });
     let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-    // From zero, unless that squeezes the points into a sliver.
-    let lo = if lo > 0.0 && lo < (hi - lo) * 2.0 {
-        0.0
-    } else {
-        lo - (hi - lo) * 0.1
-    };
+    // From zero whenever the values are positive: every axis here counts days, money,
+    // milliseconds or tokens, where a difference reads as a share of the whole; an axis cut
+    // to the spread drew an 11 % difference across the whole chart (gitops review, finding
+    // 13), and charts cut differently could not be compared.
+    let lo = if lo >= 0.0 { 0.0 } else { lo - (hi - lo) * 0.1 };
     let hi = if hi > lo {
         hi + (hi - lo) * 0.05
     } else {
@@ -298,6 +297,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn positive_axes_start_at_zero_however_small_the_spread() {
+        // The 405B alternatives ran 85–97.5M: cut to the spread, an 11 % difference filled the
+        // chart. From zero: the top is 97.5 + 5 % = 102.4; steps of 20 would need 5.1 of the 5
+        // intervals, so ticks go by 25 and the last one past 102.4 is 125.
+        let (ticks, scale) = axis([85.0, 97.5].into_iter(), (0.0, 100.0));
+        assert_eq!(ticks.first().copied(), Some(0.0));
+        assert_eq!(scale.domain, (0.0, 125.0));
+        assert!((scale.at(85.0) - 85.0 / 125.0 * 100.0).abs() < 1e-9);
     }
 
     #[test]

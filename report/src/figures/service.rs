@@ -1,4 +1,4 @@
-//! A service's deployments: output tokens per second per device against TPOT and against TTFT,
+//! A service's deployments: cost per month against TPOT and against TTFT,
 //! with the targets, the front of deployments that meet them, and the chosen one.
 
 use super::scatter::{Limit, Plot, Point, draw};
@@ -27,6 +27,24 @@ pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
             }
         })
         .collect();
+    // Cost per month on the x axis, as the planner ranks deployments (its off-peak scale-down
+    // included): tokens/s per device at the peak drew the cheapest deployment left of, and so
+    // seemingly dominated by, a dearer one (gitops review, finding 13).
+    let max_cost = plan
+        .pareto
+        .iter()
+        .map(|p| p.cost_per_month.amount)
+        .fold(0.0, f64::max);
+    let (unit, unit_name) = super::alternatives::money_unit(max_cost);
+    let currency = plan
+        .pareto
+        .first()
+        .map_or("", |p| p.cost_per_month.currency.as_str());
+    let x_title = if unit_name.is_empty() {
+        format!("cost per month ({currency})")
+    } else {
+        format!("cost per month ({currency}, {unit_name})")
+    };
     let panel = |metric: &str,
                  value: &dyn Fn(&loam_ir::plan::ParetoPointIr) -> f64,
                  target: Option<f64>| {
@@ -35,22 +53,25 @@ pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
             .iter()
             .zip(&marks)
             .map(|(p, mark)| Point {
-                x: p.output_tokens_per_s_per_device,
+                x: p.cost_per_month.amount / unit,
                 y: value(p) * 1e3,
                 label: mark.clone(),
                 chosen: p.chosen,
                 tip: format!(
-                    "{mark}: {} — {} tokens/s per device, {metric} {}",
+                    "{mark}: {} — {} per month, {} tokens/s per device, {metric} {}",
                     p.deployment,
+                    money(p.cost_per_month.amount, &p.cost_per_month.currency),
                     thousands(p.output_tokens_per_s_per_device),
                     latency(value(p))
                 ),
             })
             .collect();
         points.sort_by(|a, b| a.x.total_cmp(&b.x));
-        let front = points.iter().map(|p| (p.x, p.y)).collect();
+        // Joined: the deployments nothing beats on both cost and this latency.
+        let front =
+            super::alternatives::front(&points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>());
         Plot {
-            x_title: "output tokens/s per device".to_string(),
+            x_title: x_title.clone(),
             y_title: format!("{pct} {metric} (ms)"),
             points,
             limits: target
@@ -133,10 +154,10 @@ pub fn figure(id: &str, plan: &ServicePlan) -> Option<Figure> {
     );
     Some(Figure {
         kind: Kind::Service,
-        title: "Throughput against latency".to_string(),
+        title: "Cost against latency".to_string(),
         svg: svg.finish(&format!("Deployments of {}", plan.service), &desc),
         caption: format!(
-            "Each point is a deployment that meets the targets ({}); right is more tokens per device (cheaper), lower is faster. The chosen one is the orange diamond; dashed red lines are the targets.",
+            "Each point is a deployment that meets the targets ({}); left is cheaper (cost per month, with the scale-down off the peak hour), lower is faster, and both axes start at zero. The chosen one is the orange diamond; dashed red-orange lines are the targets.",
             targets.join(", ")
         ),
         legend,
