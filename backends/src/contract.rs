@@ -19,11 +19,18 @@ pub const EXIT_INTERRUPTED: u8 = 75;
 
 /// The wrapper, as one `sh -c` script: its arguments are the trainer command. A constant, so no
 /// spec string is ever part of it. POSIX sh (Kubernetes images may have no bash).
-pub const WRAPPER: &str = r#"req=${LOAM_CHECKPOINT_REQUEST:?}; grace=${LOAM_GRACE_S:-120}; asked=0
+///
+/// The trap is installed before the trainer starts: a SIGTERM in between would otherwise be lost
+/// (a PID 1 with no handler ignores it, pid_namespaces(7)) and the trainer killed at the hard
+/// limit without a request. A request that comes before the trainer's pid is known starts the
+/// grace timer as soon as it is.
+pub const WRAPPER: &str = r#"req=${LOAM_CHECKPOINT_REQUEST:?}; grace=${LOAM_GRACE_S:-120}; asked=0; child=
 mkdir -p "$(dirname "$req")" && rm -f "$req"
-"$@" & child=$!
-ask() { asked=1; : >"$req"; echo "loam: asked the trainer to checkpoint; stopping it in ${grace}s" >&2; ( sleep "$grace"; kill -TERM "$child" 2>/dev/null ) & }
+timer() { ( sleep "$grace"; kill -TERM "$child" 2>/dev/null ) & }
+ask() { asked=1; : >"$req"; echo "loam: asked the trainer to checkpoint; stopping it in ${grace}s" >&2; if [ -n "$child" ]; then timer; fi; }
 trap ask TERM USR1
+"$@" & child=$!
+if [ "$asked" = 1 ]; then timer; fi
 while :; do rc=0; wait "$child" || rc=$?; kill -0 "$child" 2>/dev/null || break; done
 if [ "$asked" = 1 ]; then rm -f "$req"; exit 75; fi
 exit "$rc""#;
@@ -75,6 +82,31 @@ mod tests {
         assert_eq!(status.code(), Some(i32::from(EXIT_INTERRUPTED)));
         assert!(seen.exists(), "the trainer never saw the request");
         assert!(!req.exists(), "the request outlived the run");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Deploy review finding 30: the wrapper catches TERM from its first moment with a child,
+    /// so the trap comes before the trainer starts; and a trainer whose very first act is a
+    /// TERM to the wrapper (as a preemption right at start would be) still gets its request.
+    #[test]
+    fn the_trap_is_installed_before_the_trainer_starts() {
+        let trap = WRAPPER.find("trap ask TERM USR1").unwrap();
+        let start = WRAPPER.find("\"$@\" & child=$!").unwrap();
+        assert!(trap < start, "{WRAPPER}");
+        let dir = std::env::temp_dir().join(format!("loam-contract-early-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let req = dir.join("request");
+        let trainer = format!(
+            "kill -TERM $PPID; while [ ! -e '{}' ]; do sleep 0.05; done; exit 0",
+            req.display()
+        );
+        let status = Command::new("sh")
+            .args(["-c", WRAPPER, "loam-run", "sh", "-c", &trainer])
+            .env("LOAM_CHECKPOINT_REQUEST", &req)
+            .env("LOAM_GRACE_S", "30")
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(i32::from(EXIT_INTERRUPTED)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -19,15 +19,16 @@
 /// it in the component) and torchrun's `PET_*` defaults, which torchrun reads only from
 /// `PET_<dest>` (pytorch `torch/distributed/argparse_util.py`, class `env`).
 /// It survives SIGTERM and SIGUSR1 itself (Slurm signals every process of a step on preemption
-/// or `scancel --full`); the wrapper, which started before those traps, gets them too and asks
-/// the trainer to checkpoint.
+/// or `scancel --full`), from before the wrapper starts; the wrapper, whose shell resets caught
+/// signals to their defaults and installs its own trap, gets them too and asks the trainer to
+/// checkpoint.
 pub const TASK: &str = r#"NODE_RANK=$SLURM_PROCID; export NODE_RANK
 RANK_OFFSET=$((GROUP_RANK_OFFSET + (NODE_RANK - NODE_RANK_OFFSET) * NPROC_PER_NODE)); export RANK_OFFSET
 PET_NNODES=$NNODES PET_NODE_RANK=$NODE_RANK PET_MASTER_ADDR=$MASTER_ADDR PET_MASTER_PORT=$MASTER_PORT PET_NPROC_PER_NODE=$NPROC_PER_NODE
 export PET_NNODES PET_NODE_RANK PET_MASTER_ADDR PET_MASTER_PORT PET_NPROC_PER_NODE
 LOAM_CHECKPOINT_REQUEST=${TMPDIR:-/tmp}/loam-$SLURM_JOB_ID-$NODE_RANK/checkpoint-request; export LOAM_CHECKPOINT_REQUEST
-sh -c "$LOAM_WRAPPER" loam-run "$@" & run=$!
 trap : TERM USR1
+sh -c "$LOAM_WRAPPER" loam-run "$@" & run=$!
 ( while kill -0 "$run" 2>/dev/null; do if [ -e "$LOAM_RUN_DIR/stop" ]; then kill -USR1 "$run"; exit 0; fi; sleep 2; done ) & watch=$!
 while :; do rc=0; wait "$run" || rc=$?; kill -0 "$run" 2>/dev/null || break; done
 kill "$watch" 2>/dev/null
