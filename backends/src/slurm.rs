@@ -65,11 +65,6 @@ impl SlurmVersion {
         major: 20,
         minor: 2,
     };
-    /// `--gpus-per-node` appeared in 19.05.
-    const GPUS_PER_NODE: SlurmVersion = SlurmVersion {
-        major: 19,
-        minor: 5,
-    };
 }
 
 impl fmt::Display for SlurmVersion {
@@ -153,7 +148,6 @@ struct ScriptContext<'a> {
 fn component_options(
     job: &JobContext<'_>,
     g: &Group<'_>,
-    version: SlurmVersion,
 ) -> Result<Vec<String>, Box<Diagnostic>> {
     let Some(partition) = &g.ir.slurm_partition else {
         return Err(Box::new(error(
@@ -189,12 +183,12 @@ fn component_options(
         // (`gpu:1g.10gb:1`, the type Slurm's NVML autodetection gives MIG devices), no
         // `--exclusive`.
         Some(slice) => opts.push(format!("--gres={gres}:{slice}:1")),
+        // The catalogue's GRES name, for every vendor: `gpu` for NVIDIA and AMD, `npu` for
+        // Ascend, and for Gaudi whatever the site's gres.conf names its HPUs (the Intel vendor
+        // file's `slurm_gres`). Not `--gpus-per-node`, which asks for the `gpu` GRES whatever the
+        // catalogue says.
         None => {
-            opts.push(if gres == "gpu" && version >= SlurmVersion::GPUS_PER_NODE {
-                format!("--gpus-per-node={}", g.ir.devices_per_node)
-            } else {
-                format!("--gres={gres}:{}", g.ir.devices_per_node)
-            });
+            opts.push(format!("--gres={gres}:{}", g.ir.devices_per_node));
             opts.push("--exclusive".to_string());
         }
     }
@@ -250,7 +244,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
     let mut components = Vec::new();
     let mut containers = false;
     for g in &job.groups {
-        let opts = match component_options(job, g, version) {
+        let opts = match component_options(job, g) {
             Ok(opts) => opts,
             Err(e) => {
                 errors.push(*e);

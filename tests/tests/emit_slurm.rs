@@ -677,3 +677,50 @@ fn every_backend_gives_the_trainer_the_same_grace_of_a_step_two_writes_and_a_min
     );
     assert!(pods.contains("terminationGracePeriodSeconds: 182"), "{pods}");
 }
+
+/// Deploy review finding 27: a Gaudi group asks for its devices by the GRES name the catalogue
+/// gives the Intel vendor (`slurm_gres`), spelled out as `--gres=<name>:8`, not with
+/// `--gpus-per-node`, which means the `gpu` GRES whatever the catalogue says. The shipped
+/// catalogue names them `gpu` (the test cluster's `fr-gaudi2` does too, and accepts the script);
+/// a site whose gres.conf names them `hpu` changes the vendor file and gets `--gres=hpu:8`,
+/// which this cluster, where they are `gpu`, refuses.
+#[test]
+fn gaudi_devices_are_asked_for_by_the_catalogues_gres_name() {
+    let dir = scratch("gaudi");
+    let mut doc = plan_fixture("two-node-lab");
+    {
+        let g = &mut doc.plans[0].groups[0];
+        g.slurm_partition = Some("fr-gaudi2".to_string());
+        let node = g.node.as_mut().unwrap();
+        node.vendor = "intel".to_string();
+        node.slurm_features = vec!["gaudi2".to_string()];
+    }
+    let (shipped, _) = runnable(&mut doc, &dir, 1, 0.0);
+    let with_gres = |name: &str| -> String {
+        let mut by_id = std::collections::BTreeMap::new();
+        for id in ["nvidia", "amd", "huawei", "hygon", "intel"] {
+            if let Some(v) = shipped.vendors.get(id) {
+                by_id.insert(id.to_string(), v.clone());
+            }
+        }
+        by_id.get_mut("intel").unwrap().slurm_gres = name.to_string();
+        let mut options = shipped.clone();
+        options.vendors = loam_ir::cluster::vendor::Vendors::new(by_id, Default::default());
+        let path = script(&doc, &options, &dir);
+        std::fs::read_to_string(path).unwrap()
+    };
+    let gpu = with_gres("gpu");
+    assert!(gpu.contains("#SBATCH --gres=gpu:8\n"), "{gpu}");
+    assert!(!gpu.contains("--gpus-per-node"), "{gpu}");
+    let hpu = with_gres("hpu");
+    assert!(hpu.contains("#SBATCH --gres=hpu:8\n"), "{hpu}");
+    if have_slurm() {
+        for (body, accepted) in [(&gpu, true), (&hpu, false)] {
+            let path = dir.join("gaudi.sbatch");
+            std::fs::write(&path, body).unwrap();
+            let o = run("sbatch", &["--test-only", path.to_str().unwrap()], &dir);
+            assert_eq!(o.status.success(), accepted, "{}", text(&o));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
