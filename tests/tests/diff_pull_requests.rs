@@ -594,3 +594,55 @@ fn a_broken_catalogue_is_named_as_the_cause_by_its_relative_path() {
     assert!(!markdown.contains(&root), "an absolute path: {markdown}");
     assert!(!err.contains(&root), "an absolute path: {err}");
 }
+
+/// The review's pr2 (docs/gitops.md, finding 7): a job moved to other devices read "1 to add,
+/// 0 to change, 1 to destroy", its reason led with a manifest field, and its details listed the
+/// namespace and queues of the site it left as removed. Now it is one replacement, led by the
+/// placement, with the site's shared objects in one line.
+#[test]
+fn a_job_that_moves_is_one_replacement_led_by_its_placement() {
+    let mut repo = repository();
+    repo.branch("devices");
+    let path = "jobs/llama3-8b-finetune.loam";
+    repo.write(
+        path,
+        repo.read(path).replace(
+            "max_devices = 16",
+            "devices     = [H800_SXM]\n    max_devices = 16",
+        ),
+    );
+    repo.commit("only H800");
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "devices");
+    assert_eq!(code, 2, "{markdown}");
+    assert!(
+        headline(&markdown).contains("0 to add, 0 to change, 1 to replace, 0 to destroy"),
+        "{markdown}"
+    );
+    assert_eq!(json["summary"]["replace"], 1);
+    assert_eq!(json["summary"]["destroy"], 0);
+    let row = job_rows(&markdown)[0];
+    assert!(
+        row.contains("replace: placement.devices H100_SXM → H800_SXM"),
+        "{row}"
+    );
+    // The sites' shared objects: one line in the comment, each of them in the JSON.
+    assert!(
+        markdown.contains("shared cluster objects (the namespaces, queues and priority classes"),
+        "{markdown}"
+    );
+    assert!(!markdown.contains("Namespace/"), "{markdown}");
+    let job = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "llama3-8b-sft")
+        .unwrap();
+    let shared = job["classification"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["effect"] == "cluster")
+        .count();
+    assert!(shared > 3, "{shared}");
+}

@@ -443,7 +443,9 @@ fn verdict_text(job: &JobDiff) -> String {
                 .and_then(|v| v.forcing().next().map(|r| r.sentence()));
             match (&job.old_job, why) {
                 (Some(_), _) => "replace: renamed".to_string(),
-                (None, Some(why)) => format!("replace: {why}; {}", what_changed(job)),
+                // What the author changed (a new placement, a token count) leads; the manifest
+                // field that forces the replacement follows (review finding 7).
+                (None, Some(why)) => format!("replace: {}; {why}", what_changed(job)),
                 (None, None) => format!("replace; {}", what_changed(job)),
             }
         }

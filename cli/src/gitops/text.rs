@@ -272,6 +272,9 @@ fn replaced(name: &str, verdict: &Verdict) -> String {
     )
 }
 
+/// The most shared cluster objects a job's block lists one by one; more are one line.
+const FOLDED_CLUSTER_OBJECTS: usize = 3;
+
 /// The comment line above a service's block.
 pub fn describe_service(service: &ServiceDiff, head: &Side) -> String {
     let name = &service.service;
@@ -329,13 +332,33 @@ fn job_block(job: &JobDiff, head: &Side, paint: Paint) -> String {
     let _ = write!(out, "{}", changes_text(&job.changes, paint));
     if let Some(verdict) = job.verdict.as_ref().filter(|v| !v.reasons.is_empty()) {
         let _ = writeln!(out, "\n        # on {}:", verdict.backend);
-        for reason in &verdict.reasons {
+        // Shared cluster objects (a site's namespace and queues) are the cluster's, not the job's:
+        // a job that moves away from a site lists every one of them as gone, which reads as if
+        // merging deleted what other jobs still use. More than a few are one line (review
+        // finding 7); the JSON's classification lists each.
+        let cluster = verdict
+            .reasons
+            .iter()
+            .filter(|r| r.effect == Effect::Cluster)
+            .count();
+        let fold = cluster > FOLDED_CLUSTER_OBJECTS;
+        for reason in verdict
+            .reasons
+            .iter()
+            .filter(|r| !fold || r.effect != Effect::Cluster)
+        {
             let line = format!("# {}", reason.line());
             let line = match reason.effect {
                 Effect::Replace => paint.wrap("31", &line),
                 _ => line,
             };
             let _ = writeln!(out, "        {line}");
+        }
+        if fold {
+            let _ = writeln!(
+                out,
+                "        # and {cluster} shared cluster objects (the namespaces, queues and priority classes of the sites involved) differ: they belong to the cluster, stay while other jobs use them, and are not deleted with this job (the JSON's classification lists each)"
+            );
         }
     }
     if let Some(manifests) = &job.manifests {
