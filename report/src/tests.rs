@@ -199,3 +199,30 @@ fn a_short_job_reads_in_hours_not_a_tenth_of_a_day() {
     // From two days on, days: 50 h = 2.08 days.
     assert_eq!(crate::text::days(50.0), "2.1 days");
 }
+
+#[test]
+fn a_data_strategy_past_the_deadline_says_so_on_its_bar() {
+    // hetero-70b-guiyang reads data and has a deadline; every data option whose time is past
+    // it carries ", past the N-day deadline" on its bar, and none within it does.
+    let doc = planned("examples/hetero-70b-guiyang.loam", HETERO);
+    let plan = &doc.plans[0];
+    let deadline_h = plan.goal.as_ref().and_then(|g| g.deadline_h).unwrap();
+    let figure = crate::figures::data::figure("d", plan).expect("the example reads data");
+    let days = |h: f64| loam_ir::display::decimals(h / 24.0, 1);
+    let options = &plan.data.as_ref().unwrap().options;
+    assert!(!options.is_empty());
+    let tag = format!(
+        ", past the {}-day deadline",
+        loam_ir::display::decimals(deadline_h / 24.0, 0)
+    );
+    for o in options {
+        let text = format!("{} days{tag}", days(o.time_h));
+        assert_eq!(
+            figure.svg.contains(&text),
+            o.time_h > deadline_h,
+            "{} at {} h: {text}",
+            o.strategy,
+            o.time_h
+        );
+    }
+}

@@ -35,14 +35,24 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         sites.dedup();
         format!("{} → {}", o.strategy, sites.join("+"))
     };
+    // The bars draw no deadline line: a strategy past the deadline says so on its bar, so a
+    // cheaper option that misses it does not read as the better deal (gitops review,
+    // finding 13: "move-data → zhongwei" at 44.7 days against a 40-day deadline).
+    let deadline_h = plan.goal.as_ref().and_then(|g| g.deadline_h);
     let time: Vec<_> = data
         .options
         .iter()
         .map(|o| {
+            let late = match deadline_h {
+                Some(d) if o.time_h > d => {
+                    format!(", past the {}-day deadline", decimals(d / 24.0, 0))
+                }
+                _ => String::new(),
+            };
             (
                 label(o),
                 o.time_h / 24.0,
-                format!("{} days", decimals(o.time_h / 24.0, 1)),
+                format!("{} days{late}", decimals(o.time_h / 24.0, 1)),
                 o.chosen,
             )
         })
@@ -68,7 +78,13 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
     let mut y = panel(
         &mut svg,
         0.0,
-        "time to train, transfer included (days)",
+        &match deadline_h {
+            Some(d) => format!(
+                "time to train, transfer included (days; deadline {} days)",
+                decimals(d / 24.0, 0)
+            ),
+            None => "time to train, transfer included (days)".to_string(),
+        },
         &time,
     );
     y = panel(
