@@ -409,3 +409,49 @@ fn a_service_pod_gets_its_devices_share_of_the_node_once() {
     }
     assert_eq!(checked, 2, "MI300X engine pods");
 }
+
+/// Finding 24: a site with services only (zhongwei: the 70B chat on MI300X, no job) gets no
+/// Kueue object, since Kueue may not be installed there; its namespace is still written.
+#[test]
+fn a_site_with_services_only_gets_no_kueue_objects() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let zhongwei: Vec<&String> = all
+        .keys()
+        .filter(|p| p.starts_with("_prerequisites/zhongwei/"))
+        .collect();
+    assert_eq!(
+        zhongwei,
+        ["_prerequisites/zhongwei/00-namespace-team-nlp.yaml"],
+        "{zhongwei:#?}"
+    );
+}
+
+/// Finding 23: every namespace a pod with the IPC_LOCK capability runs in (RDMA jobs) is
+/// labelled for the Pod Security Standards' privileged level: baseline forbids adding
+/// IPC_LOCK, and the Job controller could create no pod.
+#[test]
+fn namespaces_of_pods_that_lock_memory_allow_it() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut locked = 0;
+    for (path, text) in all.iter().filter(|(p, _)| p.ends_with("20-jobset.yaml")) {
+        if !text.contains("IPC_LOCK") {
+            continue;
+        }
+        locked += 1;
+        let namespace = yaml(text)["metadata"]["namespace"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let labelled = documents(&all, &format!("/00-namespace-{namespace}.yaml"));
+        assert!(!labelled.is_empty(), "{path}: no namespace {namespace}");
+        for (ns_path, ns) in labelled {
+            assert_eq!(
+                ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged",
+                "{ns_path}"
+            );
+        }
+    }
+    assert!(locked > 0, "no job locks memory");
+}

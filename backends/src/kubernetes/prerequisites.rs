@@ -247,7 +247,14 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                 },
             )?;
         }
-        for (name, value) in PRIORITIES {
+        // A site with services only runs no Kueue or Volcano workload, and may have neither
+        // installed: its services bring their own PriorityClass.
+        let priorities = if site.tenants.is_empty() {
+            &[][..]
+        } else {
+            PRIORITIES
+        };
+        for (name, value) in priorities {
             let class = priority_class(name);
             let (path, template) = match options.flavor {
                 Flavor::Jobset => (
