@@ -455,3 +455,40 @@ fn namespaces_of_pods_that_lock_memory_allow_it() {
     }
     assert!(locked > 0, "no job locks memory");
 }
+
+/// Finding 16: each site's Volcano Job of a plan over two sites (the shanghai H100 + guiyang
+/// Ascend fixture) turns off the svc plugin's NetworkPolicy, which admits only the job's own
+/// pods at that site and would drop the peer site's traffic; a one-site job keeps it.
+#[test]
+fn a_volcano_job_over_two_sites_lets_the_other_site_in() {
+    let doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("tests/cases/emit/plans/hetero-h100-ascend.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let options = Options {
+        flavor: Flavor::Volcano,
+        ..loam_tests::shipped_options()
+    };
+    let files = render(&doc, Target::Kubernetes, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let jobs: Vec<_> = files
+        .iter()
+        .filter(|m| m.path.ends_with("20-volcano-job.yaml"))
+        .collect();
+    assert_eq!(jobs.len(), 2, "one Volcano Job per site");
+    for m in jobs {
+        let job = yaml(&m.contents);
+        assert_eq!(
+            job["spec"]["plugins"]["svc"],
+            serde_json::json!(["--disable-network-policy"]),
+            "{}",
+            m.path
+        );
+    }
+    let (doc, _) = examples();
+    let one_site = emit(&subset(doc, |n| n == "llama3-70b-mixed"), Flavor::Volcano);
+    let (_, text) = file(&one_site, "20-volcano-job.yaml");
+    assert_eq!(yaml(text)["spec"]["plugins"]["svc"], serde_json::json!([]));
+}
