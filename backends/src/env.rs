@@ -103,6 +103,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/kubernetes/service-workload.yaml.j2"),
     ),
     (
+        "kubernetes/service-pdb.yaml.j2",
+        include_str!("../templates/kubernetes/service-pdb.yaml.j2"),
+    ),
+    (
         "kubernetes/service-service.yaml.j2",
         include_str!("../templates/kubernetes/service-service.yaml.j2"),
     ),

@@ -492,3 +492,55 @@ fn a_volcano_job_over_two_sites_lets_the_other_site_in() {
     let (_, text) = file(&one_site, "20-volcano-job.yaml");
     assert_eq!(yaml(text)["spec"]["plugins"]["svc"], serde_json::json!([]));
 }
+
+/// Finding 28: a rollout never takes a role below its replicas (maxUnavailable 0, maxSurge 1:
+/// with one replica, maxSurge 0 was an outage while the new pod loaded its weights), and every
+/// role that runs two or more replicas has a PodDisruptionBudget letting drains take one pod at
+/// a time, selecting exactly the role's pods.
+#[test]
+fn rollouts_and_drains_keep_a_role_serving() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut budgets = 0;
+    for (path, workload) in documents(&all, "-deployment.yaml")
+        .into_iter()
+        .chain(documents(&all, "-leaderworkerset.yaml"))
+        .filter(|(p, _)| !p.ends_with("40-router.yaml"))
+    {
+        let spec = &workload["spec"];
+        let update = if spec["rolloutStrategy"].is_object() {
+            &spec["rolloutStrategy"]["rollingUpdateConfiguration"]
+        } else {
+            &spec["strategy"]["rollingUpdate"]
+        };
+        assert_eq!(update["maxUnavailable"], 0, "{path}");
+        assert_eq!(update["maxSurge"], 1, "{path}");
+        let name = workload["metadata"]["name"].as_str().unwrap();
+        let folder = path.rsplit_once('/').unwrap().0;
+        let hpa = documents(&all, "-hpa.yaml")
+            .into_iter()
+            .find(|(p, h)| p.starts_with(folder) && h["spec"]["scaleTargetRef"]["name"] == name);
+        let min = hpa.map_or_else(
+            || spec["replicas"].as_u64().unwrap_or(1),
+            |(_, h)| h["spec"]["minReplicas"].as_u64().unwrap(),
+        );
+        let pdb = documents(&all, "-pdb.yaml")
+            .into_iter()
+            .find(|(p, b)| p.starts_with(folder) && b["metadata"]["name"] == name);
+        if min > 1 {
+            let (pdb_path, pdb) = pdb.unwrap_or_else(|| panic!("{path}: {min} replicas, no PDB"));
+            assert_eq!(pdb["spec"]["maxUnavailable"], 1, "{pdb_path}");
+            assert_eq!(
+                pdb["spec"]["selector"]["matchLabels"], spec["selector"]["matchLabels"],
+                "{pdb_path}"
+            );
+            budgets += 1;
+        } else {
+            assert!(
+                pdb.is_none(),
+                "{path}: a single replica with a PDB blocks drains"
+            );
+        }
+    }
+    assert!(budgets >= 1, "no role with two or more replicas");
+}

@@ -134,6 +134,26 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                 },
             )?,
         });
+        // A budget for voluntary disruptions where one pod may go and others still serve; a
+        // single replica gets none, since any budget would block node drains for good (N+1 is
+        // the spec's to ask for).
+        if role.min_replicas > 1 {
+            files.push(Manifest {
+                path: format!("25-{}-pdb.yaml", role.role),
+                contents: render_one(
+                    &env,
+                    &svc.service,
+                    "kubernetes/service-pdb.yaml.j2",
+                    minijinja::context! {
+                        svc => Value::from_serialize(svc),
+                        role => Value::from_serialize(role),
+                        labels => Value::from_serialize(&labels),
+                        annotations => Value::from_serialize(&annotations),
+                        selector => Value::from_serialize(&selector),
+                    },
+                )?,
+            });
+        }
         if let Some(metric) = role.launch.metric {
             let hours: Vec<(u64, u64)> = role
                 .hourly
