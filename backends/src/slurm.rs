@@ -36,9 +36,9 @@ const REQUEUE_WAIT_S: u64 = 180;
 /// requeueing itself), and the pause between tries: counted, so that a slurmctld restart or an
 /// RPC timeout of a few seconds (`MessageTimeout`, 10 s by default in slurm.conf(5)) is outlived
 /// and a cancelled job still ends within half a minute.
-const SLURM_TRIES: u64 = 3;
+pub(crate) const SLURM_TRIES: u64 = 3;
 /// Seconds between two tries (see [`SLURM_TRIES`]).
-const SLURM_RETRY_S: u64 = 5;
+pub(crate) const SLURM_RETRY_S: u64 = 5;
 
 /// A Slurm release, `major.minor` (`22.05`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -9,7 +9,8 @@
 # The partitions mirror the Slurm partitions of the shipped catalogue (specs/pools/*.yaml) and
 # have at least as many nodes as the node groups behind them, so `sbatch --test-only` accepts
 # exactly the scripts a real cluster of that shape would accept. Nodes carry 8 fake devices
-# (gres gpu, npu or dcu, backed by character devices), 96 CPUs and 1 TB, and the catalogue's
+# (gres gpu, npu or dcu, backed by character devices), 192 CPUs and 2 TiB (at least the largest
+# pod of the catalogue, 160 CPUs and 1,800 GiB, which the service scripts ask for), and the catalogue's
 # Slurm features of their node group (what `--constraint` asks for); partitions have the
 # catalogue's MaxTime.
 #
@@ -154,7 +155,7 @@ CONF
       read -r name n gres feat maxtime port live <<<"$p"
       state=UNKNOWN
       [[ $live == 1 ]] || state=CLOUD
-      echo "NodeName=$name-[1-$n] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port-$((port + n - 1)) CPUs=96 RealMemory=1024000 Gres=$gres:8 Feature=$feat State=$state"
+      echo "NodeName=$name-[1-$n] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$port-$((port + n - 1)) CPUs=192 RealMemory=2097152 Gres=$gres:8 Feature=$feat State=$state"
       echo "PartitionName=$name Nodes=$name-[1-$n] MaxTime=$maxtime State=UP"
     done
   } >"$tmp"

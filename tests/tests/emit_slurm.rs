@@ -724,3 +724,93 @@ fn gaudi_devices_are_asked_for_by_the_catalogues_gres_name() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes a stand-in `vllm` (the engine's command) that serves nothing and waits, into `dir/bin`.
+fn fake_engine(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join("vllm");
+    std::fs::write(&path, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    let o = run("chmod", &["+x", path.to_str().unwrap()], dir);
+    assert!(o.status.success(), "{}", text(&o));
+    bin
+}
+
+/// The newcomer's finding (section 5, item 4) and deploy review finding 29, on the real cluster:
+/// a service's batch script asks for the plan's CPUs and memory of one node of a replica, and a
+/// service, which runs until cancelled, requeues itself before the time limit instead of ending
+/// there. The plan's `node` of a role is what one node of a replica requests (the planner has
+/// already taken the role's share of the node): for `qwen-chat` of the services fixture 96 CPUs
+/// and 1,600 GiB = 1,638,400 MiB, which the script must ask for as they are. On the
+/// two-minute `lab-short` with one replica, the 60 s lead's SIGUSR1 comes within the first
+/// two minutes and the job is requeued (Restarts=1) with the engine still serving.
+#[test]
+fn a_slurm_service_gets_its_cpus_and_memory_and_requeues_before_the_time_limit() {
+    let dir = scratch("service");
+    let mut doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("tests/data/services-plan.json")).unwrap(),
+    )
+    .unwrap();
+    doc.plans.clear();
+    doc.services.truncate(1);
+    // One replica at every hour: the lab partition has two nodes.
+    doc.services[0].autoscaling = None;
+    {
+        let role = &mut doc.services[0].roles[0];
+        role.replicas = 1;
+        role.group.slurm_partition = Some("lab-short".to_string());
+        let node = role.group.node.as_mut().unwrap();
+        node.slurm_features = vec!["h100-sxm".to_string()];
+        node.slurm_max_time_min = Some(2);
+    }
+    let mut options = loam_tests::shipped_options();
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy("/ckpt/nlp"));
+    let manifests = render(&doc, Target::Slurm, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let body = &manifests
+        .iter()
+        .find(|m| m.path.ends_with("serve.sbatch"))
+        .unwrap_or_else(|| panic!("{manifests:#?}"))
+        .contents;
+    assert!(body.contains("#SBATCH --cpus-per-task=96\n"), "{body}");
+    assert!(body.contains("#SBATCH --mem=1638400M\n"), "{body}");
+    // srun does not inherit sbatch's `--cpus-per-task` since Slurm 22.05 (srun(1)).
+    assert!(body.contains(" --cpus-per-task=96 "), "{body}");
+    assert!(body.contains("#SBATCH --requeue\n"), "{body}");
+    assert!(body.contains("#SBATCH --signal=B:USR1@60\n"), "{body}");
+    if !have_slurm() {
+        return;
+    }
+    let script = dir.join("serve.sbatch");
+    std::fs::write(&script, body).unwrap();
+    let o = run("sbatch", &["--test-only", script.to_str().unwrap()], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let bin = fake_engine(&dir);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sbatch")
+        .args(["--parsable", script.to_str().unwrap()])
+        .current_dir(&dir)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sbatch: {}", text(&o));
+    let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let line = loop {
+        let line = show(&id);
+        if field(&line, "Restarts=") == "1" {
+            break line;
+        }
+        if Instant::now() > deadline || field(&line, "JobState=") == "TIMEOUT" {
+            let _ = run("scancel", &[&id], &dir);
+            panic!("never requeued:\n{line}\n{}", logs(&dir));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let _ = run("scancel", &[&id], &dir);
+    assert!(logs(&dir).contains("the time limit is near"), "{line}\n{}", logs(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -39,6 +39,9 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             time => node.slurm_max_time_min.map(time_limit),
             srun => Vec::<String>::new(),
             node_script => node_script(role, SLURM_NODE),
+            signal_s => SERVICE_SIGNAL_S,
+            slurm_tries => crate::slurm::SLURM_TRIES,
+            slurm_retry_s => crate::slurm::SLURM_RETRY_S,
         };
         files.push(Manifest {
             path: format!("{}.sbatch", role.role),
@@ -53,6 +56,11 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
     }
     Ok(files)
 }
+
+/// Seconds before the time limit that a service's batch script gets SIGUSR1 to requeue itself:
+/// counted, the requeue's tries ([`crate::slurm::SLURM_TRIES`] × 5 s) with room; Slurm may send
+/// it up to a minute earlier still (sbatch(1), `--signal`).
+const SERVICE_SIGNAL_S: u64 = 60;
 
 /// Slurm's `D-HH:MM:00` for a partition's MaxTime: a service runs until stopped, so it asks for
 /// all the partition allows.
