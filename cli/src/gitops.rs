@@ -17,6 +17,7 @@
 //! whose spec and catalogue inputs (its pool, the devices it uses) did not change, or the plan
 //! the cache holds for it ([`crate::plan_cache`]).
 
+pub mod catalogue_changes;
 pub mod classify;
 pub mod compare;
 pub mod headline;

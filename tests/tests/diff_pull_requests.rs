@@ -646,3 +646,49 @@ fn a_job_that_moves_is_one_replacement_led_by_its_placement() {
         .count();
     assert!(shared > 3, "{shared}");
 }
+
+/// The review's pr3 (docs/gitops.md, finding 11): a catalogue pull request showed only two
+/// digests. The comment names the price that moved, by site and node group; a vendor file is
+/// read at both revisions (the base side used to leave `specs/vendors/` out, so a vendor
+/// change went unseen).
+#[test]
+fn a_catalogue_change_is_named_line_by_line() {
+    let mut repo = repository();
+    let shipped = std::fs::read_to_string("../specs/vendors/nvidia.yaml").unwrap();
+    repo.write("specs/vendors/nvidia.yaml", shipped);
+    repo.commit("the NVIDIA vendor file");
+    repo.branch("price");
+    let pool = repo.read("specs/pools/xirang.yaml");
+    repo.write(
+        "specs/pools/xirang.yaml",
+        pool.replacen("price: 32.0 CNY", "price: 36.0 CNY", 1),
+    );
+    let vendor = repo.read("specs/vendors/nvidia.yaml");
+    repo.write(
+        "specs/vendors/nvidia.yaml",
+        vendor.replace(
+            "docker.io/lmsysorg/sglang:latest",
+            "docker.io/lmsysorg/sglang:v0.5.0",
+        ),
+    );
+    repo.commit("H100 costs more; sglang pinned");
+    repo.checkout("main");
+    let (_, markdown, json) = diff(&repo, "price");
+    let changes: Vec<&str> = json["catalogue_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "specs/pools/xirang.yaml sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY → 36.0 CNY",
+            "specs/vendors/nvidia.yaml serving.images.sglang: docker.io/lmsysorg/sglang:latest → docker.io/lmsysorg/sglang:v0.5.0",
+        ]
+    );
+    assert!(
+        markdown.contains("_catalogue change: specs/pools/xirang.yaml sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY → 36.0 CNY_"),
+        "{markdown}"
+    );
+}

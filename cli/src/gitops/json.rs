@@ -19,6 +19,8 @@
 //!   "services": [ { "service", "file", "actions", "note", "changes", "before": ServicePlan,
 //!                   "after": ServicePlan } ],
 //!   "broken_files": [ { "file", "errors" } ],
+//!   "catalogue_changes": [ "specs/pools/x.yaml sites[a].node_groups[b].price: 32.0 CNY → 40.0 CNY" ]
+//!                       (since 3.0: what changed in the catalogue, at most 8 lines and a count),
 //!   "catalogue_errors": [ { "file", "errors" } ] (since 3.0: the catalogue's files that do
 //!                       not load at head; then every plan is `unplanned` in the summary),
 //!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
@@ -193,6 +195,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             "errors": summary.errors,
             "unplanned": summary.unplanned,
         },
+        "catalogue_changes": super::catalogue_changes::lines(base, head),
         "catalogue_errors": diff.catalogue.iter()
             .map(|b| json!({"file": b.file, "errors": b.errors}))
             .collect::<Vec<_>>(),

@@ -52,10 +52,13 @@ impl Snapshot {
         let specs = repo.tree_files(&tree, prefixes, "loam")?;
         let mut texts = Vec::new();
         let mut found = false;
-        for sub in ["devices", "pools"] {
+        // The same folders as the work tree's catalogue (`catalogue_source::read_dir`): a vendor
+        // file a pull request changes is compared like a pool file. `vendors/` alone does not
+        // make a catalogue.
+        for sub in ["devices", "pools", "vendors"] {
             let dir = join(catalogue_dir, sub);
             if let Some(files) = repo.tree_folder(&tree, &dir, &YAML)? {
-                found = true;
+                found |= sub != "vendors";
                 texts.extend(
                     files
                         .into_iter()

@@ -105,6 +105,9 @@ pub fn header(base: &Side, head: &Side) -> String {
             digest(base),
             digest(head)
         );
+        for line in super::catalogue_changes::lines(base, head) {
+            let _ = writeln!(out, "catalogue change: {line}");
+        }
     }
     out
 }

@@ -1,0 +1,179 @@
+//! What a pull request changes in the catalogue, line by line, the way Infracost names the price
+//! that moved: `specs/pools/xirang.yaml sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY →
+//! 40.0 CNY`. The digests say only *that* the catalogue changed; these lines say what.
+//!
+//! Both sides' catalogue files are read as YAML and compared leaf by leaf; a list item with a
+//! `name` (or `id`) is named by it, so a reordered list or an added site reads as such. A file
+//! that does not parse on one side is left to the diagnostics.
+
+use super::side::Side;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The most changed leaves listed (the rest are counted).
+pub const MOST: usize = 8;
+
+/// The catalogue's changes between the sides, one line each, at most [`MOST`] and then a count
+/// of the rest; empty when the catalogue did not change.
+pub fn lines(base: &Side, head: &Side) -> Vec<String> {
+    if base.catalogue_digest.is_some() && base.catalogue_digest == head.catalogue_digest {
+        return Vec::new();
+    }
+    let (old, new) = (files(base), files(head));
+    let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut found = Vec::new();
+    for name in names {
+        match (old.get(name), new.get(name)) {
+            (Some(_), None) => found.push(format!("{name} removed")),
+            (None, Some(_)) => found.push(format!("{name} added")),
+            (Some(a), Some(b)) if a != b => {
+                let (Ok(a), Ok(b)) = (
+                    serde_saphyr::from_str::<Value>(a),
+                    serde_saphyr::from_str::<Value>(b),
+                ) else {
+                    continue;
+                };
+                let mut leaves = Vec::new();
+                walk(&a, &b, "", &mut leaves);
+                found.extend(leaves.into_iter().map(|l| format!("{name} {l}")));
+            }
+            _ => {}
+        }
+    }
+    if found.len() > MOST {
+        let more = found.len() - MOST;
+        found.truncate(MOST);
+        found.push(format!("… and {more} more"));
+    }
+    found
+}
+
+/// The catalogue files of a side (the sources that are not spec files), by name.
+fn files(side: &Side) -> BTreeMap<String, String> {
+    let specs: BTreeSet<&str> = side.specs.files.iter().map(String::as_str).collect();
+    side.specs
+        .sources
+        .iter()
+        .filter(|(_, f)| !specs.contains(f.name.as_str()))
+        .map(|(_, f)| (f.name.clone(), f.text.clone()))
+        .collect()
+}
+
+/// A scalar as the catalogue writes it.
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "nothing".into(),
+        other => {
+            let text = other.to_string();
+            if text.chars().count() > 60 {
+                format!("{}…", text.chars().take(60).collect::<String>())
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// A list item's name: its `name` or `id`.
+fn item_name(value: &Value) -> Option<String> {
+    let map = value.as_object()?;
+    ["name", "id"]
+        .iter()
+        .find_map(|k| map.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// The leaves that differ between `a` (base) and `b` (head) under `path`.
+fn walk(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    if a == b {
+        return;
+    }
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                match (x.get(key), y.get(key)) {
+                    (Some(va), Some(vb)) => walk(va, vb, &join(key), out),
+                    (Some(_), None) => out.push(format!("{} removed", join(key))),
+                    (None, Some(vb)) => out.push(format!("{}: {} (new)", join(key), scalar(vb))),
+                    (None, None) => {}
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            let named = |items: &Vec<Value>| -> Option<BTreeMap<String, Value>> {
+                items
+                    .iter()
+                    .map(|v| item_name(v).map(|n| (n, v.clone())))
+                    .collect()
+            };
+            match (named(x), named(y)) {
+                (Some(nx), Some(ny)) if nx.len() == x.len() && ny.len() == y.len() => {
+                    let names: BTreeSet<&String> = nx.keys().chain(ny.keys()).collect();
+                    for name in names {
+                        let at = format!("{path}[{name}]");
+                        match (nx.get(name), ny.get(name)) {
+                            (Some(va), Some(vb)) => walk(va, vb, &at, out),
+                            (Some(_), None) => out.push(format!("{at} removed")),
+                            (None, Some(_)) => out.push(format!("{at} added")),
+                            (None, None) => {}
+                        }
+                    }
+                }
+                _ if x.len() == y.len() => {
+                    for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                        walk(va, vb, &format!("{path}[{i}]"), out);
+                    }
+                }
+                _ => out.push(format!("{path}: {} → {} items", x.len(), y.len())),
+            }
+        }
+        _ => out.push(format!("{path}: {} → {}", scalar(a), scalar(b))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaves(a: &str, b: &str) -> Vec<String> {
+        let (a, b): (Value, Value) = (
+            serde_saphyr::from_str(a).unwrap(),
+            serde_saphyr::from_str(b).unwrap(),
+        );
+        let mut out = Vec::new();
+        walk(&a, &b, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn a_price_is_named_by_its_site_and_node_group() {
+        let base = "sites:\n  - name: shanghai\n    node_groups:\n      - name: sh-h100-a\n        price: 32.0 CNY\n      - name: sh-l40s\n        price: 9.0 CNY\n";
+        let head = base.replace("32.0 CNY", "40.0 CNY");
+        assert_eq!(
+            leaves(base, &head),
+            ["sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY → 40.0 CNY"]
+        );
+    }
+
+    #[test]
+    fn a_removed_site_and_a_new_field_are_said_as_such() {
+        let base = "sites:\n  - name: shanghai\n    pue: 1.3\n  - name: guiyang\n    pue: 1.2\n";
+        let head = "sites:\n  - name: guiyang\n    pue: 1.2\n    carbon: 0.4\n";
+        assert_eq!(
+            leaves(base, head),
+            [
+                "sites[guiyang].carbon: 0.4 (new)",
+                "sites[shanghai] removed"
+            ]
+        );
+    }
+}
