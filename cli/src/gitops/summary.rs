@@ -155,3 +155,48 @@ fn plural(n: usize, what: &str) -> String {
         format!("{n} {what}s")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_head_never_reads_no_changes() {
+        // The review's pr6: a typo in one spec, the other 11 jobs unchanged.
+        let typo = Summary {
+            errors: 1,
+            unchanged: 11,
+            ..Summary::default()
+        };
+        assert_eq!(
+            typo.line_with_unchanged(),
+            "Will not run: 1 spec with errors. 11 jobs unchanged."
+        );
+        // An infeasible job and a replaced one: the verdict first, then the plan.
+        let both = Summary {
+            infeasible: 1,
+            replace: 1,
+            unchanged_services: 3,
+            ..Summary::default()
+        };
+        assert_eq!(
+            both.line_with_unchanged(),
+            "Will not run: 1 job infeasible. Plan: 0 to add, 0 to change, 1 to replace, 0 to destroy. 3 services unchanged."
+        );
+        assert_eq!(Summary::default().line(), "No changes. The plans match.");
+    }
+
+    #[test]
+    fn a_broken_catalogue_is_one_cause_not_a_count_of_specs() {
+        let broken = Summary {
+            catalogue_errors: (4, 1),
+            unplanned: 12,
+            ..Summary::default()
+        };
+        assert!(broken.blocks());
+        assert_eq!(
+            broken.verdict(),
+            "will not run: the catalogue does not load (4 errors in 1 file), 12 plans not made"
+        );
+    }
+}
