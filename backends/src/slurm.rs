@@ -96,8 +96,11 @@ impl FromStr for SlurmVersion {
 struct Component {
     /// `#SBATCH` options of this component, one per line.
     options: Vec<String>,
-    /// `srun` options of this component (pyxis' `--container-image`), shell-quoted.
+    /// `srun` options of this component (`--cpus-per-task`, pyxis' `--container-image`),
+    /// shell-quoted.
     srun: Vec<String>,
+    /// Whether its tasks run in a container (pyxis mounts the checkpoint folder).
+    container: bool,
     /// Environment of its tasks: `NAME=value` words (values are numbers).
     env: Vec<String>,
     /// The collective library's settings from the catalogue: `NAME=value`, shell-quoted.
@@ -200,6 +203,11 @@ fn component_options(
     if g.ir.block.is_some() {
         opts.push("--switches=1".to_string());
     }
+    // The plan's CPUs for the node's one task: without it a task gets one CPU, and the trainer's
+    // data loaders share it (the newcomer's review, section 5, on the service scripts).
+    if node.cpus > 0 {
+        opts.push(format!("--cpus-per-task={}", node.cpus));
+    }
     Ok(opts)
 }
 
@@ -253,6 +261,10 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         };
         let node = g.ir.node.clone().unwrap_or_default();
         let mut srun = Vec::new();
+        // srun does not inherit sbatch's `--cpus-per-task` since Slurm 22.05 (srun(1)).
+        if node.cpus > 0 {
+            srun.push(format!("--cpus-per-task={}", node.cpus));
+        }
         if node.slurm_containers {
             containers = true;
             srun.push(format!("--container-image={}", options.image));
@@ -260,6 +272,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         components.push(Component {
             options: opts,
             srun,
+            container: node.slurm_containers,
             env: vec![
                 format!("NPROC_PER_NODE={}", g.ir.devices_per_node),
                 format!("NODE_RANK_OFFSET={}", g.node_rank_offset),

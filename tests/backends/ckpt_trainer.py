@@ -61,7 +61,7 @@ def main() -> int:
     ckpt = os.path.join(folder, f"node{rank}.ckpt")
     log = os.path.join(folder, f"node{rank}.log")
     with open(os.path.join(folder, f"node{rank}.env"), "w", encoding="utf-8") as fh:
-        for name in CONTRACT + tuple(TORCHRUN):
+        for name in CONTRACT + tuple(TORCHRUN) + ("SLURM_CPUS_PER_TASK",):
             fh.write(f"{name}={os.environ.get(name, '')}\n")
     problems = contract_problems(os.environ)
     if problems:
