@@ -2,8 +2,12 @@
 //! stopped, and how the launcher tells an interrupted run from a finished one. One wrapper
 //! script, run around the trainer on every node by every backend.
 //!
-//! - On start the trainer resumes from the newest checkpoint in `LOAM_CHECKPOINT_DIR`, if any
-//!   (a trainer that finds its final checkpoint exits 0 at once).
+//! - On start the trainer resumes from the newest *complete* checkpoint in
+//!   `LOAM_CHECKPOINT_DIR`, if any (a trainer that finds its final checkpoint exits 0 at once).
+//!   It publishes each checkpoint atomically: written under a temporary name and renamed into
+//!   place (or marked complete by a last small file) once every rank has written its part, since
+//!   the wrapper's SIGTERM after the grace, a node failure or the hard kill may stop it in the
+//!   middle of a write.
 //! - When the file named by `LOAM_CHECKPOINT_REQUEST` exists, the trainer writes a checkpoint at
 //!   the next step boundary and exits 0. The wrapper creates that file when it receives SIGTERM
 //!   (preemption, eviction, `scancel`, a closing ssh session) or SIGUSR1 (Slurm's warning before
