@@ -19,6 +19,7 @@ use super::totals::totals;
 use loam_compiler::admission::AdmissionStatus;
 use loam_ir::display::{hours_or_days, money, plus_minus, signed};
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
 /// The headline's parts, in order; empty when there is nothing to say.
 pub fn parts(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<String> {
@@ -179,11 +180,32 @@ fn tightest(diff: &PlanDiff) -> Option<String> {
     found.map(|(_, text)| text)
 }
 
-/// `most from `x`: +14,615,000 CNY (+141.0 %)`: the changed job or service whose cost (a service's per
-/// month) moves by the largest amount, compared within one currency; `None` when only one thing
-/// changed (the cost part already says it).
+/// One job's or service's cost on both sides, for the driver.
+struct Move {
+    name: String,
+    currency: String,
+    before: f64,
+    after: f64,
+    /// ` per month` for a service.
+    per: &'static str,
+    /// How much of the change is WAN egress (the chosen data strategy's: data moved before
+    /// training, or a split job's activations crossing the WAN).
+    egress: f64,
+}
+
+/// The WAN egress a job's chosen data strategy pays.
+fn egress(plan: Option<&loam_ir::plan::Plan>) -> f64 {
+    plan.and_then(|p| p.data.as_ref())
+        .and_then(|d| d.options.iter().find(|o| o.chosen))
+        .map_or(0.0, |o| o.egress)
+}
+
+/// `most from `x`: +14,615,000 CNY (+141.0 %), +14,770,000 CNY of it WAN egress`: the changed job
+/// or service whose cost (a service's per month) moves by the largest amount, compared within
+/// one currency, with the share of WAN egress when it is a tenth of the change or more; `None`
+/// when only one thing changed and egress does not explain it (the cost part already says it).
 fn driver(diff: &PlanDiff) -> Option<String> {
-    let mut moves: Vec<(String, String, f64, f64, &str)> = Vec::new();
+    let mut moves: Vec<Move> = Vec::new();
     // A spec that does not check at head has no cost there: it is unknown, not saved.
     for job in diff.changed().filter(|j| j.action != Action::Error) {
         let cost = |p: &Option<loam_ir::plan::Plan>| {
@@ -191,8 +213,15 @@ fn driver(diff: &PlanDiff) -> Option<String> {
                 .and_then(|p| p.estimate.as_ref())
                 .map(|e| (e.cost.amount, e.cost.currency.clone()))
         };
-        if let Some((currency, b, a)) = amounts(cost(&job.before), cost(&job.after)) {
-            moves.push((job.job.clone(), currency, b, a, ""));
+        if let Some((currency, before, after)) = amounts(cost(&job.before), cost(&job.after)) {
+            moves.push(Move {
+                name: job.job.clone(),
+                currency,
+                before,
+                after,
+                per: "",
+                egress: egress(job.after.as_ref()) - egress(job.before.as_ref()),
+            });
         }
     }
     for service in diff
@@ -204,18 +233,45 @@ fn driver(diff: &PlanDiff) -> Option<String> {
                 .and_then(|p| p.estimate.as_ref())
                 .map(|e| (e.cost_per_month.amount, e.cost_per_month.currency.clone()))
         };
-        if let Some((currency, b, a)) = amounts(cost(&service.before), cost(&service.after)) {
-            moves.push((service.service.clone(), currency, b, a, " per month"));
+        if let Some((currency, before, after)) =
+            amounts(cost(&service.before), cost(&service.after))
+        {
+            moves.push(Move {
+                name: service.service.clone(),
+                currency,
+                before,
+                after,
+                per: " per month",
+                egress: 0.0,
+            });
         }
     }
-    if moves.len() < 2 {
+    let several = moves.len() >= 2;
+    let top = moves.into_iter().max_by(|x, y| {
+        (x.after - x.before)
+            .abs()
+            .total_cmp(&(y.after - y.before).abs())
+    })?;
+    let change = top.after - top.before;
+    let egress_share = top.egress.abs() >= 1.0 && top.egress.abs() >= 0.1 * change.abs();
+    if change.abs() < 1.0 || !(several || egress_share) {
         return None;
     }
-    let (name, currency, b, a, per) = moves
-        .into_iter()
-        .max_by(|x, y| (x.3 - x.2).abs().total_cmp(&(y.3 - y.2).abs()))?;
-    ((a - b).abs() >= 1.0)
-        .then(|| format!("most from {}: {}{per}", code(&name), delta(b, a, &currency)))
+    let mut text = format!(
+        "most from {}: {}{}",
+        code(&top.name),
+        delta(top.before, top.after, &top.currency),
+        top.per
+    );
+    if egress_share {
+        let sign = if top.egress < 0.0 { "-" } else { "+" };
+        let _ = write!(
+            text,
+            ", {sign}{} of it WAN egress",
+            money(top.egress.abs(), &top.currency)
+        );
+    }
+    Some(text)
 }
 
 /// Both sides' amounts in the one currency they share (a missing side is zero).
@@ -234,4 +290,88 @@ fn amounts(
 /// A name from the pull request in backticks, unable to close them early.
 fn code(name: &str) -> String {
     format!("`{}`", name.replace('`', "'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gitops::compare::JobDiff;
+    use loam_ir::plan::{DataIr, DataOptionIr, Plan};
+
+    /// A shipped plan (a 2-group pipeline) with its cost and its chosen data option's egress set.
+    fn plan(cost: f64, egress: f64) -> Plan {
+        let text = include_str!("../../../tests/cases/emit/plans/hetero-h100-ascend.json");
+        let doc: loam_ir::plan::PlanDocument = serde_json::from_str(text).unwrap();
+        let mut plan = doc.plans.into_iter().next().unwrap();
+        if let Some(e) = plan.estimate.as_mut() {
+            e.cost.amount = cost;
+        }
+        plan.data = Some(DataIr {
+            strategy: "split".into(),
+            transfer_gb: 0.0,
+            transfer_h: 0.0,
+            options: vec![DataOptionIr {
+                strategy: "split".into(),
+                site: "a+b".into(),
+                transfer_gb: 0.0,
+                transfer_h: 0.0,
+                egress,
+                time_h: 1.0,
+                cost,
+                objective: 1.0,
+                chosen: true,
+                carbon_kg: None,
+            }],
+            sources: Vec::new(),
+        });
+        plan
+    }
+
+    fn update(before: Plan, after: Plan) -> JobDiff {
+        JobDiff {
+            action: Action::Update,
+            job: after.job.clone(),
+            old_job: None,
+            file: after.file.clone(),
+            old_file: None,
+            before: Some(before),
+            after: Some(after),
+            changes: Vec::new(),
+            note: None,
+            manifests: None,
+            verdict: None,
+        }
+    }
+
+    #[test]
+    fn the_driver_says_how_much_of_a_cost_change_is_wan_egress() {
+        // The review's pr8c: 10,368,000 -> 24,983,000 CNY (+14,615,000, +141.0 %), of which the
+        // egress of the activations crossing the WAN went from 0 to 14,770,000 CNY.
+        let diff = PlanDiff {
+            jobs: vec![update(
+                plan(10_368_000.0, 0.0),
+                plan(24_983_000.0, 14_770_000.0),
+            )],
+            ..PlanDiff::default()
+        };
+        let currency = diff.jobs[0]
+            .after
+            .as_ref()
+            .and_then(|p| p.estimate.as_ref())
+            .map(|e| e.cost.currency.clone())
+            .unwrap();
+        assert_eq!(
+            driver(&diff).unwrap(),
+            format!(
+                "most from `{}`: +14,615,000 {currency} (+141.0 %), +14,770,000 {currency} of it WAN egress",
+                diff.jobs[0].job
+            )
+        );
+        // Without egress, one job's change is the cost part's alone.
+        let plain = PlanDiff {
+            jobs: vec![update(plan(100.0, 0.0), plan(200.0, 0.0))],
+            ..PlanDiff::default()
+        };
+        assert_eq!(driver(&plain), None);
+    }
 }
