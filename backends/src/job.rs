@@ -357,7 +357,10 @@ pub fn checkpoint_grace_s(step_time_s: f64, write_s: f64) -> u64 {
     // Both are finite and non-negative in a plan `loam plan` writes; a hand-edited NaN counts 0.
     let seconds = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
     // At most a year of seconds, so the conversion is exact.
-    (seconds(step_time_s) + 2.0 * seconds(write_s)).ceil().min(3.2e7) as u64 + 60
+    (seconds(step_time_s) + 2.0 * seconds(write_s))
+        .ceil()
+        .min(3.2e7) as u64
+        + 60
 }
 
 /// The trainer command and the layout arguments of group `g` (number `index`) of `plan`: the

@@ -148,10 +148,7 @@ struct ScriptContext<'a> {
 }
 
 /// The `#SBATCH` options of group `g`, or the problems that keep it from being one.
-fn component_options(
-    job: &JobContext<'_>,
-    g: &Group<'_>,
-) -> Result<Vec<String>, Box<Diagnostic>> {
+fn component_options(job: &JobContext<'_>, g: &Group<'_>) -> Result<Vec<String>, Box<Diagnostic>> {
     let Some(partition) = &g.ir.slurm_partition else {
         return Err(Box::new(error(
             codes::emit::NO_SLURM_PARTITION,

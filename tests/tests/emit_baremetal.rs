@@ -644,7 +644,10 @@ fn a_2048_host_launch_under_a_1024_file_limit_runs_every_host() {
     assert!(most <= 12, "a session inherited {most} descriptors");
     #[allow(clippy::print_stderr)] // the timing is for the person running the tests
     {
-        eprintln!("2,048 hosts under a 1,024 soft limit: {:?}", started.elapsed());
+        eprintln!(
+            "2,048 hosts under a 1,024 soft limit: {:?}",
+            started.elapsed()
+        );
     }
 }
 
@@ -691,5 +694,9 @@ fn a_host_that_is_never_reached_stops_the_launcher_after_three_attempts() {
     );
     assert!(out.contains("2 of 36 restarts used"), "{out}");
     let reached = std::fs::read_to_string(job.dir.join("hosts-reached")).unwrap();
-    assert_eq!(reached.lines().filter(|h| *h == "dead1").count(), 3, "{reached}");
+    assert_eq!(
+        reached.lines().filter(|h| *h == "dead1").count(),
+        3,
+        "{reached}"
+    );
 }

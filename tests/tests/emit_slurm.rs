@@ -327,7 +327,10 @@ fn a_transient_slurm_failure_after_a_stop_request_still_requeues() {
     assert_eq!(field(&line, "JobState="), "COMPLETED", "{line}\n{out}");
     assert_eq!(field(&line, "Restarts="), "1", "{line}\n{out}");
     assert_resumed(&ckpt, 20, &dir);
-    assert!(out.contains("could not read the job's state (try 2 of 3)"), "{out}");
+    assert!(
+        out.contains("could not read the job's state (try 2 of 3)"),
+        "{out}"
+    );
     #[allow(clippy::print_stderr)] // the timing is for the person running the tests
     {
         eprintln!("requeue through a flaky slurmctld: {:?}", started.elapsed());
@@ -684,7 +687,10 @@ fn every_backend_gives_the_trainer_the_same_grace_of_a_step_two_writes_and_a_min
         std::collections::BTreeSet::from(["value: \"152\""]),
         "{pods}"
     );
-    assert!(pods.contains("terminationGracePeriodSeconds: 182"), "{pods}");
+    assert!(
+        pods.contains("terminationGracePeriodSeconds: 182"),
+        "{pods}"
+    );
 }
 
 /// Deploy review finding 27: a Gaudi group asks for its devices by the GRES name the catalogue
@@ -820,6 +826,10 @@ fn a_slurm_service_gets_its_cpus_and_memory_and_requeues_before_the_time_limit()
         std::thread::sleep(Duration::from_secs(1));
     };
     let _ = run("scancel", &[&id], &dir);
-    assert!(logs(&dir).contains("the time limit is near"), "{line}\n{}", logs(&dir));
+    assert!(
+        logs(&dir).contains("the time limit is near"),
+        "{line}\n{}",
+        logs(&dir)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
