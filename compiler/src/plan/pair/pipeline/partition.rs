@@ -373,8 +373,9 @@ impl Stager<'_, '_> {
     }
 
     /// The min-max partition of the chain into the configuration's stages, each stage with its
-    /// cost; `None` when no partition runs or the job's [`WorkBudget`] ran out on the way.
-    fn partition(&self) -> Option<Vec<(usize, usize, StageCost)>> {
+    /// cost; `None` when no partition runs, none has its slowest stage's pace at or below `cap`
+    /// (see [`minmax::min_max_partition`]), or the job's [`WorkBudget`] ran out on the way.
+    fn partition(&self, cap: f64) -> Option<Vec<(usize, usize, StageCost)>> {
         let n = self.params.len().saturating_sub(1);
         let p = self.stage_count();
         if p == 0 || p > n {
@@ -409,7 +410,7 @@ impl Stager<'_, '_> {
             paced: &mut paced,
             floor: &floor,
         };
-        let ends = minmax::min_max_partition(cuts.len(), p, &mut times);
+        let ends = minmax::min_max_partition(cuts.len(), p, &mut times, cap);
         if self.budget.reached() {
             return None;
         }
@@ -494,12 +495,18 @@ pub(super) fn cost_shape(
     let stager = stager(spec, costing, shape);
     let cuts = match cuts {
         None => {
-            if let Some(beats) = costing.beats
-                && !beats(stager.least_slowest() * stager.slots * costing.steps)
-            {
-                return None;
-            }
-            stager.partition()?
+            let per_pace = stager.slots * costing.steps;
+            let cap = match costing.beats {
+                Some(beats) => {
+                    let least = stager.least_slowest();
+                    if !beats(least * per_pace) {
+                        return None;
+                    }
+                    useful_pace(least, |pace| beats(pace * per_pace))
+                }
+                None => f64::INFINITY,
+            };
+            stager.partition(cap)?
         }
         Some(ends) => {
             let mut start = 0;
@@ -547,6 +554,36 @@ pub(super) fn cost_shape(
     })
 }
 
+/// The slowest pace a partition may have and still be of use, from `least` (a pace that is):
+/// the least pace `useful` refuses, found by doubling then bisection (`useful` holds, then does
+/// not, as the pace grows), a billionth above it so that rounding in the step time cannot refuse
+/// a partition the caller would keep. `+∞` when every pace is.
+fn useful_pace(least: f64, useful: impl Fn(f64) -> bool) -> f64 {
+    let mut low = least.max(0.0);
+    let mut high = low.max(f64::MIN_POSITIVE) * 2.0;
+    let mut doublings = 0;
+    while useful(high) {
+        if doublings == 64 || !high.is_finite() {
+            return f64::INFINITY;
+        }
+        low = high;
+        high *= 2.0;
+        doublings += 1;
+    }
+    for _ in 0..64 {
+        let mid = 0.5 * (low + high);
+        if mid <= low || mid >= high {
+            break;
+        }
+        if useful(mid) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    high * (1.0 + 1e-9)
+}
+
 /// A programme the tests compare the min-max partition with.
 #[cfg(test)]
 #[derive(Debug, Clone, Copy)]
@@ -579,7 +616,7 @@ pub(super) fn compare_partitions(
             .fold(0.0, f64::max);
         (stages, pace)
     };
-    let fast = stager.partition().map(|stages| {
+    let fast = stager.partition(f64::INFINITY).map(|stages| {
         stages
             .into_iter()
             .map(|(i, j, _)| (i, j))

@@ -83,17 +83,28 @@ pub(in crate::plan::pair::pipeline) struct StageTimes<'f> {
 }
 
 /// The stage ends (cut indices, increasing, the last `m − 1`) of the min-max partition of
-/// `m` cuts into `p` stages, or `None` when no partition runs.
+/// `m` cuts into `p` stages, or `None` when no partition runs or none has its slowest stage at
+/// or below `cap`.
+///
+/// `cap` is what a partition must reach to be of use (the planner's: to join the plans it
+/// keeps; `+∞` for any). The programme is exact for every cell at or below it and leaves the
+/// others unbounded, so the partition it returns is the uncapped one whenever that one is at or
+/// below `cap`: the cells of its path are no slower than it. What the cap saves is the starts
+/// no partition under it can use: stage `k` cannot start past the farthest cut `k` stages reach
+/// when each is held to the cap by its floor (a lower bound on its time), nor where every end
+/// leaves a rest slower than the cap.
 pub(in crate::plan::pair::pipeline) fn min_max_partition(
     m: usize,
     p: usize,
     times: &mut StageTimes<'_>,
+    cap: f64,
 ) -> Option<Vec<usize>> {
     if p == 0 || m < p + 1 {
         return None;
     }
     let last = m - 1;
     let inf = f64::INFINITY;
+    let reach = reach_under(m, p, times.floor, cap);
     // Row 0: nothing left to split once the chain's end is reached.
     let mut rest = vec![inf; m];
     *rest.get_mut(last)? = 0.0;
@@ -111,12 +122,20 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
         let mut end = vec![last; m];
         // Stage k starts at a cut with k cuts before it and leaves r − 1 segments after; the
         // first stage starts at the chain's start only.
-        let starts = if k == 0 { 0..=0 } else { k..=row.last_end - 1 };
+        let latest = reach.get(k).copied().unwrap_or(last).min(row.last_end - 1);
+        let starts = if k == 0 { 0..=0 } else { k..=latest };
         let mut hint = 0;
         for c in starts {
-            let (least, at, crossing) = row.best_end(c, hint, times);
+            // No end both keeps the stage's floor under the cap and leaves a rest under it.
+            if cap.is_finite() {
+                let past = first_index(c + 1, row.last_end + 1, |j| (times.floor)(k, c, j, 0) > cap);
+                if past <= c + 1 || row.table.min(c + 1, past - 1) > cap {
+                    continue;
+                }
+            }
+            let (least, at, crossing) = row.best_end(c, hint, times, cap);
             hint = crossing;
-            if least.is_finite() {
+            if least <= cap {
                 *best.get_mut(c)? = least;
                 *end.get_mut(c)? = at;
             }
@@ -148,7 +167,13 @@ struct Row<'r> {
 impl Row<'_> {
     /// The best end of stage `k` starting at cut `c`: the least slowest stage, the first end
     /// that gives it, and where the galloping search met the crossing (the next start's hint).
-    fn best_end(&self, c: usize, hint: usize, times: &mut StageTimes<'_>) -> (f64, usize, usize) {
+    fn best_end(
+        &self,
+        c: usize,
+        hint: usize,
+        times: &mut StageTimes<'_>,
+        cap: f64,
+    ) -> (f64, usize, usize) {
         let (k, lo, last_end) = (self.k, c + 1, self.last_end);
         let inf = f64::INFINITY;
         let rest_at = |j: usize| self.rest.get(j).copied().unwrap_or(inf);
@@ -178,10 +203,13 @@ impl Row<'_> {
             }
         };
         let crossing = first_crossing(lo, last_end + 1, hint.max(lo), &mut probe);
+        // Held to the cap: an end slower than it is of no use, and the band below is exact for
+        // every end at or under it.
         let good = costed
             .iter()
             .filter_map(|(j, x)| Some(x.as_ref()?.0.max(rest_at(*j))))
-            .fold(inf, f64::min);
+            .fold(inf, f64::min)
+            .min(cap);
         // 2. The band of ends that could do as well: the rest no slower than `good` from the
         //    first such end on, the stage's floor no slower up to the last. Every end in it is
         //    costed in order, skipping those that cannot beat the best found; the first end of
@@ -217,6 +245,33 @@ impl Row<'_> {
         }
         (least, at, crossing)
     }
+}
+
+/// For each stage `k`, the latest cut it can start at in a partition whose stages are all at
+/// or below `cap`: stage 0 starts at cut 0, and stage `k + 1` no later than the last end whose
+/// floor from stage `k`'s latest start is at or below the cap (the floor never decreases as the
+/// end grows nor as the start falls, so no earlier start reaches farther). With an unbounded cap,
+/// every cut.
+fn reach_under(
+    m: usize,
+    p: usize,
+    floor: &dyn Fn(usize, usize, usize, usize) -> f64,
+    cap: f64,
+) -> Vec<usize> {
+    let last = m.saturating_sub(1);
+    let mut reach = Vec::with_capacity(p);
+    let mut start = 0;
+    for k in 0..p {
+        reach.push(start);
+        if !cap.is_finite() {
+            start = last;
+            continue;
+        }
+        // The first end past the cap, less one: the last end the stage can reach.
+        let past = first_index(start + 1, m, |j| floor(k, start, j, 0) > cap);
+        start = past.saturating_sub(1).max(start);
+    }
+    reach
 }
 
 /// The first `j` in `[lo, stop)` where `holds` does (`stop` when it never does), for a

@@ -81,13 +81,27 @@ impl Chain {
     }
 
     fn fast(&self) -> Option<Vec<usize>> {
-        let mut paced = |k, i, j| self.costs(k, i, j);
+        self.capped(f64::INFINITY)
+    }
+
+    /// The partition held to `cap`, and how many stages it costed.
+    fn capped_counted(&self, cap: f64) -> (Option<Vec<usize>>, usize) {
+        let mut costed = 0;
+        let mut paced = |k, i, j| {
+            costed += 1;
+            self.costs(k, i, j)
+        };
         let floor = |k, i, j, rank| self.floor(k, i, j, rank);
         let mut times = StageTimes {
             paced: &mut paced,
             floor: &floor,
         };
-        min_max_partition(self.ops.len() + 1, self.stages, &mut times)
+        let ends = min_max_partition(self.ops.len() + 1, self.stages, &mut times, cap);
+        (ends, costed)
+    }
+
+    fn capped(&self, cap: f64) -> Option<Vec<usize>> {
+        self.capped_counted(cap).0
     }
 
     /// The slowest stage of a partition given by its ends.
@@ -170,6 +184,33 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn a_cap_at_or_above_the_optimum_changes_nothing_and_below_it_finds_nothing(
+        chain in chain(40, 10),
+        above in 0u32..4,
+    ) {
+        let uncapped = chain.fast();
+        let Some(ends) = uncapped.clone() else {
+            prop_assert_eq!(chain.capped(0.0), None);
+            return Ok(());
+        };
+        let optimum = chain.slowest(&ends);
+        // At the optimum itself, ties included, and above it: the same ends, in no more
+        // costings than without a cap.
+        for cap in [optimum, optimum + f64::from(above) + 0.5] {
+            let (capped, costed) = chain.capped_counted(cap);
+            prop_assert_eq!(&capped, &uncapped, "cap {}", cap);
+            prop_assert!(costed <= chain.capped_counted(f64::INFINITY).1);
+        }
+        // Below it no partition is of use.
+        let below = optimum * (1.0 - 1e-6) - 1e-9;
+        prop_assert_eq!(chain.capped(below), None);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
@@ -204,9 +245,34 @@ fn a_long_chain_costs_few_stages_per_start() {
         paced: &mut counted,
         floor: &floor,
     };
-    let fast = min_max_partition(m, p, &mut times);
+    let fast = min_max_partition(m, p, &mut times, f64::INFINITY);
     assert!(fast.is_some());
     assert!(costed < (p * m * 4) as u64, "{costed} stage costings");
     let exhaustive = min_max_partition_exhaustive(m, p, &mut |k, i, j| paced(k, i, j));
     assert_eq!(fast, exhaustive);
+    // Held to its own optimum the search costs only the starts a partition under it can use:
+    // 6 stages of at most (x − 1)/3 ops from the start and 10 of (x − 2)/5 to the end, so
+    // each stage's starts lie in a band a few hundred cuts wide, not the whole chain.
+    let ends = fast.unwrap_or_default();
+    let optimum = (0..p)
+        .map(|k| {
+            let from = if k == 0 { 0 } else { ends[k - 1] };
+            time(k, from, ends[k])
+        })
+        .fold(0.0, f64::max);
+    let mut capped_costings = 0u64;
+    let mut counted = |k, i, j| {
+        capped_costings += 1;
+        paced(k, i, j).map(|x| (x, 0))
+    };
+    let mut times = StageTimes {
+        paced: &mut counted,
+        floor: &floor,
+    };
+    let capped = min_max_partition(m, p, &mut times, optimum);
+    assert_eq!(capped, Some(ends));
+    assert!(
+        capped_costings * 4 < costed,
+        "{capped_costings} costings held to the optimum, {costed} without"
+    );
 }
