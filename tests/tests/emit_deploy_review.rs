@@ -544,3 +544,35 @@ fn rollouts_and_drains_keep_a_role_serving() {
     }
     assert!(budgets >= 1, "no role with two or more replicas");
 }
+
+/// Finding 6 (decided: services stay outside Kueue and never preempt): every service pod's
+/// PriorityClass has `preemptionPolicy: Never`, so a service rollout or scale-up never evicts a
+/// training pod (which runs at pod priority 0 under Kueue and would spend its restart budget),
+/// and its name differs from every class the prerequisites define (one cluster-scoped name
+/// cannot both preempt and not).
+#[test]
+fn services_never_preempt_training() {
+    let (doc, _) = examples();
+    for flavor in [Flavor::Jobset, Flavor::Volcano] {
+        let all = emit(doc, flavor);
+        let prerequisite_classes: Vec<Value> = documents(&all, ".yaml")
+            .into_iter()
+            .filter(|(p, d)| p.starts_with("_prerequisites/") && d["kind"] == "PriorityClass")
+            .map(|(_, d)| d["metadata"]["name"].clone())
+            .collect();
+        let mut services = 0;
+        for (path, class) in documents(&all, ".yaml")
+            .into_iter()
+            .filter(|(p, d)| !p.starts_with("_prerequisites/") && d["kind"] == "PriorityClass")
+        {
+            services += 1;
+            assert_eq!(class["preemptionPolicy"], "Never", "{path}");
+            assert!(
+                !prerequisite_classes.contains(&class["metadata"]["name"]),
+                "{path}: {} is also a prerequisite",
+                class["metadata"]["name"]
+            );
+        }
+        assert_eq!(services, doc.services.len(), "{flavor:?}");
+    }
+}

@@ -266,7 +266,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
             add(
                 path,
                 template,
-                minijinja::context! { name => class, value => value, priority => name },
+                minijinja::context! { name => class, value => value, priority => name, service => false },
             )?;
         }
         match options.flavor {

@@ -16,7 +16,7 @@ use minijinja::Value;
 pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let env = env::environment()
         .map_err(|e| vec![crate::kubernetes::template_error(&svc.service, &e)])?;
-    let class = priority_class(&svc.priority);
+    let class = service_priority_class(&svc.priority);
     let value = PRIORITIES
         .iter()
         .find(|(p, _)| *p == svc.priority)
@@ -27,7 +27,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             &env,
             &svc.service,
             "kubernetes/priorityclass.yaml.j2",
-            minijinja::context! { name => class, value => value, priority => svc.priority },
+            minijinja::context! { name => class, value => value, priority => svc.priority, service => true },
         )?,
     }];
     let annotations = vec![
@@ -194,6 +194,13 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
     Ok(files)
 }
 
+/// The PriorityClass of a service's pods, `loam-service-<priority>`: a name of its own, since
+/// a service's class never preempts while the Volcano prerequisites' `loam-<priority>` does, and
+/// one cluster-scoped name cannot be both.
+fn service_priority_class(priority: &str) -> String {
+    priority_class(priority).replacen("loam-", "loam-service-", 1)
+}
+
 /// The router's Deployment (and, for SGLang, its service-discovery RBAC) and the Service the
 /// clients use, in front of it.
 fn router(
@@ -251,7 +258,7 @@ fn router(
         name => name,
         labels => Value::from_serialize(&labels),
         annotations => Value::from_serialize(annotations),
-        priority_class => priority_class(&svc.priority),
+        priority_class => service_priority_class(&svc.priority),
         discovery => discovery,
         image => svc.router_image,
         command => engine::router(svc.plan.engine, &targets),
