@@ -692,3 +692,36 @@ fn a_catalogue_change_is_named_line_by_line() {
         "{markdown}"
     );
 }
+
+/// The newcomer's finding (docs/gitops.md): `loam diff` printed every warning of every job on
+/// standard error, 265 lines on a repository with no change. The changed spec's warnings come
+/// in full; the others' as one count per code.
+#[test]
+fn only_the_changed_specs_warnings_come_in_full() {
+    let mut repo = repository();
+    repo.branch("sft");
+    let path = "jobs/llama3-8b-finetune.loam";
+    repo.write(
+        path,
+        repo.read(path)
+            .replace("global_batch = 64", "global_batch = 128"),
+    );
+    repo.commit("a bigger batch");
+    repo.checkout("main");
+    let (_, _, err) = repo.loam(&[
+        "diff", "--base", "main", "--head", "sft", "--format", "markdown",
+    ]);
+    // The fine-tune's L3007 (a throughput above every published run on its device), located.
+    assert!(err.contains("╭─[jobs/llama3-8b-finetune.loam:"), "{err}");
+    for unchanged in EXAMPLES.iter().filter(|e| **e != "llama3-8b-finetune") {
+        assert!(
+            !err.contains(&format!("╭─[jobs/{unchanged}.loam:")),
+            "{unchanged}: {err}"
+        );
+    }
+    // With nothing changed, no warning is shown in full.
+    let (_, _, err) = repo.loam(&[
+        "diff", "--base", "main", "--head", "main", "--format", "text",
+    ]);
+    assert!(!err.contains("╭─["), "{err}");
+}

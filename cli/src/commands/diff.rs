@@ -20,15 +20,15 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
     match args.format {
         DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
         DiffFormat::Markdown => {
-            report_diagnostics(base, head, cx);
+            report_diagnostics_of(diff, base, head, cx);
             cx.print(&markdown::render(diff, base, head));
         }
         DiffFormat::Text => {
-            report_diagnostics(base, head, cx);
+            report_diagnostics_of(diff, base, head, cx);
             cx.print(&text::render(diff, base, head, cx.color));
         }
         DiffFormat::Html => {
-            report_diagnostics(base, head, cx);
+            report_diagnostics_of(diff, base, head, cx);
             cx.print(&html::render(diff, base, head));
         }
         DiffFormat::Github => {
@@ -111,5 +111,48 @@ pub fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
     if !at_head.is_empty() {
         cx.eprint(&format!("at {}:\n", head.title()));
         cx.eprint(&render_text(&at_head, &head.specs.sources, cx.color));
+    }
+}
+
+/// [`report_diagnostics`] for a diff: every error in full, and the warnings of the specs that
+/// change; the warnings of unchanged specs, which are not the change's news (the review's
+/// newcomer counted 265 such lines on an unchanged repository), as one count per code.
+pub fn report_diagnostics_of(
+    diff: &gitops::compare::PlanDiff,
+    base: &Side,
+    head: &Side,
+    cx: &mut Context<'_>,
+) {
+    let (base_errors, at_head) = gitops::shown_diagnostics(base, head);
+    if !base_errors.is_empty() {
+        cx.eprint(&format!("at {}:\n", base.title()));
+        cx.eprint(&render_text(&base_errors, &base.specs.sources, cx.color));
+    }
+    let changed: std::collections::BTreeSet<&str> = diff
+        .changed()
+        .map(|j| j.file.as_str())
+        .chain(diff.changed_services().map(|s| s.file.as_str()))
+        .chain(diff.broken.iter().map(|b| b.file.as_str()))
+        .collect();
+    let unchanged = |d: &loam_ir::diagnostics::Diagnostic| {
+        !d.is_error()
+            && d.span
+                .and_then(|s| head.specs.sources.get(s.file))
+                .is_some_and(|f| {
+                    head.bytes.contains_key(&f.name) && !changed.contains(f.name.as_str())
+                })
+    };
+    let (folded, shown): (Vec<_>, Vec<_>) = at_head.into_iter().partition(|d| unchanged(d));
+    if !shown.is_empty() {
+        cx.eprint(&format!("at {}:\n", head.title()));
+        cx.eprint(&render_text(&shown, &head.specs.sources, cx.color));
+    }
+    if !folded.is_empty() {
+        let refs: Vec<&loam_ir::diagnostics::Diagnostic> = folded.iter().collect();
+        cx.eprint(&format!(
+            "at {}, in specs this change leaves as they are: {}",
+            head.title(),
+            crate::render::folded::summary(&refs, "loam plan")
+        ));
     }
 }
