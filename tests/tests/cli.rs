@@ -245,3 +245,37 @@ fn plan_folds_many_warnings_into_a_count_per_code_and_verbose_shows_each() {
     }
     assert_eq!(total, codes.len());
 }
+
+#[test]
+fn the_readme_calibration_row_is_what_loam_calibrate_prints() {
+    // The newcomer review found the README at "22 published runs, 4.7 %, 91 %" while
+    // `loam calibrate` printed 65 runs, 6.2 %, 86 %. The row is checked against the command:
+    // when the cost model changes, this test names the numbers to write.
+    let csv = repo_root().join("tests/data/training_runs_calibration.csv");
+    let (code, out, err) = run_cli(&["calibrate", csv.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    let summary = out
+        .lines()
+        .find(|l| l.starts_with("median |error| "))
+        .unwrap_or_else(|| panic!("no summary line in:\n{out}"));
+    // `median |error| 5.8%, mean |error| 10.7%, within ±20%: 88% of 65 costed runs (…)`
+    let median = summary
+        .strip_prefix("median |error| ")
+        .and_then(|r| r.split('%').next())
+        .unwrap();
+    let (_, after) = summary.split_once("within ±20%: ").unwrap();
+    let within = after.split('%').next().unwrap();
+    let runs = after
+        .split(" of ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap();
+    let expected = format!(
+        "| calibration on {runs} published runs (`loam calibrate`; a test keeps this row equal to its output) | median abs. error {median} %, {within} % within ±20 % |"
+    );
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&expected),
+        "README.md's Performance table should read:\n{expected}\n(from: {summary})"
+    );
+}
