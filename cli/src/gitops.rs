@@ -130,6 +130,25 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
             &loam_compiler::admission::preview(&base.plans, at_base),
             &loam_compiler::admission::preview(&head.plans, at_head),
         );
+        // A job whose spec does not check at head is not removed: it is not placed because it
+        // was not planned (review finding 10). The core's sentence knows only that it is gone.
+        let unchecked: std::collections::BTreeSet<&str> = diff
+            .jobs
+            .iter()
+            .filter(|j| j.action == Action::Error)
+            .map(|j| j.job.as_str())
+            .collect();
+        for change in &mut diff.admission {
+            if change.after.is_none() && unchecked.contains(change.job.as_str()) {
+                let removed = format!("`{}` is removed;", change.job);
+                if let Some(rest) = change.sentence.strip_prefix(&removed) {
+                    change.sentence = format!(
+                        "`{}` is not placed: its spec does not check at {};{rest}",
+                        change.job, head.label
+                    );
+                }
+            }
+        }
     }
     Ok(Outcome { base, head, diff })
 }

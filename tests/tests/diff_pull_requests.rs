@@ -725,3 +725,33 @@ fn only_the_changed_specs_warnings_come_in_full() {
     ]);
     assert!(!err.contains("╭─["), "{err}");
 }
+
+/// The review's pr6 (docs/gitops.md, finding 10): a job whose spec has a typo read "is removed"
+/// in the admission changes. It is not removed: it is not placed because it does not check.
+#[test]
+fn a_job_that_does_not_check_is_not_said_to_be_removed() {
+    let mut repo = repository();
+    repo.branch("typo");
+    let path = "jobs/llama3-8b-finetune.loam";
+    repo.write(path, repo.read(path).replace("global_batch", "global_bach"));
+    repo.commit("a typo");
+    repo.checkout("main");
+    let (code, markdown, json) = diff(&repo, "typo");
+    assert_eq!(code, 1, "{markdown}");
+    let change = json["admission_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["job"] == "llama3-8b-sft")
+        .unwrap_or_else(|| panic!("{json}"));
+    let sentence = change["sentence"].as_str().unwrap();
+    assert!(
+        sentence
+            .starts_with("`llama3-8b-sft` is not placed: its spec does not check at typo; it was "),
+        "{sentence}"
+    );
+    assert!(
+        !markdown.contains("`llama3-8b-sft` is removed"),
+        "{markdown}"
+    );
+}
