@@ -36,6 +36,7 @@ pub mod values;
 use crate::io::IoError;
 use compare::{Action, PlanDiff};
 use loam_backends::Target;
+use loam_compiler::admission::AdmissionStatus;
 use loam_ir::diagnostics::Diagnostic;
 use repo::Repo;
 use side::{Side, Snapshot};
@@ -130,27 +131,57 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
             &loam_compiler::admission::preview(&base.plans, at_base),
             &loam_compiler::admission::preview(&head.plans, at_head),
         );
-        // A job whose spec does not check at head is not removed: it is not placed because it
-        // was not planned (review finding 10). The core's sentence knows only that it is gone.
-        let unchecked: std::collections::BTreeSet<&str> = diff
-            .jobs
-            .iter()
-            .filter(|j| j.action == Action::Error)
-            .map(|j| j.job.as_str())
-            .collect();
-        for change in &mut diff.admission {
-            if change.after.is_none() && unchecked.contains(change.job.as_str()) {
-                let removed = format!("`{}` is removed;", change.job);
-                if let Some(rest) = change.sentence.strip_prefix(&removed) {
-                    change.sentence = format!(
-                        "`{}` is not placed: its spec does not check at {};{rest}",
-                        change.job, head.label
-                    );
-                }
+        explain_admission(&mut diff, &head.label);
+    }
+    Ok(Outcome { base, head, diff })
+}
+
+/// The core's admission sentences, said more exactly where the diff knows more (review finding
+/// 10): a job whose spec does not check at head is not placed, not "removed"; a borrower that
+/// borrows the same devices but may be preempted by others names who.
+fn explain_admission(diff: &mut PlanDiff, head_label: &str) {
+    // A job whose spec does not check at head is not removed: it is not placed because it
+    // was not planned (review finding 10). The core's sentence knows only that it is gone.
+    let unchecked: std::collections::BTreeSet<&str> = diff
+        .jobs
+        .iter()
+        .filter(|j| j.action == Action::Error)
+        .map(|j| j.job.as_str())
+        .collect();
+    for change in &mut diff.admission {
+        // A borrower that borrows the same devices, but may now be preempted by others (or
+        // by no one), read "this change makes `x` borrow 128 H800_SXM … (it was borrowing 128
+        // H800_SXM)": the difference, who may preempt it, is said instead.
+        if let (
+            Some(AdmissionStatus::Borrows {
+                borrowed: was,
+                preempted_by: before,
+            }),
+            Some(AdmissionStatus::Borrows {
+                borrowed: now,
+                preempted_by: after,
+            }),
+        ) = (&change.before, &change.after)
+            && was == now
+            && before != after
+        {
+            change.sentence = format!(
+                "`{}` still borrows the same devices; who may preempt it changes: {} → {}",
+                change.job,
+                crate::render::admission::preemptors_text(before),
+                crate::render::admission::preemptors_text(after)
+            );
+        }
+        if change.after.is_none() && unchecked.contains(change.job.as_str()) {
+            let removed = format!("`{}` is removed;", change.job);
+            if let Some(rest) = change.sentence.strip_prefix(&removed) {
+                change.sentence = format!(
+                    "`{}` is not placed: its spec does not check at {};{rest}",
+                    change.job, head_label
+                );
             }
         }
     }
-    Ok(Outcome { base, head, diff })
 }
 
 /// The diagnostics a diff shows, the same in every format: at base only the errors, which explain
@@ -166,4 +197,44 @@ pub fn shown_diagnostics(base: &Side, head: &Side) -> (Vec<Diagnostic>, Vec<Diag
     let mut at_head = head.specs.diagnostics.clone();
     at_head.extend(head.planner_diagnostics.iter().cloned());
     (base_errors, at_head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loam_compiler::admission::{AdmissionChange, Preemptor};
+
+    #[test]
+    fn a_borrower_that_only_lost_its_preemptor_says_so() {
+        // The review's pr2: `llama3-405b-pretrain` borrows 128 H800_SXM on both sides; at base
+        // tenant nlp could reclaim them, at head no one can.
+        let borrowed = std::collections::BTreeMap::from([("H800_SXM".to_string(), 128)]);
+        let reclaim = Preemptor::Reclaim {
+            tenant: "nlp".into(),
+            device: "H800_SXM".into(),
+            unused_guaranteed: 128,
+        };
+        let mut diff = PlanDiff {
+            admission: vec![AdmissionChange {
+                job: "llama3-405b-pretrain".into(),
+                pool: "xirang".into(),
+                before: Some(AdmissionStatus::Borrows {
+                    borrowed: borrowed.clone(),
+                    preempted_by: vec![reclaim],
+                }),
+                after: Some(AdmissionStatus::Borrows {
+                    borrowed,
+                    preempted_by: Vec::new(),
+                }),
+                sentence: "this change makes `llama3-405b-pretrain` borrow 128 H800_SXM … (it was borrowing 128 H800_SXM)".into(),
+            }],
+            ..PlanDiff::default()
+        };
+        explain_admission(&mut diff, "HEAD");
+        assert_eq!(
+            diff.admission[0].sentence,
+            "`llama3-405b-pretrain` still borrows the same devices; who may preempt it changes: \
+             tenant nlp reclaiming its H800_SXM → no one"
+        );
+    }
 }

@@ -54,7 +54,7 @@ pub fn verdict_text(job: &JobAdmission) -> String {
 }
 
 /// `tenant research reclaiming H100_SXM, jobs above normal priority`.
-fn preemptors_text(preemptors: &[Preemptor]) -> String {
+pub(crate) fn preemptors_text(preemptors: &[Preemptor]) -> String {
     let parts: Vec<String> = preemptors
         .iter()
         .map(|p| match p {
