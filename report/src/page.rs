@@ -188,7 +188,7 @@ fn job_section(plan: &Plan, id: &str, cluster: Option<&ClusterMap>) -> String {
             format!(
                 "{}B parameters, {} tokens, batch {} × {} tokens, {}",
                 decimals(w.params / 1e9, 1),
-                thousands(w.tokens),
+                crate::text::count_short(w.tokens),
                 w.global_batch,
                 w.seq_len,
                 w.precision
@@ -219,8 +219,8 @@ fn job_section(plan: &Plan, id: &str, cluster: Option<&ClusterMap>) -> String {
                 format!(
                     "{} · {} MWh · {} t CO2",
                     loam_ir::display::money(e.cost.amount, &e.cost.currency),
-                    decimals(e.energy_kwh / 1e3, 1),
-                    decimals(e.carbon_kg / 1e3, 1)
+                    crate::text::grouped(e.energy_kwh / 1e3, 1),
+                    crate::text::grouped(e.carbon_kg / 1e3, 1)
                 )
             })
             .unwrap_or_default(),
@@ -462,7 +462,7 @@ pub fn plan(page: &PlanPage<'_>) -> String {
             "<p>Jobs in total: <strong>{}</strong> · {} device-hours · {} t CO2.</p>",
             esc(&money.join(" + ")),
             thousands(device_hours),
-            decimals(carbon / 1e3, 1)
+            crate::text::grouped(carbon / 1e3, 1)
         );
         body.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">job</th><th scope=\"col\">verdict</th><th scope=\"col\">where</th><th scope=\"col\" class=\"num\">time</th><th scope=\"col\" class=\"num\">cost</th></tr></thead><tbody>");
         for (p, id) in doc.plans.iter().zip(&job_ids) {

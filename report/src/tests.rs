@@ -176,20 +176,36 @@ fn an_interruptible_job_reads_the_same_wall_clock_days_as_loam_plan() {
     // alone as the job's time.
     let doc = planned("examples/interruptible-cost-7b.loam", INTERRUPTIBLE);
     let plan = &doc.plans[0];
-    let window = plan.schedule.as_ref().expect("the example runs in a window");
+    let window = plan
+        .schedule
+        .as_ref()
+        .expect("the example runs in a window");
     let e = plan.estimate.as_ref().unwrap();
     let wall_h = plan.wall_time_h().unwrap();
     assert!(window.hours_per_day < 24, "{window:?}");
     // Fewer hours a day than 24: the wall time is longer than the training time.
-    assert!(wall_h > e.train_time_h * 1.05, "{wall_h} vs {}", e.train_time_h);
+    assert!(
+        wall_h > e.train_time_h * 1.05,
+        "{wall_h} vs {}",
+        e.train_time_h
+    );
     let html = page(&doc);
     let wall = crate::text::days(wall_h);
     let training = crate::text::days(e.train_time_h);
-    assert!(html.contains(&format!("for {wall}, costs")), "{wall} missing");
-    assert!(!html.contains(&format!("for {training}, costs")), "{training} shown as the time");
+    assert!(
+        html.contains(&format!("for {wall}, costs")),
+        "{wall} missing"
+    );
+    assert!(
+        !html.contains(&format!("for {training}, costs")),
+        "{training} shown as the time"
+    );
     let deadline_h = plan.goal.as_ref().and_then(|g| g.deadline_h).unwrap();
     let slack = crate::text::days(deadline_h - wall_h);
-    assert!(html.contains(&format!("{slack} before the")), "{slack} missing");
+    assert!(
+        html.contains(&format!("{slack} before the")),
+        "{slack} missing"
+    );
 }
 
 #[test]
@@ -225,4 +241,18 @@ fn a_data_strategy_past_the_deadline_says_so_on_its_bar() {
             o.time_h
         );
     }
+}
+
+#[test]
+fn big_numbers_read_with_separators_and_counts_as_specs_write_them() {
+    // The review: "9439.3 t CO2", "24840.0 MWh", "16384 ×", "1,000,000,000,000 tokens".
+    assert_eq!(crate::text::grouped(9_439.31, 1), "9,439.3");
+    assert_eq!(crate::text::grouped(24_840.0, 1), "24,840.0");
+    assert_eq!(crate::text::grouped(-1_234.56, 1), "-1,234.6");
+    assert_eq!(crate::text::count_short(1e12), "1T");
+    assert_eq!(crate::text::count_short(2.5e9), "2.5B");
+    assert_eq!(crate::text::count_short(15e12), "15T");
+    // Not exact in one decimal of any suffix: separators.
+    assert_eq!(crate::text::count_short(1_234_567.0), "1,234,567");
+    assert_eq!(crate::text::count_short(512.0), "512");
 }

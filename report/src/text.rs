@@ -1,7 +1,7 @@
 //! Sentences and short numbers the page and its figures share: where a plan runs, money at a
 //! glance, the one-line verdict of a job.
 
-use loam_ir::display::{decimals, hours_or_days, layout_degrees};
+use loam_ir::display::{decimals, hours_or_days, layout_degrees, thousands};
 use loam_ir::plan::Plan;
 
 /// Money rounded for a glance: `10.1M CNY`, `950k CNY`, `420 CNY`.
@@ -16,6 +16,42 @@ pub fn money_short(amount: f64, currency: &str) -> String {
     }
 }
 
+/// `n` with `digits` decimals and thousands separators: `9,439.3` (the page read `9439.3 t CO2`
+/// beside `1,727 CNY`).
+pub fn grouped(n: f64, digits: usize) -> String {
+    let text = decimals(n.abs(), digits);
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let whole: f64 = whole.parse().unwrap_or(0.0);
+    let sign = if n < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
+    if fraction.is_empty() {
+        format!("{sign}{}", thousands(whole))
+    } else {
+        format!("{sign}{}.{fraction}", thousands(whole))
+    }
+}
+
+/// A count as specs write it: `1T`, `2.5B`, `300K` (`K M B T`, docs/language.md), when one
+/// decimal says it exactly; else with thousands separators (`1,234,567`).
+pub fn count_short(n: f64) -> String {
+    // Counted: the decimal prefixes of the language's count suffixes.
+    for (suffix, factor) in [("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)] {
+        let tenths = n / factor * 10.0;
+        if n.abs() >= factor && (tenths - tenths.round()).abs() < 1e-6 {
+            let value = tenths.round() / 10.0;
+            return if value.fract() == 0.0 {
+                format!("{value:.0}{suffix}")
+            } else {
+                format!("{value:.1}{suffix}")
+            };
+        }
+    }
+    thousands(n)
+}
+
 /// Where and how a plan runs, in one line: `768 × Ascend910B + 384 × H800_SXM at guiyang,
 /// TP8 PP6 DP32`.
 pub fn plan_where(plan: &Plan) -> String {
@@ -24,7 +60,7 @@ pub fn plan_where(plan: &Plan) -> String {
     let devices: Vec<String> = plan
         .groups
         .iter()
-        .map(|g| format!("{} × {}", g.devices, g.device))
+        .map(|g| format!("{} × {}", thousands(g.devices as f64), g.device))
         .collect();
     let mut out = format!("{} at {}", devices.join(" + "), sites.join(" + "));
     if let Some(layout) = &plan.layout {
