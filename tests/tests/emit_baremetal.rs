@@ -2,7 +2,10 @@
 //! `scripts/backend-tools.sh` starts): a run whose trainer is killed on one host resumes from the
 //! checkpoints on both and finishes; a second launcher of the same job is refused; a trainer that
 //! always fails uses up the restart budget; the rendezvous address is the host behind `user@host`,
-//! `ssh://` and ssh config aliases; each host gets its group's arguments and settings.
+//! `ssh://` and ssh config aliases; each host gets its group's arguments and settings. Through a
+//! fake ssh that counts descriptors: 2,048 hosts under a 1,024 soft open-file limit, the same
+//! hostfile under a hard limit too low (refused before any host), and a host that ssh never
+//! reaches (status 6 after three attempts): deploy review findings 19, 20 and 31.
 //!
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing sshd fails the test; otherwise the test prints
 //! why it is skipped and passes.

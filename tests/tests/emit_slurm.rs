@@ -5,7 +5,15 @@
 //! - SIGTERM to the batch script (`scancel --batch --signal=TERM`) does the same;
 //! - partitions have the catalogue's MaxTime and features: a chunk above MaxTime or a constraint
 //!   on an undeclared feature is refused at submission;
-//! - a plan over two sites is refused (L4011).
+//! - a plan over two sites is refused (L4011);
+//! - every node of a four-node heterogeneous job gets torchrun's `PET_*`, its own `RANK_OFFSET`
+//!   and the plan's CPUs (deploy review finding 3);
+//! - a slurmctld that does not answer for a moment after a stop request does not end training
+//!   (finding 18);
+//! - one checkpoint grace on every backend, from the plan's step time (finding 11);
+//! - Gaudi devices by the catalogue's GRES name (finding 27);
+//! - a service asks for its CPUs and memory and requeues itself before the time limit (finding
+//!   29 and the newcomer's section 5).
 //!
 //! The trainer is `tests/backends/ckpt_trainer.py`, which keeps the trainer contract and logs
 //! `start N`, `request N` and `done N`. With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster
