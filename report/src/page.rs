@@ -425,13 +425,34 @@ pub fn plan(page: &PlanPage<'_>) -> String {
     if !doc.services.is_empty() {
         what.push(count(doc.services.len(), "service"));
     }
+    // "Will it run?" in the headline: a feasible job whose devices are not free now (L3005)
+    // waits in the queue, which the headline said nothing of ("all can run as asked" while 5
+    // of 12 jobs queued; gitops review, finding 5).
+    let queued = doc
+        .plans
+        .iter()
+        .filter(|p| {
+            p.feasible
+                && p.diagnostics
+                    .iter()
+                    .any(|d| d.code == loam_ir::diagnostics::codes::plan::QUEUES)
+        })
+        .count();
+    let queue_note = match queued {
+        0 => String::new(),
+        1 => " 1 job queues until its devices are free.".to_string(),
+        n => format!(" {n} jobs queue until their devices are free."),
+    };
     let headline = if what.is_empty() {
         "Nothing planned.".to_string()
     } else if blocked == 0 {
-        format!("{} planned: all can run as asked.", what.join(" and "))
+        format!(
+            "{} planned: all can run as asked.{queue_note}",
+            what.join(" and ")
+        )
     } else {
         format!(
-            "{} planned: {blocked} cannot run as asked.",
+            "{} planned: {blocked} cannot run as asked.{queue_note}",
             what.join(" and ")
         )
     };

@@ -256,3 +256,24 @@ fn big_numbers_read_with_separators_and_counts_as_specs_write_them() {
     assert_eq!(crate::text::count_short(1_234_567.0), "1,234,567");
     assert_eq!(crate::text::count_short(512.0), "512");
 }
+
+#[test]
+fn the_headline_says_how_many_jobs_queue() {
+    // The 70B example needs 512 H100_SXM of a group with 96 free (L3005): it can run, but it
+    // queues, and the headline says so instead of only "all can run as asked".
+    let text = include_str!("../../examples/llama3-70b-pretrain.loam");
+    let doc = planned("examples/llama3-70b-pretrain.loam", text);
+    let queues = doc.plans[0]
+        .diagnostics
+        .iter()
+        .any(|d| d.code == loam_ir::diagnostics::codes::plan::QUEUES);
+    assert!(queues, "the example no longer queues: pick another");
+    let html = page(&doc);
+    assert!(
+        html.contains(
+            "1 job planned: all can run as asked. 1 job queues until its devices are free."
+        ),
+        "{}",
+        &html[html.find("verdict").unwrap_or(0)..][..300]
+    );
+}
