@@ -1,5 +1,6 @@
 //! The comment the shipped GitHub workflow posts (`examples/ci/loam-comment.yml`), made by
-//! running the workflow's own `script:` under node with the GitHub API stubbed, on artifacts
+//! running the workflow's own `script:` under node with the GitHub API stubbed (and the note
+//! the GitLab job writes, by running its shell block under bash), on artifacts
 //! made as `examples/ci/loam.yml` makes them (`loam diff --format markdown --detailed-exitcode`,
 //! standard error into `errors.txt`), for the review's kinds of pull request (docs/gitops.md,
 //! findings 1, 2, 8 and 12): a service's traffic tripled, a spec with a typo, 80 changed jobs
@@ -267,4 +268,90 @@ fn when_loam_cannot_run_its_message_is_posted_bounded_and_closed() {
     assert_sound(&comment, "loam could not run (exit code 2)");
     assert!(comment.body.chars().count() < 10_000);
     assert!(comment.failed);
+}
+
+/// The shell block of the GitLab job that writes `loam-note.md`.
+fn gitlab_note_block() -> String {
+    let path = repo_root().join("examples/ci/gitlab-ci.yml");
+    let doc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    doc["loam-diff"]["script"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|block| block.contains("> loam-note.md"))
+        .expect("the block that writes the note")
+        .to_string()
+}
+
+/// The note the GitLab job writes for `markdown` (loam's standard output) and `errors` (its
+/// standard error).
+fn gitlab_note(markdown: &str, errors: &str, code: u8) -> Comment {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("loam-diff.md"), markdown).unwrap();
+    std::fs::write(dir.path().join("loam-errors.txt"), errors).unwrap();
+    std::fs::write(dir.path().join("loam-report.html"), "<html></html>").unwrap();
+    let script = format!(
+        "set -eu\nmarker='<!-- loam-diff -->'\ncode={code}\n{}",
+        gitlab_note_block()
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("CI_PROJECT_URL", "https://gitlab.example/o/r")
+        .env("CI_JOB_ID", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Comment {
+        body: std::fs::read_to_string(dir.path().join("loam-note.md")).unwrap(),
+        failed: code == 1,
+    }
+}
+
+#[test]
+fn the_gitlab_note_is_loams_markdown_verdict_first() {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    repo.write("jobs/sft.loam", example("llama3-8b-finetune"));
+    repo.commit("a job");
+    repo.branch("typo");
+    repo.write(
+        "jobs/sft.loam",
+        repo.read("jobs/sft.loam")
+            .replace("global_batch", "global_bach"),
+    );
+    repo.commit("a typo");
+    repo.checkout("main");
+    let (code, markdown, errors) = repo.loam(&[
+        "diff",
+        "--base",
+        "main",
+        "--head",
+        "typo",
+        "--format",
+        "markdown",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(code, 1);
+    let note = gitlab_note(&markdown, &errors, code);
+    assert_sound(&note, "Will not run: 1 spec with errors");
+    assert!(note.body.contains("jobs/sft.loam:"), "{}", note.body);
+    assert!(note.body.contains("[loam plan report]("), "{}", note.body);
+
+    // loam could not run: its message, in a closed code block, never cut inside a character.
+    let line = "error: ``` × │ ⚠ the revision is not in the clone ";
+    let long: String = (0..5_000).map(|i| format!("{line}{i}\n")).collect();
+    let note = gitlab_note("", &long, 2);
+    assert_sound(&note, "loam could not run (exit code 2)");
+    assert!(
+        note.body.lines().count() < 220,
+        "{}",
+        note.body.lines().count()
+    );
 }
