@@ -26,6 +26,7 @@ pub(super) fn recognise(
     expects_close_brace: bool,
 ) -> Option<Diagnostic> {
     scientific(file, text, at)
+        .or_else(|| currency_symbol(file, text, at))
         .or_else(|| thousands_separators(file, text, at, found))
         .or_else(|| spaced_unit(file, text, at))
         .or_else(|| {
@@ -71,6 +72,47 @@ fn scientific(file: FileId, text: &str, at: usize) -> Option<Diagnostic> {
             suggestion,
         )
         .with_help(NUMBER_FORMS),
+    )
+}
+
+/// `budget = $5M`: pest stops at the symbol, where a value starts.
+fn currency_symbol(file: FileId, text: &str, at: usize) -> Option<Diagnostic> {
+    let rest = text.get(at..)?;
+    let symbol = rest.chars().next()?;
+    // The ISO 4217 codes of the symbols users type most (docs/language.md, "Values": money
+    // is an amount, a space and a code). `¥` is also the yen; the catalogue's pools price in
+    // CNY, so the help says which code is meant.
+    let code = match symbol {
+        '$' => "USD",
+        '€' => "EUR",
+        '£' => "GBP",
+        '¥' => "CNY",
+        _ => return None,
+    };
+    let after = rest.get(symbol.len_utf8()..)?;
+    let amount_len = after
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
+        .unwrap_or(after.len());
+    let amount = after.get(..amount_len)?;
+    if !amount.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let fix = format!("write `{amount} {code}`");
+    let end = at + symbol.len_utf8() + amount_len;
+    Some(
+        Diagnostic::error(
+            codes::syntax::SYNTAX_ERROR,
+            format!(
+                "`{symbol}{amount}`: money is the amount, a space and the currency's code: {fix}"
+            ),
+            Span::new(file, at, end),
+            fix,
+        )
+        .with_help(if symbol == '¥' {
+            format!("{NUMBER_FORMS}; `¥` may be CNY or JPY: write the code the pool prices in")
+        } else {
+            NUMBER_FORMS.to_string()
+        }),
     )
 }
 
