@@ -343,6 +343,108 @@ mod tests {
         }
     }
 
+    /// The plan with a deadline, a train time and the stated uncertainty of its device figures.
+    fn timed(deadline_h: f64, train_h: f64, uncertainty: f64) -> Plan {
+        let mut plan = plan(1_000.0, 0.0);
+        plan.goal = Some(loam_ir::plan::GoalIr {
+            optimize: loam_ir::types::Optimize::Time,
+            deadline_h: Some(deadline_h),
+            budget: None,
+        });
+        plan.schedule = None;
+        plan.data = None;
+        if let Some(e) = plan.estimate.as_mut() {
+            e.train_time_h = train_h;
+            e.throughput_uncertainty = Some(uncertainty);
+        }
+        plan
+    }
+
+    #[test]
+    fn a_deadline_inside_the_plans_uncertainty_is_flagged() {
+        // The review's pr8c: 59.5 days ±30 % against a 60-day deadline. 12 h spare is far less
+        // than 30 % of 1,428 h (428 h), so the plan may well miss it.
+        let tight = PlanDiff {
+            jobs: vec![update(
+                timed(1_440.0, 1_000.0, 0.3),
+                timed(1_440.0, 1_428.0, 0.3),
+            )],
+            ..PlanDiff::default()
+        };
+        assert_eq!(
+            tightest(&tight).unwrap(),
+            format!(
+                "⚠ `{}` 12.0 h spare on 59.5 days ±30 % (deadline 60.0 days)",
+                tight.jobs[0].job
+            )
+        );
+        // 40 days of 60 at ±30 %: 20 days spare against 12 days of uncertainty, no flag.
+        let loose = PlanDiff {
+            jobs: vec![update(
+                timed(1_440.0, 900.0, 0.3),
+                timed(1_440.0, 960.0, 0.3),
+            )],
+            ..PlanDiff::default()
+        };
+        assert_eq!(tightest(&loose), None);
+        // Measured device figures (no uncertainty): nothing to weigh the slack against.
+        let measured = PlanDiff {
+            jobs: vec![update(
+                timed(1_440.0, 1_000.0, 0.0),
+                timed(1_440.0, 1_428.0, 0.0),
+            )],
+            ..PlanDiff::default()
+        };
+        assert_eq!(tightest(&measured), None);
+    }
+
+    #[test]
+    fn the_admission_outcome_counts_who_runs_queues_or_never_runs() {
+        use loam_compiler::admission::AdmissionChange;
+        let change = |job: &str, after: AdmissionStatus| AdmissionChange {
+            job: job.into(),
+            pool: "xirang".into(),
+            before: None,
+            after: Some(after),
+            sentence: String::new(),
+        };
+        let queues = |behind: &[&str]| AdmissionStatus::Queues {
+            behind: behind.iter().map(|b| (*b).to_string()).collect(),
+            reason: String::new(),
+        };
+        // The review's pr8c: three 70B jobs now queue behind the 8B fine-tune and Mixtral.
+        let diff = PlanDiff {
+            admission: vec![
+                change("a", AdmissionStatus::Admitted),
+                change(
+                    "llama3-70b-h100-h20",
+                    queues(&["llama3-8b-sft", "mixtral-8x7b"]),
+                ),
+                change(
+                    "llama3-70b-mixed",
+                    queues(&["llama3-8b-sft", "mixtral-8x7b"]),
+                ),
+                change(
+                    "llama3-70b-pretrain",
+                    queues(&["llama3-8b-sft", "mixtral-8x7b", "x"]),
+                ),
+                change(
+                    "z",
+                    AdmissionStatus::NeverAdmissible {
+                        reason: String::new(),
+                    },
+                ),
+            ],
+            ..PlanDiff::default()
+        };
+        assert_eq!(
+            admission(&diff).unwrap(),
+            "admission: 1 run now, 3 queue (`llama3-70b-h100-h20` behind `llama3-8b-sft`, \
+             `mixtral-8x7b`), 1 will not run"
+        );
+        assert_eq!(admission(&PlanDiff::default()), None);
+    }
+
     #[test]
     fn the_driver_says_how_much_of_a_cost_change_is_wan_egress() {
         // The review's pr8c: 10,368,000 -> 24,983,000 CNY (+14,615,000, +141.0 %), of which the
