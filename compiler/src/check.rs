@@ -169,6 +169,37 @@ const CHECKPOINT: BlockSpec = BlockSpec {
     label: LabelRule::None,
 };
 
+/// Every block of a job, for telling where a misplaced field belongs.
+const JOB_BLOCKS: [&BlockSpec; 10] = [
+    &JOB,
+    &MODEL,
+    &MLA,
+    &TRAIN,
+    &LORA,
+    &PARALLEL,
+    &DATA,
+    &RESOURCES,
+    &GOAL,
+    &CHECKPOINT,
+];
+
+/// The job blocks that have a field named `name`, in the order a spec writes them: where a
+/// field written in the wrong block belongs (`deadline` in `train` belongs in `goal`). Empty
+/// when `block` is not a job's block (a service's blocks are other blocks of the same names).
+fn blocks_with_field(name: &str, block: &BlockSpec) -> Vec<&'static str> {
+    let in_a_job = JOB_BLOCKS
+        .iter()
+        .any(|spec| spec.name == block.name && spec.fields == block.fields);
+    if !in_a_job {
+        return Vec::new();
+    }
+    JOB_BLOCKS
+        .iter()
+        .filter(|spec| spec.fields.contains(&name))
+        .map(|spec| spec.name)
+        .collect()
+}
+
 /// Operations a spec may name in `model { sensitive = [...] }`.
 pub const OPERATIONS: &[&str] = &[
     "embedding",

@@ -153,6 +153,8 @@ fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static s
             "a field: `name = value`"
         };
         format!("`{}` is {written}", name.name)
+    } else if let Some(owners) = elsewhere(&name.name, kind, spec) {
+        owners
     } else if let Some(near) = closest(&name.name, known.iter().copied()) {
         format!("did you mean `{near}`?")
     } else if known.is_empty() {
@@ -162,6 +164,31 @@ fn unknown_entry(name: &Ident, kind: &str, spec: &BlockSpec, known: &[&'static s
     };
     diagnostic = diagnostic.with_help(help);
     diagnostic
+}
+
+/// "`deadline` is a field of `goal`, not of `train`" when the unknown field is a field of
+/// another block of a job.
+fn elsewhere(name: &str, kind: &str, spec: &BlockSpec) -> Option<String> {
+    if kind != "field" {
+        return None;
+    }
+    let owners: Vec<&str> = super::blocks_with_field(name, spec)
+        .into_iter()
+        .filter(|owner| *owner != spec.name)
+        .collect();
+    if owners.is_empty() {
+        return None;
+    }
+    let (last, rest) = owners.split_last()?;
+    let blocks = if rest.is_empty() {
+        format!("`{last}`")
+    } else {
+        format!("{} or `{last}`", list_names(rest))
+    };
+    Some(format!(
+        "`{name}` is a field of {blocks}, not of `{}`: move it there",
+        spec.name
+    ))
 }
 
 pub(super) fn list_names(names: &[&str]) -> String {
