@@ -25,6 +25,7 @@ fn h100() -> DeviceFigures {
         memory_bandwidth: 3.35e12,
         scale_up_bandwidth: 450e9,
         devices_per_node: 8,
+        scale_up_domain: 8,
         tdp_watts: 700.0,
         efficiency: loam_compiler::hardware::Efficiency::unmeasured(),
     }

@@ -23,8 +23,10 @@ pub struct DeviceFigures {
     /// Scale-up fabric bandwidth per device in bytes/s, one direction (half the bidirectional
     /// datasheet figure).
     pub scale_up_bandwidth: f64,
-    /// Devices in one scale-up domain (one node).
+    /// Devices in one node.
     pub devices_per_node: u32,
+    /// Devices on one scale-up fabric, a whole number of nodes (one node on most devices).
+    pub scale_up_domain: u32,
     /// Typical board power in watts.
     pub tdp_watts: f64,
     /// What share of `peak_flops` real kernels sustain on this device.

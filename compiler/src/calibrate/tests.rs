@@ -43,6 +43,7 @@ pub(crate) fn test_device(id: &str) -> Option<DeviceFigures> {
         memory_bandwidth: bw_tb_s * 1e12,
         scale_up_bandwidth: up_bidir_gb_s * 1e9 / 2.0,
         devices_per_node: 8,
+        scale_up_domain: catalogue_device(id).map_or(8, |d| d.scale_up_domain.max(8)),
         tdp_watts: tdp,
         // The shipped catalogue's measured shares: a test H100 runs GEMMs like the real one.
         efficiency: catalogue_device(id)

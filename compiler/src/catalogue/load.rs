@@ -257,6 +257,7 @@ impl Cx<'_, '_> {
             bounds::MAX_PER_NODE,
             "devices_per_node",
         );
+        let scale_up_domain = self.scale_up_domain(&raw, devices_per_node);
         let tdp =
             self.positive_quantity(&raw.power.tdp, Dimension::Power, "power.tdp", bounds::POWER);
         let typical = self.positive_quantity(
@@ -355,6 +356,7 @@ impl Cx<'_, '_> {
             scale_up_bandwidth_bidir: scale_up?,
             peer_to_peer: raw.scale_up.peer_to_peer.is_none_or(|p| p.value),
             devices_per_node: spanned(devices_per_node?, self.span(&raw.devices_per_node)),
+            scale_up_domain: scale_up_domain?,
             tdp_watts: tdp?,
             typical_watts: typical?,
             stack: raw.software.stack.value,
@@ -367,6 +369,31 @@ impl Cx<'_, '_> {
             best_published,
             file: self.source.path.to_string(),
         })
+    }
+
+    /// Devices on one scale-up fabric: `scale_up.domain`, a whole number of nodes, or one node
+    /// when absent. `None` (with an error) when it is not a multiple of `devices_per_node`.
+    fn scale_up_domain(&mut self, raw: &raw::DeviceFile, per_node: Option<u32>) -> Option<u32> {
+        let per_node = per_node?;
+        let Some(domain) = raw.scale_up.domain.as_ref() else {
+            return Some(per_node);
+        };
+        let counted = self.count(domain, 1, bounds::MAX_DEVICES, "scale_up.domain")?;
+        if counted < per_node || !counted.is_multiple_of(per_node) {
+            let d = Diagnostic::error(
+                codes::INCONSISTENT,
+                format!(
+                    "a scale-up domain is a whole number of nodes: expected a multiple of {per_node}, found {counted}"
+                ),
+                self.span(domain),
+                format!("not a multiple of {per_node} devices per node"),
+            )
+            .with_related(self.span(&raw.devices_per_node), "the node's devices")
+            .with_help("give the devices one fabric joins (GB200 NVL72: 72, 18 nodes of 4), or leave `domain` out for one node");
+            self.push(d);
+            return None;
+        }
+        Some(counted)
     }
 
     fn pool(&mut self) -> Option<Pool> {

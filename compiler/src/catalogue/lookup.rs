@@ -143,6 +143,7 @@ impl Device {
                 self.peer_to_peer,
             ),
             devices_per_node: self.devices_per_node.value,
+            scale_up_domain: self.scale_up_domain,
             tdp_watts: self.tdp_watts,
             efficiency: self.efficiency.clone(),
         }

@@ -190,8 +190,11 @@ pub struct Device {
     /// Whether devices of a node reach each other over the fabric directly; without it (GeForce
     /// and TITAN cards on PCIe) collectives inside the node go through host memory.
     pub peer_to_peer: bool,
-    /// Devices in one scale-up domain.
+    /// Devices in one node.
     pub devices_per_node: Spanned<u32>,
+    /// Devices on one scale-up fabric: a whole number of nodes (`scale_up.domain`), one node
+    /// unless the fabric spans several (GB200 NVL72: 72 GPUs over 18 trays of 4).
+    pub scale_up_domain: u32,
     /// Board power limit in watts.
     pub tdp_watts: f64,
     /// Typical draw under training load in watts.

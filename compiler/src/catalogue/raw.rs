@@ -71,6 +71,10 @@ pub(crate) struct ScaleUp {
     /// Whether two devices of a node reach each other's memory over the fabric; absent is yes.
     #[serde(default)]
     pub peer_to_peer: Option<Loc<bool>>,
+    /// Devices that share the fabric, when more than one node's (a rack-scale NVLink domain such
+    /// as GB200 NVL72's 72 GPUs over 18 trays); absent is one node.
+    #[serde(default)]
+    pub domain: Option<Loc<i128>>,
 }
 
 /// Power draw.

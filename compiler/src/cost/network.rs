@@ -5,6 +5,11 @@
 //! are hierarchical (reduce-scatter inside the node over the scale-up fabric, across nodes over
 //! the NICs, all-gather back), as NCCL does on multi-node rings and trees.
 //!
+//! The scale-up tier is the device's fabric: one node on most devices, several on a rack-scale
+//! fabric (GB200 NVL72 joins the 72 GPUs of 18 four-GPU trays over NVLink 5), so a group's
+//! members are counted per scale-up domain ([`scale_up_devices`]) and only traffic between
+//! domains crosses the NICs.
+//!
 //! A group whose nodes span more than one switch block sends part of its inter-node traffic over
 //! the blocks' uplinks. With ranks in order, a ring of the group visits its nodes inside one block
 //! one after another and leaves the block once, so of every `r` ring edges among the group's
@@ -47,6 +52,20 @@ impl Group {
                 .clamp(1.0, self.size.max(1.0))
         }
     }
+}
+
+/// Devices on one scale-up fabric: the cluster's node (which may hold fewer devices than the
+/// device's full node), or the device's rack-scale domain when its fabric spans several nodes
+/// (`scale_up.domain` in the catalogue, a whole number of full nodes).
+pub(crate) fn scale_up_devices(cluster: &ClusterFigures) -> f64 {
+    let device = &cluster.device;
+    let node = cluster.devices_per_node.max(1);
+    let spans_nodes = device.scale_up_domain > device.devices_per_node;
+    f64::from(if spans_nodes {
+        node.max(device.scale_up_domain)
+    } else {
+        node
+    })
 }
 
 /// Bandwidths in bytes/s a single device sees on each tier when every device of the node
@@ -100,9 +119,9 @@ pub(crate) fn collective_time(
     if group.size <= 1.0 || bytes <= 0.0 {
         return 0.0;
     }
-    let dpn = f64::from(cluster.devices_per_node.max(1));
     let (up, net) = tier_bandwidths(cluster);
-    let k = group.per_node(dpn);
+    // Members per scale-up domain, and the domains the group spans.
+    let k = group.per_node(scale_up_devices(cluster));
     let nodes = (group.size / k).ceil();
     let alpha_net = cluster.network_latency_s;
     match kind {
@@ -166,9 +185,8 @@ pub(crate) fn p2p_time(bytes: f64, stride: f64, cluster: &ClusterFigures) -> f64
     if bytes <= 0.0 {
         return 0.0;
     }
-    let dpn = f64::from(cluster.devices_per_node.max(1));
     let (up, net) = tier_bandwidths(cluster);
-    if stride < dpn {
+    if stride < scale_up_devices(cluster) {
         bytes / up + SCALE_UP_HOP_LATENCY_S
     } else {
         bytes / net + cluster.network_latency_s
@@ -178,6 +196,7 @@ pub(crate) fn p2p_time(bytes: f64, stride: f64, cluster: &ClusterFigures) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hardware::DeviceFigures;
 
     #[test]
     fn log2_is_exact_on_integers() {
@@ -190,7 +209,7 @@ mod tests {
     /// 64 nodes of 8 devices with 8 × 400 Gb/s NICs, in blocks of 32 nodes whose uplink carries
     /// `uplink_tbps` (102.4 Tb/s would be full bisection).
     fn blocked(uplink_tbps: f64) -> ClusterFigures {
-        use crate::hardware::{DeviceFigures, SwitchBlock};
+        use crate::hardware::SwitchBlock;
         ClusterFigures {
             device: DeviceFigures {
                 id: "X".into(),
@@ -199,6 +218,7 @@ mod tests {
                 memory_bandwidth: 3e12,
                 scale_up_bandwidth: 450e9,
                 devices_per_node: 8,
+                scale_up_domain: 8,
                 tdp_watts: 700.0,
                 efficiency: crate::hardware::Efficiency::unmeasured(),
             },
@@ -256,6 +276,40 @@ mod tests {
             collective_time(Collective::AllReduce, bytes, sparse, &quarter)
                 > 1.5 * collective_time(Collective::AllReduce, bytes, sparse, &none)
         );
+    }
+
+    #[test]
+    fn a_rack_scale_fabric_keeps_a_racks_collectives_off_the_nics() {
+        // GB200 NVL72: trays of 4 GPUs, 72 on one NVLink 5 domain at 900 GB/s one way, 4 ×
+        // 400 Gb/s NICs per tray. An all-reduce of 1 GB over 64 consecutive ranks stays in the
+        // rack: 2 × (63/64 · 1 GB / (0.8 · 900 GB/s) + 63 hops of 2 µs) = 2.9861 ms. Counted by
+        // tray it would cross the NICs: 2 × (3/4 · 1 GB / 720 GB/s + 15/16 · 1 GB / 4 / 40 GB/s
+        // + 3 hops + 2 · 4 · 5 µs) = 2 × (1.0417 + 5.8594 + 0.006 + 0.04) ms = 13.894 ms.
+        let mut nvl72 = blocked(102.4);
+        nvl72.block = None;
+        nvl72.devices_per_node = 4;
+        nvl72.device.devices_per_node = 4;
+        nvl72.device.scale_up_bandwidth = 900e9;
+        nvl72.node_network_bandwidth = 4.0 * 400e9 / 8.0;
+        nvl72.nodes = 18;
+        let rack = Group {
+            size: 64.0,
+            stride: 1.0,
+        };
+        let by_tray = ClusterFigures {
+            device: DeviceFigures {
+                scale_up_domain: 4,
+                ..nvl72.device.clone()
+            },
+            ..nvl72.clone()
+        };
+        nvl72.device.scale_up_domain = 72;
+        let in_rack = collective_time(Collective::AllReduce, 1e9, rack, &nvl72);
+        let over_nics = collective_time(Collective::AllReduce, 1e9, rack, &by_tray);
+        assert!((in_rack * 1e3 - 2.9861).abs() < 1e-3, "{in_rack}");
+        assert!((over_nics * 1e3 - 13.894).abs() < 1e-2, "{over_nics}");
+        // A point-to-point send to a rank in another tray of the rack rides NVLink too.
+        assert!(p2p_time(1e9, 8.0, &nvl72) < p2p_time(1e9, 8.0, &by_tray) / 10.0);
     }
 
     #[test]

@@ -22,6 +22,7 @@ fn device(
         memory_bandwidth: bw_tb * 1e12,
         scale_up_bandwidth: 300e9,
         devices_per_node: dpn,
+        scale_up_domain: dpn,
         tdp_watts: 500.0,
         efficiency: crate::hardware::Efficiency::unmeasured(),
     }
