@@ -63,6 +63,9 @@ pub struct DiffPage<'a> {
     pub jobs: Vec<JobChange<'a>>,
     /// Every service whose plan changes (or does not check), in file order.
     pub services: Vec<ServiceChange>,
+    /// Unchanged jobs left out of `jobs` (a large repository's page would list hundreds of
+    /// "no change" rows); said in one row.
+    pub unchanged_left_out: usize,
     /// The totals per tenant, then the total (tenant `None`).
     pub tenants: Vec<TenantTotals>,
     /// The catalogue at head as its map, for the changed jobs' figures.

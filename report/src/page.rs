@@ -709,6 +709,13 @@ pub fn diff(page: &DiffPage<'_>) -> String {
             esc(&ca)
         );
     }
+    if page.unchanged_left_out > 0 {
+        let _ = write!(
+            body,
+            "<tr><th scope=\"row\">… and {} unchanged jobs</th><td colspan=\"5\">not listed one by one (the JSON report has each)</td></tr>",
+            page.unchanged_left_out
+        );
+    }
     body.push_str("</tbody></table></div>");
     body.push_str(&services_html(&page.services, &mut ids));
     if let Some(f) = diff::totals("totals", &page.tenants) {

@@ -755,3 +755,25 @@ fn a_job_that_does_not_check_is_not_said_to_be_removed() {
         "{markdown}"
     );
 }
+
+/// The review's finding 13: the diff page of a 500-spec pull request listed 480 "no change"
+/// rows (515 KB). More than 20 unchanged jobs are one row.
+#[test]
+fn the_diff_page_counts_many_unchanged_jobs_in_one_row() {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    for i in 0..25 {
+        let name = format!("job-{i:02}");
+        repo.write(&format!("jobs/{name}.loam"), spec(&name, 64, 8));
+    }
+    repo.commit("25 jobs");
+    repo.write("jobs/job-00.loam", spec("job-00", 128, 8));
+    repo.commit("one batch doubles");
+    let (code, page, err) = repo.loam(&[
+        "diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "html",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(page.contains("… and 24 unchanged jobs"), "the count row");
+    assert!(!page.contains(">job-01<"), "an unchanged job listed");
+    assert!(page.contains("job-00"), "the changed job");
+}
