@@ -52,7 +52,7 @@ pub enum Flavor {
 }
 
 /// How to render.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// The Kubernetes flavour.
     pub flavor: Flavor,
@@ -71,6 +71,11 @@ pub struct Options {
     /// ClusterQueue (`loam_compiler::catalogue::facts::node_group_devices`). Empty: no lender
     /// queue.
     pub node_groups: BTreeMap<String, u64>,
+    /// Every node group of every site of the plans' pools, by site name, as a group holding the
+    /// whole node group (`loam_compiler::catalogue::facts::site_node_groups`): a site's
+    /// ResourceFlavors and its tenants' queues come from these and the catalogue's tenancies,
+    /// whichever jobs are emitted. Empty: only the node groups the emitted jobs use.
+    pub sites: BTreeMap<String, Vec<loam_ir::plan::GroupIr>>,
     /// The storage class of each tenant's checkpoint volume (a ReadWriteMany
     /// PersistentVolumeClaim per tenant and site); `None`: the cluster's default class.
     pub checkpoint_storage_class: Option<String>,
@@ -96,6 +101,7 @@ impl Options {
             trainer: vec!["loam-train".to_string()],
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
+            sites: BTreeMap::new(),
             checkpoint_storage_class: None,
             serving_image: None,
             vendors,

@@ -2,7 +2,7 @@
 
 mod explain;
 pub mod goodput;
-mod node;
+pub(crate) mod node;
 mod objective;
 pub mod pair;
 mod placement;

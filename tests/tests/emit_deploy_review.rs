@@ -4,7 +4,7 @@
 
 use loam_backends::{Flavor, Manifest, Options, Target, render};
 use loam_compiler::catalogue::builtin_sources;
-use loam_compiler::catalogue::facts::{node_group_devices, tenancies, vendors};
+use loam_compiler::catalogue::facts::{node_group_devices, site_node_groups, tenancies, vendors};
 use loam_compiler::catalogue::model::Catalogue;
 use loam_compiler::project::{ProjectFiles, check_project, plan_project};
 use loam_ir::plan::PlanDocument;
@@ -50,6 +50,7 @@ fn emit(doc: &PlanDocument, flavor: Flavor) -> BTreeMap<String, String> {
         flavor,
         tenants: tenancies(doc, catalogue),
         node_groups: node_group_devices(doc, catalogue),
+        sites: site_node_groups(doc, catalogue),
         ..Options::new(vendors(catalogue))
     };
     render(doc, Target::Kubernetes, &options)
@@ -131,9 +132,11 @@ fn a_tenant_gets_its_own_pools_queue_and_quota_whatever_else_is_emitted() {
     );
 }
 
-/// Findings 1 and 9: a job's files do not depend on which other jobs are emitted with it.
-/// Each job and service is emitted alone and compared, file by file, with the same paths of
-/// the whole set.
+/// Findings 1 and 9: a job's files, and the prerequisites of its sites, do not depend on which
+/// other jobs are emitted with it. Each job and service is emitted alone and compared, file
+/// by file, with the same paths of the whole set; and each site's prerequisites folder holds the
+/// same files either way (a tenant with no job in the run still gets its queue at a site where
+/// the catalogue gives it quota, so its guarantee is not lent away).
 #[test]
 fn a_jobs_files_are_the_same_alone_and_with_every_other_example() {
     let (doc, _) = examples();
@@ -147,9 +150,31 @@ fn a_jobs_files_are_the_same_alone_and_with_every_other_example() {
     let mut differ = Vec::new();
     for name in &names {
         let alone = emit(&subset(doc, |n| n == name), Flavor::Jobset);
-        for (path, text) in alone.iter().filter(|(p, _)| !p.contains("_prerequisites/")) {
+        for (path, text) in &alone {
             if all.get(path) != Some(text) {
                 differ.push(format!("{name}: {path}"));
+            }
+        }
+        // A service alone at a site gets only its namespace there (finding 24): the site
+        // folders are compared for jobs.
+        let is_job = doc.plans.iter().any(|p| &p.job == name);
+        for site in alone
+            .keys()
+            .filter(|_| is_job)
+            .filter_map(|p| p.strip_prefix("_prerequisites/"))
+            .filter_map(|p| p.split_once('/'))
+            .map(|(site, _)| site)
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            let folder = format!("_prerequisites/{site}/");
+            let files = |set: &BTreeMap<String, String>| -> Vec<String> {
+                set.keys()
+                    .filter(|p| p.starts_with(&folder))
+                    .cloned()
+                    .collect()
+            };
+            if files(&alone) != files(&all) {
+                differ.push(format!("{name}: the files of {folder}"));
             }
         }
     }

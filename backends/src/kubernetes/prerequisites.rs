@@ -14,7 +14,7 @@ use crate::{Flavor, Manifest, Options, env};
 use loam_ir::cluster::QuotaShare;
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::names::dns_label;
-use loam_ir::plan::PlanDocument;
+use loam_ir::plan::{GroupIr, PlanDocument};
 use minijinja::Value;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -131,6 +131,10 @@ struct Tenant {
 /// One site cluster.
 #[derive(Debug, Clone, Default)]
 struct Site {
+    /// Its name in the catalogue.
+    name: String,
+    /// The pool of its jobs.
+    pool: String,
     levels: Vec<String>,
     flavors: BTreeMap<String, Flavor_>,
     tenants: BTreeMap<String, Tenant>,
@@ -168,6 +172,8 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
         };
         for g in &job.groups {
             let site = sites.entry(site_label(&g.ir.site)).or_default();
+            site.name.clone_from(&g.ir.site);
+            site.pool.clone_from(&plan.pool);
             let node = g.ir.node.clone().unwrap_or_default();
             if site.levels.is_empty() {
                 site.levels.clone_from(&node.topology_levels);
@@ -189,6 +195,11 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                 });
             tenant.flavors.insert(name);
         }
+    }
+    // Every node group of the site and every tenant of its pool with a quota there, from the
+    // catalogue: a site's objects do not depend on which of its jobs are emitted together.
+    for site in sites.values_mut() {
+        add_catalogue(site, options);
     }
     for service in &doc.services {
         let namespace = options.tenancy(&service.pool, &service.tenant).namespace;
@@ -352,11 +363,77 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
 
 /// The ResourceFlavor of group `g`'s node group at a site with topology `levels`.
 fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
-    let site = &g.ir.site;
-    let node = g.ir.node.clone().unwrap_or_default();
-    let device_resource = g.device_resource.clone();
+    flavor_from_ir(g.ir, g.device_resource.clone(), levels)
+}
+
+/// The catalogue's node groups at `site` as flavors (those no emitted job uses need no node),
+/// and every tenant of the site's pool with a quota on a device type there, with a queue over
+/// the flavors of those device types.
+fn add_catalogue(site: &mut Site, options: &Options) {
+    let Some(groups) = options.sites.get(&site.name) else {
+        return;
+    };
+    for g in groups {
+        let Some(vendor) = options.vendors.of_group(g) else {
+            continue;
+        };
+        let node = g.node.clone().unwrap_or_default();
+        if site.levels.is_empty() {
+            site.levels.clone_from(&node.topology_levels);
+        }
+        let mut flavor =
+            flavor_from_ir(g, crate::vendors::device_resource(g, vendor), &site.levels);
+        // A whole node's resources, whatever share of a node the emitted jobs take; the jobs
+        // keep what they need of it. A job on slices keeps its own flavor: its pods request
+        // the slice's resource, which the queue must cover.
+        match site.flavors.get(&flavor.name) {
+            Some(used) if used.device_resource != flavor.device_resource => continue,
+            Some(used) => flavor.nodes_needed = used.nodes_needed,
+            None => flavor.nodes_needed = 0,
+        }
+        site.flavors.insert(flavor.name.clone(), flavor);
+    }
+    let cohort = dns_label(&site.pool, 50);
+    for ((pool, _), tenancy) in &options.tenants {
+        if *pool != site.pool {
+            continue;
+        }
+        let flavors: BTreeSet<String> = site
+            .flavors
+            .values()
+            .filter(|f| {
+                tenancy
+                    .quotas
+                    .get(&f.device)
+                    .is_some_and(|q| q.guaranteed + q.elastic > 0)
+            })
+            .map(|f| f.name.clone())
+            .collect();
+        if flavors.is_empty() {
+            continue;
+        }
+        let tenant = site
+            .tenants
+            .entry(tenancy.queue.clone())
+            .or_insert_with(|| Tenant {
+                namespace: tenancy.namespace.clone(),
+                checkpoint_root: tenancy.checkpoint_root.clone(),
+                queue: tenancy.queue.clone(),
+                cohort: cohort.clone(),
+                quotas: tenancy.quotas.clone(),
+                flavors: BTreeSet::new(),
+            });
+        tenant.flavors.extend(flavors);
+    }
+}
+
+/// The ResourceFlavor of plan group `g` (its pods requesting `device_resource`) at a site with
+/// topology `levels`.
+fn flavor_from_ir(g: &GroupIr, device_resource: String, levels: &[String]) -> Flavor_ {
+    let site = &g.site;
+    let node = g.node.clone().unwrap_or_default();
     let mut per_node = BTreeMap::new();
-    per_node.insert(device_resource.clone(), g.ir.devices_per_node);
+    per_node.insert(device_resource.clone(), g.devices_per_node);
     if node.cpus > 0 {
         per_node.insert("cpu".to_string(), node.cpus);
     }
@@ -370,11 +447,10 @@ fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
         per_node.insert(rdma.resource.clone(), rdma.per_node);
     }
     Flavor_ {
-        name: flavor_name(&g.ir.node_group),
-        node_group: g.ir.node_group.clone(),
-        device: g.ir.device.clone(),
+        name: flavor_name(&g.node_group),
+        node_group: g.node_group.clone(),
+        device: g.device.clone(),
         node_labels: g
-            .ir
             .node_labels
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -384,11 +460,11 @@ fn flavor_of(g: &Group<'_>, levels: &[String]) -> Flavor_ {
             .iter()
             .map(|t| (t.key.clone(), t.value.clone(), t.effect.clone()))
             .collect(),
-        topology: (!levels.is_empty() && !g.ir.node_labels.is_empty()).then(|| topology_name(site)),
+        topology: (!levels.is_empty() && !g.node_labels.is_empty()).then(|| topology_name(site)),
         per_node,
-        devices_per_node: g.ir.devices_per_node.max(1),
+        devices_per_node: g.devices_per_node.max(1),
         device_resource,
-        nodes_needed: g.ir.nodes,
+        nodes_needed: g.nodes,
     }
 }
 

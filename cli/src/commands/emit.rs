@@ -71,6 +71,7 @@ pub fn run(
         slurm_version,
         tenants: facts::tenancies(&doc, &catalogue),
         node_groups: facts::node_group_devices(&doc, &catalogue),
+        sites: facts::site_node_groups(&doc, &catalogue),
         ..Options::new(facts::vendors(&catalogue))
     };
     if let Some(image) = &args.image {

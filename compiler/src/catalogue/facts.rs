@@ -6,7 +6,7 @@
 use super::model::Catalogue;
 use loam_ir::cluster::vendor::Vendors;
 use loam_ir::cluster::{ClusterMap, LinkMap, NodeGroupMap, PoolMap, QuotaShare, SiteMap, Tenancy};
-use loam_ir::plan::PlanDocument;
+use loam_ir::plan::{GroupIr, PlanDocument};
 use std::collections::BTreeMap;
 
 /// The backend names of every tenant of every pool the plans and services run in, keyed by
@@ -51,6 +51,56 @@ pub fn tenancies(doc: &PlanDocument, catalogue: &Catalogue) -> BTreeMap<(String,
                     quotas,
                 },
             );
+        }
+    }
+    found
+}
+
+/// Every node group of every site of the pools `doc`'s plans run in, by site name, each as a
+/// plan group holding the whole group (all its nodes, the node facts of a whole node): the
+/// Kubernetes prerequisites render a site's ResourceFlavors and its tenants' queues from these,
+/// so they are the same whichever of the site's jobs are emitted together.
+pub fn site_node_groups(
+    doc: &PlanDocument,
+    catalogue: &Catalogue,
+) -> BTreeMap<String, Vec<GroupIr>> {
+    let mut found: BTreeMap<String, Vec<GroupIr>> = BTreeMap::new();
+    let pools: std::collections::BTreeSet<&String> = doc.plans.iter().map(|p| &p.pool).collect();
+    for pool in pools.into_iter().filter_map(|p| catalogue.pool(p)) {
+        for (site, group) in pool.node_groups() {
+            let Some(device) = catalogue.device(&group.device.value) else {
+                continue;
+            };
+            let per_node = u64::from(group.devices_per_node.value);
+            let nodes = u64::from(group.nodes);
+            found
+                .entry(site.name.value.clone())
+                .or_default()
+                .push(GroupIr {
+                    site: site.name.value.clone(),
+                    device: device.id.value.clone(),
+                    nodes,
+                    devices: nodes * per_node,
+                    node_group: group.name.value.clone(),
+                    devices_per_node: per_node,
+                    k8s_resource: device.kubernetes_resource.clone(),
+                    node_labels: group.node_labels.clone(),
+                    slurm_partition: Some(group.slurm_partition.clone()).filter(|p| !p.is_empty()),
+                    block: None,
+                    preemptible_devices: 0,
+                    slice: None,
+                    topology: None,
+                    tensor: None,
+                    layout: None,
+                    sequences_per_step: None,
+                    stages: Vec::new(),
+                    throughput_uncertainty: None,
+                    mfu: None,
+                    model_tflops_per_device: None,
+                    memory_per_device_gib: None,
+                    memory_gib: None,
+                    node: Some(crate::plan::node::node_ir_at(site, group, device, per_node)),
+                });
         }
     }
     found
