@@ -95,10 +95,31 @@ impl Ids {
 fn bullets<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = String::from("<ul>");
     for item in items {
-        let _ = write!(out, "<li>{}</li>", esc(item));
+        let _ = write!(out, "<li>{}</li>", inline_code(item));
     }
     out.push_str("</ul>");
     out
+}
+
+/// `text` escaped, with each pair of backticks made a `<code>` span: notes and diagnostics
+/// are written for the terminal and for markdown, and the page showed their backticks
+/// literally (gitops review, finding 13). An unpaired backtick stays as it is.
+fn inline_code(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return esc(text);
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{}</code>", esc(part))
+            } else {
+                esc(part)
+            }
+        })
+        .collect()
 }
 
 /// Errors first, in a box; warnings (which each job's notes repeat) folded under them.

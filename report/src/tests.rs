@@ -277,3 +277,19 @@ fn the_headline_says_how_many_jobs_queue() {
         &html[html.find("verdict").unwrap_or(0)..][..300]
     );
 }
+
+#[test]
+fn notes_show_code_spans_not_backticks() {
+    // The 70B example's notes name node groups in backticks (`sh-h100-a`).
+    let text = include_str!("../../examples/llama3-70b-pretrain.loam");
+    let doc = planned("examples/llama3-70b-pretrain.loam", text);
+    assert!(
+        doc.plans[0].notes.iter().any(|n| n.contains('`')),
+        "no note with backticks"
+    );
+    let html = page(&doc);
+    let start = html.find("<h3>Notes</h3>").expect("a notes list");
+    let notes = &html[start..start + html[start..].find("</ul>").unwrap()];
+    assert!(!notes.contains('`'), "{notes}");
+    assert!(notes.contains("<code>"), "{notes}");
+}
