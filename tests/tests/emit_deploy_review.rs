@@ -601,3 +601,25 @@ fn services_never_preempt_training() {
         assert_eq!(services, doc.services.len(), "{flavor:?}");
     }
 }
+
+/// Finding 13: a tenant's Volcano queue reserves its guaranteed quota in `spec.guarantee`,
+/// which Volcano's default `proportion` plugin reads (it never reads `deserved`): research at
+/// campus (deepseek-v3-pretrain) reserves frontier's H100 16,384 + H800 2,048 + B200 256 =
+/// 18,688 `nvidia.com/gpu` (`specs/pools/frontier.yaml`), its guarantee and its `deserved`
+/// alike.
+#[test]
+fn a_volcano_queue_reserves_its_guarantee() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Volcano);
+    let (_, text) = file(&all, "_prerequisites/campus/30-queue-research.yaml");
+    let queue = yaml(text);
+    assert_eq!(
+        quantity(&queue["spec"]["guarantee"]["resource"]["nvidia.com/gpu"]),
+        18_688.0,
+        "{queue:#}"
+    );
+    assert_eq!(
+        queue["spec"]["guarantee"]["resource"],
+        queue["spec"]["deserved"]
+    );
+}
