@@ -97,8 +97,8 @@ impl Options {
         Options {
             flavor: Flavor::Jobset,
             slurm_version: SlurmVersion::DEFAULT,
-            image: "ghcr.io/loam-dev/trainer:latest".to_string(),
-            trainer: vec!["loam-train".to_string()],
+            image: PLACEHOLDER_IMAGE.to_string(),
+            trainer: vec![PLACEHOLDER_TRAINER.to_string()],
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
             sites: BTreeMap::new(),
@@ -117,6 +117,47 @@ impl Options {
             .cloned()
             .unwrap_or_else(|| Tenancy::derived(tenant))
     }
+}
+
+/// The trainer image [`Options::new`] gives: a name for the trainer's image, not a published one.
+pub const PLACEHOLDER_IMAGE: &str = "ghcr.io/loam-dev/trainer:latest";
+/// The trainer command [`Options::new`] gives: a name for the trainer, not a program loam ships.
+pub const PLACEHOLDER_TRAINER: &str = "loam-train";
+
+/// What the manifests of `doc` for `target` still need from the engineer before they run:
+/// each placeholder left in them and each object loam does not emit, one sentence each
+/// (docs/backends.md, "What the platform team provides"). `loam emit` prints them.
+pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -> Vec<String> {
+    let mut found = Vec::new();
+    if !doc.plans.is_empty() {
+        if target == Target::Kubernetes && options.image == PLACEHOLDER_IMAGE {
+            found.push(format!(
+                "the trainer image `{PLACEHOLDER_IMAGE}` is a placeholder: pass --image"
+            ));
+        }
+        if options.trainer == [PLACEHOLDER_TRAINER] {
+            found.push(format!(
+                "the trainer command `{PLACEHOLDER_TRAINER}` is a placeholder: pass --trainer"
+            ));
+        }
+        if target == Target::Kubernetes && options.checkpoint_storage_class.is_none() {
+            found.push(
+                "the checkpoint volumes use the cluster's default storage class, which must offer ReadWriteMany: pass --checkpoint-storage-class".to_string(),
+            );
+        }
+    }
+    let weights: BTreeSet<&str> = doc
+        .services
+        .iter()
+        .map(|s| s.model.weights.as_str())
+        .collect();
+    for w in weights {
+        found.push(format!(
+            "the engines load the weights `{}` at start: a gated repository needs a token, which loam does not emit",
+            w.escape_debug()
+        ));
+    }
+    found
 }
 
 /// One file to write, relative to the output folder.

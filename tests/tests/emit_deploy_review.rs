@@ -623,3 +623,71 @@ fn a_volcano_queue_reserves_its_guarantee() {
         queue["spec"]["deserved"]
     );
 }
+
+/// Finding 22 and the newcomer's 7.4: `loam emit` names each placeholder it leaves (the trainer
+/// image and command, the default storage class) and the gated weights a service loads, and
+/// drops each one the engineer provides.
+#[test]
+fn emit_names_the_placeholders_it_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = repo_root().join("examples/llama3-8b-finetune.loam");
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("a");
+    let (code, _, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            spec,
+            "--backend",
+            "kubernetes",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    for needed in [
+        "still to provide: the trainer image `ghcr.io/loam-dev/trainer:latest` is a placeholder",
+        "still to provide: the trainer command `loam-train` is a placeholder",
+        "still to provide: the checkpoint volumes use the cluster's default storage class",
+    ] {
+        assert!(err.contains(needed), "{needed} missing in:\n{err}");
+    }
+    let out = dir.path().join("b");
+    let (code, _, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            spec,
+            "--backend",
+            "kubernetes",
+            "--image",
+            "registry.example/trainer:1.0",
+            "--trainer",
+            "torchrun train.py",
+            "--checkpoint-storage-class",
+            "cephfs",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("still to provide"), "{err}");
+    let chat = repo_root().join("examples/llama31-70b-chat-service.loam");
+    let out = dir.path().join("c");
+    let (code, _, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            chat.to_str().unwrap(),
+            "--backend",
+            "kubernetes",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("still to provide: the engines load the weights `meta-llama/"),
+        "{err}"
+    );
+}

@@ -107,6 +107,9 @@ pub fn run(
     for note in &notes {
         cx.eprint(note);
     }
+    for need in loam_backends::still_to_provide(&doc, target, &options) {
+        cx.eprint(&format!("still to provide: {need}\n"));
+    }
     cx.print(&format!(
         "wrote {} {} for {} {}{services} to {}\n",
         manifests.len(),
