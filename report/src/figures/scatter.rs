@@ -67,17 +67,26 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
     let (x_ticks, x_scale) = axis(xs, (left, right));
     let (y_ticks, y_scale) = axis(ys, (bottom, top));
     // Grid and tick labels.
+    // Tick labels are kept clear of the points' labels: with axes from zero, points near the
+    // origin sit beside them.
+    let mut tick_boxes: Vec<[f64; 4]> = Vec::new();
     let x_step = step(&x_ticks);
     for t in &x_ticks {
         let x = x_scale.at(*t);
         svg.line(x, top, x, bottom, palette::GRID, 0.5, false);
-        svg.text(x, bottom + 20.0, Anchor::Middle, &tick_label(*t, x_step));
+        let label = tick_label(*t, x_step);
+        let w = text_width(&label, FONT);
+        tick_boxes.push([x - w / 2.0, bottom + 20.0 - FONT, w, FONT + 3.0]);
+        svg.text(x, bottom + 20.0, Anchor::Middle, &label);
     }
     let y_step = step(&y_ticks);
     for t in &y_ticks {
         let y = y_scale.at(*t);
         svg.line(left, y, right, y, palette::GRID, 0.5, false);
-        svg.text(left - 6.0, y + 4.0, Anchor::End, &tick_label(*t, y_step));
+        let label = tick_label(*t, y_step);
+        let w = text_width(&label, FONT);
+        tick_boxes.push([left - 6.0 - w, y + 4.0 - FONT, w, FONT + 3.0]);
+        svg.text(left - 6.0, y + 4.0, Anchor::End, &label);
     }
     svg.line(left, bottom, right, bottom, palette::INK, 1.0, false);
     svg.line(left, top, left, bottom, palette::INK, 1.0, false);
@@ -101,7 +110,7 @@ pub fn draw(svg: &mut Svg, area: [f64; 4], plot: &Plot) {
         palette::INK,
         &plot.y_title,
     );
-    let mut taken: Vec<[f64; 4]> = Vec::new();
+    let mut taken: Vec<[f64; 4]> = tick_boxes;
     for p in &plot.points {
         let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
         let r = if p.chosen { 9.0 } else { 7.0 };
