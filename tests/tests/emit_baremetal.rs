@@ -703,3 +703,90 @@ fn a_host_that_is_never_reached_stops_the_launcher_after_three_attempts() {
         "{reached}"
     );
 }
+
+/// Deploy review finding 4 on bare metal: every host of a disaggregated vLLM service exports
+/// `VLLM_NIXL_SIDE_CHANNEL_HOST` as its own address, as ssh resolves the hostfile's name (`ssh
+/// -G`), or NIXL hands the decoder `localhost` (its default, vllm-project/vllm `vllm/envs.py`
+/// and `docs/features/nixl_connector_usage.md`). The services fixture's `deepseek-pd` served by
+/// vLLM; a stand-in ssh resolves `hN` to 10.9.0.N and runs the remote command under bash here,
+/// where `vllm` records the address it was given and exits once every host has started. The
+/// prefill role has 2 one-node replicas, so 10.9.0.1 and 10.9.0.2; decode has 5.
+#[test]
+fn each_host_of_a_disaggregated_vllm_service_advertises_its_own_address() {
+    let dir = std::env::temp_dir().join(format!("loam-bm-nixl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("advertised");
+    let ssh = bin.join("fake-ssh");
+    let vllm = bin.join("vllm");
+    std::fs::write(
+        &ssh,
+        "#!/bin/bash\n\
+         if [[ $1 == -G ]]; then echo \"user loam\"; echo \"hostname 10.9.0.${2#h}\"; exit 0; fi\n\
+         exec bash -c \"${*: -1}\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &vllm,
+        format!(
+            "#!/bin/sh\n\
+             echo \"${{VLLM_NIXL_SIDE_CHANNEL_HOST:-unset}}\" >>'{log}'\n\
+             for _ in $(seq 100); do [ \"$(wc -l <'{log}')\" -ge \"$HOSTS\" ] && exit 0; sleep 0.1; done\n\
+             exit 1\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    for p in [&ssh, &vllm] {
+        let o = Command::new("chmod").arg("+x").arg(p).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let mut doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("tests/data/services-plan.json")).unwrap(),
+    )
+    .unwrap();
+    doc.plans.clear();
+    doc.services.retain(|s| s.service == "deepseek-pd");
+    doc.services[0].engine = loam_ir::types::Engine::Vllm;
+    let mut options = loam_tests::shipped_options();
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy("/ckpt/nlp"));
+    let manifests = render(&doc, Target::Baremetal, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (role, hosts) in [("prefill", 2u64), ("decode", 5)] {
+        let launcher = dir.join(format!("{role}-launch.sh"));
+        let body = &manifests
+            .iter()
+            .find(|m| m.path.ends_with(&format!("/{role}-launch.sh")))
+            .unwrap_or_else(|| panic!("{manifests:#?}"))
+            .contents;
+        std::fs::write(&launcher, body).unwrap();
+        let hostfile = dir.join(format!("{role}-hosts"));
+        let lines: String = (1..=hosts).map(|n| format!("h{n} {} 0\n", n - 1)).collect();
+        std::fs::write(&hostfile, lines).unwrap();
+        let _ = std::fs::remove_file(&log);
+        let o = Command::new("timeout")
+            .args(["60", "bash"])
+            .arg(&launcher)
+            .env("HOSTFILE", &hostfile)
+            .env("SSH", &ssh)
+            .env("PATH", &path)
+            .env("HOSTS", hosts.to_string())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{role}: {}", text(&o));
+        let mut advertised: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        advertised.sort();
+        let expected: Vec<String> = (1..=hosts).map(|n| format!("10.9.0.{n}")).collect();
+        assert_eq!(advertised, expected, "{role}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

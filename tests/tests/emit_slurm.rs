@@ -841,3 +841,91 @@ fn a_slurm_service_gets_its_cpus_and_memory_and_requeues_before_the_time_limit()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The services fixture's disaggregated `deepseek-pd` served by vLLM instead of SGLang: prefill
+/// and decode engines that hand each other their own address through NIXL.
+fn disaggregated_vllm() -> PlanDocument {
+    let mut doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("tests/data/services-plan.json")).unwrap(),
+    )
+    .unwrap();
+    doc.plans.clear();
+    doc.services.retain(|s| s.service == "deepseek-pd");
+    doc.services[0].engine = loam_ir::types::Engine::Vllm;
+    doc
+}
+
+/// The value of `NAME='…'` (the shell's single quotes, as the `sh` filter writes them) in a
+/// generated script.
+fn quoted_assignment(script: &str, name: &str) -> String {
+    let start = script
+        .find(&format!("\n{name}='"))
+        .unwrap_or_else(|| panic!("no {name} in\n{script}"))
+        + name.len()
+        + 3;
+    let rest = &script[start..];
+    let end = rest.find("'\n").unwrap();
+    rest[..end].replace(r"'\''", "'")
+}
+
+/// Deploy review finding 4 on Slurm: every task of a disaggregated vLLM service exports
+/// `VLLM_NIXL_SIDE_CHANNEL_HOST` as its node's address, or NIXL hands the decoder `localhost`
+/// (its default, vllm-project/vllm `vllm/envs.py` and `docs/features/nixl_connector_usage.md`)
+/// and every transfer between nodes fails. The node script runs here under `sh` as srun runs it,
+/// with a stand-in scontrol that knows node `gpu-7` at 10.1.2.7 (the `NodeAddr` of `scontrol
+/// show node -o`) and the engine replaced by `printenv`: the address printed is the node's, and
+/// the node's Slurm name when scontrol does not answer. An aggregated service sets nothing.
+#[test]
+fn a_disaggregated_vllm_task_advertises_its_nodes_address_to_nixl() {
+    let dir = scratch("nixl");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let scontrol = bin.join("scontrol");
+    std::fs::write(
+        &scontrol,
+        "#!/bin/sh\n[ \"$3\" = gpu-7 ] || exit 1\necho 'NodeName=gpu-7 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.1.2.7 NodeHostName=gpu-7 Version=23.11'\n",
+    )
+    .unwrap();
+    let o = run("chmod", &["+x", scontrol.to_str().unwrap()], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut options = loam_tests::shipped_options();
+    loam_tests::tools::insert_nlp(&mut options, &nlp_tenancy("/ckpt/nlp"));
+    let manifests =
+        render(&disaggregated_vllm(), Target::Slurm, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let advertised = |role: &str, node: &str| {
+        let script = &manifests
+            .iter()
+            .find(|m| m.path.ends_with(&format!("{role}.sbatch")))
+            .unwrap_or_else(|| panic!("{manifests:#?}"))
+            .contents;
+        let node_script = quoted_assignment(script, "NODE_SCRIPT");
+        let o = Command::new("sh")
+            .args(["-c", &node_script, "loam-serve", "printenv"])
+            .arg("VLLM_NIXL_SIDE_CHANNEL_HOST")
+            .env("PATH", &path)
+            .env("SLURMD_NODENAME", node)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{role}: {}\n{node_script}", text(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    for role in ["prefill", "decode"] {
+        assert_eq!(advertised(role, "gpu-7"), "10.1.2.7", "{role}");
+        assert_eq!(advertised(role, "gpu-9"), "gpu-9", "{role}");
+    }
+    let mut sglang = disaggregated_vllm();
+    sglang.services[0].engine = loam_ir::types::Engine::Sglang;
+    let manifests = render(&sglang, Target::Slurm, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    assert!(
+        manifests
+            .iter()
+            .all(|m| !m.contents.contains("VLLM_NIXL_SIDE_CHANNEL_HOST")),
+        "SGLang has no NIXL side channel"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

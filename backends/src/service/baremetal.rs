@@ -38,8 +38,9 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             lines => lines,
             hostfile => hostfile,
             settings => settings,
-            // The launcher sets the leader, rank and size on the ssh command line.
-            node_script => super::slurm::node_script(role, ""),
+            // The launcher sets the leader, rank, size and the host's address on the ssh
+            // command line.
+            node_script => super::slurm::node_script(role, "", ""),
         };
         files.push(Manifest {
             path: hostfile.clone(),

@@ -38,7 +38,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             constraint => (!node.slurm_features.is_empty()).then(|| node.slurm_features.join("&")),
             time => node.slurm_max_time_min.map(time_limit),
             srun => Vec::<String>::new(),
-            node_script => node_script(role, SLURM_NODE),
+            node_script => node_script(role, SLURM_NODE, SLURM_NODE_ADDRESS),
             signal_s => SERVICE_SIGNAL_S,
             slurm_tries => crate::slurm::SLURM_TRIES,
             slurm_retry_s => crate::slurm::SLURM_RETRY_S,
@@ -76,11 +76,24 @@ fn time_limit(minutes: u64) -> String {
 /// A Slurm task's leader (the step's first node), rank and size, for the multi-node start.
 const SLURM_NODE: &str = "LEADER=$(scontrol show hostnames \"$SLURM_STEP_NODELIST\" | head -n 1)\nNODE_RANK=$SLURM_PROCID\nNNODES=$SLURM_STEP_NUM_NODES\n";
 
+/// A Slurm task's own address, as `NODE_ADDR`: the node's `NodeAddr`, the address slurmctld
+/// and the other nodes reach it at (scontrol(1), `show node`; `-o` puts one node on one line),
+/// or its Slurm name when scontrol does not answer. `SLURMD_NODENAME` is the name of the node
+/// running the task (srun(1), OUTPUT ENVIRONMENT VARIABLES).
+const SLURM_NODE_ADDRESS: &str = "NODE_ADDR=$(scontrol show node \"$SLURMD_NODENAME\" -o 2>/dev/null | sed -n 's/.*[[:space:]]NodeAddr=\\([^[:space:]]*\\).*/\\1/p') || NODE_ADDR=\nNODE_ADDR=${NODE_ADDR:-$SLURMD_NODENAME}\n";
+
 /// What every node runs: the engine itself, or `node` (which sets `LEADER`, `NODE_RANK` and
-/// `NNODES`) and then the engine's multi-node start.
-pub(crate) fn node_script(role: &RoleContext<'_>, node: &str) -> String {
+/// `NNODES`) and then the engine's multi-node start. An engine that hands its peers its own
+/// address ([`engine::EngineLaunch::host_env`], vLLM's NIXL side channel) first gets the node's
+/// address, which `address` sets as `NODE_ADDR` (empty: the launcher has set it).
+pub(crate) fn node_script(role: &RoleContext<'_>, node: &str, address: &str) -> String {
+    let advertise = role
+        .launch
+        .host_env
+        .map(|var| format!("{address}export {var}=\"$NODE_ADDR\"\n"))
+        .unwrap_or_default();
     match role.launch.multi_node {
-        None => "exec \"$@\"".to_string(),
-        Some(m) => format!("{node}{}", engine::multi_node_script(m)),
+        None => format!("{advertise}exec \"$@\""),
+        Some(m) => format!("{advertise}{node}{}", engine::multi_node_script(m)),
     }
 }
