@@ -62,6 +62,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Compare predicted with measured throughput of published training runs (a CSV).
     Calibrate(CalibrateArgs),
+    /// Read measured figures from training logs and serving-benchmark results.
+    Runs(RunsArgs),
     /// Write the manifests that run each job: Kubernetes, Slurm or bare metal.
     Emit(EmitArgs),
     /// Plan the specs at two git revisions and show what changes, like `terraform plan`.
@@ -173,6 +175,36 @@ pub struct CalibrateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+}
+
+/// Arguments of `loam runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+/// `loam runs ingest LOG…`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// One row per log: the steady step time of a Megatron-LM or NeMo training log (warm-up,
+    /// checkpoint and evaluation intervals left out), or the throughput and latencies of a vLLM
+    /// or SGLang serving benchmark's JSON; with `--plan`, what ran and the plan's prediction.
+    Ingest {
+        /// Log files: training logs as the trainer printed them, or benchmark result JSON.
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+        /// The job's Plan JSON (`loam plan --format json`): what ran, and its predicted step.
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// The job in the Plan JSON, when it plans several.
+        #[arg(long)]
+        job: Option<String>,
+        /// Output format: CSV rows (text) or one JSON document.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
 }
 
 /// Arguments of `loam catalogue`.

@@ -11,4 +11,5 @@ pub mod fmt;
 pub mod lsp;
 pub mod plan;
 pub mod report;
+pub mod runs;
 pub mod schema;

@@ -21,6 +21,7 @@ pub mod hardware;
 pub mod parallel;
 pub mod plan;
 pub mod project;
+pub mod runs;
 pub mod serve;
 pub mod suggest;
 pub mod syntax;

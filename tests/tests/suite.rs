@@ -51,6 +51,7 @@ mod readme_tour;
 mod report_browser;
 mod report_cli;
 mod robustness;
+mod runs_cli;
 mod schema;
 mod service_context;
 mod serving_calibration;

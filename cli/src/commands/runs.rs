@@ -1,0 +1,226 @@
+//! `loam runs ingest`: the measured figures of training logs and serving-benchmark results, one
+//! row per file, beside the plan the job ran with when its Plan JSON is given (predicted step
+//! time and the error). Nothing is written: the rows go to standard output, for a team to append
+//! to its runs store (docs/calibration.md, "Measured runs").
+
+use crate::Context;
+use crate::args::{OutputFormat, RunsArgs, RunsCommand};
+use loam_compiler::runs::{Measured, ingest};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// The columns of a text row, in order.
+const COLUMNS: &str = "file,tool,kind,job,device,devices,layout,precision,measured_step_s,\
+predicted_step_s,error_pct,tflops_per_device,intervals_kept,intervals_excluded,\
+output_tokens_per_s,requests_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s";
+
+/// Runs `loam runs`; exit 0 when every log reads, 1 when one does not (nothing is printed for
+/// any then), 2 when a file cannot be read.
+pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoError> {
+    let RunsCommand::Ingest {
+        logs,
+        plan,
+        job,
+        format,
+    } = &args.command;
+    let planned = match plan {
+        Some(path) => match planned(path, job.as_deref(), cx)? {
+            Some(p) => Some(p),
+            None => return Ok(1),
+        },
+        None => None,
+    };
+    let mut rows = Vec::with_capacity(logs.len());
+    let mut failed = false;
+    for path in logs {
+        let name = crate::io::display(path);
+        let bytes = crate::io::read(path)?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            cx.eprint(&format!(
+                "error: {name}: not UTF-8 text (a log loam reads is text)\n"
+            ));
+            failed = true;
+            continue;
+        };
+        match ingest(&text) {
+            Ok(measured) => rows.push(row(&name, &measured, planned.as_ref())),
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return Ok(1);
+    }
+    match format {
+        OutputFormat::Json => cx.print_json(&json!({ "runs": rows })),
+        OutputFormat::Text => {
+            let mut out = format!("{COLUMNS}\n");
+            for r in &rows {
+                out.push_str(&csv_line(r));
+                out.push('\n');
+            }
+            cx.print(&out);
+        }
+    }
+    Ok(0)
+}
+
+/// What ran, from a Plan JSON: the plan of `job` (or the only one).
+struct Planned {
+    job: String,
+    device: String,
+    devices: u64,
+    layout: String,
+    precision: String,
+    step_s: Option<f64>,
+}
+
+fn planned(
+    path: &Path,
+    job: Option<&str>,
+    cx: &mut Context<'_>,
+) -> Result<Option<Planned>, crate::io::IoError> {
+    let name = crate::io::display(path);
+    let bytes = crate::io::read(path)?;
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        cx.eprint(&format!(
+            "error: {name}: not a Plan JSON (`loam plan --format json`)\n"
+        ));
+        return Ok(None);
+    };
+    let plans = value
+        .get("plans")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let chosen: Vec<&Value> = plans
+        .iter()
+        .filter(|p| job.is_none_or(|j| p.get("job").and_then(Value::as_str) == Some(j)))
+        .collect();
+    let [plan] = chosen.as_slice() else {
+        let jobs: Vec<&str> = plans
+            .iter()
+            .filter_map(|p| p.get("job")?.as_str())
+            .collect();
+        cx.eprint(&format!(
+            "error: {name}: {} plans match; name one with --job (the file plans: {})\n",
+            chosen.len(),
+            if jobs.is_empty() {
+                "none".into()
+            } else {
+                jobs.join(", ")
+            }
+        ));
+        return Ok(None);
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let groups = plan
+        .get("groups")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let device = groups
+        .iter()
+        .map(|g| text(g.get("device")))
+        .collect::<Vec<_>>()
+        .join("+");
+    let devices = groups
+        .iter()
+        .filter_map(|g| g.get("devices")?.as_u64())
+        .sum();
+    let layout = plan.get("layout").map_or(String::new(), |l| {
+        let n = |k: &str| l.get(k).and_then(Value::as_u64).unwrap_or(1);
+        format!(
+            "t{} p{} d{} c{} v{} b{} z{}",
+            n("tensor"),
+            n("pipeline"),
+            n("data"),
+            n("context"),
+            n("virtual_stages"),
+            n("micro_batch"),
+            l.get("zero").and_then(Value::as_u64).unwrap_or(0)
+        )
+    });
+    Ok(Some(Planned {
+        job: text(plan.get("job")),
+        device,
+        devices,
+        layout,
+        precision: text(plan.get("workload").and_then(|w| w.get("precision"))),
+        step_s: plan
+            .get("estimate")
+            .and_then(|e| e.get("step_time_s"))
+            .and_then(Value::as_f64),
+    }))
+}
+
+fn row(file: &str, measured: &Measured, planned: Option<&Planned>) -> Value {
+    let what = planned.map_or(json!({}), |p| {
+        json!({"job": p.job, "device": p.device, "devices": p.devices, "layout": p.layout,
+               "precision": p.precision})
+    });
+    match measured {
+        Measured::Training(m) => {
+            let predicted = planned.and_then(|p| p.step_s);
+            // Error of the prediction against the measurement, as `loam calibrate` signs it:
+            // a plan faster than the run is over-predicted (positive).
+            let error = predicted.map(|p| (m.step_s / p - 1.0) * 100.0);
+            json!({"file": file, "tool": m.tool, "kind": "training", "ran": what,
+                   "measured_step_s": m.step_s, "predicted_step_s": predicted, "error_pct": error,
+                   "tflops_per_device": m.tflops_per_device, "intervals_kept": m.kept.len(),
+                   "intervals_excluded": m.excluded.len(), "excluded": m.excluded})
+        }
+        Measured::Serving(m) => json!({"file": file, "tool": m.tool, "kind": "serving",
+            "ran": what, "output_tokens_per_s": m.output_tokens_per_s,
+            "requests_per_s": m.requests_per_s, "ttft_s": m.ttft_s, "tpot_s": m.tpot_s,
+            "request_rate": m.request_rate}),
+    }
+}
+
+/// One CSV line of a row, in [`COLUMNS`] order; a file name with a comma or quote is quoted.
+fn csv_line(r: &Value) -> String {
+    let s = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let f = |v: Option<&Value>, digits: usize| {
+        v.and_then(Value::as_f64)
+            .filter(|x| x.is_finite())
+            .map_or(String::new(), |x| format!("{x:.digits$}"))
+    };
+    let ran = r.get("ran");
+    let pair = |key: &str, i: usize| r.get(key).and_then(|v| v.get(i));
+    let quoted = |text: String| {
+        if text.contains([',', '"', '\n']) {
+            format!("\"{}\"", text.replace('"', "\"\""))
+        } else {
+            text
+        }
+    };
+    [
+        quoted(s(r.get("file"))),
+        s(r.get("tool")),
+        s(r.get("kind")),
+        s(ran.and_then(|w| w.get("job"))),
+        s(ran.and_then(|w| w.get("device"))),
+        s(ran.and_then(|w| w.get("devices"))),
+        s(ran.and_then(|w| w.get("layout"))),
+        s(ran.and_then(|w| w.get("precision"))),
+        f(r.get("measured_step_s"), 3),
+        f(r.get("predicted_step_s"), 3),
+        f(r.get("error_pct"), 1),
+        f(r.get("tflops_per_device"), 1),
+        s(r.get("intervals_kept")),
+        s(r.get("intervals_excluded")),
+        f(r.get("output_tokens_per_s"), 1),
+        f(r.get("requests_per_s"), 3),
+        f(pair("ttft_s", 0), 4),
+        f(pair("ttft_s", 1), 4),
+        f(pair("tpot_s", 0), 4),
+        f(pair("tpot_s", 1), 4),
+    ]
+    .join(",")
+}

@@ -1,0 +1,128 @@
+//! Measured runs from the logs real tools write (issue 30, first part): a training log of
+//! Megatron-LM (or NeMo, which prints Megatron-Core's line) or a serving benchmark's JSON (vLLM's
+//! `benchmark_serving`, SGLang's `bench_serving`), read into one measured figure with what was
+//! left out and why. Pure: the caller reads the file and writes the row.
+
+mod megatron;
+mod serving_bench;
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+/// What one log measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Measured {
+    /// A training run: its steady step time, from the intervals kept.
+    Training(TrainingMeasure),
+    /// A serving benchmark: throughput and latency percentiles as the tool reported them.
+    Serving(ServingMeasure),
+}
+
+/// A training log's steady figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainingMeasure {
+    /// The tool that wrote the log.
+    pub tool: &'static str,
+    /// Median seconds per iteration over the kept intervals.
+    pub step_s: f64,
+    /// Median of the tool's own model TFLOP/s per device over the kept intervals, when printed.
+    pub tflops_per_device: Option<f64>,
+    /// The global batch in sequences, when printed (the last value seen).
+    pub global_batch: Option<u64>,
+    /// The last iteration of each interval kept.
+    pub kept: Vec<u64>,
+    /// The intervals left out: the last iteration of each and the rule that left it out.
+    pub excluded: Vec<(u64, Exclusion)>,
+}
+
+/// Why an interval of a training log does not count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exclusion {
+    /// One of the first [`WARM_UP_INTERVALS`] logged intervals: compilation, allocator growth
+    /// and communicator set-up.
+    WarmUp,
+    /// A checkpoint was saved during the interval.
+    Checkpoint,
+    /// An evaluation ran during the interval.
+    Evaluation,
+}
+
+/// Counted: the logged intervals at the start of a run that are warm-up, not steady state. The
+/// first interval holds CUDA-graph capture, `torch.compile` and NCCL communicator creation, the
+/// second the caching allocator's growth to its steady pool.
+pub const WARM_UP_INTERVALS: usize = 2;
+
+/// A serving benchmark's figures, as the tool computed them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServingMeasure {
+    /// The tool that wrote the result.
+    pub tool: &'static str,
+    /// Generated tokens per second over the whole benchmark.
+    pub output_tokens_per_s: f64,
+    /// Completed requests per second.
+    pub requests_per_s: f64,
+    /// Median and 99th-percentile time to first token, seconds.
+    pub ttft_s: [f64; 2],
+    /// Median and 99th-percentile time per output token, seconds.
+    pub tpot_s: [f64; 2],
+    /// The offered request rate (`inf` when the tool sent every request at once).
+    pub request_rate: Option<f64>,
+}
+
+/// A log loam cannot read, located at its line (1-based; 0 for the whole file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestError {
+    /// The line the problem is on.
+    pub line: usize,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+impl std::fmt::Display for IngestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+/// Reads one log: a serving benchmark's JSON when the text is a JSON object, otherwise a
+/// training log whose format is recognised by its lines. A log with nothing loam recognises, or
+/// with no steady interval left after the exclusions, is an error, never an empty row.
+pub fn ingest(text: &str) -> Result<Measured, IngestError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return serving_bench::read(text).map(Measured::Serving);
+    }
+    if megatron::recognises(text) {
+        return megatron::read(text).map(Measured::Training);
+    }
+    Err(IngestError {
+        line: 0,
+        message: "no line of a format loam reads: Megatron-LM or NeMo training logs \
+                  (`iteration N/ M | … elapsed time per iteration (ms): …`), or the JSON result of \
+                  vLLM's benchmark_serving or SGLang's bench_serving"
+            .into(),
+    })
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    let upper = *sorted.get(mid)?;
+    Some(if sorted.len().is_multiple_of(2) {
+        (sorted.get(mid - 1)? + upper) / 2.0
+    } else {
+        upper
+    })
+}

@@ -1,0 +1,86 @@
+//! Reading real-format logs (the fixtures in `tests/data/runs/` follow each tool's own format
+//! strings; their figures are made up).
+
+use super::*;
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/runs")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_megatron_log_keeps_the_steady_intervals_only() {
+    // Seven intervals of 10 iterations: 10 and 20 are warm-up; a checkpoint is saved after 30,
+    // so the interval ending at 40 (14.8 s) is left out; an evaluation runs after 50, so 60
+    // (11.0 s) is too. Kept: 30, 50, 70 at 9,100.0, 9,200.0 and 9,000.0 ms: median 9.1 s, and
+    // 372.2 TFLOP/s (of 372.2, 368.2, 376.3).
+    let Ok(Measured::Training(m)) = ingest(&fixture("megatron-70b.log")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "megatron-lm");
+    assert_eq!(m.kept, vec![30, 50, 70]);
+    assert_eq!(
+        m.excluded,
+        vec![
+            (10, Exclusion::WarmUp),
+            (20, Exclusion::WarmUp),
+            (40, Exclusion::Checkpoint),
+            (60, Exclusion::Evaluation)
+        ]
+    );
+    assert!((m.step_s - 9.1).abs() < 1e-12, "{}", m.step_s);
+    assert_eq!(m.tflops_per_device, Some(372.2));
+    assert_eq!(m.global_batch, Some(2048));
+}
+
+#[test]
+fn malformed_and_partial_logs_are_located_errors() {
+    let log = fixture("megatron-70b.log");
+    // Cut in the middle of the last interval's line.
+    let cut = &log[..log.len() - 60];
+    let err = ingest(cut).unwrap_err();
+    assert_eq!(err.line, log.lines().count());
+    assert!(err.message.contains("partial"), "{err}");
+    // A figure that is not a number.
+    let bad = log.replacen("(ms): 9100.0", "(ms): nine", 1);
+    let err = ingest(&bad).unwrap_err();
+    assert_eq!(err.line, 6);
+    assert!(err.message.contains("elapsed time per iteration"), "{err}");
+    // Only warm-up: nothing steady to report.
+    let short: String = log.lines().take(5).map(|l| format!("{l}\n")).collect();
+    let err = ingest(&short).unwrap_err();
+    assert!(err.message.contains("no steady interval"), "{err}");
+    // Nothing loam reads.
+    let err = ingest("epoch 1 loss 2.3\n").unwrap_err();
+    assert_eq!(err.line, 0);
+}
+
+#[test]
+fn a_vllm_benchmark_result_reads_as_served() {
+    let Ok(Measured::Serving(m)) = ingest(&fixture("vllm-benchmark-serving.json")) else {
+        panic!("a serving measure")
+    };
+    assert_eq!(m.tool, "vllm-benchmark-serving");
+    assert_eq!(m.output_tokens_per_s, 1513.7);
+    assert_eq!(m.requests_per_s, 7.62);
+    assert!((m.ttft_s[0] - 0.0782).abs() < 1e-12 && (m.ttft_s[1] - 0.2419).abs() < 1e-12);
+    assert!((m.tpot_s[0] - 0.0305).abs() < 1e-12 && (m.tpot_s[1] - 0.0527).abs() < 1e-12);
+    assert_eq!(m.request_rate, Some(8.0));
+    let missing =
+        fixture("vllm-benchmark-serving.json").replace("\"p99_tpot_ms\"", "\"p90_tpot_ms\"");
+    let err = ingest(&missing).unwrap_err();
+    assert!(err.message.contains("p99_tpot_ms"), "{err}");
+}
+
+#[test]
+fn an_sglang_result_file_reads_its_last_run() {
+    // bench_serving appends one object per run: the second run (4 requests/s) is the result.
+    let Ok(Measured::Serving(m)) = ingest(&fixture("sglang-bench-serving.jsonl")) else {
+        panic!("a serving measure")
+    };
+    assert_eq!(m.tool, "sglang-bench-serving");
+    assert_eq!((m.output_tokens_per_s, m.request_rate), (760.0, Some(4.0)));
+    assert!((m.ttft_s[0] - 0.12).abs() < 1e-12);
+}
