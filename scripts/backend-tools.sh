@@ -3,8 +3,9 @@
 # as root: a Slurm cluster (slurmctld + slurmd, fake GPUs), a private sshd on 127.0.0.1 and
 # 127.0.0.2, shellcheck, a Python venv with kubernetes-validate, and the headless Chromium (with
 # the DejaVu fonts, so text measures the same everywhere) that the report tests render pages in,
-# Neovim, the editor the language server's test drives, and tree-sitter's Python bindings (in the
-# venv) for the tree-sitter grammar's test.
+# Neovim, the editor the language server's test drives, tree-sitter's Python bindings (in the
+# venv) for the tree-sitter grammar's test, and Node, which runs the shipped workflow's comment
+# script in the CI-comment tests.
 # Skips whatever is already installed or running, so a second run takes a second or two.
 #
 # Usage: scripts/backend-tools.sh [start|stop]     (default: start)
@@ -32,6 +33,8 @@ install_packages() {
   command -v chromium >/dev/null || need+=(chromium)
   [[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]] || need+=(fonts-dejavu-core)
   command -v nvim >/dev/null || need+=(neovim)
+  # Node: the CI-comment tests run the shipped workflow's github-script under it.
+  command -v node >/dev/null || need+=(nodejs)
   ((${#need[@]} == 0)) && return 0
   log "apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
