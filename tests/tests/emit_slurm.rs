@@ -873,8 +873,10 @@ fn quoted_assignment(script: &str, name: &str) -> String {
 /// (its default, vllm-project/vllm `vllm/envs.py` and `docs/features/nixl_connector_usage.md`)
 /// and every transfer between nodes fails. The node script runs here under `sh` as srun runs it,
 /// with a stand-in scontrol that knows node `gpu-7` at 10.1.2.7 (the `NodeAddr` of `scontrol
-/// show node -o`) and the engine replaced by `printenv`: the address printed is the node's, and
-/// the node's Slurm name when scontrol does not answer. An aggregated service sets nothing.
+/// show node -o`) and `gpu-8` at `localhost`, and the engine replaced by `printenv`: the
+/// address printed is the node's as an IPv4 address (vLLM binds its listener to it: 127.0.0.1
+/// for `localhost`), and the node's Slurm name when scontrol does not answer. SGLang, which has
+/// no NIXL side channel, gets no such variable.
 #[test]
 fn a_disaggregated_vllm_task_advertises_its_nodes_address_to_nixl() {
     let dir = scratch("nixl");
@@ -883,7 +885,7 @@ fn a_disaggregated_vllm_task_advertises_its_nodes_address_to_nixl() {
     let scontrol = bin.join("scontrol");
     std::fs::write(
         &scontrol,
-        "#!/bin/sh\n[ \"$3\" = gpu-7 ] || exit 1\necho 'NodeName=gpu-7 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.1.2.7 NodeHostName=gpu-7 Version=23.11'\n",
+        "#!/bin/sh\ncase $3 in\n  gpu-7) echo 'NodeName=gpu-7 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.1.2.7 NodeHostName=gpu-7 Version=23.11' ;;\n  gpu-8) echo 'NodeName=gpu-8 Arch=x86_64 NodeAddr=localhost NodeHostName=gpu-8' ;;\n  *) exit 1 ;;\nesac\n",
     )
     .unwrap();
     let o = run("chmod", &["+x", scontrol.to_str().unwrap()], &dir);
@@ -916,6 +918,7 @@ fn a_disaggregated_vllm_task_advertises_its_nodes_address_to_nixl() {
     };
     for role in ["prefill", "decode"] {
         assert_eq!(advertised(role, "gpu-7"), "10.1.2.7", "{role}");
+        assert_eq!(advertised(role, "gpu-8"), "127.0.0.1", "{role}");
         assert_eq!(advertised(role, "gpu-9"), "gpu-9", "{role}");
     }
     let mut sglang = disaggregated_vllm();

@@ -85,12 +85,19 @@ const SLURM_NODE_ADDRESS: &str = "NODE_ADDR=$(scontrol show node \"$SLURMD_NODEN
 /// What every node runs: the engine itself, or `node` (which sets `LEADER`, `NODE_RANK` and
 /// `NNODES`) and then the engine's multi-node start. An engine that hands its peers its own
 /// address ([`engine::EngineLaunch::host_env`], vLLM's NIXL side channel) first gets the node's
-/// address, which `address` sets as `NODE_ADDR` (empty: the launcher has set it).
+/// address, which `address` sets as `NODE_ADDR` (empty: the launcher has set it), as an IPv4
+/// address when the node can resolve it: vLLM binds its side-channel listener to that host
+/// too (`VLLM_NIXL_SIDE_CHANNEL_HOST`, "IP address used for NIXL handshake", vllm-project/vllm
+/// `vllm/envs.py`), and ZeroMQ binds to an address or an interface name, not to a DNS name.
 pub(crate) fn node_script(role: &RoleContext<'_>, node: &str, address: &str) -> String {
     let advertise = role
         .launch
         .host_env
-        .map(|var| format!("{address}export {var}=\"$NODE_ADDR\"\n"))
+        .map(|var| {
+            format!(
+                "{address}NODE_IP=$(getent ahostsv4 \"$NODE_ADDR\" 2>/dev/null | awk 'NR == 1 {{ print $1 }}') || NODE_IP=\nexport {var}=\"${{NODE_IP:-$NODE_ADDR}}\"\n"
+            )
+        })
         .unwrap_or_default();
     match role.launch.multi_node {
         None => format!("{advertise}exec \"$@\""),
