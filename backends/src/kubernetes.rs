@@ -130,7 +130,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             },
             ring => groups
                 .iter()
-                .find(|g| g.rank_table == Some(RankTable::Ascend))
+                .find(|g| rank_table && g.rank_table == Some(RankTable::Ascend))
                 .map(|g| pod::ascend_ring(&g.ir.device)),
         };
         let mut templates: Vec<(&str, &str)> = vec![("10-configmap.yaml", "configmap")];

@@ -691,3 +691,46 @@ fn emit_names_the_placeholders_it_leaves() {
         "{err}"
     );
 }
+
+/// Finding 7: a Volcano job mixing Ascend and NVIDIA groups at one site (llama3-70b-mixed at
+/// guiyang: 96 Ascend pods and 48 H800 pods) gets no MindCluster rank table or label, which
+/// MindCluster would never complete (it counts all 144 replicas and caches only the 96 NPU
+/// pods); a job of Ascend groups only (the two-site fixture's guiyang site) keeps it.
+#[test]
+fn a_volcano_job_mixing_vendors_at_a_site_waits_for_no_rank_table() {
+    let (doc, _) = examples();
+    let mixed = emit(&subset(doc, |n| n == "llama3-70b-mixed"), Flavor::Volcano);
+    let text: String = mixed.values().cloned().collect();
+    assert!(
+        text.contains("H800") && text.contains("Ascend"),
+        "not a mixed job"
+    );
+    for ascend_only in [
+        "15-rank-table.yaml",
+        "ring-controller.atlas",
+        "RANK_TABLE_FILE",
+    ] {
+        assert!(
+            !mixed.keys().any(|p| p.contains(ascend_only)) && !text.contains(ascend_only),
+            "{ascend_only} in the mixed job"
+        );
+    }
+    let doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("tests/cases/emit/plans/hetero-h100-ascend.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let options = Options {
+        flavor: Flavor::Volcano,
+        ..loam_tests::shipped_options()
+    };
+    let files = render(&doc, Target::Kubernetes, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    assert!(
+        files
+            .iter()
+            .any(|m| m.path.ends_with("guiyang/15-rank-table.yaml")),
+        "the Ascend-only site lost its rank table"
+    );
+}

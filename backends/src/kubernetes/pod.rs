@@ -141,9 +141,18 @@ pub(crate) fn context<'a>(
     }
     let mut labels = base_labels.to_vec();
     labels.push(("loam.io/group".to_string(), g.name.clone()));
-    // MindCluster writes the Ascend rank table for Volcano jobs only.
-    let ascend_rank_table =
-        g.rank_table == Some(RankTable::Ascend) && options.flavor == Flavor::Volcano;
+    // MindCluster writes the Ascend rank table for Volcano jobs only, and completes it only
+    // when every task of the job carries NPUs: its HCCL controller counts every task's
+    // replicas but caches only NPU pods (Ascend/ascend-hccl-controller, `GenerateGrouplist`
+    // and agent/vcjobworker.go), so a job mixing Ascend and other devices at one site would
+    // wait for its table for ever. Such a job rendezvouses over MASTER_ADDR (torch_npu).
+    let ascend_rank_table = g.rank_table == Some(RankTable::Ascend)
+        && options.flavor == Flavor::Volcano
+        && job
+            .groups
+            .iter()
+            .filter(|other| other.ir.site == g.ir.site)
+            .all(|other| other.rank_table == Some(RankTable::Ascend));
     if ascend_rank_table {
         labels.push((
             "ring-controller.atlas".to_string(),

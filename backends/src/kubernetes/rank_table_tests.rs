@@ -59,20 +59,49 @@ fn a_gaudi_job_gets_no_ascend_rank_table() {
     }
 }
 
-/// The Guiyang example's Ascend 910B group still gets the rank table: the ConfigMap file, the
-/// ring label `ascend-910b` (a 910B device) and the file's path in the pod.
+/// A site whose groups are all Ascend still gets the rank table: the ConfigMap file, the ring
+/// label `ascend-910b` (a 910B device) and the file's path in the pod. The two-site fixture's
+/// guiyang site holds only its Ascend 910B group (its H100 group is at shanghai).
 #[test]
-fn an_ascend_job_still_gets_its_rank_table() {
-    let ascend = volcano_manifests("hetero-70b-guiyang");
+fn an_ascend_only_site_still_gets_its_rank_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/cases/emit/plans/hetero-h100-ascend.json");
+    let doc: loam_ir::plan::PlanDocument =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let options = Options {
+        flavor: Flavor::Volcano,
+        ..Options::new(vendors(&loam_compiler::catalogue::builtin()))
+    };
+    let files = render(&doc, Target::Kubernetes, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let guiyang: String = files
+        .iter()
+        .filter(|m| m.path.contains("/guiyang/"))
+        .map(|m| format!("=== {}\n{}\n", m.path, m.contents))
+        .collect();
     for expected in [
         "15-rank-table.yaml",
-        "rings-config-llama3-70b-mixed",
+        "rings-config-",
         "ring-controller.atlas: ascend-910b",
         "RANK_TABLE_FILE",
     ] {
         assert!(
-            ascend.contains(expected),
-            "{expected} missing in:\n{ascend}"
+            guiyang.contains(expected),
+            "{expected} missing in:\n{guiyang}"
         );
+    }
+}
+
+/// The Guiyang example mixes 96 Ascend pods and 48 H800 pods in one Volcano job at one site:
+/// MindCluster would count all 144 replicas and cache only the 96 NPU pods, so its rank table
+/// would never complete (deploy review 7). The job gets no rank table and no ring label.
+#[test]
+fn a_job_mixing_ascend_and_other_devices_at_a_site_gets_no_rank_table() {
+    let mixed = volcano_manifests("hetero-70b-guiyang");
+    for ascend_only in [
+        "15-rank-table.yaml",
+        "ring-controller.atlas",
+        "RANK_TABLE_FILE",
+    ] {
+        assert!(!mixed.contains(ascend_only), "{ascend_only} in:\n{mixed}");
     }
 }
