@@ -54,7 +54,7 @@ pub struct RoleContext<'a> {
     pub max_replicas: u64,
     /// Replicas for each hour 0–23 (empty when the plan gives none).
     pub hourly: Vec<u64>,
-    /// What one Slurm task's node requests for its devices (`gpus-per-node=8`, `gres=npu:8`),
+    /// What one Slurm task's node requests for its devices (`gres=gpu:8`, `gres=npu:8`),
     /// from the vendor's GRES.
     pub slurm_devices: String,
     /// The engine's container image on the role's vendor.

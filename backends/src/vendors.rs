@@ -44,14 +44,11 @@ pub(crate) fn device_resource(g: &GroupIr, vendor: &Vendor) -> String {
         .unwrap_or_else(|| g.k8s_resource.clone())
 }
 
-/// The Slurm request for `n` devices per node of `vendor`: `gpus-per-node=N` for the `gpu` GRES
-/// (Slurm's shorthand exists for that GRES only), `gres=<name>:N` for any other.
+/// The Slurm request for `n` devices per node of `vendor`: `gres=<name>:N` with the catalogue's
+/// GRES name for every vendor, as training jobs ask (deploy review 27); `gpus-per-node` would
+/// mean the `gpu` GRES whatever the vendor file says.
 pub(crate) fn slurm_devices_per_node(vendor: &Vendor, n: u64) -> String {
-    if vendor.slurm_gres == "gpu" {
-        format!("gpus-per-node={n}")
-    } else {
-        format!("gres={}:{n}", vendor.slurm_gres)
-    }
+    format!("gres={}:{n}", vendor.slurm_gres)
 }
 
 #[cfg(test)]
@@ -65,14 +62,14 @@ mod tests {
     }
     use loam_ir::plan::NodeIr;
 
-    /// The shipped vendors' GRES give today's Slurm requests: `gpus-per-node` on NVIDIA, a typed
-    /// GRES on Ascend (`npu`) and Hygon (`dcu`).
+    /// The shipped vendors' GRES give today's Slurm requests: `gpu` on NVIDIA and Intel, a
+    /// typed GRES on Ascend (`npu`) and Hygon (`dcu`), all as `gres=<name>:N`.
     #[test]
     fn slurm_requests_follow_the_vendors_gres() {
         let vendors = shipped();
         let request = |id: &str| slurm_devices_per_node(vendors.get(id).unwrap(), 8);
-        assert_eq!(request("nvidia"), "gpus-per-node=8");
-        assert_eq!(request("intel"), "gpus-per-node=8");
+        assert_eq!(request("nvidia"), "gres=gpu:8");
+        assert_eq!(request("intel"), "gres=gpu:8");
         assert_eq!(request("huawei"), "gres=npu:8");
         assert_eq!(request("hygon"), "gres=dcu:8");
     }

@@ -932,3 +932,44 @@ fn a_disaggregated_vllm_task_advertises_its_nodes_address_to_nixl() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Deploy review finding 27 for services: a service's batch script asks for its devices by the
+/// catalogue's GRES name as training jobs do (`--gres=<slurm_gres>:N`), never with
+/// `--gpus-per-node`, which asks for the `gpu` GRES whatever the vendor file says. `qwen-chat`
+/// of the services fixture runs tp4 on H20 nodes of 8: 4 devices per node, so `--gres=gpu:4`;
+/// with the NVIDIA vendor's GRES renamed `hpu` (a site whose gres.conf names its devices so)
+/// the request follows: `--gres=hpu:4`.
+#[test]
+fn a_slurm_service_asks_for_its_devices_by_the_catalogues_gres() {
+    let mut doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("tests/data/services-plan.json")).unwrap(),
+    )
+    .unwrap();
+    doc.plans.clear();
+    doc.services.retain(|s| s.service == "qwen-chat");
+    let mut shipped = loam_tests::shipped_options();
+    loam_tests::tools::insert_nlp(&mut shipped, &nlp_tenancy("/ckpt/nlp"));
+    let with_gres = |name: &str| -> String {
+        let mut by_id = std::collections::BTreeMap::new();
+        for id in ["nvidia", "amd", "huawei", "hygon", "intel"] {
+            if let Some(v) = shipped.vendors.get(id) {
+                by_id.insert(id.to_string(), v.clone());
+            }
+        }
+        by_id.get_mut("nvidia").unwrap().slurm_gres = name.to_string();
+        let mut options = shipped.clone();
+        options.vendors = loam_ir::cluster::vendor::Vendors::new(by_id, Default::default());
+        let manifests = render(&doc, Target::Slurm, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+        manifests
+            .iter()
+            .find(|m| m.path.ends_with("serve.sbatch"))
+            .unwrap_or_else(|| panic!("{manifests:#?}"))
+            .contents
+            .clone()
+    };
+    let gpu = with_gres("gpu");
+    assert!(gpu.contains("#SBATCH --gres=gpu:4\n"), "{gpu}");
+    assert!(!gpu.contains("--gpus-per-node"), "{gpu}");
+    let hpu = with_gres("hpu");
+    assert!(hpu.contains("#SBATCH --gres=hpu:4\n"), "{hpu}");
+}
