@@ -84,24 +84,15 @@ impl Chain {
         self.capped(f64::INFINITY)
     }
 
-    /// The partition held to `cap`, and how many stages it costed.
-    fn capped_counted(&self, cap: f64) -> (Option<Vec<usize>>, usize) {
-        let mut costed = 0;
-        let mut paced = |k, i, j| {
-            costed += 1;
-            self.costs(k, i, j)
-        };
+    /// The partition held to `cap`.
+    fn capped(&self, cap: f64) -> Option<Vec<usize>> {
+        let mut paced = |k, i, j| self.costs(k, i, j);
         let floor = |k, i, j, rank| self.floor(k, i, j, rank);
         let mut times = StageTimes {
             paced: &mut paced,
             floor: &floor,
         };
-        let ends = min_max_partition(self.ops.len() + 1, self.stages, &mut times, cap);
-        (ends, costed)
-    }
-
-    fn capped(&self, cap: f64) -> Option<Vec<usize>> {
-        self.capped_counted(cap).0
+        min_max_partition(self.ops.len() + 1, self.stages, &mut times, cap)
     }
 
     /// The slowest stage of a partition given by its ends.
@@ -197,12 +188,11 @@ proptest! {
             return Ok(());
         };
         let optimum = chain.slowest(&ends);
-        // At the optimum itself, ties included, and above it: the same ends, in no more
-        // costings than without a cap.
+        // At the optimum itself, ties included, and above it: the same ends. (Not always in
+        // fewer costings on such short chains: a skipped start moves the next start's galloping
+        // hint; `a_long_chain_costs_few_stages_per_start` measures the saving.)
         for cap in [optimum, optimum + f64::from(above) + 0.5] {
-            let (capped, costed) = chain.capped_counted(cap);
-            prop_assert_eq!(&capped, &uncapped, "cap {}", cap);
-            prop_assert!(costed <= chain.capped_counted(f64::INFINITY).1);
+            prop_assert_eq!(&chain.capped(cap), &uncapped, "cap {}", cap);
         }
         // Below it no partition is of use.
         let below = optimum * (1.0 - 1e-6) - 1e-9;
