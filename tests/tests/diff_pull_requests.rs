@@ -209,7 +209,7 @@ fn six_pull_requests_each_say_what_changes_what_it_costs_and_whether_it_runs() {
     let pool = repo.read("specs/pools/xirang.yaml");
     repo.write(
         "specs/pools/xirang.yaml",
-        pool.replacen("price: 32.0 CNY", "price: 36.0 CNY", 1),
+        pool.replacen("price: 32.0 CNY", "price: 33.0 CNY", 1),
     );
     repo.commit("H100 costs more");
     let repriced = plans(&repo);
@@ -661,7 +661,7 @@ fn a_catalogue_change_is_named_line_by_line() {
     let pool = repo.read("specs/pools/xirang.yaml");
     repo.write(
         "specs/pools/xirang.yaml",
-        pool.replacen("price: 32.0 CNY", "price: 36.0 CNY", 1),
+        pool.replacen("price: 32.0 CNY", "price: 33.0 CNY", 1),
     );
     let vendor = repo.read("specs/vendors/nvidia.yaml");
     repo.write(
