@@ -123,6 +123,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             several => several,
             first_group => first_group,
             port => pod::RENDEZVOUS_PORT,
+            source_ranges => options.rendezvous_source_ranges,
             index_label => match options.flavor {
                 // Kubernetes labels an Indexed Job's pods with their index (1.28 and later).
                 Flavor::Jobset => "batch.kubernetes.io/job-completion-index",

@@ -76,6 +76,9 @@ pub struct Options {
     /// ResourceFlavors and its tenants' queues come from these and the catalogue's tenancies,
     /// whichever jobs are emitted. Empty: only the node groups the emitted jobs use.
     pub sites: BTreeMap<String, Vec<loam_ir::plan::GroupIr>>,
+    /// The networks (CIDRs) allowed to reach the rendezvous load balancer of a plan over several
+    /// sites (`loadBalancerSourceRanges`): the other sites' pod and node networks. Empty: open.
+    pub rendezvous_source_ranges: Vec<String>,
     /// The storage class of each tenant's checkpoint volume (a ReadWriteMany
     /// PersistentVolumeClaim per tenant and site); `None`: the cluster's default class.
     pub checkpoint_storage_class: Option<String>,
@@ -102,6 +105,7 @@ impl Options {
             tenants: BTreeMap::new(),
             node_groups: BTreeMap::new(),
             sites: BTreeMap::new(),
+            rendezvous_source_ranges: Vec::new(),
             checkpoint_storage_class: None,
             serving_image: None,
             vendors,
@@ -139,6 +143,19 @@ pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -
             found.push(format!(
                 "the trainer command `{PLACEHOLDER_TRAINER}` is a placeholder: pass --trainer"
             ));
+        }
+        let several_sites = doc.plans.iter().any(|p| {
+            p.groups
+                .iter()
+                .any(|g| p.groups.first().is_some_and(|first| first.site != g.site))
+        });
+        if target == Target::Kubernetes
+            && several_sites
+            && options.rendezvous_source_ranges.is_empty()
+        {
+            found.push(
+                "the rendezvous load balancer of a plan over several sites is open to every address: pass --rendezvous-source-ranges".to_string(),
+            );
         }
         if target == Target::Kubernetes && options.checkpoint_storage_class.is_none() {
             found.push(

@@ -259,6 +259,10 @@ pub struct EmitArgs {
     /// ReadWriteMany). Default: the cluster's default class.
     #[arg(long, value_name = "CLASS")]
     pub checkpoint_storage_class: Option<String>,
+    /// The networks allowed to reach the rendezvous load balancer of a plan over several sites,
+    /// comma-separated CIDRs (the other sites' pod and node networks). Default: open.
+    #[arg(long, value_name = "CIDRS")]
+    pub rendezvous_source_ranges: Option<String>,
     /// The serving engines' container image for every service (Kubernetes), replacing the
     /// image the vendor's file gives the engine (`vendors/<id>.yaml`, `serving.images`).
     #[arg(long, value_name = "IMAGE")]

@@ -734,3 +734,42 @@ fn a_volcano_job_mixing_vendors_at_a_site_waits_for_no_rank_table() {
         "the Ascend-only site lost its rank table"
     );
 }
+
+/// Finding 15: the rendezvous load balancer of a plan over two sites admits only the networks
+/// given (`loadBalancerSourceRanges`), since the c10d TCPStore behind it has no
+/// authentication; without them `loam emit` says it is open.
+#[test]
+fn the_rendezvous_load_balancer_admits_only_the_given_networks() {
+    let doc: PlanDocument = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo_root().join("tests/cases/emit/plans/hetero-h100-ascend.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let open = loam_tests::shipped_options();
+    assert!(
+        loam_backends::still_to_provide(&doc, Target::Kubernetes, &open)
+            .iter()
+            .any(|n| n.contains("--rendezvous-source-ranges")),
+        "an open rendezvous goes unmentioned"
+    );
+    let options = Options {
+        rendezvous_source_ranges: vec!["10.20.0.0/16".to_string(), "10.30.0.0/16".to_string()],
+        ..loam_tests::shipped_options()
+    };
+    assert!(
+        !loam_backends::still_to_provide(&doc, Target::Kubernetes, &options)
+            .iter()
+            .any(|n| n.contains("--rendezvous-source-ranges"))
+    );
+    let files = render(&doc, Target::Kubernetes, &options).unwrap_or_else(|d| panic!("{d:#?}"));
+    let service = files
+        .iter()
+        .find(|m| m.path.ends_with("30-rendezvous-service.yaml"))
+        .expect("a rendezvous Service");
+    assert_eq!(
+        yaml(&service.contents)["spec"]["loadBalancerSourceRanges"],
+        serde_json::json!(["10.20.0.0/16", "10.30.0.0/16"])
+    );
+}

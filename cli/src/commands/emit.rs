@@ -80,6 +80,14 @@ pub fn run(
     options
         .checkpoint_storage_class
         .clone_from(&args.checkpoint_storage_class);
+    if let Some(ranges) = &args.rendezvous_source_ranges {
+        options.rendezvous_source_ranges = ranges
+            .split(',')
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
     if let Some(image) = &args.serving_image {
         options.serving_image = Some(image.clone());
     }
