@@ -124,6 +124,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             first_group => first_group,
             port => pod::RENDEZVOUS_PORT,
             source_ranges => options.rendezvous_source_ranges,
+            max_retry => volcano_max_retry(job),
             index_label => match options.flavor {
                 // Kubernetes labels an Indexed Job's pods with their index (1.28 and later).
                 Flavor::Jobset => "batch.kubernetes.io/job-completion-index",
@@ -169,6 +170,19 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         }
     }
     Ok(files)
+}
+
+/// Volcano's `maxRetry` of `job`: its restart budget plus one resume per opening of its
+/// cheap-hours window. Volcano counts a `ResumeJob` of an aborted job as a retry
+/// (volcano-sh/volcano `pkg/controllers/job/state/aborted.go`: `RetryCount++`; `restarting.go`
+/// fails the job at `maxRetry`), so a daily window spent the budget in about six days.
+fn volcano_max_retry(job: &JobContext<'_>) -> u64 {
+    let budget = u64::from(job.max_restarts.unsigned_abs());
+    let resumes = crate::window::window(job).map_or(0, |w| {
+        // One opening per day of training, whole days up.
+        (job.train_time_h.max(0.0) / w.hours.max(1) as f64).ceil() as u64
+    });
+    budget.saturating_add(resumes)
 }
 
 /// Renders `template` with `ctx`, turning a template error into L4009.

@@ -773,3 +773,30 @@ fn the_rendezvous_load_balancer_admits_only_the_given_networks() {
         serde_json::json!(["10.20.0.0/16", "10.30.0.0/16"])
     );
 }
+
+/// Finding 12 (Volcano): the interruptible example with a daily window (qwen-7b-continued)
+/// gets `maxRetry` = its restart budget (the JobSet's `maxRestarts`) + one resume per window
+/// opening, ⌈training hours / window hours⌉, since Volcano counts each `ResumeJob` as a retry;
+/// with the budget alone it failed after about six windows.
+#[test]
+fn a_volcano_window_job_has_a_retry_per_window_opening() {
+    let (doc, _) = examples();
+    let job = "qwen-7b-continued";
+    let plan = doc.plans.iter().find(|p| p.job == job).unwrap();
+    let schedule = plan.schedule.as_ref().expect("a window");
+    let train_h = plan.estimate.as_ref().unwrap().train_time_h;
+    let openings = (train_h / schedule.hours_per_day as f64).ceil() as u64;
+    assert!(openings > 6, "{openings} openings");
+    let only = subset(doc, |n| n == job);
+    let jobsets = emit(&only, Flavor::Jobset);
+    let (_, jobset) = file(&jobsets, "20-jobset.yaml");
+    let budget = yaml(jobset)["spec"]["failurePolicy"]["maxRestarts"]
+        .as_u64()
+        .unwrap();
+    let volcano = emit(&only, Flavor::Volcano);
+    let (_, vjob) = file(&volcano, "20-volcano-job.yaml");
+    assert_eq!(
+        yaml(vjob)["spec"]["maxRetry"].as_u64().unwrap(),
+        budget + openings
+    );
+}
