@@ -524,7 +524,13 @@ fn whole(plan: &Plan, created: bool) -> Vec<Change> {
             value: Value::Text(layout_line(plan)),
         });
     }
-    SHOWN_WHOLE
+    shown_whole(&attrs, &SHOWN_WHOLE, created)
+}
+
+/// The attributes named in `shown`, in that order, as the changes of a plan that is created
+/// (every value after) or destroyed (every value before): jobs and services alike.
+pub(super) fn shown_whole(attrs: &[Attr], shown: &[&str], created: bool) -> Vec<Change> {
+    shown
         .iter()
         .filter_map(|key| attrs.iter().find(|a| a.key == *key))
         .map(|a| {

@@ -11,7 +11,7 @@
 //! A service's cost is per month (30 days, following its hourly profile), a job's is for the
 //! whole run: the two are never added up, so services have their own totals.
 
-use super::compare::{Action, Attr, Change, Metric, Value};
+use super::compare::{Action, Attr, Change, Metric, Value, shown_whole};
 use super::side::Side;
 use loam_ir::display::significant;
 use loam_ir::plan::ServicePlan;
@@ -267,23 +267,7 @@ fn stripped(plan: &ServicePlan) -> ServicePlan {
 /// The attributes of one side shown for a created or destroyed service.
 fn whole(plan: &ServicePlan, created: bool) -> Vec<Change> {
     let attrs = attributes(plan);
-    SHOWN_WHOLE
-        .iter()
-        .filter_map(|key| attrs.iter().find(|a| a.key == *key))
-        .map(|a| {
-            let value = Some(a.value.clone());
-            let (before, after) = if created {
-                (None, value)
-            } else {
-                (value, None)
-            };
-            Change {
-                key: a.key.clone(),
-                before,
-                after,
-            }
-        })
-        .collect()
+    shown_whole(&attrs, &SHOWN_WHOLE, created)
 }
 
 /// Matches the services of the two sides by name and lists what changes, sorted by file then
