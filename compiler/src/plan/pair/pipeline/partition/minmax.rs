@@ -128,7 +128,8 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
         for c in starts {
             // No end both keeps the stage's floor under the cap and leaves a rest under it.
             if cap.is_finite() {
-                let past = first_index(c + 1, row.last_end + 1, |j| (times.floor)(k, c, j, 0) > cap);
+                let past =
+                    first_index(c + 1, row.last_end + 1, |j| (times.floor)(k, c, j, 0) > cap);
                 if past <= c + 1 || row.table.min(c + 1, past - 1) > cap {
                     continue;
                 }
