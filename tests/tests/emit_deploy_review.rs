@@ -800,3 +800,41 @@ fn a_volcano_window_job_has_a_retry_per_window_opening() {
         budget + openings
     );
 }
+
+/// Finding 12 (JobSet): an interrupted trainer exits 75 (the contract's checkpoint-request
+/// exit), which fails its Job by the pod failure policy (reason `PodFailurePolicy`), and the
+/// JobSet restarts on that reason without spending `maxRestarts`; any other failure still
+/// fails the Job by its backoff limit of 0 and spends the budget.
+#[test]
+fn an_interrupted_jobset_restarts_without_spending_its_budget() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut jobsets = 0;
+    for (path, text) in all.iter().filter(|(p, _)| p.ends_with("20-jobset.yaml")) {
+        jobsets += 1;
+        let js = yaml(text);
+        assert_eq!(
+            js["spec"]["failurePolicy"]["rules"],
+            serde_json::json!([{
+                "name": "interrupted",
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": ["PodFailurePolicy"]
+            }]),
+            "{path}"
+        );
+        for rj in js["spec"]["replicatedJobs"].as_array().unwrap() {
+            let job = &rj["template"]["spec"];
+            assert_eq!(job["backoffLimit"], 0, "{path}");
+            assert_eq!(
+                job["podFailurePolicy"]["rules"],
+                serde_json::json!([{
+                    "action": "FailJob",
+                    "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [75]}
+                }]),
+                "{path}"
+            );
+            assert_eq!(job["template"]["spec"]["restartPolicy"], "Never", "{path}");
+        }
+    }
+    assert_eq!(jobsets, doc.plans.len());
+}
