@@ -12,6 +12,7 @@ mod loam_process;
 mod lsp_client;
 
 mod admission;
+mod admission_sim;
 mod cases;
 mod catalogue_cli;
 mod catalogue_default;
