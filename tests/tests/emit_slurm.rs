@@ -292,8 +292,10 @@ fn flaky_slurm_commands(dir: &Path, failures: u32) -> PathBuf {
 
 /// Deploy review finding 18: the batch script reads its own state after a stop request before it
 /// requeues itself; a slurmctld that does not answer for a moment (here: `squeue` fails every
-/// time and `scontrol show job` twice) must not end training. The script tries three times, 5 s
-/// apart, so the third `scontrol show job` answers RUNNING and the job requeues and finishes.
+/// time and `scontrol show job` three times: once for the SIGTERM's preemption check, which
+/// then counts the requeue as it would without one, and twice for the state) must not end
+/// training. The script tries the state three times, 5 s apart, so the third answers RUNNING and
+/// the job requeues and finishes.
 /// Before, `squeue`'s failure read as "the job is gone" and the script exited 75 unrequeued.
 #[test]
 fn a_transient_slurm_failure_after_a_stop_request_still_requeues() {
@@ -305,7 +307,7 @@ fn a_transient_slurm_failure_after_a_stop_request_still_requeues() {
     let mut doc = plan_fixture("small-1-node");
     let (options, ckpt) = runnable(&mut doc, &dir, 20, 0.5);
     let script = script(&doc, &options, &dir);
-    let bin = flaky_slurm_commands(&dir, 2);
+    let bin = flaky_slurm_commands(&dir, 3);
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -972,4 +974,96 @@ fn a_slurm_service_asks_for_its_devices_by_the_catalogues_gres() {
     assert!(!gpu.contains("--gpus-per-node"), "{gpu}");
     let hpu = with_gres("hpu");
     assert!(hpu.contains("#SBATCH --gres=hpu:4\n"), "{hpu}");
+}
+
+/// Deploy review finding 12 on Slurm: Slurm's own preemption requeues (PreemptMode=REQUEUE)
+/// spend none of the restart budget. The batch script's preemption part runs here alone, as
+/// four allocations of job 42 would run it (`SLURM_RESTART_COUNT` 0 to 3), with a stand-in
+/// scontrol answering what slurmctld says at each allocation's SIGTERM:
+/// - allocation 1 (count 0): `PreemptTime` 10:05 after its `StartTime` 10:00, preempted: 0
+///   counted requeues before it, and it is noted;
+/// - allocation 2 (count 1): 1 - 1 preemption = 0 counted; its SIGTERM comes with no
+///   `PreemptTime` (an `scancel --signal`, a node's failure): not a preemption;
+/// - allocation 3 (count 2): 2 - 1 = 1 counted; the job is `PREEMPTED` at its SIGTERM: noted;
+/// - allocation 4 (count 3): 3 - 2 = 1 counted; a `PreemptTime` of an earlier allocation (09:00,
+///   before this one's start at 11:00) is not this allocation's preemption.
+#[test]
+fn slurm_preemption_requeues_spend_none_of_the_restart_budget() {
+    let dir = scratch("preempt");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let scontrol = bin.join("scontrol");
+    std::fs::write(&scontrol, "#!/bin/sh\necho \"$FAKE_JOB_LINE\"\n").unwrap();
+    let o = run("chmod", &["+x", scontrol.to_str().unwrap()], &dir);
+    assert!(o.status.success(), "{}", text(&o));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let manifests = render(
+        &plan_fixture("small-1-node"),
+        Target::Slurm,
+        &loam_tests::shipped_options(),
+    )
+    .unwrap_or_else(|d| panic!("{d:#?}"));
+    let body = &manifests
+        .iter()
+        .find(|m| m.path.ends_with("job.sbatch"))
+        .unwrap()
+        .contents;
+    let start = body
+        .find("# >>> Preemptions")
+        .unwrap_or_else(|| panic!("no preemption part in\n{body}"));
+    let end = body.find("# <<< Preemptions").unwrap();
+    let section = &body[start..end];
+    let ckpt = dir.join("ckpt");
+    std::fs::create_dir_all(&ckpt).unwrap();
+    let allocation = |count: u32, line: &str| -> String {
+        let o = Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "set -euo pipefail\n{section}\nnote_preemption\n\
+                     echo \"$restarts $preemptions ${{preempted:-no}}\""
+                ),
+            ])
+            .env("PATH", &path)
+            .env("LOAM_CHECKPOINT_DIR", &ckpt)
+            .env("SLURM_JOB_ID", "42")
+            .env("SLURM_RESTART_COUNT", count.to_string())
+            .env("FAKE_JOB_LINE", line)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let job = |state: &str, start: &str, preempt: &str| {
+        format!(
+            "JobId=42 JobName=x JobState={state} Reason=None Restarts=0 StartTime={start} EndTime=Unknown PreemptEligibleTime={start} PreemptTime={preempt} Partition=lab"
+        )
+    };
+    assert_eq!(
+        allocation(
+            0,
+            &job("RUNNING", "2026-12-03T10:00:00", "2026-12-03T10:05:00")
+        ),
+        "0 0 1"
+    );
+    assert_eq!(
+        allocation(1, &job("RUNNING", "2026-12-03T10:20:00", "None")),
+        "0 1 no"
+    );
+    assert_eq!(
+        allocation(2, &job("PREEMPTED", "2026-12-03T10:40:00", "None")),
+        "1 1 1"
+    );
+    assert_eq!(
+        allocation(
+            3,
+            &job("RUNNING", "2026-12-03T11:00:00", "2026-12-03T09:00:00")
+        ),
+        "1 2 no"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
