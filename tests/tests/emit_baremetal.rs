@@ -787,6 +787,20 @@ fn each_host_of_a_disaggregated_vllm_service_advertises_its_own_address() {
         advertised.sort();
         let expected: Vec<String> = (1..=hosts).map(|n| format!("10.9.0.{n}")).collect();
         assert_eq!(advertised, expected, "{role}");
+        // The newcomer's item 9: clients are told where each replica serves, in replica order
+        // (vLLM's port 8000), in `<role>.endpoints` beside the launcher and on standard error.
+        let endpoints = std::fs::read_to_string(dir.join(format!("{role}.endpoints"))).unwrap();
+        let expected: String = (1..=hosts)
+            .map(|n| format!("http://10.9.0.{n}:8000\n"))
+            .collect();
+        assert_eq!(endpoints, expected, "{role}");
+        assert!(
+            text(&o).contains(&format!(
+                "replica {hosts} of {hosts} serves at http://10.9.0.{hosts}:8000"
+            )),
+            "{}",
+            text(&o)
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

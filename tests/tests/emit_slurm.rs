@@ -841,6 +841,21 @@ fn a_slurm_service_gets_its_cpus_and_memory_and_requeues_before_the_time_limit()
         "{line}\n{}",
         logs(&dir)
     );
+    // The newcomer's item 9: clients are told where the service serves. Its one replica runs on
+    // one of lab-short's two nodes, vLLM on port 8000: `loam-qwen-chat.endpoints` in the
+    // submission folder holds that URL, and the log names it.
+    let endpoints =
+        std::fs::read_to_string(dir.join("loam-qwen-chat.endpoints")).unwrap_or_default();
+    assert!(
+        ["http://lab-short-1:8000\n", "http://lab-short-2:8000\n"].contains(&endpoints.as_str()),
+        "{endpoints:?}\n{}",
+        logs(&dir)
+    );
+    assert!(
+        logs(&dir).contains(&format!("replica 1 of 1 serves at {}", endpoints.trim())),
+        "{}",
+        logs(&dir)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
