@@ -661,7 +661,7 @@ fn a_catalogue_change_is_named_line_by_line() {
     let pool = repo.read("specs/pools/xirang.yaml");
     repo.write(
         "specs/pools/xirang.yaml",
-        pool.replacen("price: 32.0 CNY", "price: 33.0 CNY", 1),
+        pool.replacen("price: 32.0 CNY", "price: 36.0 CNY", 1),
     );
     let vendor = repo.read("specs/vendors/nvidia.yaml");
     repo.write(
