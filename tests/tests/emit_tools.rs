@@ -433,12 +433,30 @@ fn check_enums(value: &Value, at: &str) {
         ),
         ("schedulerName", &["volcano"]),
     ];
+    // An `action` under a JobSet's `failurePolicy` or a Job's `podFailurePolicy` has its own
+    // values (the JobSet CRD in tests/schemas/crds lists them; Job: the batch/v1 API
+    // reference); every other `action` is a Volcano policy's.
+    const JOBSET_ACTIONS: &[&str] = &[
+        "FailJobSet",
+        "RestartJobSet",
+        "RestartJobSetAndIgnoreMaxRestarts",
+        "RestartJob",
+        "RestartJobAndIgnoreMaxRestarts",
+    ];
+    const POD_FAILURE_ACTIONS: &[&str] = &["FailJob", "FailIndex", "Ignore", "Count"];
+    let allowed_for = |key: &str| -> Option<&[&str]> {
+        if key == "action" && at.contains(".podFailurePolicy.") {
+            return Some(POD_FAILURE_ACTIONS);
+        }
+        if key == "action" && at.contains(".failurePolicy.") {
+            return Some(JOBSET_ACTIONS);
+        }
+        ENUMS.iter().find(|(k, _)| *k == key).map(|(_, a)| *a)
+    };
     match value {
         Value::Object(map) => {
             for (key, v) in map {
-                if let (Some((_, allowed)), Some(s)) =
-                    (ENUMS.iter().find(|(k, _)| k == key), v.as_str())
-                {
+                if let (Some(allowed), Some(s)) = (allowed_for(key), v.as_str()) {
                     assert!(
                         allowed.contains(&s),
                         "{at}.{key}: `{s}` is not one of {allowed:?}"
