@@ -252,8 +252,10 @@ fn twelve_devices_on_nodes_of_eight_plan_and_emit() {
             script.contains(&format!("#SBATCH --nodes={nodes}\n")),
             "{script}"
         );
+        // Devices per node as the catalogue's GRES (NVIDIA's `gpu`), since the deploy review's
+        // finding 27.
         assert!(
-            script.contains(&format!("#SBATCH --gpus-per-node={per_node}\n")),
+            script.contains(&format!("#SBATCH --gres=gpu:{per_node}\n")),
             "{script}"
         );
     }
