@@ -7,6 +7,7 @@ mod megatron;
 mod serving_bench;
 #[cfg(test)]
 mod tests;
+mod torchtitan;
 
 use serde::Serialize;
 
@@ -25,8 +26,12 @@ pub enum Measured {
 pub struct TrainingMeasure {
     /// The tool that wrote the log.
     pub tool: &'static str,
-    /// Median seconds per iteration over the kept intervals.
-    pub step_s: f64,
+    /// Median seconds per iteration over the kept intervals, where the tool prints them
+    /// (Megatron-LM).
+    pub step_s: Option<f64>,
+    /// Median tokens per second per device over the kept intervals, where the tool prints them
+    /// (torchtitan's `tps`).
+    pub tokens_per_s_per_device: Option<f64>,
     /// Median of the tool's own model TFLOP/s per device over the kept intervals, when printed.
     pub tflops_per_device: Option<f64>,
     /// The global batch in sequences, when printed (the last value seen).
@@ -102,11 +107,15 @@ pub fn ingest(text: &str) -> Result<Measured, IngestError> {
     if megatron::recognises(text) {
         return megatron::read(text).map(Measured::Training);
     }
+    if torchtitan::recognises(text) {
+        return torchtitan::read(text).map(Measured::Training);
+    }
     Err(IngestError {
         line: 0,
         message: "no line of a format loam reads: Megatron-LM or NeMo training logs \
-                  (`iteration N/ M | … elapsed time per iteration (ms): …`), or the JSON result of \
-                  vLLM's benchmark_serving or SGLang's bench_serving"
+                  (`iteration N/ M | … elapsed time per iteration (ms): …`), torchtitan's \
+                  (`step: N  loss: …  tps: …`), or the JSON result of vLLM's benchmark_serving \
+                  or SGLang's bench_serving"
             .into(),
     })
 }

@@ -46,6 +46,36 @@ fn a_megatron_log_beside_its_plan_gives_measured_and_predicted_steps() {
     assert!((error - (9.1 / predicted - 1.0) * 100.0).abs() < 1e-9);
     assert_eq!(run["intervals_kept"], 3);
     assert_eq!(run["intervals_excluded"], 4);
+    // A torchtitan log is compared on tokens per second per device: 3,890 measured.
+    let (code, out, err) = run_cli(
+        &[
+            "runs",
+            "ingest",
+            &data("torchtitan-8b.log"),
+            "--plan",
+            &plan.to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let run = &doc["runs"][0];
+    let plan_doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let rate = plan_doc["plans"][0]["estimate"]["tokens_per_s"]
+        .as_f64()
+        .unwrap()
+        / plan_doc["plans"][0]["groups"][0]["devices"]
+            .as_f64()
+            .unwrap();
+    assert_eq!(run["measured_tokens_per_s_per_device"], 3890.0);
+    let error = run["error_pct"].as_f64().unwrap();
+    assert!(
+        (error - (rate / 3890.0 - 1.0) * 100.0).abs() < 1e-9,
+        "{run}"
+    );
     // The text format is CSV with a header.
     let (code, out, _) = run_cli(
         &["runs", "ingest", &data("vllm-benchmark-serving.json")],

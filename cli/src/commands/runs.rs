@@ -11,8 +11,9 @@ use std::path::Path;
 
 /// The columns of a text row, in order.
 const COLUMNS: &str = "file,tool,kind,job,device,devices,layout,precision,measured_step_s,\
-predicted_step_s,error_pct,tflops_per_device,intervals_kept,intervals_excluded,\
-output_tokens_per_s,requests_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s";
+predicted_step_s,measured_tokens_per_s_per_device,predicted_tokens_per_s_per_device,error_pct,\
+tflops_per_device,intervals_kept,intervals_excluded,output_tokens_per_s,requests_per_s,\
+ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s";
 
 /// Runs `loam runs`; exit 0 when every log reads, 1 when one does not (nothing is printed for
 /// any then), 2 when a file cannot be read.
@@ -75,6 +76,7 @@ struct Planned {
     layout: String,
     precision: String,
     step_s: Option<f64>,
+    tokens_per_s_per_device: Option<f64>,
 }
 
 fn planned(
@@ -153,6 +155,12 @@ fn planned(
             .get("estimate")
             .and_then(|e| e.get("step_time_s"))
             .and_then(Value::as_f64),
+        tokens_per_s_per_device: plan
+            .get("estimate")
+            .and_then(|e| e.get("tokens_per_s"))
+            .and_then(Value::as_f64)
+            .filter(|_| devices > 0)
+            .map(|t| t / devices as f64),
     }))
 }
 
@@ -163,12 +171,20 @@ fn row(file: &str, measured: &Measured, planned: Option<&Planned>) -> Value {
     });
     match measured {
         Measured::Training(m) => {
-            let predicted = planned.and_then(|p| p.step_s);
+            let predicted_step = planned.and_then(|p| p.step_s);
+            let predicted_rate = planned.and_then(|p| p.tokens_per_s_per_device);
             // Error of the prediction against the measurement, as `loam calibrate` signs it:
-            // a plan faster than the run is over-predicted (positive).
-            let error = predicted.map(|p| (m.step_s / p - 1.0) * 100.0);
+            // a plan faster than the run is over-predicted (positive). From the step time
+            // where the log has one, else from tokens per second per device.
+            let error = match (m.step_s, m.tokens_per_s_per_device) {
+                (Some(measured), _) => predicted_step.map(|p| (measured / p - 1.0) * 100.0),
+                (None, Some(measured)) => predicted_rate.map(|p| (p / measured - 1.0) * 100.0),
+                (None, None) => None,
+            };
             json!({"file": file, "tool": m.tool, "kind": "training", "ran": what,
-                   "measured_step_s": m.step_s, "predicted_step_s": predicted, "error_pct": error,
+                   "measured_step_s": m.step_s, "predicted_step_s": predicted_step,
+                   "measured_tokens_per_s_per_device": m.tokens_per_s_per_device,
+                   "predicted_tokens_per_s_per_device": predicted_rate, "error_pct": error,
                    "tflops_per_device": m.tflops_per_device, "intervals_kept": m.kept.len(),
                    "intervals_excluded": m.excluded.len(), "excluded": m.excluded})
         }
@@ -211,6 +227,8 @@ fn csv_line(r: &Value) -> String {
         s(ran.and_then(|w| w.get("precision"))),
         f(r.get("measured_step_s"), 3),
         f(r.get("predicted_step_s"), 3),
+        f(r.get("measured_tokens_per_s_per_device"), 1),
+        f(r.get("predicted_tokens_per_s_per_device"), 1),
         f(r.get("error_pct"), 1),
         f(r.get("tflops_per_device"), 1),
         s(r.get("intervals_kept")),

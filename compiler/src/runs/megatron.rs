@@ -101,7 +101,8 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     })?;
     Ok(TrainingMeasure {
         tool: "megatron-lm",
-        step_s,
+        step_s: Some(step_s),
+        tokens_per_s_per_device: None,
         tflops_per_device: median(&tflops),
         global_batch,
         kept,

@@ -30,7 +30,7 @@ fn a_megatron_log_keeps_the_steady_intervals_only() {
             (60, Exclusion::Evaluation)
         ]
     );
-    assert!((m.step_s - 9.1).abs() < 1e-12, "{}", m.step_s);
+    assert_eq!(m.step_s, Some(9.1));
     assert_eq!(m.tflops_per_device, Some(372.2));
     assert_eq!(m.global_batch, Some(2048));
 }
@@ -83,4 +83,32 @@ fn an_sglang_result_file_reads_its_last_run() {
     assert_eq!(m.tool, "sglang-bench-serving");
     assert_eq!((m.output_tokens_per_s, m.request_rate), (760.0, Some(4.0)));
     assert!((m.ttft_s[0] - 0.12).abs() < 1e-12);
+}
+
+#[test]
+fn a_torchtitan_log_keeps_its_steady_steps_colours_and_all() {
+    // Steps 1 and 10 are warm-up; a checkpoint is saved after step 20, so step 30's interval
+    // (2,901 tps) is left out; the validation line after 40 is not a training interval. Kept:
+    // 20, 40, 50 at 3,890, 3,905 and 3,880 tokens/s per device: median 3,890; TFLOP/s 225.12,
+    // 226.00, 224.57: median 225.12.
+    let Ok(Measured::Training(m)) = ingest(&fixture("torchtitan-8b.log")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "torchtitan");
+    assert_eq!(m.kept, vec![20, 40, 50]);
+    assert_eq!(
+        m.excluded,
+        vec![
+            (1, Exclusion::WarmUp),
+            (10, Exclusion::WarmUp),
+            (30, Exclusion::Checkpoint)
+        ]
+    );
+    assert_eq!(m.tokens_per_s_per_device, Some(3890.0));
+    assert_eq!(m.step_s, None);
+    assert_eq!(m.tflops_per_device, Some(225.12));
+    // A cut last line is a partial log.
+    let log = fixture("torchtitan-8b.log");
+    let err = ingest(&log[..log.len() - 40]).unwrap_err();
+    assert_eq!(err.line, log.lines().count());
 }
