@@ -232,58 +232,70 @@ fn cost_change(job: &JobDiff) -> f64 {
 
 /// The totals: one row per tenant, then the total in bold.
 fn totals_table(rows: &[Row]) -> String {
-    let mut out =
-        String::from("| tenant | jobs changed | device-hours | cost | energy | carbon |\n");
-    out.push_str("| --- | --: | --: | --: | --: | --: |\n");
-    let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
-    for row in rows {
-        // Tenants without a change are in the total only; one tenant's row would repeat it.
-        if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1) {
-            continue;
-        }
-        let name = match &row.tenant {
-            Some(t) => format!("`{}`", escape(t)),
-            None => "**total**".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {name} | {} of {} | {} | {} | {} | {} |",
-            row.changed,
-            row.after.jobs.max(row.before.jobs),
+    let lines = rows.iter().map(|row| TenantLine {
+        tenant: row.tenant.as_deref(),
+        changed: row.changed,
+        of: row.after.jobs.max(row.before.jobs),
+        cells: [
             row.device_hours(),
             escape(&row.cost()),
             row.energy(),
             row.carbon(),
-        );
-    }
-    out.push('\n');
-    out
+        ],
+    });
+    tenant_table(
+        "| tenant | jobs changed | device-hours | cost | energy | carbon |",
+        lines,
+    )
 }
 
 /// The services' totals per month: one row per tenant with a changed service, then the total.
 fn services_totals_table(rows: &[super::services::MonthRow]) -> String {
-    let mut out = String::from(
-        "| tenant | services changed | devices at the busiest hour | cost per month | energy per month | carbon per month |\n",
-    );
-    out.push_str("| --- | --: | --: | --: | --: | --: |\n");
-    let tenants = rows.iter().filter(|r| r.tenant.is_some()).count();
-    for row in rows {
-        if (row.tenant.is_some() && row.changed == 0) || (row.tenant.is_none() && tenants == 1) {
-            continue;
-        }
-        let name = match &row.tenant {
-            Some(t) => format!("`{}`", escape(t)),
-            None => "**total**".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {name} | {} of {} | {} | {} | {} | {} |",
-            row.changed,
-            row.after.services.max(row.before.services),
+    let lines = rows.iter().map(|row| TenantLine {
+        tenant: row.tenant.as_deref(),
+        changed: row.changed,
+        of: row.after.services.max(row.before.services),
+        cells: [
             row.devices(),
             escape(&row.cost()),
             row.energy(),
             row.carbon(),
+        ],
+    });
+    tenant_table(
+        "| tenant | services changed | devices at the busiest hour | cost per month | energy per month | carbon per month |",
+        lines,
+    )
+}
+
+/// One tenant's (or, without a tenant, the total's) line of a totals table.
+struct TenantLine<'a> {
+    tenant: Option<&'a str>,
+    changed: usize,
+    of: usize,
+    cells: [String; 4],
+}
+
+/// A totals table under `header`: a line per tenant with a change, then the total in bold (left
+/// out when one tenant's line would repeat it).
+fn tenant_table<'a>(header: &str, lines: impl Iterator<Item = TenantLine<'a>>) -> String {
+    let lines: Vec<TenantLine<'a>> = lines.collect();
+    let mut out = format!("{header}\n| --- | --: | --: | --: | --: | --: |\n");
+    let tenants = lines.iter().filter(|l| l.tenant.is_some()).count();
+    for line in &lines {
+        // Tenants without a change are in the total only; one tenant's row would repeat it.
+        if (line.tenant.is_some() && line.changed == 0) || (line.tenant.is_none() && tenants == 1) {
+            continue;
+        }
+        let name = match line.tenant {
+            Some(t) => format!("`{}`", escape(t)),
+            None => "**total**".to_string(),
+        };
+        let [a, b, c, d] = &line.cells;
+        let _ = writeln!(
+            out,
+            "| {name} | {} of {} | {a} | {b} | {c} | {d} |",
+            line.changed, line.of
         );
     }
     out.push('\n');
