@@ -91,6 +91,7 @@ fn fmt_check_reports_and_writes_nothing() {
     let (code, _, err) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
     assert_eq!(code, 1);
     assert!(err.contains("would reformat"), "{err}");
+    assert!(err.ends_with("would reformat 1 file\n"), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), messy);
 
     let (code, out, _) = run_cli(&["fmt", "--diff", path.to_str().unwrap()], "");
@@ -104,8 +105,10 @@ fn fmt_check_reports_and_writes_nothing() {
         formatted,
         "job \"a\" {\n  tenant = \"t\"\n  model {\n    layers = 1\n  }\n}\n"
     );
-    let (code, _, _) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
+    // The newcomer review: a clean `fmt --check` printed nothing at all; it says what it read.
+    let (code, _, err) = run_cli(&["fmt", "--check", dir.to_str().unwrap()], "");
     assert_eq!(code, 0);
+    assert_eq!(err, "1 file already formatted\n");
 }
 
 #[test]

@@ -58,6 +58,7 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
                 cx.eprint(&format!("would reformat {name}\n"));
             }
         }
+        cx.eprint(&summary(changed.len(), results.len(), "would reformat"));
         return Ok(u8::from(!changed.is_empty()));
     }
     for (path, _, after) in &changed {
@@ -72,7 +73,20 @@ pub fn run(args: &FmtArgs, cx: &mut Context<'_>) -> Result<u8, IoError> {
         )?;
         cx.eprint(&format!("formatted {}\n", io::display(path)));
     }
+    cx.eprint(&summary(changed.len(), results.len(), "formatted"));
     Ok(0)
+}
+
+/// The last line of a run over files: how many changed (or would) and how many were already in
+/// the canonical layout, so a run that changes nothing still says what it looked at.
+fn summary(changed: usize, files: usize, verb: &str) -> String {
+    let plural = |n: usize| if n == 1 { "file" } else { "files" };
+    let unchanged = files - changed;
+    match (changed, unchanged) {
+        (0, n) => format!("{n} {} already formatted\n", plural(n)),
+        (c, 0) => format!("{verb} {c} {}\n", plural(c)),
+        (c, n) => format!("{verb} {c} {}, {n} already formatted\n", plural(c)),
+    }
 }
 
 fn format_one(
