@@ -13,6 +13,27 @@
 /// feel.
 pub const MIN_SIMILARITY: f64 = 0.5;
 
+/// Edits a place name may be away from a known one and still be taken for a typo of it: sites
+/// are proper names, where a typo keeps most letters (`shanghia`, `guiyan`), while a name half
+/// changed is another place (`shenzhen` is not `shanghai`; a decommissioned site must not be
+/// sent to a neighbour). Counted: two edits.
+pub const MAX_PLACE_EDITS: usize = 2;
+
+/// [`closest`], held to [`MAX_PLACE_EDITS`] edits: for site names.
+pub fn closest_place<'a>(
+    unknown: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let unknown_lower = unknown.to_lowercase();
+    let near: Vec<&'a str> = known
+        .into_iter()
+        .filter(|k| {
+            strsim::damerau_levenshtein(&unknown_lower, &k.to_lowercase()) <= MAX_PLACE_EDITS
+        })
+        .collect();
+    closest(unknown, near)
+}
+
 /// The known name most similar to `unknown`, if any is similar enough.
 pub fn closest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let unknown_lower = unknown.to_lowercase();

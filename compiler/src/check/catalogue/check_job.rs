@@ -235,11 +235,16 @@ fn unknown_site(pool: &Pool, site: &Spanned<String>, label: &str) -> Diagnostic 
         site.span,
         label.to_string(),
     )
-    .with_help(did_you_mean(
-        &site.value,
-        pool.site_names(),
-        &format!("sites of `{}`", pool.id.value),
-    ))
+    .with_help(
+        match crate::suggest::closest_place(&site.value, pool.site_names()) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => format!(
+                "known sites of `{}`: {}",
+                pool.id.value,
+                ticked(pool.site_names())
+            ),
+        },
+    )
 }
 
 fn check_data_sites(spec: Scope<'_>, pool: &Pool, diags: &mut Diagnostics) {
