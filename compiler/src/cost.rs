@@ -20,7 +20,9 @@ use crate::workload::{
     FlopConvention, Layout, MemoryBreakdown, ModelDims, TrainSetup, memory_per_device,
 };
 use loam_ir::types::Precision;
-pub(crate) use network::{Collective, Group, collective_time, p2p_time, uplink_slowdown};
+pub(crate) use network::{
+    Collective, Group, collective_time, p2p_time, scale_up_devices, uplink_slowdown,
+};
 use serde::Serialize;
 pub(crate) use stages::{Costing, StageCache};
 

@@ -5,7 +5,7 @@
 use super::{PipelineGroup, PipelinePlan, PipelineShape, PipelineSpec, PipelineStage};
 use crate::cost::ops::OpCost;
 use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
-use crate::cost::{Collective, Group, LINK_EFFICIENCY, uplink_slowdown};
+use crate::cost::{Collective, Group, LINK_EFFICIENCY, scale_up_devices, uplink_slowdown};
 use crate::hardware::ClusterFigures;
 use crate::plan::search::budget::WorkBudget;
 use crate::workload::{
@@ -116,9 +116,10 @@ impl PerSide {
             .collect();
         let per_device =
             c.node_network_bandwidth * LINK_EFFICIENCY / f64::from(c.devices_per_node.max(1));
-        // Ring all-reduce; inside the node when the data-parallel ranks all fit in it.
+        // Ring all-reduce; on the scale-up fabric when the data-parallel ranks all fit in one
+        // domain (the node, or a rack-scale fabric: the collective model's own count).
         let reduce_per_param = if shape.data > 1 {
-            let ranks_per_node = (f64::from(c.devices_per_node) / t).floor().clamp(1.0, d);
+            let ranks_per_node = (scale_up_devices(c) / t).floor().clamp(1.0, d);
             // Ranks are ordered tensor, then the group's stages, then data.
             let ranks = Group {
                 size: d,
