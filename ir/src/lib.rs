@@ -19,6 +19,7 @@ pub mod display;
 pub mod findings;
 pub mod names;
 pub mod plan;
+pub mod schedule;
 pub mod span;
 pub mod types;
 pub mod units;
