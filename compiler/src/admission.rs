@@ -7,11 +7,11 @@
 //! `BTreeMap` or a `Vec` in the rules' order, so the serialised preview is byte-deterministic.
 
 mod changes;
-mod place;
+pub(crate) mod place;
 #[cfg(test)]
 mod properties;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use changes::{AdmissionChange, changes};
 

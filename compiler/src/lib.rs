@@ -22,6 +22,7 @@ pub mod parallel;
 pub mod plan;
 pub mod project;
 pub mod runs;
+pub mod schedule;
 pub mod serve;
 pub mod suggest;
 pub mod syntax;

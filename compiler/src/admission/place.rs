@@ -1,5 +1,9 @@
 //! Placing one pool's jobs: the static checks (rule 3), the quotas (rule 4), the admission loop
 //! with reclaiming (rules 5 and 7), and the final accounting of who holds what (rule 8).
+//!
+//! The rules themselves ([`PoolRules`], [`Ledger::fits`], [`admit`]) are also what the schedule
+//! (`crate::schedule`) applies at every event, so the one-instant preview and the schedule over
+//! weeks cannot disagree on who fits.
 
 use super::{
     AdmissionStatus, FlavorShare, JobAdmission, NodeGroupUsage, PoolAdmission, Preemptor,
@@ -8,24 +12,25 @@ use super::{
 use crate::catalogue::Pool;
 use loam_ir::plan::Plan;
 use loam_ir::types::Priority;
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One node group of the pool.
-struct NodeGroupInfo {
-    site: String,
-    device: String,
-    devices: u64,
+pub(crate) struct NodeGroupInfo {
+    pub(crate) site: String,
+    pub(crate) device: String,
+    pub(crate) devices: u64,
 }
 
 /// A placeable job: what it takes of each node group and device type.
-struct Demand {
-    tenant: String,
-    priority: Priority,
+#[derive(Debug, Clone)]
+pub(crate) struct Demand {
+    pub(crate) tenant: String,
+    pub(crate) priority: Priority,
     /// Devices per node group.
-    per_group: BTreeMap<String, u64>,
+    pub(crate) per_group: BTreeMap<String, u64>,
     /// Devices per device type.
-    per_device: BTreeMap<String, u64>,
+    pub(crate) per_device: BTreeMap<String, u64>,
 }
 
 /// A tenant's quota of one device type.
@@ -37,7 +42,7 @@ struct Quota {
 }
 
 /// Every tenant's quota per device type, and what the cohort (the pool) holds of each.
-struct Quotas {
+pub(crate) struct Quotas {
     of: BTreeMap<(String, String), Quota>,
     cohort: BTreeMap<String, u64>,
 }
@@ -57,7 +62,7 @@ impl Quotas {
 
 /// What the admitted jobs hold.
 #[derive(Clone, Default)]
-struct Ledger {
+pub(crate) struct Ledger {
     group_used: BTreeMap<String, u64>,
     tenant_used: BTreeMap<(String, String), u64>,
     device_used: BTreeMap<String, u64>,
@@ -66,7 +71,7 @@ struct Ledger {
 }
 
 /// Why a job does not fit now.
-enum Blocker {
+pub(crate) enum Blocker {
     Tenant {
         device: String,
         needs: u64,
@@ -86,7 +91,7 @@ enum Blocker {
 }
 
 impl Ledger {
-    fn used_by(&self, tenant: &str, device: &str) -> u64 {
+    pub(crate) fn used_by(&self, tenant: &str, device: &str) -> u64 {
         self.tenant_used
             .get(&(tenant.to_string(), device.to_string()))
             .copied()
@@ -95,7 +100,7 @@ impl Ledger {
 
     /// Whether `d` fits next to what is admitted, or the first limit it hits: the tenant's
     /// guaranteed + elastic quota, what the cohort holds, the node group's devices.
-    fn fits(
+    pub(crate) fn fits(
         &self,
         d: &Demand,
         quotas: &Quotas,
@@ -140,7 +145,7 @@ impl Ledger {
         Ok(())
     }
 
-    fn add(&mut self, seq: usize, index: usize, d: &Demand) {
+    pub(crate) fn add(&mut self, seq: usize, index: usize, d: &Demand) {
         for (name, n) in &d.per_group {
             *self.group_used.entry(name.clone()).or_default() += n;
         }
@@ -154,7 +159,7 @@ impl Ledger {
         self.admitted.insert(seq, index);
     }
 
-    fn remove(&mut self, seq: usize, d: &Demand) {
+    pub(crate) fn remove(&mut self, seq: usize, d: &Demand) {
         for (name, n) in &d.per_group {
             if let Some(used) = self.group_used.get_mut(name) {
                 *used = used.saturating_sub(*n);
@@ -173,49 +178,124 @@ impl Ledger {
         }
         self.admitted.remove(&seq);
     }
+
+    /// Devices admitted jobs use of node group `name`.
+    pub(crate) fn group_used(&self, name: &str) -> u64 {
+        self.group_used.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// A pool's node groups and every tenant's quotas (rules 3 and 4): what the preview and the
+/// schedule both check jobs against.
+pub(crate) struct PoolRules {
+    pub(crate) groups: BTreeMap<String, NodeGroupInfo>,
+    pub(crate) quotas: Quotas,
+    pool_known: bool,
+}
+
+impl PoolRules {
+    /// The rules of `pool` for `plans` (all of this pool; tenants without quotas in the
+    /// catalogue get theirs from the plans, rule 4).
+    pub(crate) fn new(plans: &[&Plan], pool: Option<&Pool>) -> Self {
+        let groups: BTreeMap<String, NodeGroupInfo> = pool
+            .map(|p| {
+                p.node_groups()
+                    .map(|(site, g)| {
+                        (
+                            g.name.value.clone(),
+                            NodeGroupInfo {
+                                site: site.name.value.clone(),
+                                device: g.device.value.clone(),
+                                devices: g.devices(),
+                            },
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let quotas = quotas(plans, pool, &groups);
+        PoolRules {
+            groups,
+            quotas,
+            pool_known: pool.is_some(),
+        }
+    }
+
+    /// The job's entry in the preview (its verdict when it can never be placed) and its demand
+    /// when it may be (rule 3).
+    pub(crate) fn demand(&self, plan: &Plan) -> (JobAdmission, Option<Demand>) {
+        admission_of(plan, self.pool_known, &self.groups, &self.quotas)
+    }
+}
+
+/// Rule 2: the order jobs are considered in: around-the-clock jobs first, then by priority
+/// (highest first), spec file and job name.
+pub(crate) fn rule_order(plan: &Plan) -> (bool, Reverse<Priority>, String, String) {
+    (
+        plan.schedule.is_some(),
+        Reverse(plan.priority),
+        plan.file.clone(),
+        plan.job.clone(),
+    )
+}
+
+/// What admitting one waiting job does.
+pub(crate) enum Admit {
+    /// It fits beside what is admitted.
+    Fits,
+    /// It fits once these admitted jobs (indices) are evicted; the ledger is without them.
+    Evicts { ledger: Ledger, victims: Vec<usize> },
+    /// It waits.
+    Waits,
+}
+
+/// Rules 5 and 7 for job `index`: it is admitted when it fits; else, when it is within its
+/// tenant's guaranteed quota, by reclaiming from borrowing jobs of other tenants. `cheaper`
+/// orders two admitted jobs of the same priority by what evicting them costs (the preview has
+/// no costs and passes `Ordering::Equal`; then the latest admitted goes first, as Kueue does).
+pub(crate) fn admit(
+    index: usize,
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    rules: &PoolRules,
+    cheaper: &dyn Fn(usize, usize) -> Ordering,
+) -> Admit {
+    let Some(Some(d)) = demands.get(index) else {
+        return Admit::Waits;
+    };
+    if ledger.fits(d, &rules.quotas, &rules.groups).is_ok() {
+        return Admit::Fits;
+    }
+    match reclaim(
+        index,
+        demands,
+        ledger,
+        &rules.quotas,
+        &rules.groups,
+        cheaper,
+    ) {
+        Some((ledger, victims)) => Admit::Evicts { ledger, victims },
+        None => Admit::Waits,
+    }
 }
 
 /// The preview of pool `id` for `plans` (all of this pool), with the catalogue's `pool`.
 pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> PoolAdmission {
-    let groups: BTreeMap<String, NodeGroupInfo> = pool
-        .map(|p| {
-            p.node_groups()
-                .map(|(site, g)| {
-                    (
-                        g.name.value.clone(),
-                        NodeGroupInfo {
-                            site: site.name.value.clone(),
-                            device: g.device.value.clone(),
-                            devices: g.devices(),
-                        },
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let quotas = quotas(plans, pool, &groups);
+    let rules = PoolRules::new(plans, pool);
 
     // Rule 2: the order of consideration.
     let mut order: Vec<usize> = (0..plans.len()).collect();
-    order.sort_by_key(|&i| {
-        plans.get(i).map(|p| {
-            (
-                p.schedule.is_some(),
-                Reverse(p.priority),
-                p.file.clone(),
-                p.job.clone(),
-            )
-        })
-    });
+    order.sort_by_key(|&i| plans.get(i).map(|p| rule_order(p)));
 
     let mut jobs: Vec<JobAdmission> = Vec::new();
     let mut demands: Vec<Option<Demand>> = Vec::new();
     for &i in &order {
         let Some(plan) = plans.get(i) else { continue };
-        let (job, demand) = admission_of(plan, pool.is_some(), &groups, &quotas);
+        let (job, demand) = rules.demand(plan);
         jobs.push(job);
         demands.push(demand);
     }
+    let PoolRules { groups, quotas, .. } = &rules;
 
     let mut ledger = Ledger::default();
     let mut next_seq = 0;
@@ -227,13 +307,15 @@ pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> Pool
         let Some(Some(d)) = demands.get(index) else {
             continue;
         };
-        if ledger.fits(d, &quotas, &groups).is_ok() {
-            ledger.add(next_seq, index, d);
-            next_seq += 1;
-            continue;
-        }
-        match reclaim(index, &demands, &ledger, &quotas, &groups) {
-            Some((after, victims)) => {
+        match admit(index, &demands, &ledger, &rules, &|_, _| Ordering::Equal) {
+            Admit::Fits => {
+                ledger.add(next_seq, index, d);
+                next_seq += 1;
+            }
+            Admit::Evicts {
+                ledger: after,
+                victims,
+            } => {
                 ledger = after;
                 ledger.add(next_seq, index, d);
                 next_seq += 1;
@@ -242,7 +324,7 @@ pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> Pool
                     waiting.push(v);
                 }
             }
-            None => waiting.push(index),
+            Admit::Waits => waiting.push(index),
         }
     }
     // Kueue's BestEffortFIFO tries every waiting job again when quota is freed; here the
@@ -254,7 +336,7 @@ pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> Pool
             let Some(Some(d)) = demands.get(index) else {
                 return false;
             };
-            if ledger.fits(d, &quotas, &groups).is_ok() {
+            if ledger.fits(d, quotas, groups).is_ok() {
                 ledger.add(next_seq, index, d);
                 next_seq += 1;
                 evicted_by.remove(&index);
@@ -268,7 +350,7 @@ pub(super) fn place_pool(id: &str, plans: &[&Plan], pool: Option<&Pool>) -> Pool
         }
     }
 
-    account(id, jobs, &demands, &ledger, &quotas, &groups, &evicted_by)
+    account(id, jobs, &demands, &ledger, quotas, groups, &evicted_by)
 }
 
 /// The job's entry (its verdict when it is never placed) and its demand when it may be.
@@ -476,6 +558,7 @@ fn reclaim(
     ledger: &Ledger,
     quotas: &Quotas,
     groups: &BTreeMap<String, NodeGroupInfo>,
+    cheaper: &dyn Fn(usize, usize) -> Ordering,
 ) -> Option<(Ledger, Vec<usize>)> {
     let d = demands.get(index)?.as_ref()?;
     let within_guaranteed = d.per_device.iter().all(|(device, n)| {
@@ -500,23 +583,87 @@ fn reclaim(
             .then_some((seq, j, other.priority))
         })
         .collect();
-    // Lowest priority first, then the most recently admitted.
-    candidates.sort_by_key(|&(seq, _, priority)| (priority, Reverse(seq)));
+    // Lowest priority first, then the cheapest to evict, then the most recently admitted.
+    candidates.sort_by(|a, b| {
+        a.2.cmp(&b.2)
+            .then_with(|| cheaper(a.1, b.1))
+            .then_with(|| b.0.cmp(&a.0))
+    });
+    // Only a tenant still above its guaranteed quota of a shared device type lends.
+    let lends = |after: &Ledger, other: &Demand| {
+        other
+            .per_device
+            .keys()
+            .any(|k| d.per_device.contains_key(k) && borrowing(after, &other.tenant, k))
+    };
+    evict(d, &candidates, demands, ledger, quotas, groups, &lends)
+}
+
+/// Kueue's `withinClusterQueue: LowerPriority`: job `index` may evict admitted jobs of its own
+/// tenant (ClusterQueue) of a lower priority that hold a device type it needs, lowest priority
+/// first, then the cheapest to evict (`cheaper`), then the latest admitted. The preview never
+/// needs it (it considers a tenant's jobs highest priority first); the schedule does, when a
+/// higher-priority job is submitted after a lower one started.
+pub(crate) fn preempt_lower(
+    index: usize,
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    rules: &PoolRules,
+    cheaper: &dyn Fn(usize, usize) -> Ordering,
+) -> Option<(Ledger, Vec<usize>)> {
+    let d = demands.get(index)?.as_ref()?;
+    let mut candidates: Vec<(usize, usize, Priority)> = ledger
+        .admitted
+        .iter()
+        .filter_map(|(&seq, &j)| {
+            let other = demands.get(j)?.as_ref()?;
+            (other.tenant == d.tenant
+                && other.priority < d.priority
+                && other
+                    .per_device
+                    .keys()
+                    .any(|k| d.per_device.contains_key(k)))
+            .then_some((seq, j, other.priority))
+        })
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.2.cmp(&b.2)
+            .then_with(|| cheaper(a.1, b.1))
+            .then_with(|| b.0.cmp(&a.0))
+    });
+    evict(
+        d,
+        &candidates,
+        demands,
+        ledger,
+        &rules.quotas,
+        &rules.groups,
+        &|_, _| true,
+    )
+}
+
+/// Evicts `candidates` (admission number, job, priority) in order, each one `may_evict` allows
+/// at that point, until `d` fits; then gives back, in reverse, every victim `d` still fits
+/// beside. `None` when evicting every allowed candidate would not make room.
+fn evict(
+    d: &Demand,
+    candidates: &[(usize, usize, Priority)],
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    quotas: &Quotas,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+    may_evict: &dyn Fn(&Ledger, &Demand) -> bool,
+) -> Option<(Ledger, Vec<usize>)> {
     let mut after = ledger.clone();
     let mut victims: Vec<(usize, usize)> = Vec::new();
-    for (seq, j, _) in candidates {
+    for &(seq, j, _) in candidates {
         if after.fits(d, quotas, groups).is_ok() {
             break;
         }
         let Some(other) = demands.get(j).and_then(Option::as_ref) else {
             continue;
         };
-        // Only a tenant still above its guaranteed quota of a shared device type lends.
-        let lends = other
-            .per_device
-            .keys()
-            .any(|k| d.per_device.contains_key(k) && borrowing(&after, &other.tenant, k));
-        if lends {
+        if may_evict(&after, other) {
             after.remove(seq, other);
             victims.push((seq, j));
         }

@@ -1,0 +1,445 @@
+//! The schedule: every planned job of a repository run together on its pools over weeks, with
+//! the admission preview's own rules at every event (quotas, cohort borrowing, node groups,
+//! priority order, reclaiming and priority preemption), windows for interruptible jobs, and
+//! expected failures; optionally a seeded Monte Carlo over durations. The rules are numbered in
+//! docs/scheduling.md.
+//!
+//! Pure: plans, submit hours and the catalogue in, a `loam_ir::schedule::Schedule` out. Plans
+//! stay clock-free: hour 0 is the caller's start date, which this module only copies.
+
+mod job;
+mod sample;
+mod sim;
+#[cfg(test)]
+mod tests;
+mod usage;
+
+use crate::admission::place::{Demand, PoolRules, rule_order};
+use crate::catalogue::Catalogue;
+use job::{EPS_H, SimJob};
+use loam_ir::display::significant;
+use loam_ir::plan::Plan;
+use loam_ir::schedule::{
+    DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, RunInterval, Schedule,
+    ScheduleTotals, ScheduledJob,
+};
+use sample::{Rng, Spread};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The seed when none is given. Counted: any fixed number; this one is the year the schedule
+/// was written, so it reads as a choice rather than a magic value.
+pub const DEFAULT_SEED: u64 = 2026;
+
+/// What the caller decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The start date (`YYYY-MM-DD`), copied into the result; hour 0.
+    pub start: String,
+    /// Hours to simulate.
+    pub horizon_h: f64,
+    /// Monte Carlo samples (0: the expected schedule only).
+    pub samples: u64,
+    /// The Monte Carlo seed.
+    pub seed: u64,
+}
+
+/// Submit hours by (spec file, job name); a job not listed is submitted at hour 0.
+pub type Submits = BTreeMap<(String, String), f64>;
+
+/// One pool's jobs, in the rules' order.
+struct PoolRun<'a> {
+    rules: PoolRules,
+    plans: Vec<&'a Plan>,
+    /// The preview's verdict for jobs that can never be placed (`None` = placeable).
+    never: Vec<Option<String>>,
+    demands: Vec<Option<Demand>>,
+    jobs: Vec<Option<SimJob>>,
+}
+
+/// Schedules `plans` on their pools from hour 0 to `options.horizon_h`.
+pub fn schedule(
+    plans: &[Plan],
+    submits: &Submits,
+    catalogue: &Catalogue,
+    options: &Options,
+) -> Schedule {
+    let horizon_h = if options.horizon_h.is_finite() && options.horizon_h > 0.0 {
+        options.horizon_h
+    } else {
+        24.0
+    };
+    let mut by_pool: BTreeMap<&str, Vec<&Plan>> = BTreeMap::new();
+    for plan in plans {
+        by_pool.entry(plan.pool.as_str()).or_default().push(plan);
+    }
+    let mut rng = Rng::new(options.seed);
+    let mut jobs: Vec<ScheduledJob> = Vec::new();
+    let mut utilisation = BTreeMap::new();
+    let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
+    for (id, pool_plans) in by_pool {
+        let run = pool_run(pool_plans, catalogue.pool(id), submits);
+        let expected: Vec<f64> = run
+            .jobs
+            .iter()
+            .map(|j| j.as_ref().map_or(0.0, |j| j.work_h))
+            .collect();
+        let mut usage = usage::Usage::new(&run.rules, horizon_h);
+        let outcome = sim::run(
+            &run.rules,
+            &run.demands,
+            &run.jobs,
+            &expected,
+            horizon_h,
+            Some(&mut usage),
+        );
+        let sampled = sample_finishes(&run, &expected, horizon_h, options.samples, &mut rng);
+        for (site, devices) in usage.finish() {
+            let entry: &mut BTreeMap<_, _> = utilisation.entry(site).or_default();
+            entry.extend(devices);
+        }
+        queues.push(outcome.queue.clone());
+        for (i, plan) in run.plans.iter().enumerate() {
+            let finishes = sampled.get(i).map(Vec::as_slice).unwrap_or(&[]);
+            jobs.push(scheduled_job(&run, i, plan, &outcome, finishes, horizon_h));
+        }
+    }
+    jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
+    let totals = totals(&jobs, plans);
+    Schedule {
+        start: options.start.clone(),
+        horizon_h: significant(horizon_h),
+        totals,
+        jobs,
+        utilisation,
+        queue: merge_queues(&queues),
+        monte_carlo: (options.samples > 0).then_some(MonteCarlo {
+            samples: options.samples,
+            seed: options.seed,
+        }),
+        what_if: None,
+    }
+}
+
+/// The rules, demands and simulated jobs of one pool, in the rules' order.
+fn pool_run<'a>(
+    mut plans: Vec<&'a Plan>,
+    pool: Option<&crate::catalogue::Pool>,
+    submits: &Submits,
+) -> PoolRun<'a> {
+    plans.sort_by_key(|p| rule_order(p));
+    let rules = PoolRules::new(&plans, pool);
+    let mut never = Vec::new();
+    let mut demands = Vec::new();
+    let mut jobs = Vec::new();
+    for plan in &plans {
+        let (admission, demand) = rules.demand(plan);
+        let submit_h = submits
+            .get(&(plan.file.clone(), plan.job.clone()))
+            .copied()
+            .unwrap_or(0.0)
+            .max(0.0);
+        let sim_job = demand.as_ref().and_then(|_| SimJob::of(plan, submit_h));
+        never.push(demand.is_none().then(|| status_reason(&admission.status)));
+        demands.push(if sim_job.is_some() { demand } else { None });
+        jobs.push(sim_job);
+    }
+    PoolRun {
+        rules,
+        plans,
+        never,
+        demands,
+        jobs,
+    }
+}
+
+/// The preview's reason for a job it can never place.
+fn status_reason(status: &crate::admission::AdmissionStatus) -> String {
+    use crate::admission::AdmissionStatus as S;
+    match status {
+        S::NeverAdmissible { reason } => reason.clone(),
+        S::NotPlanned { reasons } => reasons.join("; "),
+        _ => "no estimate to schedule".to_string(),
+    }
+}
+
+/// Per job, its finish in every sample (`f64::INFINITY` when it does not finish).
+fn sample_finishes(
+    run: &PoolRun<'_>,
+    expected: &[f64],
+    horizon_h: f64,
+    samples: u64,
+    rng: &mut Rng,
+) -> Vec<Vec<f64>> {
+    let spreads: Vec<Spread> = run
+        .plans
+        .iter()
+        .zip(expected)
+        .map(|(p, &e)| Spread::of(p, e))
+        .collect();
+    let mut finishes: Vec<Vec<f64>> = vec![Vec::new(); run.plans.len()];
+    for _ in 0..samples {
+        let work: Vec<f64> = spreads
+            .iter()
+            .zip(&run.jobs)
+            .map(|(s, j)| j.as_ref().map_or(0.0, |_| s.draw(rng)))
+            .collect();
+        let outcome = sim::run(&run.rules, &run.demands, &run.jobs, &work, horizon_h, None);
+        for (f, trace) in finishes.iter_mut().zip(&outcome.traces) {
+            f.push(trace.finish_h.unwrap_or(f64::INFINITY));
+        }
+    }
+    finishes
+}
+
+/// The nearest-rank percentile `p` (0–1) of `sorted`; `None` when empty or not finite.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+    sorted.get(rank - 1).copied().filter(|x| x.is_finite())
+}
+
+/// One job's entry.
+fn scheduled_job(
+    run: &PoolRun<'_>,
+    i: usize,
+    plan: &Plan,
+    outcome: &sim::Outcome,
+    finishes: &[f64],
+    horizon_h: f64,
+) -> ScheduledJob {
+    let trace = outcome.traces.get(i).cloned().unwrap_or_default();
+    let job = run.jobs.get(i).and_then(Option::as_ref);
+    let submit_h = job.map_or(0.0, |j| j.submit_h);
+    let name_of = |k: usize| run.plans.get(k).map_or(String::new(), |p| p.job.clone());
+    let preemptions: Vec<Preemption> = trace
+        .evictions
+        .iter()
+        .map(|e| Preemption {
+            at_h: significant(e.at_h),
+            by: name_of(e.by),
+            rule: match e.rule {
+                sim::Rule::Reclaim => "reclaim",
+                sim::Rule::Priority => "priority",
+            }
+            .to_string(),
+            lost_work_h: significant(e.lost_h),
+        })
+        .collect();
+    let never = run.never.get(i).cloned().flatten();
+    let (status, reason) = match (&never, trace.finish_h, trace.running_at_end) {
+        (Some(reason), _, _) => (
+            if plan.feasible {
+                "never"
+            } else {
+                "not-planned"
+            },
+            reason.clone(),
+        ),
+        (None, Some(_), _) => ("finished", String::new()),
+        (None, None, true) => ("running", "still running at the horizon".to_string()),
+        (None, None, false) if job.is_some_and(|j| j.ready_h() > horizon_h) => {
+            ("pending", "submitted after the horizon".to_string())
+        }
+        (None, None, false) => ("queued", "still queued at the horizon".to_string()),
+    };
+    let ready_h = job.map_or(0.0, SimJob::ready_h);
+    let wait_h = match trace.first_start_h {
+        Some(s) => (s - ready_h).max(0.0),
+        None => (horizon_h - ready_h).max(0.0),
+    };
+    let deadline = job
+        .and_then(|j| j.deadline_h)
+        .map(|d| verdict(submit_h + d, trace.finish_h, finishes, horizon_h));
+    ScheduledJob {
+        job: plan.job.clone(),
+        file: plan.file.clone(),
+        kind: "job".to_string(),
+        tenant: plan.tenant.clone(),
+        priority: plan.priority,
+        pool: plan.pool.clone(),
+        devices: job.map_or_else(
+            || plan.groups.iter().map(|g| g.devices).sum(),
+            |j| j.devices,
+        ),
+        submit_h: significant(submit_h),
+        start_h: trace.first_start_h.map(significant),
+        finish_h: trace.finish_h.map(significant),
+        wait_h: significant(if never.is_some() { 0.0 } else { wait_h }),
+        lost_work_h: significant(trace.evictions.iter().map(|e| e.lost_h).sum()),
+        preemptions,
+        deadline,
+        placement: placement(plan),
+        status: status.to_string(),
+        reason,
+        runs: trace
+            .runs
+            .iter()
+            .map(|&(from, to)| RunInterval {
+                from_h: significant(from),
+                to_h: significant(to),
+            })
+            .collect(),
+    }
+}
+
+/// The deadline verdict: with samples, met when the P90 finish meets it, at risk when only the
+/// expected or median finish does; without, met or missed by the expected finish.
+fn verdict(
+    deadline_h: f64,
+    finish_h: Option<f64>,
+    samples: &[f64],
+    horizon_h: f64,
+) -> DeadlineVerdict {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let p50 = percentile(&sorted, 0.5);
+    let p90 = percentile(&sorted, 0.9);
+    let meets = |f: Option<f64>| f.is_some_and(|f| f <= deadline_h + EPS_H);
+    let verdict = if sorted.is_empty() {
+        if meets(finish_h) {
+            "met"
+        } else if finish_h.is_none() && deadline_h > horizon_h {
+            "at-risk"
+        } else {
+            "missed"
+        }
+    } else if meets(p90) {
+        "met"
+    } else if meets(p50) || meets(finish_h) {
+        "at-risk"
+    } else {
+        "missed"
+    };
+    let probability_met = (!sorted.is_empty()).then(|| {
+        let met = sorted.iter().filter(|&&f| f <= deadline_h + EPS_H).count();
+        significant(met as f64 / sorted.len() as f64)
+    });
+    DeadlineVerdict {
+        deadline_h: significant(deadline_h),
+        verdict: verdict.to_string(),
+        finish_h: finish_h.map(significant),
+        finish_p50_h: p50.map(significant),
+        finish_p90_h: p90.map(significant),
+        probability_met,
+    }
+}
+
+/// Where the plan puts the job.
+fn placement(plan: &Plan) -> Placement {
+    let mut sites: Vec<&str> = Vec::new();
+    let mut devices: Vec<&str> = Vec::new();
+    for g in &plan.groups {
+        if !sites.contains(&g.site.as_str()) {
+            sites.push(&g.site);
+        }
+        if !devices.contains(&g.device.as_str()) {
+            devices.push(&g.device);
+        }
+    }
+    Placement {
+        site: sites.join("+"),
+        device: devices.join("+"),
+        node_groups: plan.groups.iter().map(|g| g.node_group.clone()).collect(),
+        replaced: None,
+    }
+}
+
+/// The totals over `jobs`.
+fn totals(jobs: &[ScheduledJob], plans: &[Plan]) -> ScheduleTotals {
+    let cost_of: BTreeMap<(&str, &str), (f64, &str)> = plans
+        .iter()
+        .filter_map(|p| {
+            let e = p.estimate.as_ref()?;
+            let per_h = if e.train_time_h > 0.0 {
+                e.cost.amount / e.train_time_h
+            } else {
+                0.0
+            };
+            Some((
+                (p.file.as_str(), p.job.as_str()),
+                (per_h, e.cost.currency.as_str()),
+            ))
+        })
+        .collect();
+    let mut t = ScheduleTotals::default();
+    let mut wait = 0.0;
+    let mut device_hours = 0.0;
+    let mut lost = 0.0;
+    let mut cost: BTreeMap<String, f64> = BTreeMap::new();
+    for j in jobs {
+        if j.status != "never" && j.status != "not-planned" {
+            t.jobs += 1;
+        }
+        if matches!(
+            j.status.as_str(),
+            "never" | "not-planned" | "queued" | "pending"
+        ) {
+            t.never_started += 1;
+        }
+        wait += j.wait_h;
+        t.max_wait_h = t.max_wait_h.max(j.wait_h);
+        let held: f64 = j.runs.iter().map(|r| r.to_h - r.from_h).sum();
+        device_hours += held * j.devices as f64;
+        lost += j.lost_work_h * j.devices as f64;
+        t.preemptions += j.preemptions.len();
+        if let Some(&(per_h, currency)) = cost_of.get(&(j.file.as_str(), j.job.as_str())) {
+            *cost.entry(currency.to_string()).or_default() += held * per_h;
+        }
+        if let Some(d) = &j.deadline {
+            t.deadlines += 1;
+            match d.verdict.as_str() {
+                "met" => t.met += 1,
+                "at-risk" => t.at_risk += 1,
+                _ => t.missed += 1,
+            }
+        }
+    }
+    t.wait_h = significant(wait);
+    t.device_hours = significant(device_hours);
+    t.lost_device_hours = significant(lost);
+    t.cost = cost.into_iter().map(|(k, v)| (k, significant(v))).collect();
+    t
+}
+
+/// The pools' queue lengths summed at every instant any of them changes.
+fn merge_queues(queues: &[Vec<(f64, usize, usize)>]) -> Vec<QueuePoint> {
+    let mut instants: BTreeSet<u64> = BTreeSet::new();
+    for q in queues {
+        for &(t, _, _) in q {
+            instants.insert(t.to_bits());
+        }
+    }
+    let mut times: Vec<f64> = instants.into_iter().map(f64::from_bits).collect();
+    times.sort_by(f64::total_cmp);
+    let mut cursors = vec![0usize; queues.len()];
+    let mut out: Vec<QueuePoint> = Vec::new();
+    for t in times {
+        let mut queued = 0;
+        let mut running = 0;
+        for (q, cursor) in queues.iter().zip(cursors.iter_mut()) {
+            while q.get(*cursor + 1).is_some_and(|&(u, _, _)| u <= t) {
+                *cursor += 1;
+            }
+            if let Some(&(u, qd, r)) = q.get(*cursor)
+                && u <= t
+            {
+                queued += qd;
+                running += r;
+            }
+        }
+        if out
+            .last()
+            .is_none_or(|p| p.queued != queued || p.running != running)
+        {
+            out.push(QueuePoint {
+                at_h: significant(t),
+                queued,
+                running,
+            });
+        }
+    }
+    out
+}

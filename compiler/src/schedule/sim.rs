@@ -1,0 +1,379 @@
+//! The event loop of one pool: jobs are submitted, admitted by the admission preview's own
+//! rules (`admission::place`), preempted, suspended outside their windows and finished, from
+//! hour 0 to the horizon. Pure and deterministic: jobs are visited in the rules' order.
+
+use super::job::{EPS_H, SimJob};
+use super::usage::Usage;
+use crate::admission::place::{Admit, Demand, Ledger, PoolRules, admit, preempt_lower};
+use std::cmp::Ordering;
+
+/// Why a preemption happened, as the platform's rule names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// The preemptor's tenant reclaims its guaranteed quota.
+    Reclaim,
+    /// A higher priority in the same ClusterQueue.
+    Priority,
+}
+
+/// One preemption suffered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Evicted {
+    pub(crate) at_h: f64,
+    /// Index of the preemptor.
+    pub(crate) by: usize,
+    pub(crate) rule: Rule,
+    pub(crate) lost_h: f64,
+}
+
+/// What happened to one job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Trace {
+    pub(crate) first_start_h: Option<f64>,
+    pub(crate) finish_h: Option<f64>,
+    /// Intervals it held devices.
+    pub(crate) runs: Vec<(f64, f64)>,
+    pub(crate) evictions: Vec<Evicted>,
+    /// Whether it is running at the horizon.
+    pub(crate) running_at_end: bool,
+}
+
+/// The state of a job between events.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Not yet ready (or never admissible: no demand).
+    Pending,
+    Waiting,
+    Running {
+        seq: usize,
+        since_h: f64,
+    },
+    Done,
+}
+
+struct State {
+    phase: Phase,
+    remaining_h: f64,
+    /// Work done since the last checkpoint.
+    since_checkpoint_h: f64,
+}
+
+/// The result of one run.
+pub(crate) struct Outcome {
+    pub(crate) traces: Vec<Trace>,
+    /// `(hour, queued, running)` at every change.
+    pub(crate) queue: Vec<(f64, usize, usize)>,
+}
+
+/// Runs `jobs` (in the rules' order, `demands` alike; `None` = never admissible or not planned)
+/// from hour 0 to `horizon_h`, with `work_h[i]` hours of work each (the expected values, or one
+/// sample's). `usage`, when given, accumulates utilisation.
+pub(crate) fn run(
+    rules: &PoolRules,
+    demands: &[Option<Demand>],
+    jobs: &[Option<SimJob>],
+    work_h: &[f64],
+    horizon_h: f64,
+    mut usage: Option<&mut Usage>,
+) -> Outcome {
+    let n = jobs.len();
+    let mut states: Vec<State> = (0..n)
+        .map(|i| State {
+            phase: Phase::Pending,
+            remaining_h: work_h.get(i).copied().unwrap_or(0.0),
+            since_checkpoint_h: 0.0,
+        })
+        .collect();
+    let mut traces: Vec<Trace> = vec![Trace::default(); n];
+    let mut queue: Vec<(f64, usize, usize)> = Vec::new();
+    let mut ledger = Ledger::default();
+    let mut next_seq = 0usize;
+    let mut t = 0.0_f64;
+    // Bounded: every iteration moves time to the next event, and there are at most a submit
+    // and a finish per job, two window edges per window job per day, and one preemption per
+    // admission. Counted, with room.
+    let days = (horizon_h / 24.0).ceil().max(1.0) as usize;
+    let max_steps = 16 * (n + 1) * (days + 2) + 1024;
+    for _ in 0..max_steps {
+        // Ready jobs join the queue; window jobs out of their window give their devices back
+        // (checkpointed at the window's close, so no work is lost).
+        for (i, state) in states.iter_mut().enumerate() {
+            let (Some(job), Some(d)) = (jobs.get(i).and_then(Option::as_ref), demands.get(i))
+            else {
+                continue;
+            };
+            match state.phase {
+                Phase::Pending if d.is_some() && job.ready_h() <= t + EPS_H => {
+                    state.phase = Phase::Waiting;
+                }
+                Phase::Running { seq, since_h } if !job.in_window(t) => {
+                    if let Some(demand) = d {
+                        ledger.remove(seq, demand);
+                    }
+                    close_run(&mut traces, i, since_h, t);
+                    state.since_checkpoint_h = 0.0;
+                    state.phase = Phase::Waiting;
+                }
+                _ => {}
+            }
+        }
+        admit_waiting(
+            rules,
+            demands,
+            jobs,
+            &mut states,
+            &mut traces,
+            &mut ledger,
+            &mut next_seq,
+            t,
+        );
+        let queued = states
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                s.phase == Phase::Waiting
+                    && jobs
+                        .get(*i)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|j| j.in_window(t))
+            })
+            .count();
+        let running = states
+            .iter()
+            .filter(|s| matches!(s.phase, Phase::Running { .. }))
+            .count();
+        if queue
+            .last()
+            .is_none_or(|&(_, q, r)| q != queued || r != running)
+        {
+            queue.push((t, queued, running));
+        }
+        if t >= horizon_h - EPS_H {
+            break;
+        }
+        let next = next_event(jobs, &states, t, horizon_h);
+        if let Some(u) = usage.as_deref_mut() {
+            u.record(
+                t,
+                next,
+                &ledger,
+                rules,
+                waiting_devices(demands, jobs, &states, t),
+            );
+        }
+        let dt = next - t;
+        for (i, state) in states.iter_mut().enumerate() {
+            let Phase::Running { seq, since_h } = state.phase else {
+                continue;
+            };
+            let job = jobs.get(i).and_then(Option::as_ref);
+            state.remaining_h -= dt;
+            state.since_checkpoint_h += dt;
+            if let Some(interval) = job.and_then(|j| j.checkpoint_h) {
+                state.since_checkpoint_h = state.since_checkpoint_h.rem_euclid(interval);
+                if interval - state.since_checkpoint_h < EPS_H {
+                    state.since_checkpoint_h = 0.0;
+                }
+            }
+            if state.remaining_h <= EPS_H {
+                if let Some(Some(demand)) = demands.get(i) {
+                    ledger.remove(seq, demand);
+                }
+                close_run(&mut traces, i, since_h, next);
+                if let Some(trace) = traces.get_mut(i) {
+                    trace.finish_h = Some(next);
+                }
+                state.remaining_h = 0.0;
+                state.phase = Phase::Done;
+            }
+        }
+        t = next;
+    }
+    for (i, state) in states.iter().enumerate() {
+        if let Phase::Running { since_h, .. } = state.phase {
+            close_run(&mut traces, i, since_h, t);
+            if let Some(trace) = traces.get_mut(i) {
+                trace.running_at_end = true;
+            }
+        }
+    }
+    Outcome { traces, queue }
+}
+
+/// Ends job `i`'s current interval at `to_h`.
+fn close_run(traces: &mut [Trace], i: usize, since_h: f64, to_h: f64) {
+    if let Some(trace) = traces.get_mut(i)
+        && to_h > since_h + EPS_H
+    {
+        trace.runs.push((since_h, to_h));
+    }
+}
+
+/// The next instant something changes: a job becomes ready, a running job finishes, a window
+/// opens or closes for a job that is waiting or running, or the horizon.
+fn next_event(jobs: &[Option<SimJob>], states: &[State], t: f64, horizon_h: f64) -> f64 {
+    let mut next = horizon_h;
+    for (job, state) in jobs.iter().zip(states) {
+        let Some(job) = job else { continue };
+        let candidate = match state.phase {
+            Phase::Pending => Some(job.ready_h()).filter(|&r| r > t + EPS_H),
+            Phase::Waiting => job.next_window_edge(t).filter(|_| !job.in_window(t)),
+            Phase::Running { .. } => {
+                let finish = t + state.remaining_h.max(0.0);
+                Some(
+                    job.next_window_edge(t)
+                        .map_or(finish, |edge| edge.min(finish)),
+                )
+            }
+            Phase::Done => None,
+        };
+        if let Some(c) = candidate {
+            next = next.min(c);
+        }
+    }
+    next.max(t + EPS_H).min(horizon_h.max(t + EPS_H))
+}
+
+/// Device types some job waits for now, for the fragmentation count.
+fn waiting_devices<'a>(
+    demands: &'a [Option<Demand>],
+    jobs: &[Option<SimJob>],
+    states: &[State],
+    t: f64,
+) -> Vec<&'a str> {
+    let mut devices: Vec<&str> = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        if state.phase != Phase::Waiting
+            || !jobs
+                .get(i)
+                .and_then(Option::as_ref)
+                .is_some_and(|j| j.in_window(t))
+        {
+            continue;
+        }
+        if let Some(Some(d)) = demands.get(i) {
+            devices.extend(d.per_device.keys().map(String::as_str));
+        }
+    }
+    devices.sort_unstable();
+    devices.dedup();
+    devices
+}
+
+/// Hours a job would redo if evicted now, times its devices: the cost of saving it.
+fn save_cost(jobs: &[Option<SimJob>], states: &[State], j: usize) -> f64 {
+    let (Some(Some(job)), Some(state)) = (jobs.get(j), states.get(j)) else {
+        return 0.0;
+    };
+    (state.since_checkpoint_h + job.restart_h) * job.devices as f64
+}
+
+/// One admission pass at `t`, in the rules' order: a waiting job starts when it fits, or by
+/// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant;
+/// victims lose the work since their last checkpoint plus a restart. Then the waiting jobs are
+/// tried once more without preempting, as Kueue retries when quota is freed.
+#[allow(clippy::too_many_arguments)]
+fn admit_waiting(
+    rules: &PoolRules,
+    demands: &[Option<Demand>],
+    jobs: &[Option<SimJob>],
+    states: &mut [State],
+    traces: &mut [Trace],
+    ledger: &mut Ledger,
+    next_seq: &mut usize,
+    t: f64,
+) {
+    // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
+    // for ever within one instant.
+    let mut evicted_now: Vec<usize> = Vec::new();
+    for pass in 0..2 {
+        for i in 0..states.len() {
+            let waiting = states.get(i).is_some_and(|s| s.phase == Phase::Waiting);
+            let Some(Some(job)) = jobs.get(i) else {
+                continue;
+            };
+            if !waiting || !job.in_window(t) {
+                continue;
+            }
+            let Some(Some(demand)) = demands.get(i) else {
+                continue;
+            };
+            let decision = {
+                let snapshot: &[State] = states;
+                let cheaper = |a: usize, b: usize| {
+                    save_cost(jobs, snapshot, a)
+                        .partial_cmp(&save_cost(jobs, snapshot, b))
+                        .unwrap_or(Ordering::Equal)
+                };
+                let may_preempt = pass == 0 && !evicted_now.contains(&i);
+                match admit(i, demands, ledger, rules, &cheaper) {
+                    Admit::Fits => Some((None, Vec::new(), Rule::Reclaim)),
+                    Admit::Evicts {
+                        ledger: after,
+                        victims,
+                    } if may_preempt => Some((Some(after), victims, Rule::Reclaim)),
+                    _ if may_preempt => preempt_lower(i, demands, ledger, rules, &cheaper)
+                        .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
+                    _ => None,
+                }
+            };
+            let Some((after, victims, rule)) = decision else {
+                continue;
+            };
+            if let Some(after) = after {
+                *ledger = after;
+            }
+            for v in victims {
+                evict(jobs, states, traces, v, i, rule, t);
+                evicted_now.push(v);
+            }
+            ledger.add(*next_seq, i, demand);
+            if let Some(state) = states.get_mut(i) {
+                state.phase = Phase::Running {
+                    seq: *next_seq,
+                    since_h: t,
+                };
+            }
+            *next_seq += 1;
+            if let Some(trace) = traces.get_mut(i) {
+                trace.first_start_h.get_or_insert(t);
+            }
+        }
+    }
+}
+
+/// Job `v` is evicted at `t` by job `by`: it loses the work since its last checkpoint and
+/// pays a restart, and waits again.
+fn evict(
+    jobs: &[Option<SimJob>],
+    states: &mut [State],
+    traces: &mut [Trace],
+    v: usize,
+    by: usize,
+    rule: Rule,
+    t: f64,
+) {
+    let restart_h = jobs
+        .get(v)
+        .and_then(Option::as_ref)
+        .map_or(0.0, |j| j.restart_h);
+    let Some(state) = states.get_mut(v) else {
+        return;
+    };
+    let Phase::Running { since_h, .. } = state.phase else {
+        return;
+    };
+    let lost_h = state.since_checkpoint_h + restart_h;
+    state.remaining_h += lost_h;
+    state.since_checkpoint_h = 0.0;
+    state.phase = Phase::Waiting;
+    close_run(traces, v, since_h, t);
+    if let Some(trace) = traces.get_mut(v) {
+        trace.evictions.push(Evicted {
+            at_h: t,
+            by,
+            rule,
+            lost_h,
+        });
+    }
+}

@@ -1,0 +1,218 @@
+//! Unit tests of the schedule: small pools whose every start, finish and lost hour is worked
+//! out by hand in the comments.
+
+use super::*;
+use crate::admission::tests::{catalogue, plan};
+
+const H100: &str = "H100_SXM";
+
+/// A plan of `job` on 8 devices of node group `ng-a` that trains for `hours`, with the fields
+/// the schedule reads merged in from `extra` (checkpoint, schedule, goal).
+fn timed(job: &str, tenant: &str, priority: &str, hours: f64, extra: serde_json::Value) -> Plan {
+    let base = plan(job, tenant, priority, &[("ng-a", H100, 8)]);
+    let mut value = serde_json::to_value(base).unwrap();
+    value["estimate"] = serde_json::json!({
+        "step_time_s": 1.0, "tokens_per_s": 1000.0, "model_tflops_per_device": 400.0,
+        "mfu": 0.4, "flops_convention": "model", "memory_per_device_gib": 60.0,
+        "train_time_h": hours, "cost": {"amount": 10.0 * hours, "currency": "CNY"},
+        "energy_kwh": 100.0, "carbon_kg": 50.0,
+        "breakdown_s": {"compute": 1.0, "tensor_comm": 0.0, "pipeline_bubble": 0.0,
+                        "data_comm": 0.0, "other": 0.0}
+    });
+    if let serde_json::Value::Object(fields) = extra {
+        for (k, v) in fields {
+            value[k] = v;
+        }
+    }
+    serde_json::from_value(value).unwrap()
+}
+
+fn options(horizon_h: f64) -> Options {
+    Options {
+        start: "2026-01-05".to_string(),
+        horizon_h,
+        samples: 0,
+        seed: DEFAULT_SEED,
+    }
+}
+
+fn find<'a>(s: &'a Schedule, name: &str) -> &'a ScheduledJob {
+    s.jobs.iter().find(|j| j.job == name).unwrap()
+}
+
+#[test]
+fn two_jobs_on_eight_devices_the_second_waits_exactly_the_firsts_duration() {
+    // One node of 8 H100; nlp is guaranteed all 8. `a.loam` sorts before `b.loam` (rule 2's
+    // tie-break by file), so a runs 0–10 h and b, needing the same 8 devices, waits the 10 h
+    // and runs 10–16 h.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let plans = [
+        timed("b", "nlp", "normal", 6.0, serde_json::json!({})),
+        timed("a", "nlp", "normal", 10.0, serde_json::json!({})),
+    ];
+    let s = schedule(&plans, &Submits::new(), &cat, &options(48.0));
+    let a = find(&s, "a");
+    let b = find(&s, "b");
+    assert_eq!(
+        (a.start_h, a.finish_h, a.wait_h),
+        (Some(0.0), Some(10.0), 0.0)
+    );
+    assert_eq!(
+        (b.start_h, b.finish_h, b.wait_h),
+        (Some(10.0), Some(16.0), 10.0)
+    );
+    assert_eq!(s.totals.wait_h, 10.0);
+    // 8 devices × (10 + 6) h held.
+    assert_eq!(s.totals.device_hours, 128.0);
+    // Day 0: 8 devices busy for 16 of 24 h = 2/3; b waited 0–10 h with 0 free, so nothing was
+    // fragmented; after 16 h all 8 are free, but the day's busiest instant had 0 free.
+    let day0 = &s.utilisation["only"][H100][0];
+    assert!((day0.utilisation - 2.0 / 3.0).abs() < 1e-4, "{day0:?}");
+    assert_eq!((day0.free_devices, day0.fragmentation), (0, 0));
+    // The queue: one waiting and one running from 0, none waiting from 10, none at all from 16.
+    let points: Vec<(f64, usize, usize)> = s
+        .queue
+        .iter()
+        .map(|p| (p.at_h, p.queued, p.running))
+        .collect();
+    assert_eq!(points, vec![(0.0, 1, 1), (10.0, 0, 1), (16.0, 0, 0)]);
+}
+
+#[test]
+fn a_higher_priority_job_preempts_a_low_one_which_loses_exactly_the_work_since_its_checkpoint() {
+    // `low` checkpoints every 60 min and trains 20 h from hour 0. `high` (same tenant, same 8
+    // devices) is submitted at 2.5 h and preempts it (Kueue withinClusterQueue: LowerPriority).
+    // The last checkpoint was at 2.0 h, so 0.5 h is lost (no restart time: no goodput model).
+    // high runs 2.5–7.5 h; low resumes at 7.5 h with 20 − 2.5 + 0.5 = 18 h left: done at 25.5.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let checkpoint = serde_json::json!({
+        "checkpoint": {"interval_min": 60.0, "write_s": 10.0, "path": "/ckpt/nlp/low"}
+    });
+    let plans = [
+        timed("low", "nlp", "low", 20.0, checkpoint),
+        timed("high", "nlp", "high", 5.0, serde_json::json!({})),
+    ];
+    let submits: Submits = [(("high.loam".to_string(), "high".to_string()), 2.5)].into();
+    let s = schedule(&plans, &submits, &cat, &options(72.0));
+    let low = find(&s, "low");
+    let high = find(&s, "high");
+    assert_eq!((high.start_h, high.finish_h), (Some(2.5), Some(7.5)));
+    assert_eq!(low.preemptions.len(), 1);
+    let p = &low.preemptions[0];
+    assert_eq!(
+        (p.at_h, p.by.as_str(), p.rule.as_str()),
+        (2.5, "high", "priority")
+    );
+    assert!((p.lost_work_h - 0.5).abs() < 1e-9, "{p:?}");
+    assert_eq!(low.finish_h, Some(25.5));
+    let runs: Vec<(f64, f64)> = low.runs.iter().map(|r| (r.from_h, r.to_h)).collect();
+    assert_eq!(runs, vec![(0.0, 2.5), (7.5, 25.5)]);
+    // The low job waited nothing before its first start.
+    assert_eq!(low.wait_h, 0.0);
+}
+
+#[test]
+fn a_borrowing_job_is_preempted_when_the_lender_reclaims_its_guaranteed_quota() {
+    // research is guaranteed the 8 devices and idle; nlp has none guaranteed, 8 elastic, and
+    // borrows them from hour 0 for 10 h, checkpointing every 30 min. research's job arrives at
+    // 4.75 h and reclaims (rule 7): nlp's last checkpoint was at 4.5 h, so 0.25 h is lost;
+    // research runs 4.75–6.75 h, then nlp resumes with 10 − 4.75 + 0.25 = 5.5 h: done at 12.25.
+    let cat = catalogue(
+        &[("ng-a", H100, 1)],
+        &[("nlp", &[(H100, 0, 8)]), ("research", &[(H100, 8, 0)])],
+    );
+    let checkpoint = serde_json::json!({
+        "checkpoint": {"interval_min": 30.0, "write_s": 10.0, "path": "/ckpt/nlp/borrower"}
+    });
+    let plans = [
+        timed("borrower", "nlp", "normal", 10.0, checkpoint),
+        timed("owner", "research", "normal", 2.0, serde_json::json!({})),
+    ];
+    let submits: Submits = [(("owner.loam".to_string(), "owner".to_string()), 4.75)].into();
+    let s = schedule(&plans, &submits, &cat, &options(48.0));
+    let borrower = find(&s, "borrower");
+    assert_eq!(borrower.preemptions.len(), 1);
+    assert_eq!(borrower.preemptions[0].rule, "reclaim");
+    assert!((borrower.preemptions[0].lost_work_h - 0.25).abs() < 1e-9);
+    assert_eq!(find(&s, "owner").finish_h, Some(6.75));
+    assert_eq!(borrower.finish_h, Some(12.25));
+}
+
+#[test]
+fn a_window_job_runs_only_inside_its_hours() {
+    // An interruptible job with a window 22:00 for 8 h (22:00–06:00, across midnight) and 10 h
+    // of training, submitted at hour 0 (00:00, inside the window): it runs 0–6 h (6 h), gives
+    // its devices back 06:00–22:00, runs 22–26 h (4 h): done at 26. Outside the window it is
+    // not queued (it gave its devices back by design).
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let window = serde_json::json!({
+        "interruptible": true,
+        "schedule": {"start_hour": 22, "hours_per_day": 8, "power_price_per_kwh": 0.3,
+                     "saving": 10.0, "train_time_h": 30.0}
+    });
+    let plans = [timed("night", "nlp", "low", 10.0, window)];
+    let s = schedule(&plans, &Submits::new(), &cat, &options(96.0));
+    let night = find(&s, "night");
+    let runs: Vec<(f64, f64)> = night.runs.iter().map(|r| (r.from_h, r.to_h)).collect();
+    assert_eq!(runs, vec![(0.0, 6.0), (22.0, 26.0)]);
+    assert_eq!(night.finish_h, Some(26.0));
+    assert!(night.preemptions.is_empty());
+    // Submitted at 07:00 instead, it waits for 22:00 and runs 22–30 h and 46–48 h.
+    let submits: Submits = [(("night.loam".to_string(), "night".to_string()), 7.0)].into();
+    let s = schedule(&plans, &submits, &cat, &options(96.0));
+    let night = find(&s, "night");
+    let runs: Vec<(f64, f64)> = night.runs.iter().map(|r| (r.from_h, r.to_h)).collect();
+    assert_eq!(runs, vec![(22.0, 30.0), (46.0, 48.0)]);
+    assert_eq!((night.start_h, night.finish_h), (Some(22.0), Some(48.0)));
+    // Its wait counts from submission to first start: 22 − 7 = 15 h.
+    assert_eq!(night.wait_h, 15.0);
+}
+
+#[test]
+fn a_deadline_is_judged_from_submission_and_the_samples_give_it_a_probability() {
+    // Two 10 h jobs share 8 devices; b (deadline 15 h) waits for a and finishes at 20 h: missed.
+    // a (deadline 12 h) finishes at 10 h: met. With ±0 uncertainty and no failures every
+    // sample is the expected schedule, so P(met) is 1 for a and 0 for b, P50 = P90 = finish.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let goal = |d: f64| serde_json::json!({"goal": {"optimize": "time", "deadline_h": d}});
+    let plans = [
+        timed("a", "nlp", "normal", 10.0, goal(12.0)),
+        timed("b", "nlp", "normal", 10.0, goal(15.0)),
+    ];
+    let mut o = options(48.0);
+    o.samples = 20;
+    let s = schedule(&plans, &Submits::new(), &cat, &o);
+    let a = find(&s, "a").deadline.as_ref().unwrap();
+    let b = find(&s, "b").deadline.as_ref().unwrap();
+    assert_eq!((a.verdict.as_str(), a.probability_met), ("met", Some(1.0)));
+    assert_eq!(
+        (b.verdict.as_str(), b.probability_met),
+        ("missed", Some(0.0))
+    );
+    assert_eq!((b.finish_p50_h, b.finish_p90_h), (Some(20.0), Some(20.0)));
+    assert_eq!((s.totals.met, s.totals.missed), (1, 1));
+}
+
+#[test]
+fn the_same_input_gives_byte_identical_json() {
+    let cat = catalogue(&[("ng-a", H100, 2)], &[("nlp", &[(H100, 8, 8)])]);
+    let mut plans = Vec::new();
+    for (i, p) in ["low", "normal", "high", "low", "normal"]
+        .iter()
+        .enumerate()
+    {
+        let extra = serde_json::json!({
+            "estimate_unused": null,
+            "checkpoint": {"interval_min": 45.0, "write_s": 10.0, "path": "/c"}
+        });
+        plans.push(timed(&format!("j{i}"), "nlp", p, 5.0 + i as f64, extra));
+    }
+    let submits: Submits = (0..5)
+        .map(|i| ((format!("j{i}.loam"), format!("j{i}")), i as f64 * 1.5))
+        .collect();
+    let mut o = options(72.0);
+    o.samples = 50;
+    let one = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
+    let two = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
+    assert_eq!(one, two);
+}
