@@ -201,6 +201,13 @@ pub enum RunsCommand {
         /// The job in the Plan JSON, when it plans several.
         #[arg(long)]
         job: Option<String>,
+        /// Append each training run to the runs store, `<catalogue>/runs/<site>/runs.csv`
+        /// (needs `--plan`; the job's spec is read from the path the plan names).
+        #[arg(long, requires = "plan")]
+        append: bool,
+        /// The day the appended rows are dated, `YYYY-MM-DD` (default: today, UTC).
+        #[arg(long, requires = "append")]
+        date: Option<String>,
         /// Output format: CSV rows (text) or one JSON document.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,

@@ -68,6 +68,7 @@ pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, IoError> {
             paths.extend(io::list_files(&folder, &root, &["yaml", "yml"])?);
         }
     }
+    paths.extend(runs_store_files(dir, &root)?);
     paths.sort();
     paths
         .iter()
@@ -79,4 +80,27 @@ pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, IoError> {
             ))
         })
         .collect()
+}
+
+/// The runs store's files, `dir/runs/<site>/*.csv` (docs/calibration.md): read with the
+/// catalogue so `loam check` checks each line against it. A site folder that is a link is not
+/// entered (the store lives in the repository, never behind a link).
+fn runs_store_files(dir: &Path, root: &Path) -> Result<Vec<PathBuf>, IoError> {
+    let runs = dir.join("runs");
+    let is_real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if !is_real_dir(&runs) {
+        return Ok(Vec::new());
+    }
+    let entries = std::fs::read_dir(&runs)
+        .map_err(|e| IoError(format!("cannot read `{}`: {e}", io::display(&runs))))?;
+    let mut sites: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| is_real_dir(p))
+        .collect();
+    sites.sort();
+    let mut files = Vec::new();
+    for site in sites {
+        files.extend(io::list_files(&site, root, &["csv"])?);
+    }
+    Ok(files)
 }

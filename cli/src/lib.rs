@@ -145,7 +145,7 @@ pub fn run(
         Command::Emit(a) => commands::emit::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Report(a) => commands::report::run(a, cli.catalogue.as_deref(), &mut cx),
-        Command::Runs(a) => commands::runs::run(a, &mut cx),
+        Command::Runs(a) => commands::runs::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Schema => Ok(commands::schema::run(&mut cx)),
         Command::Lsp => commands::lsp::run(cli.catalogue.as_deref()),
     };

@@ -5,6 +5,7 @@
 
 mod megatron;
 mod serving_bench;
+pub mod store;
 #[cfg(test)]
 mod tests;
 mod torchtitan;

@@ -1,7 +1,10 @@
 //! `loam runs ingest`: the measured figures of training logs and serving-benchmark results, one
 //! row per file, beside the plan the job ran with when its Plan JSON is given (predicted step
 //! time and the error). Nothing is written: the rows go to standard output, for a team to append
-//! to its runs store (docs/calibration.md, "Measured runs").
+//! to its runs store (docs/calibration.md, "Measured runs"); with `--append` the training rows
+//! are appended to the runs store themselves (`runs/append.rs`).
+
+mod append;
 
 use crate::Context;
 use crate::args::{OutputFormat, RunsArgs, RunsCommand};
@@ -17,11 +20,17 @@ ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s";
 
 /// Runs `loam runs`; exit 0 when every log reads, 1 when one does not (nothing is printed for
 /// any then), 2 when a file cannot be read.
-pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoError> {
+pub fn run(
+    args: &RunsArgs,
+    cli_catalogue: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<u8, crate::io::IoError> {
     let RunsCommand::Ingest {
         logs,
         plan,
         job,
+        append,
+        date,
         format,
     } = &args.command;
     let planned = match plan {
@@ -32,6 +41,7 @@ pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoErr
         None => None,
     };
     let mut rows = Vec::with_capacity(logs.len());
+    let mut measures = Vec::with_capacity(logs.len());
     let mut failed = false;
     for path in logs {
         let name = crate::io::display(path);
@@ -44,7 +54,10 @@ pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoErr
             continue;
         };
         match ingest(&text) {
-            Ok(measured) => rows.push(row(&name, &measured, planned.as_ref())),
+            Ok(measured) => {
+                rows.push(row(&name, &measured, planned.as_ref()));
+                measures.push((name, measured));
+            }
             Err(e) => {
                 cx.eprint(&format!("error: {name}: {e}\n"));
                 failed = true;
@@ -53,6 +66,12 @@ pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoErr
     }
     if failed {
         return Ok(1);
+    }
+    if *append && let Some(planned) = &planned {
+        let day = date.clone().unwrap_or_else(append::today_utc);
+        if let Some(code) = append_rows(&measures, planned, &day, cli_catalogue, cx)? {
+            return Ok(code);
+        }
     }
     match format {
         OutputFormat::Json => cx.print_json(&json!({ "runs": rows })),
@@ -68,8 +87,87 @@ pub fn run(args: &RunsArgs, cx: &mut Context<'_>) -> Result<u8, crate::io::IoErr
     Ok(0)
 }
 
+/// Appends the training runs of `measures` to the runs store of the plan's site; `Some(exit)`
+/// when nothing was appended because a row could not be made or checked.
+fn append_rows(
+    measures: &[(String, Measured)],
+    planned: &Planned,
+    day: &str,
+    cli_catalogue: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<Option<u8>, crate::io::IoError> {
+    let spec = Path::new(&planned.file);
+    let project = crate::session::load_checked(&[spec.to_path_buf()], cli_catalogue)?;
+    let Some(catalogue) = project.catalogue.as_ref() else {
+        cx.eprint("error: the catalogue has errors; `loam check` shows them\n");
+        return Ok(Some(1));
+    };
+    let Some(checked) = project
+        .jobs
+        .iter()
+        .find(|j| j.job.name.value == planned.job)
+    else {
+        cx.eprint(&format!(
+            "error: the plan's spec `{}` has no job `{}` to read the model from\n",
+            planned.file, planned.job
+        ));
+        return Ok(Some(1));
+    };
+    let ran = append::RanWith {
+        plan: &planned.plan,
+        job: &checked.job,
+        catalogue,
+        date: day,
+    };
+    let mut stored = Vec::new();
+    for (name, measured) in measures {
+        let Measured::Training(m) = measured else {
+            cx.eprint(&format!(
+                "error: {name}: a serving benchmark; the runs store keeps training runs only\n"
+            ));
+            return Ok(Some(1));
+        };
+        match append::row(name, m, &ran) {
+            Ok(r) => stored.push(r),
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                return Ok(Some(1));
+            }
+        }
+    }
+    let Some(site) = stored.first().map(|r| r.site.clone()) else {
+        return Ok(None);
+    };
+    // Each new line passes the same check `loam check` gives the store.
+    let mut text = format!("{}\n", loam_compiler::runs::store::COLUMNS);
+    for r in &stored {
+        text.push_str(&loam_compiler::runs::store::line(r));
+        text.push('\n');
+    }
+    let problems = loam_compiler::runs::store::check(&site, &text, catalogue);
+    if let Some(p) = problems.first() {
+        cx.eprint(&format!(
+            "error: the row would not pass `loam check`: {}\n",
+            p.message
+        ));
+        return Ok(Some(1));
+    }
+    let catalogue_dir = cli_catalogue.unwrap_or(Path::new(crate::catalogue_source::DEFAULT_DIR));
+    let file = append::append(catalogue_dir, &site, &stored)?;
+    cx.eprint(&format!(
+        "appended {} run(s) to {}\n",
+        stored.len(),
+        crate::io::display(&file)
+    ));
+    Ok(None)
+}
+
 /// What ran, from a Plan JSON: the plan of `job` (or the only one).
 struct Planned {
+    /// The plan object itself.
+    plan: Value,
+    /// The spec file the plan names.
+    file: String,
     job: String,
     device: String,
     devices: u64,
@@ -146,6 +244,8 @@ fn planned(
         )
     });
     Ok(Some(Planned {
+        plan: (*plan).clone(),
+        file: text(plan.get("file")),
         job: text(plan.get("job")),
         device,
         devices,

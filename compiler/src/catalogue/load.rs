@@ -29,9 +29,15 @@ enum Kind {
     Device,
     Pool,
     Vendor,
+    /// A runs store file, `runs/<site>/<name>.csv` (`crate::runs::store`): checked against the
+    /// loaded catalogue, and not part of its digest (a measured run changes no plan by itself).
+    Runs,
 }
 
 fn kind_of(path: &str) -> Option<Kind> {
+    if crate::runs::store::is_store_path(path) {
+        return Some(Kind::Runs);
+    }
     let normal = path.replace('\\', "/");
     let parent = normal.rsplit('/').nth(1).unwrap_or("");
     match parent {
@@ -62,6 +68,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     let mut devices: Vec<Device> = Vec::new();
     let mut pools: Vec<(Pool, Source<'_>)> = Vec::new();
     let mut vendors: Vec<Vendor> = Vec::new();
+    let mut runs: Vec<(FileId, &str, &str)> = Vec::new();
     let mut ordered: Vec<&(FileId, &str, &str)> = sources.iter().collect();
     ordered.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
     let own_vendors: BTreeSet<&str> = ordered
@@ -111,6 +118,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
                     pools.push((pool, source));
                 }
             }
+            Some(Kind::Runs) => runs.push((*file, path, text)),
             None => diags.push(
                 Diagnostic::error(
                     codes::UNKNOWN_FILE,
@@ -127,6 +135,9 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         }
     }
     let catalogue = super::validate::assemble(vendors, devices, pools, &mut diags);
+    for (file, path, text) in runs {
+        diags.extend(crate::runs::store::diagnostics(file, path, text, &catalogue));
+    }
     let mut paths: BTreeMap<FileId, &str> = BTreeMap::new();
     for (file, path, _) in sources {
         paths.insert(*file, path);
@@ -158,8 +169,9 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     let counted: Vec<(String, String)> = texts
         .iter()
         .filter(|(path, text)| {
-            kind_of(path) != Some(Kind::Vendor)
-                || shipped.get(stem(path)).is_none_or(|own| own != text)
+            kind_of(path) != Some(Kind::Runs)
+                && (kind_of(path) != Some(Kind::Vendor)
+                    || shipped.get(stem(path)).is_none_or(|own| own != text))
         })
         .cloned()
         .collect();

@@ -1,0 +1,451 @@
+//! The runs store: a team's measured training runs kept in the repository as CSV files under
+//! `specs/runs/<site>/`, one line per run, appended by `loam runs ingest --append` and never
+//! rewritten, reviewed in pull requests like specs. This module is the row's schema (a superset
+//! of the published-runs calibration file's columns, so `loam calibrate --fit` costs a stored
+//! run with the same code and the planner's step-time function), the line a row is written as,
+//! and the check of a store file against the catalogue that `loam check` reports.
+
+use crate::calibrate::MAX_MEASURED_TOKENS_PER_S;
+use crate::catalogue::Catalogue;
+use loam_ir::types::{Mlp, Precision, Recompute};
+use serde::Deserialize;
+
+/// The header of every store file, in order. The columns from `layers` to
+/// `measured_tokens_per_s_per_device` are those of the published-runs calibration file
+/// (`tests/data/training_runs_calibration.csv`), so the calibration reader reads a store file.
+pub const COLUMNS: &str = "run_id,date,pool,site,job,tool,log,layers,hidden,heads,kv_heads,ffn,\
+vocab,mlp,seq_len,device,devices,node_nic_gbps,precision,tp,pp,dp,cp,vpp,zero,recompute,\
+micro_batch,global_batch,ep,experts,top_k,measured_tokens_per_s_per_device,\
+predicted_tokens_per_s_per_device,throughput_uncertainty,source";
+
+/// One measured run as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StoreRow {
+    /// `<site>_<date>_<log stem>`: unique in practice, and its prefix (the site) is the family
+    /// the calibration groups runs by.
+    pub run_id: String,
+    /// The day the row was appended, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// The pool and site the job ran at (the plan's group).
+    pub pool: String,
+    /// The site; also the store folder's name.
+    pub site: String,
+    /// The job's name in its spec.
+    pub job: String,
+    /// The tool that wrote the log (`megatron-lm`, `torchtitan`).
+    pub tool: String,
+    /// The log's file name as given to `loam runs ingest`.
+    pub log: String,
+    /// Transformer blocks.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u32,
+    /// Attention heads.
+    pub heads: u32,
+    /// Key-value heads.
+    pub kv_heads: u32,
+    /// MLP inner size.
+    pub ffn: u32,
+    /// Vocabulary.
+    pub vocab: u32,
+    /// `swiglu` or `gelu`.
+    pub mlp: String,
+    /// Sequence length.
+    pub seq_len: u32,
+    /// Device id.
+    pub device: String,
+    /// Devices the job ran on.
+    pub devices: u32,
+    /// Scale-out bandwidth of one node, Gbps (the node group's NICs).
+    pub node_nic_gbps: f64,
+    /// Training precision keyword.
+    pub precision: String,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// Context-parallel degree.
+    pub cp: u32,
+    /// Virtual pipeline stages.
+    pub vpp: u32,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Recomputation keyword, blank for none stated.
+    pub recompute: Option<String>,
+    /// Micro-batch, blank when unknown.
+    pub micro_batch: Option<u32>,
+    /// Global batch in sequences.
+    pub global_batch: u32,
+    /// Expert-parallel degree.
+    pub ep: Option<u32>,
+    /// Routed experts (blank for dense).
+    pub experts: Option<u32>,
+    /// Experts per token.
+    pub top_k: Option<u32>,
+    /// The measured figure.
+    pub measured_tokens_per_s_per_device: f64,
+    /// The plan's prediction when the run was ingested.
+    pub predicted_tokens_per_s_per_device: Option<f64>,
+    /// The plan's stated relative uncertainty of that prediction.
+    pub throughput_uncertainty: Option<f64>,
+    /// Free text: where the row came from (the calibration reader takes the stack from it).
+    pub source: String,
+}
+
+/// A problem of one store line, located: the 1-based line, the column when one is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreProblem {
+    /// The line in the file (1 is the header).
+    pub line: usize,
+    /// The column at fault, when one is.
+    pub column: Option<&'static str>,
+    /// What is wrong.
+    pub message: String,
+    /// What kind of problem, so the catalogue gives it its code.
+    pub kind: ProblemKind,
+}
+
+/// The kinds of store problem, each reported with the catalogue's code for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// A line that is not a row of the store's columns.
+    Malformed,
+    /// A number outside its range.
+    OutOfRange,
+    /// A pool or site the catalogue does not have.
+    UnknownSite,
+    /// A device the catalogue or the site does not have.
+    UnknownDevice,
+}
+
+/// Checks one store file, `site_folder` the name of the folder it is in, against `catalogue`.
+/// Every line is checked; an empty result means the file is good.
+pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreProblem> {
+    let mut problems = Vec::new();
+    let first = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if first != COLUMNS {
+        problems.push(StoreProblem {
+            line: 1,
+            column: None,
+            message: format!("a runs store file starts with the header `{COLUMNS}`"),
+            kind: ProblemKind::Malformed,
+        });
+        return problems;
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        problems.push(StoreProblem {
+            line: text.lines().count(),
+            column: None,
+            message: "the last line does not end with a newline: a cut append (each run is one \
+                      whole line)"
+                .into(),
+            kind: ProblemKind::Malformed,
+        });
+    }
+    let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    let headers = reader.headers().cloned().unwrap_or_default();
+    for record in reader.records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line() as usize);
+                problems.push(malformed(line, None, format!("not a store row: {e}")));
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        match record.deserialize::<StoreRow>(Some(&headers)) {
+            Ok(row) => problems.extend(check_row(&row, line, site_folder, catalogue)),
+            Err(e) => problems.push(malformed(line, None, format!("not a store row: {e}"))),
+        }
+    }
+    problems
+}
+
+fn malformed(line: usize, column: Option<&'static str>, message: String) -> StoreProblem {
+    StoreProblem {
+        line,
+        column,
+        message,
+        kind: ProblemKind::Malformed,
+    }
+}
+
+/// The checks of one row: its place, its keywords and its numbers.
+fn check_row(
+    row: &StoreRow,
+    line: usize,
+    site_folder: &str,
+    catalogue: &Catalogue,
+) -> Vec<StoreProblem> {
+    let mut out = Vec::new();
+    let problem = |column, message: String, kind| StoreProblem {
+        line,
+        column: Some(column),
+        message,
+        kind,
+    };
+    if row.site != site_folder {
+        out.push(problem(
+            "site",
+            format!(
+                "the row is at site `{}` but stored under `runs/{site_folder}/`: a site's runs \
+                 live in its own folder",
+                row.site
+            ),
+            ProblemKind::Malformed,
+        ));
+    }
+    match catalogue.pools.get(&row.pool) {
+        None => out.push(problem(
+            "pool",
+            format!("unknown pool `{}`", row.pool),
+            ProblemKind::UnknownSite,
+        )),
+        Some(pool) => match pool.site(&row.site) {
+            None => out.push(problem(
+                "site",
+                format!(
+                    "pool `{}` has no site `{}` (its sites: {})",
+                    row.pool,
+                    row.site,
+                    pool.site_names().join(", ")
+                ),
+                ProblemKind::UnknownSite,
+            )),
+            Some(site) => {
+                if catalogue.device(&row.device).is_none() {
+                    out.push(problem(
+                        "device",
+                        format!("unknown device `{}`", row.device),
+                        ProblemKind::UnknownDevice,
+                    ));
+                } else if site.devices_of(&row.device).1 == 0 {
+                    out.push(problem(
+                        "device",
+                        format!(
+                            "site `{}` has no {} (its devices: {})",
+                            row.site,
+                            row.device,
+                            site.device_ids().join(", ")
+                        ),
+                        ProblemKind::UnknownDevice,
+                    ));
+                }
+            }
+        },
+    }
+    if !is_date(&row.date) {
+        out.push(problem(
+            "date",
+            format!("expected a date `YYYY-MM-DD`, found `{}`", row.date),
+            ProblemKind::Malformed,
+        ));
+    }
+    if Precision::from_keyword(&row.precision).is_none() {
+        out.push(problem(
+            "precision",
+            format!("expected one of {:?}", Precision::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    if Mlp::from_keyword(&row.mlp).is_none() {
+        out.push(problem(
+            "mlp",
+            format!("expected one of {:?}", Mlp::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    if let Some(r) = row.recompute.as_deref().filter(|r| !r.is_empty())
+        && Recompute::from_keyword(r).is_none()
+    {
+        out.push(problem(
+            "recompute",
+            format!("expected one of {:?}", Recompute::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    let measured = row.measured_tokens_per_s_per_device;
+    if !(measured > 0.0 && measured <= MAX_MEASURED_TOKENS_PER_S) {
+        out.push(problem(
+            "measured_tokens_per_s_per_device",
+            format!("expected a throughput above 0 and at most 1e9 tokens/s per device, found `{measured}`"),
+            ProblemKind::OutOfRange,
+        ));
+    }
+    let degrees = [
+        ("layers", row.layers),
+        ("hidden", row.hidden),
+        ("heads", row.heads),
+        ("seq_len", row.seq_len),
+        ("devices", row.devices),
+        ("tp", row.tp),
+        ("pp", row.pp),
+        ("dp", row.dp),
+        ("cp", row.cp),
+        ("vpp", row.vpp),
+        ("global_batch", row.global_batch),
+    ];
+    for (column, value) in degrees {
+        if value == 0 {
+            out.push(problem(
+                column,
+                "expected at least 1".into(),
+                ProblemKind::OutOfRange,
+            ));
+        }
+    }
+    let layout = u64::from(row.tp) * u64::from(row.pp) * u64::from(row.dp) * u64::from(row.cp);
+    if layout != 0 && layout != u64::from(row.devices) {
+        out.push(problem(
+            "devices",
+            format!(
+                "tp × pp × dp × cp is {layout}, not the {} devices of the row",
+                row.devices
+            ),
+            ProblemKind::Malformed,
+        ));
+    }
+    if !(row.node_nic_gbps > 0.0 && row.node_nic_gbps <= crate::calibrate::MAX_NIC_GBPS) {
+        out.push(problem(
+            "node_nic_gbps",
+            format!(
+                "expected a bandwidth above 0 and at most 1e6 Gbps, found `{}`",
+                row.node_nic_gbps
+            ),
+            ProblemKind::OutOfRange,
+        ));
+    }
+    out
+}
+
+/// Whether `text` is `YYYY-MM-DD` with a plausible month and day.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let [y, m, d] = parts.as_slice() else {
+        return false;
+    };
+    let number = |s: &str, len: usize| {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u32>().ok())
+            .flatten()
+    };
+    matches!(
+        (number(y, 4), number(m, 2), number(d, 2)),
+        (Some(_), Some(1..=12), Some(1..=31))
+    )
+}
+
+/// The CSV line of `row`, in [`COLUMNS`] order, without its newline; a field with a comma,
+/// quote or line break is quoted, and control characters are refused by the caller before.
+pub fn line(row: &StoreRow) -> String {
+    let opt = |v: Option<u32>| v.map_or(String::new(), |v| v.to_string());
+    let optf = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+    let fields = [
+        quoted(&row.run_id),
+        quoted(&row.date),
+        quoted(&row.pool),
+        quoted(&row.site),
+        quoted(&row.job),
+        quoted(&row.tool),
+        quoted(&row.log),
+        row.layers.to_string(),
+        row.hidden.to_string(),
+        row.heads.to_string(),
+        row.kv_heads.to_string(),
+        row.ffn.to_string(),
+        row.vocab.to_string(),
+        quoted(&row.mlp),
+        row.seq_len.to_string(),
+        quoted(&row.device),
+        row.devices.to_string(),
+        format!("{}", row.node_nic_gbps),
+        quoted(&row.precision),
+        row.tp.to_string(),
+        row.pp.to_string(),
+        row.dp.to_string(),
+        row.cp.to_string(),
+        row.vpp.to_string(),
+        row.zero.to_string(),
+        quoted(row.recompute.as_deref().unwrap_or("")),
+        opt(row.micro_batch),
+        row.global_batch.to_string(),
+        opt(row.ep),
+        opt(row.experts),
+        opt(row.top_k),
+        format!("{:.2}", row.measured_tokens_per_s_per_device),
+        row.predicted_tokens_per_s_per_device
+            .map_or(String::new(), |v| format!("{v:.2}")),
+        optf(row.throughput_uncertainty),
+        quoted(&row.source),
+    ];
+    fields.join(",")
+}
+
+fn quoted(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Whether `path` is a runs store file: `…/runs/<site>/<name>.csv`.
+pub fn is_store_path(path: &str) -> bool {
+    let normal = path.replace('\\', "/");
+    let mut parts = normal.rsplit('/');
+    let name = parts.next().unwrap_or("");
+    let _site = parts.next();
+    name.ends_with(".csv") && parts.next() == Some("runs")
+}
+
+/// The problems of the store file at `path` as the catalogue's diagnostics, each located at
+/// its line: an unknown pool or site is L2010, an unknown device L2009, a number out of range
+/// L2008, anything else about the line's shape L2005.
+pub fn diagnostics(
+    file: loam_ir::span::FileId,
+    path: &str,
+    text: &str,
+    catalogue: &Catalogue,
+) -> Vec<loam_ir::diagnostics::Diagnostic> {
+    use crate::catalogue::codes;
+    use loam_ir::diagnostics::Diagnostic;
+    use loam_ir::span::Span;
+    let normal = path.replace('\\', "/");
+    let site_folder = normal.rsplit('/').nth(1).unwrap_or("");
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    check(site_folder, text, catalogue)
+        .into_iter()
+        .map(|p| {
+            let start = starts
+                .get(p.line.saturating_sub(1))
+                .copied()
+                .unwrap_or(text.len())
+                .min(text.len());
+            let end = text
+                .get(start..)
+                .and_then(|rest| rest.find('\n'))
+                .map_or(text.len(), |n| start + n);
+            let code = match p.kind {
+                ProblemKind::Malformed => codes::WRONG_TYPE,
+                ProblemKind::OutOfRange => codes::OUT_OF_RANGE,
+                ProblemKind::UnknownSite => codes::UNKNOWN_SITE,
+                ProblemKind::UnknownDevice => codes::UNKNOWN_DEVICE,
+            };
+            let label = p
+                .column
+                .map_or_else(|| "this line".to_string(), |c| format!("column `{c}`"));
+            Diagnostic::error(code, p.message, Span::new(file, start, end), label).with_help(
+                "a runs store line is appended by `loam runs ingest --append`; fix the line in \
+                 the pull request that added it (docs/calibration.md, \"The runs store\")",
+            )
+        })
+        .collect()
+}
