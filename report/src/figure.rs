@@ -25,6 +25,10 @@ pub enum Kind {
     Diff,
     /// Totals per tenant before and after.
     Totals,
+    /// The schedule of one site: a row per job over time.
+    Gantt,
+    /// The schedule's utilisation per site and device type, per day.
+    Utilisation,
 }
 
 impl Kind {
@@ -40,6 +44,8 @@ impl Kind {
             Kind::Service => "service",
             Kind::Diff => "diff",
             Kind::Totals => "totals",
+            Kind::Gantt => "gantt",
+            Kind::Utilisation => "utilisation",
         }
     }
 }

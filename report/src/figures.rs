@@ -5,6 +5,8 @@ pub mod alternatives;
 pub mod bars;
 pub mod data;
 pub mod diff;
+pub mod gantt;
+pub mod heatmap;
 pub mod placement;
 pub mod scatter;
 pub mod schedule;

@@ -10,6 +10,7 @@
 mod figure;
 mod figures;
 mod page;
+mod pool;
 mod svg;
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,9 @@ pub struct PlanPage<'a> {
     /// Errors and warnings of checking and planning, shown above the plans: a page of a
     /// project with errors says so first.
     pub problems: Vec<Problem>,
+    /// Every job scheduled together over time (`loam schedule`), drawn as the section "The
+    /// pool over time": a utilisation heatmap and a Gantt chart per site. `None` leaves it out.
+    pub schedule: Option<&'a loam_ir::schedule::Schedule>,
 }
 
 /// One diagnostic as the page lists it.

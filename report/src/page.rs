@@ -562,6 +562,12 @@ pub fn plan(page: &PlanPage<'_>) -> String {
     }
     body.push_str("</section>\n");
     body.push_str(&problems_html(&page.problems));
+    if let Some(schedule) = page.schedule {
+        body.push_str(&crate::pool::section(
+            schedule,
+            &ids.take("pool".to_string()),
+        ));
+    }
     for (p, id) in doc.plans.iter().zip(&job_ids) {
         body.push_str(&job_section(p, id, page.cluster));
     }

@@ -28,6 +28,7 @@ fn page(doc: &PlanDocument) -> String {
             error: false,
             line: "warning[L3005] a.loam:1:1: needs <more> & more".to_string(),
         }],
+        schedule: None,
     })
 }
 

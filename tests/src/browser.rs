@@ -45,7 +45,7 @@ pub const PHONE: Viewport = Viewport {
 };
 
 /// The figure kinds the page may draw.
-pub const FIGURE_KINDS: [&str; 9] = [
+pub const FIGURE_KINDS: [&str; 11] = [
     "placement",
     "schedule",
     "step-time",
@@ -55,6 +55,8 @@ pub const FIGURE_KINDS: [&str; 9] = [
     "service",
     "diff",
     "totals",
+    "gantt",
+    "utilisation",
 ];
 
 /// A screenshot is blank unless at least this share of its pixels differs from its most common

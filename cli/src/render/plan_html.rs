@@ -27,6 +27,7 @@ pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> 
         document: &planned.document,
         cluster: cluster.as_ref(),
         problems: problems(specs, planned),
+        schedule: None,
     })
 }
 
