@@ -62,11 +62,14 @@ case $CMD in
     install_packages
     install_venv
     tests/backends/slurm-cluster.sh start
+    # A second slurmctld (multifactor priority, backfill) for tests/tests/schedule_slurm.rs.
+    tests/backends/slurm-schedule-cluster.sh start
     tests/backends/ssh-setup.sh start
     log "backend tools ready in $((SECONDS - t0))s"
     ;;
   stop)
     tests/backends/ssh-setup.sh stop || true
+    tests/backends/slurm-schedule-cluster.sh stop || true
     tests/backends/slurm-cluster.sh stop || true
     ;;
   *) log "usage: $0 [start|stop]"; exit 2 ;;

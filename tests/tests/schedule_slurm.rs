@@ -1,0 +1,339 @@
+//! `loam schedule`'s Slurm rules against the real slurmctld (issue 33, item 6): small workloads
+//! of `sleep` jobs, each with a priority, a node count and a duration in whole minutes, submitted
+//! to a Slurm 22.05 cluster running `PriorityType=priority/multifactor` and
+//! `SchedulerType=sched/backfill`, and the start order and start times Slurm gives them read
+//! back and compared with the schedule derived by hand under Slurm's rules (in each workload's
+//! comment): jobs start in priority order, ties in submission order; a job that does not fit
+//! waits and reserves the earliest time it fits; a lower-priority job starts ahead of it only
+//! when it ends (by its time limit) before that reservation (backfill).
+//!
+//! The cluster is `tests/backends/slurm-schedule-cluster.sh`: a second slurmctld with three
+//! partitions of four nodes, each node a real slurmd on loopback, which
+//! `scripts/backend-tools.sh` starts beside the suite's own cluster (whose priority/basic
+//! first-in-first-out order the other Slurm tests keep). Each workload has a partition of its
+//! own, so the three run at once: about five minutes in all.
+//!
+//! Time scale: one minute of Slurm per unit, since Slurm keeps time limits in whole minutes and
+//! backfill plans with the limit. A job sleeps one second less than its limit, so it ends by
+//! itself, never by the limit's kill (slurmctld checks limits every 30 s).
+//!
+//! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster fails the test; otherwise it is
+//! skipped with a message.
+
+use loam_tests::tools::{ci_dir, have, scratch, text};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Seconds in one unit of a workload's durations: Slurm's time limits are whole minutes.
+/// (counted)
+const UNIT_S: u64 = 60;
+
+/// How far a start may be from the derived one, in seconds: one main scheduling interval of
+/// the cluster (`sched_interval=2` in its slurm.conf), the longest Slurm may take to notice a
+/// freed node when no event wakes it. (counted from the configuration; measured on the test
+/// machine: every start within 0 s of the derived one, jobs ending at 59 s and the next
+/// starting at 60 s, since a job's end wakes the scheduler at once)
+const SCHED_INTERVAL_S: f64 = 2.0;
+
+/// The configuration file of the schedule cluster.
+fn slurm_conf() -> PathBuf {
+    ci_dir().join("slurm-schedule/slurm.conf")
+}
+
+/// A Slurm command run against the schedule cluster, times as seconds since the epoch.
+fn slurm(program: &str, args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env("SLURM_CONF", slurm_conf())
+        .env("SLURM_TIME_FORMAT", "%s")
+        .output()
+        .unwrap()
+}
+
+/// Whether the schedule cluster's slurmctld answers.
+fn have_schedule_cluster() -> bool {
+    have(
+        "the schedule test's slurmctld (tests/backends/slurm-schedule-cluster.sh)",
+        slurm_conf().is_file()
+            && Command::new("scontrol")
+                .arg("ping")
+                .env("SLURM_CONF", slurm_conf())
+                .output()
+                .is_ok_and(|o| {
+                    o.status.success() && String::from_utf8_lossy(&o.stdout).contains("is UP")
+                }),
+    )
+}
+
+/// One job of a workload.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    name: &'static str,
+    nodes: u32,
+    /// Duration in units (= the time limit in minutes).
+    units: u64,
+    /// loam's priority name.
+    priority: &'static str,
+}
+
+/// The nice that gives a loam priority its order under the cluster's multifactor weights
+/// (priority = 10000 × partition factor − nice): critical 10000, high 9000, normal 8000, low 7000.
+fn nice(priority: &str) -> u32 {
+    match priority {
+        "critical" => 0,
+        "high" => 1000,
+        "normal" => 2000,
+        "low" => 3000,
+        other => panic!("unknown priority {other}"),
+    }
+}
+
+/// What Slurm did with one job: its start and end, in seconds after the workload's release.
+#[derive(Debug, Clone)]
+struct Observed {
+    name: String,
+    priority: i64,
+    state: String,
+    start_s: f64,
+    end_s: f64,
+}
+
+/// Submits `jobs` to `partition` held, releases them at once (so the scheduler sees the whole
+/// workload together, as loam does at submit time 0), and returns their ids and the release time.
+fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
+    let mut ids = Vec::new();
+    for job in jobs {
+        let sleep = job.units * UNIT_S - 1;
+        let o = slurm(
+            "sbatch",
+            &[
+                "--parsable",
+                "--hold",
+                &format!("--partition={partition}"),
+                &format!("--job-name={}", job.name),
+                &format!("--nodes={}", job.nodes),
+                "--exclusive",
+                &format!("--time={}", job.units * UNIT_S / 60),
+                &format!("--nice={}", nice(job.priority)),
+                "--output=/dev/null",
+                &format!("--wrap=sleep {sleep}"),
+            ],
+            cwd,
+        );
+        assert!(o.status.success(), "sbatch {}: {}", job.name, text(&o));
+        ids.push(String::from_utf8_lossy(&o.stdout).trim().to_string());
+    }
+    let released = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let o = slurm("scontrol", &["release", &ids.join(",")], cwd);
+    assert!(o.status.success(), "scontrol release: {}", text(&o));
+    (ids, released)
+}
+
+/// Waits until every job of `ids` has ended, then reads their start and end times.
+fn observe(ids: &[String], released: u64, cwd: &Path, limit: Duration) -> Vec<Observed> {
+    let begin = Instant::now();
+    loop {
+        let o = slurm(
+            "squeue",
+            &[
+                "--states=all",
+                "--noheader",
+                &format!("--jobs={}", ids.join(",")),
+                "--format=%j|%T|%Q|%S|%e",
+            ],
+            cwd,
+        );
+        assert!(o.status.success(), "squeue: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split('|').collect::<Vec<_>>())
+            .collect();
+        let finished = rows.len() == ids.len()
+            && rows
+                .iter()
+                .all(|r| !matches!(r[1], "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"));
+        if finished {
+            return rows
+                .iter()
+                .map(|r| Observed {
+                    name: r[0].to_string(),
+                    state: r[1].to_string(),
+                    priority: r[2].parse().unwrap(),
+                    start_s: r[3].parse::<f64>().unwrap() - released as f64,
+                    end_s: r[4].parse::<f64>().unwrap() - released as f64,
+                })
+                .collect();
+        }
+        assert!(
+            begin.elapsed() < limit,
+            "the workload did not finish in {limit:?}:\n{out}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// One workload: its partition, its jobs in submission order, and the start of each (in units)
+/// as derived by hand under Slurm's rules.
+struct Workload {
+    partition: &'static str,
+    jobs: Vec<Job>,
+    expected_start_units: BTreeMap<&'static str, u64>,
+}
+
+fn job(name: &'static str, nodes: u32, units: u64, priority: &'static str) -> Job {
+    Job {
+        name,
+        nodes,
+        units,
+        priority,
+    }
+}
+
+/// The workloads, each on four nodes.
+fn workloads() -> Vec<Workload> {
+    vec![
+        // Priority first, then backfill into a hole that closes before the reservation.
+        // t=0: a2 (high, 4 nodes) starts, alone; a1, a4 (normal) and a3 (low) wait.
+        // t=1: a2 ends; a1 (3 nodes, 2 units) starts; a4 (2 nodes) finds 1 free node and
+        //      reserves t=3 (a1's end); a3 (1 node, 1 unit) ends at 2 <= 3: backfilled at t=1.
+        // t=3: a4 starts; ends at 5.
+        Workload {
+            partition: "sched-a",
+            jobs: vec![
+                job("a1", 3, 2, "normal"),
+                job("a2", 4, 1, "high"),
+                job("a3", 1, 1, "low"),
+                job("a4", 2, 2, "normal"),
+            ],
+            expected_start_units: [("a1", 1), ("a2", 0), ("a3", 1), ("a4", 3)].into(),
+        },
+        // Priority over submission order, submission order among equals.
+        // Order: b2, b3 (normal, b2 submitted first), then b1, b4 (low).
+        // t=0: b2 (4 nodes) starts alone. t=1: b3 (2 nodes) and b1 (2 nodes) start; b4 waits
+        // for 2 nodes and gets b3's at t=2.
+        Workload {
+            partition: "sched-b",
+            jobs: vec![
+                job("b1", 2, 2, "low"),
+                job("b2", 4, 1, "normal"),
+                job("b3", 2, 1, "normal"),
+                job("b4", 2, 3, "low"),
+            ],
+            expected_start_units: [("b1", 1), ("b2", 0), ("b3", 1), ("b4", 2)].into(),
+        },
+        // Backfill refused when it would delay the reservation.
+        // t=0: c1 (high, 3 nodes, 1 unit) starts; c2 (normal, 4 nodes) reserves t=1; c3 (low,
+        //      1 node, 2 units) fits the free node but would end at 2 > 1: it waits.
+        // t=1: c2 starts alone; t=2: c3 starts. A first-fit scheduler would start c3 at 0 and
+        //      c2 only at 2.
+        Workload {
+            partition: "sched-c",
+            jobs: vec![
+                job("c1", 3, 1, "high"),
+                job("c2", 4, 1, "normal"),
+                job("c3", 1, 2, "low"),
+            ],
+            expected_start_units: [("c1", 0), ("c2", 1), ("c3", 2)].into(),
+        },
+    ]
+}
+
+/// The start order as names: by start time, ties (one scheduling pass) by priority, highest
+/// first, then name.
+fn order(starts: &[(String, f64, i64)]) -> Vec<String> {
+    let mut sorted: Vec<(String, f64, i64)> = starts.to_vec();
+    sorted.sort_by(|a, b| {
+        let same_pass = (a.1 - b.1).abs() <= SCHED_INTERVAL_S;
+        if same_pass {
+            b.2.cmp(&a.2).then(a.0.cmp(&b.0))
+        } else {
+            a.1.total_cmp(&b.1)
+        }
+    });
+    sorted.into_iter().map(|s| s.0).collect()
+}
+
+/// Slurm's starts of every workload, and each compared with the hand-derived schedule: the same
+/// order and every start within one scheduling interval.
+#[test]
+#[allow(clippy::print_stderr)] // the measured numbers are the test's record, shown with --nocapture
+fn slurm_starts_jobs_in_the_order_and_at_the_times_of_its_rules() {
+    if !have_schedule_cluster() {
+        return;
+    }
+    let dir = scratch("schedule-slurm", "workloads");
+    let workloads = workloads();
+    let submitted: Vec<(Vec<String>, u64)> = workloads
+        .iter()
+        .map(|w| submit(w.partition, &w.jobs, &dir))
+        .collect();
+    let mut worst = 0.0_f64;
+    let mut problems = Vec::new();
+    for (w, (ids, released)) in workloads.iter().zip(&submitted) {
+        let longest: u64 = w.jobs.iter().map(|j| j.units).sum::<u64>() * UNIT_S;
+        let seen = observe(ids, *released, &dir, Duration::from_secs(longest + 120));
+        for o in &seen {
+            assert_eq!(
+                o.state, "COMPLETED",
+                "{o:?}: a job ended by its limit, not its sleep"
+            );
+        }
+        let slurm_starts: Vec<(String, f64, i64)> = seen
+            .iter()
+            .map(|o| (o.name.clone(), o.start_s, o.priority))
+            .collect();
+        let derived: Vec<(String, f64, i64)> = seen
+            .iter()
+            .map(|o| {
+                let units = w.expected_start_units[o.name.as_str()];
+                (o.name.clone(), (units * UNIT_S) as f64, o.priority)
+            })
+            .collect();
+        if order(&slurm_starts) != order(&derived) {
+            problems.push(format!(
+                "{}: Slurm's order {:?}, derived {:?}",
+                w.partition,
+                order(&slurm_starts),
+                order(&derived)
+            ));
+        }
+        for (o, d) in seen.iter().zip(&derived) {
+            let allowed = SCHED_INTERVAL_S;
+            let off = o.start_s - d.1;
+            worst = worst.max(off.abs());
+            eprintln!(
+                "{} {}: priority {}, start {:.0} s (derived {:.0} s, {:+.0} s), end {:.0} s",
+                w.partition, o.name, o.priority, o.start_s, d.1, off, o.end_s
+            );
+            if off.abs() > allowed {
+                problems.push(format!(
+                    "{} {}: starts at {:.0} s, derived {:.0} s (allowed ±{allowed:.0} s)",
+                    w.partition, o.name, o.start_s, d.1
+                ));
+            }
+        }
+    }
+    eprintln!("largest start difference: {worst:.0} s");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The test's own checks on the order function: one pass groups by priority, later passes
+/// follow time.
+#[test]
+fn order_groups_one_pass_by_priority_then_follows_time() {
+    let starts = vec![
+        ("late".to_string(), 120.0, 9000),
+        ("low".to_string(), 61.0, 7000),
+        ("high".to_string(), 62.0, 9000),
+        ("first".to_string(), 0.0, 1),
+    ];
+    assert_eq!(order(&starts), ["first", "high", "low", "late"]);
+}
