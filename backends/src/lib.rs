@@ -16,6 +16,7 @@ mod env;
 pub mod escape;
 pub mod job;
 pub mod kubernetes;
+mod layout;
 pub mod service;
 pub mod slurm;
 pub mod vendors;
@@ -190,14 +191,44 @@ pub struct Manifest {
 /// The major version of the Plan JSON format this crate reads.
 const SUPPORTED_MAJOR: &str = "1";
 
+/// Renders every plan of `doc` for `target` as `loam emit` writes it: as [`render`], but the
+/// Kubernetes objects grouped by the site cluster they belong to, `<site>/_prerequisites/…` and
+/// `<site>/<job>/…` (a job over several sites in each of its sites' folders), so that
+/// `kubectl --context <site> apply -R -f out/<site>/` applies exactly one cluster's objects
+/// (deploy review, finding 10). Slurm and bare metal are as [`render`] writes them.
+pub fn render_by_site(
+    doc: &PlanDocument,
+    target: Target,
+    options: &Options,
+) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    let (manifests, sites) = render_folders(doc, target, options)?;
+    if target != Target::Kubernetes {
+        return Ok(manifests);
+    }
+    let mut placed = layout::by_site(manifests, &sites);
+    placed.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(placed)
+}
+
 /// Renders every plan of `doc` for `target`. Each job gets a folder named after it (a DNS-1123
 /// label); files are sorted by path. Returns every problem found in any plan, or the manifests
-/// when there is none.
+/// when there is none. The Kubernetes prerequisites are under `_prerequisites/<site>/` and a
+/// job over several sites has a sub-folder per site: one job's files together, as `loam diff`
+/// compares them; [`render_by_site`] is what `loam emit` writes.
 pub fn render(
     doc: &PlanDocument,
     target: Target,
     options: &Options,
 ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+    render_folders(doc, target, options).map(|(manifests, _)| manifests)
+}
+
+/// [`render`], and the sites of each job's or service's folder in plan order.
+fn render_folders(
+    doc: &PlanDocument,
+    target: Target,
+    options: &Options,
+) -> Result<(Vec<Manifest>, layout::FolderSites), Vec<Diagnostic>> {
     let mut diagnostics = Vec::new();
     let major = doc.format_version.split('.').next().unwrap_or_default();
     if major != SUPPORTED_MAJOR {
@@ -213,9 +244,11 @@ pub fn render(
     }
     let mut manifests = Vec::new();
     let mut folders: BTreeMap<String, String> = BTreeMap::new();
+    let mut sites = layout::FolderSites::new();
     for plan in &doc.plans {
         match render_job(doc, plan, target, options) {
             Ok((folder, files)) => {
+                sites.insert(folder.clone(), plan.groups.iter().map(|g| g.site.as_str()));
                 if let Some(other) = folders.insert(folder.clone(), plan.job.clone()) {
                     diagnostics.push(job::error(
                         codes::emit::SHARED_OUTPUT_FOLDER,
@@ -238,6 +271,10 @@ pub fn render(
     for svc in &doc.services {
         match service::render(svc, target, options) {
             Ok((folder, files)) => {
+                sites.insert(
+                    folder.clone(),
+                    svc.roles.iter().map(|r| r.group.site.as_str()),
+                );
                 if let Some(other) = folders.insert(folder.clone(), svc.service.clone()) {
                     diagnostics.push(job::error(
                         codes::emit::SHARED_OUTPUT_FOLDER,
@@ -266,7 +303,7 @@ pub fn render(
     manifests.sort_by(|a, b| a.path.cmp(&b.path));
     let paths: BTreeSet<&str> = manifests.iter().map(|m| m.path.as_str()).collect();
     debug_assert_eq!(paths.len(), manifests.len());
-    Ok(manifests)
+    Ok((manifests, sites))
 }
 
 /// Renders one plan of `doc` for `target`; paths are relative to the job's folder.

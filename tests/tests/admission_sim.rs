@@ -94,41 +94,18 @@ fn emitted() -> Vec<(String, Vec<Value>)> {
     files
 }
 
-/// The site a job folder's objects belong to: its pods' `loam.io/site` annotation.
-fn site_of(doc: &Value) -> Option<String> {
-    let rjs = doc["spec"]["replicatedJobs"].as_array()?;
-    let pod = &rjs.first()?["template"]["spec"]["template"];
-    pod["metadata"]["annotations"]["loam.io/site"]
-        .as_str()
-        .map(str::to_string)
-}
-
-/// Applies every object and admits every JobSet; returns each refusal.
+/// Applies every object and admits every JobSet; returns each refusal. `loam emit` writes one
+/// folder per site cluster (`<site>/_prerequisites/`, `<site>/<job>/`), each applied to its own
+/// cluster with `kubectl --context <site> apply -R -f out/<site>/`.
 fn simulate(files: &[(String, Vec<Value>)]) -> Vec<String> {
     let mut sites: BTreeMap<String, Cluster> = BTreeMap::new();
     let mut refused = Vec::new();
-    // The site of each job folder, from its JobSet.
-    let mut folder_site: BTreeMap<String, String> = BTreeMap::new();
     for (path, docs) in files {
-        for d in docs.iter().filter(|d| d["kind"] == "JobSet") {
-            if let Some(site) = site_of(d) {
-                let folder = path.rsplit_once('/').map_or("", |(f, _)| f).to_string();
-                folder_site.insert(folder, loam_ir::names::dns_label(&site, 40));
-            }
-        }
-    }
-    for (path, docs) in files {
-        let parts: Vec<&str> = path.split('/').collect();
-        let site = if parts.first() == Some(&"_prerequisites") {
-            parts[1].to_string()
-        } else {
-            let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
-            match folder_site.get(folder) {
-                Some(s) => s.clone(),
-                // Services (no JobSet) are outside this first version.
-                None => continue,
-            }
+        let Some((site, _)) = path.split_once('/') else {
+            refused.push(format!("{path}: outside every site's folder"));
+            continue;
         };
+        let site = site.to_string();
         let cluster = sites.entry(site.clone()).or_default();
         for d in docs {
             let kind = text(&d["kind"]);
@@ -355,11 +332,11 @@ fn every_example_is_admitted_and_starts_with_one_world() {
 #[test]
 fn the_simulator_refuses_what_kueue_would() {
     let files = emitted();
-    let deepseek = |p: &str| p.starts_with("deepseek-v3-pretrain/");
+    let deepseek = |p: &str| p.contains("/deepseek-v3-pretrain/");
     // The quota the review found: xirang's research share at campus (128 + 128 H800).
     let mut shrunk = files.clone();
     for (path, docs) in &mut shrunk {
-        if path.ends_with("campus/30-clusterqueue-research.yaml") {
+        if path == "campus/_prerequisites/30-clusterqueue-research.yaml" {
             for f in docs[0]["spec"]["resourceGroups"][0]["flavors"]
                 .as_array_mut()
                 .unwrap()
@@ -390,7 +367,7 @@ fn the_simulator_refuses_what_kueue_would() {
     // Both groups of the heterogeneous-data job told they start at rank 0: ranks overlap.
     let mut overlapping = files.clone();
     for (path, docs) in &mut overlapping {
-        if path == "llama3-70b-h100-h20/20-jobset.yaml" {
+        if path.ends_with("/llama3-70b-h100-h20/20-jobset.yaml") {
             for rj in docs[0]["spec"]["replicatedJobs"].as_array_mut().unwrap() {
                 let env = rj["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
                     .as_array_mut()
@@ -407,7 +384,7 @@ fn the_simulator_refuses_what_kueue_would() {
     assert!(
         refused
             .iter()
-            .any(|r| r.starts_with("llama3-70b-h100-h20/") && r.contains("ranks")),
+            .any(|r| r.contains("/llama3-70b-h100-h20/") && r.contains("ranks")),
         "{refused:#?}"
     );
 }

@@ -838,3 +838,106 @@ fn an_interrupted_jobset_restarts_without_spending_its_budget() {
     }
     assert_eq!(jobsets, doc.plans.len());
 }
+
+/// Every file under `dir`, by path relative to it (`/` separators).
+fn written(dir: &std::path::Path) -> BTreeMap<String, String> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy();
+                out.insert(
+                    rel.replace('\\', "/"),
+                    std::fs::read_to_string(&path).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Finding 10: `kubectl apply -R -f out/` applied every site's objects to one cluster, where
+/// `nlp-train` (defined at campus, guiyang and shanghai) kept the last site's flavors. `loam
+/// emit examples/` now writes one folder per site cluster: the top-level folders are exactly
+/// the sites of the jobs and services, each holds its own `_prerequisites/`, no object is
+/// written twice within a site's folder (the last-file-wins merge), and every pod template in
+/// `out/<site>/` is annotated with that site.
+#[test]
+fn each_site_folder_applies_exactly_one_clusters_objects() {
+    let out = std::env::temp_dir().join(format!("loam-by-site-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let folder = repo_root().join("examples");
+    let (code, _, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            &folder.to_string_lossy(),
+            "--backend",
+            "kubernetes",
+            "--out",
+            &out.to_string_lossy(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let files = written(&out);
+    let _ = std::fs::remove_dir_all(&out);
+    let doc = &examples().0;
+    let sites: std::collections::BTreeSet<String> = doc
+        .plans
+        .iter()
+        .flat_map(|p| p.groups.iter().map(|g| g.site.clone()))
+        .chain(
+            doc.services
+                .iter()
+                .flat_map(|s| s.roles.iter().map(|r| r.group.site.clone())),
+        )
+        .collect();
+    let top: std::collections::BTreeSet<String> = files
+        .keys()
+        .map(|p| p.split('/').next().unwrap().to_string())
+        .collect();
+    assert_eq!(top, sites, "the output's top-level folders are the sites");
+    let mut seen: BTreeMap<(String, String, String, String), String> = BTreeMap::new();
+    for (path, text) in &files {
+        let site = path.split('/').next().unwrap();
+        assert!(
+            files
+                .keys()
+                .any(|p| p.starts_with(&format!("{site}/_prerequisites/"))),
+            "{site} has no _prerequisites/ of its own"
+        );
+        for doc in serde_saphyr::from_multiple::<Value>(text).unwrap() {
+            if doc.is_null() {
+                continue;
+            }
+            let key = (
+                site.to_string(),
+                doc["kind"].as_str().unwrap_or_default().to_string(),
+                doc["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                doc["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+            if let Some(first) = seen.insert(key.clone(), path.clone()) {
+                panic!("{key:?} is written by {first} and {path}: one apply keeps the last");
+            }
+            let text = serde_json::to_string(&doc).unwrap();
+            for (i, _) in text.match_indices("\"loam.io/site\":\"") {
+                let rest = &text[i + "\"loam.io/site\":\"".len()..];
+                let annotated = &rest[..rest.find('"').unwrap()];
+                assert_eq!(
+                    annotated, site,
+                    "{path}: a pod of {annotated} in {site}'s folder"
+                );
+            }
+        }
+    }
+}

@@ -94,7 +94,7 @@ pub fn run(
     if let Some(trainer) = &args.trainer {
         options.trainer = trainer.split_whitespace().map(str::to_string).collect();
     }
-    let manifests = match loam_backends::render(&doc, target, &options) {
+    let manifests = match loam_backends::render_by_site(&doc, target, &options) {
         Ok(manifests) => manifests,
         Err(diagnostics) => {
             cx.eprint(&render_text(&diagnostics, &SourceMap::new(), cx.color));
