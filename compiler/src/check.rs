@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 
 const JOB: BlockSpec = BlockSpec {
     name: "job",
-    fields: &["tenant", "priority"],
+    fields: &["tenant", "priority", "submit"],
     blocks: &[
         "model",
         "train",
@@ -387,6 +387,8 @@ struct Header {
     name: Option<Spanned<String>>,
     tenant: Option<Spanned<String>>,
     priority: Priority,
+    /// `submit` (jobs only): minutes since 1970-01-01 00:00 UTC.
+    submit: Option<Spanned<i64>>,
 }
 
 /// Reads the header fields of a `job` or `service` block (`spec` lists the block's own fields).
@@ -402,6 +404,11 @@ fn read_header(block: &Block, spec: &BlockSpec, diags: &mut Diagnostics) -> Head
             false,
         )
         .map_or(Priority::Normal, |p| p.value);
+    let submit = if spec.fields.contains(&"submit") {
+        read_submit(&mut fields)
+    } else {
+        None
+    };
     let name = block
         .label
         .as_ref()
@@ -410,6 +417,28 @@ fn read_header(block: &Block, spec: &BlockSpec, diags: &mut Diagnostics) -> Head
         name,
         tenant,
         priority,
+        submit,
+    }
+}
+
+/// `submit = "2026-03-01"` or `"2026-03-01T08:00Z"`: when the job is submitted to the
+/// schedule (UTC); a malformed or impossible date is L1007 at the value.
+fn read_submit(fields: &mut reader::Fields<'_>) -> Option<Spanned<i64>> {
+    let text = fields.string("submit")?;
+    match crate::schedule::date::parse_date_time(&text.value) {
+        Ok(minutes) => Some(Spanned::new(minutes, text.span)),
+        Err(problem) => {
+            fields.diags.push(
+                Diagnostic::error(
+                    codes::check::WRONG_KIND,
+                    format!("`submit` must be a UTC date or date-time: {problem}"),
+                    text.span,
+                    "not a date",
+                )
+                .with_help("write e.g. submit = \"2026-03-01\" or \"2026-03-01T08:00Z\" (UTC)"),
+            );
+            None
+        }
     }
 }
 
@@ -418,6 +447,7 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         name,
         tenant,
         priority,
+        submit,
     } = read_header(block, &JOB, diags);
 
     let model = required_block(block, "model", diags)
@@ -445,6 +475,7 @@ fn check_job(block: &Block, diags: &mut Diagnostics) -> Option<Job> {
         file: block.span.file,
         tenant: tenant?,
         priority,
+        submit,
         model: model?,
         train: train?,
         parallel,

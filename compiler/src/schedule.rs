@@ -7,12 +7,14 @@
 //! Pure: plans, submit hours and the catalogue in, a `loam_ir::schedule::Schedule` out. Plans
 //! stay clock-free: hour 0 is the caller's start date, which this module only copies.
 
+pub mod date;
 mod job;
 mod sample;
 mod sim;
 #[cfg(test)]
 mod tests;
 mod usage;
+pub mod what_if;
 
 use crate::admission::place::{Demand, PoolRules, rule_order};
 use crate::catalogue::Catalogue;

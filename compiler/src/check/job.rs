@@ -19,6 +19,10 @@ pub struct Job {
     pub tenant: Spanned<String>,
     /// Scheduling priority.
     pub priority: Priority,
+    /// When it is submitted to the schedule (`submit`), minutes since 1970-01-01 00:00 UTC;
+    /// absent: at the schedule's start. Plans never read it (they stay clock-free).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submit: Option<Spanned<i64>>,
     /// Model dimensions.
     pub model: ModelSpec,
     /// Training run.

@@ -129,6 +129,7 @@ pub(super) fn check_service(block: &Block, diags: &mut Diagnostics) -> Option<Se
         name,
         tenant,
         priority,
+        ..
     } = super::read_header(block, &SERVICE, diags);
 
     let model = required_block(block, "model", diags)

@@ -216,3 +216,45 @@ fn the_same_input_gives_byte_identical_json() {
     let two = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
     assert_eq!(one, two);
 }
+
+#[test]
+fn adding_a_node_removes_the_wait_and_the_what_if_says_so() {
+    // The two-job pool of the first test: b waits 10 h for a. One more node of 8 H100 at the
+    // site lets b start at 0 (the cohort holds every device; nlp's 8 guaranteed + 8 elastic
+    // cover 16), so the total wait drops by 10 h and b finishes 10 h earlier (16 → 6 h);
+    // the same device-hours are bought, so the cost does not change.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 8)])]);
+    let plans = [
+        timed("a", "nlp", "normal", 10.0, serde_json::json!({})),
+        timed("b", "nlp", "normal", 6.0, serde_json::json!({})),
+    ];
+    let add = what_if::Addition::parse("8xH100_SXM@only").unwrap();
+    let (bigger, words) = what_if::changed_catalogue(&cat, &[add], &[]).unwrap();
+    assert_eq!(
+        words,
+        vec!["+8 H100_SXM at only (1 nodes on node group ng-a)"]
+    );
+    let s = what_if::compare(
+        &plans,
+        &Submits::new(),
+        &cat,
+        &bigger,
+        words,
+        &options(48.0),
+    );
+    let w = s.what_if.as_ref().unwrap();
+    assert_eq!(
+        (w.before.wait_h, w.after.wait_h, w.wait_change_h),
+        (10.0, 0.0, -10.0)
+    );
+    assert_eq!(w.cost_change["CNY"], 0.0);
+    assert_eq!(w.moved.len(), 1);
+    assert_eq!(
+        (w.moved[0].job.as_str(), w.moved[0].finish_change_h),
+        ("b", Some(-10.0))
+    );
+    // Removing the only site leaves nothing to run on: both jobs are never admissible.
+    let (empty, _) = what_if::changed_catalogue(&cat, &[], &["only".to_string()]).unwrap();
+    let s = schedule(&plans, &Submits::new(), &empty, &options(48.0));
+    assert!(s.jobs.iter().all(|j| j.status == "never"), "{:?}", s.jobs);
+}
