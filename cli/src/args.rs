@@ -60,6 +60,8 @@ pub enum Command {
     Catalogue(CatalogueArgs),
     /// Plan each job: where, split how, how long, at what cost, and why.
     Plan(PlanArgs),
+    /// Run every job together on its pools over weeks: starts, waits, preemptions, deadlines.
+    Schedule(crate::commands::schedule::ScheduleArgs),
     /// Compare predicted with measured throughput of published training runs (a CSV).
     Calibrate(CalibrateArgs),
     /// Read measured figures from training logs and serving-benchmark results.

@@ -12,4 +12,5 @@ pub mod lsp;
 pub mod plan;
 pub mod report;
 pub mod runs;
+pub mod schedule;
 pub mod schema;

@@ -141,6 +141,7 @@ pub fn run(
         Command::Completions(a) => Ok(commands::completions::run(a, &mut cx)),
         Command::Catalogue(a) => commands::catalogue::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Plan(a) => commands::plan::run(a, cli.catalogue.as_deref(), &mut cx),
+        Command::Schedule(a) => commands::schedule::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Calibrate(a) => commands::calibrate::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Emit(a) => commands::emit::run(a, cli.catalogue.as_deref(), &mut cx),
         Command::Diff(a) => commands::diff::run(a, cli.catalogue.as_deref(), &mut cx),

@@ -108,7 +108,9 @@ pub fn compare(
 ) -> Schedule {
     let before = schedule(plans, submits, before_catalogue, options);
     let mut after = schedule(plans, submits, after_catalogue, options);
-    let finishes: BTreeMap<(&str, &str), (Option<f64>, Option<&str>)> = before
+    // (file, job) → (finish, deadline verdict) of the unchanged pool.
+    type Before<'a> = BTreeMap<(&'a str, &'a str), (Option<f64>, Option<&'a str>)>;
+    let finishes: Before<'_> = before
         .jobs
         .iter()
         .map(|j| {
