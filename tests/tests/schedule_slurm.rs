@@ -20,6 +20,7 @@
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster fails the test; otherwise it is
 //! skipped with a message.
 
+use crate::schedule_workload::{self, WorkJob};
 use loam_tests::tools::{ci_dir, have, scratch, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -336,4 +337,76 @@ fn order_groups_one_pass_by_priority_then_follows_time() {
         ("first".to_string(), 0.0, 1),
     ];
     assert_eq!(order(&starts), ["first", "high", "low", "late"]);
+}
+
+/// The workload's jobs as `loam schedule` sees them: one tenant guaranteed the node group's 32
+/// devices (4 nodes × 8, as the Slurm partition's 4 nodes), one hour of work per unit.
+fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
+    let jobs: Vec<WorkJob> = w
+        .jobs
+        .iter()
+        .map(|j| WorkJob {
+            name: j.name.to_string(),
+            tenant: "slurm".to_string(),
+            priority: j.priority,
+            nodes: u64::from(j.nodes),
+            hours: j.units as f64,
+            checkpoint_h: None,
+        })
+        .collect();
+    let s = schedule_workload::run(&jobs, &[("slurm", 32, 0)], 48.0);
+    s.jobs
+        .iter()
+        .map(|j| (j.job.clone(), j.start_h.unwrap_or(f64::INFINITY)))
+        .collect()
+}
+
+/// `loam schedule`'s core on the same workloads (no cluster needed): the start order and the
+/// start times Slurm's real runs gave above (and the hand derivations in `workloads`).
+/// - a, b: the same order and the same starts, in hours for Slurm's minutes;
+/// - c: not the same. loam's core applies Kueue's rules at every event (BestEffortFIFO without
+///   reservations, and `withinClusterQueue: LowerPriority` preemption): c3 (low, 1 node) starts
+///   at 0 on the free node, then c2 (normal, 4 nodes) preempts it at 1 and c3 starts again at 2.
+///   Slurm's backfill reserves t=1 for c2 and keeps c3 waiting until 2. loam has no Slurm mode
+///   (backfill with reservations, no preemption without a PreemptType); when it gets one, this
+///   workload must match Slurm's order too.
+#[test]
+fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reservations() {
+    let all = workloads();
+    let mut agree = 0;
+    for w in &all {
+        let loam = loam_starts(w);
+        let slurm: BTreeMap<String, f64> = w
+            .expected_start_units
+            .iter()
+            .map(|(name, units)| (name.to_string(), *units as f64))
+            .collect();
+        let priority = |name: &str| {
+            w.jobs
+                .iter()
+                .find(|j| j.name == name)
+                .map_or(0, |j| 10_000 - i64::from(nice(j.priority)))
+        };
+        // Hours for loam, units (minutes on the cluster) for Slurm: one scheduling pass each.
+        let as_starts = |m: &BTreeMap<String, f64>| -> Vec<(String, f64, i64)> {
+            m.iter()
+                .map(|(n, h)| (n.clone(), h * 60.0, priority(n)))
+                .collect()
+        };
+        if order(&as_starts(&loam)) == order(&as_starts(&slurm)) && loam == slurm {
+            agree += 1;
+        } else {
+            assert_eq!(w.partition, "sched-c", "{loam:?} vs {slurm:?}");
+            // c1 0, c3 0 (then preempted), c2 1.
+            assert_eq!(
+                loam,
+                BTreeMap::from([
+                    ("c1".to_string(), 0.0),
+                    ("c2".to_string(), 1.0),
+                    ("c3".to_string(), 0.0)
+                ])
+            );
+        }
+    }
+    assert_eq!(agree, 2, "workloads a and b agree");
 }

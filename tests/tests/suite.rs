@@ -10,6 +10,8 @@ mod git_repo;
 mod loam_process;
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
+#[path = "support/schedule_workload.rs"]
+mod schedule_workload;
 
 mod admission;
 mod admission_sim;
@@ -54,6 +56,7 @@ mod report_cli;
 mod report_schedule;
 mod robustness;
 mod runs_cli;
+mod schedule_properties;
 mod schedule_slurm;
 mod schema;
 mod service_context;
