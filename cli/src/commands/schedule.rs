@@ -128,6 +128,10 @@ pub fn run(
     let Some(catalogue) = &specs.catalogue else {
         return Ok(1);
     };
+    if planned.document.plans.is_empty() && specs.errors() > 0 {
+        // Nothing to schedule: the errors above say why.
+        return Ok(1);
+    }
     let start_min = start_day * 1440;
     let mut submits = Submits::new();
     for checked in &specs.jobs {
