@@ -11,6 +11,7 @@ mod loam_process;
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
 #[path = "support/schedule_workload.rs"]
+mod schedule_cli;
 mod schedule_workload;
 
 mod admission;
