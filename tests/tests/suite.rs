@@ -11,7 +11,6 @@ mod loam_process;
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
 #[path = "support/schedule_workload.rs"]
-mod schedule_cli;
 mod schedule_workload;
 
 mod admission;
@@ -57,6 +56,7 @@ mod report_cli;
 mod report_schedule;
 mod robustness;
 mod runs_cli;
+mod schedule_cli;
 mod schedule_properties;
 mod schedule_slurm;
 mod schema;
