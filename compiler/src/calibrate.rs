@@ -13,6 +13,7 @@
 mod cells;
 mod cross;
 mod csv_errors;
+pub mod fit;
 mod hetero;
 mod hetero_row;
 mod regime;
@@ -251,6 +252,8 @@ pub fn calibrate(
 /// constants, which [`cross_validate`] varies.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
+    /// The run's id.
+    pub run_id: String,
     /// The run's source family (the `run_id` up to its first `_`).
     pub family: String,
     pub model: ModelDims,
@@ -625,6 +628,7 @@ fn calibrate_row(
         auto_at_least_as_fast: auto_total >= best.estimate.tokens_per_s * (1.0 - 1e-9),
     };
     let prepared = Prepared {
+        run_id: row.run_id.clone(),
         family: row.run_id.split('_').next().unwrap_or("").to_string(),
         model,
         setup,

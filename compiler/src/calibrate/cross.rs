@@ -133,7 +133,7 @@ fn best_on_grid(errors: impl Fn(&FittedConstants) -> Vec<f64>) -> FittedConstant
 }
 
 /// The constants on the grid with the lowest median `|error|` over `rows`.
-fn fit(rows: &[&Prepared]) -> FittedConstants {
+pub(crate) fn fit(rows: &[&Prepared]) -> FittedConstants {
     best_on_grid(|fitted| abs_errors(rows, fitted))
 }
 

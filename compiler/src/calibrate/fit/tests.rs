@@ -1,0 +1,200 @@
+//! The fit's rules on synthetic runs, and the few-shot accuracy on the shared published-run file
+//! (issue 30: per family with at least 8 runs, fit on 3 chosen by a fixed seed, predict the rest).
+
+use super::*;
+use crate::calibrate::calibrate_prepared;
+use crate::hardware::DeviceFigures;
+
+const CSV: &str = include_str!("../../../../tests/data/training_runs_calibration.csv");
+
+fn catalogue_device(id: &str) -> Option<DeviceFigures> {
+    thread_local! {
+        static CATALOGUE: crate::catalogue::Catalogue = crate::catalogue::builtin();
+    }
+    CATALOGUE.with(|c| c.device(id).map(|d| d.figures()))
+}
+
+fn prepared() -> Vec<Prepared> {
+    calibrate_prepared(CSV, &catalogue_device).unwrap().1
+}
+
+/// splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014):
+/// the fixed-seed choice of the rows to fit on.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `k` distinct indices of `0..n`, by a partial Fisher–Yates shuffle seeded with `seed`.
+fn choose(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut state = seed;
+    for i in 0..k.min(n) {
+        let j = i + (splitmix(&mut state) % (n - i) as u64) as usize;
+        order.swap(i, j);
+    }
+    order.truncate(k.min(n));
+    order.sort_unstable();
+    order
+}
+
+/// The seed of the few-shot test: the issue's number.
+const SEED: u64 = 30;
+
+#[test]
+fn runs_generated_with_a_known_gemm_factor_give_that_factor_back_shrunk() {
+    // Four runs of one family "measured" as the model predicts them with a GEMM factor of 0.85.
+    // Four runs allow one factor (one per three runs, at least one), the GEMM share; the fit
+    // finds f̂ = 0.85 and shrinks it with n = 4, k = 1: 0.85^(4/5) = 0.8781.
+    let truth = Factors {
+        gemm: 0.85,
+        ..Factors::ONE
+    };
+    let family: Vec<Prepared> = prepared()
+        .into_iter()
+        .filter(|r| r.family == "nemo2407")
+        .take(4)
+        .map(|mut r| {
+            r.measured = predict(&r, &truth).unwrap();
+            r
+        })
+        .collect();
+    let refs: Vec<&Prepared> = family.iter().collect();
+    let fit = fit(&refs);
+    assert_eq!(fit.runs, 4);
+    assert_eq!(fit.fitted, vec!["gemm"]);
+    assert!((fit.factors.gemm - 0.8781).abs() < 0.002, "{fit:?}");
+    assert_eq!((fit.factors.scale_out, fit.factors.scale_up), (1.0, 1.0));
+}
+
+#[test]
+fn never_more_factors_than_runs_and_one_run_keeps_the_priors_uncertainty() {
+    let rows = prepared();
+    let one: Vec<&Prepared> = rows.iter().filter(|r| r.family == "sc21").take(1).collect();
+    let fit = fit(&one);
+    assert_eq!(fit.fitted.len(), 1);
+    // n = 1, one factor: no degree of freedom is left, so the spread is the prior's 0.30, and
+    // the shrinkage keeps 0.30 · 1/(1+1) = 0.15 of the prior: sqrt(0.30² + 0.15²) = 0.3354.
+    assert!(
+        (fit.uncertainty - 0.3354).abs() < 1e-3,
+        "{}",
+        fit.uncertainty
+    );
+}
+
+#[test]
+fn the_shipped_model_is_factors_of_one() {
+    let rows = prepared();
+    let row = rows.first().unwrap();
+    let mut cluster = row.cluster.clone();
+    Factors::ONE.apply(&mut cluster);
+    assert_eq!(cluster, row.cluster);
+}
+
+/// The few-shot protocol of issue 30 ("Numbers") on the shared file, with the measured figures
+/// of the family under test multiplied by `slowdown` (1.0: the file as published; the other
+/// families, which the starting model is fitted on, stay as published). For each source family with at least 8
+/// costed runs, start from the model refitted without that family (`loam calibrate
+/// --cross-validate`'s fold: a site and stack the model never saw), fit the factors on 3 of its
+/// runs chosen by [`SEED`] and predict the others. Prints the table (`--nocapture`) and returns
+/// the pooled medians over the held-back runs: (left-out model, few-shot) in percent, and the
+/// families within 5 %.
+fn few_shot_table(slowdown: f64) -> (f64, f64, usize) {
+    let rows = prepared();
+    let mut families: std::collections::BTreeMap<&str, Vec<&Prepared>> = Default::default();
+    for r in &rows {
+        families.entry(r.family.as_str()).or_default().push(r);
+    }
+    println!("measured × {slowdown}");
+    println!(
+        "{:<12} {:>5} {:>5} {:>10} {:>9} {:>7}",
+        "family", "runs", "held", "left-out", "few-shot", "gemm"
+    );
+    let mut pooled = [Vec::new(), Vec::new()];
+    let mut families_met = 0;
+    for (family, members) in &families {
+        if members.len() < 8 {
+            continue;
+        }
+        let others: Vec<&Prepared> = rows.iter().filter(|r| r.family != *family).collect();
+        let prior = crate::calibrate::cross::fit(&others);
+        let unseen: Vec<Prepared> = members
+            .iter()
+            .map(|r| {
+                let mut r = (*r).clone();
+                r.cluster.fitted = prior;
+                r.measured *= slowdown;
+                r
+            })
+            .collect();
+        let picked = choose(unseen.len(), 3, SEED);
+        let train: Vec<&Prepared> = picked.iter().filter_map(|i| unseen.get(*i)).collect();
+        let held: Vec<&Prepared> = (0..unseen.len())
+            .filter(|i| !picked.contains(i))
+            .filter_map(|i| unseen.get(i))
+            .collect();
+        let fit = fit(&train);
+        let left_out: Vec<f64> = held
+            .iter()
+            .map(|r| abs_error_pct(r, &Factors::ONE))
+            .collect();
+        let few_shot: Vec<f64> = held
+            .iter()
+            .map(|r| abs_error_pct(r, &fit.factors))
+            .collect();
+        let median = |v: &Vec<f64>| super::super::median(v.clone());
+        println!(
+            "{:<12} {:>5} {:>5} {:>9.1}% {:>8.1}% {:>7.3}",
+            family,
+            members.len(),
+            held.len(),
+            median(&left_out),
+            median(&few_shot),
+            fit.factors.gemm,
+        );
+        if median(&few_shot) <= 5.0 {
+            families_met += 1;
+        }
+        for (sink, values) in pooled.iter_mut().zip([left_out, few_shot]) {
+            sink.extend(values);
+        }
+    }
+    let [left_out, few_shot] = pooled.map(super::super::median);
+    println!(
+        "pooled held-back runs: left-out {left_out:.1}%, few-shot {few_shot:.1}%; \
+         {families_met} of 4 families within 5 %"
+    );
+    (left_out, few_shot, families_met)
+}
+
+/// The published runs as they are. Measured when written (docs/calibration.md): the left-out
+/// model is already within 4.0 % pooled, and three runs cannot tell a family's shift from its
+/// layouts' spread, so the fit costs a point (5.0 %); two of the four families meet the 5 % goal
+/// (korthikanti, sc21), nemo2407 and tt2412 do not.
+#[test]
+fn few_shot_on_the_published_runs_costs_little_where_there_is_no_shift() {
+    let (left_out, few_shot, met) = few_shot_table(1.0);
+    assert!(
+        few_shot <= left_out + 1.5,
+        "few-shot {few_shot:.1}% vs left-out {left_out:.1}%"
+    );
+    assert!(met >= 2);
+}
+
+/// The case calibration is for: a site slower than its datasheet (clocks, power caps, a slower
+/// stack). The family's runs measure 0.85 × what was published, so the left-out model is off by
+/// at least 1/0.85 − 1 = 17.6 % on a run it had exactly (20.7 % pooled when written); three runs
+/// give most of the shift back (7.7 % pooled when written: the GEMM factor slows the compute,
+/// not the communication, and the shrinkage keeps a quarter of the prior).
+#[test]
+fn few_shot_recovers_most_of_a_site_slower_than_its_datasheet() {
+    let (left_out, few_shot, _) = few_shot_table(0.85);
+    assert!(left_out > 17.0, "{left_out}");
+    assert!(
+        few_shot < left_out / 2.0,
+        "few-shot {few_shot:.1}% vs {left_out:.1}%"
+    );
+}
