@@ -286,8 +286,28 @@ fn admit_waiting(
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
     let mut evicted_now: Vec<usize> = Vec::new();
+    // Kueue's queue order: priority, then creation time (here: when the job became ready),
+    // then the rules' order (window jobs last, file, name) for jobs submitted together.
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key = |i: usize| {
+            let job = jobs.get(i).and_then(Option::as_ref);
+            let priority = demands.get(i).and_then(Option::as_ref).map(|d| d.priority);
+            (
+                job.is_some_and(|j| j.window.is_some()),
+                std::cmp::Reverse(priority),
+                job.map_or(0.0, SimJob::ready_h),
+            )
+        };
+        let (wa, pa, ra) = key(a);
+        let (wb, pb, rb) = key(b);
+        wa.cmp(&wb)
+            .then(pa.cmp(&pb))
+            .then(ra.total_cmp(&rb))
+            .then(a.cmp(&b))
+    });
     for pass in 0..2 {
-        for i in 0..states.len() {
+        for &i in &order {
             let waiting = states.get(i).is_some_and(|s| s.phase == Phase::Waiting);
             let Some(Some(job)) = jobs.get(i) else {
                 continue;

@@ -258,3 +258,26 @@ fn adding_a_node_removes_the_wait_and_the_what_if_says_so() {
     let s = schedule(&plans, &Submits::new(), &empty, &options(48.0));
     assert!(s.jobs.iter().all(|j| j.status == "never"), "{:?}", s.jobs);
 }
+
+#[test]
+fn jobs_of_one_priority_start_in_the_order_they_were_submitted() {
+    // x holds the 8 devices 0–10 h. b is submitted at 1 h, a at 5 h, both normal and needing
+    // the 8 devices for 4 h: Kueue orders by priority, then creation time, so b (earlier) runs
+    // 10–14 h and a 14–18 h, although a's file sorts first.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let plans = [
+        timed("x", "nlp", "normal", 10.0, serde_json::json!({})),
+        timed("a", "nlp", "normal", 4.0, serde_json::json!({})),
+        timed("b", "nlp", "normal", 4.0, serde_json::json!({})),
+    ];
+    let submits: Submits = [
+        (("a.loam".to_string(), "a".to_string()), 5.0),
+        (("b.loam".to_string(), "b".to_string()), 1.0),
+    ]
+    .into();
+    let s = schedule(&plans, &submits, &cat, &options(48.0));
+    assert_eq!(find(&s, "b").start_h, Some(10.0));
+    assert_eq!(find(&s, "a").start_h, Some(14.0));
+    // Waits count from submission: b 10 − 1 = 9 h, a 14 − 5 = 9 h.
+    assert_eq!((find(&s, "b").wait_h, find(&s, "a").wait_h), (9.0, 9.0));
+}
