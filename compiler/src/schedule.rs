@@ -43,6 +43,8 @@ pub struct Options {
     pub samples: u64,
     /// The Monte Carlo seed.
     pub seed: u64,
+    /// Threads the samples may run on (the result does not depend on it).
+    pub threads: usize,
 }
 
 /// Submit hours by (spec file, job name); a job not listed is submitted at hour 0.
@@ -74,7 +76,7 @@ pub fn schedule(
     for plan in plans {
         by_pool.entry(plan.pool.as_str()).or_default().push(plan);
     }
-    let mut rng = Rng::new(options.seed);
+    let mut seeder = Rng::new(options.seed);
     let mut jobs: Vec<ScheduledJob> = Vec::new();
     let mut utilisation = BTreeMap::new();
     let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
@@ -94,7 +96,9 @@ pub fn schedule(
             horizon_h,
             Some(&mut usage),
         );
-        let sampled = sample_finishes(&run, &expected, horizon_h, options.samples, &mut rng);
+        // One seed per sample, drawn in order, so the draws do not depend on the threads.
+        let seeds: Vec<u64> = (0..options.samples).map(|_| seeder.next_u64()).collect();
+        let sampled = sample_finishes(&run, &expected, horizon_h, &seeds, options.threads);
         for (site, devices) in usage.finish() {
             let entry: &mut BTreeMap<_, _> = utilisation.entry(site).or_default();
             entry.extend(devices);
@@ -164,13 +168,14 @@ fn status_reason(status: &crate::admission::AdmissionStatus) -> String {
     }
 }
 
-/// Per job, its finish in every sample (`f64::INFINITY` when it does not finish).
+/// Per job, its finish in every sample (`f64::INFINITY` when it does not finish), one sample
+/// per seed, spread over `threads`.
 fn sample_finishes(
     run: &PoolRun<'_>,
     expected: &[f64],
     horizon_h: f64,
-    samples: u64,
-    rng: &mut Rng,
+    seeds: &[u64],
+    threads: usize,
 ) -> Vec<Vec<f64>> {
     let spreads: Vec<Spread> = run
         .plans
@@ -178,16 +183,24 @@ fn sample_finishes(
         .zip(expected)
         .map(|(p, &e)| Spread::of(p, e))
         .collect();
-    let mut finishes: Vec<Vec<f64>> = vec![Vec::new(); run.plans.len()];
-    for _ in 0..samples {
+    let per_sample: Vec<Vec<f64>> = crate::parallel::map_ordered(seeds, threads, |&seed| {
+        let mut rng = Rng::new(seed);
         let work: Vec<f64> = spreads
             .iter()
             .zip(&run.jobs)
-            .map(|(s, j)| j.as_ref().map_or(0.0, |_| s.draw(rng)))
+            .map(|(s, j)| j.as_ref().map_or(0.0, |_| s.draw(&mut rng)))
             .collect();
         let outcome = sim::run(&run.rules, &run.demands, &run.jobs, &work, horizon_h, None);
-        for (f, trace) in finishes.iter_mut().zip(&outcome.traces) {
-            f.push(trace.finish_h.unwrap_or(f64::INFINITY));
+        outcome
+            .traces
+            .iter()
+            .map(|t| t.finish_h.unwrap_or(f64::INFINITY))
+            .collect()
+    });
+    let mut finishes: Vec<Vec<f64>> = vec![Vec::with_capacity(seeds.len()); run.plans.len()];
+    for sample in per_sample {
+        for (f, x) in finishes.iter_mut().zip(sample) {
+            f.push(x);
         }
     }
     finishes

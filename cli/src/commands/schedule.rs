@@ -148,6 +148,7 @@ pub fn run(
         horizon_h,
         samples: args.samples,
         seed: args.seed,
+        threads: crate::session::threads(),
     };
     let plans = &planned.document.plans;
     let result = if additions.is_empty() && args.remove_site.is_empty() {

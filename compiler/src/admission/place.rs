@@ -626,6 +626,9 @@ pub(crate) fn preempt_lower(
             .then_some((seq, j, other.priority))
         })
         .collect();
+    if candidates.is_empty() {
+        return None;
+    }
     candidates.sort_by(|a, b| {
         a.2.cmp(&b.2)
             .then_with(|| cheaper(a.1, b.1))

@@ -15,7 +15,8 @@ impl Rng {
         Rng(seed)
     }
 
-    fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub(crate) fn next_u64(&mut self) -> u64 {
         // Constants of the published algorithm.
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

@@ -56,6 +56,9 @@ struct State {
     remaining_h: f64,
     /// Work done since the last checkpoint.
     since_checkpoint_h: f64,
+    /// The ledger's version when it last failed to be admitted: while nothing is admitted or
+    /// released, trying again gives the same answer.
+    failed_at: Option<u64>,
 }
 
 /// The result of one run.
@@ -82,12 +85,15 @@ pub(crate) fn run(
             phase: Phase::Pending,
             remaining_h: work_h.get(i).copied().unwrap_or(0.0),
             since_checkpoint_h: 0.0,
+            failed_at: None,
         })
         .collect();
     let mut traces: Vec<Trace> = vec![Trace::default(); n];
     let mut queue: Vec<(f64, usize, usize)> = Vec::new();
     let mut ledger = Ledger::default();
     let mut next_seq = 0usize;
+    // Bumped whenever the ledger changes (an admission or a release).
+    let mut version = 0u64;
     let mut t = 0.0_f64;
     // Bounded: every iteration moves time to the next event, and there are at most a submit
     // and a finish per job, two window edges per window job per day, and one preemption per
@@ -109,6 +115,7 @@ pub(crate) fn run(
                 Phase::Running { seq, since_h } if !job.in_window(t) => {
                     if let Some(demand) = d {
                         ledger.remove(seq, demand);
+                        version += 1;
                     }
                     close_run(&mut traces, i, since_h, t);
                     state.since_checkpoint_h = 0.0;
@@ -125,6 +132,7 @@ pub(crate) fn run(
             &mut traces,
             &mut ledger,
             &mut next_seq,
+            &mut version,
             t,
         );
         let queued = states
@@ -178,6 +186,7 @@ pub(crate) fn run(
             if state.remaining_h <= EPS_H {
                 if let Some(Some(demand)) = demands.get(i) {
                     ledger.remove(seq, demand);
+                    version += 1;
                 }
                 close_run(&mut traces, i, since_h, next);
                 if let Some(trace) = traces.get_mut(i) {
@@ -281,6 +290,7 @@ fn admit_waiting(
     traces: &mut [Trace],
     ledger: &mut Ledger,
     next_seq: &mut usize,
+    version: &mut u64,
     t: f64,
 ) {
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
@@ -308,7 +318,9 @@ fn admit_waiting(
     });
     for pass in 0..2 {
         for &i in &order {
-            let waiting = states.get(i).is_some_and(|s| s.phase == Phase::Waiting);
+            let waiting = states
+                .get(i)
+                .is_some_and(|s| s.phase == Phase::Waiting && s.failed_at != Some(*version));
             let Some(Some(job)) = jobs.get(i) else {
                 continue;
             };
@@ -338,8 +350,17 @@ fn admit_waiting(
                 }
             };
             let Some((after, victims, rule)) = decision else {
+                // Only a full attempt (preemption allowed) says the job cannot start until the
+                // ledger changes.
+                if pass == 0
+                    && !evicted_now.contains(&i)
+                    && let Some(state) = states.get_mut(i)
+                {
+                    state.failed_at = Some(*version);
+                }
                 continue;
             };
+            *version += 1;
             if let Some(after) = after {
                 *ledger = after;
             }

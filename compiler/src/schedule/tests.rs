@@ -33,6 +33,7 @@ fn options(horizon_h: f64) -> Options {
         horizon_h,
         samples: 0,
         seed: DEFAULT_SEED,
+        threads: 1,
     }
 }
 
@@ -215,6 +216,10 @@ fn the_same_input_gives_byte_identical_json() {
     let one = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
     let two = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
     assert_eq!(one, two);
+    // Samples spread over threads draw from per-sample seeds: the same bytes on 3 threads.
+    o.threads = 3;
+    let three = serde_json::to_string(&schedule(&plans, &submits, &cat, &o)).unwrap();
+    assert_eq!(one, three);
 }
 
 #[test]
