@@ -26,6 +26,7 @@ pub mod json;
 mod manifests;
 pub mod markdown;
 pub mod repo;
+pub mod schedule;
 pub mod services;
 pub mod side;
 pub mod summary;
@@ -132,6 +133,13 @@ pub fn run(request: &Request) -> Result<Outcome, IoError> {
             &loam_compiler::admission::preview(&head.plans, at_head),
         );
         explain_admission(&mut diff, &head.label);
+    }
+    // What the change does to every job scheduled together over time (issue 33).
+    if let (Some(before), Some(after)) = (
+        schedule::of_project(&base.specs, &base.plans),
+        schedule::of_project(&head.specs, &head.plans),
+    ) {
+        diff.schedule = schedule::compare(&before, &after);
     }
     Ok(Outcome { base, head, diff })
 }

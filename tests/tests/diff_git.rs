@@ -81,7 +81,7 @@ fn acceptance_two_commits_in_every_format() {
     let (code, json, _) = repo.loam(&["diff", "--base", "HEAD~1", "--format", "json"]);
     assert_eq!(code, 0);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(doc["format_version"], "3.0");
+    assert_eq!(doc["format_version"], "3.1");
     // job-c is new; job-a is replaced, counted as itself (not as an add and a destroy).
     assert_eq!(doc["summary"]["add"], 1);
     assert_eq!(doc["summary"]["change"], 0);

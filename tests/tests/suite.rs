@@ -24,6 +24,7 @@ mod cli;
 mod diff_git;
 mod diff_pull_requests;
 mod diff_replace;
+mod diff_schedule;
 mod doc_examples;
 mod docs;
 mod editors;

@@ -172,6 +172,9 @@ pub struct PlanDiff {
     /// The jobs whose admission (Kueue's verdict over the whole pool, docs/admission.md)
     /// differs between the sides.
     pub admission: Vec<loam_compiler::admission::AdmissionChange>,
+    /// What the change does to the schedule of every job together (docs/scheduling.md);
+    /// `None` when nothing moves or a side has no catalogue.
+    pub schedule: Option<super::schedule::ScheduleDiff>,
 }
 
 impl PlanDiff {
@@ -658,6 +661,7 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
         broken,
         catalogue: catalogue_errors(head),
         admission: Vec::new(),
+        schedule: None,
     }
 }
 

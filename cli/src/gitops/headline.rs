@@ -36,6 +36,13 @@ pub fn parts(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<String> {
     if let Some(slack) = tightest(diff) {
         parts.push(slack);
     }
+    if let Some(schedule) = diff
+        .schedule
+        .as_ref()
+        .and_then(super::schedule::headline_part)
+    {
+        parts.push(schedule);
+    }
     if let Some(driver) = driver(diff) {
         parts.push(driver);
     }

@@ -23,6 +23,15 @@
 //!                       (since 3.0: what changed in the catalogue, at most 8 lines and a count),
 //!   "catalogue_errors": [ { "file", "errors" } ] (since 3.0: the catalogue's files that do
 //!                       not load at head; then every plan is `unplanned` in the summary),
+//!   "schedule": { "deadlines_met": [base, head], "deadlines": [base, head],
+//!                 "deadlines_lost": [job], "deadlines_won": [job], "wait_h": [base, head],
+//!                 "delayed", "max_delay_h",
+//!                 "jobs": [ { "job", "file", "change": "moved" | "added" | "removed",
+//!                             "start_h": [base, head], "finish_h": [base, head], "delay_h",
+//!                             "deadline": [base verdict, head verdict] } ],
+//!                 "utilisation": [ { "site", "device", "utilisation": [base, head] } ] } | null
+//!               (since 3.1: every job of each side scheduled together, docs/scheduling.md;
+//!               null when nothing moves),
 //!   "diagnostics": [ { "side": "base" | "head", …diagnostic } ] }
 //! ```
 //!
@@ -41,7 +50,7 @@ use crate::render::plan_json::sort_keys;
 use serde_json::{Map, Value, json};
 
 /// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
-pub const DIFF_FORMAT_VERSION: &str = "3.0";
+pub const DIFF_FORMAT_VERSION: &str = "3.1";
 
 fn classification(verdict: &Verdict) -> Value {
     let reasons: Vec<Value> = verdict
@@ -203,6 +212,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
         "service_totals": service_totals,
         "services": services,
         "admission_changes": serde_json::to_value(&diff.admission).unwrap_or(Value::Null),
+        "schedule": diff.schedule.as_ref().map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null)),
         "jobs": jobs,
         "broken_files": broken,
         "diagnostics": diagnostics,

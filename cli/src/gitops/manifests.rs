@@ -22,6 +22,9 @@ pub fn render(plan: &Plan, side: &Side, target: Target) -> BTreeMap<String, Stri
         Some(catalogue) => Options {
             tenants: facts::tenancies(&doc, catalogue),
             node_groups: facts::node_group_devices(&doc, catalogue),
+            // Every node group of the plan's sites, as `loam emit` passes them: without them
+            // the diff's prerequisites held only the node groups the diffed job uses.
+            sites: facts::site_node_groups(&doc, catalogue),
             ..Options::new(facts::vendors(catalogue))
         },
         None => Options::new(shipped_vendors()),

@@ -89,7 +89,12 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     let changed = review_order(diff);
     // What must come, so the job lines and details fit around it.
     let admission = bounded_admission(&diff.admission);
-    let reserved = errors.len() + admission.len() + extra.len() + footer.len() + 400;
+    let schedule = diff
+        .schedule
+        .as_ref()
+        .map_or_else(String::new, super::schedule::markdown);
+    let reserved =
+        errors.len() + admission.len() + schedule.len() + extra.len() + footer.len() + 400;
     let mut left_out = 0usize;
     if !changed.is_empty() || !diff.broken.is_empty() {
         out.push_str("| | job | tenant | verdict | time | cost |\n");
@@ -130,6 +135,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     if !diff.admission.is_empty() {
         out.push('\n');
     }
+    out.push_str(&schedule);
     out.push_str(extra);
     out.push_str(&errors);
     let mut details_left_out = 0usize;
@@ -653,12 +659,12 @@ fn thousands_usize(n: usize) -> String {
 }
 
 /// Text safe in a markdown table cell or line.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('`', "'")
 }
 
 /// Text safe inside HTML.
-fn html(text: &str) -> String {
+pub(super) fn html(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -160,6 +160,10 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
         out.push_str(&crate::render::admission::changes_text(&diff.admission));
         out.push('\n');
     }
+    if let Some(schedule) = &diff.schedule {
+        out.push_str(&super::schedule::text(schedule));
+        out.push('\n');
+    }
     let line = summary.line_with_unchanged();
     out.push_str(&paint.bold(&line));
     out.push('\n');

@@ -101,6 +101,7 @@ pub fn run(jobs: &[WorkJob], quotas: &[Quota], horizon_h: f64) -> Schedule {
             horizon_h,
             samples: 0,
             seed: DEFAULT_SEED,
+            threads: 1,
         },
     )
 }
