@@ -51,6 +51,7 @@ mod phases;
 mod pipeline_memory;
 mod plan;
 mod plan_cache;
+mod plan_schedule;
 mod readme_tour;
 mod report_browser;
 mod report_cli;

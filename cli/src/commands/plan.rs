@@ -39,9 +39,14 @@ pub fn run(
             if let Some(map) = value.as_object_mut() {
                 map.insert("diagnostics".to_string(), json!(diagnostics));
             }
+            with_schedule(&mut value, &specs, doc);
             cx.print_json(&value);
         }
-        PlanFormat::Json => cx.print_json(&plan_json::to_json(doc)),
+        PlanFormat::Json => {
+            let mut value = plan_json::to_json(doc);
+            with_schedule(&mut value, &specs, doc);
+            cx.print_json(&value);
+        }
         PlanFormat::Table => {
             if !doc.plans.is_empty() {
                 cx.print(&plan_table::render(doc));
@@ -80,6 +85,24 @@ pub fn run(
     // unless `--verbose`; errors in full).
     report_diagnostics(&specs, &planned, args.verbose, cx);
     Ok(exit_code(&planned))
+}
+
+/// With more than one job, the Plan JSON carries every job scheduled together beside the plans
+/// (`schedule`, docs/plan-format.md), as the admission preview follows the table.
+fn with_schedule(
+    value: &mut serde_json::Value,
+    specs: &CheckedProject,
+    doc: &loam_ir::plan::PlanDocument,
+) {
+    if doc.plans.len() < 2 {
+        return;
+    }
+    let Some(schedule) = crate::gitops::schedule::of_project(specs, &doc.plans) else {
+        return;
+    };
+    if let (Some(map), Ok(schedule)) = (value.as_object_mut(), serde_json::to_value(&schedule)) {
+        map.insert("schedule".to_string(), plan_json::sort_keys(schedule));
+    }
 }
 
 /// Reads and checks the specs of `paths` against the catalogue, then plans them through the

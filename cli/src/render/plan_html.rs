@@ -22,12 +22,16 @@ pub fn title(paths: &[PathBuf]) -> String {
 /// problem line each. The one rendering both commands print or write, so their bytes agree.
 pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> String {
     let cluster = specs.catalogue.as_ref().map(facts::cluster_map);
+    // Every job together over time, from two jobs on (one job alone has nothing to wait for).
+    let schedule = (planned.document.plans.len() > 1)
+        .then(|| crate::gitops::schedule::of_project(specs, &planned.document.plans))
+        .flatten();
     plan_page(&PlanPage {
         title,
         document: &planned.document,
         cluster: cluster.as_ref(),
         problems: problems(specs, planned),
-        schedule: None,
+        schedule: schedule.as_ref(),
     })
 }
 
