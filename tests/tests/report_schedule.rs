@@ -286,8 +286,8 @@ fn a_thousand_job_schedule_makes_a_bounded_page() {
     // 200 days > 120: weeks, ceil(200 / 7) = 29 cells.
     assert!(html.contains("a cell is a week&#39;s mean"));
     assert_eq!(html.matches("shanghai H100_SXM, days ").count(), 29);
-    // Bounded: the page of 1,000 jobs under 400 kB (measured 0.2 MB).
-    assert!(html.len() < 400_000, "{} bytes", html.len());
+    // Bounded: the page of 1,000 jobs under 100 kB (measured: 86,048 bytes).
+    assert!(html.len() < 100_000, "{} bytes", html.len());
 }
 
 /// The section in a real Chromium at a desktop's and a phone's width: no problem the report's

@@ -24,11 +24,12 @@ const LABEL_MAX_W: f64 = 220.0;
 const ROW_H: f64 = 20.0;
 const BAR_H: f64 = 12.0;
 
-/// The fill of a priority's bars: distinct in the Okabe–Ito palette, darker for higher.
+/// The fill of a priority's bars: distinct in the Okabe–Ito palette and from the red-orange of a
+/// missed deadline.
 pub fn priority_colour(priority: Priority) -> &'static str {
     match priority {
         Priority::Critical => palette::PURPLE,
-        Priority::High => palette::VERMILLION,
+        Priority::High => palette::ORANGE,
         Priority::Normal => palette::BLUE,
         Priority::Low => palette::SKY,
     }
@@ -144,6 +145,34 @@ pub fn site(id: &str, site: &str, jobs: &[&ScheduledJob], horizon_h: f64) -> Opt
                 Some(palette::MUTED),
                 Some(&tip),
             );
+        }
+        // After a preemption the job waits again until its next interval: grey too. (Gaps
+        // without a preemption are a window job's closed hours, not a wait.)
+        for pair in job.runs.windows(2) {
+            let (Some(before), Some(after)) = (pair.first(), pair.get(1)) else {
+                continue;
+            };
+            let preempted = job
+                .preemptions
+                .iter()
+                .any(|p| (p.at_h - before.to_h).abs() < 1e-6);
+            if preempted && after.from_h > before.to_h {
+                let tip = format!(
+                    "{} waits {} after its preemption, from {}",
+                    job.job,
+                    hours_or_days(after.from_h - before.to_h),
+                    day(before.to_h)
+                );
+                svg.rect_styled(
+                    at(before.to_h),
+                    by,
+                    at(after.from_h) - at(before.to_h),
+                    BAR_H,
+                    palette::PALE,
+                    Some(palette::MUTED),
+                    Some(&tip),
+                );
+            }
         }
         for run in &job.runs {
             let tip = format!(
@@ -278,7 +307,7 @@ pub fn site(id: &str, site: &str, jobs: &[&ScheduledJob], horizon_h: f64) -> Opt
         sorted.len(),
         hours_or_days(horizon_h)
     );
-    let mut caption = "Each row is a job: grey while it waits after submission, coloured by priority while it holds devices, a yellow mark where it is preempted, a black line at its deadline (red-orange when missed).".to_string();
+    let mut caption = "Each row is a job: grey while it waits (after submission, after a preemption), coloured by priority while it holds devices, a yellow mark where it is preempted, a black line at its deadline (red-orange when missed).".to_string();
     if !rest.is_empty() {
         caption.push_str(&format!(
             " The chart shows the first {MAX_ROWS} of {} jobs by start.",
