@@ -168,12 +168,17 @@ pub struct PlanArgs {
 pub struct CalibrateArgs {
     /// A CSV with the columns of `tests/data/training_runs_calibration.csv`, or of
     /// `tests/data/hetero_runs_calibration.csv` (runs that mix device types), told apart by its
-    /// header.
-    pub csv: PathBuf,
+    /// header. Not with `--fit`.
+    #[arg(required_unless_present = "fit", conflicts_with = "fit")]
+    pub csv: Option<PathBuf>,
     /// Refit the cost model's fitted constants with each source family left out in turn and
     /// report the error on the family left out.
     #[arg(long)]
     pub cross_validate: bool,
+    /// Fit the runs store (`<catalogue>/runs/<site>/*.csv`) per site and device and write each
+    /// site's factors to `<catalogue>/calibration/<pool>-<site>.yaml`, which plans apply.
+    #[arg(long, conflicts_with = "cross_validate")]
+    pub fit: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
@@ -187,7 +192,7 @@ pub struct RunsArgs {
     pub command: RunsCommand,
 }
 
-/// `loam runs ingest LOG…`.
+/// `loam runs ingest LOG…` and `loam runs check PLAN.json`.
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// One row per log: the steady step time of a Megatron-LM or NeMo training log (warm-up,
@@ -211,6 +216,16 @@ pub enum RunsCommand {
         #[arg(long, requires = "append")]
         date: Option<String>,
         /// Output format: CSV rows (text) or one JSON document.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
+    /// Compare every run of the runs store with the plan its job has now: a run measured outside
+    /// the plan's stated uncertainty (at least ±10 %) is flagged with the plan it contradicts;
+    /// exit 1 when any is.
+    Check {
+        /// The Plan JSON of the jobs (`loam plan --format json`).
+        plan: PathBuf,
+        /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 /// The folder used when `--catalogue` is not given, if it is a catalogue.
 pub const DEFAULT_DIR: &str = "specs";
 
-/// The catalogue kinds of file, each in its own folder.
-const FOLDERS: [&str; 3] = ["devices", "pools", "vendors"];
+/// The catalogue kinds of file, each in its own folder (`calibration/`: each site's factors
+/// fitted to its measured runs by `loam calibrate --fit`).
+const FOLDERS: [&str; 4] = ["devices", "pools", "vendors", "calibration"];
 
 /// The folders that make a folder a catalogue (a `vendors/` folder alone does not).
 const MARKERS: [&str; 2] = ["devices", "pools"];

@@ -23,6 +23,7 @@ mod serving_row;
 mod serving_table;
 #[cfg(test)]
 mod serving_tests;
+pub mod site;
 mod table;
 
 pub use cross::{

@@ -18,6 +18,8 @@ use loam_compiler::calibrate::{
 };
 use std::path::Path;
 
+mod fit;
+
 /// Runs `loam calibrate`; exit 0 on success, 1 when the CSV is malformed, 2 when unreadable.
 pub fn run(
     args: &CalibrateArgs,
@@ -25,8 +27,11 @@ pub fn run(
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
     let catalogue = plan_catalogue(catalogue_dir)?;
-    let bytes = crate::io::read(&args.csv)?;
-    let name = crate::io::display(&args.csv);
+    let Some(csv) = args.csv.as_ref().filter(|_| !args.fit) else {
+        return fit::run(&catalogue, catalogue_dir, args.format, cx);
+    };
+    let bytes = crate::io::read(csv)?;
+    let name = crate::io::display(csv);
     let Ok(text) = String::from_utf8(bytes) else {
         cx.eprint(&format!("error: {name}: the CSV is not UTF-8 text\n"));
         return Ok(1);

@@ -207,8 +207,25 @@ pub fn uncertainty_text(plan: &Plan) -> Option<String> {
         })
         .collect();
     let mut text = plus_minus(largest);
-    if !names.is_empty() {
-        let _ = write!(text, " (device figures estimated: {})", names.join(", "));
+    // A group at a calibrated site takes its band from its runs (`plan/uncertainty.rs` notes
+    // `calibrated on N runs of DEVICE at SITE`), not from estimated device figures.
+    let calibrated = |device: &str| {
+        plan.notes
+            .iter()
+            .any(|n| n.starts_with("calibrated on ") && n.contains(&format!(" of {device} at ")))
+    };
+    let (from_runs, estimated): (Vec<_>, Vec<_>) = names
+        .into_iter()
+        .zip(&estimated)
+        .partition(|(_, (d, _))| calibrated(d));
+    let list = |v: Vec<(String, &(&str, f64))>| {
+        v.into_iter().map(|(n, _)| n).collect::<Vec<_>>().join(", ")
+    };
+    if !estimated.is_empty() {
+        let _ = write!(text, " (device figures estimated: {})", list(estimated));
+    }
+    if !from_runs.is_empty() {
+        let _ = write!(text, " (from measured runs: {})", list(from_runs));
     }
     Some(text)
 }

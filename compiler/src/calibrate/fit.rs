@@ -141,7 +141,7 @@ pub(crate) fn predict(row: &Prepared, factors: &Factors) -> Option<f64> {
 /// miss, so no fit escapes to a corner where rows stop costing.
 fn log_errors(rows: &[&Prepared], factors: &Factors) -> Vec<f64> {
     rows.iter()
-        .map(|r| predict(r, factors).map_or(1.0, |p| (r.measured / p).ln()))
+        .map(|r| predict(r, factors).map_or(1.0, |p| libm::log(r.measured / p)))
         .collect()
 }
 
@@ -182,16 +182,19 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
             };
             let objective = |log_value: f64| {
                 let mut trial = best;
-                trial.set(i, log_value.exp());
+                trial.set(i, libm::exp(log_value));
                 sum_squares(&log_errors(rows, &trial))
             };
-            best.set(i, golden(objective, bounds.0.ln(), bounds.1.ln()).exp());
+            best.set(
+                i,
+                libm::exp(golden(objective, libm::log(bounds.0), libm::log(bounds.1))),
+            );
         }
     }
     let weight = n as f64 / (n as f64 + PRIOR_RUNS);
     let mut shrunk = Factors::ONE;
     for &i in &chosen {
-        shrunk.set(i, best.get(i).powf(weight));
+        shrunk.set(i, libm::pow(best.get(i), weight));
     }
     let dof = n.saturating_sub(chosen.len());
     let spread = if dof == 0 {
@@ -205,7 +208,7 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
     let residuals = log_errors(rows, &shrunk);
     let abs: Vec<f64> = residuals
         .iter()
-        .map(|r| 100.0 * (1.0 - (-r).exp()).abs())
+        .map(|r| 100.0 * (1.0 - libm::exp(-r)).abs())
         .collect();
     Fit {
         factors: shrunk,
@@ -214,7 +217,9 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
             .filter_map(|i| FACTOR_NAMES.get(*i).copied())
             .collect(),
         runs: n,
-        uncertainty: (spread * spread + prior * prior).sqrt(),
+        // At most ±100 %: runs that far from the model say the runs or the layout are wrong,
+        // which `loam runs check` shows; a plan's band cannot grow without bound.
+        uncertainty: (spread * spread + prior * prior).sqrt().min(1.0),
         median_abs_error_pct: super::median(abs),
     }
 }
@@ -244,6 +249,7 @@ fn golden(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     (lo + hi) / 2.0
 }
 
+#[cfg(test)]
 /// `|error|` in percent of `row` predicted with `factors` (100 % when it cannot be costed), the
 /// error signed as `loam calibrate` signs it but taken absolute.
 pub(crate) fn abs_error_pct(row: &Prepared, factors: &Factors) -> f64 {

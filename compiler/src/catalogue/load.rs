@@ -32,6 +32,9 @@ enum Kind {
     /// A runs store file, `runs/<site>/<name>.csv` (`crate::runs::store`): checked against the
     /// loaded catalogue, and not part of its digest (a measured run changes no plan by itself).
     Runs,
+    /// A site's calibration, `calibration/<pool>-<site>.yaml` (`crate::calibrate::site`):
+    /// attached to its site once the pools are loaded.
+    Calibration,
 }
 
 fn kind_of(path: &str) -> Option<Kind> {
@@ -44,6 +47,7 @@ fn kind_of(path: &str) -> Option<Kind> {
         "devices" => Some(Kind::Device),
         "pools" => Some(Kind::Pool),
         "vendors" => Some(Kind::Vendor),
+        "calibration" => Some(Kind::Calibration),
         _ => None,
     }
 }
@@ -69,6 +73,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     let mut pools: Vec<(Pool, Source<'_>)> = Vec::new();
     let mut vendors: Vec<Vendor> = Vec::new();
     let mut runs: Vec<(FileId, &str, &str)> = Vec::new();
+    let mut calibrations: Vec<(FileId, &str, &str)> = Vec::new();
     let mut ordered: Vec<&(FileId, &str, &str)> = sources.iter().collect();
     ordered.sort_by(|a, b| (a.1, a.2).cmp(&(b.1, b.2)));
     let own_vendors: BTreeSet<&str> = ordered
@@ -119,6 +124,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
                 }
             }
             Some(Kind::Runs) => runs.push((*file, path, text)),
+            Some(Kind::Calibration) => calibrations.push((*file, path, text)),
             None => diags.push(
                 Diagnostic::error(
                     codes::UNKNOWN_FILE,
@@ -134,7 +140,10 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
             ),
         }
     }
-    let catalogue = super::validate::assemble(vendors, devices, pools, &mut diags);
+    let mut catalogue = super::validate::assemble(vendors, devices, pools, &mut diags);
+    for (file, path, text) in calibrations {
+        crate::calibrate::site::attach(&mut catalogue, file, path, text, &mut diags);
+    }
     for (file, path, text) in runs {
         diags.extend(crate::runs::store::diagnostics(file, path, text, &catalogue));
     }
@@ -154,7 +163,6 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     });
     diags.dedup();
     let has_errors = diags.iter().any(Diagnostic::is_error);
-    let mut catalogue = catalogue;
     let mut texts: Vec<(String, String)> = sources
         .iter()
         .map(|(_, p, t)| ((*p).to_string(), (*t).to_string()))
@@ -587,6 +595,7 @@ impl Cx<'_, '_> {
             restart_s,
             topology_levels,
             time_zone: raw.time_zone.as_ref().map(|z| z.value.clone()),
+            calibration: None,
         })
     }
 

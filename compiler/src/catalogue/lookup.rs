@@ -217,8 +217,24 @@ impl Site {
 }
 
 impl NodeGroup {
-    /// The cluster figures of this group for the cost model; `site` gives the latency.
+    /// The cluster figures of this group for the cost model; `site` gives the latency, and its
+    /// calibration for `device`, when it has one, its fitted factors
+    /// (`calibrate::fit::Factors::apply`).
     pub fn cluster_figures(&self, device: &Device, site: &Site) -> ClusterFigures {
+        let mut figures = self.cluster_figures_uncalibrated(device, site);
+        if let Some(calibrated) = site
+            .calibration
+            .as_ref()
+            .and_then(|c| c.devices.get(&device.id.value))
+        {
+            calibrated.factors().apply(&mut figures);
+        }
+        figures
+    }
+
+    /// The cluster figures of this group from the catalogue's figures alone, without the site's
+    /// calibration: what a calibration is fitted against.
+    pub fn cluster_figures_uncalibrated(&self, device: &Device, site: &Site) -> ClusterFigures {
         ClusterFigures {
             device: device.figures(),
             devices_per_node: self.devices_per_node.value,

@@ -328,6 +328,11 @@ pub struct Site {
     pub topology_levels: Vec<String>,
     /// The IANA time zone of the site's tariff hours, when declared.
     pub time_zone: Option<String>,
+    /// The site's calibration from its measured runs (`calibration/<pool>-<site>.yaml`, written
+    /// by `loam calibrate --fit`), when there is one. Absent, the site plans with the shipped
+    /// model and serialises as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::calibrate::site::SiteCalibration>,
 }
 
 /// A WAN link between two sites, usable in both directions.

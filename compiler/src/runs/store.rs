@@ -449,3 +449,12 @@ pub fn diagnostics(
         })
         .collect()
 }
+
+/// The rows of a store file that read as rows (a file `loam check` accepts reads whole).
+pub fn read_rows(text: &str) -> Vec<StoreRow> {
+    csv::ReaderBuilder::new()
+        .from_reader(text.as_bytes())
+        .deserialize::<StoreRow>()
+        .filter_map(Result::ok)
+        .collect()
+}

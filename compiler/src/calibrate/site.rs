@@ -1,0 +1,355 @@
+//! A site's calibration as catalogue data: `loam calibrate --fit` fits the runs store
+//! (`runs/<site>/*.csv`) per site and device ([`super::fit`]) and writes one file per site,
+//! `calibration/<pool>-<site>.yaml`, with its provenance (which runs, their dates, the fit's
+//! error); the catalogue loader reads it back ([`parse`]) and the planner applies its factors
+//! where it builds a node group's cluster figures.
+
+use super::fit::{Factors, fit};
+use super::{CalibrationError, Prepared, calibrate_prepared};
+use crate::catalogue::Catalogue;
+use crate::runs::store::StoreRow;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One site's calibration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SiteCalibration {
+    /// The pool.
+    pub pool: String,
+    /// The site.
+    pub site: String,
+    /// Per device type measured there.
+    pub devices: BTreeMap<String, DeviceCalibration>,
+}
+
+/// The fitted factors of one device type at one site, with their provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceCalibration {
+    /// Runs fitted on.
+    pub runs: u32,
+    /// Their `run_id`s, sorted.
+    pub run_ids: Vec<String>,
+    /// The first and last runs' dates.
+    pub first_run: String,
+    /// The last run's date.
+    pub last_run: String,
+    /// The factors fitted (the others are 1.0).
+    pub fitted: Vec<String>,
+    /// Multiplies the sustained GEMM share.
+    pub gemm: f64,
+    /// Multiplies the scale-out bandwidth per node.
+    pub scale_out: f64,
+    /// Multiplies the scale-up bandwidth per device.
+    pub scale_up: f64,
+    /// The relative throughput uncertainty a plan states here.
+    pub throughput_uncertainty: f64,
+    /// Median `|error|` of the fitted factors on the runs, in percent.
+    pub median_abs_error_pct: f64,
+}
+
+impl DeviceCalibration {
+    /// The factors as the cost model applies them.
+    pub fn factors(&self) -> Factors {
+        Factors {
+            gemm: self.gemm,
+            scale_out: self.scale_out,
+            scale_up: self.scale_up,
+        }
+    }
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    pool: String,
+    site: String,
+    devices: BTreeMap<String, DeviceCalibration>,
+}
+
+/// Physical: a factor outside these bounds is not a calibration but a broken run or a typo (the
+/// fit's own bounds are narrower, `fit.rs`).
+const FACTOR_RANGE: (f64, f64) = (0.05, 5.0);
+
+/// Reads a calibration file; the error says what is wrong. Pools, sites and devices are checked
+/// against the catalogue by the loader.
+pub fn parse(text: &str) -> Result<SiteCalibration, String> {
+    let raw: RawFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    for (device, d) in &raw.devices {
+        for (name, value) in [
+            ("gemm", d.gemm),
+            ("scale_out", d.scale_out),
+            ("scale_up", d.scale_up),
+        ] {
+            if !(value >= FACTOR_RANGE.0 && value <= FACTOR_RANGE.1) {
+                return Err(format!(
+                    "{device}: `{name}` is {value}, expected a factor between {} and {}",
+                    FACTOR_RANGE.0, FACTOR_RANGE.1
+                ));
+            }
+        }
+        if !(d.throughput_uncertainty > 0.0 && d.throughput_uncertainty <= 1.0) {
+            return Err(format!(
+                "{device}: `throughput_uncertainty` is {}, expected a share above 0 and at most 1",
+                d.throughput_uncertainty
+            ));
+        }
+        if !(d.median_abs_error_pct >= 0.0 && d.median_abs_error_pct.is_finite()) || d.runs == 0 {
+            return Err(format!(
+                "{device}: `median_abs_error_pct` and `runs` must be a finite error and at least one run"
+            ));
+        }
+    }
+    Ok(SiteCalibration {
+        pool: raw.pool,
+        site: raw.site,
+        devices: raw.devices,
+    })
+}
+
+/// The file's text: deterministic (devices sorted, numbers rounded to what the fit can tell).
+pub fn to_yaml(calibration: &SiteCalibration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Written by `loam calibrate --fit` from the runs store (runs/{}/); reviewed like the\n\
+         # rest of the catalogue. Plans at this site apply the factors and state the uncertainty.",
+        calibration.site
+    );
+    let _ = writeln!(out, "pool: {}", calibration.pool);
+    let _ = writeln!(out, "site: {}", calibration.site);
+    let _ = writeln!(out, "devices:");
+    for (device, d) in &calibration.devices {
+        let _ = writeln!(out, "  {device}:");
+        let _ = writeln!(out, "    runs: {}", d.runs);
+        let _ = writeln!(out, "    run_ids: [{}]", d.run_ids.join(", "));
+        let _ = writeln!(out, "    first_run: \"{}\"", d.first_run);
+        let _ = writeln!(out, "    last_run: \"{}\"", d.last_run);
+        let _ = writeln!(out, "    fitted: [{}]", d.fitted.join(", "));
+        let _ = writeln!(out, "    gemm: {:.4}", d.gemm);
+        let _ = writeln!(out, "    scale_out: {:.4}", d.scale_out);
+        let _ = writeln!(out, "    scale_up: {:.4}", d.scale_up);
+        let _ = writeln!(
+            out,
+            "    throughput_uncertainty: {:.4}",
+            d.throughput_uncertainty
+        );
+        let _ = writeln!(
+            out,
+            "    median_abs_error_pct: {:.2}",
+            d.median_abs_error_pct
+        );
+    }
+    out
+}
+
+/// The store's runs ready to cost, by (pool, site) and device.
+type StoreGroups = BTreeMap<(String, String), BTreeMap<String, Vec<(StoreRow, Prepared)>>>;
+
+/// Every costable run of the store's `files` on its site's node-group figures, grouped.
+pub(crate) fn prepare_store(
+    files: &[(String, String)],
+    catalogue: &Catalogue,
+) -> Result<StoreGroups, CalibrationError> {
+    let mut groups: StoreGroups = BTreeMap::new();
+    for (_, text) in files {
+        let lookup = |id: &str| catalogue.device(id).map(crate::catalogue::Device::figures);
+        let (_, prepared) = calibrate_prepared(text, &lookup)?;
+        let mut reader = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
+        let rows: BTreeMap<String, StoreRow> = reader
+            .deserialize::<StoreRow>()
+            .filter_map(Result::ok)
+            .map(|r| (r.run_id.clone(), r))
+            .collect();
+        for mut p in prepared {
+            let Some(row) = rows.get(&p.run_id) else {
+                continue;
+            };
+            let site = catalogue
+                .pools
+                .get(&row.pool)
+                .and_then(|pool| pool.site(&row.site));
+            let group = site.and_then(|s| {
+                s.node_groups
+                    .iter()
+                    .find(|g| g.device.value == row.device)
+                    .map(|g| (s, g))
+            });
+            let (Some((site, group)), Some(device)) = (group, catalogue.device(&row.device)) else {
+                continue;
+            };
+            // The planner's figures of the group, as many nodes as the run used; the shipped
+            // constants, never an earlier calibration's factors.
+            let mut cluster = group.cluster_figures_uncalibrated(device, site);
+            cluster.nodes = p.cluster.nodes;
+            p.cluster = cluster;
+            groups
+                .entry((row.pool.clone(), row.site.clone()))
+                .or_default()
+                .entry(row.device.clone())
+                .or_default()
+                .push((row.clone(), p));
+        }
+    }
+    Ok(groups)
+}
+
+/// Fits every site of the runs store: `files` are `(display path, text)` of
+/// `runs/<site>/*.csv`. Each run is costed with its own layout on its site's node-group figures
+/// (latency and switch blocks as the planner sees them) through the planner's step-time
+/// function; runs are grouped by site and device. A run the model cannot cost is left out of the
+/// fit (the calibration report of the same file says why).
+pub fn fit_store(
+    files: &[(String, String)],
+    catalogue: &Catalogue,
+) -> Result<Vec<SiteCalibration>, CalibrationError> {
+    let groups = prepare_store(files, catalogue)?;
+    let mut out = Vec::new();
+    for ((pool, site), devices) in groups {
+        let mut fitted = BTreeMap::new();
+        for (device, runs) in devices {
+            let prepared: Vec<&Prepared> = runs.iter().map(|(_, p)| p).collect();
+            let result = fit(&prepared);
+            let mut run_ids: Vec<String> = runs.iter().map(|(r, _)| r.run_id.clone()).collect();
+            run_ids.sort();
+            let mut dates: Vec<&str> = runs.iter().map(|(r, _)| r.date.as_str()).collect();
+            dates.sort_unstable();
+            fitted.insert(
+                device,
+                DeviceCalibration {
+                    runs: u32::try_from(result.runs).unwrap_or(u32::MAX),
+                    run_ids,
+                    first_run: dates.first().copied().unwrap_or("").to_string(),
+                    last_run: dates.last().copied().unwrap_or("").to_string(),
+                    fitted: result.fitted.iter().map(|s| (*s).to_string()).collect(),
+                    gemm: round4(result.factors.gemm),
+                    scale_out: round4(result.factors.scale_out),
+                    scale_up: round4(result.factors.scale_up),
+                    throughput_uncertainty: round4(result.uncertainty),
+                    median_abs_error_pct: (result.median_abs_error_pct * 100.0).round() / 100.0,
+                },
+            );
+        }
+        out.push(SiteCalibration {
+            pool,
+            site,
+            devices: fitted,
+        });
+    }
+    Ok(out)
+}
+
+/// Rounded to four decimals, as the file writes it, so the catalogue read back plans exactly as
+/// the fit's own values.
+fn round4(value: f64) -> f64 {
+    (value * 1e4).round() / 1e4
+}
+
+/// Reads the calibration file `path` and attaches it to its site of `catalogue`, or reports why
+/// not at the file's place: unreadable L2001, an unknown pool or site L2010, a device the site
+/// does not have L2009, a second file for one site L2011.
+pub(crate) fn attach(
+    catalogue: &mut Catalogue,
+    file: loam_ir::span::FileId,
+    path: &str,
+    text: &str,
+    diags: &mut Vec<loam_ir::diagnostics::Diagnostic>,
+) {
+    use crate::catalogue::codes;
+    use loam_ir::diagnostics::Diagnostic;
+    use loam_ir::span::Span;
+    // The place of `needle` in the file (its first line when absent).
+    let at = |needle: &str| {
+        let start = text.find(needle).unwrap_or(0);
+        let end = text
+            .get(start..)
+            .and_then(|rest| rest.find('\n'))
+            .map_or(text.len(), |n| start + n);
+        Span::new(file, start, end)
+    };
+    let help = "the file is written by `loam calibrate --fit` from the runs store; fit again \
+                rather than editing it (docs/calibration.md)";
+    let calibration = match parse(text) {
+        Ok(c) => c,
+        Err(message) => {
+            diags.push(
+                Diagnostic::error(
+                    codes::INVALID_YAML,
+                    format!("{path}: not a site calibration: {message}"),
+                    at(""),
+                    "this file",
+                )
+                .with_help(help),
+            );
+            return;
+        }
+    };
+    let Some(pool) = catalogue.pools.get_mut(&calibration.pool) else {
+        diags.push(
+            Diagnostic::error(
+                codes::UNKNOWN_SITE,
+                format!("unknown pool `{}`", calibration.pool),
+                at("pool:"),
+                "this pool",
+            )
+            .with_help(help),
+        );
+        return;
+    };
+    let Some(site) = pool
+        .sites
+        .iter_mut()
+        .find(|s| s.name.value == calibration.site)
+    else {
+        diags.push(
+            Diagnostic::error(
+                codes::UNKNOWN_SITE,
+                format!(
+                    "pool `{}` has no site `{}`",
+                    calibration.pool, calibration.site
+                ),
+                at("site:"),
+                "this site",
+            )
+            .with_help(help),
+        );
+        return;
+    };
+    let mut ok = true;
+    for device in calibration.devices.keys() {
+        if site.devices_of(device).1 == 0 {
+            ok = false;
+            diags.push(
+                Diagnostic::error(
+                    codes::UNKNOWN_DEVICE,
+                    format!("site `{}` has no {device}", calibration.site),
+                    at(&format!("  {device}:")),
+                    "this device",
+                )
+                .with_help(help),
+            );
+        }
+    }
+    if site.calibration.is_some() {
+        diags.push(
+            Diagnostic::error(
+                codes::DUPLICATE_NAME,
+                format!("a second calibration of site `{}`", calibration.site),
+                at("site:"),
+                "one file per site",
+            )
+            .with_help(help),
+        );
+        return;
+    }
+    if ok {
+        site.calibration = Some(calibration);
+    }
+}
+
+#[cfg(test)]
+mod tests;

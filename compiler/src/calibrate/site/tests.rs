@@ -1,0 +1,158 @@
+use super::*;
+use crate::calibrate::fit::predict;
+use crate::catalogue::builtin;
+use crate::runs::store::{COLUMNS, line};
+
+/// A store row of Llama 3 70B on H100 at shanghai with layout `t{tp} p{pp} d{dp}` and a measured
+/// figure to fill in.
+fn row(id: &str, tp: u32, pp: u32, dp: u32, measured: f64) -> StoreRow {
+    StoreRow {
+        run_id: format!("shanghai_2026-12-0{id}_probe"),
+        date: format!("2026-12-0{id}"),
+        pool: "xirang".into(),
+        site: "shanghai".into(),
+        job: "llama3-70b-pretrain".into(),
+        tool: "megatron-lm".into(),
+        log: format!("logs/{id}.log"),
+        layers: 80,
+        hidden: 8192,
+        heads: 64,
+        kv_heads: 8,
+        ffn: 28672,
+        vocab: 128_256,
+        mlp: "swiglu".into(),
+        seq_len: 8192,
+        device: "H100_SXM".into(),
+        devices: tp * pp * dp,
+        node_nic_gbps: 3200.0,
+        precision: "bf16".into(),
+        tp,
+        pp,
+        dp,
+        cp: 1,
+        vpp: 1,
+        zero: 1,
+        recompute: Some("none".into()),
+        micro_batch: Some(1),
+        global_batch: 256,
+        ep: None,
+        experts: None,
+        top_k: None,
+        measured_tokens_per_s_per_device: measured,
+        predicted_tokens_per_s_per_device: None,
+        throughput_uncertainty: None,
+        source: "runs store: megatron-lm".into(),
+    }
+}
+
+fn store(rows: &[StoreRow]) -> Vec<(String, String)> {
+    let mut text = format!("{COLUMNS}\n");
+    for r in rows {
+        text.push_str(&line(r));
+        text.push('\n');
+    }
+    vec![("specs/runs/shanghai/runs.csv".into(), text)]
+}
+
+/// Three runs "measured" at what the planner's own model predicts with the GEMM share × 0.8:
+/// one factor per three runs, so only `gemm` is fitted; the fit finds 0.8 and shrinks it with
+/// n = 3, k = 1 to 0.8^(3/4) = 0.8459.
+#[test]
+fn the_store_fit_finds_a_known_gemm_factor_on_the_sites_own_figures() {
+    let catalogue = builtin();
+    let layouts = [("1", 8, 4, 2), ("2", 8, 8, 1), ("3", 4, 8, 2)];
+    let draft: Vec<StoreRow> = layouts
+        .iter()
+        .map(|(id, tp, pp, dp)| row(id, *tp, *pp, *dp, 1000.0))
+        .collect();
+    let groups = prepare_store(&store(&draft), &catalogue).unwrap();
+    let runs = &groups[&("xirang".to_string(), "shanghai".to_string())]["H100_SXM"];
+    assert_eq!(runs.len(), 3, "every layout is costed");
+    let truth = Factors {
+        gemm: 0.8,
+        ..Factors::ONE
+    };
+    let measured: Vec<StoreRow> = runs
+        .iter()
+        .map(|(r, p)| {
+            let mut r = r.clone();
+            r.measured_tokens_per_s_per_device = predict(p, &truth).unwrap();
+            r
+        })
+        .collect();
+    let sites = fit_store(&store(&measured), &catalogue).unwrap();
+    let [site] = sites.as_slice() else {
+        panic!("{sites:?}")
+    };
+    let h100 = &site.devices["H100_SXM"];
+    assert_eq!(h100.runs, 3);
+    assert_eq!(h100.fitted, vec!["gemm"]);
+    assert!((h100.gemm - 0.8459).abs() < 0.002, "{h100:?}");
+    assert_eq!(
+        (h100.first_run.as_str(), h100.last_run.as_str()),
+        ("2026-12-01", "2026-12-03")
+    );
+    // The file reads back as written, and the catalogue applies it to the site's groups only.
+    let text = to_yaml(site);
+    assert_eq!(parse(&text).unwrap(), *site);
+    let mut sources: Vec<(String, String)> = crate::catalogue::builtin_sources()
+        .into_iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    sources.push(("specs/calibration/xirang-shanghai.yaml".into(), text));
+    let triples: Vec<(loam_ir::span::FileId, &str, &str)> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (p, t))| (loam_ir::span::FileId(i as u32), p.as_str(), t.as_str()))
+        .collect();
+    let (calibrated, diags) = crate::catalogue::load(&triples);
+    assert!(diags.is_empty(), "{diags:#?}");
+    let calibrated = calibrated.unwrap();
+    let pool = &calibrated.pools["xirang"];
+    let (site, group) = pool.node_group("sh-h100-a").unwrap();
+    let device = calibrated.device("H100_SXM").unwrap();
+    let shipped = crate::cost::FittedConstants::SHIPPED.gemm_sustained;
+    assert!(
+        (group.cluster_figures(device, site).fitted.gemm_sustained - shipped * h100.gemm).abs()
+            < 1e-12
+    );
+    let (other_site, other) = pool.node_group("sh-h20-a").unwrap();
+    let h20 = calibrated.device("H20").unwrap();
+    assert_eq!(
+        other.cluster_figures(h20, other_site),
+        other.cluster_figures_uncalibrated(h20, other_site)
+    );
+}
+
+#[test]
+fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
+    let text = "pool: xirang\nsite: atlantis\ndevices: {}\n";
+    let mut catalogue = builtin();
+    let mut diags = Vec::new();
+    attach(
+        &mut catalogue,
+        loam_ir::span::FileId(7),
+        "specs/calibration/x.yaml",
+        text,
+        &mut diags,
+    );
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].code, crate::catalogue::codes::UNKNOWN_SITE);
+    // The span is the `site:` line: it starts after "pool: xirang\n", 13 bytes.
+    assert_eq!(diags[0].span.unwrap().start, 13);
+    let bad = "pool: xirang\nsite: shanghai\ndevices:\n  MI300X:\n    runs: 1\n    run_ids: [a]\n    first_run: \"2026-12-01\"\n    last_run: \"2026-12-01\"\n    fitted: [gemm]\n    gemm: 0.9\n    scale_out: 1.0\n    scale_up: 1.0\n    throughput_uncertainty: 0.3\n    median_abs_error_pct: 0.0\n";
+    let mut diags = Vec::new();
+    attach(
+        &mut catalogue,
+        loam_ir::span::FileId(7),
+        "specs/calibration/x.yaml",
+        bad,
+        &mut diags,
+    );
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].code, crate::catalogue::codes::UNKNOWN_DEVICE);
+    let absurd = bad
+        .replace("MI300X", "H100_SXM")
+        .replace("gemm: 0.9", "gemm: 40");
+    assert!(parse(&absurd).unwrap_err().contains("`gemm` is 40"));
+}
