@@ -3,6 +3,7 @@
 //! `benchmark_serving`, SGLang's `bench_serving`), read into one measured figure with what was
 //! left out and why. Pure: the caller reads the file and writes the row.
 
+pub mod drift;
 mod megatron;
 mod serving_bench;
 pub mod store;

@@ -5,6 +5,7 @@
 //! are appended to the runs store themselves (`runs/append.rs`).
 
 mod append;
+mod check;
 
 use crate::Context;
 use crate::args::{OutputFormat, RunsArgs, RunsCommand};
@@ -25,14 +26,19 @@ pub fn run(
     cli_catalogue: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let RunsCommand::Ingest {
-        logs,
-        plan,
-        job,
-        append,
-        date,
-        format,
-    } = &args.command;
+    let (logs, plan, job, append, date, format) = match &args.command {
+        RunsCommand::Ingest {
+            logs,
+            plan,
+            job,
+            append,
+            date,
+            format,
+        } => (logs, plan, job, append, date, format),
+        RunsCommand::Check { plan, format } => {
+            return check::run(plan, *format, cli_catalogue, cx);
+        }
+    };
     let planned = match plan {
         Some(path) => match planned(path, job.as_deref(), cx)? {
             Some(p) => Some(p),
