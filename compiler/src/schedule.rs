@@ -260,6 +260,13 @@ fn scheduled_job(
         }
         (None, None, false) => ("queued", "still queued at the horizon".to_string()),
     };
+    let reason = match (&trace.blocked_by, trace.first_start_h) {
+        (Some(blocked), Some(start)) if reason.is_empty() => {
+            format!("waited until hour {}: {blocked}", significant(start))
+        }
+        (Some(blocked), None) if status == "queued" => format!("{reason}: {blocked}"),
+        _ => reason,
+    };
     let ready_h = job.map_or(0.0, SimJob::ready_h);
     let wait_h = match trace.first_start_h {
         Some(s) => (s - ready_h).max(0.0),

@@ -44,13 +44,17 @@ struct Quota {
 /// Every tenant's quota per device type, and what the cohort (the pool) holds of each.
 pub(crate) struct Quotas {
     of: BTreeMap<(String, String), Quota>,
+    /// `of` by tenant, then device type: looked up without allocating (the schedule asks at
+    /// every event).
+    by_tenant: BTreeMap<String, BTreeMap<String, Quota>>,
     cohort: BTreeMap<String, u64>,
 }
 
 impl Quotas {
     fn get(&self, tenant: &str, device: &str) -> Quota {
-        self.of
-            .get(&(tenant.to_string(), device.to_string()))
+        self.by_tenant
+            .get(tenant)
+            .and_then(|m| m.get(device))
             .copied()
             .unwrap_or_default()
     }
@@ -64,7 +68,8 @@ impl Quotas {
 #[derive(Clone, Default)]
 pub(crate) struct Ledger {
     group_used: BTreeMap<String, u64>,
-    tenant_used: BTreeMap<(String, String), u64>,
+    /// By tenant, then device type.
+    tenant_used: BTreeMap<String, BTreeMap<String, u64>>,
     device_used: BTreeMap<String, u64>,
     /// Admission sequence number → job index; a job put back keeps its number.
     admitted: BTreeMap<usize, usize>,
@@ -93,7 +98,8 @@ pub(crate) enum Blocker {
 impl Ledger {
     pub(crate) fn used_by(&self, tenant: &str, device: &str) -> u64 {
         self.tenant_used
-            .get(&(tenant.to_string(), device.to_string()))
+            .get(tenant)
+            .and_then(|m| m.get(device))
             .copied()
             .unwrap_or(0)
     }
@@ -152,7 +158,9 @@ impl Ledger {
         for (device, n) in &d.per_device {
             *self
                 .tenant_used
-                .entry((d.tenant.clone(), device.clone()))
+                .entry(d.tenant.clone())
+                .or_default()
+                .entry(device.clone())
                 .or_default() += n;
             *self.device_used.entry(device.clone()).or_default() += n;
         }
@@ -168,7 +176,8 @@ impl Ledger {
         for (device, n) in &d.per_device {
             if let Some(used) = self
                 .tenant_used
-                .get_mut(&(d.tenant.clone(), device.clone()))
+                .get_mut(&d.tenant)
+                .and_then(|m| m.get_mut(device))
             {
                 *used = used.saturating_sub(*n);
             }
@@ -544,7 +553,18 @@ fn quotas(
         let held = cohort.entry(device).or_default();
         *held = (*held).max(g);
     }
-    Quotas { of, cohort }
+    let mut by_tenant: BTreeMap<String, BTreeMap<String, Quota>> = BTreeMap::new();
+    for ((tenant, device), q) in &of {
+        by_tenant
+            .entry(tenant.clone())
+            .or_default()
+            .insert(device.clone(), *q);
+    }
+    Quotas {
+        of,
+        by_tenant,
+        cohort,
+    }
 }
 
 /// Rule 7 (Kueue's classic preemption with `reclaimWithinCohort: Any`): a job that fits in its
@@ -859,7 +879,13 @@ fn holders(
         .filter(|&&j| holds(j))
         .filter_map(|&j| names.get(j).cloned())
         .collect();
-    let reason = match blocker {
+    (behind, blocker_text(blocker, d))
+}
+
+/// What `blocker` says is missing for `d`, in words (the preview's `queues` reason and the
+/// schedule's reason for a wait).
+pub(crate) fn blocker_text(blocker: &Blocker, d: &Demand) -> String {
+    match blocker {
         Blocker::Tenant {
             device,
             needs,
@@ -881,6 +907,5 @@ fn holders(
         } => {
             format!("needs {needs} {device} on `{name}`, {free} free")
         }
-    };
-    (behind, reason)
+    }
 }

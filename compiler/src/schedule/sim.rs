@@ -4,7 +4,9 @@
 
 use super::job::{EPS_H, SimJob};
 use super::usage::Usage;
-use crate::admission::place::{Admit, Demand, Ledger, PoolRules, admit, preempt_lower};
+use crate::admission::place::{
+    Admit, Demand, Ledger, PoolRules, admit, blocker_text, preempt_lower,
+};
 use std::cmp::Ordering;
 
 /// Why a preemption happened, as the platform's rule names it.
@@ -36,6 +38,8 @@ pub(crate) struct Trace {
     pub(crate) evictions: Vec<Evicted>,
     /// Whether it is running at the horizon.
     pub(crate) running_at_end: bool,
+    /// Why it last could not start, while it had never run (the preview's words).
+    pub(crate) blocked_by: Option<String>,
 }
 
 /// The state of a job between events.
@@ -89,6 +93,7 @@ pub(crate) fn run(
         })
         .collect();
     let mut traces: Vec<Trace> = vec![Trace::default(); n];
+    let order = queue_order(demands, jobs);
     let mut queue: Vec<(f64, usize, usize)> = Vec::new();
     let mut ledger = Ledger::default();
     let mut next_seq = 0usize;
@@ -133,6 +138,7 @@ pub(crate) fn run(
             &mut ledger,
             &mut next_seq,
             &mut version,
+            &order,
             t,
         );
         let queued = states
@@ -207,6 +213,31 @@ pub(crate) fn run(
         }
     }
     Outcome { traces, queue }
+}
+
+/// Kueue's queue order, fixed for the run: window jobs last (rule 2), then priority, then
+/// creation time (here: when the job becomes ready), then the rules' order (file, name) for
+/// jobs submitted together.
+fn queue_order(demands: &[Option<Demand>], jobs: &[Option<SimJob>]) -> Vec<usize> {
+    let key = |i: usize| {
+        let job = jobs.get(i).and_then(Option::as_ref);
+        let priority = demands.get(i).and_then(Option::as_ref).map(|d| d.priority);
+        (
+            job.is_some_and(|j| j.window.is_some()),
+            std::cmp::Reverse(priority),
+            job.map_or(0.0, SimJob::ready_h),
+        )
+    };
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (wa, pa, ra) = key(a);
+        let (wb, pb, rb) = key(b);
+        wa.cmp(&wb)
+            .then(pa.cmp(&pb))
+            .then(ra.total_cmp(&rb))
+            .then(a.cmp(&b))
+    });
+    order
 }
 
 /// Ends job `i`'s current interval at `to_h`.
@@ -291,33 +322,14 @@ fn admit_waiting(
     ledger: &mut Ledger,
     next_seq: &mut usize,
     version: &mut u64,
+    order: &[usize],
     t: f64,
 ) {
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
     let mut evicted_now: Vec<usize> = Vec::new();
-    // Kueue's queue order: priority, then creation time (here: when the job became ready),
-    // then the rules' order (window jobs last, file, name) for jobs submitted together.
-    let mut order: Vec<usize> = (0..states.len()).collect();
-    order.sort_by(|&a, &b| {
-        let key = |i: usize| {
-            let job = jobs.get(i).and_then(Option::as_ref);
-            let priority = demands.get(i).and_then(Option::as_ref).map(|d| d.priority);
-            (
-                job.is_some_and(|j| j.window.is_some()),
-                std::cmp::Reverse(priority),
-                job.map_or(0.0, SimJob::ready_h),
-            )
-        };
-        let (wa, pa, ra) = key(a);
-        let (wb, pb, rb) = key(b);
-        wa.cmp(&wb)
-            .then(pa.cmp(&pb))
-            .then(ra.total_cmp(&rb))
-            .then(a.cmp(&b))
-    });
     for pass in 0..2 {
-        for &i in &order {
+        for &i in order {
             let waiting = states
                 .get(i)
                 .is_some_and(|s| s.phase == Phase::Waiting && s.failed_at != Some(*version));
@@ -357,6 +369,12 @@ fn admit_waiting(
                     && let Some(state) = states.get_mut(i)
                 {
                     state.failed_at = Some(*version);
+                    if let Some(trace) = traces.get_mut(i)
+                        && trace.first_start_h.is_none()
+                        && let Err(blocker) = ledger.fits(demand, &rules.quotas, &rules.groups)
+                    {
+                        trace.blocked_by = Some(blocker_text(&blocker, demand));
+                    }
                 }
                 continue;
             };

@@ -63,6 +63,11 @@ fn two_jobs_on_eight_devices_the_second_waits_exactly_the_firsts_duration() {
         (Some(10.0), Some(16.0), 10.0)
     );
     assert_eq!(s.totals.wait_h, 10.0);
+    // Why: nlp's 8 guaranteed + 0 elastic H100 are all held by a (the quota is checked first).
+    assert_eq!(
+        b.reason,
+        "waited until hour 10: needs 8 H100_SXM, 0 left of tenant `nlp`'s guaranteed + elastic quota"
+    );
     // 8 devices × (10 + 6) h held.
     assert_eq!(s.totals.device_hours, 128.0);
     // Day 0: 8 devices busy for 16 of 24 h = 2/3; b waited 0–10 h with 0 free, so nothing was

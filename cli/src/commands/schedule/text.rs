@@ -120,7 +120,7 @@ fn job_line(j: &ScheduledJob) -> String {
             when(j.lost_work_h)
         );
     }
-    if !j.reason.is_empty() && j.finish_h.is_none() {
+    if !j.reason.is_empty() && (j.finish_h.is_none() || j.wait_h > 0.0) {
         let _ = write!(line, "; {}", j.reason);
     }
     line.push('\n');
