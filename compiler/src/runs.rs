@@ -3,7 +3,9 @@
 //! `benchmark_serving`, SGLang's `bench_serving`), read into one measured figure with what was
 //! left out and why. Pure: the caller reads the file and writes the row.
 
+mod deepspeed;
 pub mod drift;
+mod hf_trainer;
 mod megatron;
 mod serving_bench;
 pub mod store;
@@ -34,6 +36,9 @@ pub struct TrainingMeasure {
     /// Median tokens per second per device over the kept intervals, where the tool prints them
     /// (torchtitan's `tps`).
     pub tokens_per_s_per_device: Option<f64>,
+    /// Median samples (sequences) per second of the whole job, where the tool prints that
+    /// (DeepSpeed's `CurrSamplesPerSec`, the HF Trainer's `train_samples_per_second`).
+    pub samples_per_s: Option<f64>,
     /// Median of the tool's own model TFLOP/s per device over the kept intervals, when printed.
     pub tflops_per_device: Option<f64>,
     /// The global batch in sequences, when printed (the last value seen).
@@ -112,11 +117,19 @@ pub fn ingest(text: &str) -> Result<Measured, IngestError> {
     if torchtitan::recognises(text) {
         return torchtitan::read(text).map(Measured::Training);
     }
+    if deepspeed::recognises(text) {
+        return deepspeed::read(text).map(Measured::Training);
+    }
+    if hf_trainer::recognises(text) {
+        return hf_trainer::read(text).map(Measured::Training);
+    }
     Err(IngestError {
         line: 0,
         message: "no line of a format loam reads: Megatron-LM or NeMo training logs \
                   (`iteration N/ M | … elapsed time per iteration (ms): …`), torchtitan's \
-                  (`step: N  loss: …  tps: …`), or the JSON result of vLLM's benchmark_serving \
+                  (`step: N  loss: …  tps: …`), DeepSpeed's throughput timer \
+                  (`global_step=N, … CurrSamplesPerSec=…`), the Hugging Face Trainer's closing \
+                  metrics (`'train_samples_per_second': …`), or the JSON result of vLLM's benchmark_serving \
                   or SGLang's bench_serving"
             .into(),
     })

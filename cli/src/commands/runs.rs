@@ -291,6 +291,7 @@ fn row(file: &str, measured: &Measured, planned: Option<&Planned>) -> Value {
                    "measured_step_s": m.step_s, "predicted_step_s": predicted_step,
                    "measured_tokens_per_s_per_device": m.tokens_per_s_per_device,
                    "predicted_tokens_per_s_per_device": predicted_rate, "error_pct": error,
+                   "samples_per_s": m.samples_per_s,
                    "tflops_per_device": m.tflops_per_device, "intervals_kept": m.kept.len(),
                    "intervals_excluded": m.excluded.len(), "excluded": m.excluded})
         }

@@ -103,6 +103,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         tool: "megatron-lm",
         step_s: Some(step_s),
         tokens_per_s_per_device: None,
+        samples_per_s: None,
         tflops_per_device: median(&tflops),
         global_batch,
         kept,

@@ -112,3 +112,52 @@ fn a_torchtitan_log_keeps_its_steady_steps_colours_and_all() {
     let err = ingest(&log[..log.len() - 40]).unwrap_err();
     assert_eq!(err.line, log.lines().count());
 }
+
+#[test]
+fn a_deepspeed_log_keeps_the_steady_throughput_lines() {
+    // Six lines at steps 100 … 600: 100 and 200 are warm-up; a checkpoint is saved after 400,
+    // so 500 (35.02 samples/s) is left out. Kept: 300, 400, 600 at 40.112, 40.306, 40.208
+    // samples/s: median 40.208.
+    let Ok(Measured::Training(m)) = ingest(&fixture("deepspeed-13b.log")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "deepspeed");
+    assert_eq!(m.kept, vec![300, 400, 600]);
+    assert_eq!(
+        m.excluded,
+        vec![
+            (100, Exclusion::WarmUp),
+            (200, Exclusion::WarmUp),
+            (500, Exclusion::Checkpoint)
+        ]
+    );
+    assert_eq!(m.samples_per_s, Some(40.208));
+    assert_eq!(m.step_s, None);
+    // A cut last line is a partial log, located.
+    let log = fixture("deepspeed-13b.log");
+    let cut = &log[..log.len() - 30];
+    let Err(e) = ingest(cut) else {
+        panic!("a cut log is an error")
+    };
+    assert_eq!(e.line, 12);
+    assert!(e.message.contains("partial"), "{e}");
+}
+
+#[test]
+fn a_hugging_face_trainer_log_gives_the_whole_runs_rates() {
+    // The closing line: 70.709 samples/s and 0.552 steps/s: 1/0.552 = 1.8116 s a step and
+    // 70.709/0.552 = 128.1, so 128 sequences a step; the evaluation dict does not count.
+    let Ok(Measured::Training(m)) = ingest(&fixture("hf-trainer-7b.log")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "hf-trainer");
+    assert_eq!(m.samples_per_s, Some(70.709));
+    assert!((m.step_s.unwrap() - 1.0 / 0.552).abs() < 1e-12);
+    assert_eq!(m.global_batch, Some(128));
+    assert!(m.kept.is_empty() && m.excluded.is_empty());
+    let log = fixture("hf-trainer-7b.log");
+    let Err(e) = ingest(&log[..log.len() - 6]) else {
+        panic!("a cut metrics line is an error")
+    };
+    assert_eq!(e.line, 8);
+}

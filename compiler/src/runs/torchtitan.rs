@@ -106,6 +106,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         tool: "torchtitan",
         step_s: None,
         tokens_per_s_per_device: Some(rate),
+        samples_per_s: None,
         tflops_per_device: median(&tflops),
         global_batch: None,
         kept,

@@ -84,10 +84,20 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
     let global_batch = measured.global_batch.unwrap_or(ran.job.train.global_batch);
     let seq_len = narrow(model.seq_len, "seq_len")?;
     // Megatron prints seconds per iteration: an iteration trains the global batch of sequences.
-    let per_device = match (measured.tokens_per_s_per_device, measured.step_s) {
-        (Some(t), _) => t,
-        (None, Some(step)) => global_batch as f64 * f64::from(seq_len) / step / f64::from(devices),
-        (None, None) => return Err("the log states neither a step time nor a token rate".into()),
+    // DeepSpeed and the HF Trainer print samples (sequences) per second of the whole job.
+    let per_device = match (
+        measured.tokens_per_s_per_device,
+        measured.samples_per_s,
+        measured.step_s,
+    ) {
+        (Some(t), _, _) => t,
+        (None, Some(samples), _) => samples * f64::from(seq_len) / f64::from(devices),
+        (None, None, Some(step)) => {
+            global_batch as f64 * f64::from(seq_len) / step / f64::from(devices)
+        }
+        (None, None, None) => {
+            return Err("the log states neither a step time nor a token or sample rate".into());
+        }
     };
     let predicted = plan
         .get("estimate")

@@ -1,0 +1,95 @@
+//! DeepSpeed's training log: the throughput timer's line, one per `steps_per_print` steps, as
+//! `ThroughputTimer.stop` in `deepspeed/utils/timer.py` (microsoft/DeepSpeed) writes it through
+//! `log_dist`, `[date] [INFO] [logging.py:96:log_dist] [Rank 0] epoch=0/micro_step=100/
+//! global_step=100, RunningAvgSamplesPerSec=41.2, CurrSamplesPerSec=41.9, MemAllocated=18.2GB,
+//! MaxMemAllocated=31.0GB`; `CurrSamplesPerSec` is the engine's `train_batch_size` (the global
+//! batch in samples) over the last step's time. A checkpoint save logs `[Torch] Checkpoint
+//! global_step100 is about to be saved!` (`TorchCheckpointEngine.create`,
+//! `deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py`), so the next interval holds
+//! it. The flops profiler's `TFLOPs` summary is not read: it profiles one step, not the run.
+
+use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+
+const CURRENT: &str = "CurrSamplesPerSec=";
+const STEP: &str = "global_step=";
+const END: &str = "MaxMemAllocated=";
+const SAVE: &str = "is about to be saved!";
+
+/// Whether `text` has a line of DeepSpeed's throughput timer.
+pub(super) fn recognises(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.contains(CURRENT) && line.contains(STEP))
+}
+
+/// The steady samples per second of a DeepSpeed log: the median of the kept intervals'
+/// `CurrSamplesPerSec`, the first [`WARM_UP_INTERVALS`] and any after a checkpoint save left out.
+pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
+    let mut rates = Vec::new();
+    let mut kept = Vec::new();
+    let mut excluded = Vec::new();
+    let mut logged = 0usize;
+    let mut pending = None;
+    let count = text.lines().count();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if line.contains(SAVE) {
+            pending = Some(Exclusion::Checkpoint);
+            continue;
+        }
+        if !(line.contains(CURRENT) && line.contains(STEP)) {
+            continue;
+        }
+        let located = |message: String| IngestError {
+            line: number,
+            message,
+        };
+        if number == count && !text.ends_with('\n') && !line.contains(END) {
+            return Err(located(
+                "the log ends in the middle of a throughput line (a partial log)".into(),
+            ));
+        }
+        let step = field(line, STEP)
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| located(format!("`{STEP}` is not followed by a step number")))?;
+        let rate = field(line, CURRENT)
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .ok_or_else(|| located(format!("`{CURRENT}` is not followed by a positive number")))?;
+        let reason = if logged < WARM_UP_INTERVALS {
+            Some(Exclusion::WarmUp)
+        } else {
+            pending
+        };
+        logged += 1;
+        pending = None;
+        if let Some(reason) = reason {
+            excluded.push((step, reason));
+            continue;
+        }
+        rates.push(rate);
+        kept.push(step);
+    }
+    let samples_per_s = median(&rates).ok_or_else(|| IngestError {
+        line: 0,
+        message: format!(
+            "no steady interval: {logged} throughput lines, every one left out (warm-up or beside \
+             a checkpoint save); log more steps"
+        ),
+    })?;
+    Ok(TrainingMeasure {
+        tool: "deepspeed",
+        step_s: None,
+        tokens_per_s_per_device: None,
+        samples_per_s: Some(samples_per_s),
+        tflops_per_device: None,
+        global_batch: None,
+        kept,
+        excluded,
+    })
+}
+
+/// The text after `label` up to the next `,` (or the line's end), trimmed.
+fn field<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let after = line.split_once(label)?.1;
+    Some(after.split(',').next()?.trim())
+}
