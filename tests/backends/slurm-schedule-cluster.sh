@@ -36,6 +36,7 @@ PARTITIONS=(
   "sched-a 4 18101"
   "sched-b 4 18111"
   "sched-c 4 18121"
+  "sched-d 4 18131"
 )
 
 log() { printf '[slurm-schedule-cluster %s] %s\n' "$(date +%T)" "$*" >&2; }

@@ -7,11 +7,11 @@
 //! waits and reserves the earliest time it fits; a lower-priority job starts ahead of it only
 //! when it ends (by its time limit) before that reservation (backfill).
 //!
-//! The cluster is `tests/backends/slurm-schedule-cluster.sh`: a second slurmctld with three
+//! The cluster is `tests/backends/slurm-schedule-cluster.sh`: a second slurmctld with four
 //! partitions of four nodes, each node a real slurmd on loopback, which
 //! `scripts/backend-tools.sh` starts beside the suite's own cluster (whose priority/basic
 //! first-in-first-out order the other Slurm tests keep). Each workload has a partition of its
-//! own, so the three run at once: about five minutes in all.
+//! own, so the four run at once: about five minutes in all.
 //!
 //! Time scale: one minute of Slurm per unit, since Slurm keeps time limits in whole minutes and
 //! backfill plans with the limit. A job sleeps one second less than its limit, so it ends by
@@ -33,9 +33,10 @@ const UNIT_S: u64 = 60;
 
 /// How far a start may be from the derived one, in seconds: one main scheduling interval of
 /// the cluster (`sched_interval=2` in its slurm.conf), the longest Slurm may take to notice a
-/// freed node when no event wakes it. (counted from the configuration; measured on the test
-/// machine: every start within 0 s of the derived one, jobs ending at 59 s and the next
-/// starting at 60 s, since a job's end wakes the scheduler at once)
+/// freed node or a reached begin time when no event wakes it. (counted from the configuration;
+/// measured on the test machine: every start within 1 s of the derived one: a job's end wakes
+/// the scheduler at once, so the next starts at 59 or 60 s after a job sleeping 59 s, and a
+/// begin time is met by the next periodic pass, d4 at 211 s for 210 s)
 const SCHED_INTERVAL_S: f64 = 2.0;
 
 /// The configuration file of the schedule cluster.
@@ -78,6 +79,8 @@ struct Job {
     units: u64,
     /// loam's priority name.
     priority: &'static str,
+    /// Seconds after the workload's release it is submitted (Slurm's `--begin`).
+    submit_s: u64,
 }
 
 /// The nice that gives a loam priority its order under the cluster's multifactor weights
@@ -102,11 +105,34 @@ struct Observed {
     end_s: f64,
 }
 
-/// Submits `jobs` to `partition` held, releases them at once (so the scheduler sees the whole
-/// workload together, as loam does at submit time 0), and returns their ids and the release time.
+/// `epoch` seconds as the controller's local date and time, as `--begin` reads it.
+fn local_time(epoch: u64) -> String {
+    let o = Command::new("date")
+        .args(["-d", &format!("@{epoch}"), "+%Y-%m-%dT%H:%M:%S"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Submits `jobs` to `partition` held, releases them at once a few seconds later (so the
+/// scheduler sees the whole workload together, as loam does at hour 0; a job with a later
+/// submit time begins then), and returns their ids and the release time.
 fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    // Time enough for the submissions (a tenth of a second each here).
+    let release_at = now() + 5;
     let mut ids = Vec::new();
     for job in jobs {
+        let begin = if job.submit_s > 0 {
+            format!("--begin={}", local_time(release_at + job.submit_s))
+        } else {
+            "--begin=now".to_string()
+        };
         let sleep = job.units * UNIT_S - 1;
         let o = slurm(
             "sbatch",
@@ -119,6 +145,7 @@ fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
                 "--exclusive",
                 &format!("--time={}", job.units * UNIT_S / 60),
                 &format!("--nice={}", nice(job.priority)),
+                &begin,
                 "--output=/dev/null",
                 &format!("--wrap=sleep {sleep}"),
             ],
@@ -127,13 +154,12 @@ fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
         assert!(o.status.success(), "sbatch {}: {}", job.name, text(&o));
         ids.push(String::from_utf8_lossy(&o.stdout).trim().to_string());
     }
-    let released = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    while now() < release_at {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let o = slurm("scontrol", &["release", &ids.join(",")], cwd);
     assert!(o.status.success(), "scontrol release: {}", text(&o));
-    (ids, released)
+    (ids, release_at)
 }
 
 /// Waits until every job of `ids` has ended, then reads their start and end times.
@@ -185,7 +211,7 @@ fn observe(ids: &[String], released: u64, cwd: &Path, limit: Duration) -> Vec<Ob
 struct Workload {
     partition: &'static str,
     jobs: Vec<Job>,
-    expected_start_units: BTreeMap<&'static str, u64>,
+    expected_start_units: BTreeMap<&'static str, f64>,
 }
 
 fn job(name: &'static str, nodes: u32, units: u64, priority: &'static str) -> Job {
@@ -194,6 +220,15 @@ fn job(name: &'static str, nodes: u32, units: u64, priority: &'static str) -> Jo
         nodes,
         units,
         priority,
+        submit_s: 0,
+    }
+}
+
+/// `job`, submitted `units` after the others.
+fn later(job: Job, units: f64) -> Job {
+    Job {
+        submit_s: (units * UNIT_S as f64) as u64,
+        ..job
     }
 }
 
@@ -213,7 +248,7 @@ fn workloads() -> Vec<Workload> {
                 job("a3", 1, 1, "low"),
                 job("a4", 2, 2, "normal"),
             ],
-            expected_start_units: [("a1", 1), ("a2", 0), ("a3", 1), ("a4", 3)].into(),
+            expected_start_units: [("a1", 1.0), ("a2", 0.0), ("a3", 1.0), ("a4", 3.0)].into(),
         },
         // Priority over submission order, submission order among equals.
         // Order: b2, b3 (normal, b2 submitted first), then b1, b4 (low).
@@ -227,7 +262,7 @@ fn workloads() -> Vec<Workload> {
                 job("b3", 2, 1, "normal"),
                 job("b4", 2, 3, "low"),
             ],
-            expected_start_units: [("b1", 1), ("b2", 0), ("b3", 1), ("b4", 2)].into(),
+            expected_start_units: [("b1", 1.0), ("b2", 0.0), ("b3", 1.0), ("b4", 2.0)].into(),
         },
         // Backfill refused when it would delay the reservation.
         // t=0: c1 (high, 3 nodes, 1 unit) starts; c2 (normal, 4 nodes) reserves t=1; c3 (low,
@@ -241,7 +276,23 @@ fn workloads() -> Vec<Workload> {
                 job("c2", 4, 1, "normal"),
                 job("c3", 1, 2, "low"),
             ],
-            expected_start_units: [("c1", 0), ("c2", 1), ("c3", 2)].into(),
+            expected_start_units: [("c1", 0.0), ("c2", 1.0), ("c3", 2.0)].into(),
+        },
+        // Later submissions: a job waits for its submit time even with a node free.
+        // t=0: d1 (normal, 4 nodes, 2 units) starts; d3 (low, 3 nodes) waits.
+        // t=1: d2 (normal, 1 node) is submitted; nothing is free; it waits.
+        // t=2: d1 ends; d2 (normal) starts on 1 node, then d3 (low) on the other 3.
+        // t=3: d2 ends: 1 node free, but d4 (low, 1 node) is submitted only at 3.5, when it
+        //      starts, with no other event to wake the scheduler (its periodic pass).
+        Workload {
+            partition: "sched-d",
+            jobs: vec![
+                job("d1", 4, 2, "normal"),
+                later(job("d2", 1, 1, "normal"), 1.0),
+                job("d3", 3, 2, "low"),
+                later(job("d4", 1, 1, "low"), 3.5),
+            ],
+            expected_start_units: [("d1", 0.0), ("d2", 2.0), ("d3", 2.0), ("d4", 3.5)].into(),
         },
     ]
 }
@@ -294,7 +345,7 @@ fn slurm_starts_jobs_in_the_order_and_at_the_times_of_its_rules() {
             .iter()
             .map(|o| {
                 let units = w.expected_start_units[o.name.as_str()];
-                (o.name.clone(), (units * UNIT_S) as f64, o.priority)
+                (o.name.clone(), units * UNIT_S as f64, o.priority)
             })
             .collect();
         if order(&slurm_starts) != order(&derived) {
@@ -354,7 +405,12 @@ fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
             checkpoint_h: None,
         })
         .collect();
-    let s = schedule_workload::run(&jobs, &[("slurm", 32, 0)], 48.0);
+    let submits: Vec<(String, f64)> = w
+        .jobs
+        .iter()
+        .map(|j| (j.name.to_string(), j.submit_s as f64 / UNIT_S as f64))
+        .collect();
+    let s = schedule_workload::run_submitted(&jobs, &submits, &[("slurm", 32, 0)], 48.0);
     s.jobs
         .iter()
         .map(|j| (j.job.clone(), j.start_h.unwrap_or(f64::INFINITY)))
@@ -363,7 +419,7 @@ fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
 
 /// `loam schedule`'s core on the same workloads (no cluster needed): the start order and the
 /// start times Slurm's real runs gave above (and the hand derivations in `workloads`).
-/// - a, b: the same order and the same starts, in hours for Slurm's minutes;
+/// - a, b, d: the same order and the same starts, in hours for Slurm's minutes;
 /// - c: not the same. loam's core applies Kueue's rules at every event (BestEffortFIFO without
 ///   reservations, and `withinClusterQueue: LowerPriority` preemption): c3 (low, 1 node) starts
 ///   at 0 on the free node, then c2 (normal, 4 nodes) preempts it at 1 and c3 starts again at 2.
@@ -379,7 +435,7 @@ fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reserv
         let slurm: BTreeMap<String, f64> = w
             .expected_start_units
             .iter()
-            .map(|(name, units)| (name.to_string(), *units as f64))
+            .map(|(name, units)| (name.to_string(), *units))
             .collect();
         let priority = |name: &str| {
             w.jobs
@@ -408,5 +464,5 @@ fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reserv
             );
         }
     }
-    assert_eq!(agree, 2, "workloads a and b agree");
+    assert_eq!(agree, 3, "workloads a, b and d agree");
 }

@@ -91,10 +91,25 @@ pub fn plan(job: &WorkJob) -> Plan {
 
 /// `loam schedule`'s core on `jobs` (all submitted at hour 0) over `horizon_h`.
 pub fn run(jobs: &[WorkJob], quotas: &[Quota], horizon_h: f64) -> Schedule {
+    run_submitted(jobs, &[], quotas, horizon_h)
+}
+
+/// `loam schedule`'s core on `jobs`, each submitted at the hour `submits` gives its name (else
+/// hour 0), over `horizon_h`.
+pub fn run_submitted(
+    jobs: &[WorkJob],
+    submits: &[(String, f64)],
+    quotas: &[Quota],
+    horizon_h: f64,
+) -> Schedule {
     let plans: Vec<Plan> = jobs.iter().map(plan).collect();
+    let submits: Submits = submits
+        .iter()
+        .map(|(name, h)| ((format!("jobs/{name}.loam"), name.clone()), *h))
+        .collect();
     schedule(
         &plans,
-        &Submits::new(),
+        &submits,
         &catalogue(quotas),
         &Options {
             start: "2026-01-05".to_string(),
