@@ -22,7 +22,7 @@ header{padding-top:12px}\
 h1{font-size:1.45rem;margin:.6rem 0 .2rem}\
 h2{font-size:1.25rem;border-top:2px solid #222;padding-top:.6rem;margin:2.2rem 0 .6rem}\
 h3{font-size:1.05rem;margin:.2rem 0 .4rem}\
-p,li,dd,dt,figcaption{overflow-wrap:anywhere}\
+h1,p,li,dd,dt,figcaption{overflow-wrap:anywhere}\
 th,td{overflow-wrap:normal}.num{white-space:nowrap}\
 .meta{color:#595959;font-size:.85rem;margin:0}\
 .verdict{font-size:1.1rem;font-weight:600}\

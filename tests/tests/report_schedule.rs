@@ -336,3 +336,52 @@ fn the_pool_section_passes_the_report_checks_in_chromium() {
         }
     }
 }
+
+/// `loam report` over three examples (one an interruptible job with a daily window) draws the
+/// pool section from the CLI's own schedule: a heatmap and a Gantt chart per site the jobs
+/// run at, and the page passes the browser's checks.
+#[test]
+fn loam_report_of_several_jobs_draws_the_pool_section() {
+    let dir = tempfile::Builder::new()
+        .prefix("loam-report-pool-")
+        .tempdir()
+        .unwrap();
+    let out = dir.path().join("pool.html");
+    let paths: Vec<String> = [
+        "examples/llama3-70b-pretrain.loam",
+        "examples/llama3-8b-finetune.loam",
+        "examples/interruptible-cost-7b.loam",
+    ]
+    .iter()
+    .map(|p| loam_tests::repo_root().join(p).display().to_string())
+    .collect();
+    let mut args = vec!["report"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--out", out.to_str().unwrap()]);
+    let (code, _, err) = loam_tests::run_cli(&args, "");
+    assert!(code <= 1, "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        html.contains("<h2>The pool over time</h2>"),
+        "no pool section"
+    );
+    let figures = kinds(&html);
+    assert_eq!(
+        figures.iter().filter(|k| *k == "utilisation").count(),
+        1,
+        "{figures:?}"
+    );
+    assert!(figures.iter().any(|k| k == "gantt"), "{figures:?}");
+    // Every job has its row: its name in a bar's tooltip (`<job>: <devices> × …`).
+    for job in ["llama3-70b-pretrain", "llama3-8b-sft", "qwen-7b-continued"] {
+        assert!(html.contains(&format!("<title>{job}: ")), "{job}");
+    }
+    let Some(session) = session() else {
+        return;
+    };
+    let url = format!("file://{}", out.canonicalize().unwrap().display());
+    for viewport in [DESKTOP, PHONE] {
+        let problems = page_problems(&session.open(&url, viewport, false));
+        assert!(problems.is_empty(), "{} px: {problems:#?}", viewport.width);
+    }
+}
