@@ -46,7 +46,10 @@ pub fn run(
         },
         None => None,
     };
-    let mut rows = Vec::with_capacity(logs.len());
+    // Every row is held until the last file reads (a failure prints none), as a CSV line in
+    // text: a few hundred bytes a log.
+    let mut rows = Vec::new();
+    let mut lines = String::new();
     let mut measures = Vec::with_capacity(logs.len());
     let mut failed = false;
     for path in logs {
@@ -61,8 +64,18 @@ pub fn run(
         };
         match ingest(&text) {
             Ok(measured) => {
-                rows.push(row(&name, &measured, planned.as_ref()));
-                measures.push((name, measured));
+                let value = row(&name, &measured, planned.as_ref());
+                match format {
+                    OutputFormat::Json => rows.push(value),
+                    OutputFormat::Text => {
+                        lines.push_str(&csv_line(&value));
+                        lines.push('\n');
+                    }
+                }
+                // Kept only to append: a measure holds every interval's iteration.
+                if *append {
+                    measures.push((name, measured));
+                }
             }
             Err(e) => {
                 cx.eprint(&format!("error: {name}: {e}\n"));
@@ -82,12 +95,7 @@ pub fn run(
     match format {
         OutputFormat::Json => cx.print_json(&json!({ "runs": rows })),
         OutputFormat::Text => {
-            let mut out = format!("{COLUMNS}\n");
-            for r in &rows {
-                out.push_str(&csv_line(r));
-                out.push('\n');
-            }
-            cx.print(&out);
+            cx.print(&format!("{COLUMNS}\n{lines}"));
         }
     }
     Ok(0)
