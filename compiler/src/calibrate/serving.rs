@@ -610,3 +610,6 @@ pub fn cross_validate_serving(
         held_out: ServingMetrics::of(held.iter()),
     })
 }
+
+#[cfg(test)]
+mod fewshot;
