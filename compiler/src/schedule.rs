@@ -7,6 +7,7 @@
 //! Pure: plans, submit hours and the catalogue in, a `loam_ir::schedule::Schedule` out. Plans
 //! stay clock-free: hour 0 is the caller's start date, which this module only copies.
 
+mod capacity;
 pub mod date;
 mod job;
 mod sample;

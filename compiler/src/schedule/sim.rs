@@ -2,6 +2,7 @@
 //! rules (`admission::place`), preempted, suspended outside their windows and finished, from
 //! hour 0 to the horizon. Pure and deterministic: jobs are visited in the rules' order.
 
+use super::capacity::Capacity;
 use super::job::{EPS_H, SimJob};
 use super::usage::Usage;
 use crate::admission::place::{
@@ -96,6 +97,9 @@ pub(crate) fn run(
     let order = queue_order(demands, jobs);
     let mut queue: Vec<(f64, usize, usize)> = Vec::new();
     let mut ledger = Ledger::default();
+    let mut capacity = Capacity::new(rules, demands);
+    // Reasons for waits are worded only for the expected schedule, not for each sample.
+    let explain = usage.is_some();
     let mut next_seq = 0usize;
     // Bumped whenever the ledger changes (an admission or a release).
     let mut version = 0u64;
@@ -120,6 +124,7 @@ pub(crate) fn run(
                 Phase::Running { seq, since_h } if !job.in_window(t) => {
                     if let Some(demand) = d {
                         ledger.remove(seq, demand);
+                        capacity.remove(i);
                         version += 1;
                     }
                     close_run(&mut traces, i, since_h, t);
@@ -130,16 +135,22 @@ pub(crate) fn run(
             }
         }
         admit_waiting(
-            rules,
-            demands,
-            jobs,
+            &Pass {
+                rules,
+                demands,
+                jobs,
+                order: &order,
+                explain,
+                t,
+            },
             &mut states,
             &mut traces,
-            &mut ledger,
-            &mut next_seq,
-            &mut version,
-            &order,
-            t,
+            &mut Held {
+                ledger: &mut ledger,
+                capacity: &mut capacity,
+                next_seq: &mut next_seq,
+                version: &mut version,
+            },
         );
         let queued = states
             .iter()
@@ -192,6 +203,7 @@ pub(crate) fn run(
             if state.remaining_h <= EPS_H {
                 if let Some(Some(demand)) = demands.get(i) {
                     ledger.remove(seq, demand);
+                    capacity.remove(i);
                     version += 1;
                 }
                 close_run(&mut traces, i, since_h, next);
@@ -308,23 +320,38 @@ fn save_cost(jobs: &[Option<SimJob>], states: &[State], j: usize) -> f64 {
     (state.since_checkpoint_h + job.restart_h) * job.devices as f64
 }
 
+/// What an admission pass reads.
+struct Pass<'a> {
+    rules: &'a PoolRules,
+    demands: &'a [Option<Demand>],
+    jobs: &'a [Option<SimJob>],
+    order: &'a [usize],
+    /// Word the reason of each wait (the expected schedule; not the samples).
+    explain: bool,
+    t: f64,
+}
+
+/// What an admission pass changes besides the jobs' states.
+struct Held<'a> {
+    ledger: &'a mut Ledger,
+    capacity: &'a mut Capacity,
+    next_seq: &'a mut usize,
+    version: &'a mut u64,
+}
+
 /// One admission pass at `t`, in the rules' order: a waiting job starts when it fits, or by
 /// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant;
 /// victims lose the work since their last checkpoint plus a restart. Then the waiting jobs are
 /// tried once more without preempting, as Kueue retries when quota is freed.
-#[allow(clippy::too_many_arguments)]
-fn admit_waiting(
-    rules: &PoolRules,
-    demands: &[Option<Demand>],
-    jobs: &[Option<SimJob>],
-    states: &mut [State],
-    traces: &mut [Trace],
-    ledger: &mut Ledger,
-    next_seq: &mut usize,
-    version: &mut u64,
-    order: &[usize],
-    t: f64,
-) {
+fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held: &mut Held<'_>) {
+    let Pass {
+        rules,
+        demands,
+        jobs,
+        order,
+        explain,
+        t,
+    } = *p;
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
     let mut evicted_now: Vec<usize> = Vec::new();
@@ -332,7 +359,7 @@ fn admit_waiting(
         for &i in order {
             let waiting = states
                 .get(i)
-                .is_some_and(|s| s.phase == Phase::Waiting && s.failed_at != Some(*version));
+                .is_some_and(|s| s.phase == Phase::Waiting && s.failed_at != Some(*held.version));
             let Some(Some(job)) = jobs.get(i) else {
                 continue;
             };
@@ -342,14 +369,17 @@ fn admit_waiting(
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
-            let decision = {
+            let may_preempt = pass == 0 && !evicted_now.contains(&i);
+            let decision = if held.capacity.hopeless(i, may_preempt) {
+                None
+            } else {
                 let snapshot: &[State] = states;
                 let cheaper = |a: usize, b: usize| {
                     save_cost(jobs, snapshot, a)
                         .partial_cmp(&save_cost(jobs, snapshot, b))
                         .unwrap_or(Ordering::Equal)
                 };
-                let may_preempt = pass == 0 && !evicted_now.contains(&i);
+                let ledger: &Ledger = held.ledger;
                 match admit(i, demands, ledger, rules, &cheaper) {
                     Admit::Fits => Some((None, Vec::new(), Rule::Reclaim)),
                     Admit::Evicts {
@@ -364,36 +394,36 @@ fn admit_waiting(
             let Some((after, victims, rule)) = decision else {
                 // Only a full attempt (preemption allowed) says the job cannot start until the
                 // ledger changes.
-                if pass == 0
-                    && !evicted_now.contains(&i)
-                    && let Some(state) = states.get_mut(i)
-                {
-                    state.failed_at = Some(*version);
-                    if let Some(trace) = traces.get_mut(i)
+                if may_preempt && let Some(state) = states.get_mut(i) {
+                    state.failed_at = Some(*held.version);
+                    if explain
+                        && let Some(trace) = traces.get_mut(i)
                         && trace.first_start_h.is_none()
-                        && let Err(blocker) = ledger.fits(demand, &rules.quotas, &rules.groups)
+                        && let Err(blocker) = held.ledger.fits(demand, &rules.quotas, &rules.groups)
                     {
                         trace.blocked_by = Some(blocker_text(&blocker, demand));
                     }
                 }
                 continue;
             };
-            *version += 1;
+            *held.version += 1;
             if let Some(after) = after {
-                *ledger = after;
+                *held.ledger = after;
             }
             for v in victims {
+                held.capacity.remove(v);
                 evict(jobs, states, traces, v, i, rule, t);
                 evicted_now.push(v);
             }
-            ledger.add(*next_seq, i, demand);
+            held.ledger.add(*held.next_seq, i, demand);
+            held.capacity.add(i);
             if let Some(state) = states.get_mut(i) {
                 state.phase = Phase::Running {
-                    seq: *next_seq,
+                    seq: *held.next_seq,
                     since_h: t,
                 };
             }
-            *next_seq += 1;
+            *held.next_seq += 1;
             if let Some(trace) = traces.get_mut(i) {
                 trace.first_start_h.get_or_insert(t);
             }

@@ -1,0 +1,127 @@
+//! Devices per node group in numbers, beside the admission ledger: a quick, exact test that a
+//! waiting job can neither fit nor make room by evicting, so the schedule need not ask the
+//! admission rules again (which compare names and copy the ledger). Only a shortcut: whenever
+//! it says "maybe", the rules decide.
+
+use crate::admission::place::{Demand, PoolRules};
+use loam_ir::types::Priority;
+use std::collections::BTreeMap;
+
+/// Index of a priority (low … critical).
+fn rank(p: Priority) -> usize {
+    match p {
+        Priority::Low => 0,
+        Priority::Normal => 1,
+        Priority::High => 2,
+        Priority::Critical => 3,
+    }
+}
+
+/// Devices of each node group: capacity, in use, and held per tenant and priority.
+pub(crate) struct Capacity {
+    cap: Vec<u64>,
+    used: Vec<u64>,
+    /// held[group][tenant][priority rank].
+    held: Vec<Vec<[u64; 4]>>,
+    /// Per job: its tenant's index, priority rank and (group, devices) needs.
+    jobs: Vec<Option<(usize, usize, Vec<(usize, u64)>)>>,
+}
+
+impl Capacity {
+    /// The empty pool of `rules`, for `demands` (the schedule's jobs, in its order).
+    pub(crate) fn new(rules: &PoolRules, demands: &[Option<Demand>]) -> Capacity {
+        let names: BTreeMap<&str, usize> = rules
+            .groups
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
+            .collect();
+        let mut tenants: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in demands.iter().flatten() {
+            let next = tenants.len();
+            tenants.entry(d.tenant.as_str()).or_insert(next);
+        }
+        let jobs = demands
+            .iter()
+            .map(|d| {
+                let d = d.as_ref()?;
+                let tenant = tenants.get(d.tenant.as_str()).copied()?;
+                let needs = d
+                    .per_group
+                    .iter()
+                    .map(|(g, &n)| names.get(g.as_str()).map(|&i| (i, n)))
+                    .collect::<Option<Vec<_>>>()?;
+                Some((tenant, rank(d.priority), needs))
+            })
+            .collect();
+        Capacity {
+            cap: rules.groups.values().map(|g| g.devices).collect(),
+            used: vec![0; names.len()],
+            held: vec![vec![[0; 4]; tenants.len()]; names.len()],
+            jobs,
+        }
+    }
+
+    fn change(&mut self, job: usize, add: bool) {
+        let Some(Some((tenant, priority, needs))) = self.jobs.get(job) else {
+            return;
+        };
+        for &(g, n) in needs {
+            if let Some(u) = self.used.get_mut(g) {
+                *u = if add { *u + n } else { u.saturating_sub(n) };
+            }
+            if let Some(h) = self
+                .held
+                .get_mut(g)
+                .and_then(|t| t.get_mut(*tenant))
+                .and_then(|p| p.get_mut(*priority))
+            {
+                *h = if add { *h + n } else { h.saturating_sub(n) };
+            }
+        }
+    }
+
+    /// Job `job` was admitted.
+    pub(crate) fn add(&mut self, job: usize) {
+        self.change(job, true);
+    }
+
+    /// Job `job` gave its devices back.
+    pub(crate) fn remove(&mut self, job: usize) {
+        self.change(job, false);
+    }
+
+    /// True when job `job` certainly cannot start now: a node group of its plan lacks the
+    /// devices, and (when `may_evict`) even every job it could ever evict there — other tenants'
+    /// (reclaiming) and its own tenant's lower priorities — would not free enough.
+    pub(crate) fn hopeless(&self, job: usize, may_evict: bool) -> bool {
+        let Some(Some((tenant, priority, needs))) = self.jobs.get(job) else {
+            return false;
+        };
+        let short = |g: usize, n: u64, extra: u64| {
+            let cap = self.cap.get(g).copied().unwrap_or(0);
+            let used = self.used.get(g).copied().unwrap_or(0);
+            cap.saturating_sub(used) + extra < n
+        };
+        needs.iter().any(|&(g, n)| {
+            let evictable = if may_evict {
+                self.held.get(g).map_or(0, |by_tenant| {
+                    by_tenant
+                        .iter()
+                        .enumerate()
+                        .map(|(t, p)| {
+                            if t == *tenant {
+                                p.iter().take(*priority).sum::<u64>()
+                            } else {
+                                p.iter().sum()
+                            }
+                        })
+                        .sum()
+                })
+            } else {
+                0
+            };
+            short(g, n, evictable)
+        })
+    }
+}
