@@ -17,6 +17,9 @@ fn rank(p: Priority) -> usize {
     }
 }
 
+/// One job's tenant index, priority rank and (node group index, devices) needs.
+type JobNeeds = (usize, usize, Vec<(usize, u64)>);
+
 /// Devices of each node group: capacity, in use, and held per tenant and priority.
 pub(crate) struct Capacity {
     cap: Vec<u64>,
@@ -24,7 +27,7 @@ pub(crate) struct Capacity {
     /// held[group][tenant][priority rank].
     held: Vec<Vec<[u64; 4]>>,
     /// Per job: its tenant's index, priority rank and (group, devices) needs.
-    jobs: Vec<Option<(usize, usize, Vec<(usize, u64)>)>>,
+    jobs: Vec<Option<JobNeeds>>,
 }
 
 impl Capacity {
