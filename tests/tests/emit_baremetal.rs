@@ -804,3 +804,95 @@ fn each_host_of_a_disaggregated_vllm_service_advertises_its_own_address() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 31's flaky launcher: under `timeout` (which sends its SIGTERM to the launcher and then
+/// to the launcher's whole process group), a launcher stopped while it waited for its window once
+/// exited 70, "stopped on an unexpected error (status 143)", after a bare `Terminated`: the group
+/// signal reached the `rm` of its clean-up, and under `set -e` the killed rm ended the script.
+/// Made deterministic here: the first SIGTERM goes to the launcher alone, and the second to its
+/// process group only once an `rm` that takes two seconds (first in PATH) has started. Then the
+/// group signal is sent at several moments of the wait, as `timeout` does; every run must end 75.
+#[test]
+fn a_signal_to_the_launchers_process_group_stops_it_with_75_at_any_moment() {
+    use std::os::unix::process::CommandExt;
+    let hour = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 3600
+        % 24;
+    let job = Job::emit(
+        "window-group-signal",
+        with_window(plan_fixture("two-node-lab"), (hour + 2) % 24, 1),
+        &["true"],
+    );
+    let hosts = job.hosts(&[("127.0.0.1", 0), ("127.0.0.2", 0)]);
+    let bin = job.dir.join("slow-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mark = job.dir.join("rm-started");
+    let real_rm = ["/bin/rm", "/usr/bin/rm"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap();
+    std::fs::write(
+        bin.join("rm"),
+        format!("#!/bin/sh\n: > \"$RM_MARK\"\nsleep 2\nexec {real_rm} \"$@\"\n"),
+    )
+    .unwrap();
+    run_ok("chmod", &["+x", bin.join("rm").to_str().unwrap()]);
+    let said = job.dir.join("launcher.err");
+    // The launcher in a process group of its own, as `timeout` and a login shell's jobs run.
+    let start = |slow_rm: bool| {
+        let _ = std::fs::remove_file(&mark);
+        let mut c = Command::new("bash");
+        c.arg(&job.launcher)
+            .env("HOSTFILE", &hosts)
+            .env("SSH", "false")
+            .env("GRACE_S", "5")
+            .env("RM_MARK", &mark)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&said).unwrap())
+            .process_group(0);
+        if slow_rm {
+            let path = std::env::var("PATH").unwrap_or_default();
+            c.env("PATH", format!("{}:{path}", bin.display()));
+        }
+        let child = c.spawn().unwrap();
+        job.wait_for("the launcher's wait for the window", || {
+            std::fs::read_to_string(&said)
+                .unwrap_or_default()
+                .contains("is closed: waiting until")
+        });
+        child
+    };
+    let finish = |child: Child| {
+        let o = child.wait_with_output().unwrap();
+        let said = std::fs::read_to_string(&said).unwrap();
+        assert!(!said.contains("unexpected error"), "{said}");
+        assert_eq!(o.status.code(), Some(75), "{said}");
+    };
+    // The signal to the group while the way out's rm runs.
+    let child = start(true);
+    let pid = child.id().to_string();
+    run_ok("kill", &["-TERM", &pid]);
+    job.wait_for("the clean-up's rm", || mark.exists());
+    run_ok("kill", &["-TERM", &format!("-{pid}")]);
+    finish(child);
+    // The group signal, twice as `timeout` sends it, at several moments of the wait.
+    for delay_ms in [0, 1, 5, 20, 50, 120] {
+        let child = start(false);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let pid = child.id().to_string();
+        run_ok("kill", &["-TERM", &pid]);
+        let _ = Command::new("kill")
+            .args(["-TERM", &format!("-{pid}")])
+            .status();
+        finish(child);
+    }
+}
+
+/// Runs `program` with `args`, which must succeed.
+fn run_ok(program: &str, args: &[&str]) {
+    let status = Command::new(program).args(args).status().unwrap();
+    assert!(status.success(), "{program} {args:?}: {status}");
+}
