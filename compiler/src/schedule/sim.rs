@@ -152,26 +152,8 @@ pub(crate) fn run(
                 version: &mut version,
             },
         );
-        let queued = states
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| {
-                s.phase == Phase::Waiting
-                    && jobs
-                        .get(*i)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|j| j.in_window(t))
-            })
-            .count();
-        let running = states
-            .iter()
-            .filter(|s| matches!(s.phase, Phase::Running { .. }))
-            .count();
-        if queue
-            .last()
-            .is_none_or(|&(_, q, r)| q != queued || r != running)
-        {
-            queue.push((t, queued, running));
+        if explain {
+            record_queue(&mut queue, jobs, &states, t);
         }
         if t >= horizon_h - EPS_H {
             break;
@@ -250,6 +232,30 @@ fn queue_order(demands: &[Option<Demand>], jobs: &[Option<SimJob>]) -> Vec<usize
             .then(a.cmp(&b))
     });
     order
+}
+
+/// Adds `(t, queued, running)` to `queue` when either count changed.
+fn record_queue(
+    queue: &mut Vec<(f64, usize, usize)>,
+    jobs: &[Option<SimJob>],
+    states: &[State],
+    t: f64,
+) {
+    let mut queued = 0;
+    let mut running = 0;
+    for (job, state) in jobs.iter().zip(states) {
+        match state.phase {
+            Phase::Waiting if job.as_ref().is_some_and(|j| j.in_window(t)) => queued += 1,
+            Phase::Running { .. } => running += 1,
+            _ => {}
+        }
+    }
+    if queue
+        .last()
+        .is_none_or(|&(_, q, r)| q != queued || r != running)
+    {
+        queue.push((t, queued, running));
+    }
 }
 
 /// Ends job `i`'s current interval at `to_h`.
@@ -355,7 +361,13 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
     let mut evicted_now: Vec<usize> = Vec::new();
+    let version_before = *held.version;
     for pass in 0..2 {
+        // Without an admission in the first pass, the second would try the same jobs against
+        // the same ledger.
+        if pass == 1 && *held.version == version_before {
+            break;
+        }
         for &i in order {
             let waiting = states
                 .get(i)
