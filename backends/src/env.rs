@@ -43,6 +43,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/kubernetes/pvc.yaml.j2"),
     ),
     (
+        "kubernetes/model-cache-pvc.yaml.j2",
+        include_str!("../templates/kubernetes/model-cache-pvc.yaml.j2"),
+    ),
+    (
         "kubernetes/priorityclass.yaml.j2",
         include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
     ),

@@ -164,16 +164,24 @@ pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -
             );
         }
     }
-    let weights: BTreeSet<&str> = doc
+    let weights: BTreeSet<(&str, String)> = doc
         .services
         .iter()
-        .map(|s| s.model.weights.as_str())
+        .map(|s| {
+            let namespace = options.tenancy(&s.pool, &s.tenant).namespace;
+            (s.model.weights.as_str(), namespace)
+        })
         .collect();
-    for w in weights {
-        found.push(format!(
-            "the engines load the weights `{}` at start: a gated repository needs a token, which loam does not emit",
-            w.escape_debug()
-        ));
+    for (w, namespace) in weights {
+        let w = w.escape_debug();
+        found.push(match target {
+            Target::Kubernetes => format!(
+                "the engines load the weights `{w}` into the service's claim `<service>-model-cache` at first start: a gated repository needs its token in the Secret `hf-token` (key `token`) of namespace `{namespace}`, which loam does not emit"
+            ),
+            Target::Slurm | Target::Baremetal => format!(
+                "the engines load the weights `{w}` at start: a gated repository needs HF_TOKEN (and HF_HOME on a shared file system, to download them once) in the environment the service is started from"
+            ),
+        });
     }
     found
 }

@@ -89,6 +89,9 @@ pub struct ServiceContext<'a> {
     pub router_image: String,
     /// The port clients use: the router's when disaggregated, else the engine's.
     pub port: u16,
+    /// The storage class of the service's weight cache (ReadWriteMany, as the checkpoint
+    /// volumes: `--checkpoint-storage-class`); `None`: the cluster's default class.
+    pub cache_storage_class: Option<String>,
     /// Requests in flight per replica the autoscaler keeps.
     pub target_concurrency: f64,
     /// The plan.
@@ -318,6 +321,7 @@ impl<'a> ServiceContext<'a> {
             image,
             router_image,
             port,
+            cache_storage_class: options.checkpoint_storage_class.clone(),
             target_concurrency: autoscaling.map_or(0.0, |a| a.target_concurrency_per_replica),
             plan,
         })

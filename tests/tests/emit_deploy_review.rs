@@ -341,8 +341,8 @@ fn the_serving_image_can_be_chosen_on_the_command_line() {
         "",
     );
     assert_eq!(code, 0, "{err}");
-    let prefill =
-        std::fs::read_to_string(out.join("llama31-70b-chat/10-prefill-deployment.yaml")).unwrap();
+    let written = written(&out);
+    let (_, prefill) = file(&written, "/llama31-70b-chat/10-prefill-deployment.yaml");
     assert!(
         prefill.contains("image: \"registry.example/vllm-rocm:0.11.2\""),
         "{prefill}"
@@ -940,4 +940,104 @@ fn each_site_folder_applies_exactly_one_clusters_objects() {
             }
         }
     }
+}
+
+/// Newcomer review, 5.6 and 7.6: `vllm serve meta-llama/Llama-3.1-8B-Instruct` ran with no
+/// `HF_TOKEN` (a gated repository answers 401) and no weight volume (every restart downloaded
+/// 16 GB again). Every engine container of every example service now reads `HF_TOKEN` from the
+/// Secret `hf-token` (key `token`, optional: open weights need none), keeps `HF_HOME` on the
+/// claim `<service>-model-cache` mounted at `/models`, and that claim is emitted ReadWriteMany
+/// in the service's folder, in its namespace; `loam emit` names the Secret.
+#[test]
+fn every_engine_gets_a_token_reference_and_a_weight_cache() {
+    let (doc, _) = examples();
+    let all = emit(doc, Flavor::Jobset);
+    let mut engines = 0;
+    for (path, workload) in documents(&all, "-deployment.yaml")
+        .into_iter()
+        .chain(documents(&all, "-leaderworkerset.yaml"))
+    {
+        let folder = path.rsplit_once('/').unwrap().0;
+        let service = folder.rsplit('/').next().unwrap();
+        let claim_name = format!("{service}-model-cache");
+        let (claim_path, claim) = documents(&all, &format!("{folder}/05-model-cache-pvc.yaml"))
+            .pop()
+            .unwrap_or_else(|| panic!("{path}: no weight cache claim in {folder}"));
+        assert_eq!(
+            claim["metadata"]["name"],
+            claim_name.as_str(),
+            "{claim_path}"
+        );
+        assert_eq!(
+            claim["metadata"]["namespace"], workload["metadata"]["namespace"],
+            "{claim_path}"
+        );
+        assert_eq!(
+            claim["spec"]["accessModes"][0], "ReadWriteMany",
+            "{claim_path}"
+        );
+        let pod_specs = [
+            &workload["spec"]["template"]["spec"],
+            &workload["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"],
+            &workload["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"],
+        ];
+        for pod in pod_specs.into_iter().filter(|p| p.is_object()) {
+            let Some(engine) = pod["containers"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["name"] == "engine"))
+            else {
+                continue;
+            };
+            engines += 1;
+            let env = |name: &str| {
+                engine["env"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e["name"] == name)
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{path}: no {name}"))
+            };
+            let token = &env("HF_TOKEN")["valueFrom"]["secretKeyRef"];
+            assert_eq!(token["name"], "hf-token", "{path}");
+            assert_eq!(token["key"], "token", "{path}");
+            assert_eq!(token["optional"], true, "{path}");
+            assert_eq!(env("HF_HOME")["value"], "/models/huggingface", "{path}");
+            let mounted = engine["volumeMounts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|m| m["name"] == "model-cache" && m["mountPath"] == "/models");
+            let claimed = pod["volumes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["persistentVolumeClaim"]["claimName"] == claim_name.as_str());
+            assert!(mounted && claimed, "{path}: no model-cache volume");
+        }
+    }
+    assert!(
+        engines >= 3,
+        "{engines} engine pods: every example service has one at least"
+    );
+    let (_, out, err) = loam_tests::run_cli(
+        &[
+            "emit",
+            &repo_root()
+                .join("examples/rag-llama31-8b-service.loam")
+                .to_string_lossy(),
+            "--backend",
+            "kubernetes",
+            "--out",
+            &std::env::temp_dir()
+                .join(format!("loam-hf-{}", std::process::id()))
+                .to_string_lossy(),
+            "--force",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("needs its token in the Secret `hf-token` (key `token`) of namespace `team-"),
+        "{out}{err}"
+    );
 }

@@ -12,6 +12,16 @@ use loam_ir::diagnostics::Diagnostic;
 use loam_ir::types::Engine;
 use minijinja::Value;
 
+/// The storage a service's weight cache requests (physical: 1 TiB holds the largest shipped
+/// model's weights, Llama 3.1 405B in bf16, 405e9 parameters × 2 bytes = 810 GB). A shared file
+/// system treats it as a quota.
+const MODEL_CACHE_REQUEST: &str = "1Ti";
+
+/// The name of service `name`'s weight cache claim.
+pub fn model_cache_claim(name: &str) -> String {
+    format!("{name}-model-cache")
+}
+
 /// Renders the objects of one service; paths relative to the service's folder.
 pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let env = env::environment()
@@ -30,6 +40,25 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             minijinja::context! { name => class, value => value, priority => svc.priority, service => true },
         )?,
     }];
+    // The weight cache every engine pod of the service mounts at /models: gated weights are
+    // downloaded once, not at every restart or new replica (newcomer review, 5.6). One claim per
+    // service, in its folder: a site's prerequisites stay the same whichever services are
+    // emitted (deploy review, finding 9).
+    let cache_claim = model_cache_claim(&svc.name);
+    files.push(Manifest {
+        path: "05-model-cache-pvc.yaml".to_string(),
+        contents: render_one(
+            &env,
+            &svc.service,
+            "kubernetes/model-cache-pvc.yaml.j2",
+            minijinja::context! {
+                name => cache_claim,
+                namespace => svc.tenancy.namespace,
+                storage_class => svc.cache_storage_class,
+                request => MODEL_CACHE_REQUEST,
+            },
+        )?,
+    });
     let annotations = vec![
         ("loam.io/service-name".to_string(), svc.service.clone()),
         ("loam.io/spec-file".to_string(), svc.file.clone()),
@@ -80,6 +109,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                 resources => Value::from_serialize(resources(role)),
                 ipc_lock => role.rdma.is_some(),
                 shm_limit => (role.shm_mib > 0).then(|| format!("{}Mi", role.shm_mib)),
+                cache_claim => cache_claim,
             };
             let text = render_one(&env, &svc.service, "kubernetes/service-pod.yaml.j2", ctx)?;
             Ok(Value::from_safe_string(text.trim_end().to_string()))
