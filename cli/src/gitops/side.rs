@@ -54,8 +54,9 @@ impl Snapshot {
         let mut found = false;
         // The same folders as the work tree's catalogue (`catalogue_source::read_dir`): a vendor
         // file a pull request changes is compared like a pool file. `vendors/` alone does not
-        // make a catalogue.
-        for sub in ["devices", "pools", "vendors"] {
+        // make a catalogue. `calibration/` holds each site's fitted factors
+        // (docs/calibration.md): both sides plan with their own.
+        for sub in ["devices", "pools", "vendors", "calibration"] {
             let dir = join(catalogue_dir, sub);
             if let Some(files) = repo.tree_folder(&tree, &dir, &YAML)? {
                 found |= sub != "vendors";
