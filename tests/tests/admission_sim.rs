@@ -6,7 +6,8 @@
 //! `nominalQuota + borrowingLimit` and what the cohort holds at the site. Its pods' claims must
 //! exist, and the ranks its groups get must tile one world.
 //!
-//! A first version: JobSet and Kueue only (not Volcano, preemption or services).
+//! Services (Deployments and LeaderWorkerSets, outside Kueue) start when their PriorityClass
+//! and claims exist. Not yet: Volcano, preemption, several jobs competing for one queue.
 
 use loam_tests::{repo_root, run_cli};
 use serde_json::Value;
@@ -173,7 +174,47 @@ fn simulate(files: &[(String, Vec<Value>)]) -> Vec<String> {
                     cluster.local_queues.insert((ns, name), cq);
                 }
                 "JobSet" => refused.extend(admit(path, d, cluster)),
+                "Deployment" | "LeaderWorkerSet" => refused.extend(start_service(path, d, cluster)),
                 _ => {}
+            }
+        }
+    }
+    refused
+}
+
+/// The start of one service workload (a Deployment, or a LeaderWorkerSet's leader and worker
+/// templates) on `cluster`, outside Kueue: the API server refuses a pod whose PriorityClass does
+/// not exist (the Priority admission plugin), and the kubelet starts no pod whose claim is
+/// missing. A Secret reference that is not optional must be the platform team's, so it is named.
+fn start_service(path: &str, workload: &Value, cluster: &Cluster) -> Vec<String> {
+    let mut refused = Vec::new();
+    let ns = text(&workload["metadata"]["namespace"]);
+    let spec = &workload["spec"];
+    let pods = [
+        &spec["template"]["spec"],
+        &spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"],
+        &spec["leaderWorkerTemplate"]["workerTemplate"]["spec"],
+    ];
+    for pod in pods.into_iter().filter(|p| p.is_object()) {
+        let class = text(&pod["priorityClassName"]);
+        if !class.is_empty() && !cluster.priority_classes.contains(&class) {
+            refused.push(format!("{path}: no PriorityClass {class}"));
+        }
+        for volume in pod["volumes"].as_array().into_iter().flatten() {
+            let claim = text(&volume["persistentVolumeClaim"]["claimName"]);
+            if !claim.is_empty() && !cluster.claims.contains(&(ns.clone(), claim.clone())) {
+                refused.push(format!("{path}: claim {ns}/{claim} does not exist"));
+            }
+        }
+        for c in pod["containers"].as_array().into_iter().flatten() {
+            for e in c["env"].as_array().into_iter().flatten() {
+                let secret = &e["valueFrom"]["secretKeyRef"];
+                if secret.is_object() && secret["optional"] != true {
+                    refused.push(format!(
+                        "{path}: Secret {ns}/{} is required and nobody emits it",
+                        text(&secret["name"])
+                    ));
+                }
             }
         }
     }
@@ -385,6 +426,39 @@ fn the_simulator_refuses_what_kueue_would() {
         refused
             .iter()
             .any(|r| r.contains("/llama3-70b-h100-h20/") && r.contains("ranks")),
+        "{refused:#?}"
+    );
+}
+
+/// A service starts only when its PriorityClass and its weight cache claim were applied before
+/// it: without the claim (the output before the newcomer review's 5.6 had none) or the class,
+/// the simulator refuses each of the examples' service workloads.
+#[test]
+fn a_service_starts_only_with_its_priority_class_and_claims() {
+    let files = emitted();
+    let services =
+        |p: &str| p.ends_with("-deployment.yaml") || p.ends_with("-leaderworkerset.yaml");
+    assert!(
+        files.iter().any(|(p, _)| services(p)),
+        "no service in the examples"
+    );
+    let without = |drop: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let kept: Vec<_> = files.iter().filter(|(p, _)| !drop(p)).cloned().collect();
+        simulate(&kept)
+    };
+    let refused = without(&|p: &str| p.ends_with("/05-model-cache-pvc.yaml"));
+    for (path, _) in files.iter().filter(|(p, _)| services(p)) {
+        assert!(
+            refused
+                .iter()
+                .any(|r| r.starts_with(path.as_str()) && r.contains("-model-cache does not exist")),
+            "{path}: {refused:#?}"
+        );
+    }
+    let refused =
+        without(&|p: &str| !p.contains("/_prerequisites/") && p.contains("/00-priorityclass-"));
+    assert!(
+        refused.iter().any(|r| r.contains("no PriorityClass loam-")),
         "{refused:#?}"
     );
 }
