@@ -433,6 +433,16 @@ fn options(flavor: Flavor) -> Options {
 
 /// Parses rendered manifests into objects.
 fn objects(files: Vec<(String, String)>) -> Vec<Obj> {
+    objects_in(files, false)
+}
+
+/// The objects of `files` as `loam emit` writes them: one folder per site cluster, whose name is
+/// each object's site (`<site>/_prerequisites/…`, `<site>/<job>/…`).
+fn objects_by_site(files: Vec<(String, String)>) -> Vec<Obj> {
+    objects_in(files, true)
+}
+
+fn objects_in(files: Vec<(String, String)>, by_site: bool) -> Vec<Obj> {
     let mut objs = Vec::new();
     for (path, text) in files {
         let docs: Vec<Value> =
@@ -456,7 +466,9 @@ fn objects(files: Vec<(String, String)>) -> Vec<Obj> {
     }
     for o in &mut objs {
         let parts: Vec<&str> = o.path.split('/').collect();
-        o.site = if parts[0] == "_prerequisites" || parts.len() == 3 {
+        o.site = if by_site {
+            parts[0].to_string()
+        } else if parts[0] == "_prerequisites" || parts.len() == 3 {
             parts[1].to_string()
         } else {
             pod_sites.get(&folder(&o.path)).cloned().unwrap_or_default()
@@ -539,7 +551,7 @@ fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
                 }
             }
             let _ = std::fs::remove_dir_all(&dir);
-            cases.push((format!("{p} {flavor:?}"), objects(files), doc));
+            cases.push((format!("{p} {flavor:?}"), objects_by_site(files), doc));
         }
     }
     cases
