@@ -219,6 +219,8 @@ impl<'a> ServiceContext<'a> {
                     continue;
                 }
             };
+            // The engines whose KV cache moves over NIXL name their own address to it.
+            let nixl = launch.host_env.is_some();
             let devices_per_pod = r.devices_per_replica / r.nodes_per_replica;
             let node_share = match r.node_devices {
                 Some(n) if n > 0 => (devices_per_pod as f64 / n as f64).min(1.0),
@@ -257,11 +259,13 @@ impl<'a> ServiceContext<'a> {
                 cpus: node.cpus,
                 memory_mib: mib(node.memory_gib),
                 shm_mib: mib(node.shm_gib),
-                env: node
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
+                env: with_ucx_devices(
+                    node.env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    nixl,
+                ),
                 tolerations: node.tolerations.clone(),
                 rdma: node
                     .rdma
@@ -328,6 +332,43 @@ impl<'a> ServiceContext<'a> {
     }
 }
 
+/// `env` (sorted by name) with `UCX_NET_DEVICES` added for an engine whose KV cache moves over
+/// NIXL (`nixl`), whose UCX transport otherwise picks any device, a front-end NIC or a bond
+/// included (deploy review, finding 4). The devices come from the node group's `NCCL_IB_HCA` when
+/// it names them exactly (`=mlx5_0,mlx5_1:1`, NCCL docs, "Environment Variables"): UCX takes
+/// exact `device:port` names (UCX FAQ, "UCX_NET_DEVICES"), so NCCL's prefix form (`mlx5`) and its
+/// exclusions (`^…`) give none. A catalogue that sets `UCX_NET_DEVICES` itself keeps it.
+fn with_ucx_devices(mut env: Vec<(String, String)>, nixl: bool) -> Vec<(String, String)> {
+    if !nixl || env.iter().any(|(k, _)| k == "UCX_NET_DEVICES") {
+        return env;
+    }
+    let Some(exact) = env
+        .iter()
+        .find(|(k, _)| k == "NCCL_IB_HCA")
+        .and_then(|(_, v)| v.strip_prefix('='))
+    else {
+        return env;
+    };
+    let devices: Vec<String> = exact
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        // NCCL's port defaults to 1 (the first port); UCX wants it written.
+        .map(|d| {
+            if d.contains(':') {
+                d.to_string()
+            } else {
+                format!("{d}:1")
+            }
+        })
+        .collect();
+    if !devices.is_empty() {
+        env.push(("UCX_NET_DEVICES".to_string(), devices.join(",")));
+        env.sort();
+    }
+    env
+}
+
 /// Renders one service for `target`: its folder name and the files in it.
 pub fn render(
     plan: &ServicePlan,
@@ -374,4 +415,36 @@ fn unusable(service: &str, what: &str, value: &str) -> Diagnostic {
         ),
         "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
     )
+}
+
+#[cfg(test)]
+mod ucx_tests {
+    use super::with_ucx_devices;
+
+    fn env(hca: &str) -> Vec<(String, String)> {
+        vec![("NCCL_IB_HCA".to_string(), hca.to_string())]
+    }
+
+    fn ucx(env: &[(String, String)]) -> Option<&str> {
+        env.iter()
+            .find(|(k, _)| k == "UCX_NET_DEVICES")
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn nixl_engines_get_the_exact_hcas_with_their_ports() {
+        // `=mlx5_0,mlx5_1:2`: mlx5_0 on its default port 1, mlx5_1 on port 2.
+        let out = with_ucx_devices(env("=mlx5_0,mlx5_1:2"), true);
+        assert_eq!(ucx(&out), Some("mlx5_0:1,mlx5_1:2"));
+        // Sorted by name: NCCL_IB_HCA before UCX_NET_DEVICES.
+        assert_eq!(out[0].0, "NCCL_IB_HCA");
+        // A prefix or an exclusion names no device; an engine without NIXL needs none.
+        assert_eq!(ucx(&with_ucx_devices(env("mlx5"), true)), None);
+        assert_eq!(ucx(&with_ucx_devices(env("^=mlx5_bond_0"), true)), None);
+        assert_eq!(ucx(&with_ucx_devices(env("=mlx5_0"), false)), None);
+        // The catalogue's own value is kept.
+        let mut own = env("=mlx5_0");
+        own.push(("UCX_NET_DEVICES".to_string(), "mlx5_3:1".to_string()));
+        assert_eq!(ucx(&with_ucx_devices(own, true)), Some("mlx5_3:1"));
+    }
 }
