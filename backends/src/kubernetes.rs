@@ -7,7 +7,7 @@ mod pod;
 pub mod prerequisites;
 #[cfg(test)]
 mod rank_table_tests;
-mod window;
+pub mod window;
 
 use crate::job::{Group, JobContext};
 use crate::{Flavor, Manifest, Options, env};

@@ -86,6 +86,9 @@ pub struct Options {
     /// The serving engine's container image for every service; `None`: the image the vendor's
     /// file gives the engine.
     pub serving_image: Option<String>,
+    /// The image of the cheap-hours window's CronJobs (`sh` and `kubectl`); `None`:
+    /// [`kubernetes::window::KUBECTL_IMAGE`]. Sites that cannot pull from docker.io name a mirror.
+    pub window_image: Option<String>,
     /// The catalogue's vendors (`loam_compiler::catalogue::facts::vendors`): collective library,
     /// Slurm GRES, slice resources and serving images. A group whose vendor is not here cannot be
     /// emitted (L4012).
@@ -109,6 +112,7 @@ impl Options {
             rendezvous_source_ranges: Vec::new(),
             checkpoint_storage_class: None,
             serving_image: None,
+            window_image: None,
             vendors,
         }
     }

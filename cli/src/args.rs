@@ -291,6 +291,11 @@ pub struct EmitArgs {
     /// image the vendor's file gives the engine (`vendors/<id>.yaml`, `serving.images`).
     #[arg(long, value_name = "IMAGE")]
     pub serving_image: Option<String>,
+    /// The image of the cheap-hours window's CronJobs (Kubernetes), which needs `sh` and
+    /// `kubectl`: a mirror for sites that cannot pull from docker.io. Default:
+    /// docker.io/alpine/k8s:1.33.0.
+    #[arg(long, value_name = "IMAGE")]
+    pub window_image: Option<String>,
     /// The folder to write; replaced as a whole, only if empty or written by `loam emit` and
     /// unchanged since (its `.loam-emit` lists every file and its SHA-256).
     #[arg(long, value_name = "DIR")]

@@ -1041,3 +1041,39 @@ fn every_engine_gets_a_token_reference_and_a_weight_cache() {
         "{out}{err}"
     );
 }
+
+/// Finding 22: the window's CronJobs ran `docker.io/alpine/k8s:1.33.0` and nothing could
+/// replace it, while docker.io is often unreachable from the mainland sites. `--window-image`
+/// names a mirror; without it the pinned default stays.
+#[test]
+fn the_window_image_can_be_chosen_on_the_command_line() {
+    let spec = repo_root().join("examples/interruptible-cost-7b.loam");
+    let window = |extra: &[&str]| -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut args = vec![
+            "emit",
+            spec.to_str().unwrap(),
+            "--backend",
+            "kubernetes",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, err) = loam_tests::run_cli(&args, "");
+        assert_eq!(code, 0, "{err}");
+        let written = written(&out);
+        file(&written, "/40-window.yaml").1.clone()
+    };
+    let mirrored = window(&["--window-image", "registry.example/alpine/k8s:1.33.0"]);
+    assert!(
+        mirrored.contains("image: \"registry.example/alpine/k8s:1.33.0\""),
+        "{mirrored}"
+    );
+    assert!(!mirrored.contains("docker.io/alpine/k8s"), "{mirrored}");
+    let default = window(&[]);
+    assert!(
+        default.contains("image: \"docker.io/alpine/k8s:1.33.0\""),
+        "{default}"
+    );
+}

@@ -79,7 +79,7 @@ pub fn render(
         site => site,
         script => script,
         rules => Value::from_serialize(&rules),
-        image => KUBECTL_IMAGE,
+        image => options.window_image.as_deref().unwrap_or(KUBECTL_IMAGE),
     };
     super::render_one(env, job, "kubernetes/window.yaml.j2", ctx).map(Some)
 }

@@ -91,6 +91,7 @@ pub fn run(
     if let Some(image) = &args.serving_image {
         options.serving_image = Some(image.clone());
     }
+    options.window_image.clone_from(&args.window_image);
     if let Some(trainer) = &args.trainer {
         options.trainer = trainer.split_whitespace().map(str::to_string).collect();
     }
