@@ -812,6 +812,8 @@ fn each_host_of_a_disaggregated_vllm_service_advertises_its_own_address() {
 /// Made deterministic here: the first SIGTERM goes to the launcher alone, and the second to its
 /// process group only once an `rm` that takes two seconds (first in PATH) has started. Then the
 /// group signal is sent at several moments of the wait, as `timeout` does; every run must end 75.
+/// The group is signalled as `kill -s TERM -- -PGID`: procps-ng 4.0's `kill -TERM -PGID` reads
+/// the group as `-1` and signals every process of the user.
 #[test]
 fn a_signal_to_the_launchers_process_group_stops_it_with_75_at_any_moment() {
     use std::os::unix::process::CommandExt;
@@ -876,7 +878,7 @@ fn a_signal_to_the_launchers_process_group_stops_it_with_75_at_any_moment() {
     let pid = child.id().to_string();
     run_ok("kill", &["-TERM", &pid]);
     job.wait_for("the clean-up's rm", || mark.exists());
-    run_ok("kill", &["-TERM", &format!("-{pid}")]);
+    run_ok("kill", &["-s", "TERM", "--", &format!("-{pid}")]);
     finish(child);
     // The group signal, twice as `timeout` sends it, at several moments of the wait.
     for delay_ms in [0, 1, 5, 20, 50, 120] {
@@ -885,7 +887,7 @@ fn a_signal_to_the_launchers_process_group_stops_it_with_75_at_any_moment() {
         let pid = child.id().to_string();
         run_ok("kill", &["-TERM", &pid]);
         let _ = Command::new("kill")
-            .args(["-TERM", &format!("-{pid}")])
+            .args(["-s", "TERM", "--", &format!("-{pid}")])
             .status();
         finish(child);
     }
