@@ -30,6 +30,8 @@ struct Cluster {
     /// Flavor name: its node labels and the keys of its taints.
     flavors: BTreeMap<String, (BTreeMap<String, String>, BTreeSet<String>)>,
     priority_classes: BTreeSet<String>,
+    /// Volcano queues: per resource, the capability (the most the queue's jobs may hold).
+    volcano_queues: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 /// A quantity (`96`, `1600Gi`, `1536000Mi`, `500m`) as a number of base units.
@@ -58,6 +60,11 @@ fn text(v: &Value) -> String {
 
 /// The emitted files of every example, in `kubectl apply -R` order (sorted paths).
 fn emitted() -> Vec<(String, Vec<Value>)> {
+    emitted_with(&[])
+}
+
+/// As [`emitted`], with more arguments for `loam emit` (`--flavor volcano`).
+fn emitted_with(extra: &[&str]) -> Vec<(String, Vec<Value>)> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let (code, _, err) = run_cli(
@@ -68,7 +75,10 @@ fn emitted() -> Vec<(String, Vec<Value>)> {
             "kubernetes",
             "--out",
             out.to_str().unwrap(),
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>(),
         "",
     );
     assert_eq!(code, 0, "{err}");
@@ -175,6 +185,16 @@ fn simulate(files: &[(String, Vec<Value>)]) -> Vec<String> {
                 }
                 "JobSet" => refused.extend(admit(path, d, cluster)),
                 "Deployment" | "LeaderWorkerSet" => refused.extend(start_service(path, d, cluster)),
+                "Queue" => {
+                    let capability = d["spec"]["capability"]
+                        .as_object()
+                        .map(|m| m.iter().map(|(k, v)| (k.clone(), quantity(v))).collect())
+                        .unwrap_or_default();
+                    cluster.volcano_queues.insert(name, capability);
+                }
+                "Job" if text(&d["apiVersion"]).starts_with("batch.volcano.sh/") => {
+                    refused.extend(admit_volcano(path, d, cluster));
+                }
                 _ => {}
             }
         }
@@ -216,6 +236,54 @@ fn start_service(path: &str, workload: &Value, cluster: &Cluster) -> Vec<String>
                     ));
                 }
             }
+        }
+    }
+    refused
+}
+
+/// Volcano's gang admission of one Job on `cluster`: its queue and PriorityClass exist, its
+/// PodGroup's `minMember` (the Job's `minAvailable`) is every pod of the site, so no part of the
+/// job starts alone, and what all its pods request fits the queue's `capability` (the
+/// `proportion` plugin never lets a queue hold more: volcano-sh/volcano
+/// `pkg/scheduler/plugins/proportion/proportion.go`).
+fn admit_volcano(path: &str, job: &Value, cluster: &Cluster) -> Vec<String> {
+    let mut refused = Vec::new();
+    let queue = text(&job["spec"]["queue"]);
+    let Some(capability) = cluster.volcano_queues.get(&queue) else {
+        return vec![format!("{path}: no Volcano Queue {queue}")];
+    };
+    let class = text(&job["spec"]["priorityClassName"]);
+    if !cluster.priority_classes.contains(&class) {
+        refused.push(format!("{path}: no PriorityClass {class}"));
+    }
+    let mut pods = 0;
+    let mut usage: BTreeMap<String, f64> = BTreeMap::new();
+    for task in job["spec"]["tasks"].as_array().into_iter().flatten() {
+        let replicas = task["replicas"].as_u64().unwrap_or(0);
+        pods += replicas;
+        for c in task["template"]["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            for (resource, q) in c["resources"]["requests"].as_object().into_iter().flatten() {
+                *usage.entry(resource.clone()).or_default() += quantity(q) * replicas as f64;
+            }
+        }
+    }
+    let min = job["spec"]["minAvailable"].as_u64().unwrap_or(0);
+    if min != pods {
+        refused.push(format!(
+            "{path}: minAvailable {min} of {pods} pods: the gang starts partly"
+        ));
+    }
+    for (resource, used) in &usage {
+        if let Some(cap) = capability.get(resource)
+            && used > cap
+        {
+            refused.push(format!(
+                "{path}: {resource}: {used} requested, queue {queue} allows {cap}"
+            ));
         }
     }
     refused
@@ -459,6 +527,45 @@ fn a_service_starts_only_with_its_priority_class_and_claims() {
         without(&|p: &str| !p.contains("/_prerequisites/") && p.contains("/00-priorityclass-"));
     assert!(
         refused.iter().any(|r| r.contains("no PriorityClass loam-")),
+        "{refused:#?}"
+    );
+}
+
+/// Under `--flavor volcano` every example job is gang-admitted by its site's Volcano queue: the
+/// queue and PriorityClass exist, `minAvailable` is every pod of the site, and the requests fit
+/// the queue's capability. A gang lowered to one pod and a capability shrunk below the request
+/// are refused.
+#[test]
+fn every_example_is_gang_admitted_by_its_volcano_queue() {
+    let files = emitted_with(&["--flavor", "volcano"]);
+    let jobs = |p: &str| p.ends_with("/20-volcano-job.yaml");
+    assert!(files.iter().any(|(p, _)| jobs(p)), "no Volcano Job");
+    let refused = simulate(&files);
+    assert!(refused.is_empty(), "{refused:#?}");
+    let mut partial = files.clone();
+    let (path, docs) = partial.iter_mut().find(|(p, _)| jobs(p)).unwrap();
+    docs[0]["spec"]["minAvailable"] = Value::from(1);
+    let path = path.clone();
+    let refused = simulate(&partial);
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.starts_with(&path) && r.contains("the gang starts partly")),
+        "{refused:#?}"
+    );
+    let mut shrunk = files.clone();
+    for (p, docs) in &mut shrunk {
+        if p.contains("/_prerequisites/30-queue-") {
+            if let Some(cap) = docs[0]["spec"]["capability"].as_object_mut() {
+                for v in cap.values_mut() {
+                    *v = Value::from(0);
+                }
+            }
+        }
+    }
+    let refused = simulate(&shrunk);
+    assert!(
+        refused.iter().any(|r| r.contains("requested, queue")),
         "{refused:#?}"
     );
 }
