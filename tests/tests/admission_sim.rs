@@ -555,11 +555,11 @@ fn every_example_is_gang_admitted_by_its_volcano_queue() {
     );
     let mut shrunk = files.clone();
     for (p, docs) in &mut shrunk {
-        if p.contains("/_prerequisites/30-queue-") {
-            if let Some(cap) = docs[0]["spec"]["capability"].as_object_mut() {
-                for v in cap.values_mut() {
-                    *v = Value::from(0);
-                }
+        if p.contains("/_prerequisites/30-queue-")
+            && let Some(cap) = docs[0]["spec"]["capability"].as_object_mut()
+        {
+            for v in cap.values_mut() {
+                *v = Value::from(0);
             }
         }
     }
