@@ -145,7 +145,9 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         crate::calibrate::site::attach(&mut catalogue, file, path, text, &mut diags);
     }
     for (file, path, text) in runs {
-        diags.extend(crate::runs::store::diagnostics(file, path, text, &catalogue));
+        diags.extend(crate::runs::store::diagnostics(
+            file, path, text, &catalogue,
+        ));
     }
     let mut paths: BTreeMap<FileId, &str> = BTreeMap::new();
     for (file, path, _) in sources {
