@@ -9,6 +9,7 @@ use super::model::{self, Catalogue, Device, Pool, spanned};
 use super::raw::{self, Loc};
 use super::values::{Money, out_of_range, parse_version};
 use super::yaml::{Source, schema_error};
+use crate::runs::store::diagnostics as run_store_diagnostics;
 use crate::units::Dimension;
 use loam_ir::checkpoint::CheckpointPath;
 use loam_ir::cluster::vendor::Vendor;
@@ -145,9 +146,7 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         crate::calibrate::site::attach(&mut catalogue, file, path, text, &mut diags);
     }
     for (file, path, text) in runs {
-        diags.extend(crate::runs::store::diagnostics(
-            file, path, text, &catalogue,
-        ));
+        diags.extend(run_store_diagnostics(file, path, text, &catalogue));
     }
     let mut paths: BTreeMap<FileId, &str> = BTreeMap::new();
     for (file, path, _) in sources {
