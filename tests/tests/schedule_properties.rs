@@ -225,10 +225,9 @@ proptest! {
         prop_assert_eq!(run(&jobs, &quotas, horizon), s);
     }
 
-    /// Fails on the schedule core as of its first commit: see
-    /// `a_high_job_preempts_a_normal_one_admitted_in_the_same_pass`.
+    /// Failed on the schedule core as of its first commit, which preempted only on an
+    /// event's first pass: see `a_high_job_preempts_a_normal_one_admitted_in_the_same_pass`.
     #[test]
-    #[ignore = "the schedule core preempts only on an event's first pass (compiler/src/schedule/sim.rs)"]
     fn a_higher_priority_job_never_waits_behind_a_lower_one_it_could_preempt((quotas, jobs) in workload()) {
         prop_assume!(valid(&quotas));
         let horizon: f64 = jobs.iter().map(|j| j.hours).sum::<f64>() * 3.0 + 24.0;
@@ -246,10 +245,9 @@ proptest! {
 /// j0 takes 16. Now ta runs j1 (normal, 8) and j2 (high, 16) waits with 8 free: evicting j1
 /// gives 16 free and ta 0 + 16 = 16 within its limit, so Kueue's next cycle
 /// (`withinClusterQueue: LowerPriority`) preempts j1 and starts j2 at hour 0. The core lets j2
-/// wait until hour 2: it preempts only on the first pass over the queue at an event, before
-/// j1 was admitted.
+/// wait until hour 2 when it preempted only on the first pass over the queue at an event,
+/// before j1 was admitted.
 #[test]
-#[ignore = "the schedule core preempts only on an event's first pass (compiler/src/schedule/sim.rs)"]
 fn a_high_job_preempts_a_normal_one_admitted_in_the_same_pass() {
     let w = |n: &str, t: &str, p: &'static str, nodes: u64| WorkJob {
         name: n.into(),

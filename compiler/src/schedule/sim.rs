@@ -345,10 +345,11 @@ struct Held<'a> {
     version: &'a mut u64,
 }
 
-/// One admission pass at `t`, in the rules' order: a waiting job starts when it fits, or by
+/// The admission passes at `t`, in the rules' order: a waiting job starts when it fits, or by
 /// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant;
-/// victims lose the work since their last checkpoint plus a restart. Then the waiting jobs are
-/// tried once more without preempting, as Kueue retries when quota is freed.
+/// victims lose the work since their last checkpoint plus a restart. While a pass admits
+/// anyone, the waiting jobs are tried again, preemption included, as Kueue's next cycle does:
+/// a job admitted late in a pass may be one a higher priority that failed earlier can preempt.
 fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held: &mut Held<'_>) {
     let Pass {
         rules,
@@ -361,13 +362,13 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
     let mut evicted_now: Vec<usize> = Vec::new();
-    let version_before = *held.version;
-    for pass in 0..2 {
-        // Without an admission in the first pass, the second would try the same jobs against
-        // the same ledger.
-        if pass == 1 && *held.version == version_before {
-            break;
-        }
+    // Bounded: a pass that admits no one ends the loop; every admission either preempts (a
+    // job preempts at most once per instant: once running it is not tried, and once evicted it
+    // may not preempt) or starts a waiting job without evicting anyone, and a job waits again
+    // only after an eviction; so at most (jobs + 1)² passes admit someone. Counted, with room.
+    let max_passes = (order.len() + 1).saturating_mul(order.len() + 1) + 1;
+    for _ in 0..max_passes {
+        let version_before = *held.version;
         for &i in order {
             let waiting = states
                 .get(i)
@@ -381,7 +382,7 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
-            let may_preempt = pass == 0 && !evicted_now.contains(&i);
+            let may_preempt = !evicted_now.contains(&i);
             let decision = if held.capacity.hopeless(i, may_preempt) {
                 None
             } else {
@@ -439,6 +440,10 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
             if let Some(trace) = traces.get_mut(i) {
                 trace.first_start_h.get_or_insert(t);
             }
+        }
+        // Nothing admitted: another pass would try the same jobs against the same ledger.
+        if *held.version == version_before {
+            break;
         }
     }
 }
