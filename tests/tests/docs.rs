@@ -97,3 +97,37 @@ fn explain_prints_each_page_and_rejects_unknown_codes() {
     assert_eq!(code, 2);
     assert!(err.contains("did you mean `L1002`?"), "{err}");
 }
+
+/// Every subcommand `loam --help` lists has a section in docs/cli.md whose heading names it
+/// (`## \`loam schedule …`), so a new command cannot ship undocumented.
+#[test]
+fn every_subcommand_has_a_section_in_the_cli_page() {
+    let (code, help, err) = loam_tests::run_cli(&["--help"], "");
+    assert_eq!(code, 0, "{err}");
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(
+        commands.len() >= 10,
+        "parsed too few commands: {commands:?}\n{help}"
+    );
+    let page = std::fs::read_to_string(repo_root().join("docs/cli.md")).unwrap();
+    let headings: Vec<&str> = page.lines().filter(|l| l.starts_with("## ")).collect();
+    let missing: Vec<&&str> = commands
+        .iter()
+        .filter(|c| {
+            !headings
+                .iter()
+                .any(|h| h.contains(&format!("`loam {c}`")) || h.contains(&format!("`loam {c} ")))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "commands without a section in docs/cli.md: {missing:?}"
+    );
+}
