@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.11";
+pub const FORMAT_VERSION: &str = "1.12";
 
 mod nodes;
 mod run;
@@ -532,6 +532,24 @@ pub struct AlternativeIr {
     /// kg CO2 it would emit (format 1.9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carbon_kg: Option<f64>,
+    /// The node groups it would hold and how many devices of each, in the order of its groups
+    /// (two for the `heterogeneous` and `heterogeneous-data` shapes), so the schedule can start
+    /// the job there when its chosen node groups are busy (format 1.12; absent in older plans).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<AlternativePlacementIr>,
+}
+
+/// One node group of an alternative, and the devices it would take there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AlternativePlacementIr {
+    /// Site name.
+    pub site: String,
+    /// The catalogue node group.
+    pub node_group: String,
+    /// Device id.
+    pub device: String,
+    /// Devices it would use.
+    pub devices: u64,
 }
 
 #[cfg(test)]

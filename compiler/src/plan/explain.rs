@@ -10,7 +10,7 @@ use super::single::Ranked;
 use crate::catalogue::Pool;
 use crate::check::Job;
 use loam_ir::display;
-use loam_ir::plan::{AlternativeIr, DataOptionIr};
+use loam_ir::plan::{AlternativeIr, AlternativePlacementIr, DataOptionIr};
 use loam_ir::types::Optimize;
 
 /// Alternatives listed per plan.
@@ -87,6 +87,29 @@ impl<'r, 'a> Entry<'r, 'a> {
                 .iter()
                 .map(|p| p.site.name.value.as_str())
                 .collect(),
+        }
+    }
+
+    /// The node groups it holds and the devices of each, in the order of its groups.
+    fn placement(&self) -> Vec<AlternativePlacementIr> {
+        let one = |p: &placement::Placement<'_>, devices: u64| AlternativePlacementIr {
+            site: p.site.name.value.clone(),
+            node_group: p.group.name.value.clone(),
+            device: p.device.id.value.clone(),
+            devices,
+        };
+        match self.kind {
+            Kind::Single(r) => vec![one(r.placement, r.candidate.devices)],
+            Kind::PairPipeline(m) => {
+                let [a, b] = m.placements;
+                let [da, db] = m.plan.shape.devices();
+                vec![one(a, da), one(b, db)]
+            }
+            Kind::PairData(d) => {
+                let [a, b] = d.placements;
+                let [da, db] = d.devices();
+                vec![one(a, da), one(b, db)]
+            }
         }
     }
 
@@ -338,6 +361,7 @@ pub(crate) fn alternatives(
                 time_h: Some(display::significant(e.outcome.time_s / 3600.0)),
                 cost: Some(display::significant(e.outcome.cost)),
                 carbon_kg: Some(display::significant(e.outcome.carbon_kg)),
+                placement: e.placement(),
             }
         })
         .collect()
