@@ -693,6 +693,56 @@ fn a_catalogue_change_is_named_line_by_line() {
     );
 }
 
+/// A pull request that adds a site's calibration (`loam calibrate --fit`'s file) names the
+/// factor that moved and the runs behind it, and the job at that site is re-planned with it
+/// (issue 30: the diff names a calibration change as it names a price). The file is the one
+/// the fit writes for three runs measured 8 % below the shipped GEMM share.
+#[test]
+fn a_calibration_is_named_by_its_factors_and_moves_the_site_s_job() {
+    let mut repo = TempRepo::new();
+    repo.add_catalogue();
+    repo.write(
+        "jobs/llama3-70b-pretrain.loam",
+        example("llama3-70b-pretrain"),
+    );
+    repo.commit("the 70B job");
+    repo.branch("calibrate");
+    repo.write(
+        "specs/calibration/xirang-shanghai.yaml",
+        "pool: xirang\nsite: shanghai\ndevices:\n  H100_SXM:\n    runs: 3\n    run_ids: [r1, r2, r3]\n    first_run: \"2026-12-01\"\n    last_run: \"2026-12-03\"\n    fitted: [gemm]\n    gemm: 0.9200\n    scale_out: 1.0000\n    scale_up: 1.0000\n    throughput_uncertainty: 0.0610\n    median_abs_error_pct: 1.2\n",
+    );
+    repo.commit("shanghai's H100 calibrated from three runs");
+    repo.checkout("main");
+    let (_, markdown, json) = diff(&repo, "calibrate");
+    let changes: Vec<&str> = json["catalogue_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "specs/calibration/xirang-shanghai.yaml calibration of xirang shanghai H100_SXM: gemm 1 → 0.92 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)"
+        ],
+        "{json:#}"
+    );
+    assert!(
+        markdown.contains("calibration of xirang shanghai H100_SXM"),
+        "{markdown}"
+    );
+    // The job planned on shanghai's H100 before: with 8 % less GEMM throughput it is
+    // re-planned (a new layout: a replacement) and finishes later, by at most 1 / 0.92 (only
+    // the GEMM share of the step slows down; communication and the rest do not).
+    assert_eq!(json["summary"]["replace"], 1, "{json:#}");
+    let finish = &json["schedule"]["jobs"][0]["finish_h"];
+    let (before, after) = (finish[0].as_f64().unwrap(), finish[1].as_f64().unwrap());
+    assert!(
+        after > before && after <= before / 0.92,
+        "{before} → {after}"
+    );
+}
+
 /// The newcomer's finding (docs/gitops.md): `loam diff` printed every warning of every job on
 /// standard error, 265 lines on a repository with no change. The changed spec's warnings come
 /// in full; the others' as one count per code.

@@ -4,9 +4,12 @@
 //!
 //! Both sides' catalogue files are read as YAML and compared leaf by leaf; a list item with a
 //! `name` (or `id`) is named by it, so a reordered list or an added site reads as such. A file
-//! that does not parse on one side is left to the diagnostics.
+//! that does not parse on one side is left to the diagnostics. A site's calibration
+//! (`calibration/<pool>-<site>.yaml`, written by `loam calibrate --fit`) is named by what a
+//! reviewer weighs: the factors that moved and the runs behind them.
 
 use super::side::Side;
+use loam_compiler::calibrate::site::{DeviceCalibration, SiteCalibration, parse};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +26,10 @@ pub fn lines(base: &Side, head: &Side) -> Vec<String> {
     let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut found = Vec::new();
     for name in names {
+        if let Some(lines) = calibration_lines(old.get(name), new.get(name)) {
+            found.extend(lines.into_iter().map(|l| format!("{name} {l}")));
+            continue;
+        }
         match (old.get(name), new.get(name)) {
             (Some(_), None) => found.push(format!("{name} removed")),
             (None, Some(_)) => found.push(format!("{name} added")),
@@ -57,6 +64,76 @@ fn files(side: &Side) -> BTreeMap<String, String> {
         .filter(|(_, f)| !specs.contains(f.name.as_str()))
         .map(|(_, f)| (f.name.clone(), f.text.clone()))
         .collect()
+}
+
+/// A calibration file's changes, one line per device type whose factors or runs changed:
+/// `calibration of shanghai H100_SXM: gemm 1 → 0.92 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)`.
+/// `None` when either side is not a calibration file that parses (then the file is compared as
+/// YAML, or left to the diagnostics).
+fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<String>> {
+    let read = |text: Option<&String>| -> Option<Option<SiteCalibration>> {
+        match text {
+            None => Some(None),
+            Some(t) => parse(t).ok().map(Some),
+        }
+    };
+    let (old, new) = (read(old)?, read(new)?);
+    let any = new.as_ref().or(old.as_ref())?;
+    let (pool, site) = (any.pool.clone(), any.site.clone());
+    let devices =
+        |c: &Option<SiteCalibration>| c.as_ref().map(|c| c.devices.clone()).unwrap_or_default();
+    let (before, after) = (devices(&old), devices(&new));
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let mut lines = Vec::new();
+    for device in names {
+        let was = before.get(device);
+        let is = after.get(device);
+        if was == is {
+            continue;
+        }
+        let factor =
+            |d: Option<&DeviceCalibration>, f: fn(&DeviceCalibration) -> f64| d.map_or(1.0, f);
+        let mut moved: Vec<String> = [
+            (
+                "gemm",
+                (|d: &DeviceCalibration| d.gemm) as fn(&DeviceCalibration) -> f64,
+            ),
+            ("scale-out", |d: &DeviceCalibration| d.scale_out),
+            ("scale-up", |d: &DeviceCalibration| d.scale_up),
+        ]
+        .into_iter()
+        .filter_map(|(label, f)| {
+            let (a, b) = (factor(was, f), factor(is, f));
+            (a != b).then(|| format!("{label} {} → {}", number(a), number(b)))
+        })
+        .collect();
+        if moved.is_empty() {
+            moved.push("factors unchanged".into());
+        }
+        let basis = match is {
+            Some(d) => format!(
+                "{} run{}, {} to {}, ±{} %",
+                d.runs,
+                if d.runs == 1 { "" } else { "s" },
+                d.first_run,
+                d.last_run,
+                number(d.throughput_uncertainty * 100.0)
+            ),
+            None => "removed: the shipped model again".into(),
+        };
+        lines.push(format!(
+            "calibration of {pool} {site} {device}: {} ({basis})",
+            moved.join(", ")
+        ));
+    }
+    Some(lines)
+}
+
+/// A factor or a percentage as people read it: at most four decimals, no trailing zeros.
+fn number(value: f64) -> String {
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
 }
 
 /// A scalar as the catalogue writes it.
@@ -162,6 +239,38 @@ mod tests {
             leaves(base, &head),
             ["sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY → 40.0 CNY"]
         );
+    }
+
+    const CALIBRATION: &str = "pool: xirang\nsite: shanghai\ndevices:\n  H100_SXM:\n    runs: 3\n    run_ids: [a, b, c]\n    first_run: \"2026-12-01\"\n    last_run: \"2026-12-03\"\n    fitted: [gemm]\n    gemm: 0.9200\n    scale_out: 1.0000\n    scale_up: 1.0000\n    throughput_uncertainty: 0.0610\n    median_abs_error_pct: 1.2\n";
+
+    #[test]
+    fn a_calibration_is_named_by_the_factors_that_moved_and_the_runs_behind_them() {
+        let added = calibration_lines(None, Some(&CALIBRATION.to_string())).unwrap();
+        assert_eq!(
+            added,
+            [
+                "calibration of xirang shanghai H100_SXM: gemm 1 → 0.92 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)"
+            ]
+        );
+        let refit = CALIBRATION
+            .replace("gemm: 0.9200", "gemm: 0.9000")
+            .replace("runs: 3", "runs: 4")
+            .replace("2026-12-03", "2026-12-04");
+        assert_eq!(
+            calibration_lines(Some(&CALIBRATION.to_string()), Some(&refit)).unwrap(),
+            [
+                "calibration of xirang shanghai H100_SXM: gemm 0.92 → 0.9 (4 runs, 2026-12-01 to 2026-12-04, ±6.1 %)"
+            ]
+        );
+        assert_eq!(
+            calibration_lines(Some(&CALIBRATION.to_string()), None).unwrap(),
+            [
+                "calibration of xirang shanghai H100_SXM: gemm 0.92 → 1 (removed: the shipped model again)"
+            ]
+        );
+        // A pool file is not a calibration: compared leaf by leaf as before.
+        let pool = "sites:\n  - name: shanghai\n    pue: 1.3\n".to_string();
+        assert_eq!(calibration_lines(None, Some(&pool)), None);
     }
 
     #[test]
