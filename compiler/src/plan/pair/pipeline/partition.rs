@@ -251,40 +251,61 @@ impl Stager<'_, '_> {
     /// stage only through its group, so the first group's stages cut greedily from the start,
     /// the second's from the end, and some boundary must be reachable by both. Found by
     /// bisection in a few thousand prefix lookups and no stage costing.
-    fn least_slowest(&self) -> f64 {
-        let n = self.params.len().saturating_sub(1);
-        let cuts: Vec<usize> = (0..=n)
-            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
-            .collect();
-        let m = cuts.len();
-        let [s0, s1] = self.shape.stages.map(|s| s as usize);
-        if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
-            return f64::INFINITY;
-        }
-        let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
-        let floor =
-            |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
-        let fits = |x: f64| {
-            // The farthest cut the first group reaches in s0 stages of at most x each.
-            let mut reach = 0;
-            for _ in 0..s0 {
-                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
-                if next <= reach {
-                    break;
-                }
-                reach = next;
-            }
-            // The earliest cut from which the second group covers the rest in s1 stages.
-            let mut start = m - 1;
-            for _ in 0..s1 {
-                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
-                if next >= start {
-                    break;
-                }
-                start = next;
-            }
-            start.max(s0) <= reach.min(m - 1 - s1)
+    ///
+    /// What the search asks of the bound is only whether `useful` holds at it (`useful` holds,
+    /// then does not, as the pace grows) and, when it does, a pace from which to look for the
+    /// cap: `Some` of a pace `useful` accepts exactly when it accepts the bound, else `None`.
+    /// Every step of the bisection keeps the bound in `[low, high)`, so once `useful` accepts
+    /// `high` (then the bound too) or refuses `low` (then the bound too) the answer is known
+    /// and the rest of the bisection is not run: the same answer as the whole bisection's, in a
+    /// few steps where the bound is not within a few ulps of what `useful` accepts.
+    fn least_slowest_if(&self, useful: impl Fn(f64) -> bool) -> Option<f64> {
+        let Some(fits) = self.floor_fits() else {
+            return useful(f64::INFINITY).then_some(f64::INFINITY);
         };
+        let n = self.params.len().saturating_sub(1);
+        let mut high = self
+            .floor(0, 0, n, 0)
+            .max(self.floor(self.stage_count() - 1, 0, n, 0));
+        if !high.is_finite() || !fits(high) {
+            return useful(f64::INFINITY).then_some(f64::INFINITY);
+        }
+        let mut low = 0.0;
+        if useful(high) {
+            return Some(high);
+        }
+        if !useful(low) {
+            return None;
+        }
+        for _ in 0..64 {
+            let mid = 0.5 * (low + high);
+            if mid <= low || mid >= high {
+                break;
+            }
+            if fits(mid) {
+                high = mid;
+                if useful(high) {
+                    return Some(high);
+                }
+            } else {
+                low = mid;
+                if !useful(low) {
+                    return None;
+                }
+            }
+        }
+        // The bisection ran to its end: the bound is `low`, which `useful` accepts.
+        Some(low)
+    }
+
+    /// The whole bisection of [`Stager::least_slowest_if`]: the bound itself, for the tests
+    /// that check the early answers against it.
+    #[cfg(test)]
+    fn least_slowest(&self) -> f64 {
+        let Some(fits) = self.floor_fits() else {
+            return f64::INFINITY;
+        };
+        let n = self.params.len().saturating_sub(1);
         let mut high = self
             .floor(0, 0, n, 0)
             .max(self.floor(self.stage_count() - 1, 0, n, 0));
@@ -304,6 +325,45 @@ impl Stager<'_, '_> {
             }
         }
         low
+    }
+
+    /// Whether some partition has every stage's floor (without sends) at or below a pace, as a
+    /// predicate on the pace that, once true, stays true; `None` when the configuration cannot
+    /// be cut at all.
+    fn floor_fits(&self) -> Option<impl Fn(f64) -> bool + '_> {
+        let n = self.params.len().saturating_sub(1);
+        let cuts: Vec<usize> = (0..=n)
+            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
+            .collect();
+        let m = cuts.len();
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
+            return None;
+        }
+        Some(move |x: f64| {
+            let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
+            let floor =
+                |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
+            // The farthest cut the first group reaches in s0 stages of at most x each.
+            let mut reach = 0;
+            for _ in 0..s0 {
+                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
+                if next <= reach {
+                    break;
+                }
+                reach = next;
+            }
+            // The earliest cut from which the second group covers the rest in s1 stages.
+            let mut start = m - 1;
+            for _ in 0..s1 {
+                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
+                if next >= start {
+                    break;
+                }
+                start = next;
+            }
+            start.max(s0) <= reach.min(m - 1 - s1)
+        })
     }
 
     /// Ops `[i, j)` as stage `k`, or `None` when they cannot run there.
@@ -499,11 +559,9 @@ pub(super) fn cost_shape(
             let per_pace = stager.slots * costing.steps;
             let cap = match costing.beats {
                 Some(beats) => {
-                    let least = stager.least_slowest();
-                    if !beats(least * per_pace) {
-                        return None;
-                    }
-                    useful_pace(least, |pace| beats(pace * per_pace))
+                    let useful = |pace: f64| beats(pace * per_pace);
+                    let from = stager.least_slowest_if(useful)?;
+                    useful_pace(from, useful)
                 }
                 None => f64::INFINITY,
             };
@@ -628,6 +686,55 @@ pub(super) fn compare_partitions(
         stager.partition_by(Reference::Exhaustive).map(slowest),
         stager.partition_by(Reference::Scan).map(slowest),
     ]
+}
+
+/// Checks [`Stager::least_slowest_if`] on one configuration against the whole bisection, for
+/// paces that `useful` accepts up to: the bound itself, its neighbouring floats, a millionth and
+/// a tenth either side, twice and half of it, and none. Returns the bound.
+#[cfg(test)]
+pub(super) fn check_least_slowest(
+    spec: &PipelineSpec<'_>,
+    costing: &Costing<'_, '_>,
+    shape: PipelineShape,
+) -> f64 {
+    let stager = stager(spec, costing, shape);
+    let least = stager.least_slowest();
+    let limits = [
+        least,
+        least.next_up(),
+        least.next_down(),
+        least * (1.0 + 1e-6),
+        least * (1.0 - 1e-6),
+        least * 1.1,
+        least * 0.9,
+        least * 2.0,
+        least * 0.5,
+        f64::INFINITY,
+        0.0,
+    ];
+    for limit in limits {
+        let useful = |pace: f64| pace <= limit;
+        let answer = stager.least_slowest_if(useful);
+        assert_eq!(
+            answer.is_some(),
+            useful(least),
+            "{shape:?}: bound {least}, limit {limit}"
+        );
+        if let Some(from) = answer {
+            // A pace the search may start the cap from: accepted, no lower than the bound, and
+            // the same cap as from the bound itself.
+            assert!(
+                useful(from) && from >= least,
+                "{shape:?}: {from} from {least}"
+            );
+            assert_eq!(
+                useful_pace(from, useful).to_bits(),
+                useful_pace(least, useful).to_bits(),
+                "{shape:?}: cap from {from} and from the bound {least}, limit {limit}"
+            );
+        }
+    }
+    least
 }
 
 /// The stager of one configuration: its micro-batches, the send across the group boundary and

@@ -150,6 +150,38 @@ fn the_partition_is_the_exhaustive_programmes_on_every_configuration_of_real_cha
 }
 
 #[test]
+fn the_partitions_bound_answers_early_as_the_whole_bisection_would() {
+    // Whether a configuration's floor bound is of use, and the cap found from the pace it
+    // answers with, are those of the bound found by the whole bisection, on every configuration
+    // of real chains and for limits at, next to and far from the bound
+    // (`partition::check_least_slowest` asserts each).
+    let mut checked = 0;
+    for layers in [1, 5, 17, 40, 96] {
+        let model = small_model(layers);
+        for extra in [Vec::new(), vec!["attention".to_string()]] {
+            let graph = op_graph(&model, &extra);
+            let setup = setup(256, Precision::Bf16);
+            let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+            let spec = pair_spec(&model, &setup, &graph, [&a, &b], extra.is_empty());
+            let budget = unbounded();
+            let prepared = prepare(&spec, &budget);
+            for (_, shape) in configurations(&spec, &prepared, &by_cost, f64::INFINITY) {
+                let Some(costing) = prepared.costing(&shape, &budget) else {
+                    continue;
+                };
+                if partition::check_least_slowest(&spec, &costing, shape).is_finite() {
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 1000,
+        "only {checked} configurations with a finite bound"
+    );
+}
+
+#[test]
 fn a_search_that_reaches_its_budget_stops_with_what_it_found() {
     let model = small_model(24);
     let graph = op_graph(&model, &[]);
