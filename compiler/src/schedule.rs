@@ -10,6 +10,7 @@
 mod capacity;
 pub mod date;
 mod job;
+mod replace;
 mod sample;
 mod sim;
 #[cfg(test)]
@@ -23,8 +24,8 @@ use job::{EPS_H, SimJob};
 use loam_ir::display::significant;
 use loam_ir::plan::Plan;
 use loam_ir::schedule::{
-    DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, RunInterval, Schedule,
-    ScheduleTotals, ScheduledJob,
+    DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, Replacement, RunInterval,
+    Schedule, ScheduleTotals, ScheduledJob,
 };
 use sample::{Rng, Spread};
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +60,8 @@ struct PoolRun<'a> {
     never: Vec<Option<String>>,
     demands: Vec<Option<Demand>>,
     jobs: Vec<Option<SimJob>>,
+    /// Per job, the alternatives it may move to (rule 13), in the planner's order.
+    alternatives: Vec<Vec<replace::Alternative>>,
 }
 
 /// Schedules `plans` on their pools from hour 0 to `options.horizon_h`.
@@ -81,6 +84,7 @@ pub fn schedule(
     let mut jobs: Vec<ScheduledJob> = Vec::new();
     let mut utilisation = BTreeMap::new();
     let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
+    let mut moved_cost_per_h: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (id, pool_plans) in by_pool {
         let run = pool_run(pool_plans, catalogue.pool(id), submits);
         let expected: Vec<f64> = run
@@ -90,9 +94,12 @@ pub fn schedule(
             .collect();
         let mut usage = usage::Usage::new(&run.rules, horizon_h);
         let outcome = sim::run(
-            &run.rules,
-            &run.demands,
-            &run.jobs,
+            &sim::Pool {
+                rules: &run.rules,
+                demands: &run.demands,
+                jobs: &run.jobs,
+                alternatives: &run.alternatives,
+            },
             &expected,
             horizon_h,
             Some(&mut usage),
@@ -108,10 +115,20 @@ pub fn schedule(
         for (i, plan) in run.plans.iter().enumerate() {
             let finishes = sampled.get(i).map(Vec::as_slice).unwrap_or(&[]);
             jobs.push(scheduled_job(&run, i, plan, &outcome, finishes, horizon_h));
+            // A moved job costs what its alternative costs per hour held.
+            if let Some(moved) = outcome.traces.get(i).and_then(|t| t.moved.as_ref())
+                && let Some(a) = run
+                    .alternatives
+                    .get(i)
+                    .and_then(|a| a.get(moved.alternative))
+                && let Some(cost) = a.cost
+            {
+                moved_cost_per_h.insert((plan.file.clone(), plan.job.clone()), cost / a.hours);
+            }
         }
     }
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
-    let totals = totals(&jobs, plans);
+    let totals = totals(&jobs, plans, &moved_cost_per_h);
     Schedule {
         start: options.start.clone(),
         horizon_h: significant(horizon_h),
@@ -138,6 +155,7 @@ fn pool_run<'a>(
     let mut never = Vec::new();
     let mut demands = Vec::new();
     let mut jobs = Vec::new();
+    let mut alternatives = Vec::new();
     for plan in &plans {
         let (admission, demand) = rules.demand(plan);
         let submit_h = submits
@@ -147,6 +165,11 @@ fn pool_run<'a>(
             .max(0.0);
         let sim_job = demand.as_ref().and_then(|_| SimJob::of(plan, submit_h));
         never.push(demand.is_none().then(|| status_reason(&admission.status)));
+        alternatives.push(if sim_job.is_some() {
+            replace::alternatives_of(&rules, plan)
+        } else {
+            Vec::new()
+        });
         demands.push(if sim_job.is_some() { demand } else { None });
         jobs.push(sim_job);
     }
@@ -156,6 +179,7 @@ fn pool_run<'a>(
         never,
         demands,
         jobs,
+        alternatives,
     }
 }
 
@@ -191,7 +215,13 @@ fn sample_finishes(
             .zip(&run.jobs)
             .map(|(s, j)| j.as_ref().map_or(0.0, |_| s.draw(&mut rng)))
             .collect();
-        let outcome = sim::run(&run.rules, &run.demands, &run.jobs, &work, horizon_h, None);
+        let pool = sim::Pool {
+            rules: &run.rules,
+            demands: &run.demands,
+            jobs: &run.jobs,
+            alternatives: &run.alternatives,
+        };
+        let outcome = sim::run(&pool, &work, horizon_h, None);
         outcome
             .traces
             .iter()
@@ -276,6 +306,25 @@ fn scheduled_job(
     let deadline = job
         .and_then(|j| j.deadline_h)
         .map(|d| verdict(submit_h + d, trace.finish_h, finishes, horizon_h));
+    // Rule 13: a job moved to one of its plan's alternatives holds that alternative's devices.
+    let moved = trace.moved.as_ref().and_then(|m| {
+        let a = run.alternatives.get(i)?.get(m.alternative)?;
+        Some((m, a))
+    });
+    let mut place = placement(plan);
+    if let Some((m, a)) = moved {
+        place = Placement {
+            site: a.site.clone(),
+            device: a.device.clone(),
+            node_groups: a.node_groups.clone(),
+            replaced: Some(Replacement {
+                planned_site: place.site,
+                earlier_h: significant(m.earlier_h()),
+                cost_change: significant(a.cost_change.unwrap_or(0.0)),
+                why: m.why(a),
+            }),
+        };
+    }
     ScheduledJob {
         job: plan.job.clone(),
         file: plan.file.clone(),
@@ -283,10 +332,11 @@ fn scheduled_job(
         tenant: plan.tenant.clone(),
         priority: plan.priority,
         pool: plan.pool.clone(),
-        devices: job.map_or_else(
-            || plan.groups.iter().map(|g| g.devices).sum(),
-            |j| j.devices,
-        ),
+        devices: match (moved, job) {
+            (Some((_, a)), _) => a.devices,
+            (None, Some(j)) => j.devices,
+            (None, None) => plan.groups.iter().map(|g| g.devices).sum(),
+        },
         submit_h: significant(submit_h),
         start_h: trace.first_start_h.map(significant),
         finish_h: trace.finish_h.map(significant),
@@ -294,7 +344,7 @@ fn scheduled_job(
         lost_work_h: significant(trace.evictions.iter().map(|e| e.lost_h).sum()),
         preemptions,
         deadline,
-        placement: placement(plan),
+        placement: place,
         status: status.to_string(),
         reason,
         runs: trace
@@ -370,8 +420,12 @@ fn placement(plan: &Plan) -> Placement {
     }
 }
 
-/// The totals over `jobs`.
-fn totals(jobs: &[ScheduledJob], plans: &[Plan]) -> ScheduleTotals {
+/// The totals over `jobs`; a job moved to an alternative costs `moved_per_h` per hour held.
+fn totals(
+    jobs: &[ScheduledJob],
+    plans: &[Plan],
+    moved_per_h: &BTreeMap<(String, String), f64>,
+) -> ScheduleTotals {
     let cost_of: BTreeMap<(&str, &str), (f64, &str)> = plans
         .iter()
         .filter_map(|p| {
@@ -409,6 +463,10 @@ fn totals(jobs: &[ScheduledJob], plans: &[Plan]) -> ScheduleTotals {
         lost += j.lost_work_h * j.devices as f64;
         t.preemptions += j.preemptions.len();
         if let Some(&(per_h, currency)) = cost_of.get(&(j.file.as_str(), j.job.as_str())) {
+            let per_h = moved_per_h
+                .get(&(j.file.clone(), j.job.clone()))
+                .copied()
+                .unwrap_or(per_h);
             *cost.entry(currency.to_string()).or_default() += held * per_h;
         }
         if let Some(d) = &j.deadline {

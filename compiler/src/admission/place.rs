@@ -63,6 +63,12 @@ impl PoolRules {
     pub(crate) fn demand(&self, plan: &Plan) -> (JobAdmission, Option<Demand>) {
         admission_of(plan, self.pool_known, &self.groups, &self.quotas)
     }
+
+    /// The demand of `plan`'s job on `shares` instead of its plan's groups (one of its
+    /// alternatives), by the same checks; the reason when it could never be placed there.
+    pub(crate) fn demand_on(&self, plan: &Plan, shares: &[Share<'_>]) -> Result<Demand, String> {
+        checked_demand(plan, shares, self.pool_known, &self.groups, &self.quotas)
+    }
 }
 
 /// Rule 2: the order jobs are considered in: around-the-clock jobs first, then by priority
@@ -197,20 +203,14 @@ fn admission_of(
     groups: &BTreeMap<String, NodeGroupInfo>,
     quotas: &Quotas,
 ) -> (JobAdmission, Option<Demand>) {
-    let mut per_group: BTreeMap<String, u64> = BTreeMap::new();
-    let mut per_device: BTreeMap<String, u64> = BTreeMap::new();
     let flavors: Vec<FlavorShare> = plan
         .groups
         .iter()
-        .map(|g| {
-            *per_group.entry(g.node_group.clone()).or_default() += g.devices;
-            *per_device.entry(g.device.clone()).or_default() += g.devices;
-            FlavorShare {
-                node_group: g.node_group.clone(),
-                device: g.device.clone(),
-                devices: g.devices,
-                borrowed: 0,
-            }
+        .map(|g| FlavorShare {
+            node_group: g.node_group.clone(),
+            device: g.device.clone(),
+            devices: g.devices,
+            borrowed: 0,
         })
         .collect();
     let mut job = JobAdmission {
@@ -232,31 +232,65 @@ fn admission_of(
         };
         return (job, None);
     }
-    // Rule 3: what no other job can change.
-    let never = |reason: String| AdmissionStatus::NeverAdmissible { reason };
+    let shares: Vec<Share<'_>> = plan
+        .groups
+        .iter()
+        .map(|g| Share {
+            node_group: &g.node_group,
+            device: &g.device,
+            devices: g.devices,
+        })
+        .collect();
+    match checked_demand(plan, &shares, pool_known, groups, quotas) {
+        Ok(demand) => (job, Some(demand)),
+        Err(reason) => {
+            job.status = AdmissionStatus::NeverAdmissible { reason };
+            (job, None)
+        }
+    }
+}
+
+/// Devices of one node group a job would hold.
+pub(crate) struct Share<'a> {
+    pub(crate) node_group: &'a str,
+    pub(crate) device: &'a str,
+    pub(crate) devices: u64,
+}
+
+/// Rule 3 for `plan`'s job holding `shares` (its plan's groups, or an alternative's): its
+/// demand, or why no other job could ever make room for it there.
+fn checked_demand(
+    plan: &Plan,
+    shares: &[Share<'_>],
+    pool_known: bool,
+    groups: &BTreeMap<String, NodeGroupInfo>,
+    quotas: &Quotas,
+) -> Result<Demand, String> {
+    let mut per_group: BTreeMap<String, u64> = BTreeMap::new();
+    let mut per_device: BTreeMap<String, u64> = BTreeMap::new();
+    for g in shares {
+        *per_group.entry(g.node_group.to_string()).or_default() += g.devices;
+        *per_device.entry(g.device.to_string()).or_default() += g.devices;
+    }
     if !pool_known {
-        job.status = never(format!("pool `{}` is not in the catalogue", plan.pool));
-        return (job, None);
+        return Err(format!("pool `{}` is not in the catalogue", plan.pool));
     }
-    if plan.groups.is_empty() {
-        job.status = never("the plan names no node group".to_string());
-        return (job, None);
+    if shares.is_empty() {
+        return Err("the plan names no node group".to_string());
     }
-    for g in &plan.groups {
-        match groups.get(&g.node_group) {
+    for g in shares {
+        match groups.get(g.node_group) {
             None => {
-                job.status = never(format!(
+                return Err(format!(
                     "node group `{}` is not in pool `{}`",
                     g.node_group, plan.pool
                 ));
-                return (job, None);
             }
             Some(info) if info.device != g.device => {
-                job.status = never(format!(
+                return Err(format!(
                     "the plan puts {} on node group `{}`, which holds {}: plan again",
                     g.device, g.node_group, info.device
                 ));
-                return (job, None);
             }
             Some(_) => {}
         }
@@ -264,43 +298,38 @@ fn admission_of(
     for (name, &needs) in &per_group {
         let capacity = groups.get(name).map_or(0, |g| g.devices);
         if needs > capacity {
-            job.status = never(format!(
+            return Err(format!(
                 "needs {needs} devices of `{name}`, which has {capacity}"
             ));
-            return (job, None);
         }
     }
     for (device, &needs) in &per_device {
         let q = quotas.get(&plan.tenant, device);
         if q.guaranteed + q.elastic == 0 {
-            job.status = never(format!(
+            return Err(format!(
                 "tenant `{}` has no quota for {device}",
                 plan.tenant
             ));
-            return (job, None);
         }
         if needs > q.guaranteed + q.elastic {
-            job.status = never(format!(
+            return Err(format!(
                 "needs {needs} {device}, above tenant `{}`'s {} guaranteed + {} elastic",
                 plan.tenant, q.guaranteed, q.elastic
             ));
-            return (job, None);
         }
         let cohort = quotas.cohort(device);
         if needs > cohort {
-            job.status = never(format!(
+            return Err(format!(
                 "needs {needs} {device}, above the {cohort} the pool's cohort holds"
             ));
-            return (job, None);
         }
     }
-    let demand = Demand {
+    Ok(Demand {
         tenant: plan.tenant.clone(),
         priority: plan.priority,
         per_group,
         per_device,
-    };
-    (job, Some(demand))
+    })
 }
 
 /// Rule 4: each tenant's quota per device type. A tenant with quotas in the catalogue has them

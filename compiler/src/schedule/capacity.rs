@@ -84,6 +84,19 @@ impl Capacity {
         }
     }
 
+    /// Job `job`, not admitted, will take `d` instead of its plan's node groups (it moved to an
+    /// alternative).
+    pub(crate) fn set_needs(&mut self, job: usize, rules: &PoolRules, d: &Demand) {
+        let Some(Some((_, _, needs))) = self.jobs.get_mut(job) else {
+            return;
+        };
+        *needs = d
+            .per_group
+            .iter()
+            .filter_map(|(g, &n)| rules.groups.keys().position(|k| k == g).map(|i| (i, n)))
+            .collect();
+    }
+
     /// Job `job` was admitted.
     pub(crate) fn add(&mut self, job: usize) {
         self.change(job, true);

@@ -4,10 +4,12 @@
 
 use super::capacity::Capacity;
 use super::job::{EPS_H, SimJob};
+use super::replace::{self, Alternative, Moved};
 use super::usage::Usage;
 use crate::admission::place::{
     Admit, Demand, Ledger, PoolRules, admit, blocker_text, preempt_lower,
 };
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// Why a preemption happened, as the platform's rule names it.
@@ -41,6 +43,8 @@ pub(crate) struct Trace {
     pub(crate) running_at_end: bool,
     /// Why it last could not start, while it had never run (the preview's words).
     pub(crate) blocked_by: Option<String>,
+    /// Set when it started on one of its plan's alternatives instead (rule 13).
+    pub(crate) moved: Option<Moved>,
 }
 
 /// The state of a job between events.
@@ -64,6 +68,8 @@ struct State {
     /// The ledger's version when it last failed to be admitted: while nothing is admitted or
     /// released, trying again gives the same answer.
     failed_at: Option<u64>,
+    /// Devices it holds while running (its plan's, or the alternative's it moved to).
+    devices: u64,
 }
 
 /// The result of one run.
@@ -73,17 +79,33 @@ pub(crate) struct Outcome {
     pub(crate) queue: Vec<(f64, usize, usize)>,
 }
 
-/// Runs `jobs` (in the rules' order, `demands` alike; `None` = never admissible or not planned)
-/// from hour 0 to `horizon_h`, with `work_h[i]` hours of work each (the expected values, or one
-/// sample's). `usage`, when given, accumulates utilisation.
+/// One pool's jobs as the simulator reads them, all in the rules' order.
+pub(crate) struct Pool<'a> {
+    pub(crate) rules: &'a PoolRules,
+    /// `None` = never admissible or not planned.
+    pub(crate) demands: &'a [Option<Demand>],
+    pub(crate) jobs: &'a [Option<SimJob>],
+    /// The alternatives each job may move to (rule 13).
+    pub(crate) alternatives: &'a [Vec<Alternative>],
+}
+
+/// Runs the pool's jobs from hour 0 to `horizon_h`, with `work_h[i]` hours of work each (the
+/// expected values, or one sample's). `usage`, when given, accumulates utilisation.
 pub(crate) fn run(
-    rules: &PoolRules,
-    demands: &[Option<Demand>],
-    jobs: &[Option<SimJob>],
+    pool: &Pool<'_>,
     work_h: &[f64],
     horizon_h: f64,
     mut usage: Option<&mut Usage>,
 ) -> Outcome {
+    let Pool {
+        rules,
+        jobs,
+        alternatives,
+        ..
+    } = *pool;
+    // A job that moves to an alternative holds the alternative's demand from then on: the
+    // plans' demands are copied at the first move only.
+    let mut demands: Cow<'_, [Option<Demand>]> = Cow::Borrowed(pool.demands);
     let n = jobs.len();
     let mut states: Vec<State> = (0..n)
         .map(|i| State {
@@ -91,13 +113,17 @@ pub(crate) fn run(
             remaining_h: work_h.get(i).copied().unwrap_or(0.0),
             since_checkpoint_h: 0.0,
             failed_at: None,
+            devices: jobs
+                .get(i)
+                .and_then(Option::as_ref)
+                .map_or(0, |j| j.devices),
         })
         .collect();
     let mut traces: Vec<Trace> = vec![Trace::default(); n];
-    let order = queue_order(demands, jobs);
+    let order = queue_order(&demands, jobs);
     let mut queue: Vec<(f64, usize, usize)> = Vec::new();
     let mut ledger = Ledger::default();
-    let mut capacity = Capacity::new(rules, demands);
+    let mut capacity = Capacity::new(rules, &demands);
     // Reasons for waits are worded only for the expected schedule, not for each sample.
     let explain = usage.is_some();
     let mut next_seq = 0usize;
@@ -137,8 +163,9 @@ pub(crate) fn run(
         admit_waiting(
             &Pass {
                 rules,
-                demands,
                 jobs,
+                alternatives,
+                work_h,
                 order: &order,
                 explain,
                 t,
@@ -146,6 +173,7 @@ pub(crate) fn run(
             &mut states,
             &mut traces,
             &mut Held {
+                demands: &mut demands,
                 ledger: &mut ledger,
                 capacity: &mut capacity,
                 next_seq: &mut next_seq,
@@ -165,7 +193,7 @@ pub(crate) fn run(
                 next,
                 &ledger,
                 rules,
-                waiting_devices(demands, jobs, &states, t),
+                waiting_devices(&demands, jobs, &states, t),
             );
         }
         let dt = next - t;
@@ -323,14 +351,16 @@ fn save_cost(jobs: &[Option<SimJob>], states: &[State], j: usize) -> f64 {
     let (Some(Some(job)), Some(state)) = (jobs.get(j), states.get(j)) else {
         return 0.0;
     };
-    (state.since_checkpoint_h + job.restart_h) * job.devices as f64
+    (state.since_checkpoint_h + job.restart_h) * state.devices as f64
 }
 
 /// What an admission pass reads.
 struct Pass<'a> {
     rules: &'a PoolRules,
-    demands: &'a [Option<Demand>],
     jobs: &'a [Option<SimJob>],
+    alternatives: &'a [Vec<Alternative>],
+    /// This run's hours of work per job (expected or sampled).
+    work_h: &'a [f64],
     order: &'a [usize],
     /// Word the reason of each wait (the expected schedule; not the samples).
     explain: bool,
@@ -338,7 +368,9 @@ struct Pass<'a> {
 }
 
 /// What an admission pass changes besides the jobs' states.
-struct Held<'a> {
+struct Held<'a, 'd> {
+    /// Every job's demand; a job that moves takes its alternative's.
+    demands: &'a mut Cow<'d, [Option<Demand>]>,
     ledger: &'a mut Ledger,
     capacity: &'a mut Capacity,
     next_seq: &'a mut usize,
@@ -350,14 +382,19 @@ struct Held<'a> {
 /// victims lose the work since their last checkpoint plus a restart. While a pass admits
 /// anyone, the waiting jobs are tried again, preemption included, as Kueue's next cycle does:
 /// a job admitted late in a pass may be one a higher priority that failed earlier can preempt.
-fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held: &mut Held<'_>) {
+fn admit_waiting(
+    p: &Pass<'_>,
+    states: &mut [State],
+    traces: &mut [Trace],
+    held: &mut Held<'_, '_>,
+) {
     let Pass {
         rules,
-        demands,
         jobs,
         order,
         explain,
         t,
+        ..
     } = *p;
     // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
     // for ever within one instant.
@@ -379,6 +416,7 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
             if !waiting || !job.in_window(t) {
                 continue;
             }
+            let demands: &[Option<Demand>] = held.demands;
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
@@ -403,6 +441,21 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
                     _ => None,
                 }
+            };
+            // Rule 13: a job that can neither fit nor preempt may start on an alternative (a
+            // move evicts no one, so one evicted at this instant may move too).
+            let mut decision = decision;
+            if decision.is_none()
+                && let Some(alternative) = try_move(p, i, demand, states, traces, held)
+            {
+                held.capacity.set_needs(i, rules, &alternative.demand);
+                if let Some(slot) = held.demands.to_mut().get_mut(i) {
+                    *slot = Some(alternative.demand.clone());
+                }
+                decision = Some((None, Vec::new(), Rule::Reclaim));
+            }
+            let Some(Some(demand)) = held.demands.get(i) else {
+                continue;
             };
             let Some((after, victims, rule)) = decision else {
                 // Only a full attempt (preemption allowed) says the job cannot start until the
@@ -446,6 +499,67 @@ fn admit_waiting(p: &Pass<'_>, states: &mut [State], traces: &mut [Trace], held:
             break;
         }
     }
+}
+
+/// Rule 13 for job `i`, which can neither fit nor preempt at `p.t`: when it has not moved yet
+/// and one of its alternatives fits now and finishes before it could on its plan's node groups,
+/// it moves there (its work and devices become the alternative's, scaled as this run scales its
+/// own hours; a job preempted before starts over, its checkpoints being where it ran) and the
+/// alternative is returned.
+fn try_move<'a>(
+    p: &Pass<'a>,
+    i: usize,
+    planned: &Demand,
+    states: &mut [State],
+    traces: &mut [Trace],
+    held: &Held<'_, '_>,
+) -> Option<&'a Alternative> {
+    let alternatives = p.alternatives.get(i).filter(|a| !a.is_empty())?;
+    let job = p.jobs.get(i)?.as_ref()?;
+    if traces.get(i)?.moved.is_some() {
+        return None;
+    }
+    let work_h = states.get(i)?.remaining_h;
+    let planned_h = p.work_h.get(i).copied().unwrap_or(job.work_h);
+    let mut releases: Vec<(f64, usize)> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(j, s)| {
+            let Phase::Running { .. } = s.phase else {
+                return None;
+            };
+            let finish = p.t + s.remaining_h.max(0.0);
+            let edge = p.jobs.get(j)?.as_ref()?.next_window_edge(p.t);
+            Some((edge.map_or(finish, |e| e.min(finish)), j))
+        })
+        .collect();
+    releases.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let moved = replace::choose(
+        planned,
+        alternatives,
+        &replace::Ask {
+            rules: p.rules,
+            demands: held.demands,
+            ledger: held.ledger,
+            releases: &releases,
+            t: p.t,
+            work_h,
+            planned_h,
+            scale: if job.work_h > 0.0 {
+                planned_h / job.work_h
+            } else {
+                1.0
+            },
+            deadline_at_h: job.deadline_h.map(|d| job.submit_h + d),
+        },
+    )?;
+    let alternative = alternatives.get(moved.alternative)?;
+    let state = states.get_mut(i)?;
+    state.remaining_h = moved.finish_h - p.t;
+    state.since_checkpoint_h = 0.0;
+    state.devices = alternative.devices;
+    traces.get_mut(i)?.moved = Some(moved);
+    Some(alternative)
 }
 
 /// Job `v` is evicted at `t` by job `by`: it loses the work since its last checkpoint and

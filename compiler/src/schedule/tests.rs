@@ -325,3 +325,147 @@ fn sampled_throughput_gives_the_percentiles_worked_out_by_hand() {
     // Met at P50 but not at P90: at risk.
     assert_eq!(d.verdict, "at-risk");
 }
+
+const H800: &str = "H800_SXM";
+
+/// `b`, 12 h on 8 H100 of `ng-a` (its plan costs 10 × 12 = 120 CNY), with one alternative: 8
+/// H800 of `ng-b` for `alt_hours` at 150 CNY (+25 % against 120); `extra` as in [`timed`].
+fn movable(alt_hours: f64, extra: serde_json::Value) -> Plan {
+    let mut fields = serde_json::json!({
+        "alternatives": [{
+            "shape": "single-type", "lost_on": "slower",
+            "summary": "TP8 PP1 DP1 on 8 × H800_SXM at only (ng-b)", "objective": alt_hours,
+            "why_not": "slower", "time_h": alt_hours, "cost": 150.0, "carbon_kg": 10.0,
+            "placement": [{"site": "only", "node_group": "ng-b", "device": "H800_SXM",
+                           "devices": 8}]
+        }]
+    });
+    if let (serde_json::Value::Object(f), serde_json::Value::Object(e)) = (&mut fields, extra) {
+        f.extend(e);
+    }
+    timed("b", "nlp", "normal", 12.0, fields)
+}
+
+/// One node of H100 (`ng-a`) and one of H800 (`ng-b`); nlp is guaranteed all 8 of each.
+fn two_groups() -> Catalogue {
+    catalogue(
+        &[("ng-a", H100, 1), ("ng-b", H800, 1)],
+        &[("nlp", &[(H100, 8, 0), (H800, 8, 0)])],
+    )
+}
+
+#[test]
+fn a_job_waiting_behind_another_starts_at_once_on_its_alternative() {
+    // a (a.loam sorts first) holds all 8 H100 of ng-a for 100 h from hour 0. b cannot start
+    // there before a finishes at 100, so by waiting it would finish at 100 + 12 = 112 at the
+    // earliest. Its alternative on ng-b's 8 H800 fits at 0 and finishes at 0 + 20 = 20: 100 h
+    // (4.2 days) earlier start, 112 − 20 = 92 h (3.8 days) earlier finish, 150 / 120 − 1 =
+    // +25 % cost.
+    let plans = [
+        movable(20.0, serde_json::json!({})),
+        timed("a", "nlp", "normal", 100.0, serde_json::json!({})),
+    ];
+    let s = schedule(&plans, &Submits::new(), &two_groups(), &options(240.0));
+    let b = find(&s, "b");
+    assert_eq!(
+        (b.start_h, b.finish_h, b.wait_h),
+        (Some(0.0), Some(20.0), 0.0)
+    );
+    assert_eq!(
+        (b.placement.site.as_str(), b.placement.device.as_str()),
+        ("only", H800)
+    );
+    assert_eq!(b.placement.node_groups, ["ng-b"]);
+    let moved = b.placement.replaced.clone().unwrap();
+    assert_eq!(moved.planned_site, "only");
+    assert_eq!(moved.earlier_h, 92.0);
+    assert_eq!(moved.cost_change, 0.25);
+    assert_eq!(
+        moved.why,
+        "starts 4.2 days earlier at only (8 × H800_SXM on ng-b), finishes at least 3.8 days \
+         earlier, +25.0 % cost"
+    );
+    // a stays on its plan.
+    assert_eq!(find(&s, "a").placement.replaced, None);
+    // Held: 8 × 100 (a) + 8 × 20 (b) device-hours; cost 10 CNY per hour for a's 100 h, and
+    // the alternative's 150 CNY over its 20 h for b: 1,000 + 150.
+    assert_eq!(s.totals.device_hours, 960.0);
+    assert_eq!(s.totals.cost["CNY"], 1150.0);
+}
+
+#[test]
+fn a_job_keeps_its_plan_when_waiting_finishes_earlier() {
+    // The same, but the alternative takes 200 h: 0 + 200 is later than waiting's 112, so b
+    // waits for ng-a and runs 100–112.
+    let plans = [
+        movable(200.0, serde_json::json!({})),
+        timed("a", "nlp", "normal", 100.0, serde_json::json!({})),
+    ];
+    let s = schedule(&plans, &Submits::new(), &two_groups(), &options(240.0));
+    let b = find(&s, "b");
+    assert_eq!((b.start_h, b.finish_h), (Some(100.0), Some(112.0)));
+    assert_eq!(b.placement.replaced, None);
+    assert_eq!(b.placement.node_groups, ["ng-a"]);
+}
+
+#[test]
+fn a_move_that_still_misses_the_deadline_says_so_and_samples_move_alike() {
+    // b's deadline is 10 h after submission. Waiting finishes at 112 at the earliest, the
+    // alternative at 20: both miss, the alternative by 20 − 10 = 10 h, so it moves and says
+    // it misses all the same. Without throughput uncertainty or a failure model every sample
+    // draws the expected hours, so every sample moves b too and finishes it at 20.
+    let plans = [
+        movable(
+            20.0,
+            serde_json::json!({"goal": {"optimize": "time", "deadline_h": 10.0}}),
+        ),
+        timed("a", "nlp", "normal", 100.0, serde_json::json!({})),
+    ];
+    let mut o = options(240.0);
+    o.samples = 20;
+    let s = schedule(&plans, &Submits::new(), &two_groups(), &o);
+    let b = find(&s, "b");
+    assert_eq!(b.finish_h, Some(20.0));
+    let why = &b.placement.replaced.as_ref().unwrap().why;
+    assert!(
+        why.ends_with("; misses its deadline there too, by 10.0 h, but by less than waiting"),
+        "{why}"
+    );
+    let d = b.deadline.clone().unwrap();
+    assert_eq!((d.finish_p50_h, d.finish_p90_h), (Some(20.0), Some(20.0)));
+    assert_eq!(
+        (d.verdict.as_str(), d.probability_met),
+        ("missed", Some(0.0))
+    );
+    // Deterministic: the same input gives the same bytes, on any number of threads.
+    o.threads = 2;
+    let again = schedule(&plans, &Submits::new(), &two_groups(), &o);
+    assert_eq!(
+        serde_json::to_string(&s).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+}
+
+#[test]
+fn a_sample_scales_the_alternatives_hours_by_its_own_draw() {
+    // One sample's draw doubles every job's hours: a 200 h, b 24 h (of 12 expected). Waiting,
+    // b would finish at 200 + 24 = 224 at the earliest; its alternative, scaled by the same
+    // factor 24 / 12 = 2, takes 2 × 20 = 40 h: it moves and finishes at 40.
+    let plans = [
+        movable(20.0, serde_json::json!({})),
+        timed("a", "nlp", "normal", 100.0, serde_json::json!({})),
+    ];
+    let cat = two_groups();
+    let run = pool_run(plans.iter().collect(), cat.pool("t"), &Submits::new());
+    // The rules' order: a.loam before b.loam.
+    assert_eq!(run.plans[0].job, "a");
+    let pool = sim::Pool {
+        rules: &run.rules,
+        demands: &run.demands,
+        jobs: &run.jobs,
+        alternatives: &run.alternatives,
+    };
+    let outcome = sim::run(&pool, &[200.0, 24.0], 480.0, None);
+    assert_eq!(outcome.traces[1].finish_h, Some(40.0));
+    assert_eq!(outcome.traces[0].finish_h, Some(200.0));
+}

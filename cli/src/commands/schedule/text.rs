@@ -123,6 +123,9 @@ fn job_line(j: &ScheduledJob) -> String {
     if !j.reason.is_empty() && (j.finish_h.is_none() || j.wait_h > 0.0) {
         let _ = write!(line, "; {}", j.reason);
     }
+    if let Some(moved) = &j.placement.replaced {
+        let _ = write!(line, "; moved from {}: {}", moved.planned_site, moved.why);
+    }
     line.push('\n');
     line
 }
