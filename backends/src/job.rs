@@ -258,7 +258,7 @@ impl<'a> JobContext<'a> {
                 node_rank_offset: nnodes,
                 rank_offset: world_size,
                 ir: g,
-                trainer_args: group_trainer_args(plan, g, index, layout, &options.trainer),
+                trainer_args: group_trainer_args(plan, g, index, layout, options),
                 env: node
                     .env
                     .iter()
@@ -371,11 +371,11 @@ fn group_trainer_args(
     g: &GroupIr,
     index: usize,
     layout: &LayoutIr,
-    trainer: &[String],
+    options: &Options,
 ) -> Vec<String> {
     let own = g.layout.unwrap_or(*layout);
     let tensor = g.tensor.unwrap_or(own.tensor);
-    let mut args = trainer.to_vec();
+    let mut args = options.trainer.clone();
     args.extend([
         format!("--tensor-parallel={tensor}"),
         format!("--pipeline-parallel={}", own.pipeline),
@@ -434,6 +434,15 @@ fn group_trainer_args(
     };
     if let Some(split) = pipeline_layout(stages) {
         args.push(format!("--pipeline-layout={split}"));
+    }
+    if let Some(steps) = options.probe_steps {
+        // A probe (`crate::probe`): stop after these steps, log often enough for the log
+        // readers' steady median, and write no checkpoint but on a request.
+        args.extend([
+            format!("--train-steps={steps}"),
+            format!("--log-interval={}", crate::probe::log_interval(steps)),
+            "--probe".to_string(),
+        ]);
     }
     args
 }

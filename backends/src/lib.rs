@@ -17,6 +17,7 @@ pub mod escape;
 pub mod job;
 pub mod kubernetes;
 mod layout;
+pub mod probe;
 pub mod service;
 pub mod slurm;
 pub mod vendors;
@@ -93,6 +94,9 @@ pub struct Options {
     /// Slurm GRES, slice resources and serving images. A group whose vendor is not here cannot be
     /// emitted (L4012).
     pub vendors: Vendors,
+    /// Steps of a probe (`loam emit --probe`, [`probe`]): the trainer gets `--train-steps`,
+    /// `--log-interval` and `--probe` after the layout arguments. `None`: a whole job.
+    pub probe_steps: Option<u64>,
 }
 
 impl Options {
@@ -114,6 +118,7 @@ impl Options {
             serving_image: None,
             window_image: None,
             vendors,
+            probe_steps: None,
         }
     }
 

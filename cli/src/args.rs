@@ -296,6 +296,15 @@ pub struct EmitArgs {
     /// docker.io/alpine/k8s:1.33.0.
     #[arg(long, value_name = "IMAGE")]
     pub window_image: Option<String>,
+    /// Write only a probe of this job: a short run of its layout on its node groups (a few
+    /// hundred steps, no periodic checkpoint), named `<job>-probe`, whose log
+    /// `loam runs ingest` reads back (docs/calibration.md, "The probe job").
+    #[arg(long, value_name = "JOB")]
+    pub probe: Option<String>,
+    /// Steps of the probe. Default: as many as take an hour, at least 40 and at most 200.
+    #[arg(long, value_name = "STEPS", requires = "probe",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub probe_steps: Option<u64>,
     /// The folder to write; replaced as a whole, only if empty or written by `loam emit` and
     /// unchanged since (its `.loam-emit` lists every file and its SHA-256).
     #[arg(long, value_name = "DIR")]

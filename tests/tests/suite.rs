@@ -32,6 +32,7 @@ mod emit;
 mod emit_baremetal;
 mod emit_deploy_review;
 mod emit_kubernetes;
+mod emit_probe;
 mod emit_services;
 mod emit_slurm;
 mod emit_tools;

@@ -14,6 +14,7 @@ use loam_ir::span::SourceMap;
 use std::path::Path;
 
 mod from_json;
+mod probe;
 
 /// Runs `loam emit`; exit 0 when every manifest was written, 1 on problems in the specs or plans
 /// (nothing written; a plan JSON made with another catalogue is one, L4010, and so is one that
@@ -58,6 +59,16 @@ pub fn run(
         };
         (planned.document, catalogue, Vec::new())
     };
+    let (doc, probe_steps) = match &args.probe {
+        Some(job) => match loam_backends::probe::document(&doc, job, args.probe_steps) {
+            Ok((probed, steps)) => (probed, Some(steps)),
+            Err(message) => {
+                cx.eprint(&format!("error: --probe: {message}; nothing emitted\n"));
+                return Ok(2);
+            }
+        },
+        None => (doc, None),
+    };
     let target = match args.backend {
         EmitBackend::Kubernetes => Target::Kubernetes,
         EmitBackend::Slurm => Target::Slurm,
@@ -92,6 +103,7 @@ pub fn run(
         options.serving_image = Some(image.clone());
     }
     options.window_image.clone_from(&args.window_image);
+    options.probe_steps = probe_steps;
     if let Some(trainer) = &args.trainer {
         options.trainer = trainer.split_whitespace().map(str::to_string).collect();
     }
@@ -118,6 +130,9 @@ pub fn run(
     }
     for need in loam_backends::still_to_provide(&doc, target, &options) {
         cx.eprint(&format!("still to provide: {need}\n"));
+    }
+    if let (Some(job), Some(steps)) = (&args.probe, probe_steps) {
+        cx.eprint(&probe::read_back(job, steps, target));
     }
     cx.print(&format!(
         "wrote {} {} for {} {}{services} to {}\n",
