@@ -184,6 +184,10 @@ pub(crate) fn choose(
     }
     let planned_start_h = earliest_start(planned, ask);
     let planned_finish_h = planned_start_h + ask.work_h;
+    // Never for a placeable job (see `earliest_start`); a move needs a finite gain to state.
+    if !planned_finish_h.is_finite() {
+        return None;
+    }
     alternatives.iter().enumerate().find_map(|(k, a)| {
         let finish_h = ask.t + a.hours * ask.scale;
         (finish_h < planned_finish_h - EPS_H
