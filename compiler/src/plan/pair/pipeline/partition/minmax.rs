@@ -125,17 +125,28 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
         let latest = reach.get(k).copied().unwrap_or(last).min(row.last_end - 1);
         let starts = if k == 0 { 0..=0 } else { k..=latest };
         let mut hint = 0;
-        // The first end whose floor passes the cap from the previous start: the floor never
-        // increases as the start grows, so no end before it passes from a later start either.
-        let mut past_cap = 0;
+        // By end, the first end from it on whose rest is under the cap (`m` for none).
+        let under = if cap.is_finite() {
+            let mut under = vec![m; m + 1];
+            for j in (0..=row.last_end).rev() {
+                let next = if rest.get(j).is_some_and(|x| *x <= cap) {
+                    j
+                } else {
+                    under.get(j + 1).copied().unwrap_or(m)
+                };
+                *under.get_mut(j)? = next;
+            }
+            under
+        } else {
+            Vec::new()
+        };
         for c in starts {
-            // No end both keeps the stage's floor under the cap and leaves a rest under it.
+            // No end both keeps the stage's floor under the cap and leaves a rest under it: the
+            // floor never decreases as the end grows, so the first end whose rest is under the
+            // cap is the one to try.
             if cap.is_finite() {
-                let past = first_index_after(c + 1, row.last_end + 1, past_cap, |j| {
-                    (times.floor)(k, c, j, 0) > cap
-                });
-                past_cap = past;
-                if past <= c + 1 || row.table.min(c + 1, past - 1) > cap {
+                let next = under.get(c + 1).copied().unwrap_or(m);
+                if next > row.last_end || (times.floor)(k, c, next, 0) > cap {
                     continue;
                 }
             }
@@ -293,29 +304,6 @@ pub(super) fn first_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool)
         }
     }
     below
-}
-
-/// [`first_index`] when `holds` is known not to hold before `known` either: galloping out from
-/// `known`, in `O(log d)` tests for an answer `d` past it (one test when it is `known` itself)
-/// instead of `O(log (stop − lo))`. The same answer, as the predicate is monotone.
-fn first_index_after(lo: usize, stop: usize, known: usize, holds: impl Fn(usize) -> bool) -> usize {
-    let mut below = known.max(lo);
-    if below >= stop || holds(below) {
-        return below.min(stop);
-    }
-    // `holds` fails up to `below`: double the step until it holds, then bisect the last step.
-    let mut step = 1;
-    loop {
-        let next = below.saturating_add(step);
-        if next >= stop {
-            return first_index(below + 1, stop, holds);
-        }
-        if holds(next) {
-            return first_index(below + 1, next, holds);
-        }
-        below = next;
-        step *= 2;
-    }
 }
 
 /// The first `j` in `[lo, stop)` whose probe is at or after the crossing (`stop` when none is),

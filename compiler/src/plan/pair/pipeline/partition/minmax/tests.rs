@@ -6,8 +6,7 @@
 //! it grows).
 
 use super::{
-    StageTimes, first_index, first_index_after, min_max_partition, min_max_partition_by_scan,
-    min_max_partition_exhaustive,
+    StageTimes, min_max_partition, min_max_partition_by_scan, min_max_partition_exhaustive,
 };
 use proptest::prelude::*;
 
@@ -198,35 +197,6 @@ proptest! {
         // Below it no partition is of use.
         let below = optimum * (1.0 - 1e-6) - 1e-9;
         prop_assert_eq!(chain.capped(below), None);
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
-
-    #[test]
-    fn galloping_from_a_known_miss_finds_the_bisections_first_index(
-        lo in 0usize..40,
-        len in 0usize..300,
-        answer in 0usize..400,
-        known in 0usize..400,
-    ) {
-        // A predicate that holds from `answer` on, searched in `[lo, lo + len)`, from any point
-        // at or before the first index (where it is known to fail before).
-        let stop = lo + len;
-        let holds = |j: usize| j >= answer;
-        let first = first_index(lo, stop, holds);
-        let known = known.min(first);
-        let tests = std::cell::Cell::new(0);
-        let counted = |j: usize| {
-            tests.set(tests.get() + 1);
-            holds(j)
-        };
-        prop_assert_eq!(first_index_after(lo, stop, known, counted), first);
-        // Galloping: about twice the bits of the distance from `known`, never the whole range.
-        let distance = (first - known.max(lo)).max(1);
-        let bits = (usize::BITS - distance.leading_zeros()) as usize;
-        prop_assert!(tests.get() <= 2 * bits + 2, "{} tests for {}", tests.get(), distance);
     }
 }
 
