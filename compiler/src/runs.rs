@@ -6,6 +6,7 @@
 mod deepspeed;
 pub mod drift;
 mod hf_trainer;
+mod lightning;
 mod megatron;
 mod serving_bench;
 pub mod store;
@@ -37,7 +38,8 @@ pub struct TrainingMeasure {
     /// (torchtitan's `tps`).
     pub tokens_per_s_per_device: Option<f64>,
     /// Median samples (sequences) per second of the whole job, where the tool prints that
-    /// (DeepSpeed's `CurrSamplesPerSec`, the HF Trainer's `train_samples_per_second`).
+    /// (DeepSpeed's `CurrSamplesPerSec`, the HF Trainer's `train_samples_per_second`,
+    /// Lightning's `train/samples_per_sec`).
     pub samples_per_s: Option<f64>,
     /// Median of the tool's own model TFLOP/s per device over the kept intervals, when printed.
     pub tflops_per_device: Option<f64>,
@@ -123,13 +125,17 @@ pub fn ingest(text: &str) -> Result<Measured, IngestError> {
     if hf_trainer::recognises(text) {
         return hf_trainer::read(text).map(Measured::Training);
     }
+    if lightning::recognises(text) {
+        return lightning::read(text).map(Measured::Training);
+    }
     Err(IngestError {
         line: 0,
         message: "no line of a format loam reads: Megatron-LM or NeMo training logs \
                   (`iteration N/ M | … elapsed time per iteration (ms): …`), torchtitan's \
                   (`step: N  loss: …  tps: …`), DeepSpeed's throughput timer \
                   (`global_step=N, … CurrSamplesPerSec=…`), the Hugging Face Trainer's closing \
-                  metrics (`'train_samples_per_second': …`), or the JSON result of vLLM's benchmark_serving \
+                  metrics (`'train_samples_per_second': …`), PyTorch Lightning's `metrics.csv` with \
+                  its ThroughputMonitor (`train/device/samples_per_sec`), or the JSON result of vLLM's benchmark_serving \
                   or SGLang's bench_serving"
             .into(),
     })

@@ -161,3 +161,44 @@ fn a_hugging_face_trainer_log_gives_the_whole_runs_rates() {
     };
     assert_eq!(e.line, 8);
 }
+
+#[test]
+fn a_lightning_metrics_csv_keeps_the_steady_windows_of_the_throughput_monitor() {
+    // Eight devices, a rate every 50 steps once the 100-batch window is full. Rows with a
+    // training rate at steps 99 and 149 are warm-up; 199, 249, 299, 349 and 399 are kept with
+    // job rates 36.16, 36.0, 32.8 (a window holding a checkpoint save, which Lightning does not
+    // log), 36.4 and 36.08: median 36.08 samples/s. Loss rows, the step-49 row whose window is
+    // not full and the validation row have no training rate and are not intervals.
+    let Ok(Measured::Training(m)) = ingest(&fixture("lightning-metrics.csv")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "lightning");
+    assert_eq!(m.samples_per_s, Some(36.08));
+    assert_eq!(m.kept, vec![199, 249, 299, 349, 399]);
+    assert_eq!(
+        m.excluded,
+        vec![(99, Exclusion::WarmUp), (149, Exclusion::WarmUp)]
+    );
+    // A world of one device has no job-wide column: the per-device rate is the job's.
+    let csv = fixture("lightning-metrics.csv");
+    let single: String = csv
+        .lines()
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split(',').collect();
+            cells.remove(7);
+            cells.remove(3);
+            cells.join(",") + "\n"
+        })
+        .collect();
+    let Ok(Measured::Training(m)) = ingest(&single) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.samples_per_s, Some(4.51));
+    // A file cut in the middle of its last row is located there.
+    let cut = csv.trim_end().rsplit_once(',').unwrap().0;
+    let Err(e) = ingest(cut) else {
+        panic!("a cut row is an error")
+    };
+    assert_eq!(e.line, 12, "{e}");
+    assert!(e.message.contains("partial"), "{e}");
+}

@@ -1,0 +1,135 @@
+//! PyTorch Lightning's `metrics.csv` with its `ThroughputMonitor`: the CSV logger
+//! (`CSVLogger`, `lightning/fabric/loggers/csv_logs.py`) writes one row per `log_metrics` call
+//! under a header of every key logged, sorted, with `step` among them; the callback
+//! (`lightning/pytorch/callbacks/throughput_monitor.py`) logs the stage, the separator (`/` by
+//! default) and `Throughput.compute`'s keys (`lightning/fabric/utilities/throughput.py`):
+//! `train/device/samples_per_sec` (a rolling mean over the last `window_size` batches, 100 by
+//! default, reported only once the window is full) and, when the world is larger than one,
+//! `train/samples_per_sec` (that times the world size).
+//!
+//! The callback already takes validation time out of the training clock (`on_validation_end`),
+//! so no row is left out for an evaluation; a checkpoint save is not logged and cannot be left
+//! out (the median keeps one slow window from moving the figure). The first
+//! [`WARM_UP_INTERVALS`] rows with a rate are warm-up: the first full window reaches back to the
+//! first batch.
+
+use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+
+/// The per-device rate's key after the stage and separator.
+const DEVICE_RATE: &str = "samples_per_sec";
+
+/// The columns that matter, by index in the header.
+struct Columns {
+    step: usize,
+    /// `train<sep>device<sep>samples_per_sec`.
+    device: usize,
+    /// `train<sep>samples_per_sec`, present when the world is larger than one.
+    global: Option<usize>,
+}
+
+/// The header's columns when it is a Lightning `metrics.csv` with the training throughput.
+fn columns(header: &str) -> Option<Columns> {
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    let index = |wanted: &dyn Fn(&str) -> bool| names.iter().position(|n| wanted(n));
+    let rate = |n: &str| n.starts_with("train") && n.ends_with(DEVICE_RATE);
+    let device = index(&|n| rate(n) && n.contains("device"))?;
+    let global = index(&|n| rate(n) && !n.contains("device"));
+    let step = index(&|n| n == "step")?;
+    Some(Columns {
+        step,
+        device,
+        global,
+    })
+}
+
+/// Whether `text` is a Lightning `metrics.csv` holding `ThroughputMonitor`'s training rate.
+pub(super) fn recognises(text: &str) -> bool {
+    text.lines().next().and_then(columns).is_some()
+}
+
+/// The steady samples per second of the job: the median over the kept rows of the global rate
+/// (or the per-device rate, in a world of one device).
+pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let columns = columns(header).ok_or(IngestError {
+        line: 1,
+        message: "the header names no `train/device/samples_per_sec` and `step` columns".into(),
+    })?;
+    let width = header.split(',').count();
+    let count = text.lines().count();
+    let mut rates = Vec::new();
+    let mut kept = Vec::new();
+    let mut excluded = Vec::new();
+    let mut logged = 0usize;
+    for (index, line) in lines.enumerate() {
+        let number = index + 2;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let located = |message: String| IngestError {
+            line: number,
+            message,
+        };
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        if cells.len() != width {
+            let why = if number == count && !text.ends_with('\n') {
+                "the file ends in the middle of a row (a partial file)"
+            } else {
+                "a row whose cells do not match the header"
+            };
+            return Err(located(format!(
+                "{why}: {} cells for {width} columns",
+                cells.len()
+            )));
+        }
+        let cell = |i: usize| cells.get(i).copied().unwrap_or_default();
+        let per_device = cell(columns.device);
+        if per_device.is_empty() {
+            // Another metric's row (a loss, a validation rate), or a window not yet full.
+            continue;
+        }
+        let positive = |text: &str, what: &str| {
+            text.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| located(format!("{what} `{text}` is not a positive number")))
+        };
+        let per_device = positive(per_device, "the per-device rate")?;
+        let rate = match columns.global.map(cell).filter(|c| !c.is_empty()) {
+            Some(global) => positive(global, "the job's rate")?,
+            None => per_device,
+        };
+        let step = cell(columns.step).parse::<u64>().map_err(|_| {
+            located(format!(
+                "the step `{}` is not a step number",
+                cell(columns.step)
+            ))
+        })?;
+        let warm_up = logged < WARM_UP_INTERVALS;
+        logged += 1;
+        if warm_up {
+            excluded.push((step, Exclusion::WarmUp));
+            continue;
+        }
+        rates.push(rate);
+        kept.push(step);
+    }
+    let samples_per_s = median(&rates).ok_or_else(|| IngestError {
+        line: 0,
+        message: format!(
+            "no steady interval: {logged} rows with a training rate, every one warm-up; log more \
+             steps (the rate appears once the monitor's window of batches is full)"
+        ),
+    })?;
+    Ok(TrainingMeasure {
+        tool: "lightning",
+        step_s: None,
+        tokens_per_s_per_device: None,
+        samples_per_s: Some(samples_per_s),
+        tflops_per_device: None,
+        global_batch: None,
+        kept,
+        excluded,
+    })
+}
