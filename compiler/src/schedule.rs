@@ -321,7 +321,8 @@ fn scheduled_job(
                 planned_site: place.site,
                 earlier_h: significant(m.earlier_h()),
                 cost_change: significant(a.cost_change.unwrap_or(0.0)),
-                why: m.why(a),
+                why: m.why(a, &name_of),
+                migrated_at_h: m.migrated_for.map(|_| significant(m.at_h)),
             }),
         };
     }

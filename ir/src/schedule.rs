@@ -174,12 +174,17 @@ pub struct Placement {
 pub struct Replacement {
     /// Where the plan put it.
     pub planned_site: String,
-    /// Hours earlier it finishes than on its plan's placement.
+    /// Hours earlier it finishes than on its plan's placement (negative for a migration, which
+    /// delays the migrated job so that another may start).
     pub earlier_h: f64,
     /// Cost change against the plan, as a fraction (0.03 = 3 % more).
     pub cost_change: f64,
     /// In words: "starts 4.0 days earlier at guiyang, +3 % cost".
     pub why: String,
+    /// Set when the job was migrated while running (from its last checkpoint, to let a waiting
+    /// job start): the hour it moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrated_at_h: Option<f64>,
 }
 
 /// One site × device type on one day.

@@ -26,6 +26,8 @@ pub(crate) struct SimJob {
     pub(crate) window: Option<(f64, f64)>,
     /// Devices it holds while it runs.
     pub(crate) devices: u64,
+    /// Whether it tolerates preemption (so it may be migrated, rule 14).
+    pub(crate) interruptible: bool,
 }
 
 impl SimJob {
@@ -55,6 +57,7 @@ impl SimJob {
                 .filter(|s| s.hours_per_day > 0 && s.hours_per_day < 24)
                 .map(|s| ((s.start_hour % 24) as f64, s.hours_per_day as f64)),
             devices: plan.groups.iter().map(|g| g.devices).sum(),
+            interruptible: plan.interruptible,
         })
     }
 
@@ -98,6 +101,7 @@ mod tests {
             deadline_h: None,
             window: Some((start, hours)),
             devices: 8,
+            interruptible: true,
         }
     }
 

@@ -51,8 +51,11 @@ pub(crate) struct Moved {
     /// Its deadline (an instant), when it has one.
     pub(crate) deadline_at_h: Option<f64>,
     /// Hours of work it had done on its plan's node groups before a preemption, which it
-    /// does again on the alternative.
+    /// does again on the alternative; for a migration, the work since its last checkpoint.
     pub(crate) redone_h: f64,
+    /// For a migration of a running job (rule 14): the waiting job it made room for, and the
+    /// hours sooner that one starts.
+    pub(crate) migrated_for: Option<(usize, f64)>,
 }
 
 impl Moved {
@@ -62,8 +65,27 @@ impl Moved {
     }
 
     /// In words: "starts 4.0 days earlier at guiyang (256 × H800_SXM on gy-h800-a), finishes at
-    /// least 3.1 days earlier, +3.0 % cost".
-    pub(crate) fn why(&self, alternative: &Alternative) -> String {
+    /// least 3.1 days earlier, +3.0 % cost"; `name` names a job by its index.
+    pub(crate) fn why(&self, alternative: &Alternative, name: &dyn Fn(usize) -> String) -> String {
+        if let Some((other, gain_h)) = self.migrated_for {
+            let mut text = format!(
+                "migrated at hour {} from its last checkpoint to {} ({} × {} on {}) so that `{}` \
+                 could start {} sooner; finishes {} later ({} of work redone and a restart)",
+                loam_ir::display::significant(self.at_h),
+                alternative.site,
+                alternative.devices,
+                alternative.device,
+                alternative.node_groups.join(" + "),
+                name(other),
+                hours_or_days(gain_h),
+                hours_or_days(-self.earlier_h()),
+                hours_or_days(self.redone_h),
+            );
+            if let Some(change) = alternative.cost_change {
+                text.push_str(&format!(", {} cost", percent_signed(change)));
+            }
+            return text;
+        }
         let mut text = format!(
             "starts {} earlier at {} ({} × {} on {}), finishes at least {} earlier",
             hours_or_days(self.planned_start_h - self.at_h),
@@ -203,6 +225,7 @@ pub(crate) fn choose(
             finish_h,
             deadline_at_h: ask.deadline_at_h,
             redone_h: (ask.planned_h - ask.work_h).max(0.0),
+            migrated_for: None,
         })
     })
 }
@@ -211,7 +234,7 @@ pub(crate) fn choose(
 /// group, the tenant's quota and the cohort of each device type it lacks, the instant enough
 /// of the jobs holding them have finished or given them back. `f64::INFINITY` when even all of
 /// them would not do (the rules' never-admissible checks exclude that for a placeable job).
-fn earliest_start(d: &Demand, ask: &Ask<'_>) -> f64 {
+pub(crate) fn earliest_start(d: &Demand, ask: &Ask<'_>) -> f64 {
     let Ask {
         rules,
         demands,

@@ -121,6 +121,14 @@ pub(crate) fn run(
         .collect();
     let mut traces: Vec<Trace> = vec![Trace::default(); n];
     let order = queue_order(&demands, jobs);
+    let migratable: Vec<usize> = (0..n)
+        .filter(|&j| {
+            jobs.get(j)
+                .and_then(Option::as_ref)
+                .is_some_and(|job| job.interruptible && job.window.is_none())
+                && alternatives.get(j).is_some_and(|a| !a.is_empty())
+        })
+        .collect();
     let mut queue: Vec<(f64, usize, usize)> = Vec::new();
     let mut ledger = Ledger::default();
     let mut capacity = Capacity::new(rules, &demands);
@@ -166,6 +174,7 @@ pub(crate) fn run(
                 jobs,
                 alternatives,
                 work_h,
+                migratable: &migratable,
                 order: &order,
                 explain,
                 t,
@@ -361,6 +370,8 @@ struct Pass<'a> {
     alternatives: &'a [Vec<Alternative>],
     /// This run's hours of work per job (expected or sampled).
     work_h: &'a [f64],
+    /// Jobs rule 14 may migrate (interruptible, no window, with alternatives), in order.
+    migratable: &'a [usize],
     order: &'a [usize],
     /// Word the reason of each wait (the expected schedule; not the samples).
     explain: bool,
@@ -454,6 +465,10 @@ fn admit_waiting(
                 }
                 decision = Some((None, Vec::new(), Rule::Reclaim));
             }
+            // Rule 14: or make room by migrating a running interruptible job.
+            if decision.is_none() && may_preempt && try_migrate(p, i, states, traces, held) {
+                decision = Some((None, Vec::new(), Rule::Reclaim));
+            }
             let Some(Some(demand)) = held.demands.get(i) else {
                 continue;
             };
@@ -521,19 +536,7 @@ fn try_move<'a>(
     }
     let work_h = states.get(i)?.remaining_h;
     let planned_h = p.work_h.get(i).copied().unwrap_or(job.work_h);
-    let mut releases: Vec<(f64, usize)> = states
-        .iter()
-        .enumerate()
-        .filter_map(|(j, s)| {
-            let Phase::Running { .. } = s.phase else {
-                return None;
-            };
-            let finish = p.t + s.remaining_h.max(0.0);
-            let edge = p.jobs.get(j)?.as_ref()?.next_window_edge(p.t);
-            Some((edge.map_or(finish, |e| e.min(finish)), j))
-        })
-        .collect();
-    releases.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let releases = releases(p, states);
     let moved = replace::choose(
         planned,
         alternatives,
@@ -560,6 +563,167 @@ fn try_move<'a>(
     state.devices = alternative.devices;
     traces.get_mut(i)?.moved = Some(moved);
     Some(alternative)
+}
+
+/// `(hour, job)`: when each running job finishes or gives its devices back at its window's
+/// close, in time order.
+fn releases(p: &Pass<'_>, states: &[State]) -> Vec<(f64, usize)> {
+    let mut releases: Vec<(f64, usize)> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(j, s)| {
+            let Phase::Running { .. } = s.phase else {
+                return None;
+            };
+            let finish = p.t + s.remaining_h.max(0.0);
+            let edge = p.jobs.get(j)?.as_ref()?.next_window_edge(p.t);
+            Some((edge.map_or(finish, |e| e.min(finish)), j))
+        })
+        .collect();
+    releases.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    releases
+}
+
+/// Rule 14 for job `i`, which can neither fit, preempt nor move at `p.t`: a running
+/// interruptible job of no higher priority, without a window and not moved before, whose
+/// devices would let `i` start now, is migrated to the first of its alternatives that fits
+/// beside `i`, from its last checkpoint (the work since is redone, plus its restart), when that
+/// delays it by less than `i` starts sooner (against the same bound as rule 13). Returns
+/// whether one was migrated; `i` then fits.
+fn try_migrate(
+    p: &Pass<'_>,
+    i: usize,
+    states: &mut [State],
+    traces: &mut [Trace],
+    held: &mut Held<'_, '_>,
+) -> bool {
+    let Some(Some(wanted)) = held.demands.get(i) else {
+        return false;
+    };
+    // Who may be migrated, before anything is counted.
+    let eligible = |j: usize| -> Option<(&SimJob, &State, usize, &Demand)> {
+        let job = p.jobs.get(j)?.as_ref()?;
+        let state = states.get(j)?;
+        let Phase::Running { seq, .. } = state.phase else {
+            return None;
+        };
+        let mine = held.demands.get(j)?.as_ref()?;
+        (j != i
+            && job.interruptible
+            && job.window.is_none()
+            && mine.priority <= wanted.priority
+            && p.alternatives.get(j).is_some_and(|a| !a.is_empty())
+            && traces.get(j)?.moved.is_none())
+        .then_some((job, state, seq, mine))
+    };
+    if !p.migratable.iter().any(|&j| eligible(j).is_some()) {
+        return false;
+    }
+    // How much sooner `i` starts than waiting could (rule 13's bound).
+    let releases = releases(p, states);
+    let Some(me) = p.jobs.get(i).and_then(Option::as_ref) else {
+        return false;
+    };
+    let ask = replace::Ask {
+        rules: p.rules,
+        demands: held.demands,
+        ledger: held.ledger,
+        releases: &releases,
+        t: p.t,
+        work_h: 0.0,
+        planned_h: 0.0,
+        scale: 1.0,
+        deadline_at_h: me.deadline_h.map(|d| me.submit_h + d),
+    };
+    let gain_h = replace::earliest_start(wanted, &ask) - p.t;
+    if !gain_h.is_finite() {
+        return false;
+    }
+    // The first job in the rules' order, on the first of its alternatives that fits beside `i`,
+    // whose delay is below that gain: (job, alternative, hours left there, delay, its seq).
+    let candidate = |j: usize| -> Option<(usize, usize, f64, f64, usize)> {
+        let (job, state, seq, mine) = eligible(j)?;
+        let mut without = held.ledger.clone();
+        without.remove(seq, mine);
+        without
+            .fits(wanted, &p.rules.quotas, &p.rules.groups)
+            .ok()?;
+        without.add(usize::MAX, i, wanted);
+        let total_h = p.work_h.get(j).copied().unwrap_or(job.work_h);
+        let scale = if job.work_h > 0.0 {
+            total_h / job.work_h
+        } else {
+            1.0
+        };
+        // The share of its work left from its last checkpoint.
+        let left = if total_h > 0.0 {
+            ((state.remaining_h + state.since_checkpoint_h) / total_h).min(1.0)
+        } else {
+            1.0
+        };
+        let (k, a) = p.alternatives.get(j)?.iter().enumerate().find(|(_, a)| {
+            without
+                .fits(&a.demand, &p.rules.quotas, &p.rules.groups)
+                .is_ok()
+        })?;
+        let new_h = a.hours * scale * left + job.restart_h;
+        let delay_h = new_h - state.remaining_h;
+        (delay_h < gain_h - EPS_H).then_some((j, k, new_h, delay_h, seq))
+    };
+    let Some((j, k, new_h, _, seq)) = p.migratable.iter().copied().find_map(candidate) else {
+        return false;
+    };
+    let (Some(alternative), Some(Some(mine))) = (
+        p.alternatives.get(j).and_then(|a| a.get(k)),
+        held.demands.get(j),
+    ) else {
+        return false;
+    };
+    // Off its node groups: from its last checkpoint, onto the alternative's.
+    held.ledger.remove(seq, mine);
+    held.capacity.remove(j);
+    held.capacity.set_needs(j, p.rules, &alternative.demand);
+    if let Some(slot) = held.demands.to_mut().get_mut(j) {
+        *slot = Some(alternative.demand.clone());
+    }
+    held.ledger.add(*held.next_seq, j, &alternative.demand);
+    held.capacity.add(j);
+    let Some(state) = states.get_mut(j) else {
+        return false;
+    };
+    let Phase::Running { since_h, .. } = state.phase else {
+        return false;
+    };
+    close_run(traces, j, since_h, p.t);
+    let redone_h = state.since_checkpoint_h;
+    let old_h = state.remaining_h;
+    state.phase = Phase::Running {
+        seq: *held.next_seq,
+        since_h: p.t,
+    };
+    state.remaining_h = new_h;
+    state.since_checkpoint_h = 0.0;
+    state.devices = alternative.devices;
+    *held.next_seq += 1;
+    *held.version += 1;
+    let deadline_at_h = p
+        .jobs
+        .get(j)
+        .and_then(Option::as_ref)
+        .and_then(|m| m.deadline_h.map(|d| m.submit_h + d));
+    if let Some(trace) = traces.get_mut(j) {
+        trace.moved = Some(Moved {
+            alternative: k,
+            at_h: p.t,
+            planned_start_h: p.t,
+            planned_finish_h: p.t + old_h,
+            finish_h: p.t + new_h,
+            deadline_at_h,
+            redone_h,
+            migrated_for: Some((i, gain_h)),
+        });
+    }
+    true
 }
 
 /// Job `v` is evicted at `t` by job `by`: it loses the work since its last checkpoint and

@@ -469,3 +469,75 @@ fn a_sample_scales_the_alternatives_hours_by_its_own_draw() {
     assert_eq!(outcome.traces[1].finish_h, Some(40.0));
     assert_eq!(outcome.traces[0].finish_h, Some(200.0));
 }
+
+/// `a`, interruptible, 100 h on 8 H100 of `ng-a` with a checkpoint every hour, whose plan costs
+/// 10 × 100 = 1,000 CNY; one alternative, 8 H800 of `ng-b`, taking `alt_hours` for 1,100 CNY
+/// (+10 %).
+fn migratable(alt_hours: f64, interruptible: bool) -> Plan {
+    timed(
+        "a",
+        "nlp",
+        "normal",
+        100.0,
+        serde_json::json!({
+            "interruptible": interruptible,
+            "checkpoint": {"interval_min": 60.0, "write_s": 10.0, "path": "/ckpt/nlp/a"},
+            "alternatives": [{
+                "shape": "single-type", "lost_on": "slower",
+                "summary": "on 8 × H800_SXM at only (ng-b)", "objective": alt_hours,
+                "why_not": "slower", "time_h": alt_hours, "cost": 1100.0, "carbon_kg": 10.0,
+                "placement": [{"site": "only", "node_group": "ng-b", "device": "H800_SXM",
+                               "devices": 8}]
+            }]
+        }),
+    )
+}
+
+#[test]
+fn a_running_interruptible_job_migrates_from_its_checkpoint_to_let_a_waiting_one_start() {
+    // a runs on ng-a from 0. b (12 h on the same 8 H100, same priority, no alternative) is
+    // submitted at 10.5: it cannot fit, preempt or move, and waiting it would start at 100.
+    // a has done 10.5 h, checkpointed at 10, so 0.5 h is redone: 90 % of its work is left, which
+    // takes 0.9 × 120 = 108 h on its alternative (no restart in this plan), 108 − 89.5 = 18.5 h
+    // more than staying; b starts 100 − 10.5 = 89.5 h (3.7 days) sooner. 18.5 < 89.5: a
+    // migrates at 10.5 and finishes at 10.5 + 108 = 118.5; b runs 10.5–22.5.
+    let plans = [
+        migratable(120.0, true),
+        timed("b", "nlp", "normal", 12.0, serde_json::json!({})),
+    ];
+    let submits: Submits = [(("b.loam".to_string(), "b".to_string()), 10.5)].into();
+    let s = schedule(&plans, &submits, &two_groups(), &options(240.0));
+    let b = find(&s, "b");
+    assert_eq!((b.start_h, b.finish_h), (Some(10.5), Some(22.5)));
+    let a = find(&s, "a");
+    assert_eq!(a.finish_h, Some(118.5));
+    let runs: Vec<(f64, f64)> = a.runs.iter().map(|r| (r.from_h, r.to_h)).collect();
+    assert_eq!(runs, [(0.0, 10.5), (10.5, 118.5)]);
+    assert!(a.preemptions.is_empty());
+    assert_eq!(a.placement.node_groups, ["ng-b"]);
+    let moved = a.placement.replaced.clone().unwrap();
+    // Negative: it finishes 18.5 h later than staying.
+    assert_eq!((moved.earlier_h, moved.cost_change), (-18.5, 0.1));
+    assert_eq!(moved.migrated_at_h, Some(10.5));
+    assert_eq!(
+        moved.why,
+        "migrated at hour 10.5 from its last checkpoint to only (8 × H800_SXM on ng-b) so that \
+         `b` could start 3.7 days sooner; finishes 18.5 h later (0.5 h of work redone and a \
+         restart), +10.0 % cost"
+    );
+}
+
+#[test]
+fn no_migration_when_it_costs_more_than_it_gains_or_the_job_is_not_interruptible() {
+    // On an alternative of 1,000 h, a would need 0.9 × 1000 = 900 h more from 10.5, 810.5 h
+    // later than staying, for b's 89.5 h: no migration, b waits until a finishes at 100. And a
+    // job that is not interruptible never migrates, however much it would help.
+    for a in [migratable(1000.0, true), migratable(120.0, false)] {
+        let plans = [a, timed("b", "nlp", "normal", 12.0, serde_json::json!({}))];
+        let submits: Submits = [(("b.loam".to_string(), "b".to_string()), 10.5)].into();
+        let s = schedule(&plans, &submits, &two_groups(), &options(240.0));
+        assert_eq!(find(&s, "b").start_h, Some(100.0));
+        assert_eq!(find(&s, "a").placement.replaced, None);
+        assert_eq!(find(&s, "a").finish_h, Some(100.0));
+    }
+}

@@ -124,7 +124,11 @@ fn job_line(j: &ScheduledJob) -> String {
         let _ = write!(line, "; {}", j.reason);
     }
     if let Some(moved) = &j.placement.replaced {
-        let _ = write!(line, "; moved from {}: {}", moved.planned_site, moved.why);
+        if moved.migrated_at_h.is_some() {
+            let _ = write!(line, "; {} (planned at {})", moved.why, moved.planned_site);
+        } else {
+            let _ = write!(line, "; moved from {}: {}", moved.planned_site, moved.why);
+        }
     }
     line.push('\n');
     line
