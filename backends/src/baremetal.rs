@@ -2,15 +2,101 @@
 //! the trainer contract and resumes all hosts from their checkpoint when one fails (or, with a
 //! cheap-hours window, when the window opens again), and the plan JSON.
 
+use crate::change::{self, Effect, Reason};
 use crate::contract;
 use crate::job::JobContext;
 use crate::kubernetes::{render_one, template_error};
+use crate::service::ServiceContext;
 use crate::window::{self, Window};
-use crate::{Manifest, Options, env};
+use crate::{Backend, Manifest, Options, env};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::names::dns_label;
 use minijinja::Value;
 use serde::Serialize;
+
+/// The bare-metal backend: a hostfile and an ssh launcher per job and per service.
+pub struct Baremetal;
+
+impl Backend for Baremetal {
+    fn name(&self) -> &'static str {
+        "baremetal"
+    }
+
+    fn summary(&self) -> &'static str {
+        "A hostfile, an ssh launcher and the plan JSON"
+    }
+
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                "baremetal/hostfile.j2",
+                include_str!("../templates/baremetal/hostfile.j2"),
+            ),
+            (
+                "baremetal/launch.sh.j2",
+                include_str!("../templates/baremetal/launch.sh.j2"),
+            ),
+            (
+                "baremetal/service-hostfile.j2",
+                include_str!("../templates/baremetal/service-hostfile.j2"),
+            ),
+            (
+                "baremetal/service-launch.sh.j2",
+                include_str!("../templates/baremetal/service-launch.sh.j2"),
+            ),
+            (
+                "baremetal/service-router.sh.j2",
+                include_str!("../templates/baremetal/service-router.sh.j2"),
+            ),
+        ]
+    }
+
+    fn render_job(
+        &self,
+        job: &JobContext<'_>,
+        options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        render(job, options)
+    }
+
+    fn render_service(
+        &self,
+        service: &ServiceContext<'_>,
+        _options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        crate::service::baremetal::render(service)
+    }
+
+    fn probe_log(&self) -> &'static str {
+        "the last node's log, `$LOGDIR/node<N-1>.log` on the launching machine"
+    }
+
+    /// The launcher and the hostfile are read when the job starts, so any change to them means
+    /// stop and relaunch; `plan.json` is data the trainer reads at its next start.
+    fn classify(&self, file: &str, shared: bool, old: &str, new: &str) -> Vec<Reason> {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        let reason = if shared {
+            change::shared_script(file, old, new)
+        } else if name == "plan.json" {
+            change::script(
+                file,
+                old,
+                new,
+                Effect::InPlace,
+                "data the trainer reads at its next start: copy it to the hosts",
+            )
+        } else {
+            change::script(
+                file,
+                old,
+                new,
+                Effect::Replace,
+                "read when the launch starts: stop and relaunch",
+            )
+        };
+        reason.into_iter().collect()
+    }
+}
 
 #[derive(Serialize)]
 struct LaunchContext<'a> {

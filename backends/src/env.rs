@@ -1,5 +1,5 @@
-//! The one template environment: every template under `backends/templates/`, embedded at build
-//! time, strict about undefined values, with the escaping filters registered.
+//! The one template environment: every registered backend's templates and the common ones,
+//! embedded at build time, strict about undefined values, with the escaping filters registered.
 //!
 //! Its formatter refuses to print a string that no escaping filter marked safe, so a template
 //! cannot put a spec's string into a manifest unescaped by mistake.
@@ -8,137 +8,12 @@ use crate::escape::{json_ascii, shell_quote, yaml_quote};
 use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 
-/// Every template: `(name, source)`. Names are `<target>/<file>.j2`.
-const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "kubernetes/clusterqueue.yaml.j2",
-        include_str!("../templates/kubernetes/clusterqueue.yaml.j2"),
-    ),
-    (
-        "kubernetes/lender-clusterqueue.yaml.j2",
-        include_str!("../templates/kubernetes/lender-clusterqueue.yaml.j2"),
-    ),
-    (
-        "kubernetes/configmap.yaml.j2",
-        include_str!("../templates/kubernetes/configmap.yaml.j2"),
-    ),
-    (
-        "kubernetes/jobset.yaml.j2",
-        include_str!("../templates/kubernetes/jobset.yaml.j2"),
-    ),
-    (
-        "kubernetes/localqueue.yaml.j2",
-        include_str!("../templates/kubernetes/localqueue.yaml.j2"),
-    ),
-    (
-        "kubernetes/namespace.yaml.j2",
-        include_str!("../templates/kubernetes/namespace.yaml.j2"),
-    ),
-    (
-        "kubernetes/pod.yaml.j2",
-        include_str!("../templates/kubernetes/pod.yaml.j2"),
-    ),
-    (
-        "kubernetes/pvc.yaml.j2",
-        include_str!("../templates/kubernetes/pvc.yaml.j2"),
-    ),
-    (
-        "kubernetes/model-cache-pvc.yaml.j2",
-        include_str!("../templates/kubernetes/model-cache-pvc.yaml.j2"),
-    ),
-    (
-        "kubernetes/priorityclass.yaml.j2",
-        include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
-    ),
-    (
-        "kubernetes/rank-table.yaml.j2",
-        include_str!("../templates/kubernetes/rank-table.yaml.j2"),
-    ),
-    (
-        "kubernetes/rendezvous-service.yaml.j2",
-        include_str!("../templates/kubernetes/rendezvous-service.yaml.j2"),
-    ),
-    (
-        "kubernetes/resourceflavor.yaml.j2",
-        include_str!("../templates/kubernetes/resourceflavor.yaml.j2"),
-    ),
-    (
-        "kubernetes/topology.yaml.j2",
-        include_str!("../templates/kubernetes/topology.yaml.j2"),
-    ),
-    (
-        "kubernetes/volcano-job.yaml.j2",
-        include_str!("../templates/kubernetes/volcano-job.yaml.j2"),
-    ),
-    (
-        "kubernetes/volcano-queue.yaml.j2",
-        include_str!("../templates/kubernetes/volcano-queue.yaml.j2"),
-    ),
-    (
-        "kubernetes/window.yaml.j2",
-        include_str!("../templates/kubernetes/window.yaml.j2"),
-    ),
-    (
-        "kubernetes/workloadpriorityclass.yaml.j2",
-        include_str!("../templates/kubernetes/workloadpriorityclass.yaml.j2"),
-    ),
-    (
-        "slurm/job.sbatch.j2",
-        include_str!("../templates/slurm/job.sbatch.j2"),
-    ),
-    (
-        "common/window.sh.j2",
-        include_str!("../templates/common/window.sh.j2"),
-    ),
-    (
-        "baremetal/hostfile.j2",
-        include_str!("../templates/baremetal/hostfile.j2"),
-    ),
-    (
-        "baremetal/launch.sh.j2",
-        include_str!("../templates/baremetal/launch.sh.j2"),
-    ),
-    (
-        "kubernetes/service-pod.yaml.j2",
-        include_str!("../templates/kubernetes/service-pod.yaml.j2"),
-    ),
-    (
-        "kubernetes/service-workload.yaml.j2",
-        include_str!("../templates/kubernetes/service-workload.yaml.j2"),
-    ),
-    (
-        "kubernetes/service-pdb.yaml.j2",
-        include_str!("../templates/kubernetes/service-pdb.yaml.j2"),
-    ),
-    (
-        "kubernetes/service-service.yaml.j2",
-        include_str!("../templates/kubernetes/service-service.yaml.j2"),
-    ),
-    (
-        "kubernetes/service-hpa.yaml.j2",
-        include_str!("../templates/kubernetes/service-hpa.yaml.j2"),
-    ),
-    (
-        "kubernetes/service-router.yaml.j2",
-        include_str!("../templates/kubernetes/service-router.yaml.j2"),
-    ),
-    (
-        "slurm/service.sbatch.j2",
-        include_str!("../templates/slurm/service.sbatch.j2"),
-    ),
-    (
-        "baremetal/service-hostfile.j2",
-        include_str!("../templates/baremetal/service-hostfile.j2"),
-    ),
-    (
-        "baremetal/service-launch.sh.j2",
-        include_str!("../templates/baremetal/service-launch.sh.j2"),
-    ),
-    (
-        "baremetal/service-router.sh.j2",
-        include_str!("../templates/baremetal/service-router.sh.j2"),
-    ),
-];
+/// The templates no one backend owns: `(name, source)`, names `common/<file>.j2`. Each backend
+/// lists its own ([`crate::Backend::templates`]).
+const COMMON: &[(&str, &str)] = &[(
+    "common/window.sh.j2",
+    include_str!("../templates/common/window.sh.j2"),
+)];
 
 /// The environment with every template loaded. Fails only if a template does not parse, which
 /// the crate's tests rule out.
@@ -165,7 +40,8 @@ pub fn environment() -> Result<Environment<'static>, Error> {
     });
     env.add_filter("indent_block", indent_block);
     env.add_filter("word", word);
-    for (name, source) in TEMPLATES {
+    let backends = crate::Target::ALL.iter().map(|t| t.backend().templates());
+    for (name, source) in std::iter::once(COMMON).chain(backends).flatten() {
         env.add_template(name, source)?;
     }
     Ok(env)

@@ -3,20 +3,213 @@
 //! rendezvous Service of a plan over several sites and the cheap-hours window; per site, the
 //! cluster prerequisites every job shares ([`prerequisites`]).
 
+pub mod classify;
 mod pod;
 pub mod prerequisites;
 #[cfg(test)]
 mod rank_table_tests;
 pub mod window;
 
+use crate::change::Reason;
 use crate::job::{Group, JobContext};
-use crate::{Flavor, Manifest, Options, env};
+use crate::layout::FolderSites;
+use crate::service::ServiceContext;
+use crate::{Backend, Flavor, Manifest, Options, PLACEHOLDER_IMAGE, env};
 use loam_ir::cluster::vendor::RankTable;
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes;
 use loam_ir::names::dns_label;
+use loam_ir::plan::PlanDocument;
 use minijinja::Value;
 use pod::Rendezvous;
+
+/// The Kubernetes backend: JobSet with Kueue (or a Volcano Job), per job and site cluster, and
+/// the cluster prerequisites once per site.
+pub struct Kubernetes;
+
+impl Backend for Kubernetes {
+    fn name(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn summary(&self) -> &'static str {
+        "JobSet (or Volcano Job) with Kueue queueing, plan ConfigMap, LocalQueue, priority class"
+    }
+
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
+        TEMPLATES
+    }
+
+    fn render_job(
+        &self,
+        job: &JobContext<'_>,
+        options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        render(job, options)
+    }
+
+    fn render_service(
+        &self,
+        service: &ServiceContext<'_>,
+        _options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        crate::service::kubernetes::render(service)
+    }
+
+    fn render_shared(
+        &self,
+        doc: &PlanDocument,
+        options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        prerequisites::render(doc, options)
+    }
+
+    fn lay_out(&self, manifests: Vec<Manifest>, sites: &FolderSites) -> Vec<Manifest> {
+        let mut placed = crate::layout::by_site(manifests, sites);
+        placed.sort_by(|a, b| a.path.cmp(&b.path));
+        placed
+    }
+
+    fn still_to_provide(&self, doc: &PlanDocument, options: &Options) -> Vec<String> {
+        let mut found = Vec::new();
+        if options.image == PLACEHOLDER_IMAGE {
+            found.push(format!(
+                "the trainer image `{PLACEHOLDER_IMAGE}` is a placeholder: pass --image"
+            ));
+        }
+        found.extend(crate::trainer_placeholder(options));
+        let several_sites = doc.plans.iter().any(|p| {
+            p.groups
+                .iter()
+                .any(|g| p.groups.first().is_some_and(|first| first.site != g.site))
+        });
+        if several_sites && options.rendezvous_source_ranges.is_empty() {
+            found.push(
+                "the rendezvous load balancer of a plan over several sites is open to every address: pass --rendezvous-source-ranges".to_string(),
+            );
+        }
+        if options.checkpoint_storage_class.is_none() {
+            found.push(
+                "the checkpoint volumes use the cluster's default storage class, which must offer ReadWriteMany: pass --checkpoint-storage-class".to_string(),
+            );
+        }
+        found
+    }
+
+    fn weights_to_provide(&self, weights: &str, namespace: &str) -> String {
+        format!(
+            "the engines load the weights `{weights}` into the service's claim `<service>-model-cache` at first start: a gated repository needs its token in the Secret `hf-token` (key `token`) of namespace `{namespace}`, which loam does not emit"
+        )
+    }
+
+    fn probe_log(&self) -> &'static str {
+        "the last node's pod log (`kubectl logs`), saved to a file"
+    }
+
+    fn classify(&self, file: &str, shared: bool, old: &str, new: &str) -> Vec<Reason> {
+        classify::file(file, shared, old, new)
+    }
+}
+
+/// The Kubernetes templates, jobs' and services'.
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "kubernetes/clusterqueue.yaml.j2",
+        include_str!("../templates/kubernetes/clusterqueue.yaml.j2"),
+    ),
+    (
+        "kubernetes/lender-clusterqueue.yaml.j2",
+        include_str!("../templates/kubernetes/lender-clusterqueue.yaml.j2"),
+    ),
+    (
+        "kubernetes/configmap.yaml.j2",
+        include_str!("../templates/kubernetes/configmap.yaml.j2"),
+    ),
+    (
+        "kubernetes/jobset.yaml.j2",
+        include_str!("../templates/kubernetes/jobset.yaml.j2"),
+    ),
+    (
+        "kubernetes/localqueue.yaml.j2",
+        include_str!("../templates/kubernetes/localqueue.yaml.j2"),
+    ),
+    (
+        "kubernetes/namespace.yaml.j2",
+        include_str!("../templates/kubernetes/namespace.yaml.j2"),
+    ),
+    (
+        "kubernetes/pod.yaml.j2",
+        include_str!("../templates/kubernetes/pod.yaml.j2"),
+    ),
+    (
+        "kubernetes/pvc.yaml.j2",
+        include_str!("../templates/kubernetes/pvc.yaml.j2"),
+    ),
+    (
+        "kubernetes/model-cache-pvc.yaml.j2",
+        include_str!("../templates/kubernetes/model-cache-pvc.yaml.j2"),
+    ),
+    (
+        "kubernetes/priorityclass.yaml.j2",
+        include_str!("../templates/kubernetes/priorityclass.yaml.j2"),
+    ),
+    (
+        "kubernetes/rank-table.yaml.j2",
+        include_str!("../templates/kubernetes/rank-table.yaml.j2"),
+    ),
+    (
+        "kubernetes/rendezvous-service.yaml.j2",
+        include_str!("../templates/kubernetes/rendezvous-service.yaml.j2"),
+    ),
+    (
+        "kubernetes/resourceflavor.yaml.j2",
+        include_str!("../templates/kubernetes/resourceflavor.yaml.j2"),
+    ),
+    (
+        "kubernetes/topology.yaml.j2",
+        include_str!("../templates/kubernetes/topology.yaml.j2"),
+    ),
+    (
+        "kubernetes/volcano-job.yaml.j2",
+        include_str!("../templates/kubernetes/volcano-job.yaml.j2"),
+    ),
+    (
+        "kubernetes/volcano-queue.yaml.j2",
+        include_str!("../templates/kubernetes/volcano-queue.yaml.j2"),
+    ),
+    (
+        "kubernetes/window.yaml.j2",
+        include_str!("../templates/kubernetes/window.yaml.j2"),
+    ),
+    (
+        "kubernetes/workloadpriorityclass.yaml.j2",
+        include_str!("../templates/kubernetes/workloadpriorityclass.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-pod.yaml.j2",
+        include_str!("../templates/kubernetes/service-pod.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-workload.yaml.j2",
+        include_str!("../templates/kubernetes/service-workload.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-pdb.yaml.j2",
+        include_str!("../templates/kubernetes/service-pdb.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-service.yaml.j2",
+        include_str!("../templates/kubernetes/service-service.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-hpa.yaml.j2",
+        include_str!("../templates/kubernetes/service-hpa.yaml.j2"),
+    ),
+    (
+        "kubernetes/service-router.yaml.j2",
+        include_str!("../templates/kubernetes/service-router.yaml.j2"),
+    ),
+];
 
 /// The Kueue (and Volcano) priority value of each priority keyword (higher preempts lower).
 pub const PRIORITIES: &[(&str, i64)] = &[

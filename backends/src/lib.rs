@@ -3,20 +3,25 @@
 //!
 //! The input is the Plan IR ([`loam_ir::plan`]), never the AST; from the catalogue the
 //! backends take only what [`Options`] carries (tenants, node group sizes, vendor facts).
-//! Each target has a module that turns a [`Plan`] into a serialisable context; the templates in
-//! `backends/templates/<target>/` turn the context into text. Every string from a spec is
+//! Each target is one module implementing [`Backend`], listed once in the registry
+//! ([`backend`]) that [`Target`] is generated from: the shared code here and in [`job`] and
+//! [`service`] checks a [`Plan`] and turns it into a serialisable context, the backend renders
+//! the context with its templates in `backends/templates/<target>/`, and it says what a change
+//! between two renderings does to a running job ([`change`]). Every string from a spec is
 //! escaped by a filter (`yaml`, `sh`, `json_ascii`) or checked to be a plain word (`word`);
 //! the environment refuses to print anything else.
 //!
 //! Rendering is a pure function: same plans and options, byte-identical manifests.
 
+pub mod backend;
 pub mod baremetal;
+pub mod change;
 pub mod contract;
 mod env;
 pub mod escape;
 pub mod job;
 pub mod kubernetes;
-mod layout;
+pub mod layout;
 pub mod probe;
 pub mod service;
 pub mod slurm;
@@ -30,18 +35,8 @@ use loam_ir::diagnostics::codes;
 use loam_ir::plan::{Plan, PlanDocument};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use backend::{Backend, Target};
 pub use slurm::SlurmVersion;
-
-/// Which system the manifests are for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Target {
-    /// Kubernetes objects (YAML).
-    Kubernetes,
-    /// Slurm batch scripts.
-    Slurm,
-    /// A hostfile and an ssh launcher script.
-    Baremetal,
-}
 
 /// Which Kubernetes batch system the objects are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -142,36 +137,10 @@ pub const PLACEHOLDER_TRAINER: &str = "loam-train";
 /// each placeholder left in them and each object loam does not emit, one sentence each
 /// (docs/backends.md, "What the platform team provides"). `loam emit` prints them.
 pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -> Vec<String> {
+    let backend = target.backend();
     let mut found = Vec::new();
     if !doc.plans.is_empty() {
-        if target == Target::Kubernetes && options.image == PLACEHOLDER_IMAGE {
-            found.push(format!(
-                "the trainer image `{PLACEHOLDER_IMAGE}` is a placeholder: pass --image"
-            ));
-        }
-        if options.trainer == [PLACEHOLDER_TRAINER] {
-            found.push(format!(
-                "the trainer command `{PLACEHOLDER_TRAINER}` is a placeholder: pass --trainer"
-            ));
-        }
-        let several_sites = doc.plans.iter().any(|p| {
-            p.groups
-                .iter()
-                .any(|g| p.groups.first().is_some_and(|first| first.site != g.site))
-        });
-        if target == Target::Kubernetes
-            && several_sites
-            && options.rendezvous_source_ranges.is_empty()
-        {
-            found.push(
-                "the rendezvous load balancer of a plan over several sites is open to every address: pass --rendezvous-source-ranges".to_string(),
-            );
-        }
-        if target == Target::Kubernetes && options.checkpoint_storage_class.is_none() {
-            found.push(
-                "the checkpoint volumes use the cluster's default storage class, which must offer ReadWriteMany: pass --checkpoint-storage-class".to_string(),
-            );
-        }
+        found = backend.still_to_provide(doc, options);
     }
     let weights: BTreeSet<(&str, String)> = doc
         .services
@@ -182,17 +151,18 @@ pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -
         })
         .collect();
     for (w, namespace) in weights {
-        let w = w.escape_debug();
-        found.push(match target {
-            Target::Kubernetes => format!(
-                "the engines load the weights `{w}` into the service's claim `<service>-model-cache` at first start: a gated repository needs its token in the Secret `hf-token` (key `token`) of namespace `{namespace}`, which loam does not emit"
-            ),
-            Target::Slurm | Target::Baremetal => format!(
-                "the engines load the weights `{w}` at start: a gated repository needs HF_TOKEN (and HF_HOME on a shared file system, to download them once) in the environment the service is started from"
-            ),
-        });
+        let w = w.escape_debug().to_string();
+        found.push(backend.weights_to_provide(&w, &namespace));
     }
     found
+}
+
+/// The trainer command is the placeholder [`Options::new`] gives: what every backend's job
+/// manifests still need ([`Backend::still_to_provide`]).
+pub fn trainer_placeholder(options: &Options) -> Option<String> {
+    (options.trainer == [PLACEHOLDER_TRAINER]).then(|| {
+        format!("the trainer command `{PLACEHOLDER_TRAINER}` is a placeholder: pass --trainer")
+    })
 }
 
 /// One file to write, relative to the output folder.
@@ -208,23 +178,19 @@ pub struct Manifest {
 /// The major version of the Plan JSON format this crate reads.
 const SUPPORTED_MAJOR: &str = "1";
 
-/// Renders every plan of `doc` for `target` as `loam emit` writes it: as [`render`], but the
-/// Kubernetes objects grouped by the site cluster they belong to, `<site>/_prerequisites/…` and
-/// `<site>/<job>/…` (a job over several sites in each of its sites' folders), so that
-/// `kubectl --context <site> apply -R -f out/<site>/` applies exactly one cluster's objects
-/// (deploy review, finding 10). Slurm and bare metal are as [`render`] writes them.
+/// Renders every plan of `doc` for `target` as `loam emit` writes it: as [`render`], laid out by
+/// the backend ([`Backend::lay_out`]): the Kubernetes objects grouped by the site cluster they
+/// belong to, `<site>/_prerequisites/…` and `<site>/<job>/…` (a job over several sites in each
+/// of its sites' folders), so that `kubectl --context <site> apply -R -f out/<site>/` applies
+/// exactly one cluster's objects (deploy review, finding 10). Slurm and bare metal are as
+/// [`render`] writes them.
 pub fn render_by_site(
     doc: &PlanDocument,
     target: Target,
     options: &Options,
 ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
     let (manifests, sites) = render_folders(doc, target, options)?;
-    if target != Target::Kubernetes {
-        return Ok(manifests);
-    }
-    let mut placed = layout::by_site(manifests, &sites);
-    placed.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(placed)
+    Ok(target.backend().lay_out(manifests, &sites))
 }
 
 /// Renders every plan of `doc` for `target`. Each job gets a folder named after it (a DNS-1123
@@ -313,10 +279,8 @@ fn render_folders(
     if !diagnostics.is_empty() {
         return Err(diagnostics);
     }
-    if target == Target::Kubernetes {
-        // The cluster objects the jobs share, once per site, beside the job folders.
-        manifests.extend(kubernetes::prerequisites::render(doc, options)?);
-    }
+    // What the jobs share (the Kubernetes cluster objects, once per site), beside the folders.
+    manifests.extend(target.backend().render_shared(doc, options)?);
     manifests.sort_by(|a, b| a.path.cmp(&b.path));
     let paths: BTreeSet<&str> = manifests.iter().map(|m| m.path.as_str()).collect();
     debug_assert_eq!(paths.len(), manifests.len());
@@ -341,10 +305,6 @@ fn render_job(
     options: &Options,
 ) -> Result<(String, Vec<Manifest>), Vec<Diagnostic>> {
     let job = job::JobContext::new(doc, plan, options)?;
-    let files = match target {
-        Target::Kubernetes => kubernetes::render(&job, options),
-        Target::Slurm => slurm::render(&job, options),
-        Target::Baremetal => baremetal::render(&job, options),
-    }?;
+    let files = target.backend().render_job(&job, options)?;
     Ok((job.name, files))
 }

@@ -376,11 +376,7 @@ pub fn render(
     options: &Options,
 ) -> Result<(String, Vec<Manifest>), Vec<Diagnostic>> {
     let ctx = ServiceContext::new(plan, options)?;
-    let files = match target {
-        Target::Kubernetes => kubernetes::render(&ctx)?,
-        Target::Slurm => slurm::render(&ctx)?,
-        Target::Baremetal => baremetal::render(&ctx)?,
-    };
+    let files = target.backend().render_service(&ctx, options)?;
     Ok((ctx.name.clone(), files))
 }
 

@@ -10,12 +10,14 @@ mod task;
 pub use chunks::{STOP_MARGIN_S, whole_run_min};
 pub use task::TASK;
 
+use crate::change::{self, Effect, Reason};
 use crate::contract::WRAPPER;
 use crate::escape::is_plain_word;
 use crate::job::{Group, JobContext, error};
 use crate::kubernetes::{render_one, template_error};
+use crate::service::ServiceContext;
 use crate::window::{self, Window};
-use crate::{Manifest, Options, env};
+use crate::{Backend, Manifest, Options, env};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes;
 use minijinja::Value;
@@ -23,6 +25,69 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
+
+/// The Slurm backend: one batch script per job and per service role.
+pub struct Slurm;
+
+impl Backend for Slurm {
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn summary(&self) -> &'static str {
+        "One batch script per job; heterogeneous jobs for several device groups"
+    }
+
+    fn templates(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            (
+                "slurm/job.sbatch.j2",
+                include_str!("../templates/slurm/job.sbatch.j2"),
+            ),
+            (
+                "slurm/service.sbatch.j2",
+                include_str!("../templates/slurm/service.sbatch.j2"),
+            ),
+        ]
+    }
+
+    fn render_job(
+        &self,
+        job: &JobContext<'_>,
+        options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        render(job, options)
+    }
+
+    fn render_service(
+        &self,
+        service: &ServiceContext<'_>,
+        _options: &Options,
+    ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
+        crate::service::slurm::render(service)
+    }
+
+    fn probe_log(&self) -> &'static str {
+        "the batch job's output, `loam-<job>-probe-<jobid>.out` in the folder `sbatch` ran in"
+    }
+
+    /// A submitted batch script is fixed: any change to what it runs (comments aside) means
+    /// cancel and resubmit.
+    fn classify(&self, file: &str, shared: bool, old: &str, new: &str) -> Vec<Reason> {
+        let reason = if shared {
+            change::shared_script(file, old, new)
+        } else {
+            change::script(
+                file,
+                old,
+                new,
+                Effect::Replace,
+                "a submitted batch script is fixed: cancel and resubmit",
+            )
+        };
+        reason.into_iter().collect()
+    }
+}
 
 /// The least training an allocation must have before the window closes for it to start: five
 /// minutes, so a checkpoint's worth of work is not traded for a restart.

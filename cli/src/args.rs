@@ -1,6 +1,8 @@
 //! The command line, declared with clap; doc comments are the help text.
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loam_backends::Target;
 use std::path::PathBuf;
 
 /// loam: a compiler for AI-job specs.
@@ -265,8 +267,8 @@ pub struct EmitArgs {
     /// A spec file or folder (planned first), or a plan JSON file (`loam plan --format json`).
     pub path: PathBuf,
     /// Which system the manifests are for.
-    #[arg(long, value_enum)]
-    pub backend: EmitBackend,
+    #[arg(long, value_parser = backend_parser())]
+    pub backend: Target,
     /// Kubernetes flavour: `jobset` (JobSet + Kueue, the default) or `volcano`.
     #[arg(long, value_enum)]
     pub flavor: Option<EmitFlavor>,
@@ -315,15 +317,18 @@ pub struct EmitArgs {
     pub force: bool,
 }
 
-/// Which system `loam emit` writes for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EmitBackend {
-    /// JobSet (or Volcano Job) with Kueue queueing, plan ConfigMap, LocalQueue, priority class.
-    Kubernetes,
-    /// One batch script per job; heterogeneous jobs for several device groups.
-    Slurm,
-    /// A hostfile, an ssh launcher and the plan JSON.
-    Baremetal,
+/// The backends' names, each with its summary: the registry's (`loam_backends::backend`), so a
+/// new backend is a value of `--backend` and `--manifests` without a change here.
+fn backend_values() -> impl Iterator<Item = PossibleValue> {
+    Target::ALL
+        .iter()
+        .map(|t| PossibleValue::new(t.name()).help(t.backend().summary()))
+}
+
+/// `--backend`: one of the registry's backends.
+fn backend_parser() -> impl TypedValueParser<Value = Target> {
+    PossibleValuesParser::new(backend_values())
+        .try_map(|name| Target::from_name(&name).ok_or("not a backend"))
 }
 
 /// Kubernetes flavour of `loam emit`.
@@ -350,17 +355,15 @@ pub enum DiffFormat {
     Html,
 }
 
-/// Whose manifests `loam diff` compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffManifests {
-    /// Kubernetes objects (JobSet + Kueue).
-    Kubernetes,
-    /// Slurm batch scripts.
-    Slurm,
-    /// Bare-metal hostfile and launcher.
-    Baremetal,
-    /// No manifest diff.
-    None,
+/// Whose manifests `loam diff` compares: a backend's, or none (`none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffManifests(pub Option<Target>);
+
+/// `--manifests`: one of the registry's backends, or `none`.
+fn manifests_parser() -> impl TypedValueParser<Value = DiffManifests> {
+    let none = PossibleValue::new("none").help("No manifest diff");
+    PossibleValuesParser::new(backend_values().chain([none]))
+        .map(|name| DiffManifests(Target::from_name(&name)))
 }
 
 /// Arguments of `loam diff`.
@@ -386,7 +389,7 @@ pub struct DiffArgs {
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
     /// Whose manifests to diff for changed jobs.
-    #[arg(long, value_enum, default_value_t = DiffManifests::Kubernetes)]
+    #[arg(long, value_parser = manifests_parser(), default_value = crate::gitops::DEFAULT_BACKEND.name())]
     pub manifests: DiffManifests,
     /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
     /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.

@@ -2,13 +2,12 @@
 //! what changes, as text, markdown for a pull request, JSON, or GitHub annotations.
 
 use crate::Context;
-use crate::args::{DiffArgs, DiffFormat, DiffManifests};
+use crate::args::{DiffArgs, DiffFormat};
 use crate::gitops::side::Side;
 use crate::gitops::{self, Outcome, Request, html, json, markdown, text};
 use crate::io::IoError;
 use crate::render::diagnostics::render_text;
 use crate::render::github;
-use loam_backends::Target;
 use std::path::Path;
 
 /// Runs `loam diff`. Exit codes: 0 success, 1 when a spec or the catalogue does not check at
@@ -69,12 +68,7 @@ pub fn compute(
         },
         paths: args.paths.clone(),
         catalogue: catalogue.map(Path::to_path_buf),
-        manifests: match args.manifests {
-            DiffManifests::Kubernetes => Some(Target::Kubernetes),
-            DiffManifests::Slurm => Some(Target::Slurm),
-            DiffManifests::Baremetal => Some(Target::Baremetal),
-            DiffManifests::None => None,
-        },
+        manifests: args.manifests.0,
         cache: crate::plan_cache::PlanCache::open(args.cache.as_deref(), &args.paths)?,
     };
     let outcome = gitops::run(&request);

@@ -3,11 +3,11 @@
 //! the target, and renamed into place at the end, so a failing emit leaves the folder untouched.
 
 use crate::Context;
-use crate::args::{EmitArgs, EmitBackend, EmitFlavor};
+use crate::args::{EmitArgs, EmitFlavor};
 use crate::io::{self, IoError};
 use crate::render::diagnostics::render_text;
 use crate::session::{load_checked, threads};
-use loam_backends::{Flavor, Options, SlurmVersion, Target};
+use loam_backends::{Flavor, Options, SlurmVersion};
 use loam_compiler::catalogue::facts;
 use loam_compiler::project::plan_project;
 use loam_ir::span::SourceMap;
@@ -69,11 +69,7 @@ pub fn run(
         },
         None => (doc, None),
     };
-    let target = match args.backend {
-        EmitBackend::Kubernetes => Target::Kubernetes,
-        EmitBackend::Slurm => Target::Slurm,
-        EmitBackend::Baremetal => Target::Baremetal,
-    };
+    let target = args.backend;
     let mut options = Options {
         flavor: match args.flavor {
             Some(EmitFlavor::Volcano) => Flavor::Volcano,

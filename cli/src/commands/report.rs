@@ -90,7 +90,7 @@ fn diff_args(args: &ReportArgs, base: &str) -> DiffArgs {
         worktree: args.worktree,
         detailed_exitcode: false,
         format: DiffFormat::Html,
-        manifests: DiffManifests::Kubernetes,
+        manifests: DiffManifests(Some(crate::gitops::DEFAULT_BACKEND)),
         cache: args.cache.clone(),
     }
 }

@@ -2,10 +2,11 @@
 //! job with `+ ~ - -/+` prefixes and `old -> new`, what each manifest change does on the backend
 //! (`# … forces replacement`), and a summary line.
 
-use super::classify::{Effect, Reason, Verdict};
+use super::classify::Verdict;
 use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
 use super::services::ServiceDiff;
 use super::side::Side;
+use loam_backends::change::{Effect, Reason};
 use std::fmt::Write;
 
 /// ANSI colours, or none.
