@@ -25,20 +25,36 @@ struct RangeMin {
 }
 
 impl RangeMin {
-    fn new(values: &[f64]) -> RangeMin {
-        let mut levels = vec![values.to_vec()];
+    /// The table of `values`, built in the vectors of the last table (one row after another
+    /// of the programme allocates nothing new).
+    fn fill(&mut self, values: &[f64]) {
         let mut width = 1;
-        while width * 2 <= values.len() {
-            let below = levels.last().map_or(&[][..], Vec::as_slice);
-            let level: Vec<f64> = below
-                .iter()
-                .zip(below.iter().skip(width))
-                .map(|(a, b)| a.min(*b))
-                .collect();
-            levels.push(level);
+        let mut level = 0;
+        loop {
+            if self.levels.len() <= level {
+                self.levels.push(Vec::new());
+            }
+            let (lower, upper) = self.levels.split_at_mut(level);
+            let Some(into) = upper.first_mut() else {
+                break;
+            };
+            into.clear();
+            match lower.last() {
+                None => into.extend_from_slice(values),
+                Some(below) => into.extend(
+                    below
+                        .iter()
+                        .zip(below.iter().skip(width / 2))
+                        .map(|(a, b)| a.min(*b)),
+                ),
+            }
+            if width * 2 > values.len() {
+                break;
+            }
             width *= 2;
+            level += 1;
         }
-        RangeMin { levels }
+        self.levels.truncate(level + 1);
     }
 
     /// The least value over `[from, to]` (`to ≥ from`).
@@ -108,26 +124,34 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
     // Row 0: nothing left to split once the chain's end is reached.
     let mut rest = vec![inf; m];
     *rest.get_mut(last)? = 0.0;
-    // ends[r − 1][c]: where stage p − r ends when it starts at cut c.
-    let mut ends: Vec<Vec<usize>> = Vec::with_capacity(p);
+    // ends[(r − 1)·m + c]: where stage p − r ends when it starts at cut c.
+    let mut ends = vec![last; p * m];
+    // Buffers every row reuses: its best cells, its rest's range minima, the first end under
+    // the cap from each end, and the stages a start costed.
+    let mut best = vec![inf; m];
+    let mut table = RangeMin { levels: Vec::new() };
+    let mut under = Vec::new();
+    let mut costed = Vec::new();
     for r in 1..=p {
         let k = p - r;
+        table.fill(&rest);
         let row = Row {
             k,
             last_end: m - r,
             rest: &rest,
-            table: RangeMin::new(&rest),
+            table: &table,
         };
-        let mut best = vec![inf; m];
-        let mut end = vec![last; m];
+        best.fill(inf);
+        let end = ends.get_mut((r - 1) * m..r * m)?;
         // Stage k starts at a cut with k cuts before it and leaves r − 1 segments after; the
         // first stage starts at the chain's start only.
         let latest = reach.get(k).copied().unwrap_or(last).min(row.last_end - 1);
         let starts = if k == 0 { 0..=0 } else { k..=latest };
         let mut hint = 0;
         // By end, the first end from it on whose rest is under the cap (`m` for none).
-        let under = if cap.is_finite() {
-            let mut under = vec![m; m + 1];
+        if cap.is_finite() {
+            under.clear();
+            under.resize(m + 1, m);
             for j in (0..=row.last_end).rev() {
                 let next = if rest.get(j).is_some_and(|x| *x <= cap) {
                     j
@@ -136,10 +160,7 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
                 };
                 *under.get_mut(j)? = next;
             }
-            under
-        } else {
-            Vec::new()
-        };
+        }
         for c in starts {
             // No end both keeps the stage's floor under the cap and leaves a rest under it: the
             // floor never decreases as the end grows, so the first end whose rest is under the
@@ -150,15 +171,14 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
                     continue;
                 }
             }
-            let (least, at, crossing) = row.best_end(c, hint, times, cap);
+            let (least, at, crossing) = row.best_end(c, hint, times, cap, &mut costed);
             hint = crossing;
             if least <= cap {
                 *best.get_mut(c)? = least;
                 *end.get_mut(c)? = at;
             }
         }
-        ends.push(end);
-        rest = best;
+        std::mem::swap(&mut rest, &mut best);
     }
     if !rest.first()?.is_finite() {
         return None;
@@ -166,11 +186,14 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
     let mut stages = Vec::with_capacity(p);
     let mut c = 0;
     for r in (1..=p).rev() {
-        c = *ends.get(r - 1)?.get(c)?;
+        c = *ends.get((r - 1) * m + c)?;
         stages.push(c);
     }
     Some(stages)
 }
+
+/// The stages one start costed, by end: `(end, what costing it said)`.
+type Costed = Vec<(usize, Option<(f64, usize)>)>;
 
 /// One row of the programme: stage `k`, which may end at cuts up to `last_end`, before the best
 /// splits `rest` of what follows.
@@ -178,7 +201,7 @@ struct Row<'r> {
     k: usize,
     last_end: usize,
     rest: &'r [f64],
-    table: RangeMin,
+    table: &'r RangeMin,
 }
 
 impl Row<'_> {
@@ -190,6 +213,7 @@ impl Row<'_> {
         hint: usize,
         times: &mut StageTimes<'_>,
         cap: f64,
+        costed: &mut Costed,
     ) -> (f64, usize, usize) {
         let (k, lo, last_end) = (self.k, c + 1, self.last_end);
         let inf = f64::INFINITY;
@@ -197,8 +221,7 @@ impl Row<'_> {
         let (paced, floor) = (&mut *times.paced, times.floor);
         let floor = |j: usize, rank: usize| floor(k, c, j, rank);
         // Every stage costed here, so that the band below costs none twice.
-        type Costed = Vec<(usize, Option<(f64, usize)>)>;
-        let mut costed: Costed = Vec::new();
+        costed.clear();
         let mut cost = |j: usize, costed: &mut Costed| {
             if let Some((_, x)) = costed.iter().find(|(at, _)| *at == j) {
                 return *x;
@@ -213,7 +236,7 @@ impl Row<'_> {
             if j > last_end {
                 return Probe::Stop;
             }
-            match cost(j, &mut costed) {
+            match cost(j, &mut *costed) {
                 None => Probe::Stop,
                 Some((x, _)) if x >= self.table.min(lo, j) => Probe::Crossed,
                 Some(_) => Probe::Before,
@@ -251,7 +274,7 @@ impl Row<'_> {
             if rest > good || rest >= least {
                 continue;
             }
-            let Some((x, ranked)) = cost(j, &mut costed) else {
+            let Some((x, ranked)) = cost(j, &mut *costed) else {
                 break;
             };
             rank = rank.max(ranked);
