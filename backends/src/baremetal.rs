@@ -2,10 +2,12 @@
 //! the trainer contract and resumes all hosts from their checkpoint when one fails (or, with a
 //! cheap-hours window, when the window opens again), and the plan JSON.
 
+pub mod service;
+
 use crate::change::{self, Effect, Reason};
 use crate::contract;
+use crate::env::{render_one, template_error};
 use crate::job::JobContext;
-use crate::kubernetes::{render_one, template_error};
 use crate::service::ServiceContext;
 use crate::window::{self, Window};
 use crate::{Backend, Manifest, Options, env};
@@ -64,7 +66,7 @@ impl Backend for Baremetal {
         service: &ServiceContext<'_>,
         _options: &Options,
     ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-        crate::service::baremetal::render(service)
+        service::render(service)
     }
 
     fn probe_log(&self) -> &'static str {

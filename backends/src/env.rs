@@ -2,9 +2,12 @@
 //! embedded at build time, strict about undefined values, with the escaping filters registered.
 //!
 //! Its formatter refuses to print a string that no escaping filter marked safe, so a template
-//! cannot put a spec's string into a manifest unescaped by mistake.
+//! cannot put a spec's string into a manifest unescaped by mistake. Every backend renders a job's
+//! template through [`render_one`], a failure being L4009 ([`template_error`]).
 
 use crate::escape::{json_ascii, shell_quote, yaml_quote};
+use crate::job::JobContext;
+use loam_ir::diagnostics::{Diagnostic, codes};
 use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 
@@ -45,6 +48,27 @@ pub fn environment() -> Result<Environment<'static>, Error> {
         env.add_template(name, source)?;
     }
     Ok(env)
+}
+
+/// Renders `template` with `ctx`, turning a template error into L4009.
+pub(crate) fn render_one(
+    env: &minijinja::Environment<'_>,
+    job: &JobContext<'_>,
+    template: &str,
+    ctx: Value,
+) -> Result<String, Vec<Diagnostic>> {
+    env.get_template(template)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| vec![template_error(&job.job, &e)])
+}
+
+/// L4009: a template failed, which is a bug in loam.
+pub(crate) fn template_error(job: &str, e: &minijinja::Error) -> Diagnostic {
+    crate::job::error(
+        codes::emit::INTERNAL_ERROR,
+        format!("internal error rendering job `{job}`: {e}"),
+        "report this as a bug in loam, with the plan JSON",
+    )
 }
 
 /// `yaml`: strings become double-quoted YAML scalars; numbers and booleans print as they are.
@@ -143,7 +167,7 @@ mod tests {
         assert!(render("{{ y|yaml }}").is_err());
         assert!(render("{{ (x ~ ' y')|word }}").is_err());
         let e = render("{{ x }}").unwrap_err();
-        let d = crate::kubernetes::template_error("demo", &e);
+        let d = crate::env::template_error("demo", &e);
         insta::assert_snapshot!(
             "template_error",
             format!(

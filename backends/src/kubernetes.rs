@@ -8,16 +8,17 @@ mod pod;
 pub mod prerequisites;
 #[cfg(test)]
 mod rank_table_tests;
+pub mod service;
 pub mod window;
 
 use crate::change::Reason;
+use crate::env::{render_one, template_error};
 use crate::job::{Group, JobContext};
 use crate::layout::FolderSites;
 use crate::service::ServiceContext;
 use crate::{Backend, Flavor, Manifest, Options, PLACEHOLDER_IMAGE, env};
 use loam_ir::cluster::vendor::RankTable;
 use loam_ir::diagnostics::Diagnostic;
-use loam_ir::diagnostics::codes;
 use loam_ir::names::dns_label;
 use loam_ir::plan::PlanDocument;
 use minijinja::Value;
@@ -53,7 +54,7 @@ impl Backend for Kubernetes {
         service: &ServiceContext<'_>,
         _options: &Options,
     ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-        crate::service::kubernetes::render(service)
+        service::render(service)
     }
 
     fn render_shared(
@@ -376,25 +377,4 @@ fn volcano_max_retry(job: &JobContext<'_>) -> u64 {
         (job.train_time_h.max(0.0) / w.hours.max(1) as f64).ceil() as u64
     });
     budget.saturating_add(resumes)
-}
-
-/// Renders `template` with `ctx`, turning a template error into L4009.
-pub(crate) fn render_one(
-    env: &minijinja::Environment<'_>,
-    job: &JobContext<'_>,
-    template: &str,
-    ctx: Value,
-) -> Result<String, Vec<Diagnostic>> {
-    env.get_template(template)
-        .and_then(|t| t.render(ctx))
-        .map_err(|e| vec![template_error(&job.job, &e)])
-}
-
-/// L4009: a template failed, which is a bug in loam.
-pub(crate) fn template_error(job: &str, e: &minijinja::Error) -> Diagnostic {
-    crate::job::error(
-        codes::emit::INTERNAL_ERROR,
-        format!("internal error rendering job `{job}`: {e}"),
-        "report this as a bug in loam, with the plan JSON",
-    )
 }

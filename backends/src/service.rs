@@ -3,10 +3,7 @@
 //! ([`ServiceContext`]): the names, the tenant's places, each role's engine command
 //! ([`engine::launch`]), its pods' share of a node and its replicas per hour.
 
-pub mod baremetal;
 pub mod engine;
-pub mod kubernetes;
-pub mod slurm;
 
 use crate::escape::{is_label_key, is_label_value, is_plain_word};
 use crate::job::error;
@@ -389,7 +386,7 @@ pub(crate) fn render_one(
 ) -> Result<String, Vec<Diagnostic>> {
     env.get_template(template)
         .and_then(|t| t.render(ctx))
-        .map_err(|e| vec![crate::kubernetes::template_error(service, &e)])
+        .map_err(|e| vec![crate::env::template_error(service, &e)])
 }
 
 /// L4002: the plan lacks what every target needs.

@@ -5,6 +5,7 @@
 //! wrapper through `task::TASK`.
 
 mod chunks;
+pub mod service;
 mod task;
 
 pub use chunks::{STOP_MARGIN_S, whole_run_min};
@@ -12,9 +13,9 @@ pub use task::TASK;
 
 use crate::change::{self, Effect, Reason};
 use crate::contract::WRAPPER;
+use crate::env::{render_one, template_error};
 use crate::escape::is_plain_word;
 use crate::job::{Group, JobContext, error};
-use crate::kubernetes::{render_one, template_error};
 use crate::service::ServiceContext;
 use crate::window::{self, Window};
 use crate::{Backend, Manifest, Options, env};
@@ -64,7 +65,7 @@ impl Backend for Slurm {
         service: &ServiceContext<'_>,
         _options: &Options,
     ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-        crate::service::slurm::render(service)
+        service::render(service)
     }
 
     fn probe_log(&self) -> &'static str {

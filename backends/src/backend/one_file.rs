@@ -5,8 +5,8 @@
 //! [`crate::change::classify`] and the CLI's `--backend` values (`Target::ALL`) to know it.
 
 use crate::change::{self, Effect, Reason};
+use crate::env::render_one;
 use crate::job::JobContext;
-use crate::kubernetes::render_one;
 use crate::service::ServiceContext;
 use crate::{Backend, Manifest, Options, env};
 use loam_ir::diagnostics::Diagnostic;
@@ -35,8 +35,7 @@ impl Backend for OneFile {
         job: &JobContext<'_>,
         _options: &Options,
     ) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-        let env = env::environment()
-            .map_err(|e| vec![crate::kubernetes::template_error(&job.job, &e)])?;
+        let env = env::environment().map_err(|e| vec![crate::env::template_error(&job.job, &e)])?;
         let ctx = minijinja::context! { job => job };
         Ok(vec![Manifest {
             path: "job.txt".to_string(),

@@ -211,7 +211,8 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
                 .insert(namespace.clone());
         }
     }
-    let env = env::environment().map_err(|e| vec![super::template_error("prerequisites", &e)])?;
+    let env =
+        env::environment().map_err(|e| vec![crate::env::template_error("prerequisites", &e)])?;
     let mut files = Vec::new();
     for (label, site) in &sites {
         let folder = format!("{PREREQUISITES}/{label}");
@@ -219,7 +220,7 @@ pub fn render(doc: &PlanDocument, options: &Options) -> Result<Vec<Manifest>, Ve
             let text = env
                 .get_template(&format!("kubernetes/{template}.yaml.j2"))
                 .and_then(|t| t.render(ctx))
-                .map_err(|e| vec![super::template_error("prerequisites", &e)])?;
+                .map_err(|e| vec![crate::env::template_error("prerequisites", &e)])?;
             files.push(Manifest {
                 path: format!("{folder}/{path}"),
                 contents: text,

@@ -81,5 +81,5 @@ pub fn render(
         rules => Value::from_serialize(&rules),
         image => options.window_image.as_deref().unwrap_or(KUBECTL_IMAGE),
     };
-    super::render_one(env, job, "kubernetes/window.yaml.j2", ctx).map(Some)
+    crate::env::render_one(env, job, "kubernetes/window.yaml.j2", ctx).map(Some)
 }

@@ -2,17 +2,16 @@
 //! replica starts the engine on its nodes (one task per node), the replicas over several nodes
 //! through the engine's multi-node start ([`engine::multi_node_script`]).
 
-use super::engine;
-use super::{RoleContext, ServiceContext, render_one};
 use crate::job::error;
+use crate::service::engine;
+use crate::service::{RoleContext, ServiceContext, render_one};
 use crate::{Manifest, env};
 use loam_ir::diagnostics::{Diagnostic, codes};
 use minijinja::Value;
 
 /// Renders `<role>.sbatch` for every role of the service.
 pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-    let env = env::environment()
-        .map_err(|e| vec![crate::kubernetes::template_error(&svc.service, &e)])?;
+    let env = env::environment().map_err(|e| vec![crate::env::template_error(&svc.service, &e)])?;
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for role in &svc.roles {
@@ -52,7 +51,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         return Err(errors);
     }
     if svc.disaggregated {
-        files.push(super::baremetal::router_script(&env, svc)?);
+        files.push(crate::baremetal::service::router_script(&env, svc)?);
     }
     Ok(files)
 }

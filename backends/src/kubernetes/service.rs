@@ -4,9 +4,9 @@
 //! the router's Deployment and the Service in front of it. The PriorityClass its pods name comes
 //! along, since no queueing system creates it for a Deployment.
 
-use super::engine::{self, RouterTargets};
-use super::{RoleContext, ServiceContext, render_one};
 use crate::kubernetes::{PRIORITIES, priority_class};
+use crate::service::engine::{self, RouterTargets};
+use crate::service::{RoleContext, ServiceContext, render_one};
 use crate::{Manifest, env};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::types::Engine;
@@ -24,8 +24,7 @@ pub fn model_cache_claim(name: &str) -> String {
 
 /// Renders the objects of one service; paths relative to the service's folder.
 pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-    let env = env::environment()
-        .map_err(|e| vec![crate::kubernetes::template_error(&svc.service, &e)])?;
+    let env = env::environment().map_err(|e| vec![crate::env::template_error(&svc.service, &e)])?;
     let class = service_priority_class(&svc.priority);
     let value = PRIORITIES
         .iter()

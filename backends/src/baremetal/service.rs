@@ -2,9 +2,9 @@
 //! launcher that starts the engine on every host over ssh; a disaggregated service adds the
 //! router's script.
 
-use super::engine::{self, RouterTargets};
-use super::{ServiceContext, render_one};
 use crate::escape::shell_quote;
+use crate::service::engine::{self, RouterTargets};
+use crate::service::{ServiceContext, render_one};
 use crate::{Manifest, env};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::names::dns_label;
@@ -13,8 +13,7 @@ use minijinja::Value;
 
 /// Renders `<role>-hostfile` and `<role>-launch.sh` for every role (and `router.sh`).
 pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>> {
-    let env = env::environment()
-        .map_err(|e| vec![crate::kubernetes::template_error(&svc.service, &e)])?;
+    let env = env::environment().map_err(|e| vec![crate::env::template_error(&svc.service, &e)])?;
     let mut files = Vec::new();
     for role in &svc.roles {
         let placeholder = dns_label(&role.ir.group.node_group, 40);
@@ -40,7 +39,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             settings => settings,
             // The launcher sets the leader, rank, size and the host's address on the ssh
             // command line.
-            node_script => super::slurm::node_script(role, "", ""),
+            node_script => crate::slurm::service::node_script(role, "", ""),
         };
         files.push(Manifest {
             path: hostfile.clone(),
