@@ -84,7 +84,7 @@ pub fn schedule(
     let mut jobs: Vec<ScheduledJob> = Vec::new();
     let mut utilisation = BTreeMap::new();
     let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
-    let mut moved_cost_per_h: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut moves: BTreeMap<(String, String), MovedAt> = BTreeMap::new();
     for (id, pool_plans) in by_pool {
         let run = pool_run(pool_plans, catalogue.pool(id), submits);
         let expected: Vec<f64> = run
@@ -115,20 +115,31 @@ pub fn schedule(
         for (i, plan) in run.plans.iter().enumerate() {
             let finishes = sampled.get(i).map(Vec::as_slice).unwrap_or(&[]);
             jobs.push(scheduled_job(&run, i, plan, &outcome, finishes, horizon_h));
-            // A moved job costs what its alternative costs per hour held.
+            // From its move on, a moved job holds its alternative's devices at its cost per
+            // hour held.
             if let Some(moved) = outcome.traces.get(i).and_then(|t| t.moved.as_ref())
                 && let Some(a) = run
                     .alternatives
                     .get(i)
                     .and_then(|a| a.get(moved.alternative))
-                && let Some(cost) = a.cost
             {
-                moved_cost_per_h.insert((plan.file.clone(), plan.job.clone()), cost / a.hours);
+                moves.insert(
+                    (plan.file.clone(), plan.job.clone()),
+                    MovedAt {
+                        at_h: moved.at_h,
+                        planned_devices: run
+                            .jobs
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .map_or(0, |j| j.devices),
+                        per_h: a.cost.map(|c| c / a.hours),
+                    },
+                );
             }
         }
     }
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
-    let totals = totals(&jobs, plans, &moved_cost_per_h);
+    let totals = totals(&jobs, plans, &moves);
     Schedule {
         start: options.start.clone(),
         horizon_h: significant(horizon_h),
@@ -421,11 +432,21 @@ fn placement(plan: &Plan) -> Placement {
     }
 }
 
-/// The totals over `jobs`; a job moved to an alternative costs `moved_per_h` per hour held.
+/// Where a job moved to an alternative (rules 13 and 14) changed its devices and cost.
+struct MovedAt {
+    at_h: f64,
+    /// Devices it held before, on its plan's node groups.
+    planned_devices: u64,
+    /// The alternative's cost per hour held, when it states a cost.
+    per_h: Option<f64>,
+}
+
+/// The totals over `jobs`; a job in `moves` holds its plan's devices at its plan's cost per
+/// hour before its move, and its alternative's after.
 fn totals(
     jobs: &[ScheduledJob],
     plans: &[Plan],
-    moved_per_h: &BTreeMap<(String, String), f64>,
+    moves: &BTreeMap<(String, String), MovedAt>,
 ) -> ScheduleTotals {
     let cost_of: BTreeMap<(&str, &str), (f64, &str)> = plans
         .iter()
@@ -460,15 +481,29 @@ fn totals(
         wait += j.wait_h;
         t.max_wait_h = t.max_wait_h.max(j.wait_h);
         let held: f64 = j.runs.iter().map(|r| r.to_h - r.from_h).sum();
-        device_hours += held * j.devices as f64;
-        lost += j.lost_work_h * j.devices as f64;
+        let moved = moves.get(&(j.file.clone(), j.job.clone()));
+        // Hours held, and work lost to preemptions, before the move (none without one).
+        let (held_before, lost_before) = moved.map_or((0.0, 0.0), |m| {
+            (
+                j.runs
+                    .iter()
+                    .map(|r| (r.to_h.min(m.at_h) - r.from_h).max(0.0))
+                    .sum::<f64>(),
+                j.preemptions
+                    .iter()
+                    .filter(|p| p.at_h <= m.at_h + EPS_H)
+                    .map(|p| p.lost_work_h)
+                    .sum::<f64>(),
+            )
+        });
+        let before_devices = moved.map_or(0, |m| m.planned_devices) as f64;
+        device_hours += held_before * before_devices + (held - held_before) * j.devices as f64;
+        lost += lost_before * before_devices + (j.lost_work_h - lost_before) * j.devices as f64;
         t.preemptions += j.preemptions.len();
         if let Some(&(per_h, currency)) = cost_of.get(&(j.file.as_str(), j.job.as_str())) {
-            let per_h = moved_per_h
-                .get(&(j.file.clone(), j.job.clone()))
-                .copied()
-                .unwrap_or(per_h);
-            *cost.entry(currency.to_string()).or_default() += held * per_h;
+            let after_per_h = moved.and_then(|m| m.per_h).unwrap_or(per_h);
+            *cost.entry(currency.to_string()).or_default() +=
+                held_before * per_h + (held - held_before) * after_per_h;
         }
         if let Some(d) = &j.deadline {
             t.deadlines += 1;

@@ -78,7 +78,8 @@ pub struct ScheduledJob {
     pub priority: Priority,
     /// The pool.
     pub pool: String,
-    /// Devices it holds while running.
+    /// Devices it holds while running (once moved to an alternative, the alternative's; the
+    /// totals count its plan's before the move).
     pub devices: u64,
     /// When it is submitted (the spec's `submit`, else 0).
     pub submit_h: f64,

@@ -519,6 +519,11 @@ fn a_running_interruptible_job_migrates_from_its_checkpoint_to_let_a_waiting_one
     // Negative: it finishes 18.5 h later than staying.
     assert_eq!((moved.earlier_h, moved.cost_change), (-18.5, 0.1));
     assert_eq!(moved.migrated_at_h, Some(10.5));
+    // Held: 8 devices each throughout, 10.5 + 108 h for a and 12 h for b: 1,044 device-hours.
+    // Cost: a's plan costs 10 CNY per hour held until the move, the alternative 1,100 / 120 per
+    // hour after it; b 10 per hour: 105 + 990 + 120 = 1,215 CNY.
+    assert_eq!(s.totals.device_hours, 1044.0);
+    assert_eq!(s.totals.cost["CNY"], 1215.0);
     assert_eq!(
         moved.why,
         "migrated at hour 10.5 from its last checkpoint to only (8 × H800_SXM on ng-b) so that \
