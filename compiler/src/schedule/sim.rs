@@ -410,13 +410,15 @@ fn admit_waiting(
         t,
         ..
     } = *p;
-    // A job evicted at this instant may not evict in turn, so two jobs cannot trade places
-    // for ever within one instant.
-    let mut evicted_now: Vec<usize> = Vec::new();
-    // Bounded: a pass that admits no one ends the loop; every admission either preempts (a
-    // job preempts at most once per instant: once running it is not tried, and once evicted it
-    // may not preempt) or starts a waiting job without evicting anyone, and a job waits again
-    // only after an eviction; so at most (jobs + 1)² passes admit someone. Counted, with room.
+    // `(victim, by)` for every eviction at this instant: a job does not evict the job that
+    // evicted it at the same instant, so two jobs cannot trade places for ever. Evicted by
+    // anyone else, it competes again at once, preemption included, as in Kueue's next cycle
+    // (a critical job reclaimed from may preempt its own tenant's lower priorities).
+    let mut evicted_now: Vec<(usize, usize)> = Vec::new();
+    // Bounded: a pass that admits no one ends the loop. A reclaim admits a job within its
+    // tenant's guaranteed quota and evicts borrowing ones, so the cohort's borrowed devices
+    // fall; a priority preemption admits a higher priority than any it evicts; so the passes
+    // do not cycle, and (jobs + 1)² of them is counted room. The cap holds whatever happens.
     let max_passes = (order.len() + 1).saturating_mul(order.len() + 1) + 1;
     for _ in 0..max_passes {
         let version_before = *held.version;
@@ -434,8 +436,7 @@ fn admit_waiting(
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
-            let may_preempt = !evicted_now.contains(&i);
-            let decision = if held.capacity.hopeless(i, may_preempt) {
+            let decision = if held.capacity.hopeless(i, true) {
                 None
             } else {
                 let snapshot: &[State] = states;
@@ -450,15 +451,16 @@ fn admit_waiting(
                     Admit::Evicts {
                         ledger: after,
                         victims,
-                    } if may_preempt => Some((Some(after), victims, Rule::Reclaim)),
-                    _ if may_preempt => preempt_lower(i, demands, ledger, rules, &cheaper)
+                    } => Some((Some(after), victims, Rule::Reclaim)),
+                    Admit::Waits => preempt_lower(i, demands, ledger, rules, &cheaper)
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
-                    _ => None,
                 }
             };
+            // Never back onto the job that evicted it at this instant.
+            let mut decision = decision
+                .filter(|(_, victims, _)| !victims.iter().any(|v| evicted_now.contains(&(i, *v))));
             // Rule 13: a job that can neither fit nor preempt may start on an alternative (a
             // move evicts no one, so one evicted at this instant may move too).
-            let mut decision = decision;
             if decision.is_none()
                 && let Some(alternative) = try_move(p, i, demand, states, traces, held)
             {
@@ -469,16 +471,15 @@ fn admit_waiting(
                 decision = Some((None, Vec::new(), Rule::Reclaim));
             }
             // Rule 14: or make room by migrating a running interruptible job.
-            if decision.is_none() && may_preempt && try_migrate(p, i, states, traces, held) {
+            if decision.is_none() && try_migrate(p, i, states, traces, held) {
                 decision = Some((None, Vec::new(), Rule::Reclaim));
             }
             let Some(Some(demand)) = held.demands.get(i) else {
                 continue;
             };
             let Some((after, victims, rule)) = decision else {
-                // Only a full attempt (preemption allowed) says the job cannot start until the
-                // ledger changes.
-                if may_preempt && let Some(state) = states.get_mut(i) {
+                // A full attempt failed: the job cannot start until the ledger changes.
+                if let Some(state) = states.get_mut(i) {
                     state.failed_at = Some(*held.version);
                     if explain
                         && let Some(trace) = traces.get_mut(i)
@@ -497,7 +498,7 @@ fn admit_waiting(
             for v in victims {
                 held.capacity.remove(v);
                 evict(jobs, states, traces, v, i, rule, t);
-                evicted_now.push(v);
+                evicted_now.push((v, i));
             }
             held.ledger.add(*held.next_seq, i, demand);
             held.capacity.add(i);
