@@ -27,7 +27,7 @@ pub trait Backend: Sync {
     fn summary(&self) -> &'static str;
 
     /// Its templates, `(name, source)` with names `<name>/<file>.j2`, usually `include_str!`ed
-    /// from `backends/templates/<name>/`; the one environment ([`crate::env`]) loads them with
+    /// from `backends/templates/<name>/`; the one template environment (`env.rs`) loads them with
     /// every other backend's, so any backend may render another's shared template.
     fn templates(&self) -> &'static [(&'static str, &'static str)];
 
