@@ -76,6 +76,10 @@ pub struct DiffPage<'a> {
     pub cluster: Option<&'a ClusterMap>,
     /// Errors at either side, shown first.
     pub problems: Vec<Problem>,
+    /// What the change does to every job scheduled together over time (`loam schedule`'s rules,
+    /// docs/scheduling.md), one line each, the deadlines and waiting first; empty when the
+    /// schedule does not change. The caller bounds it.
+    pub schedule: Vec<String>,
 }
 
 /// One service's change between the sides, as the other formats write it.

@@ -750,6 +750,15 @@ pub fn diff(page: &DiffPage<'_>) -> String {
     }
     body.push_str("</section>\n");
     body.push_str(&problems_html(&page.problems));
+    if !page.schedule.is_empty() {
+        body.push_str(
+            "<section class=\"pool\" id=\"schedule\"><h2>The pool over time</h2><p>Every job scheduled together, before and after the change (docs/scheduling.md).</p><ul>",
+        );
+        for line in &page.schedule {
+            let _ = write!(body, "<li>{}</li>", esc(line));
+        }
+        body.push_str("</ul></section>\n");
+    }
     body.push_str(&sections);
     document(
         page.title,

@@ -74,6 +74,19 @@ fn the_schedule_section_says_how_much_later_the_moved_job_finishes() {
         text.contains("Schedule (every job together, docs/scheduling.md):"),
         "{text}"
     );
+    // The page lists the same lines under "The pool over time", the moved job's among them.
+    let (_, html, _) = repo.loam(&["diff", "--format", "html", "--manifests", "none"]);
+    let section = html
+        .split("<section class=\"pool\" id=\"schedule\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .unwrap_or_else(|| panic!("no schedule section:\n{html}"));
+    assert!(section.contains("<h2>The pool over time</h2>"), "{section}");
+    assert!(
+        section.contains("<li>deadlines met 1 of 1 → 1 of 1;"),
+        "{section}"
+    );
+    assert!(section.contains("<li>moved job-a: finish"), "{section}");
 }
 
 /// The job now runs at guiyang, whose prerequisites it brings: every node group of the site

@@ -40,7 +40,33 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
             .collect(),
         cluster: cluster.as_ref(),
         problems: problems(base, head),
+        schedule: diff
+            .schedule
+            .as_ref()
+            .map(schedule_lines)
+            .unwrap_or_default(),
     })
+}
+
+/// The most schedule lines the page lists: the totals, then moved jobs and utilisation changes
+/// (a 500-spec pull request may move hundreds); the rest are one line.
+const MOST_SCHEDULE_LINES: usize = 40;
+
+/// The schedule's change as the text diff words it, one line each, bounded.
+fn schedule_lines(diff: &super::schedule::ScheduleDiff) -> Vec<String> {
+    let text = super::schedule::text(diff);
+    let mut lines: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.len() > MOST_SCHEDULE_LINES {
+        let more = lines.len() - (MOST_SCHEDULE_LINES - 1);
+        lines.truncate(MOST_SCHEDULE_LINES - 1);
+        lines.push(format!("… and {more} more (the JSON diff has each)"));
+    }
+    lines
 }
 
 /// Every job of either side: the changed ones in review order, then the unchanged ones by file
