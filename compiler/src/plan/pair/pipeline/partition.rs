@@ -171,6 +171,9 @@ pub(super) struct Stager<'s, 'a> {
     sides: [&'s Side<'a>; 2],
     params: &'s [f64],
     cuttable: &'s [bool],
+    /// The ops at which a stage may begin or end, in order ([`Stager::cuts`]), listed when
+    /// first asked: the bound and the partition both walk them.
+    cuts: OnceCell<Vec<usize>>,
     /// Blocks among the first `i` ops of the chain, by `i`.
     blocks: Vec<u32>,
     /// The index of the LM head in the chain.
@@ -201,6 +204,16 @@ pub(super) struct StageCost {
 }
 
 impl Stager<'_, '_> {
+    /// The ops at which a stage may begin or end (the chain's cuttable points), in order.
+    fn cuts(&self) -> &[usize] {
+        self.cuts.get_or_init(|| {
+            let n = self.params.len().saturating_sub(1);
+            (0..=n)
+                .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
+                .collect()
+        })
+    }
+
     fn stage_count(&self) -> usize {
         (self.shape.stages[0] + self.shape.stages[1]) as usize
     }
@@ -332,9 +345,7 @@ impl Stager<'_, '_> {
     /// be cut at all.
     fn floor_fits(&self) -> Option<impl Fn(f64) -> bool + '_> {
         let n = self.params.len().saturating_sub(1);
-        let cuts: Vec<usize> = (0..=n)
-            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
-            .collect();
+        let cuts = self.cuts();
         let m = cuts.len();
         let [s0, s1] = self.shape.stages.map(|s| s as usize);
         if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
@@ -442,9 +453,7 @@ impl Stager<'_, '_> {
         if p == 0 || p > n {
             return None;
         }
-        let cuts: Vec<usize> = (0..=n)
-            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
-            .collect();
+        let cuts = self.cuts();
         // The first stage starts at the chain's start and the last ends at its end.
         if cuts.first() != Some(&0) || cuts.last() != Some(&n) {
             return None;
@@ -489,10 +498,7 @@ impl Stager<'_, '_> {
     /// without its early stop), for the tests that compare them on real configurations.
     #[cfg(test)]
     fn partition_by(&self, reference: Reference) -> Option<Vec<(usize, usize)>> {
-        let n = self.params.len().saturating_sub(1);
-        let cuts: Vec<usize> = (0..=n)
-            .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
-            .collect();
+        let cuts = self.cuts();
         let mut paced = |k: usize, from: usize, to: usize| {
             let (i, j) = (*cuts.get(from)?, *cuts.get(to)?);
             self.cost(k, i, j).map(|c| c.paced)
@@ -803,6 +809,7 @@ fn stager<'s, 'a>(
         sides,
         params,
         cuttable,
+        cuts: OnceCell::new(),
         blocks,
         head_op,
         shape,
