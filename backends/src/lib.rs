@@ -225,48 +225,41 @@ fn render_folders(
         ));
         return Err(diagnostics);
     }
+    // One folder per job, then per service beside them: a job or a service may not take
+    // another's folder.
+    let jobs = doc.plans.iter().map(|plan| Unit {
+        name: &plan.job,
+        sites: plan.groups.iter().map(|g| g.site.as_str()).collect(),
+        rendered: render_job(doc, plan, target, options),
+        collision: |other, name, folder| {
+            job::error(
+                codes::emit::SHARED_OUTPUT_FOLDER,
+                format!("jobs `{other}` and `{name}` would both be written to `{folder}/`"),
+                "rename one of the jobs, or emit them separately",
+            )
+        },
+    });
+    let services = doc.services.iter().map(|svc| Unit {
+        name: &svc.service,
+        sites: svc.roles.iter().map(|r| r.group.site.as_str()).collect(),
+        rendered: service::render(svc, target, options),
+        collision: |other, name, folder| {
+            job::error(
+                codes::emit::SHARED_OUTPUT_FOLDER,
+                format!("`{other}` and service `{name}` would both be written to `{folder}/`"),
+                "rename the service or the job, or emit them separately",
+            )
+        },
+    });
     let mut manifests = Vec::new();
-    let mut folders: BTreeMap<String, String> = BTreeMap::new();
+    let mut folders: BTreeMap<String, &str> = BTreeMap::new();
     let mut sites = layout::FolderSites::new();
-    for plan in &doc.plans {
-        match render_job(doc, plan, target, options) {
+    for unit in jobs.chain(services) {
+        match unit.rendered {
             Ok((folder, files)) => {
-                sites.insert(folder.clone(), plan.groups.iter().map(|g| g.site.as_str()));
-                if let Some(other) = folders.insert(folder.clone(), plan.job.clone()) {
-                    diagnostics.push(job::error(
-                        codes::emit::SHARED_OUTPUT_FOLDER,
-                        format!(
-                            "jobs `{other}` and `{}` would both be written to `{folder}/`",
-                            plan.job
-                        ),
-                        "rename one of the jobs, or emit them separately",
-                    ));
-                }
-                manifests.extend(files.into_iter().map(|m| Manifest {
-                    path: format!("{folder}/{}", m.path),
-                    contents: m.contents,
-                }));
-            }
-            Err(mut errors) => diagnostics.append(&mut errors),
-        }
-    }
-    // Services beside the jobs, each in its own folder; a service may not take a job's.
-    for svc in &doc.services {
-        match service::render(svc, target, options) {
-            Ok((folder, files)) => {
-                sites.insert(
-                    folder.clone(),
-                    svc.roles.iter().map(|r| r.group.site.as_str()),
-                );
-                if let Some(other) = folders.insert(folder.clone(), svc.service.clone()) {
-                    diagnostics.push(job::error(
-                        codes::emit::SHARED_OUTPUT_FOLDER,
-                        format!(
-                            "`{other}` and service `{}` would both be written to `{folder}/`",
-                            svc.service
-                        ),
-                        "rename the service or the job, or emit them separately",
-                    ));
+                sites.insert(folder.clone(), unit.sites.into_iter());
+                if let Some(other) = folders.insert(folder.clone(), unit.name) {
+                    diagnostics.push((unit.collision)(other, unit.name, &folder));
                 }
                 manifests.extend(files.into_iter().map(|m| Manifest {
                     path: format!("{folder}/{}", m.path),
@@ -285,6 +278,15 @@ fn render_folders(
     let paths: BTreeSet<&str> = manifests.iter().map(|m| m.path.as_str()).collect();
     debug_assert_eq!(paths.len(), manifests.len());
     Ok((manifests, sites))
+}
+
+/// A job or a service as [`render_folders`] writes it: its rendering (folder and files), the
+/// sites of its groups, and the error when its folder is taken.
+struct Unit<'a> {
+    name: &'a str,
+    sites: Vec<&'a str>,
+    rendered: Result<(String, Vec<Manifest>), Vec<Diagnostic>>,
+    collision: fn(&str, &str, &str) -> Diagnostic,
 }
 
 /// Renders one plan of `doc` for `target`; paths are relative to the job's folder.
@@ -307,4 +309,57 @@ fn render_job(
     let job = job::JobContext::new(doc, plan, options)?;
     let files = target.backend().render_job(&job, options)?;
     Ok((job.name, files))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Options, Target, render};
+    use loam_compiler::catalogue::builtin_sources;
+    use loam_compiler::catalogue::facts::vendors;
+    use loam_compiler::project::{ProjectFiles, check_project, plan_project};
+    use loam_ir::diagnostics::codes;
+
+    /// A job and a service named alike would share a folder: on every backend the emit is
+    /// refused with L4008, in the service's words, and names both.
+    #[test]
+    fn a_service_may_not_take_a_jobs_folder() {
+        let specs = ["llama3-8b-finetune", "llama31-70b-chat-service"].map(|name| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../examples")
+                .join(format!("{name}.loam"));
+            (format!("{name}.loam"), std::fs::read(&path).unwrap())
+        });
+        let checked = check_project(
+            ProjectFiles {
+                catalogue: builtin_sources()
+                    .into_iter()
+                    .map(|(p, t)| (p.to_string(), t.to_string()))
+                    .collect(),
+                specs: specs.to_vec(),
+            },
+            1,
+        );
+        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+        let mut doc = plan_project(&checked, 1).document;
+        let options = Options::new(vendors(checked.catalogue.as_ref().unwrap()));
+        assert_eq!((doc.plans.len(), doc.services.len()), (1, 1));
+        // `llama3-8b-finetune` is already a DNS label: the folder has the job's name.
+        let job = doc.plans[0].job.clone();
+        doc.services[0].service.clone_from(&job);
+        for target in Target::ALL {
+            let errors = render(&doc, *target, &options).unwrap_err();
+            let shared: Vec<&str> = errors
+                .iter()
+                .filter(|d| d.code == codes::emit::SHARED_OUTPUT_FOLDER)
+                .map(|d| d.message.as_str())
+                .collect();
+            assert_eq!(
+                shared,
+                [format!(
+                    "`{job}` and service `{job}` would both be written to `{job}/`"
+                )],
+                "{target:?}"
+            );
+        }
+    }
 }
