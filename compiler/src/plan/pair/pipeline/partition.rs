@@ -17,6 +17,10 @@ use loam_ir::types::Recompute;
 use std::cell::OnceCell;
 
 mod minmax;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+pub(super) use reference::{Compared, Reference, check_least_slowest, compare_partitions};
 
 /// Prefix sums of one group's op costs under one recomputation mode.
 pub(super) struct Prefix {
@@ -647,100 +651,6 @@ fn useful_pace(least: f64, useful: impl Fn(f64) -> bool) -> f64 {
         }
     }
     high * (1.0 + 1e-9)
-}
-
-/// A programme the tests compare the min-max partition with.
-#[cfg(test)]
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Reference {
-    /// The scan the partition replaced, which stopped at the first end no faster than the best.
-    Scan,
-    /// Every end up to the first that cannot run.
-    Exhaustive,
-}
-
-/// One configuration's partition by the min-max search and by the reference programmes: stage
-/// ranges and the slowest stage's pace.
-#[cfg(test)]
-pub(super) type Compared = [Option<(Vec<(usize, usize)>, f64)>; 3];
-
-/// The partitions of one configuration, see [`Compared`]: the search's, the exhaustive
-/// programme's and the old scan's.
-#[cfg(test)]
-pub(super) fn compare_partitions(
-    spec: &PipelineSpec<'_>,
-    costing: &Costing<'_, '_>,
-    shape: PipelineShape,
-) -> Compared {
-    let stager = stager(spec, costing, shape);
-    let slowest = |stages: Vec<(usize, usize)>| {
-        let pace = stages
-            .iter()
-            .enumerate()
-            .map(|(k, &(i, j))| stager.cost(k, i, j).map_or(f64::INFINITY, |c| c.paced))
-            .fold(0.0, f64::max);
-        (stages, pace)
-    };
-    let fast = stager.partition(f64::INFINITY).map(|stages| {
-        stages
-            .into_iter()
-            .map(|(i, j, _)| (i, j))
-            .collect::<Vec<_>>()
-    });
-    [
-        fast.map(slowest),
-        stager.partition_by(Reference::Exhaustive).map(slowest),
-        stager.partition_by(Reference::Scan).map(slowest),
-    ]
-}
-
-/// Checks [`Stager::least_slowest_if`] on one configuration against the whole bisection, for
-/// paces that `useful` accepts up to: the bound itself, its neighbouring floats, a millionth and
-/// a tenth either side, twice and half of it, and none. Returns the bound.
-#[cfg(test)]
-pub(super) fn check_least_slowest(
-    spec: &PipelineSpec<'_>,
-    costing: &Costing<'_, '_>,
-    shape: PipelineShape,
-) -> f64 {
-    let stager = stager(spec, costing, shape);
-    let least = stager.least_slowest();
-    let limits = [
-        least,
-        least.next_up(),
-        least.next_down(),
-        least * (1.0 + 1e-6),
-        least * (1.0 - 1e-6),
-        least * 1.1,
-        least * 0.9,
-        least * 2.0,
-        least * 0.5,
-        f64::INFINITY,
-        0.0,
-    ];
-    for limit in limits {
-        let useful = |pace: f64| pace <= limit;
-        let answer = stager.least_slowest_if(useful);
-        assert_eq!(
-            answer.is_some(),
-            useful(least),
-            "{shape:?}: bound {least}, limit {limit}"
-        );
-        if let Some(from) = answer {
-            // A pace the search may start the cap from: accepted, no lower than the bound, and
-            // the same cap as from the bound itself.
-            assert!(
-                useful(from) && from >= least,
-                "{shape:?}: {from} from {least}"
-            );
-            assert_eq!(
-                useful_pace(from, useful).to_bits(),
-                useful_pace(least, useful).to_bits(),
-                "{shape:?}: cap from {from} and from the bound {least}, limit {limit}"
-            );
-        }
-    }
-    least
 }
 
 /// The stager of one configuration: its micro-batches, the send across the group boundary and
