@@ -28,6 +28,12 @@ pub(crate) struct Capacity {
     held: Vec<Vec<[u64; 4]>>,
     /// Per job: its tenant's index, priority rank and (group, devices) needs.
     jobs: Vec<Option<JobNeeds>>,
+    /// Per node group, the index of its device type.
+    device_of: Vec<usize>,
+    /// limit[tenant][device type]: the tenant's guaranteed + elastic quota.
+    limit: Vec<Vec<u64>>,
+    /// Per device type, what the pool's cohort holds.
+    cohort: Vec<u64>,
 }
 
 impl Capacity {
@@ -57,7 +63,32 @@ impl Capacity {
                 Some((tenant, rank(d.priority), needs))
             })
             .collect();
+        let mut device_names: Vec<&str> =
+            rules.groups.values().map(|g| g.device.as_str()).collect();
+        device_names.sort_unstable();
+        device_names.dedup();
+        let device_of = rules
+            .groups
+            .values()
+            .map(|g| device_names.binary_search(&g.device.as_str()).unwrap_or(0))
+            .collect();
+        let mut limit = vec![vec![0; device_names.len()]; tenants.len()];
+        for (tenant, &t) in &tenants {
+            if let Some(row) = limit.get_mut(t) {
+                for (slot, device) in row.iter_mut().zip(&device_names) {
+                    let q = rules.quotas.get(tenant, device);
+                    *slot = q.guaranteed + q.elastic;
+                }
+            }
+        }
+        let cohort = device_names
+            .iter()
+            .map(|device| rules.quotas.cohort(device))
+            .collect();
         Capacity {
+            device_of,
+            limit,
+            cohort,
             cap: rules.groups.values().map(|g| g.devices).collect(),
             used: vec![0; names.len()],
             held: vec![vec![[0; 4]; tenants.len()]; names.len()],
@@ -105,6 +136,58 @@ impl Capacity {
     /// Job `job` gave its devices back.
     pub(crate) fn remove(&mut self, job: usize) {
         self.change(job, false);
+    }
+
+    /// True when job `job` certainly cannot start by evicting lower priorities of its own
+    /// tenant (`preempt_lower`, which evicts no one else): even were every such job evicted, a
+    /// node group of its plan would lack the devices, or a device type it needs would be above
+    /// its tenant's guaranteed + elastic quota or what the cohort holds.
+    pub(crate) fn hopeless_within_tenant(&self, job: usize) -> bool {
+        let Some(Some((tenant, priority, needs))) = self.jobs.get(job) else {
+            return false;
+        };
+        let own = |g: usize, lower: bool| -> u64 {
+            self.held
+                .get(g)
+                .and_then(|by_tenant| by_tenant.get(*tenant))
+                .map_or(0, |p| {
+                    p.iter().take(if lower { *priority } else { 4 }).sum()
+                })
+        };
+        let group_short = needs.iter().any(|&(g, n)| {
+            let cap = self.cap.get(g).copied().unwrap_or(0);
+            let used = self.used.get(g).copied().unwrap_or(0);
+            cap.saturating_sub(used) + own(g, true) < n
+        });
+        // Per device type it needs (the ledger's sums over that type's node groups): the
+        // tenant's quota and the cohort, with every lower priority of the tenant evicted.
+        group_short
+            || needs.iter().any(|&(g, _)| {
+                let device = self.device_of.get(g).copied().unwrap_or(0);
+                let of_type = || {
+                    (0..self.cap.len())
+                        .filter(move |&h| self.device_of.get(h).copied() == Some(device))
+                };
+                let needs_here: u64 = needs
+                    .iter()
+                    .filter(|&&(h, _)| self.device_of.get(h).copied() == Some(device))
+                    .map(|&(_, n)| n)
+                    .sum();
+                let lower: u64 = of_type().map(|h| own(h, true)).sum();
+                let mine: u64 = of_type().map(|h| own(h, false)).sum();
+                let used: u64 = of_type()
+                    .map(|h| self.used.get(h).copied().unwrap_or(0))
+                    .sum();
+                let limit = self
+                    .limit
+                    .get(*tenant)
+                    .and_then(|l| l.get(device))
+                    .copied()
+                    .unwrap_or(0);
+                let cohort = self.cohort.get(device).copied().unwrap_or(0);
+                mine.saturating_sub(lower) + needs_here > limit
+                    || used.saturating_sub(lower) + needs_here > cohort
+            })
     }
 
     /// True when job `job` certainly cannot start now: a node group of its plan lacks the

@@ -123,6 +123,9 @@ pub(crate) fn run(
         })
         .collect();
     let mut traces: Vec<Trace> = vec![Trace::default(); n];
+    // The jobs not yet done, in index order: a finished job changes nothing more, and the
+    // per-event loops below need not visit it.
+    let mut live: Vec<usize> = (0..n).collect();
     let order = queue_order(&demands, jobs);
     let migratable: Vec<usize> = (0..n)
         .filter(|&j| {
@@ -149,9 +152,12 @@ pub(crate) fn run(
     for _ in 0..max_steps {
         // Ready jobs join the queue; window jobs out of their window give their devices back
         // (checkpointed at the window's close, so no work is lost).
-        for (i, state) in states.iter_mut().enumerate() {
-            let (Some(job), Some(d)) = (jobs.get(i).and_then(Option::as_ref), demands.get(i))
-            else {
+        for &i in &live {
+            let (Some(job), Some(d), Some(state)) = (
+                jobs.get(i).and_then(Option::as_ref),
+                demands.get(i),
+                states.get_mut(i),
+            ) else {
                 continue;
             };
             match state.phase {
@@ -198,7 +204,7 @@ pub(crate) fn run(
         if t >= horizon_h - EPS_H {
             break;
         }
-        let next = next_event(jobs, &states, t, horizon_h);
+        let next = next_event(jobs, &states, &live, t, horizon_h);
         if let Some(u) = usage.as_deref_mut() {
             u.record(
                 t,
@@ -209,7 +215,11 @@ pub(crate) fn run(
             );
         }
         let dt = next - t;
-        for (i, state) in states.iter_mut().enumerate() {
+        let mut finished = false;
+        for &i in &live {
+            let Some(state) = states.get_mut(i) else {
+                continue;
+            };
             let Phase::Running { seq, since_h } = state.phase else {
                 continue;
             };
@@ -234,7 +244,11 @@ pub(crate) fn run(
                 }
                 state.remaining_h = 0.0;
                 state.phase = Phase::Done;
+                finished = true;
             }
+        }
+        if finished {
+            live.retain(|&i| states.get(i).is_some_and(|s| s.phase != Phase::Done));
         }
         t = next;
     }
@@ -309,10 +323,18 @@ fn close_run(traces: &mut [Trace], i: usize, since_h: f64, to_h: f64) {
 
 /// The next instant something changes: a job becomes ready, a running job finishes, a window
 /// opens or closes for a job that is waiting or running, or the horizon.
-fn next_event(jobs: &[Option<SimJob>], states: &[State], t: f64, horizon_h: f64) -> f64 {
+fn next_event(
+    jobs: &[Option<SimJob>],
+    states: &[State],
+    live: &[usize],
+    t: f64,
+    horizon_h: f64,
+) -> f64 {
     let mut next = horizon_h;
-    for (job, state) in jobs.iter().zip(states) {
-        let Some(job) = job else { continue };
+    for &i in live {
+        let (Some(Some(job)), Some(state)) = (jobs.get(i), states.get(i)) else {
+            continue;
+        };
         let candidate = match state.phase {
             Phase::Pending => Some(job.ready_h()).filter(|&r| r > t + EPS_H),
             Phase::Waiting => job.next_window_edge(t).filter(|_| !job.in_window(t)),
@@ -452,6 +474,15 @@ fn admit_waiting(
                         ledger: after,
                         victims,
                     } => Some((Some(after), victims, Rule::Reclaim)),
+                    // The numbers first: most waits are hopeless, and the rules copy the
+                    // ledger to find out.
+                    Admit::Waits if held.capacity.hopeless_within_tenant(i) => {
+                        debug_assert!(
+                            preempt_lower(i, demands, ledger, rules, &cheaper).is_none(),
+                            "the numbers call a priority preemption hopeless that the rules allow"
+                        );
+                        None
+                    }
                     Admit::Waits => preempt_lower(i, demands, ledger, rules, &cheaper)
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
                 }

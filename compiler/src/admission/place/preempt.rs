@@ -72,13 +72,17 @@ pub(crate) fn preempt_lower(
     cheaper: &dyn Fn(usize, usize) -> Ordering,
 ) -> Option<(Ledger, Vec<usize>)> {
     let d = demands.get(index)?.as_ref()?;
+    // The lowest priority evicts no one.
+    if d.priority == Priority::Low {
+        return None;
+    }
     let mut candidates: Vec<(usize, usize, Priority)> = ledger
         .admitted
         .iter()
         .filter_map(|(&seq, &j)| {
             let other = demands.get(j)?.as_ref()?;
-            (other.tenant == d.tenant
-                && other.priority < d.priority
+            (other.priority < d.priority
+                && other.tenant == d.tenant
                 && other
                     .per_device
                     .keys()
@@ -86,7 +90,7 @@ pub(crate) fn preempt_lower(
             .then_some((seq, j, other.priority))
         })
         .collect();
-    if candidates.is_empty() {
+    if candidates.is_empty() || !fits_without_all(d, &candidates, demands, ledger, rules) {
         return None;
     }
     candidates.sort_by(|a, b| {
@@ -103,6 +107,52 @@ pub(crate) fn preempt_lower(
         &rules.groups,
         &|_, _| true,
     )
+}
+
+/// Whether `d` would fit were every one of `candidates` (all of `d`'s tenant) evicted, counted
+/// without copying the ledger. When not, `evict` finds no victims either: evicting fewer frees
+/// less. The schedule asks at every event, and most of its waiting jobs cannot preempt.
+fn fits_without_all(
+    d: &Demand,
+    candidates: &[(usize, usize, Priority)],
+    demands: &[Option<Demand>],
+    ledger: &Ledger,
+    rules: &PoolRules,
+) -> bool {
+    let evicted = || {
+        candidates
+            .iter()
+            .filter_map(|&(_, j, _)| demands.get(j).and_then(Option::as_ref))
+    };
+    for (device, &needs) in &d.per_device {
+        let freed: u64 = evicted()
+            .map(|o| o.per_device.get(device).copied().unwrap_or(0))
+            .sum();
+        let freed_own: u64 = evicted()
+            .filter(|o| o.tenant == d.tenant)
+            .map(|o| o.per_device.get(device).copied().unwrap_or(0))
+            .sum();
+        let q = rules.quotas.get(&d.tenant, device);
+        if ledger.used_by(&d.tenant, device).saturating_sub(freed_own) + needs
+            > q.guaranteed + q.elastic
+        {
+            return false;
+        }
+        let total = ledger.device_used.get(device).copied().unwrap_or(0);
+        if total.saturating_sub(freed) + needs > rules.quotas.cohort(device) {
+            return false;
+        }
+    }
+    for (name, &needs) in &d.per_group {
+        let freed: u64 = evicted()
+            .map(|o| o.per_group.get(name).copied().unwrap_or(0))
+            .sum();
+        let capacity = rules.groups.get(name).map_or(0, |g| g.devices);
+        if ledger.group_used(name).saturating_sub(freed) + needs > capacity {
+            return false;
+        }
+    }
+    true
 }
 
 /// Evicts `candidates` (admission number, job, priority) in order, each one `may_evict` allows
