@@ -69,6 +69,48 @@ pub enum Exclusion {
 /// second the caching allocator's growth to its steady pool.
 pub const WARM_UP_INTERVALS: usize = 2;
 
+/// A training log's intervals as they are read, and the one rule for which count: the first
+/// [`WARM_UP_INTERVALS`] are warm-up, and one with a checkpoint save or an evaluation logged
+/// since the interval before is left out (a save wins over an evaluation).
+#[derive(Debug, Default)]
+struct Intervals {
+    logged: usize,
+    pending: Option<Exclusion>,
+    kept: Vec<u64>,
+    excluded: Vec<(u64, Exclusion)>,
+}
+
+impl Intervals {
+    /// A checkpoint save or an evaluation was logged: the next interval holds it.
+    fn mark(&mut self, why: Exclusion) {
+        self.pending = match why {
+            Exclusion::Evaluation => self.pending.or(Some(why)),
+            _ => Some(why),
+        };
+    }
+
+    /// One interval, ending at `step`: whether its figures count.
+    fn count(&mut self, step: u64) -> bool {
+        let reason = if self.logged < WARM_UP_INTERVALS {
+            Some(Exclusion::WarmUp)
+        } else {
+            self.pending
+        };
+        self.logged += 1;
+        self.pending = None;
+        match reason {
+            Some(reason) => {
+                self.excluded.push((step, reason));
+                false
+            }
+            None => {
+                self.kept.push(step);
+                true
+            }
+        }
+    }
+}
+
 /// A serving benchmark's figures, as the tool computed them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServingMeasure {

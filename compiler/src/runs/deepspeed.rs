@@ -8,7 +8,7 @@
 //! `deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py`), so the next interval holds
 //! it. The flops profiler's `TFLOPs` summary is not read: it profiles one step, not the run.
 
-use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+use super::{Exclusion, IngestError, Intervals, TrainingMeasure, median};
 
 const CURRENT: &str = "CurrSamplesPerSec=";
 const STEP: &str = "global_step=";
@@ -22,18 +22,15 @@ pub(super) fn recognises(text: &str) -> bool {
 }
 
 /// The steady samples per second of a DeepSpeed log: the median of the kept intervals'
-/// `CurrSamplesPerSec`, the first [`WARM_UP_INTERVALS`] and any after a checkpoint save left out.
+/// `CurrSamplesPerSec`, the first [`WARM_UP_INTERVALS`](super::WARM_UP_INTERVALS) and any after a checkpoint save left out.
 pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     let mut rates = Vec::new();
-    let mut kept = Vec::new();
-    let mut excluded = Vec::new();
-    let mut logged = 0usize;
-    let mut pending = None;
+    let mut intervals = Intervals::default();
     let count = text.lines().count();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         if line.contains(SAVE) {
-            pending = Some(Exclusion::Checkpoint);
+            intervals.mark(Exclusion::Checkpoint);
             continue;
         }
         if !(line.contains(CURRENT) && line.contains(STEP)) {
@@ -55,20 +52,11 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
             .and_then(|s| s.parse::<f64>().ok())
             .filter(|r| r.is_finite() && *r > 0.0)
             .ok_or_else(|| located(format!("`{CURRENT}` is not followed by a positive number")))?;
-        let reason = if logged < WARM_UP_INTERVALS {
-            Some(Exclusion::WarmUp)
-        } else {
-            pending
-        };
-        logged += 1;
-        pending = None;
-        if let Some(reason) = reason {
-            excluded.push((step, reason));
-            continue;
+        if intervals.count(step) {
+            rates.push(rate);
         }
-        rates.push(rate);
-        kept.push(step);
     }
+    let logged = intervals.logged;
     let samples_per_s = median(&rates).ok_or_else(|| IngestError {
         line: 0,
         message: format!(
@@ -83,8 +71,8 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         samples_per_s: Some(samples_per_s),
         tflops_per_device: None,
         global_batch: None,
-        kept,
-        excluded,
+        kept: intervals.kept,
+        excluded: intervals.excluded,
     })
 }
 

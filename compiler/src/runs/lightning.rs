@@ -10,10 +10,10 @@
 //! The callback already takes validation time out of the training clock (`on_validation_end`),
 //! so no row is left out for an evaluation; a checkpoint save is not logged and cannot be left
 //! out (the median keeps one slow window from moving the figure). The first
-//! [`WARM_UP_INTERVALS`] rows with a rate are warm-up: the first full window reaches back to the
+//! [`WARM_UP_INTERVALS`](super::WARM_UP_INTERVALS) rows with a rate are warm-up: the first full window reaches back to the
 //! first batch.
 
-use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+use super::{IngestError, Intervals, TrainingMeasure, median};
 
 /// The per-device rate's key after the stage and separator.
 const DEVICE_RATE: &str = "samples_per_sec";
@@ -59,9 +59,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     let width = header.split(',').count();
     let count = text.lines().count();
     let mut rates = Vec::new();
-    let mut kept = Vec::new();
-    let mut excluded = Vec::new();
-    let mut logged = 0usize;
+    let mut intervals = Intervals::default();
     for (index, line) in lines.enumerate() {
         let number = index + 2;
         if line.trim().is_empty() {
@@ -106,15 +104,11 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
                 cell(columns.step)
             ))
         })?;
-        let warm_up = logged < WARM_UP_INTERVALS;
-        logged += 1;
-        if warm_up {
-            excluded.push((step, Exclusion::WarmUp));
-            continue;
+        if intervals.count(step) {
+            rates.push(rate);
         }
-        rates.push(rate);
-        kept.push(step);
     }
+    let logged = intervals.logged;
     let samples_per_s = median(&rates).ok_or_else(|| IngestError {
         line: 0,
         message: format!(
@@ -129,7 +123,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         samples_per_s: Some(samples_per_s),
         tflops_per_device: None,
         global_batch: None,
-        kept,
-        excluded,
+        kept: intervals.kept,
+        excluded: intervals.excluded,
     })
 }

@@ -5,7 +5,7 @@
 //! lines that mark a checkpoint save (`saving checkpoint at iteration N`, `checkpointing.py`)
 //! and an evaluation (` validation loss at iteration N | …`, `evaluate_and_print_results`).
 
-use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+use super::{Exclusion, IngestError, Intervals, TrainingMeasure, WARM_UP_INTERVALS, median};
 
 const ELAPSED: &str = "elapsed time per iteration (ms):";
 const THROUGHPUT: &str = "throughput per GPU (TFLOP/s/GPU):";
@@ -26,21 +26,18 @@ pub(super) fn recognises(text: &str) -> bool {
 pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     let mut seconds = Vec::new();
     let mut tflops = Vec::new();
-    let mut kept = Vec::new();
-    let mut excluded = Vec::new();
+    let mut intervals = Intervals::default();
     let mut global_batch = None;
-    let mut logged = 0usize;
-    let mut pending: Option<Exclusion> = None;
     let ends_in_newline = text.ends_with('\n');
     let count = text.lines().count();
     for (index, line) in text.lines().enumerate() {
         let number = index + 1;
         if line.contains(SAVE) {
-            pending = Some(Exclusion::Checkpoint);
+            intervals.mark(Exclusion::Checkpoint);
             continue;
         }
         if line.contains(EVALUATION) {
-            pending = pending.or(Some(Exclusion::Evaluation));
+            intervals.mark(Exclusion::Evaluation);
             continue;
         }
         if !line.contains(ELAPSED) {
@@ -72,15 +69,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
                 .ok_or_else(|| located(format!("`{BATCH}` is not followed by a number")))?;
             global_batch = Some(batch as u64);
         }
-        let reason = if logged < WARM_UP_INTERVALS {
-            Some(Exclusion::WarmUp)
-        } else {
-            pending
-        };
-        logged += 1;
-        pending = None;
-        if let Some(reason) = reason {
-            excluded.push((iteration, reason));
+        if !intervals.count(iteration) {
             continue;
         }
         seconds.push(elapsed_ms / 1000.0);
@@ -89,8 +78,8 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
                 .ok_or_else(|| located(format!("`{THROUGHPUT}` is not followed by a number")))?;
             tflops.push(value);
         }
-        kept.push(iteration);
     }
+    let logged = intervals.logged;
     let step_s = median(&seconds).ok_or_else(|| IngestError {
         line: 0,
         message: format!(
@@ -106,8 +95,8 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         samples_per_s: None,
         tflops_per_device: median(&tflops),
         global_batch,
-        kept,
-        excluded,
+        kept: intervals.kept,
+        excluded: intervals.excluded,
     })
 }
 

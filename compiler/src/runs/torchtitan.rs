@@ -6,7 +6,7 @@
 //! `torchtitan/components/checkpointer/dcp.py`) after a step's line, so the next interval holds
 //! it. Validation (`validate step: …`) resets the interval clock and leaves no mark on the next.
 
-use super::{Exclusion, IngestError, TrainingMeasure, WARM_UP_INTERVALS, median};
+use super::{Exclusion, IngestError, Intervals, TrainingMeasure, WARM_UP_INTERVALS, median};
 
 const SAVE: [&str; 2] = ["Saving the checkpoint", "Staging the checkpoint"];
 
@@ -44,17 +44,14 @@ fn is_step_line(line: &str) -> bool {
 pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     let mut rates = Vec::new();
     let mut tflops = Vec::new();
-    let mut kept = Vec::new();
-    let mut excluded = Vec::new();
-    let mut logged = 0usize;
-    let mut pending = None;
+    let mut intervals = Intervals::default();
     let count = text.lines().count();
     let ends_in_newline = text.ends_with('\n');
     for (index, raw) in text.lines().enumerate() {
         let number = index + 1;
         let line = plain(raw);
         if SAVE.iter().any(|s| line.contains(s)) {
-            pending = Some(Exclusion::Checkpoint);
+            intervals.mark(Exclusion::Checkpoint);
             continue;
         }
         if !is_step_line(&line) {
@@ -77,23 +74,15 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         let tps = field(&line, "tps: ")
             .filter(|t| *t > 0.0)
             .ok_or_else(|| located("`tps:` is not followed by a positive number".into()))?;
-        let reason = if logged < WARM_UP_INTERVALS {
-            Some(Exclusion::WarmUp)
-        } else {
-            pending
-        };
-        logged += 1;
-        pending = None;
-        if let Some(reason) = reason {
-            excluded.push((step, reason));
+        if !intervals.count(step) {
             continue;
         }
         rates.push(tps);
         if let Some(t) = field(&line, "tflops: ") {
             tflops.push(t);
         }
-        kept.push(step);
     }
+    let logged = intervals.logged;
     let rate = median(&rates).ok_or_else(|| IngestError {
         line: 0,
         message: format!(
@@ -109,8 +98,8 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         samples_per_s: None,
         tflops_per_device: median(&tflops),
         global_batch: None,
-        kept,
-        excluded,
+        kept: intervals.kept,
+        excluded: intervals.excluded,
     })
 }
 
