@@ -191,36 +191,29 @@ impl Capacity {
     }
 
     /// True when job `job` certainly cannot start now: a node group of its plan lacks the
-    /// devices, and (when `may_evict`) even every job it could ever evict there — other tenants'
-    /// (reclaiming) and its own tenant's lower priorities — would not free enough.
-    pub(crate) fn hopeless(&self, job: usize, may_evict: bool) -> bool {
+    /// devices even were every job it could ever evict there evicted — other tenants'
+    /// (reclaiming) and its own tenant's lower priorities.
+    pub(crate) fn hopeless(&self, job: usize) -> bool {
         let Some(Some((tenant, priority, needs))) = self.jobs.get(job) else {
             return false;
         };
-        let short = |g: usize, n: u64, extra: u64| {
+        needs.iter().any(|&(g, n)| {
             let cap = self.cap.get(g).copied().unwrap_or(0);
             let used = self.used.get(g).copied().unwrap_or(0);
-            cap.saturating_sub(used) + extra < n
-        };
-        needs.iter().any(|&(g, n)| {
-            let evictable = if may_evict {
-                self.held.get(g).map_or(0, |by_tenant| {
-                    by_tenant
-                        .iter()
-                        .enumerate()
-                        .map(|(t, p)| {
-                            if t == *tenant {
-                                p.iter().take(*priority).sum::<u64>()
-                            } else {
-                                p.iter().sum()
-                            }
-                        })
-                        .sum()
-                })
-            } else {
-                0
-            };
-            short(g, n, evictable)
+            let evictable: u64 = self.held.get(g).map_or(0, |by_tenant| {
+                by_tenant
+                    .iter()
+                    .enumerate()
+                    .map(|(t, p)| {
+                        if t == *tenant {
+                            p.iter().take(*priority).sum::<u64>()
+                        } else {
+                            p.iter().sum()
+                        }
+                    })
+                    .sum()
+            });
+            cap.saturating_sub(used) + evictable < n
         })
     }
 }

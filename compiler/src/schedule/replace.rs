@@ -5,7 +5,8 @@
 //! "flavors" are the planner's alternatives, each with its own layout, hours and cost.
 //!
 //! A job moves at most once. One that was preempted before it moves starts over there (its
-//! checkpoints are where it ran: carrying them is migration, which the schedule does not do).
+//! checkpoints are where it ran; carrying them along is migration, rule 14, which the schedule
+//! does only for a running interruptible job, `sim/moves.rs`).
 //! A job with a daily window never moves (its plan chose the window's hours for its site).
 
 use super::job::EPS_H;

@@ -458,7 +458,7 @@ fn admit_waiting(
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
-            let decision = if held.capacity.hopeless(i, true) {
+            let decision = if held.capacity.hopeless(i) {
                 None
             } else {
                 let snapshot: &[State] = states;
@@ -490,8 +490,7 @@ fn admit_waiting(
             // Never back onto the job that evicted it at this instant.
             let mut decision = decision
                 .filter(|(_, victims, _)| !victims.iter().any(|v| evicted_now.contains(&(i, *v))));
-            // Rule 13: a job that can neither fit nor preempt may start on an alternative (a
-            // move evicts no one, so one evicted at this instant may move too).
+            // Rule 13: a job that can neither fit nor preempt may start on an alternative.
             if decision.is_none()
                 && let Some(alternative) = try_move(p, i, demand, states, traces, held)
             {
