@@ -23,6 +23,7 @@ pub mod job;
 pub mod kubernetes;
 pub mod layout;
 pub mod probe;
+pub mod refuse;
 pub mod service;
 pub mod slurm;
 pub mod vendors;
@@ -153,6 +154,34 @@ pub fn still_to_provide(doc: &PlanDocument, target: Target, options: &Options) -
     for (w, namespace) in weights {
         let w = w.escape_debug().to_string();
         found.push(backend.weights_to_provide(&w, &namespace));
+    }
+    found.extend(unpublished_images(doc, options));
+    found
+}
+
+/// Each engine image the services run that its vendor does not publish (the vendor file's
+/// `serving.unpublished`), unless `--serving-image` replaces every engine's image.
+fn unpublished_images(doc: &PlanDocument, options: &Options) -> BTreeSet<String> {
+    if options.serving_image.is_some() {
+        return BTreeSet::new();
+    }
+    let mut found = BTreeSet::new();
+    for service in &doc.services {
+        for role in &service.roles {
+            let Some(vendor) = options.vendors.of_group(&role.group) else {
+                continue;
+            };
+            let (Some(how), Some(image)) = (
+                vendor.unpublished.get(&service.engine),
+                vendor.images.get(&service.engine),
+            ) else {
+                continue;
+            };
+            found.insert(format!(
+                "{} publishes no `{}` image: `{}` is the name the manifests pull; {}, or pass --serving-image",
+                vendor.name, service.engine, image, how
+            ));
+        }
     }
     found
 }

@@ -667,7 +667,7 @@ fn a_catalogue_change_is_named_line_by_line() {
     repo.write(
         "specs/vendors/nvidia.yaml",
         vendor.replace(
-            "docker.io/lmsysorg/sglang:latest",
+            "docker.io/lmsysorg/sglang:v0.5.6.post2",
             "docker.io/lmsysorg/sglang:v0.5.0",
         ),
     );
@@ -684,7 +684,7 @@ fn a_catalogue_change_is_named_line_by_line() {
         changes,
         [
             "specs/pools/xirang.yaml sites[shanghai].node_groups[sh-h100-a].price: 32.0 CNY → 36.0 CNY",
-            "specs/vendors/nvidia.yaml serving.images.sglang: docker.io/lmsysorg/sglang:latest → docker.io/lmsysorg/sglang:v0.5.0",
+            "specs/vendors/nvidia.yaml serving.images.sglang: docker.io/lmsysorg/sglang:v0.5.6.post2 → docker.io/lmsysorg/sglang:v0.5.0",
         ]
     );
     assert!(

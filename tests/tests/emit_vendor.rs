@@ -256,3 +256,88 @@ fn a_made_up_vendor_reaches_every_backend_from_its_file_alone() {
     assert!(baremetal.contains("ACCL_SOCKET_IFNAME"), "{baremetal}");
     assert!(!baremetal.contains("nvidia.com"), "{baremetal}");
 }
+
+/// Issue 31, finding 22: an engine its vendor publishes no image for (LMDeploy on Ascend: the
+/// shipped `vendors/huawei.yaml` lists it under `serving.unpublished`) is still to provide, with
+/// how to build it, until `--serving-image` names the team's build. The chat example, moved to
+/// Ascend 910B with LMDeploy in bf16, is the service.
+#[test]
+fn an_unpublished_engine_image_is_still_to_provide() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(
+        loam_tests::repo_root().join("examples/llama31-70b-chat-service.loam"),
+    )
+    .unwrap();
+    let mut spec = example.clone();
+    for (from, to) in [
+        ("precision = fp8 ", "precision = bf16 "),
+        ("engine    = vllm ", "engine    = lmdeploy "),
+        (
+            "    pool = xirang\n",
+            "    pool = xirang\n    devices = [Ascend910B]\n",
+        ),
+    ] {
+        assert!(spec.contains(from), "{from}");
+        spec = spec.replacen(from, to, 1);
+    }
+    let path = dir.path().join("chat.loam");
+    std::fs::write(&path, spec).unwrap();
+    let emit = |out: &str, extra: &[&str]| {
+        let out = dir.path().join(out);
+        let mut args = vec![
+            "emit",
+            path.to_str().unwrap(),
+            "--backend",
+            "kubernetes",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, err) = loam_tests::run_cli(&args, "");
+        assert_eq!(code, 0, "{err}");
+        let manifests: String = walk(&out);
+        (err, manifests)
+    };
+    let (err, manifests) = emit("a", &[]);
+    assert!(
+        err.contains(
+            "still to provide: Huawei publishes no `lmdeploy` image: `lmdeploy-aarch64-ascend:latest` is the name the manifests pull; build it from docker/Dockerfile_aarch64_ascend"
+        ),
+        "{err}"
+    );
+    assert!(
+        manifests.contains("image: \"lmdeploy-aarch64-ascend:latest\""),
+        "{manifests}"
+    );
+    let (err, manifests) = emit(
+        "b",
+        &["--serving-image", "registry.example/lmdeploy-ascend:0.10"],
+    );
+    assert!(!err.contains("publishes no"), "{err}");
+    assert!(manifests.contains("image: \"registry.example/lmdeploy-ascend:0.10\""));
+    // The example as shipped (vLLM on NVIDIA or AMD, both published) leaves no image to build.
+    std::fs::write(&path, example).unwrap();
+    let (err, _) = emit("c", &[]);
+    assert!(!err.contains("publishes no"), "{err}");
+}
+
+/// Every file under `dir`, concatenated in path order.
+fn walk(dir: &std::path::Path) -> String {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}

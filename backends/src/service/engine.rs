@@ -355,11 +355,13 @@ exec ray start --address="$LEADER:{RAY_PORT}" --block"#
 }
 
 /// The image of the router: vLLM's router image, or `None` for SGLang, whose own image ships
-/// `sglang_router` (the engine's image on the vendor).
+/// `sglang_router` (the engine's image on the vendor). The router is pinned to its 0.1.15 release
+/// (the `vllm-router` package's release; the router's release pipeline tags each release's image
+/// `v<version>`), so a manifest pulls the same router tomorrow.
 pub fn router_image(engine: Engine) -> Option<&'static str> {
     match engine {
         Engine::Sglang => None,
-        _ => Some("docker.io/vllm/vllm-router:latest"),
+        _ => Some("docker.io/vllm/vllm-router:v0.1.15"),
     }
 }
 

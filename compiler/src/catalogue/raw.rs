@@ -361,4 +361,7 @@ pub(crate) struct Collective {
 pub(crate) struct Serving {
     pub default_engine: Loc<loam_ir::types::Engine>,
     pub images: BTreeMap<loam_ir::types::Engine, Loc<String>>,
+    /// The engines of `images` whose image the team must build, each with how.
+    #[serde(default)]
+    pub unpublished: BTreeMap<loam_ir::types::Engine, Loc<String>>,
 }

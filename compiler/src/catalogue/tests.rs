@@ -351,3 +351,58 @@ fn shipped_vendor_files_do_not_move_the_digest_and_edited_ones_do() {
     assert_eq!(edited.vendors["nvidia"].collective, "nccl2");
     assert_eq!(edited.devices["H100_SXM"].vendor_facts.collective, "nccl2");
 }
+
+/// Issue 31, finding 22: every engine image a shipped vendor names is pinned to a release (a tag
+/// other than `latest`, or a release in its path as Intel's registry writes it), and every vendor
+/// but NVIDIA runs its own build of the engine, never the CUDA-only image the review found on
+/// MI300X. The one engine a vendor publishes no image for (LMDeploy on Ascend) says how to
+/// build it.
+#[test]
+fn shipped_engine_images_are_pinned_and_built_for_their_vendor() {
+    let catalogue = builtin();
+    let release_in_path = |image: &str| {
+        image.split('/').any(|part| {
+            part.split('.').count() == 3 && part.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+    };
+    // vLLM's official image and SGLang's plain tags are CUDA builds; its ROCm and CANN builds
+    // say so in the tag.
+    let cuda_only = |image: &str| {
+        image.contains("vllm/vllm-openai")
+            || (image.contains("lmsysorg/sglang")
+                && !image.contains("rocm")
+                && !image.contains("cann"))
+    };
+    for vendor in catalogue.vendors.values() {
+        for (engine, image) in &vendor.images {
+            let tag = image
+                .rsplit('/')
+                .next()
+                .and_then(|last| last.split_once(':'))
+                .map(|(_, tag)| tag);
+            let unpublished = vendor.unpublished.contains_key(engine);
+            assert!(
+                unpublished || (tag.is_some() && (tag != Some("latest") || release_in_path(image))),
+                "{}: {engine} image `{image}` is not pinned",
+                vendor.id
+            );
+            if vendor.id != "nvidia" {
+                assert!(
+                    !cuda_only(image),
+                    "{}: {engine} runs the CUDA image `{image}`",
+                    vendor.id
+                );
+            }
+        }
+    }
+    let unpublished: Vec<(&str, String)> = catalogue
+        .vendors
+        .values()
+        .flat_map(|v| {
+            v.unpublished
+                .keys()
+                .map(move |e| (v.id.as_str(), e.to_string()))
+        })
+        .collect();
+    assert_eq!(unpublished, vec![("huawei", "lmdeploy".to_string())]);
+}

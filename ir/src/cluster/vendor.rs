@@ -55,6 +55,12 @@ pub struct Vendor {
     pub default_engine: Engine,
     /// The serving engines that run on the vendor's devices, each with its container image.
     pub images: BTreeMap<Engine, String>,
+    /// The engines of `images` whose vendor publishes no image: their image is the name the
+    /// team's own build is pushed as, and the value says how to build it (`loam emit` says it
+    /// is still to provide). Skipped when serialised, like `rank_table`: the planner never
+    /// reads it.
+    #[serde(skip)]
+    pub unpublished: BTreeMap<Engine, String>,
     /// The file it was read from.
     pub file: String,
 }
@@ -74,6 +80,7 @@ impl Vendor {
             slice_resource: None,
             default_engine: Engine::Vllm,
             images: BTreeMap::new(),
+            unpublished: BTreeMap::new(),
             file: String::new(),
         }
     }

@@ -54,6 +54,11 @@ impl Cx<'_, '_> {
             self.manifest_name(image, "serving.images", is_image);
             images.insert(*engine, image.value.clone());
         }
+        let mut unpublished = BTreeMap::new();
+        for (engine, how) in &raw.serving.unpublished {
+            self.unpublished(*engine, how, &images);
+            unpublished.insert(*engine, how.value.clone());
+        }
         let default_engine = raw.serving.default_engine.value;
         if !images.contains_key(&default_engine) {
             let d = Diagnostic::error(
@@ -78,8 +83,43 @@ impl Cx<'_, '_> {
             slice_resource: raw.slice_resource.map(|t| t.value),
             default_engine,
             images,
+            unpublished,
             file: self.source.path.to_string(),
         })
+    }
+
+    /// Checks an `unpublished` entry: its engine has an image (the name the team's build is
+    /// pushed as) and the sentence saying how to build it is one line of text.
+    fn unpublished(
+        &mut self,
+        engine: loam_ir::types::Engine,
+        how: &Loc<String>,
+        images: &BTreeMap<loam_ir::types::Engine, String>,
+    ) {
+        if !images.contains_key(&engine) {
+            let d = Diagnostic::error(
+                codes::INCONSISTENT,
+                format!("unpublished engine `{engine}` has no image in `serving.images`"),
+                self.span(how),
+                "an engine the vendor's devices do not run",
+            )
+            .with_help(format!(
+                "add the name the team's build of `{engine}` is pushed as under `serving.images`"
+            ));
+            self.push(d);
+        }
+        if how.value.trim().is_empty() || how.value.chars().any(char::is_control) {
+            let d = Diagnostic::error(
+                codes::INVALID_NAME,
+                "expected one line saying how to build the image",
+                self.span(how),
+                "empty, or holds control characters",
+            )
+            .with_help(
+                "write one sentence, e.g. `build it from the engine's Dockerfile for this device`",
+            );
+            self.push(d);
+        }
     }
 
     /// Checks a slice-resource template: it names the profile, holds no other placeholder, and
