@@ -6,20 +6,19 @@
 
 use crate::Options;
 use crate::escape::{is_label_key, is_label_value, is_plain_word, json_ascii};
+use crate::refuse::{self, Workload};
 use loam_ir::checkpoint::{CheckpointPath, RootProblem};
 use loam_ir::cluster::Tenancy;
 use loam_ir::cluster::vendor::RankTable;
+use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes;
-use loam_ir::diagnostics::{Code, Diagnostic};
 use loam_ir::names::{self, is_dns_label, is_env_name, slug};
 use loam_ir::plan::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ScheduleIr};
 use loam_ir::types::{Hetero, Recompute};
 use serde::Serialize;
 
 /// An emit error: emit diagnostics point at no source text (the plan is generated data).
-pub fn error(code: Code, message: String, help: &str) -> Diagnostic {
-    Diagnostic::unlocated(code, message).with_help(help)
-}
+pub use crate::refuse::error;
 
 /// One device group of the plan and what the launchers derive from it; the group's own facts
 /// (device, site, nodes, labels, partition …) are read from the Plan IR's [`GroupIr`].
@@ -115,16 +114,7 @@ impl<'a> JobContext<'a> {
         let mut errors = Vec::new();
         let job = &plan.job;
         if !plan.feasible {
-            let why = if plan.reasons.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", plan.reasons.join("; "))
-            };
-            errors.push(error(
-                codes::emit::INFEASIBLE_PLAN,
-                format!("cannot emit job `{job}`, its plan is infeasible{why}"),
-                "change the spec until `loam plan` finds a feasible plan",
-            ));
+            errors.push(refuse::infeasible(Workload::Job, job, &plan.reasons));
             return Err(errors);
         }
         let (Some(layout), Some(estimate), Some(checkpoint)) =
@@ -447,25 +437,12 @@ fn group_trainer_args(
     args
 }
 
-/// L4002: the plan lacks what every target needs.
 fn incomplete(job: &str, why: &str) -> Diagnostic {
-    error(
-        codes::emit::INCOMPLETE_PLAN,
-        format!("cannot emit job `{job}`, its plan is incomplete: {why}"),
-        "emit plans made by `loam plan`; a hand-edited plan must keep every field",
-    )
+    refuse::incomplete(Workload::Job, job, why)
 }
 
-/// L4004: a name that a manifest cannot carry safely.
 fn unusable(job: &str, what: &str, value: &str) -> Diagnostic {
-    error(
-        codes::emit::UNUSABLE_NAME,
-        format!(
-            "{what} `{}` of job `{job}` cannot be used in a manifest",
-            value.escape_debug()
-        ),
-        "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
-    )
+    refuse::unusable(Workload::Job, job, what, value)
 }
 
 /// The blocks of every pipeline chunk in Megatron-Core's `--pipeline-model-parallel-layout`

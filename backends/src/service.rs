@@ -6,7 +6,7 @@
 pub mod engine;
 
 use crate::escape::{is_label_key, is_label_value, is_plain_word};
-use crate::job::error;
+use crate::refuse::{self, Workload, error};
 use crate::{Manifest, Options, Target};
 use engine::EngineLaunch;
 use loam_ir::cluster::Tenancy;
@@ -102,15 +102,10 @@ impl<'a> ServiceContext<'a> {
         let service = &plan.service;
         let mut errors = Vec::new();
         if !plan.feasible {
-            let why = if plan.reasons.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", plan.reasons.join("; "))
-            };
-            return Err(vec![error(
-                codes::emit::INFEASIBLE_PLAN,
-                format!("cannot emit service `{service}`, its plan is infeasible{why}"),
-                "change the service until `loam plan` finds a feasible deployment",
+            return Err(vec![refuse::infeasible(
+                Workload::Service,
+                service,
+                &plan.reasons,
             )]);
         }
         let disaggregated = match plan.mode {
@@ -389,25 +384,12 @@ pub(crate) fn render_one(
         .map_err(|e| vec![crate::env::template_error(service, &e)])
 }
 
-/// L4002: the plan lacks what every target needs.
 fn incomplete(service: &str, why: &str) -> Diagnostic {
-    error(
-        codes::emit::INCOMPLETE_PLAN,
-        format!("cannot emit service `{service}`: {why}"),
-        "emit plans made by `loam plan`; a hand-edited plan must keep every field",
-    )
+    refuse::incomplete(Workload::Service, service, why)
 }
 
-/// L4004: a name that a manifest cannot carry safely.
 fn unusable(service: &str, what: &str, value: &str) -> Diagnostic {
-    error(
-        codes::emit::UNUSABLE_NAME,
-        format!(
-            "{what} `{}` of service `{service}` cannot be used in a manifest",
-            value.escape_debug()
-        ),
-        "use letters, digits, `-`, `_` and `.` (Kubernetes names: lowercase DNS labels)",
-    )
+    refuse::unusable(Workload::Service, service, what, value)
 }
 
 #[cfg(test)]
