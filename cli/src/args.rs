@@ -389,7 +389,7 @@ pub struct DiffArgs {
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
     /// Whose manifests to diff for changed jobs.
-    #[arg(long, value_parser = manifests_parser(), default_value = crate::gitops::DEFAULT_BACKEND.name())]
+    #[arg(long, value_parser = manifests_parser(), default_value = loam_diff::DEFAULT_BACKEND.name())]
     pub manifests: DiffManifests,
     /// Keep plans in this folder and reuse them while a job's spec and catalogue inputs are
     /// unchanged (docs/gitops.md, "Cache"); default: `$LOAM_CACHE_DIR`, no cache when unset.

@@ -5,7 +5,6 @@ pub mod diagnostics;
 pub mod folded;
 pub mod github;
 pub mod plan_html;
-pub mod plan_json;
 pub mod plan_markdown;
 pub mod plan_table;
 pub mod service_table;

@@ -7,11 +7,16 @@
 //! in the planner's sentences, from hours in the plan table), each has its own function, so no
 //! output changes when a caller moves here.
 
-use crate::plan::LayoutIr;
-use crate::types::Recompute;
+use crate::plan::{LayoutIr, Plan};
+use crate::types::{Hetero, Recompute};
 
 mod visible;
 pub use visible::{bounded, is_hidden, visible, visible_lines};
+
+/// `text` safe inside a markdown table cell or list item: `|` escaped, lines joined.
+pub fn table_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
 
 /// `text` with its first letter upper-case, as a sentence starts.
 pub fn capitalised(text: &str) -> String {
@@ -219,6 +224,59 @@ pub fn layout_line(l: impl Into<LayoutIr>) -> String {
         l.zero,
         recompute_text(&l)
     )
+}
+
+/// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
+/// a heterogeneous data-parallel plan, each group's joined by ` + `.
+pub fn plan_layout_line(plan: &Plan) -> String {
+    if is_data_split(plan) {
+        return group_layout_lines(plan).join(" + ");
+    }
+    if let (Some(l), true) = (&plan.layout, plan.groups.len() > 1) {
+        // A pipeline over two device types: each type has its own tensor degree and stages,
+        // so one headline `TP` would misstate one of them.
+        let groups: Vec<String> = plan
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, group)| {
+                let stages = plan.stages.iter().filter(|s| s.group == g as u64).count();
+                format!(
+                    "{} TP{} PP{stages}",
+                    group.device,
+                    group.tensor.unwrap_or(l.tensor)
+                )
+            })
+            .collect();
+        return format!(
+            "{} · DP{} · micro-batch {} · ZeRO-{} · recompute {}",
+            groups.join(" + "),
+            l.data,
+            l.micro_batch,
+            l.zero,
+            l.recompute
+        );
+    }
+    plan.layout.as_ref().map_or_else(|| "-".into(), layout_line)
+}
+
+/// Whether each group of the plan runs whole replicas on its share of the batch.
+fn is_data_split(plan: &Plan) -> bool {
+    plan.hetero == Some(Hetero::Data)
+}
+
+/// Each group's own layout and share of the batch: `H20: TP1 PP1 DP64 … · 128 sequences`.
+pub fn group_layout_lines(plan: &Plan) -> Vec<String> {
+    plan.groups
+        .iter()
+        .filter_map(|g| {
+            let layout = layout_line(g.layout.as_ref()?);
+            let share = g
+                .sequences_per_step
+                .map_or(String::new(), |s| format!(" · {s} sequences per step"));
+            Some(format!("{}: {layout}{share}", g.device))
+        })
+        .collect()
 }
 
 /// The layout in a narrow table column, every degree written (expert parallelism left out):

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 /// The version of the Plan JSON format.
 pub const FORMAT_VERSION: &str = "1.12";
 
+pub mod json;
 mod nodes;
 mod run;
 mod service;

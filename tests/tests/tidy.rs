@@ -31,6 +31,7 @@ fn source_files() -> Vec<PathBuf> {
         "cli/src",
         "backends/src",
         "report/src",
+        "diff/src",
         "tests/src",
     ] {
         rust_files(&repo_root().join(dir), &mut found);
@@ -340,4 +341,34 @@ fn backends_and_report_depend_on_the_ir_only() {
             "{manifest}: the loam crates it depends on"
         );
     }
+}
+
+/// The diff compares two planned sides and reads no file: its loam dependencies are the IR, the
+/// compiler, the backends and the report, never the CLI, and it has no git (ARCHITECTURE.md,
+/// `loam-diff`).
+#[test]
+fn the_diff_depends_on_no_reader() {
+    let text = std::fs::read_to_string(repo_root().join("diff/Cargo.toml")).unwrap();
+    let dependencies = text
+        .split("\n[")
+        .find(|section| section.starts_with("dependencies]"))
+        .expect("diff/Cargo.toml has [dependencies]");
+    let names: Vec<&str> = dependencies
+        .lines()
+        .filter_map(|line| line.split_once(".workspace = true").map(|(name, _)| name))
+        .collect();
+    let loam: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| name.starts_with("loam-"))
+        .collect();
+    assert_eq!(
+        loam,
+        ["loam-ir", "loam-compiler", "loam-backends", "loam-report"],
+        "diff/Cargo.toml: the loam crates it depends on"
+    );
+    assert!(
+        !names.contains(&"git2"),
+        "loam-diff reads no repository; the CLI reads both sides"
+    );
 }

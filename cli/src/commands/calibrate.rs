@@ -8,7 +8,6 @@
 
 use crate::Context;
 use crate::args::{CalibrateArgs, OutputFormat};
-use crate::render::plan_json::sort_keys;
 use crate::session::plan_catalogue;
 use loam_compiler::calibrate::{
     CsvKind, calibrate, calibrate_hetero, calibrate_serving, cross_validate, cross_validate_hetero,
@@ -16,6 +15,7 @@ use loam_compiler::calibrate::{
     render_regimes, render_serving_cross_validation, render_serving_regimes, render_serving_table,
     render_table, serving_regimes, training_regimes,
 };
+use loam_ir::plan::json::sort_keys;
 use std::path::Path;
 
 mod fit;

@@ -3,11 +3,11 @@
 
 use crate::Context;
 use crate::args::{DiffArgs, DiffFormat};
-use crate::gitops::side::Side;
-use crate::gitops::{self, Outcome, Request, html, json, markdown, text};
+use crate::gitops::{self, Outcome, Request};
 use crate::io::IoError;
-use crate::render::diagnostics::render_text;
+use crate::render::diagnostics::{Renderers, render_text};
 use crate::render::github;
+use loam_diff::{Side, html, json, markdown, text};
 use std::path::Path;
 
 /// Runs `loam diff`. Exit codes: 0 success, 1 when a spec or the catalogue does not check at
@@ -17,10 +17,10 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
     let outcome = compute(args, catalogue, cx)?;
     let (base, head, diff) = (&outcome.base, &outcome.head, &outcome.diff);
     match args.format {
-        DiffFormat::Json => cx.print_json(&json::render(diff, base, head)),
+        DiffFormat::Json => cx.print_json(&json::render(diff, base, head, &Renderers)),
         DiffFormat::Markdown => {
             report_diagnostics_of(diff, base, head, cx);
-            cx.print(&markdown::render(diff, base, head));
+            cx.print(&markdown::render(diff, base, head, &Renderers));
         }
         DiffFormat::Text => {
             report_diagnostics_of(diff, base, head, cx);
@@ -28,7 +28,7 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
         }
         DiffFormat::Html => {
             report_diagnostics_of(diff, base, head, cx);
-            cx.print(&html::render(diff, base, head));
+            cx.print(&html::render(diff, base, head, &Renderers));
         }
         DiffFormat::Github => {
             let mut annotations = github::render(&head.specs.diagnostics, &head.specs.sources);
@@ -39,7 +39,7 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
             cx.print(&annotations);
             cx.print(&text::render(diff, base, head, false));
             let summary = diff.summary();
-            let headline = gitops::headline::line(diff, base, head);
+            let headline = loam_diff::headline::line(diff, base, head);
             let notice = if headline.is_empty() {
                 summary.line()
             } else {
@@ -97,7 +97,7 @@ pub fn exit_code(outcome: &Outcome, detailed: bool) -> u8 {
 /// Diagnostics on standard error: every one at head; at base only the errors, which explain why
 /// a job could not be compared.
 pub fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
-    let (base_errors, at_head) = gitops::shown_diagnostics(base, head);
+    let (base_errors, at_head) = loam_diff::shown_diagnostics(base, head);
     if !base_errors.is_empty() {
         cx.eprint(&format!("at {}:\n", base.title()));
         cx.eprint(&render_text(&base_errors, &base.specs.sources, cx.color));
@@ -112,12 +112,12 @@ pub fn report_diagnostics(base: &Side, head: &Side, cx: &mut Context<'_>) {
 /// change; the warnings of unchanged specs, which are not the change's news (the review's
 /// newcomer counted 265 such lines on an unchanged repository), as one count per code.
 pub fn report_diagnostics_of(
-    diff: &gitops::compare::PlanDiff,
+    diff: &loam_diff::compare::PlanDiff,
     base: &Side,
     head: &Side,
     cx: &mut Context<'_>,
 ) {
-    let (base_errors, at_head) = gitops::shown_diagnostics(base, head);
+    let (base_errors, at_head) = loam_diff::shown_diagnostics(base, head);
     if !base_errors.is_empty() {
         cx.eprint(&format!("at {}:\n", base.title()));
         cx.eprint(&render_text(&base_errors, &base.specs.sources, cx.color));

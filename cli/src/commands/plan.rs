@@ -4,11 +4,10 @@ use crate::Context;
 use crate::args::{PlanArgs, PlanFormat};
 use crate::plan_cache::{self, PlanCache};
 use crate::render::diagnostics::{render_text, to_json};
-use crate::render::{
-    admission, folded, plan_html, plan_json, plan_markdown, plan_table, service_table,
-};
+use crate::render::{admission, folded, plan_html, plan_markdown, plan_table, service_table};
 use crate::session::{load_checked, threads};
 use loam_compiler::project::{CheckedProject, PlannedProject};
+use loam_ir::plan::json as plan_json;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -97,7 +96,7 @@ fn with_schedule(
     if doc.plans.len() < 2 {
         return;
     }
-    let Some(schedule) = crate::gitops::schedule::of_project(specs, &doc.plans) else {
+    let Some(schedule) = loam_diff::schedule::of_project(specs, &doc.plans) else {
         return;
     };
     if let (Some(map), Ok(schedule)) = (value.as_object_mut(), serde_json::to_value(&schedule)) {

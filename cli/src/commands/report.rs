@@ -5,9 +5,10 @@ use crate::Context;
 use crate::args::{DiffArgs, DiffFormat, DiffManifests, ReportArgs};
 use crate::commands::check::plural;
 use crate::commands::{diff, plan};
-use crate::gitops::html;
 use crate::io::{self, IoError};
+use crate::render::diagnostics::Renderers;
 use crate::render::plan_html;
+use loam_diff::html;
 use std::path::Path;
 
 /// Runs `loam report`. Exit codes: without `--base` as `loam plan` (0 every job feasible, 1
@@ -62,7 +63,7 @@ pub fn run(
             let outcome = diff::compute(&diff_args(args, base), catalogue, cx)?;
             let (base, head, changes) = (&outcome.base, &outcome.head, &outcome.diff);
             diff::report_diagnostics(base, head, cx);
-            let page = html::render(changes, base, head);
+            let page = html::render(changes, base, head, &Renderers);
             (
                 page,
                 diff::exit_code(&outcome, false),
@@ -90,7 +91,7 @@ fn diff_args(args: &ReportArgs, base: &str) -> DiffArgs {
         worktree: args.worktree,
         detailed_exitcode: false,
         format: DiffFormat::Html,
-        manifests: DiffManifests(Some(crate::gitops::DEFAULT_BACKEND)),
+        manifests: DiffManifests(Some(loam_diff::DEFAULT_BACKEND)),
         cache: args.cache.clone(),
     }
 }

@@ -2,7 +2,7 @@
 //! prints, derived from the Plan IR types, with the format version it describes.
 
 use crate::Context;
-use crate::render::plan_json::sort_keys;
+use loam_ir::plan::json::sort_keys;
 use loam_ir::plan::{FORMAT_VERSION, PlanDocument};
 
 /// The schema as a JSON value, keys sorted.

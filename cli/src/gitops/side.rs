@@ -1,13 +1,14 @@
-//! One side of a diff: the specs and the catalogue at a revision (or in the work tree), checked
-//! and planned with the same code as `loam check` and `loam plan`.
+//! One side of a diff read: the specs and the catalogue at a revision (or in the work tree),
+//! checked and planned with the same code as `loam check` and `loam plan` into a
+//! [`loam_diff::Side`].
 
 use super::repo::{FileBytes, Repo};
 use crate::catalogue_source::{builtin_texts, read_dir};
 use crate::io::IoError;
 use crate::plan_cache::{self, PlanCache};
 use crate::session::threads;
-use loam_compiler::project::{CheckedProject, ProjectFiles, check_project};
-use loam_ir::diagnostics::Diagnostic;
+use loam_compiler::project::{ProjectFiles, check_project};
+use loam_diff::Side;
 use loam_ir::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -126,144 +127,84 @@ fn join(dir: &str, sub: &str) -> String {
     }
 }
 
-/// One side, checked and planned.
-pub struct Side {
-    /// What the side is called in the output.
-    pub label: String,
-    /// The commit's short id, for a revision.
-    pub commit: Option<String>,
-    /// `specs/` or `built-in`.
-    pub catalogue_origin: String,
-    /// The catalogue's digest, when it loaded.
-    pub catalogue_digest: Option<String>,
-    /// The specs and the catalogue, checked (sources, jobs, every check diagnostic).
-    pub specs: CheckedProject,
-    /// The plans of every job in a file that checked, sorted by file.
-    pub plans: Vec<Plan>,
-    /// The plans of every service in a file that checked, sorted by file.
-    pub services: Vec<loam_ir::plan::ServicePlan>,
-    /// The planner's diagnostics.
-    pub planner_diagnostics: Vec<Diagnostic>,
-    /// Spec files with errors, and how many.
-    pub broken: BTreeMap<String, usize>,
-    /// Errors in the catalogue; when any, no job of this side was planned.
-    pub catalogue_errors: usize,
-    /// The bytes of each spec file, by path.
-    pub bytes: BTreeMap<String, Vec<u8>>,
-    /// The index in `plans` of each plan, by its key ([`loam_compiler::project::plan_key`]).
-    pub keys: BTreeMap<String, usize>,
-    /// How many plans were taken from the other side or the cache rather than planned.
-    pub reused: usize,
-}
-
-impl Side {
-    /// Checks and plans `snapshot` with the core's entry point. A diff shows a spec file with
-    /// errors as broken, whole, so none of its jobs is planned. When `reuse` planned a job with
-    /// the same key (same file and bytes, same job, same catalogue inputs: its pool and the
-    /// devices the pool uses), or `cache` holds one, that plan is taken instead of planning
-    /// again: planning is a pure function of the key's parts. A price change in one pool
-    /// re-plans only that pool's jobs.
-    pub fn load(
-        snapshot: Snapshot,
-        reuse: Option<&Side>,
-        cache: Option<&PlanCache>,
-    ) -> Result<Side, IoError> {
-        let catalogue = match snapshot.catalogue {
-            CatalogueSource::Texts(texts) => texts,
-            CatalogueSource::Folder(dir, relative) => {
-                // `specs/pools/x.yaml`, not the work tree's absolute path: a diagnostic names
-                // the file as the pull request does, whichever side it is on.
-                let absolute = crate::io::display(&dir);
-                read_dir(&dir)?
-                    .into_iter()
-                    .map(|(path, text)| match path.strip_prefix(absolute.as_str()) {
-                        Some(rest) => (format!("{relative}{rest}"), text),
-                        None => (path, text),
-                    })
-                    .collect()
-            }
-        };
-        let bytes: BTreeMap<String, Vec<u8>> = snapshot.specs.iter().cloned().collect();
-        let files = ProjectFiles {
-            catalogue,
-            specs: snapshot.specs,
-        };
-        let mut specs = check_project(files, threads());
-        let catalogue_errors = specs.catalogue_errors;
-        let spec_names: BTreeSet<&str> = specs.files.iter().map(String::as_str).collect();
-        let mut broken: BTreeMap<String, usize> = BTreeMap::new();
-        for d in specs.diagnostics.iter().filter(|d| d.is_error()) {
-            if let Some(file) = d.span.and_then(|s| specs.sources.get(s.file))
-                && spec_names.contains(file.name.as_str())
-            {
-                *broken.entry(file.name.clone()).or_default() += 1;
-            }
+/// Checks and plans `snapshot` with the core's entry point. A diff shows a spec file with
+/// errors as broken, whole, so none of its jobs is planned. When `reuse` planned a job with
+/// the same key (same file and bytes, same job, same catalogue inputs: its pool and the
+/// devices the pool uses), or `cache` holds one, that plan is taken instead of planning
+/// again: planning is a pure function of the key's parts. A price change in one pool
+/// re-plans only that pool's jobs.
+pub fn load(
+    snapshot: Snapshot,
+    reuse: Option<&Side>,
+    cache: Option<&PlanCache>,
+) -> Result<Side, IoError> {
+    let catalogue = match snapshot.catalogue {
+        CatalogueSource::Texts(texts) => texts,
+        CatalogueSource::Folder(dir, relative) => {
+            // `specs/pools/x.yaml`, not the work tree's absolute path: a diagnostic names
+            // the file as the pull request does, whichever side it is on.
+            let absolute = crate::io::display(&dir);
+            read_dir(&dir)?
+                .into_iter()
+                .map(|(path, text)| match path.strip_prefix(absolute.as_str()) {
+                    Some(rest) => (format!("{relative}{rest}"), text),
+                    None => (path, text),
+                })
+                .collect()
         }
-        for job in &mut specs.jobs {
-            if let Some(errors) = broken.get(&job.file) {
-                job.errors = job.errors.max(*errors);
-            }
+    };
+    let bytes: BTreeMap<String, Vec<u8>> = snapshot.specs.iter().cloned().collect();
+    let files = ProjectFiles {
+        catalogue,
+        specs: snapshot.specs,
+    };
+    let mut specs = check_project(files, threads());
+    let catalogue_errors = specs.catalogue_errors;
+    let spec_names: BTreeSet<&str> = specs.files.iter().map(String::as_str).collect();
+    let mut broken: BTreeMap<String, usize> = BTreeMap::new();
+    for d in specs.diagnostics.iter().filter(|d| d.is_error()) {
+        if let Some(file) = d.span.and_then(|s| specs.sources.get(s.file))
+            && spec_names.contains(file.name.as_str())
+        {
+            *broken.entry(file.name.clone()).or_default() += 1;
         }
-        let catalogue_digest = specs.catalogue.as_ref().map(|c| c.digest().to_string());
-        let other = |key: &str| -> Option<Plan> {
-            let other = reuse?;
-            other
-                .keys
-                .get(key)
-                .and_then(|i| other.plans.get(*i))
-                .cloned()
-        };
-        let planned = plan_cache::plan(&specs, threads(), cache, &other);
-        let keys = planned
+    }
+    for job in &mut specs.jobs {
+        if let Some(errors) = broken.get(&job.file) {
+            job.errors = job.errors.max(*errors);
+        }
+    }
+    let catalogue_digest = specs.catalogue.as_ref().map(|c| c.digest().to_string());
+    let other = |key: &str| -> Option<Plan> {
+        let other = reuse?;
+        other
             .keys
-            .iter()
-            .enumerate()
-            .map(|(i, key)| (key.clone(), i))
-            .collect();
-        let reused = planned.reused.iter().filter(|r| **r).count();
-        let planner_diagnostics = planned.findings;
-        Ok(Side {
-            label: snapshot.label,
-            commit: snapshot.commit,
-            catalogue_origin: snapshot.catalogue_origin,
-            catalogue_digest,
-            specs,
-            plans: planned.document.plans,
-            services: planned.document.services,
-            planner_diagnostics,
-            broken,
-            catalogue_errors,
-            bytes,
-            keys,
-            reused,
-        })
-    }
-
-    /// The errors of this side's checks and planner, as `loam check` and `loam plan` report
-    /// them.
-    pub fn errors(&self) -> Vec<Diagnostic> {
-        self.specs
-            .diagnostics
-            .iter()
-            .chain(&self.planner_diagnostics)
-            .filter(|d| d.is_error())
+            .get(key)
+            .and_then(|i| other.plans.get(*i))
             .cloned()
-            .collect()
-    }
-
-    /// Whether the jobs of `file` could not be planned on this side: the file, or the
-    /// catalogue, has errors.
-    pub fn is_broken(&self, file: &str) -> bool {
-        self.catalogue_errors > 0 || self.broken.contains_key(file)
-    }
-
-    /// The label with the commit: `HEAD~1 (1a2b3c4d)`, or `work tree`.
-    pub fn title(&self) -> String {
-        match &self.commit {
-            Some(commit) if !commit.is_empty() && *commit != self.label => {
-                format!("{} ({commit})", self.label)
-            }
-            _ => self.label.clone(),
-        }
-    }
+    };
+    let planned = plan_cache::plan(&specs, threads(), cache, &other);
+    let keys = planned
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| (key.clone(), i))
+        .collect();
+    let reused = planned.reused.iter().filter(|r| **r).count();
+    let planner_diagnostics = planned.findings;
+    Ok(Side {
+        label: snapshot.label,
+        commit: snapshot.commit,
+        catalogue_origin: snapshot.catalogue_origin,
+        catalogue_digest,
+        specs,
+        plans: planned.document.plans,
+        services: planned.document.services,
+        planner_diagnostics,
+        broken,
+        catalogue_errors,
+        bytes,
+        keys,
+        reused,
+    })
 }

@@ -1,11 +1,12 @@
 //! The admission preview for people: a table for the terminal and markdown for pull requests,
-//! verdict counts first, then one line per job, then what each node group and tenant holds; and
-//! the admission changes between two revisions (for `loam diff`).
+//! verdict counts first, then one line per job, then what each node group and tenant holds.
+//! The admission changes between two revisions are `loam diff`'s (`loam_diff::admission`).
 
 use loam_compiler::admission::{
-    AdmissionChange, AdmissionPreview, AdmissionStatus, JobAdmission, PoolAdmission, Preemptor,
-    VerdictCounts,
+    AdmissionPreview, AdmissionStatus, JobAdmission, PoolAdmission, VerdictCounts,
 };
+use loam_diff::admission::preemptors_text;
+use loam_ir::display::table_cell;
 use std::fmt::Write as _;
 
 /// `2 admitted · 1 borrows · 1 queues · 0 never admissible · 0 not planned`.
@@ -51,24 +52,6 @@ pub fn verdict_text(job: &JobAdmission) -> String {
         );
     }
     text
-}
-
-/// `tenant research reclaiming H100_SXM, jobs above normal priority`.
-pub(crate) fn preemptors_text(preemptors: &[Preemptor]) -> String {
-    let parts: Vec<String> = preemptors
-        .iter()
-        .map(|p| match p {
-            Preemptor::Reclaim { tenant, device, .. } => {
-                format!("tenant {tenant} reclaiming its {device}")
-            }
-            Preemptor::HigherPriority { above } => format!("jobs above {above} priority"),
-        })
-        .collect();
-    if parts.is_empty() {
-        "no one".to_string()
-    } else {
-        parts.join(", ")
-    }
 }
 
 /// The verdict's label in the table, padded.
@@ -168,7 +151,7 @@ pub fn markdown(preview: &AdmissionPreview) -> String {
                 job.job,
                 job.tenant,
                 job.priority,
-                escape(&verdict_text(job))
+                table_cell(&verdict_text(job))
             );
         }
         let _ = writeln!(out);
@@ -193,34 +176,4 @@ pub fn markdown(preview: &AdmissionPreview) -> String {
     // Names, tenants and reasons come from PR-writable specs and catalogues: no control
     // character of theirs reaches a terminal or a comment raw.
     loam_ir::display::visible_lines(&out).into_owned()
-}
-
-/// The admission changes between two revisions as a markdown list (empty when none).
-pub fn changes_markdown(changes: &[AdmissionChange]) -> String {
-    if changes.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("### Admission changes\n\n");
-    for change in changes {
-        let _ = writeln!(out, "- {}", escape(&change.sentence));
-    }
-    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
-    // character of theirs reaches a terminal or a comment raw.
-    loam_ir::display::visible_lines(&out).into_owned()
-}
-
-/// The admission changes as plain text lines (empty when none).
-pub fn changes_text(changes: &[AdmissionChange]) -> String {
-    let mut out = String::new();
-    for change in changes {
-        let _ = writeln!(out, "  # {}", change.sentence);
-    }
-    // Names, tenants and reasons come from PR-writable specs and catalogues: no control
-    // character of theirs reaches a terminal or a comment raw.
-    loam_ir::display::visible_lines(&out).into_owned()
-}
-
-/// `text` safe inside a markdown table cell.
-fn escape(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }

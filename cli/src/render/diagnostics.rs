@@ -369,3 +369,21 @@ pub fn to_json(diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
         "label": diagnostic.label, "help": diagnostic.help, "related": related,
     })
 }
+
+/// The renderers above as `loam diff`'s markdown, JSON and HTML write diagnostics: the full
+/// reports without colour, one line each, and JSON, exactly as the other commands show them.
+pub struct Renderers;
+
+impl loam_diff::ShowDiagnostics for Renderers {
+    fn report(&self, diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
+        render_text(diagnostics, sources, false)
+    }
+
+    fn one_line(&self, diagnostic: &Diagnostic, sources: &SourceMap) -> String {
+        one_line(diagnostic, sources)
+    }
+
+    fn json(&self, diagnostic: &Diagnostic, sources: &SourceMap) -> Value {
+        to_json(diagnostic, sources)
+    }
+}

@@ -24,7 +24,7 @@ pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> 
     let cluster = specs.catalogue.as_ref().map(facts::cluster_map);
     // Every job together over time, from two jobs on (one job alone has nothing to wait for).
     let schedule = (planned.document.plans.len() > 1)
-        .then(|| crate::gitops::schedule::of_project(specs, &planned.document.plans))
+        .then(|| loam_diff::schedule::of_project(specs, &planned.document.plans))
         .flatten();
     plan_page(&PlanPage {
         title,

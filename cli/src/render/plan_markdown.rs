@@ -1,9 +1,7 @@
 //! The plan as Markdown, for pull-request comments.
 
-use super::plan_table::{
-    efficiency_lines, failures_line, layout_line, schedule_line, time_text, where_line,
-};
-use loam_ir::display::{money, thousands};
+use super::plan_table::{efficiency_lines, failures_line, schedule_line, time_text, where_line};
+use loam_ir::display::{money, plan_layout_line, thousands};
 use loam_ir::plan::{Plan, PlanDocument};
 use std::fmt::Write;
 
@@ -26,7 +24,7 @@ fn render_plan(out: &mut String, plan: &Plan) {
     }
     let _ = writeln!(out, "| | |\n| --- | --- |");
     let _ = writeln!(out, "| where | {} |", where_line(plan));
-    let _ = writeln!(out, "| layout | {} |", layout_line(plan));
+    let _ = writeln!(out, "| layout | {} |", plan_layout_line(plan));
     if let Some(e) = &plan.estimate {
         if let Some(time) = time_text(plan) {
             let _ = writeln!(out, "| time | {time} |");

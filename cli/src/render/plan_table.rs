@@ -1,65 +1,12 @@
 //! The plan as a person reads it first: where, split how, how long, how much, why, and what
 //! else was considered.
 
-use loam_ir::display::{self, hours_or_days, money, percent, plus_minus, thousands};
+use loam_ir::display::{
+    group_layout_lines, hours_or_days, money, percent, plan_layout_line, plus_minus, thousands,
+};
 use loam_ir::plan::{MemoryIr, Plan, PlanDocument, StageIr};
 use loam_ir::types::Hetero;
 use std::fmt::Write;
-
-/// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
-/// a heterogeneous data-parallel plan, each group's joined by ` + `.
-pub fn layout_line(plan: &Plan) -> String {
-    if is_data_split(plan) {
-        return group_layout_lines(plan).join(" + ");
-    }
-    if let (Some(l), true) = (&plan.layout, plan.groups.len() > 1) {
-        // A pipeline over two device types: each type has its own tensor degree and stages,
-        // so one headline `TP` would misstate one of them.
-        let groups: Vec<String> = plan
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(g, group)| {
-                let stages = plan.stages.iter().filter(|s| s.group == g as u64).count();
-                format!(
-                    "{} TP{} PP{stages}",
-                    group.device,
-                    group.tensor.unwrap_or(l.tensor)
-                )
-            })
-            .collect();
-        return format!(
-            "{} · DP{} · micro-batch {} · ZeRO-{} · recompute {}",
-            groups.join(" + "),
-            l.data,
-            l.micro_batch,
-            l.zero,
-            l.recompute
-        );
-    }
-    plan.layout
-        .as_ref()
-        .map_or_else(|| "-".into(), display::layout_line)
-}
-
-/// Whether each group of the plan runs whole replicas on its share of the batch.
-fn is_data_split(plan: &Plan) -> bool {
-    plan.hetero == Some(Hetero::Data)
-}
-
-/// Each group's own layout and share of the batch: `H20: TP1 PP1 DP64 … · 128 sequences`.
-fn group_layout_lines(plan: &Plan) -> Vec<String> {
-    plan.groups
-        .iter()
-        .filter_map(|g| {
-            let layout = display::layout_line(g.layout.as_ref()?);
-            let share = g
-                .sequences_per_step
-                .map_or(String::new(), |s| format!(" · {s} sequences per step"));
-            Some(format!("{}: {layout}{share}", g.device))
-        })
-        .collect()
-}
 
 /// Where the plan runs: `512 × H100_SXM on 64 nodes at shanghai (sh-h100-a), pool xirang`.
 pub fn where_line(plan: &Plan) -> String {
@@ -340,7 +287,7 @@ pub fn render_plan(plan: &Plan) -> String {
     }
     if plan.layout.is_some() {
         row(&mut out, "where", &where_line(plan));
-        if is_data_split(plan) {
+        if plan.hetero == Some(Hetero::Data) {
             for (i, line) in group_layout_lines(plan).iter().enumerate() {
                 row(&mut out, if i == 0 { "layout" } else { "" }, line);
             }
@@ -349,12 +296,12 @@ pub fn render_plan(plan: &Plan) -> String {
                 row(&mut out, if i == 0 { "stages" } else { "" }, &line);
             }
         } else if plan.groups.len() > 1 {
-            row(&mut out, "layout", &layout_line(plan));
+            row(&mut out, "layout", &plan_layout_line(plan));
             for (i, line) in group_stages_lines(plan).iter().enumerate() {
                 row(&mut out, if i == 0 { "stages" } else { "" }, line);
             }
         } else {
-            row(&mut out, "layout", &layout_line(plan));
+            row(&mut out, "layout", &plan_layout_line(plan));
             row(&mut out, "stages", &stages_line(&plan.stages));
         }
     }

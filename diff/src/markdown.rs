@@ -14,7 +14,7 @@ use super::services::ServiceDiff;
 use super::side::Side;
 use super::text::{header, job_plain};
 use super::totals::{Row, totals};
-use crate::render::diagnostics::render_text;
+use crate::ShowDiagnostics;
 use loam_ir::display::capitalised;
 use std::fmt::Write;
 
@@ -31,13 +31,19 @@ const ERRORS_LIMIT: usize = 12_000;
 const DETAILS_LIMIT: usize = 6_000;
 
 /// The whole markdown report.
-pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
-    render_with(diff, base, head, "")
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnostics) -> String {
+    render_with(diff, base, head, "", shown)
 }
 
 /// The report with `extra` (markdown, e.g. the admission preview's changes) after the job
-/// lines.
-pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> String {
+/// lines; diagnostics written by `shown`.
+pub fn render_with(
+    diff: &PlanDiff,
+    base: &Side,
+    head: &Side,
+    extra: &str,
+    shown: &dyn ShowDiagnostics,
+) -> String {
     let summary = diff.summary();
     // The verdict on the comment's second line and the headline on its third: what a reviewer
     // reads before anything else, whatever follows.
@@ -84,7 +90,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
             head,
         )));
     }
-    let errors = errors_section(head);
+    let errors = errors_section(head, shown);
     let footer = "<sub>Every job's full plans, changes and manifest diff: `loam diff --format json` (the CI run keeps it as an artifact).</sub>\n";
     let changed = review_order(diff);
     // What must come, so the job lines and details fit around it.
@@ -140,7 +146,7 @@ pub fn render_with(diff: &PlanDiff, base: &Side, head: &Side, extra: &str) -> St
     out.push_str(&errors);
     let mut details_left_out = 0usize;
     for job in &changed {
-        let block = details(job, head);
+        let block = details(job, head, shown);
         if out.len() + block.len() + footer.len() + 200 > LIMIT {
             details_left_out += 1;
             continue;
@@ -181,10 +187,10 @@ const ADMISSION_LIMIT: usize = 8_000;
 /// more there are.
 fn bounded_admission(changes: &[loam_compiler::admission::AdmissionChange]) -> String {
     let mut shown = changes.len();
-    let mut text = crate::render::admission::changes_markdown(changes);
+    let mut text = crate::admission::changes_markdown(changes);
     while text.len() > ADMISSION_LIMIT && shown > 0 {
         shown /= 2;
-        text = crate::render::admission::changes_markdown(changes.get(..shown).unwrap_or(&[]));
+        text = crate::admission::changes_markdown(changes.get(..shown).unwrap_or(&[]));
     }
     if shown < changes.len() {
         if shown == 0 {
@@ -563,12 +569,12 @@ fn uncertainty(job: &JobDiff) -> String {
 
 /// The errors at head, located, as `loam check` prints them (without colour), cut to
 /// [`ERRORS_LIMIT`] characters.
-fn errors_section(head: &Side) -> String {
+fn errors_section(head: &Side, shown: &dyn ShowDiagnostics) -> String {
     let errors = head.errors();
     if errors.is_empty() {
         return String::new();
     }
-    let mut text = render_text(&errors, &head.specs.sources, false);
+    let mut text = shown.report(&errors, &head.specs.sources);
     if text.len() > ERRORS_LIMIT {
         let mut cut = ERRORS_LIMIT;
         while !text.is_char_boundary(cut) {
@@ -586,7 +592,7 @@ fn errors_section(head: &Side) -> String {
 }
 
 /// One job's folded details: its changes and what its manifests' changes do, field by field.
-fn details(job: &JobDiff, head: &Side) -> String {
+fn details(job: &JobDiff, head: &Side, shown: &dyn ShowDiagnostics) -> String {
     let mut body = job_plain(
         &JobDiff {
             manifests: None,
@@ -597,7 +603,7 @@ fn details(job: &JobDiff, head: &Side) -> String {
     let warnings = job_warnings(job, head);
     if !warnings.is_empty() {
         body.push_str("\n# warnings at head:\n");
-        body.push_str(&render_text(&warnings, &head.specs.sources, false));
+        body.push_str(&shown.report(&warnings, &head.specs.sources));
     }
     if body.len() > DETAILS_LIMIT {
         let mut cut = DETAILS_LIMIT;

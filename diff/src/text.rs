@@ -158,7 +158,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, color: bool) -> String 
     }
     if !diff.admission.is_empty() {
         out.push_str("Admission across the pool (Kueue's rules, docs/admission.md):\n");
-        out.push_str(&crate::render::admission::changes_text(&diff.admission));
+        out.push_str(&crate::admission::changes_text(&diff.admission));
         out.push('\n');
     }
     if let Some(schedule) = &diff.schedule {
@@ -507,7 +507,7 @@ fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gitops::values::Metric;
+    use crate::values::Metric;
 
     fn change(key: &str, before: Option<Value>, after: Option<Value>) -> Change {
         Change {

@@ -12,14 +12,14 @@ use super::side::Side;
 use super::text::sides;
 use super::totals::{self, Row};
 use super::{compare::Action, shown_diagnostics};
-use crate::render::diagnostics::one_line;
+use crate::ShowDiagnostics;
 use loam_compiler::catalogue::facts;
 use loam_ir::diagnostics::Diagnostic;
 use loam_report::{DiffPage, Figures, JobChange, Problem, ServiceChange, TenantTotals, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
-/// write, so their bytes agree.
-pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
+/// write, so their bytes agree; its problems written by `shown`.
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnostics) -> String {
     let (base_title, head_title) = (base.title(), head.title());
     let title = format!("loam diff: {base_title} → {head_title}");
     let verdict = diff.summary().verdict();
@@ -39,7 +39,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> String {
             .map(tenant_totals)
             .collect(),
         cluster: cluster.as_ref(),
-        problems: problems(base, head),
+        problems: problems(base, head, shown),
         schedule: diff
             .schedule
             .as_ref()
@@ -163,11 +163,15 @@ fn tenant_totals(row: &Row) -> TenantTotals {
 
 /// The problems the page shows first, one line each: the errors at base (which explain why a
 /// job could not be compared), then every diagnostic at head, each line led by its side.
-pub fn problems(base: &Side, head: &Side) -> Vec<Problem> {
+pub fn problems(base: &Side, head: &Side, shown: &dyn ShowDiagnostics) -> Vec<Problem> {
     let (base_errors, at_head) = shown_diagnostics(base, head);
     let at = |side: &Side, d: &Diagnostic| Problem {
         error: d.is_error(),
-        line: format!("at {}: {}", side.title(), one_line(d, &side.specs.sources)),
+        line: format!(
+            "at {}: {}",
+            side.title(),
+            shown.one_line(d, &side.specs.sources)
+        ),
     };
     base_errors
         .iter()

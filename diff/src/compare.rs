@@ -19,8 +19,7 @@ use super::classify::Verdict;
 use super::side::Side;
 pub use super::summary::Summary;
 pub use super::values::{Change, Metric, Value};
-use crate::render::plan_table::layout_line;
-use loam_ir::display::recompute_text;
+use loam_ir::display::{plan_layout_line, recompute_text};
 use loam_ir::plan::Plan;
 use std::collections::BTreeMap;
 
@@ -524,7 +523,7 @@ fn whole(plan: &Plan, created: bool) -> Vec<Change> {
     if plan.layout.is_some() {
         attrs.push(Attr {
             key: "layout".into(),
-            value: Value::Text(layout_line(plan)),
+            value: Value::Text(plan_layout_line(plan)),
         });
     }
     shown_whole(&attrs, &SHOWN_WHOLE, created)

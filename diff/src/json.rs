@@ -45,8 +45,8 @@
 use super::classify::Verdict;
 use super::compare::{Action, PlanDiff};
 use super::side::Side;
-use crate::render::diagnostics::to_json;
-use crate::render::plan_json::sort_keys;
+use crate::ShowDiagnostics;
+use loam_ir::plan::json::sort_keys;
 use serde_json::{Map, Value, json};
 
 /// The version of the diff JSON format (Terraform's rules: a minor bump adds fields).
@@ -100,8 +100,8 @@ fn side_json(side: &Side) -> Value {
     })
 }
 
-/// The diff document.
-pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
+/// The diff document; its diagnostics written by `shown`.
+pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnostics) -> Value {
     let summary = diff.summary();
     let jobs: Vec<Value> = diff
         .jobs
@@ -178,7 +178,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side) -> Value {
             if name == "base" && !d.is_error() {
                 continue;
             }
-            let mut value = to_json(d, &side.specs.sources);
+            let mut value = shown.json(d, &side.specs.sources);
             if let Value::Object(map) = &mut value {
                 map.insert("side".into(), json!(name));
             }

@@ -302,12 +302,12 @@ fn code(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gitops::compare::JobDiff;
+    use crate::compare::JobDiff;
     use loam_ir::plan::{DataIr, DataOptionIr, Plan};
 
     /// A shipped plan (a 2-group pipeline) with its cost and its chosen data option's egress set.
     fn plan(cost: f64, egress: f64) -> Plan {
-        let text = include_str!("../../../tests/cases/emit/plans/hetero-h100-ascend.json");
+        let text = include_str!("../../tests/cases/emit/plans/hetero-h100-ascend.json");
         let doc: loam_ir::plan::PlanDocument = serde_json::from_str(text).unwrap();
         let mut plan = doc.plans.into_iter().next().unwrap();
         if let Some(e) = plan.estimate.as_mut() {

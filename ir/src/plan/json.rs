@@ -3,7 +3,7 @@
 //! serde_json is built with `preserve_order` in this workspace, so keys come out in struct
 //! order; the contract asks for sorted keys, so the value is rebuilt with sorted maps.
 
-use loam_ir::plan::PlanDocument;
+use super::PlanDocument;
 use serde_json::{Map, Value};
 
 /// `value` with the keys of every object sorted (recursively).
