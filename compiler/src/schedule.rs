@@ -12,6 +12,7 @@ pub mod date;
 mod job;
 mod replace;
 mod sample;
+mod service;
 mod sim;
 #[cfg(test)]
 mod tests;
@@ -22,7 +23,7 @@ use crate::admission::place::{Demand, PoolRules, rule_order};
 use crate::catalogue::Catalogue;
 use job::{EPS_H, SimJob};
 use loam_ir::display::significant;
-use loam_ir::plan::Plan;
+use loam_ir::plan::{Plan, ServicePlan};
 use loam_ir::schedule::{
     DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, Replacement, RunInterval,
     Schedule, ScheduleTotals, ScheduledJob,
@@ -62,11 +63,25 @@ struct PoolRun<'a> {
     jobs: Vec<Option<SimJob>>,
     /// Per job, the alternatives it may move to (rule 13), in the planner's order.
     alternatives: Vec<Vec<replace::Alternative>>,
+    /// What the pool's services hold (rule 15), already taken out of `rules`' node groups.
+    held: service::Held,
 }
 
-/// Schedules `plans` on their pools from hour 0 to `options.horizon_h`.
+/// Schedules `plans` on their pools from hour 0 to `options.horizon_h`, with no service.
 pub fn schedule(
     plans: &[Plan],
+    submits: &Submits,
+    catalogue: &Catalogue,
+    options: &Options,
+) -> Schedule {
+    schedule_with_services(plans, &[], submits, catalogue, options)
+}
+
+/// Schedules `plans` and `services` on their pools from hour 0 to `options.horizon_h`: the
+/// services hold their devices first (rule 15), the jobs run on the rest.
+pub fn schedule_with_services(
+    plans: &[Plan],
+    services: &[ServicePlan],
     submits: &Submits,
     catalogue: &Catalogue,
     options: &Options,
@@ -76,23 +91,36 @@ pub fn schedule(
     } else {
         24.0
     };
-    let mut by_pool: BTreeMap<&str, Vec<&Plan>> = BTreeMap::new();
+    let mut by_pool: BTreeMap<&str, (Vec<&Plan>, Vec<&ServicePlan>)> = BTreeMap::new();
     for plan in plans {
-        by_pool.entry(plan.pool.as_str()).or_default().push(plan);
+        by_pool.entry(plan.pool.as_str()).or_default().0.push(plan);
+    }
+    for service in services {
+        by_pool
+            .entry(service.pool.as_str())
+            .or_default()
+            .1
+            .push(service);
     }
     let mut seeder = Rng::new(options.seed);
     let mut jobs: Vec<ScheduledJob> = Vec::new();
     let mut utilisation = BTreeMap::new();
     let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
     let mut moves: BTreeMap<(String, String), MovedAt> = BTreeMap::new();
-    for (id, pool_plans) in by_pool {
-        let run = pool_run(pool_plans, catalogue.pool(id), submits);
+    for (id, (pool_plans, pool_services)) in by_pool {
+        let run = pool_run(
+            pool_plans,
+            &pool_services,
+            catalogue.pool(id),
+            submits,
+            horizon_h,
+        );
         let expected: Vec<f64> = run
             .jobs
             .iter()
             .map(|j| j.as_ref().map_or(0.0, |j| j.work_h))
             .collect();
-        let mut usage = usage::Usage::new(&run.rules, horizon_h);
+        let mut usage = usage::Usage::new(&run.rules, &run.held.per_group, horizon_h);
         let outcome = sim::run(
             &sim::Pool {
                 rules: &run.rules,
@@ -137,9 +165,10 @@ pub fn schedule(
                 );
             }
         }
+        jobs.extend(run.held.entries);
     }
     jobs.sort_by(|a, b| (&a.file, &a.job).cmp(&(&b.file, &b.job)));
-    let totals = totals(&jobs, plans, &moves);
+    let totals = totals(&jobs, plans, services, &moves);
     Schedule {
         start: options.start.clone(),
         horizon_h: significant(horizon_h),
@@ -158,11 +187,14 @@ pub fn schedule(
 /// The rules, demands and simulated jobs of one pool, in the rules' order.
 fn pool_run<'a>(
     mut plans: Vec<&'a Plan>,
+    services: &[&ServicePlan],
     pool: Option<&crate::catalogue::Pool>,
     submits: &Submits,
+    horizon_h: f64,
 ) -> PoolRun<'a> {
     plans.sort_by_key(|p| rule_order(p));
-    let rules = PoolRules::new(&plans, pool);
+    let mut rules = PoolRules::new(&plans, pool);
+    let held = service::place(services, &mut rules, horizon_h);
     let mut never = Vec::new();
     let mut demands = Vec::new();
     let mut jobs = Vec::new();
@@ -191,6 +223,7 @@ fn pool_run<'a>(
         demands,
         jobs,
         alternatives,
+        held,
     }
 }
 
@@ -446,9 +479,11 @@ struct MovedAt {
 fn totals(
     jobs: &[ScheduledJob],
     plans: &[Plan],
+    services: &[ServicePlan],
     moves: &BTreeMap<(String, String), MovedAt>,
 ) -> ScheduleTotals {
-    let cost_of: BTreeMap<(&str, &str), (f64, &str)> = plans
+    // Keyed by (is a service, spec file, name): a job and a service may share a name.
+    let mut cost_of: BTreeMap<(bool, &str, &str), (f64, &str)> = plans
         .iter()
         .filter_map(|p| {
             let e = p.estimate.as_ref()?;
@@ -458,11 +493,20 @@ fn totals(
                 0.0
             };
             Some((
-                (p.file.as_str(), p.job.as_str()),
+                (false, p.file.as_str(), p.job.as_str()),
                 (per_h, e.cost.currency.as_str()),
             ))
         })
         .collect();
+    // A service costs its busiest hour's price for every hour it holds those replicas.
+    for s in services {
+        if let Some(e) = &s.estimate {
+            cost_of.insert(
+                (true, s.file.as_str(), s.service.as_str()),
+                (e.cost_per_hour.amount, e.cost_per_hour.currency.as_str()),
+            );
+        }
+    }
     let mut t = ScheduleTotals::default();
     let mut wait = 0.0;
     let mut device_hours = 0.0;
@@ -470,7 +514,11 @@ fn totals(
     let mut cost: BTreeMap<String, f64> = BTreeMap::new();
     for j in jobs {
         if j.status != "never" && j.status != "not-planned" {
-            t.jobs += 1;
+            if j.kind == "service" {
+                t.services += 1;
+            } else {
+                t.jobs += 1;
+            }
         }
         if matches!(
             j.status.as_str(),
@@ -481,7 +529,10 @@ fn totals(
         wait += j.wait_h;
         t.max_wait_h = t.max_wait_h.max(j.wait_h);
         let held: f64 = j.runs.iter().map(|r| r.to_h - r.from_h).sum();
-        let moved = moves.get(&(j.file.clone(), j.job.clone()));
+        let service = j.kind == "service";
+        let moved = moves
+            .get(&(j.file.clone(), j.job.clone()))
+            .filter(|_| !service);
         // Hours held, and work lost to preemptions, before the move (none without one).
         let (held_before, lost_before) = moved.map_or((0.0, 0.0), |m| {
             (
@@ -500,7 +551,7 @@ fn totals(
         device_hours += held_before * before_devices + (held - held_before) * j.devices as f64;
         lost += lost_before * before_devices + (j.lost_work_h - lost_before) * j.devices as f64;
         t.preemptions += j.preemptions.len();
-        if let Some(&(per_h, currency)) = cost_of.get(&(j.file.as_str(), j.job.as_str())) {
+        if let Some(&(per_h, currency)) = cost_of.get(&(service, j.file.as_str(), j.job.as_str())) {
             let after_per_h = moved.and_then(|m| m.per_h).unwrap_or(per_h);
             *cost.entry(currency.to_string()).or_default() +=
                 held_before * per_h + (held - held_before) * after_per_h;

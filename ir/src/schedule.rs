@@ -9,6 +9,10 @@ use crate::types::Priority;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The whole schedule of one revision.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Schedule {
@@ -37,8 +41,11 @@ pub struct Schedule {
 /// The totals every output leads with.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ScheduleTotals {
-    /// Jobs and services scheduled (planned and admissible).
+    /// Jobs scheduled (planned and admissible).
     pub jobs: usize,
+    /// Services holding their devices (rule 15 of docs/scheduling.md); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub services: usize,
     /// Jobs with a deadline.
     pub deadlines: usize,
     /// Deadlines met (at P90 when sampled: `at_risk` takes those met at P50 only).

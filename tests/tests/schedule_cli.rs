@@ -231,3 +231,61 @@ fn a_job_preempted_behind_its_tenants_quota_moves_to_an_alternative_and_meets_it
         "{place}"
     );
 }
+
+/// Rule 15: a service in the paths is scheduled beside the jobs: it holds its busiest hour's
+/// replicas (the plan's `roles[].replicas × devices_per_replica`) from hour 0 to the horizon,
+/// is counted apart from the jobs, and its devices are busy in its site's utilisation every day.
+#[test]
+fn a_service_holds_its_busiest_hours_devices_over_the_whole_horizon() {
+    let service = repo_root().join("examples/rag-llama31-8b-service.loam");
+    let service = service.to_str().unwrap();
+    let (code, out, err) = run_cli(&["plan", service, "--format", "json"], "");
+    assert_eq!(code, 0, "{err}");
+    let plan = json(&out)["services"][0].clone();
+    let roles = plan["roles"].as_array().unwrap();
+    let devices: u64 = roles
+        .iter()
+        .map(|r| r["replicas"].as_u64().unwrap() * r["devices_per_replica"].as_u64().unwrap())
+        .sum();
+    let (code, out, err) = run_cli(
+        &[
+            "schedule",
+            service,
+            "--start",
+            "2026-01-05",
+            "--horizon",
+            "2d",
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    let entry = &doc["jobs"][0];
+    assert_eq!(entry["kind"], "service");
+    assert_eq!(entry["job"], plan["service"]);
+    assert_eq!(entry["status"], "running");
+    assert_eq!(entry["devices"].as_u64(), Some(devices));
+    assert_eq!(
+        entry["runs"],
+        serde_json::json!([{"from_h": 0.0, "to_h": 48.0}])
+    );
+    assert_eq!(doc["totals"]["services"], 1);
+    assert_eq!(doc["totals"]["jobs"], 0);
+    assert_eq!(
+        doc["totals"]["device_hours"].as_f64(),
+        Some(devices as f64 * 48.0)
+    );
+    // Every day of the service's site and device type has those devices busy all day.
+    let site = roles[0]["group"]["site"].as_str().unwrap();
+    let device = roles[0]["group"]["device"].as_str().unwrap();
+    for day in doc["utilisation"][site][device].as_array().unwrap() {
+        let total = day["devices"].as_u64().unwrap();
+        let busy = total - day["free_devices"].as_u64().unwrap();
+        assert_eq!(busy, devices, "{day}");
+    }
+    let (code, out, _) = run_cli(&["schedule", service, "--start", "2026-01-05"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains("0 jobs and 1 service;"), "{out}");
+}

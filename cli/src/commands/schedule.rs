@@ -10,7 +10,7 @@ use crate::io::IoError;
 use clap::{Args, ValueEnum};
 use loam_compiler::schedule::date::{format_date, parse_date};
 use loam_compiler::schedule::what_if::{self, Addition};
-use loam_compiler::schedule::{DEFAULT_SEED, Options, Submits, schedule};
+use loam_compiler::schedule::{DEFAULT_SEED, Options, Submits, schedule_with_services};
 use std::path::{Path, PathBuf};
 
 /// Most Monte Carlo samples (counted: 1,000 samples of a 1,000-job repository take seconds;
@@ -128,7 +128,10 @@ pub fn run(
     let Some(catalogue) = &specs.catalogue else {
         return Ok(1);
     };
-    if planned.document.plans.is_empty() && specs.errors() > 0 {
+    if planned.document.plans.is_empty()
+        && planned.document.services.is_empty()
+        && specs.errors() > 0
+    {
         // Nothing to schedule: the errors above say why.
         return Ok(1);
     }
@@ -151,13 +154,14 @@ pub fn run(
         threads: crate::session::threads(),
     };
     let plans = &planned.document.plans;
+    let services = &planned.document.services;
     let result = if additions.is_empty() && args.remove_site.is_empty() {
-        schedule(plans, &submits, catalogue, &options)
+        schedule_with_services(plans, services, &submits, catalogue, &options)
     } else {
         match what_if::changed_catalogue(catalogue, &additions, &args.remove_site) {
-            Ok((changed, words)) => {
-                what_if::compare(plans, &submits, catalogue, &changed, words, &options)
-            }
+            Ok((changed, words)) => what_if::compare(
+                plans, services, &submits, catalogue, &changed, words, &options,
+            ),
             Err(problem) => return usage(cx, problem),
         }
     };

@@ -246,6 +246,7 @@ fn adding_a_node_removes_the_wait_and_the_what_if_says_so() {
     );
     let s = what_if::compare(
         &plans,
+        &[],
         &Submits::new(),
         &cat,
         &bigger,
@@ -456,7 +457,13 @@ fn a_sample_scales_the_alternatives_hours_by_its_own_draw() {
         timed("a", "nlp", "normal", 100.0, serde_json::json!({})),
     ];
     let cat = two_groups();
-    let run = pool_run(plans.iter().collect(), cat.pool("t"), &Submits::new());
+    let run = pool_run(
+        plans.iter().collect(),
+        &[],
+        cat.pool("t"),
+        &Submits::new(),
+        480.0,
+    );
     // The rules' order: a.loam before b.loam.
     assert_eq!(run.plans[0].job, "a");
     let pool = sim::Pool {
@@ -545,4 +552,101 @@ fn no_migration_when_it_costs_more_than_it_gains_or_the_job_is_not_interruptible
         assert_eq!(find(&s, "a").placement.replaced, None);
         assert_eq!(find(&s, "a").finish_h, Some(100.0));
     }
+}
+
+/// A feasible service of one role on `replicas` × `per_replica` devices of node group `ng-a`,
+/// costing 5 CNY an hour: the shipped RAG example's plan with its deployment replaced.
+fn service(name: &str, priority: &str, replicas: u64, per_replica: u64) -> ServicePlan {
+    use crate::check::check_file;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/rag-llama31-8b-service.loam"
+    ))
+    .unwrap();
+    let parsed = crate::syntax::parse(loam_ir::span::FileId(0), &text);
+    let checked = check_file(&parsed.file.unwrap());
+    let spec = checked.services.into_iter().next().unwrap();
+    let mut s = crate::plan::service::plan_service(&spec, "x.loam", &crate::catalogue::builtin());
+    assert!(s.feasible, "{:?}", s.reasons);
+    s.service = name.to_string();
+    s.file = format!("{name}.loam");
+    s.pool = "t".to_string();
+    s.priority = serde_json::from_value(serde_json::json!(priority)).unwrap();
+    s.roles.truncate(1);
+    let role = &mut s.roles[0];
+    role.replicas = replicas;
+    role.devices_per_replica = per_replica;
+    role.group.node_group = "ng-a".to_string();
+    role.group.site = "only".to_string();
+    role.group.device = H100.to_string();
+    role.group.devices = replicas * per_replica;
+    if let Some(e) = &mut s.estimate {
+        e.cost_per_hour.amount = 5.0;
+        e.cost_per_hour.currency = "CNY".to_string();
+    }
+    s
+}
+
+#[test]
+fn a_service_holds_its_devices_for_the_whole_horizon_and_jobs_run_beside_it() {
+    // One node of 8 H100. The service holds 1 replica × 4 devices from hour 0 to the horizon
+    // (rule 15), so job a (8 devices) can never run, and job b (4 devices, 6 h) runs 0–6 h
+    // beside it. Day 0 of a 24 h horizon: busy 4 × 24 (service) + 4 × 6 (b) = 120 of
+    // 8 × 24 = 192 device-hours, 0.625; no device free while b runs. Cost: the service
+    // 5 CNY × 24 h = 120, b 10 CNY × 6 h = 60: 180 CNY.
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let mut b = plan("b", "nlp", "normal", &[("ng-a", H100, 4)]);
+    b.estimate = timed("b", "nlp", "normal", 6.0, serde_json::json!({})).estimate;
+    let plans = [timed("a", "nlp", "normal", 10.0, serde_json::json!({})), b];
+    let services = [service("svc", "normal", 1, 4)];
+    let s = schedule_with_services(&plans, &services, &Submits::new(), &cat, &options(24.0));
+    let svc = find(&s, "svc");
+    assert_eq!(
+        (
+            svc.kind.as_str(),
+            svc.status.as_str(),
+            svc.devices,
+            svc.start_h
+        ),
+        ("service", "running", 4, Some(0.0))
+    );
+    assert_eq!(svc.runs.len(), 1);
+    assert_eq!((svc.runs[0].from_h, svc.runs[0].to_h), (0.0, 24.0));
+    let a = find(&s, "a");
+    assert_eq!(a.status, "never", "{a:?}");
+    let b = find(&s, "b");
+    assert_eq!((b.start_h, b.finish_h), (Some(0.0), Some(6.0)));
+    let day = &s.utilisation["only"][H100][0];
+    assert_eq!(
+        (day.devices, day.utilisation, day.free_devices),
+        (8, 0.625, 0)
+    );
+    assert_eq!((s.totals.jobs, s.totals.services), (1, 1));
+    assert_eq!(s.totals.device_hours, 120.0);
+    assert_eq!(s.totals.cost["CNY"], 180.0);
+    // Without the service, a runs first (rule 2: a.loam before b.loam) and b waits for it.
+    let alone = schedule(&plans, &Submits::new(), &cat, &options(24.0));
+    assert_eq!(find(&alone, "a").status, "finished");
+    assert_eq!(find(&alone, "b").start_h, Some(10.0));
+}
+
+#[test]
+fn services_are_placed_highest_priority_first_and_one_that_does_not_fit_never_runs() {
+    // One node of 8 H100: `high` (4 devices) is placed before `low` (6 devices) whatever their
+    // files' order; 4 are left, so `low` never runs, and the day is half busy (4 × 24 of 192).
+    let cat = catalogue(&[("ng-a", H100, 1)], &[("nlp", &[(H100, 8, 0)])]);
+    let services = [
+        service("a-low", "low", 3, 2),
+        service("b-high", "high", 2, 2),
+    ];
+    let s = schedule_with_services(&[], &services, &Submits::new(), &cat, &options(24.0));
+    assert_eq!(find(&s, "b-high").status, "running");
+    let low = find(&s, "a-low");
+    assert_eq!(low.status, "never");
+    assert_eq!(
+        low.reason,
+        "node group `ng-a` has 4 of its 8 devices left beside the services before it; it needs 6"
+    );
+    assert_eq!(s.utilisation["only"][H100][0].utilisation, 0.5);
+    assert_eq!((s.totals.services, s.totals.never_started), (1, 1));
 }

@@ -18,39 +18,45 @@ pub(crate) struct Usage {
     days: usize,
     /// (site, device) → devices.
     capacity: BTreeMap<(String, String), u64>,
+    /// (site, device) → devices the services hold throughout (rule 15).
+    held: BTreeMap<(String, String), u64>,
     /// (site, device) → one entry per day.
     per_day: BTreeMap<(String, String), Vec<Day>>,
 }
 
 impl Usage {
-    /// An empty record of `rules`' node groups over `horizon_h`.
-    pub(crate) fn new(rules: &PoolRules, horizon_h: f64) -> Usage {
+    /// An empty record of `rules`' node groups over `horizon_h`, whose devices exclude what the
+    /// services hold (`held`, per node group), which counts as busy throughout.
+    pub(crate) fn new(rules: &PoolRules, held: &BTreeMap<String, u64>, horizon_h: f64) -> Usage {
         let days = (horizon_h / 24.0).ceil().max(1.0) as usize;
         let mut capacity: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for g in rules.groups.values() {
-            *capacity
-                .entry((g.site.clone(), g.device.clone()))
-                .or_default() += g.devices;
+        let mut held_by_type: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for (name, g) in &rules.groups {
+            let key = (g.site.clone(), g.device.clone());
+            let services = held.get(name).copied().unwrap_or(0);
+            *capacity.entry(key.clone()).or_default() += g.devices + services;
+            *held_by_type.entry(key).or_default() += services;
         }
+        // The services' devices are busy every hour of the horizon, events or none.
         let per_day = capacity
             .iter()
             .map(|(k, &devices)| {
-                (
-                    k.clone(),
-                    vec![
-                        Day {
-                            busy_device_h: 0.0,
-                            min_free: devices,
-                            max_fragmented: 0,
-                        };
-                        days
-                    ],
-                )
+                let services = held_by_type.get(k).copied().unwrap_or(0);
+                let days = (0..days)
+                    .map(|d| Day {
+                        busy_device_h: services as f64
+                            * (horizon_h - d as f64 * 24.0).clamp(0.0, 24.0),
+                        min_free: devices - services,
+                        max_fragmented: 0,
+                    })
+                    .collect();
+                (k.clone(), days)
             })
             .collect();
         Usage {
             days,
             capacity,
+            held: held_by_type,
             per_day,
         }
     }
@@ -78,12 +84,18 @@ impl Usage {
         for ((site, device), days) in &mut self.per_day {
             let devices = self.capacity.get(&(site.clone(), device.clone())).copied();
             let devices = devices.unwrap_or(0);
+            let held = self
+                .held
+                .get(&(site.clone(), device.clone()))
+                .copied()
+                .unwrap_or(0);
+            let room = devices.saturating_sub(held);
             let busy = used
                 .get(&(site.as_str(), device.as_str()))
                 .copied()
                 .unwrap_or(0)
-                .min(devices);
-            let free = devices - busy;
+                .min(room);
+            let free = room - busy;
             let fragmented = if waiting.contains(&device.as_str()) {
                 free
             } else {

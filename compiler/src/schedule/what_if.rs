@@ -1,10 +1,10 @@
 //! Capacity what-ifs: the catalogue with devices added at a site (`256xH100_SXM@shanghai`) or
 //! a site's node groups removed, and the schedule's change against the unchanged pool.
 
-use super::{Options, Submits, schedule};
+use super::{Options, Submits, schedule_with_services};
 use crate::catalogue::Catalogue;
 use loam_ir::display::significant;
-use loam_ir::plan::Plan;
+use loam_ir::plan::{Plan, ServicePlan};
 use loam_ir::schedule::{MovedJob, Schedule, WhatIf};
 use std::collections::BTreeMap;
 
@@ -100,14 +100,15 @@ pub fn changed_catalogue(
 /// The schedule on the changed catalogue, with `what_if` comparing it to the unchanged one.
 pub fn compare(
     plans: &[Plan],
+    services: &[ServicePlan],
     submits: &Submits,
     before_catalogue: &Catalogue,
     after_catalogue: &Catalogue,
     changes: Vec<String>,
     options: &Options,
 ) -> Schedule {
-    let before = schedule(plans, submits, before_catalogue, options);
-    let mut after = schedule(plans, submits, after_catalogue, options);
+    let before = schedule_with_services(plans, services, submits, before_catalogue, options);
+    let mut after = schedule_with_services(plans, services, submits, after_catalogue, options);
     // (file, job) → (finish, deadline verdict) of the unchanged pool.
     type Before<'a> = BTreeMap<(&'a str, &'a str), (Option<f64>, Option<&'a str>)>;
     let finishes: Before<'_> = before

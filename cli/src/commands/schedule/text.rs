@@ -68,8 +68,13 @@ fn headline(s: &Schedule) -> String {
 /// The totals in two lines.
 fn totals(t: &ScheduleTotals) -> String {
     let cost: Vec<String> = t.cost.iter().map(|(c, a)| money(*a, c)).collect();
+    let services = match t.services {
+        0 => String::new(),
+        1 => " and 1 service".to_string(),
+        n => format!(" and {n} services"),
+    };
     format!(
-        "{} jobs; waited {} in all (longest {}); {} never started; {} preemptions losing {} device-hours\n{} device-hours, {}\n",
+        "{} jobs{services}; waited {} in all (longest {}); {} never started; {} preemptions losing {} device-hours\n{} device-hours, {}\n",
         t.jobs,
         when(t.wait_h),
         when(t.max_wait_h),
