@@ -10,12 +10,12 @@ use super::markdown::review_order;
 use super::services::{self, ServiceDiff};
 use super::side::Side;
 use super::text::sides;
-use super::totals::{self, Row};
+use super::totals;
 use super::{compare::Action, shown_diagnostics};
 use crate::ShowDiagnostics;
 use loam_compiler::catalogue::facts;
 use loam_ir::diagnostics::Diagnostic;
-use loam_report::{DiffPage, Figures, JobChange, Problem, ServiceChange, TenantTotals, diff_page};
+use loam_report::{DiffPage, JobChange, Problem, ServiceChange, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
 /// write, so their bytes agree; its problems written by `shown`.
@@ -34,10 +34,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnos
         jobs: jobs(diff),
         services: diff.changed_services().map(service_change).collect(),
         unchanged_left_out: unchanged_left_out(diff),
-        tenants: totals::totals(diff, base, head)
-            .iter()
-            .map(tenant_totals)
-            .collect(),
+        tenants: totals::totals(diff, base, head),
         cluster: cluster.as_ref(),
         problems: problems(base, head, shown),
         schedule: diff
@@ -142,22 +139,6 @@ fn service_change(service: &ServiceDiff) -> ServiceChange {
                 (change.key.clone(), before, after)
             })
             .collect(),
-    }
-}
-
-fn tenant_totals(row: &Row) -> TenantTotals {
-    let figures = |f: &totals::Figures| Figures {
-        jobs: f.jobs,
-        device_hours: f.device_hours,
-        cost: f.cost.clone(),
-        energy_kwh: f.energy_kwh,
-        carbon_kg: f.carbon_kg,
-    };
-    TenantTotals {
-        tenant: row.tenant.clone(),
-        changed: row.changed,
-        before: figures(&row.before),
-        after: figures(&row.after),
     }
 }
 

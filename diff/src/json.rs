@@ -187,7 +187,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnos
     }
     let totals: Vec<Value> = super::totals::totals(diff, base, head)
         .iter()
-        .map(super::totals::Row::to_json)
+        .map(super::totals::Cells::to_json)
         .collect();
     sort_keys(json!({
         "format_version": DIFF_FORMAT_VERSION,

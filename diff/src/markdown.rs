@@ -13,8 +13,9 @@ use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
 use super::services::ServiceDiff;
 use super::side::Side;
 use super::text::{header, job_plain};
-use super::totals::{Row, totals};
+use super::totals::{Cells, totals};
 use crate::ShowDiagnostics;
+use loam_ir::diff::TenantTotals;
 use loam_ir::display::capitalised;
 use std::fmt::Write;
 
@@ -243,7 +244,7 @@ fn cost_change(job: &JobDiff) -> f64 {
 }
 
 /// The totals: one row per tenant, then the total in bold.
-fn totals_table(rows: &[Row]) -> String {
+fn totals_table(rows: &[TenantTotals]) -> String {
     let lines = rows.iter().map(|row| TenantLine {
         tenant: row.tenant.as_deref(),
         changed: row.changed,

@@ -6,6 +6,7 @@ use super::classify::Verdict;
 use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
 use super::services::ServiceDiff;
 use super::side::Side;
+use super::totals::Cells;
 use loam_backends::change::{Effect, Reason};
 use std::fmt::Write;
 

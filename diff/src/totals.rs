@@ -8,54 +8,15 @@
 
 use super::compare::{Action, PlanDiff};
 use super::side::Side;
+use loam_ir::diff::{Figures, TenantTotals};
 use loam_ir::display::{decimals, signed, significant, thousands};
-use loam_ir::plan::Plan;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// The sums over one side's jobs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Figures {
-    /// Jobs planned.
-    pub jobs: usize,
-    /// Device-hours (every device of a job for its train time).
-    pub device_hours: f64,
-    /// Money, per currency.
-    pub cost: BTreeMap<String, f64>,
-    /// Energy, kWh.
-    pub energy_kwh: f64,
-    /// Carbon, kg CO2.
-    pub carbon_kg: f64,
-}
-
-impl Figures {
-    fn add(&mut self, plan: &Plan) {
-        self.jobs += 1;
-        let Some(e) = &plan.estimate else { return };
-        self.device_hours += plan.device_hours().unwrap_or(0.0);
-        *self.cost.entry(e.cost.currency.clone()).or_default() += e.cost.amount;
-        self.energy_kwh += e.energy_kwh;
-        self.carbon_kg += e.carbon_kg;
-    }
-}
-
-/// One row of the totals: a tenant's jobs, or all of them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    /// The tenant; `None` for the total.
-    pub tenant: Option<String>,
-    /// Jobs that change (any verdict but no change).
-    pub changed: usize,
-    /// At base.
-    pub before: Figures,
-    /// At head.
-    pub after: Figures,
-}
-
 /// The rows: one per tenant with a job on either side (sorted), then the total.
-pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<Row> {
-    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
-    let mut total = Row::new(None);
+pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<TenantTotals> {
+    let mut rows: BTreeMap<String, TenantTotals> = BTreeMap::new();
+    let mut total = TenantTotals::new(None);
     // A job that does not check at head is not gone: it counts with its base plan on both
     // sides, so the totals do not show its cost as saved.
     let unchecked = diff
@@ -78,15 +39,15 @@ pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<Row> {
         row(&mut rows, &plan.tenant).changed += 1;
         total.changed += 1;
     }
-    let mut out: Vec<Row> = rows.into_values().collect();
+    let mut out: Vec<TenantTotals> = rows.into_values().collect();
     out.push(total);
     out
 }
 
 /// The row of `tenant`, made empty on first use.
-fn row<'a>(rows: &'a mut BTreeMap<String, Row>, tenant: &str) -> &'a mut Row {
+fn row<'a>(rows: &'a mut BTreeMap<String, TenantTotals>, tenant: &str) -> &'a mut TenantTotals {
     rows.entry(tenant.to_string())
-        .or_insert_with(|| Row::new(Some(tenant.to_string())))
+        .or_insert_with(|| TenantTotals::new(Some(tenant.to_string())))
 }
 
 /// `before → after (+delta, +pct %)`, or the one value when it did not change.
@@ -157,42 +118,46 @@ fn amount(n: f64) -> String {
     }
 }
 
-impl Row {
-    fn new(tenant: Option<String>) -> Row {
-        Row {
-            tenant,
-            changed: 0,
-            before: Figures::default(),
-            after: Figures::default(),
-        }
-    }
-
-    /// The currencies either side spends, sorted.
-    fn currencies(&self) -> Vec<&String> {
-        let mut currencies: Vec<&String> = self
-            .before
-            .cost
-            .keys()
-            .chain(self.after.cost.keys())
-            .collect();
-        currencies.sort();
-        currencies.dedup();
-        currencies
-    }
-
+/// A row of the totals as the text, markdown and JSON write it.
+pub trait Cells {
     /// The row's name: the tenant, or `total`.
-    pub fn name(&self) -> &str {
+    fn name(&self) -> &str;
+    /// Device-hours, before → after.
+    fn device_hours(&self) -> String;
+    /// Money per currency, before → after (`17,746,000 → 35,477,000 CNY (+…)`).
+    fn cost(&self) -> String;
+    /// Energy in MWh, before → after.
+    fn energy(&self) -> String;
+    /// Carbon in t CO2, before → after.
+    fn carbon(&self) -> String;
+    /// The row as JSON, in the units of the diff's vocabulary, rounded to 5 significant digits.
+    fn to_json(&self) -> Value;
+}
+
+/// The currencies either side of `row` spends, sorted.
+fn currencies(row: &TenantTotals) -> Vec<&String> {
+    let mut currencies: Vec<&String> = row
+        .before
+        .cost
+        .keys()
+        .chain(row.after.cost.keys())
+        .collect();
+    currencies.sort();
+    currencies.dedup();
+    currencies
+}
+
+impl Cells for TenantTotals {
+    fn name(&self) -> &str {
         self.tenant.as_deref().unwrap_or("total")
     }
 
-    /// Device-hours, before → after.
-    pub fn device_hours(&self) -> String {
+    fn device_hours(&self) -> String {
         cell(self.before.device_hours, self.after.device_hours, &amount)
     }
 
-    /// Money per currency, before → after (`17,746,000 → 35,477,000 CNY (+…)`).
-    pub fn cost(&self) -> String {
-        let currencies = self.currencies();
+    fn cost(&self) -> String {
+        let currencies = currencies(self);
         if currencies.is_empty() {
             return "—".into();
         }
@@ -209,8 +174,7 @@ impl Row {
             .join(" + ")
     }
 
-    /// Energy in MWh, before → after.
-    pub fn energy(&self) -> String {
+    fn energy(&self) -> String {
         format!(
             "{} MWh",
             cell(
@@ -221,8 +185,7 @@ impl Row {
         )
     }
 
-    /// Carbon in t CO2, before → after.
-    pub fn carbon(&self) -> String {
+    fn carbon(&self) -> String {
         format!(
             "{} t CO2",
             cell(
@@ -233,8 +196,7 @@ impl Row {
         )
     }
 
-    /// The row as JSON, in the units of the diff's vocabulary, rounded to 5 significant digits.
-    pub fn to_json(&self) -> Value {
+    fn to_json(&self) -> Value {
         let side = |f: &Figures| {
             let cost: BTreeMap<&String, f64> =
                 f.cost.iter().map(|(c, a)| (c, significant(*a))).collect();
@@ -246,8 +208,7 @@ impl Row {
                 "carbon_t": significant(f.carbon_kg / 1000.0),
             })
         };
-        let cost_delta: BTreeMap<&String, f64> = self
-            .currencies()
+        let cost_delta: BTreeMap<&String, f64> = currencies(self)
             .into_iter()
             .map(|c| {
                 let get = |f: &Figures| f.cost.get(c).copied().unwrap_or(0.0);

@@ -8,13 +8,15 @@
 //! It holds the Plan IR ([`plan`]) and its findings, diagnostics with their registry of codes,
 //! source spans, the closed vocabularies of specs ([`types`]), the names and checkpoint paths
 //! manifests use, the number and layout formatting every output shares ([`display`]), and what
-//! the backends and the report take from the catalogue besides the plans ([`cluster`]). The
+//! the backends and the report take from the catalogue besides the plans ([`cluster`]), and the
+//! diff's totals the report draws ([`diff`]). The
 //! backends and the report depend on this crate and not on `loam-compiler`: they cannot reach
 //! the planner, and they compile beside it.
 
 pub mod checkpoint;
 pub mod cluster;
 pub mod diagnostics;
+pub mod diff;
 pub mod display;
 pub mod findings;
 pub mod names;

@@ -17,8 +17,8 @@ mod tests;
 mod text;
 
 use loam_ir::cluster::ClusterMap;
+use loam_ir::diff::TenantTotals;
 use loam_ir::plan::{Plan, PlanDocument};
-use std::collections::BTreeMap;
 
 /// What a plan page shows: every job and service of one planned document.
 #[derive(Debug, Clone)]
@@ -121,34 +121,6 @@ pub struct JobChange<'a> {
     pub changes: Vec<(String, String, String)>,
     /// A remark (`moved from a.loam`).
     pub note: Option<&'a str>,
-}
-
-/// Sums over one tenant's jobs on one side.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Figures {
-    /// Jobs planned.
-    pub jobs: usize,
-    /// Device-hours.
-    pub device_hours: f64,
-    /// Money, per currency.
-    pub cost: BTreeMap<String, f64>,
-    /// Energy, kWh.
-    pub energy_kwh: f64,
-    /// Carbon, kg CO2.
-    pub carbon_kg: f64,
-}
-
-/// One row of the diff's totals.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TenantTotals {
-    /// The tenant; `None` for the total over all tenants.
-    pub tenant: Option<String>,
-    /// Jobs that change.
-    pub changed: usize,
-    /// At base.
-    pub before: Figures,
-    /// At head.
-    pub after: Figures,
 }
 
 /// The HTML page of a plan.

@@ -2,10 +2,11 @@
 //! per tenant before and after.
 
 use super::bars::panel;
+use crate::JobChange;
 use crate::figure::{Figure, Kind, Table};
 use crate::svg::Svg;
 use crate::text::money_short;
-use crate::{JobChange, TenantTotals};
+use loam_ir::diff::{Figures, TenantTotals};
 use loam_ir::display::{decimals, money, thousands};
 use loam_ir::plan::Plan;
 
@@ -149,7 +150,7 @@ pub fn totals(id: &str, rows: &[TenantTotals]) -> Option<Figure> {
         &[false, true, true, true, true, true, true, true],
     );
     for r in rows {
-        let money_of = |f: &crate::Figures| {
+        let money_of = |f: &Figures| {
             f.cost
                 .iter()
                 .map(|(c, a)| money(*a, c))
