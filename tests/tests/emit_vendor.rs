@@ -341,3 +341,83 @@ fn walk(dir: &std::path::Path) -> String {
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect()
 }
+
+/// Deploy review finding 13, decided (docs/backends.md): a tenant's Volcano queue counts each
+/// Kubernetes resource name, so device types that share one (`nvidia.com/gpu` for H100, H800
+/// and B200) are summed in one line, and a cluster that registers them under names of their own
+/// gets a line per type from the catalogue's `kubernetes_resource` alone. research at frontier's
+/// campus (deepseek-v3-pretrain) is guaranteed H100 16,384, H800 2,048 and B200 256
+/// (`specs/pools/frontier.yaml`): with the shipped devices one line of 18,688, with H800 and
+/// B200 renamed three lines of 16,384, 2,048 and 256.
+#[test]
+fn a_volcano_queue_has_a_line_per_resource_name_the_catalogue_gives() {
+    let queue = |renamed: bool| -> serde_json::Value {
+        let catalogue: Vec<(String, String)> = builtin_sources()
+            .into_iter()
+            .map(|(p, t)| {
+                let t = match (renamed, p) {
+                    (true, p) if p.ends_with("devices/H800_SXM.yaml") => t.replace(
+                        "kubernetes_resource: nvidia.com/gpu",
+                        "kubernetes_resource: nvidia.com/h800",
+                    ),
+                    (true, p) if p.ends_with("devices/B200.yaml") => t.replace(
+                        "kubernetes_resource: nvidia.com/gpu",
+                        "kubernetes_resource: nvidia.com/b200",
+                    ),
+                    _ => t.to_string(),
+                };
+                (p.to_string(), t)
+            })
+            .collect();
+        let spec =
+            std::fs::read(loam_tests::repo_root().join("examples/deepseek-v3-pretrain.loam"))
+                .unwrap();
+        let checked = check_project(
+            ProjectFiles {
+                catalogue,
+                specs: vec![("deepseek.loam".to_string(), spec)],
+            },
+            2,
+        );
+        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+        let planned = plan_project(&checked, 2);
+        let doc = &planned.document;
+        let catalogue = checked.catalogue.as_ref().unwrap();
+        let options = Options {
+            flavor: Flavor::Volcano,
+            tenants: tenancies(doc, catalogue),
+            node_groups: node_group_devices(doc, catalogue),
+            sites: loam_compiler::catalogue::facts::site_node_groups(doc, catalogue),
+            ..Options::new(vendors(catalogue))
+        };
+        let manifests = render(doc, Target::Kubernetes, &options).unwrap();
+        let file = manifests
+            .iter()
+            .find(|m| m.path.ends_with("campus/30-queue-research.yaml"))
+            .unwrap();
+        serde_saphyr::from_str(&file.contents).unwrap()
+    };
+    let count = |v: &serde_json::Value| -> f64 {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .unwrap()
+    };
+    let shipped = queue(false);
+    let resource = &shipped["spec"]["guarantee"]["resource"];
+    assert_eq!(count(&resource["nvidia.com/gpu"]), 18_688.0, "{shipped:#}");
+    assert!(resource.get("nvidia.com/h800").is_none());
+    let renamed = queue(true);
+    let resource = &renamed["spec"]["guarantee"]["resource"];
+    for (name, devices) in [
+        ("nvidia.com/gpu", 16_384.0),
+        ("nvidia.com/h800", 2_048.0),
+        ("nvidia.com/b200", 256.0),
+    ] {
+        assert_eq!(count(&resource[name]), devices, "{name}: {renamed:#}");
+        assert_eq!(
+            count(&renamed["spec"]["capability"][name]),
+            devices,
+            "{name}"
+        );
+    }
+}
