@@ -2,8 +2,9 @@
 //! ([`loam_compiler::admission::changes`]) said more exactly where the diff knows more, and
 //! written as text and as markdown.
 
-use crate::compare::{Action, PlanDiff};
+use crate::compare::PlanDiff;
 use loam_compiler::admission::{AdmissionChange, AdmissionStatus, Preemptor};
+use loam_ir::diff::Action;
 use loam_ir::display::table_cell;
 use std::fmt::Write as _;
 

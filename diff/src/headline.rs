@@ -12,11 +12,12 @@
 //!
 //! Parts with nothing to say are left out; with nothing at all the headline is empty.
 
-use super::compare::{Action, PlanDiff};
+use super::compare::PlanDiff;
 use super::services::totals as service_totals;
 use super::side::Side;
 use super::totals::totals;
 use loam_compiler::admission::AdmissionStatus;
+use loam_ir::diff::Action;
 use loam_ir::display::{hours_or_days, money, plus_minus, signed};
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -8,13 +8,14 @@
 use super::compare::{JobDiff, PlanDiff};
 use super::markdown::review_order;
 use super::services::{self, ServiceDiff};
+use super::shown_diagnostics;
 use super::side::Side;
 use super::text::sides;
 use super::totals;
-use super::{compare::Action, shown_diagnostics};
 use crate::ShowDiagnostics;
 use loam_compiler::catalogue::facts;
 use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diff::Action;
 use loam_report::{DiffPage, JobChange, Problem, ServiceChange, diff_page};
 
 /// The page of `diff` between `base` and `head`. The one rendering both commands print or
@@ -93,8 +94,7 @@ fn unchanged_left_out(diff: &PlanDiff) -> usize {
 
 fn job_change(job: &JobDiff) -> JobChange<'_> {
     JobChange {
-        symbol: job.action.symbol(),
-        verdict: job.action.verdict(),
+        action: job.action,
         job: &job.job,
         file: &job.file,
         before: job.before.as_ref(),
@@ -125,8 +125,7 @@ fn service_change(service: &ServiceDiff) -> ServiceChange {
     };
     let both = |key: &str| (value(&service.before, key), value(&service.after, key));
     ServiceChange {
-        symbol: service.action.symbol().to_string(),
-        verdict: service.action.verdict().to_string(),
+        action: service.action,
         service: service.service.clone(),
         file: service.file.clone(),
         devices: both("estimate.devices"),

@@ -43,9 +43,10 @@
 //! both sides; it is `null` for created, destroyed, renamed and unplanned jobs.
 
 use super::classify::Verdict;
-use super::compare::{Action, PlanDiff};
+use super::compare::PlanDiff;
 use super::side::Side;
 use crate::ShowDiagnostics;
+use loam_ir::diff::Action;
 use loam_ir::plan::json::sort_keys;
 use serde_json::{Map, Value, json};
 

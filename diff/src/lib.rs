@@ -36,9 +36,10 @@ pub mod values;
 
 pub use side::Side;
 
-use compare::{Action, PlanDiff};
+use compare::PlanDiff;
 use loam_backends::Target;
 use loam_ir::diagnostics::Diagnostic;
+use loam_ir::diff::Action;
 use loam_ir::span::SourceMap;
 
 /// The backend whose rules classify changed jobs when no manifests are diffed: the default of

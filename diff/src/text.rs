@@ -3,11 +3,12 @@
 //! (`# … forces replacement`), and a summary line.
 
 use super::classify::Verdict;
-use super::compare::{Action, Change, JobDiff, PlanDiff, Value};
+use super::compare::{Change, JobDiff, PlanDiff, Value};
 use super::services::ServiceDiff;
 use super::side::Side;
 use super::totals::Cells;
 use loam_backends::change::{Effect, Reason};
+use loam_ir::diff::Action;
 use std::fmt::Write;
 
 /// ANSI colours, or none.

@@ -6,8 +6,9 @@
 //! spec does not check at head counts with its base plan on both sides (its cost is not saved,
 //! only unknown); a new spec that does not check counts nowhere.
 
-use super::compare::{Action, PlanDiff};
+use super::compare::PlanDiff;
 use super::side::Side;
+use loam_ir::diff::Action;
 use loam_ir::diff::{Figures, TenantTotals};
 use loam_ir::display::{decimals, signed, significant, thousands};
 use serde_json::{Value, json};

@@ -17,7 +17,7 @@ mod tests;
 mod text;
 
 use loam_ir::cluster::ClusterMap;
-use loam_ir::diff::TenantTotals;
+use loam_ir::diff::{Action, TenantTotals};
 use loam_ir::plan::{Plan, PlanDocument};
 
 /// What a plan page shows: every job and service of one planned document.
@@ -85,10 +85,9 @@ pub struct DiffPage<'a> {
 /// One service's change between the sides, as the other formats write it.
 #[derive(Debug, Clone)]
 pub struct ServiceChange {
-    /// Terraform's symbol: `+`, `~`, `-`, `!`.
-    pub symbol: String,
-    /// The verdict in a word: `create`, `update`, `delete`, `infeasible`, `error`.
-    pub verdict: String,
+    /// What happens to it: `create`, `update`, `delete`, `infeasible`, `error`, written with
+    /// Terraform's symbol.
+    pub action: Action,
     /// The service's name.
     pub service: String,
     /// Its file.
@@ -104,11 +103,9 @@ pub struct ServiceChange {
 /// One job's change between the sides.
 #[derive(Debug, Clone)]
 pub struct JobChange<'a> {
-    /// Terraform's symbol: `+`, `~`, `-/+`, `-`, `!`, or a space for no change.
-    pub symbol: &'a str,
-    /// The verdict in a word: `create`, `update`, `replace`, `delete`, `infeasible`, `error`,
-    /// `no change`.
-    pub verdict: &'a str,
+    /// What happens to it: `create`, `update`, `replace`, `delete`, `infeasible`, `error` or
+    /// no change, written with Terraform's symbol.
+    pub action: Action,
     /// The job's name.
     pub job: &'a str,
     /// Its file.

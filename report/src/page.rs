@@ -7,6 +7,7 @@ use crate::svg::esc;
 use crate::text::{money_short, plan_where, verdict};
 use crate::{DiffPage, PlanPage, Problem};
 use loam_ir::cluster::ClusterMap;
+use loam_ir::diff::Action;
 use loam_ir::display::{capitalised, decimals, latency, percent, price, thousands};
 use loam_ir::plan::{Plan, ServicePlan};
 use std::collections::BTreeMap;
@@ -598,8 +599,8 @@ fn services_html(services: &[crate::ServiceChange], ids: &mut Ids) -> String {
             "<tr><th scope=\"row\"><a href=\"#{}\">{}</a></th><td>{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             esc(&id),
             esc(&s.service),
-            esc(&s.symbol),
-            esc(&s.verdict),
+            esc(s.action.symbol()),
+            esc(s.action.verdict()),
             esc(&s.devices.0),
             esc(&s.devices.1),
             esc(&s.cost_per_month.0),
@@ -609,9 +610,9 @@ fn services_html(services: &[crate::ServiceChange], ids: &mut Ids) -> String {
             details,
             "<section class=\"job\" id=\"{}\"><h3>{} service {} ({})</h3><p class=\"meta\">{}</p>",
             esc(&id),
-            esc(&s.symbol),
+            esc(s.action.symbol()),
             esc(&s.service),
-            esc(&s.verdict),
+            esc(s.action.verdict()),
             esc(&s.file)
         );
         if !s.changes.is_empty() {
@@ -641,7 +642,7 @@ pub fn diff(page: &DiffPage<'_>) -> String {
     let blocked = page
         .jobs
         .iter()
-        .any(|j| j.verdict == "infeasible" || j.verdict == "error");
+        .any(|j| matches!(j.action, Action::Infeasible | Action::Error));
     let headline = capitalised(page.verdict);
     let mut body = format!(
         "<section class=\"summary\" id=\"summary\"><p class=\"verdict {}\">{}</p>",
@@ -671,7 +672,7 @@ pub fn diff(page: &DiffPage<'_>) -> String {
     };
     let mut sections = String::new();
     for change in &page.jobs {
-        let changed = change.verdict != "no change";
+        let changed = change.action != Action::NoOp;
         let (tb, cb) = figures_of(change.before);
         let (ta, ca) = figures_of(change.after);
         let name = if changed {
@@ -679,9 +680,9 @@ pub fn diff(page: &DiffPage<'_>) -> String {
             let mut s = format!(
                 "<section class=\"job\" id=\"{}\"><h2>{} {} ({})</h2><p class=\"meta\">{}</p>",
                 esc(&id),
-                esc(change.symbol),
+                esc(change.action.symbol()),
                 esc(change.job),
-                esc(change.verdict),
+                esc(change.action.verdict()),
                 esc(change.file)
             );
             if let Some(note) = change.note {
@@ -728,8 +729,8 @@ pub fn diff(page: &DiffPage<'_>) -> String {
         let _ = write!(
             body,
             "<tr><th scope=\"row\">{name}</th><td>{} {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            esc(change.symbol),
-            esc(change.verdict),
+            esc(change.action.symbol()),
+            esc(change.action.verdict()),
             esc(&tb),
             esc(&ta),
             esc(&cb),
