@@ -43,6 +43,48 @@ fn examples() -> &'static (PlanDocument, Catalogue) {
     })
 }
 
+/// The 70B chat example served on MI300X: tenant `vision`, which has an MI300X quota at xirang
+/// (`nlp`, the example's tenant, has none, so the example itself is planned on H800).
+fn mi300x_chat() -> &'static PlanDocument {
+    static PLANNED: OnceLock<PlanDocument> = OnceLock::new();
+    PLANNED.get_or_init(|| {
+        let text =
+            std::fs::read_to_string(repo_root().join("examples/llama31-70b-chat-service.loam"))
+                .unwrap();
+        let mut spec = text.clone();
+        for (from, to) in [
+            ("tenant   = \"nlp\"", "tenant   = \"vision\""),
+            (
+                "    pool = xirang\n",
+                "    pool = xirang\n    devices = [MI300X]\n",
+            ),
+        ] {
+            assert!(spec.contains(from), "{from}");
+            spec = spec.replacen(from, to, 1);
+        }
+        let checked = check_project(
+            ProjectFiles {
+                catalogue: builtin_sources()
+                    .into_iter()
+                    .map(|(p, t)| (p.to_string(), t.to_string()))
+                    .collect(),
+                specs: vec![("chat-mi300x.loam".to_string(), spec.into_bytes())],
+            },
+            2,
+        );
+        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+        let planned = plan_project(&checked, 2);
+        assert!(!planned.has_errors(), "{:#?}", planned.diagnostics);
+        let doc = planned.document;
+        assert!(
+            doc.services.iter().all(|s| s.feasible),
+            "{:#?}",
+            doc.services
+        );
+        doc
+    })
+}
+
 /// What `loam emit` renders for `doc`: the options come from the catalogue and `doc` alone.
 fn emit(doc: &PlanDocument, flavor: Flavor) -> BTreeMap<String, String> {
     let catalogue = &examples().1;
@@ -297,8 +339,7 @@ fn every_nixl_engine_advertises_its_pod_ip() {
 /// runs a ROCm build of its engine, never the CUDA-only `vllm/vllm-openai` the review found.
 #[test]
 fn engines_on_amd_devices_run_a_rocm_image() {
-    let (doc, _) = examples();
-    let all = emit(doc, Flavor::Jobset);
+    let all = emit(mi300x_chat(), Flavor::Jobset);
     let mut amd = 0;
     for (path, workload) in documents(&all, "-deployment.yaml")
         .into_iter()
@@ -316,8 +357,7 @@ fn engines_on_amd_devices_run_a_rocm_image() {
             );
         }
     }
-    // llama31-70b-chat: prefill and decode on MI300X.
-    assert_eq!(amd, 2, "{amd} engines on AMD devices");
+    assert!(amd >= 1, "{amd} engines on AMD devices");
 }
 
 /// Finding 5: `loam emit --serving-image` replaces every engine's image (the review found the
@@ -409,12 +449,11 @@ fn every_autoscaler_target_is_reachable_below_the_engines_cap() {
 /// The newcomer's first service finding: a pod's cpu and memory were the node's divided by the
 /// node's device count twice. On an MI300X node of zhongwei (`specs/pools/xirang.yaml`: pod
 /// 160 cpus, 1,800 GiB, 8 devices) a pod with d devices gets 160·d/8 = 20·d cpus and
-/// 1,800·1,024·d/8 = 230,400·d MiB: the 70B chat's one-device decode pod gets 20 cpus and
+/// 1,800·1,024·d/8 = 230,400·d MiB: a one-device pod of the 70B chat gets 20 cpus and
 /// 230400Mi (the review found 2 and 28800Mi).
 #[test]
 fn a_service_pod_gets_its_devices_share_of_the_node_once() {
-    let (doc, _) = examples();
-    let all = emit(doc, Flavor::Jobset);
+    let all = emit(mi300x_chat(), Flavor::Jobset);
     let mut checked = 0;
     for (path, workload) in documents(&all, "-deployment.yaml") {
         for c in engine_containers(&workload) {
@@ -432,11 +471,12 @@ fn a_service_pod_gets_its_devices_share_of_the_node_once() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 2, "MI300X engine pods");
+    assert!(checked >= 1, "{checked} MI300X engine pods");
 }
 
-/// Finding 24: a site with services only (zhongwei: the 70B chat on MI300X, no job) gets no
-/// Kueue object, since Kueue may not be installed there; its namespace is still written.
+/// Finding 24: a site with services only (zhongwei: the 70B chat of nlp and the Qwen3
+/// assistant of research on H800, no job) gets no Kueue object, since Kueue may not be
+/// installed there; its tenants' namespaces are still written.
 #[test]
 fn a_site_with_services_only_gets_no_kueue_objects() {
     let (doc, _) = examples();
@@ -447,7 +487,10 @@ fn a_site_with_services_only_gets_no_kueue_objects() {
         .collect();
     assert_eq!(
         zhongwei,
-        ["_prerequisites/zhongwei/00-namespace-team-nlp.yaml"],
+        [
+            "_prerequisites/zhongwei/00-namespace-team-nlp.yaml",
+            "_prerequisites/zhongwei/00-namespace-team-research.yaml"
+        ],
         "{zhongwei:#?}"
     );
 }

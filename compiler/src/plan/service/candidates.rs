@@ -247,6 +247,21 @@ pub(crate) fn places<'a>(
             ));
             continue;
         }
+        // A tenant with quotas serves only on the device types it has a quota for, and holds at
+        // most its guaranteed + elastic share of one, as its jobs do (`plan/placement.rs`): a
+        // Deployment is outside Kueue, so nothing on the cluster would stop it.
+        let mut quota = u64::MAX;
+        if let Some(t) = tenant.filter(|t| !t.quota.is_empty()) {
+            let Some(q) = t.quota.iter().find(|q| q.device.value == id) else {
+                skipped.push((
+                    format!("tenant `{}` has no quota for it", t.name.value),
+                    id.to_string(),
+                    place,
+                ));
+                continue;
+            };
+            quota = u64::from(q.guaranteed.value) + u64::from(q.elastic.value);
+        }
         let max_devices = resources.max_devices.as_ref().map_or(u64::MAX, |m| m.value);
         let price = demand
             .pool
@@ -261,7 +276,7 @@ pub(crate) fn places<'a>(
             group,
             device,
             engine,
-            available: group.devices().min(max_devices),
+            available: group.devices().min(max_devices).min(quota),
             price,
         });
     }

@@ -189,3 +189,49 @@ fn a_concurrency_load_is_sized_by_requests_in_flight() {
     assert_eq!(plan.mode, Some(ServiceMode::Aggregated));
     assert!(plan.traffic.peak_rate > 0.0);
 }
+
+/// Newcomer review 5.5 / 7.3: a service is planned only on device types its tenant has a quota
+/// for, and holds at most its guaranteed + elastic share of one (xirang: nlp has no MI300X, L40S
+/// or K100 quota; vision has 128 + 64 MI300X), as a job is.
+#[test]
+fn a_service_is_planned_only_on_device_types_its_tenant_has_a_quota_for() {
+    let text = example("llama31-70b-chat-service.loam");
+    let nlp = ["H100_SXM", "Ascend910B", "H800_SXM", "H20"];
+    let shipped = plan(&text);
+    assert!(shipped.feasible, "{:?}", shipped.reasons);
+    for role in &shipped.roles {
+        assert!(
+            nlp.contains(&role.group.device.as_str()),
+            "{}",
+            role.group.device
+        );
+    }
+    assert!(
+        shipped
+            .notes
+            .iter()
+            .any(|n| n.contains("MI300X") && n.contains("tenant `nlp` has no quota for it")),
+        "{:?}",
+        shipped.notes
+    );
+    // Only MI300X allowed: nlp cannot serve at all; vision serves within its 192.
+    let mi300x = edit(
+        &text,
+        "    pool = xirang\n",
+        "    pool = xirang\n    devices = [MI300X]\n",
+    );
+    assert!(!plan(&mi300x).feasible);
+    let vision = plan(&edit(
+        &mi300x,
+        "tenant   = \"nlp\"",
+        "tenant   = \"vision\"",
+    ));
+    assert!(vision.feasible, "{:?}", vision.reasons);
+    let held: u64 = vision
+        .roles
+        .iter()
+        .map(|r| r.replicas * r.devices_per_replica)
+        .sum();
+    assert!(held <= 128 + 64, "{held}");
+    assert!(vision.roles.iter().all(|r| r.group.device == "MI300X"));
+}
