@@ -178,6 +178,11 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
                 *end.get_mut(c)? = at;
             }
         }
+        // No start of this row has a partition of the stages from `k` on: neither has any
+        // start of an earlier row, whose every end leaves such a rest.
+        if best.iter().all(|x| x.is_infinite()) {
+            return None;
+        }
         std::mem::swap(&mut rest, &mut best);
     }
     if !rest.first()?.is_finite() {
@@ -242,7 +247,13 @@ impl Row<'_> {
                 Some(_) => Probe::Before,
             }
         };
-        let crossing = first_crossing(lo, last_end + 1, hint.max(lo), &mut probe);
+        // Before the first end whose rest can run, every end leaves an infinite slowest stage:
+        // none of them is worth a costing, and with no such end the start has no partition.
+        let finite = first_index(lo, last_end + 1, |j| self.table.min(lo, j) < inf);
+        if finite > last_end {
+            return (inf, last_end, hint);
+        }
+        let crossing = first_crossing(finite, last_end + 1, hint.max(finite), &mut probe);
         // Held to the cap: an end slower than it is of no use, and the band below is exact for
         // every end at or under it.
         let good = costed
@@ -262,7 +273,18 @@ impl Row<'_> {
             .filter_map(|(_, x)| Some(x.as_ref()?.1))
             .max()
             .unwrap_or(0);
-        let past = first_index(first, last_end + 1, |j| floor(j, rank) > good);
+        // No end from the first that cannot run on can run either.
+        let runs_to = costed
+            .iter()
+            .filter(|(_, x)| x.is_none())
+            .map(|(j, _)| *j)
+            .fold(last_end + 1, usize::min);
+        let past = if good < inf {
+            first_index(first, runs_to.max(first), |j| floor(j, rank) > good)
+        } else {
+            // No floor is above an unbounded `good`.
+            runs_to.max(first)
+        };
         let (mut least, mut at) = (inf, last_end);
         for j in first..past {
             // Nothing from here on can beat the best found (or reach `good`).

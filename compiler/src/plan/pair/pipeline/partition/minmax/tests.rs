@@ -266,3 +266,33 @@ fn a_long_chain_costs_few_stages_per_start() {
         "{capped_costings} costings held to the optimum, {costed} without"
     );
 }
+
+#[test]
+fn a_chain_no_partition_fits_is_refused_in_one_costing_and_one_floor_per_start() {
+    // 2,001 cuts into 8 stages where no stage may hold more than one op (the planner's stages
+    // that overflow memory): 2,000 ops cannot be covered, and every start of every row is
+    // answered by costing its one possible end (the first whose rest runs), which does not run,
+    // and one floor. Row r (the last r stages) has a single start with a rest, cut m − 1 − r,
+    // so the rows together cost at most p · m stages; the old band walked every end of every
+    // start of the last row, floors included: about m²/2 = 2 million.
+    let (m, p) = (2001, 8);
+    let mut costed = 0u64;
+    let mut counted = |_: usize, i: usize, j: usize| {
+        costed += 1;
+        (j - i == 1).then_some((1.0, 0))
+    };
+    let floors = std::cell::Cell::new(0u64);
+    let floor = |_: usize, i: usize, j: usize, _: usize| {
+        floors.set(floors.get() + 1);
+        (j - i) as f64
+    };
+    let mut times = StageTimes {
+        paced: &mut counted,
+        floor: &floor,
+    };
+    assert_eq!(min_max_partition(m, p, &mut times, f64::INFINITY), None);
+    assert!(costed <= (p * m) as u64, "{costed} stage costings");
+    assert!(floors.get() <= (p * m) as u64, "{} floors", floors.get());
+    let exhaustive = min_max_partition_exhaustive(m, p, &mut |_, i, j| (j - i == 1).then_some(1.0));
+    assert_eq!(exhaustive, None);
+}
