@@ -28,8 +28,7 @@ pub use memory::{
     kv_cache_bytes, kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
 };
 pub(crate) use memory::{
-    LayoutMemory, PlacementMemory, StageMemory, StageStates, StateBytes, layer_bytes_per_token,
-    logits_bytes,
+    LayoutMemory, PlacementMemory, StageMemory, StageStates, layer_bytes_per_token, logits_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{

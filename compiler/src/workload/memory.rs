@@ -121,7 +121,7 @@ impl MemoryBreakdown {
 pub const DP_BUCKET_BYTES: f64 = 25.0 * 1024.0 * 1024.0;
 
 /// What one pipeline rank holds, as the memory function reads it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StageHolding {
     /// Transformer blocks, all the rank's chunks.
     pub blocks: f64,
@@ -488,6 +488,7 @@ impl StageStates {
     }
 
     /// Parameters one device of a rank holding `holding` keeps.
+    #[inline]
     fn held(&self, holding: &StageHolding) -> Held {
         let blocks = if holding.blocks >= self.layers {
             self.all_blocks
@@ -515,12 +516,14 @@ impl StageStates {
     /// `(weights, gradients, optimizer)` bytes of what a rank holding `holding` keeps under
     /// ZeRO `zero`: trained parameters with their gradients and optimizer state, frozen ones
     /// with their weights alone.
+    #[inline]
     fn bytes(&self, holding: &StageHolding, zero: u8) -> StateBytes {
         self.bytes_of(&self.held(holding), zero)
     }
 
     /// [`StageStates::bytes`] under every ZeRO stage, by stage: what a rank holds is worked
     /// out once for the four.
+    #[inline]
     pub(crate) fn bytes_by_zero(&self, holding: &StageHolding) -> [StateBytes; 4] {
         let held = self.held(holding);
         [0, 1, 2, 3].map(|zero| self.bytes_of(&held, zero))
@@ -621,10 +624,10 @@ impl StageMemory {
         self.rank_with(bytes, holding, zero, recompute)
     }
 
-    /// The model states of this shape's placement ([`StageStates::bytes_by_zero`] of a rank
-    /// holding `holding`).
-    pub(crate) fn state_bytes(&self, holding: &StageHolding) -> [StateBytes; 4] {
-        self.states.bytes_by_zero(holding)
+    /// The model states of this shape's placement of a rank holding `holding` under ZeRO
+    /// `zero` ([`StageStates::bytes`]).
+    pub(crate) fn state_bytes(&self, holding: &StageHolding, zero: u8) -> StateBytes {
+        self.states.bytes(holding, zero)
     }
 
     /// [`StageMemory::rank`] with the rank's model-state bytes under `zero` already worked out

@@ -22,7 +22,7 @@ use crate::plan::search::budget::WorkBudget;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
 use loam_ir::plan::{NodeShape, sequence_parallel_runs};
 use loam_ir::types::Recompute;
-use partition::{Costing, MODES, Prefix, Side, cost_shape, span};
+use partition::{Chain, Costing, MODES, Prefix, Side, cost_shape, span};
 use std::collections::BTreeMap;
 
 /// Most pipeline stages a heterogeneous plan considers.
@@ -161,10 +161,10 @@ fn divisors(n: u32) -> Vec<u32> {
 /// The search's shared inputs: cumulative parameters along the chain, the groups' op costs
 /// per (group, tensor, micro-batch), and the number of optimizer steps.
 struct Prepared<'a> {
-    params: Vec<f64>,
-    /// Where a stage may begin or end: between whole blocks, and before the final norm and the
-    /// head (never inside a block, never between the head and the loss, whose input is logits).
-    cuttable: Vec<bool>,
+    /// The op chain: cumulative parameters, and where a stage may begin or end: between whole
+    /// blocks, and before the final norm and the head (never inside a block, never between the
+    /// head and the loss, whose input is logits).
+    chain: Chain,
     sides: BTreeMap<(usize, u32, u32), Side<'a>>,
     steps: f64,
 }
@@ -233,8 +233,7 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
         }
     }
     Prepared {
-        params,
-        cuttable,
+        chain: Chain::new(params, cuttable, spec.graph),
         sides,
         steps,
     }
@@ -269,7 +268,7 @@ fn configurations(
     cutoff: f64,
 ) -> Vec<(f64, PipelineShape)> {
     let batch = spec.setup.global_batch;
-    let n = prepared.params.len().saturating_sub(1);
+    let n = prepared.chain.params.len().saturating_sub(1);
     let mut configs = Vec::new();
     for (&(_, t0, b0), a) in prepared.sides.range((0, 0, 0)..(1, 0, 0)) {
         for (&(_, t1, b1), z) in prepared.sides.range((1, 0, 0)..(2, 0, 0)) {
@@ -476,10 +475,10 @@ impl<'a> Prepared<'a> {
         let (Some(a), Some(b)) = (host(0), host(1)) else {
             return false;
         };
-        let n = self.params.len().saturating_sub(1);
+        let n = self.chain.params.len().saturating_sub(1);
         let total_b = b.get(n).copied().unwrap_or(0);
         (1..n).any(|c| {
-            self.cuttable.get(c).copied().unwrap_or(false)
+            self.chain.cuttable.get(c).copied().unwrap_or(false)
                 && a.get(c).copied() == Some(0)
                 && b.get(c).copied() == Some(total_b)
         })
@@ -496,7 +495,7 @@ impl<'a> Prepared<'a> {
                 self.sides.get(&(0, shape.tensor[0], shape.micro_batch))?,
                 self.sides.get(&(1, shape.tensor[1], shape.micro_batch))?,
             ],
-            chain: (&self.params, &self.cuttable),
+            chain: &self.chain,
             steps: self.steps,
             budget,
             beats: None,
@@ -513,7 +512,7 @@ pub(crate) fn search_exhaustively(
 ) -> Option<(f64, PipelinePlan)> {
     let budget = WorkBudget::new(u64::MAX);
     let prepared = prepare(spec, &budget);
-    let n = prepared.params.len().saturating_sub(1);
+    let n = prepared.chain.params.len().saturating_sub(1);
     let mut found = Vec::new();
     for (_, shape) in configurations(spec, &prepared, objective, f64::INFINITY) {
         let costing = prepared.costing(&shape, &budget)?;

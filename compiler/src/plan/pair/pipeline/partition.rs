@@ -9,12 +9,11 @@ use crate::cost::{Collective, Group, LINK_EFFICIENCY, scale_up_devices, uplink_s
 use crate::hardware::ClusterFigures;
 use crate::plan::search::budget::WorkBudget;
 use crate::workload::{
-    Layout, MemoryBreakdown, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
-    StateBytes, layer_bytes_per_token, param_count,
+    Layout, MemoryBreakdown, OpGraph, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
+    layer_bytes_per_token, param_count,
 };
 use loam_ir::plan::sequence_parallel_runs;
 use loam_ir::types::Recompute;
-use std::cell::OnceCell;
 
 mod minmax;
 #[cfg(test)]
@@ -77,12 +76,10 @@ pub(super) struct PerSide {
     /// Both directions of one micro-batch's activations to the next stage in the group.
     inside_send: f64,
     /// The memory of a stage on this group ([`crate::workload::stage_memory`], worked out once
-    /// per configuration).
+    /// per configuration). A stage's model states are worked out when it is costed, under the
+    /// configuration's ZeRO stage only: a few multiplications, cheaper than a cache of every
+    /// holding of a long chain, which each configuration filled anew.
     memory: StageMemory,
-    /// The model states of a stage under the configuration's ZeRO stage, by
-    /// [`PerSide::holding_index`], worked out when first asked: the partition asks for the same
-    /// few holdings many times, and for most holdings of a long chain never.
-    states: Vec<OnceCell<StateBytes>>,
     /// The group's layout as the memory function reads it (all the pipeline's stages).
     layout: Layout,
 }
@@ -114,10 +111,6 @@ impl PerSide {
         let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);
         let states = StageStates::new(spec.model, count, setup, &layout);
         let memory = StageMemory::new(states, spec.model, setup, &layout, per_token);
-        let holdings = (spec.model.layers as usize + 1) * 4;
-        let states = std::iter::repeat_with(OnceCell::new)
-            .take(holdings)
-            .collect();
         let per_device =
             c.node_network_bandwidth * LINK_EFFICIENCY / f64::from(c.devices_per_node.max(1));
         // Ring all-reduce; on the scale-up fabric when the data-parallel ranks all fit in one
@@ -155,15 +148,8 @@ impl PerSide {
             ),
             inside_send: 2.0 * (activation / per_device.max(1.0) + c.network_latency_s),
             memory,
-            states,
             layout,
         }
-    }
-
-    /// Where [`PerSide::states`] keeps the model states of a stage of `blocks` blocks, with or
-    /// without the embedding and the head.
-    fn holding_index(blocks: u32, embedding: bool, head: bool) -> usize {
-        blocks as usize * 4 + usize::from(embedding) * 2 + usize::from(head)
     }
 }
 
@@ -175,11 +161,10 @@ pub(super) struct Stager<'s, 'a> {
     sides: [&'s Side<'a>; 2],
     params: &'s [f64],
     cuttable: &'s [bool],
-    /// The ops at which a stage may begin or end, in order ([`Stager::cuts`]), listed when
-    /// first asked: the bound and the partition both walk them.
-    cuts: OnceCell<Vec<usize>>,
+    /// The ops at which a stage may begin or end, in order ([`Chain::cuts`]).
+    cuts: &'s [usize],
     /// Blocks among the first `i` ops of the chain, by `i`.
-    blocks: Vec<u32>,
+    blocks: &'s [u32],
     /// The index of the LM head in the chain.
     head_op: usize,
     shape: PipelineShape,
@@ -210,12 +195,7 @@ pub(super) struct StageCost {
 impl Stager<'_, '_> {
     /// The ops at which a stage may begin or end (the chain's cuttable points), in order.
     fn cuts(&self) -> &[usize] {
-        self.cuts.get_or_init(|| {
-            let n = self.params.len().saturating_sub(1);
-            (0..=n)
-                .filter(|&i| self.cuttable.get(i).copied().unwrap_or(false))
-                .collect()
-        })
+        self.cuts
     }
 
     fn stage_count(&self) -> usize {
@@ -402,23 +382,7 @@ impl Stager<'_, '_> {
         let ops = (j - i).max(1) as f64;
         let reduce = params * per.reduce_per_param;
         let optimizer = params * per.optimizer_per_param;
-        let index = PerSide::holding_index(blocks, holding.embedding, holding.head);
-        // The states do not depend on `in_flight`: worked out once per holding with 1.
-        let work_out = || {
-            let holding = StageHolding {
-                in_flight: 1.0,
-                ..holding
-            };
-            per.memory
-                .state_bytes(&holding)
-                .get(usize::from(self.shape.zero.min(3)))
-                .copied()
-                .unwrap_or([0.0; 3])
-        };
-        let states = match per.states.get(index) {
-            Some(cell) => *cell.get_or_init(work_out),
-            None => work_out(),
-        };
+        let states = per.memory.state_bytes(&holding, self.shape.zero);
         for (mode, prefix) in MODES.iter().zip(&side.modes) {
             let memory = per
                 .memory
@@ -541,12 +505,55 @@ fn last_index(lo: usize, stop: usize, holds: impl Fn(usize) -> bool) -> usize {
     below.wrapping_sub(1)
 }
 
+/// The op chain as every configuration's partition reads it, listed once per search (each
+/// configuration listed its cuts and counted its blocks anew, `O(n)` each on a long chain).
+pub(super) struct Chain {
+    /// Cumulative parameters along the chain, by op.
+    pub(super) params: Vec<f64>,
+    /// Where a stage may begin or end, by op.
+    pub(super) cuttable: Vec<bool>,
+    /// The ops at which a stage may begin or end, in order.
+    cuts: Vec<usize>,
+    /// Blocks among the first `i` ops of the chain, by `i`.
+    blocks: Vec<u32>,
+    /// The index of the LM head in the chain (`usize::MAX` without one).
+    head_op: usize,
+}
+
+impl Chain {
+    /// The chain of `graph`, with its cumulative parameters and cuttable points.
+    pub(super) fn new(params: Vec<f64>, cuttable: Vec<bool>, graph: &OpGraph) -> Chain {
+        let n = params.len().saturating_sub(1);
+        let cuts = (0..=n)
+            .filter(|&i| cuttable.get(i).copied().unwrap_or(false))
+            .collect();
+        let mut blocks = Vec::with_capacity(params.len());
+        let mut head_op = usize::MAX;
+        let mut seen = 0u32;
+        blocks.push(0);
+        for (i, op) in graph.ops().enumerate() {
+            seen += u32::from(op.kind == OpKind::Attention);
+            if op.kind == OpKind::LmHead {
+                head_op = i;
+            }
+            blocks.push(seen);
+        }
+        Chain {
+            params,
+            cuttable,
+            cuts,
+            blocks,
+            head_op,
+        }
+    }
+}
+
 /// What a configuration's partition costs against: its sides, the chain, the optimizer steps,
 /// and the job's cap on the search.
 pub(super) struct Costing<'s, 'a> {
     pub(super) sides: [&'s Side<'a>; 2],
-    /// Cumulative parameters along the chain, and where a stage may begin or end.
-    pub(super) chain: (&'s [f64], &'s [bool]),
+    /// The op chain.
+    pub(super) chain: &'s Chain,
     pub(super) steps: f64,
     pub(super) budget: &'s WorkBudget,
     /// Whether a plan that trains for at least the given seconds could still be kept: a
@@ -666,7 +673,6 @@ fn stager<'s, 'a>(
         budget,
         ..
     } = *costing;
-    let (params, cuttable) = chain;
     let setup = spec.setup;
     let micro_batches = f64::from(setup.global_batch)
         / (f64::from(shape.data.max(1)) * f64::from(shape.micro_batch.max(1)));
@@ -696,17 +702,6 @@ fn stager<'s, 'a>(
         }
     };
     let count = param_count(spec.model);
-    let mut blocks = Vec::with_capacity(params.len());
-    let mut head_op = usize::MAX;
-    let mut seen = 0u32;
-    blocks.push(0);
-    for (i, op) in spec.graph.ops().enumerate() {
-        seen += u32::from(op.kind == OpKind::Attention);
-        if op.kind == OpKind::LmHead {
-            head_op = i;
-        }
-        blocks.push(seen);
-    }
     Stager {
         per_side: [
             PerSide::new(sides[0], 0, shape, spec, &count),
@@ -717,11 +712,11 @@ fn stager<'s, 'a>(
             (shape.stages[0] as usize) + (shape.stages[1] as usize),
         ),
         sides,
-        params,
-        cuttable,
-        cuts: OnceCell::new(),
-        blocks,
-        head_op,
+        params: &chain.params,
+        cuttable: &chain.cuttable,
+        cuts: &chain.cuts,
+        blocks: &chain.blocks,
+        head_op: chain.head_op,
         shape,
         micro_batches,
         boundary_s,
