@@ -10,6 +10,7 @@
 mod capacity;
 pub mod date;
 mod job;
+mod project;
 mod replace;
 mod sample;
 mod service;
@@ -28,6 +29,7 @@ use loam_ir::schedule::{
     DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, Replacement, RunInterval,
     Schedule, ScheduleTotals, ScheduledJob,
 };
+pub use project::{HORIZON_H, of_project};
 use sample::{Rng, Spread};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -94,8 +94,8 @@ pub fn diff(base: &Side, head: &Side, manifests: Option<Target>) -> PlanDiff {
     }
     // What the change does to every job scheduled together over time (issue 33).
     if let (Some(before), Some(after)) = (
-        schedule::of_project(&base.specs, &base.plans),
-        schedule::of_project(&head.specs, &head.plans),
+        loam_compiler::schedule::of_project(&base.specs, &base.plans, &base.services),
+        loam_compiler::schedule::of_project(&head.specs, &head.plans, &head.services),
     ) {
         diff.schedule = schedule::compare(&before, &after);
     }

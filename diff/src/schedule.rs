@@ -5,11 +5,7 @@
 //! the headline, the details folded and bounded) and the JSON.
 
 use super::markdown::{escape, html};
-use loam_compiler::project::CheckedProject;
-use loam_compiler::schedule::date::format_date;
-use loam_compiler::schedule::{DEFAULT_SEED, Options, Submits, schedule};
 use loam_ir::display::{percent_signed, signed};
-use loam_ir::plan::Plan;
 use loam_ir::schedule::{Schedule, ScheduledJob};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -74,48 +70,6 @@ pub struct ScheduleDiff {
     pub jobs: Vec<JobMove>,
     /// Every site's device type whose utilisation changes, in site then device order.
     pub utilisation: Vec<UtilisationChange>,
-}
-
-/// How far the diff, the Plan JSON and the report schedule: 90 days, `loam schedule`'s default
-/// horizon. (counted)
-pub const HORIZON_H: f64 = 90.0 * 24.0;
-
-/// The schedule of every planned job of `specs` together, as `loam schedule` computes it with
-/// its default horizon, no samples, and hour 0 at the earliest stated `submit` day (no clock: the
-/// same specs give the same schedule; without any `submit`, `start` is empty and hour 0 is when
-/// every job is submitted). `None` without a catalogue or a plan.
-pub fn of_project(specs: &CheckedProject, plans: &[Plan]) -> Option<Schedule> {
-    let catalogue = specs.catalogue.as_ref()?;
-    if plans.is_empty() {
-        return None;
-    }
-    let stated: Vec<(&str, &str, i64)> = specs
-        .jobs
-        .iter()
-        .filter_map(|c| {
-            let submit = c.job.submit.as_ref()?;
-            Some((c.file.as_str(), c.job.name.value.as_str(), submit.value))
-        })
-        .collect();
-    let first_day = stated.iter().map(|s| s.2.div_euclid(1440)).min();
-    let start_min = first_day.map_or(0, |d| d * 1440);
-    let submits: Submits = stated
-        .iter()
-        .map(|(file, job, at)| {
-            (
-                (file.to_string(), job.to_string()),
-                (at - start_min) as f64 / 60.0,
-            )
-        })
-        .collect();
-    let options = Options {
-        start: first_day.map_or_else(String::new, format_date),
-        horizon_h: HORIZON_H,
-        samples: 0,
-        seed: DEFAULT_SEED,
-        threads: 1,
-    };
-    Some(schedule(plans, &submits, catalogue, &options))
 }
 
 fn met(job: &ScheduledJob) -> Option<bool> {

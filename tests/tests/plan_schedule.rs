@@ -87,3 +87,37 @@ fn one_job_has_no_schedule() {
     let doc = plan_json(&["examples/llama3-8b-finetune.loam"]);
     assert!(doc.get("schedule").is_none(), "{doc}");
 }
+
+/// Rule 15 in the Plan JSON: two jobs and a service planned together schedule the service too,
+/// holding its plan's busiest-hour devices from hour 0 to the 90-day horizon beside the jobs,
+/// and the totals count it apart.
+#[test]
+fn a_service_planned_with_jobs_is_in_their_schedule() {
+    let doc = plan_json(&[
+        "examples/llama3-70b-pretrain.loam",
+        "examples/llama3-8b-finetune.loam",
+        "examples/rag-llama31-8b-service.loam",
+    ]);
+    let service = &doc["services"][0];
+    let devices: u64 = service["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["replicas"].as_u64().unwrap() * r["devices_per_replica"].as_u64().unwrap())
+        .sum();
+    let schedule = &doc["schedule"];
+    let entry = schedule["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["kind"] == "service")
+        .unwrap();
+    assert_eq!(entry["job"], service["service"]);
+    assert_eq!(entry["devices"].as_u64(), Some(devices));
+    assert_eq!(
+        entry["runs"],
+        serde_json::json!([{"from_h": 0.0, "to_h": 2160.0}])
+    );
+    assert_eq!(schedule["totals"]["services"], 1);
+    assert_eq!(schedule["totals"]["jobs"], 2);
+}

@@ -96,7 +96,8 @@ fn with_schedule(
     if doc.plans.len() < 2 {
         return;
     }
-    let Some(schedule) = loam_diff::schedule::of_project(specs, &doc.plans) else {
+    let Some(schedule) = loam_compiler::schedule::of_project(specs, &doc.plans, &doc.services)
+    else {
         return;
     };
     if let (Some(map), Ok(schedule)) = (value.as_object_mut(), serde_json::to_value(&schedule)) {

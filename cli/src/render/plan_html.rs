@@ -24,7 +24,13 @@ pub fn render(title: &str, specs: &CheckedProject, planned: &PlannedProject) -> 
     let cluster = specs.catalogue.as_ref().map(facts::cluster_map);
     // Every job together over time, from two jobs on (one job alone has nothing to wait for).
     let schedule = (planned.document.plans.len() > 1)
-        .then(|| loam_diff::schedule::of_project(specs, &planned.document.plans))
+        .then(|| {
+            loam_compiler::schedule::of_project(
+                specs,
+                &planned.document.plans,
+                &planned.document.services,
+            )
+        })
         .flatten();
     plan_page(&PlanPage {
         title,
