@@ -132,14 +132,27 @@ pub(in crate::plan::pair::pipeline) fn min_max_partition(
     let mut table = RangeMin { levels: Vec::new() };
     let mut under = Vec::new();
     let mut costed = Vec::new();
+    let mut finite = Vec::new();
     for r in 1..=p {
         let k = p - r;
         table.fill(&rest);
+        // By end, the first end from it on whose rest is finite (`m` for none).
+        finite.clear();
+        finite.resize(m + 1, m);
+        for j in (0..m).rev() {
+            let next = if rest.get(j).is_some_and(|x| x.is_finite()) {
+                j
+            } else {
+                finite.get(j + 1).copied().unwrap_or(m)
+            };
+            *finite.get_mut(j)? = next;
+        }
         let row = Row {
             k,
             last_end: m - r,
             rest: &rest,
             table: &table,
+            finite: &finite,
         };
         best.fill(inf);
         let end = ends.get_mut((r - 1) * m..r * m)?;
@@ -207,6 +220,8 @@ struct Row<'r> {
     last_end: usize,
     rest: &'r [f64],
     table: &'r RangeMin,
+    /// By end, the first end from it on whose rest is finite.
+    finite: &'r [usize],
 }
 
 impl Row<'_> {
@@ -249,7 +264,12 @@ impl Row<'_> {
         };
         // Before the first end whose rest can run, every end leaves an infinite slowest stage:
         // none of them is worth a costing, and with no such end the start has no partition.
-        let finite = first_index(lo, last_end + 1, |j| self.table.min(lo, j) < inf);
+        let finite = self
+            .finite
+            .get(lo)
+            .copied()
+            .unwrap_or(last_end + 1)
+            .min(last_end + 1);
         if finite > last_end {
             return (inf, last_end, hint);
         }
@@ -265,7 +285,13 @@ impl Row<'_> {
         //    first such end on, the stage's floor no slower up to the last. Every end in it is
         //    costed in order, skipping those that cannot beat the best found; the first end of
         //    the least slowest stage is the answer, ties included.
-        let first = first_index(lo, last_end + 1, |j| self.table.min(lo, j) <= good);
+        let first = if good < inf {
+            first_index(lo, last_end + 1, |j| self.table.min(lo, j) <= good)
+        } else {
+            // Every rest is at most an unbounded `good` (none is NaN: only paces under the cap
+            // are kept).
+            lo
+        };
         // Every end from `first` on ranks at least as high as any costed before it.
         let mut rank = costed
             .iter()
