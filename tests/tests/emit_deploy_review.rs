@@ -26,21 +26,26 @@ fn examples() -> &'static (PlanDocument, Catalogue) {
             }
         }
         specs.sort();
-        let checked = check_project(
-            ProjectFiles {
-                catalogue: builtin_sources()
-                    .into_iter()
-                    .map(|(p, t)| (p.to_string(), t.to_string()))
-                    .collect(),
-                specs,
-            },
-            2,
-        );
-        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
-        let planned = plan_project(&checked, 2);
-        assert!(!planned.has_errors(), "{:#?}", planned.diagnostics);
-        (planned.document, checked.catalogue.unwrap())
+        plan_with_builtin(specs)
     })
+}
+
+/// `specs` checked and planned against the built-in catalogue, which must take them clean.
+fn plan_with_builtin(specs: Vec<(String, Vec<u8>)>) -> (PlanDocument, Catalogue) {
+    let checked = check_project(
+        ProjectFiles {
+            catalogue: builtin_sources()
+                .into_iter()
+                .map(|(p, t)| (p.to_string(), t.to_string()))
+                .collect(),
+            specs,
+        },
+        2,
+    );
+    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+    let planned = plan_project(&checked, 2);
+    assert!(!planned.has_errors(), "{:#?}", planned.diagnostics);
+    (planned.document, checked.catalogue.unwrap())
 }
 
 /// The 70B chat example served on MI300X: tenant `vision`, which has an MI300X quota at xirang
@@ -51,7 +56,7 @@ fn mi300x_chat() -> &'static PlanDocument {
         let text =
             std::fs::read_to_string(repo_root().join("examples/llama31-70b-chat-service.loam"))
                 .unwrap();
-        let mut spec = text.clone();
+        let mut spec = text;
         for (from, to) in [
             ("tenant   = \"nlp\"", "tenant   = \"vision\""),
             (
@@ -62,20 +67,8 @@ fn mi300x_chat() -> &'static PlanDocument {
             assert!(spec.contains(from), "{from}");
             spec = spec.replacen(from, to, 1);
         }
-        let checked = check_project(
-            ProjectFiles {
-                catalogue: builtin_sources()
-                    .into_iter()
-                    .map(|(p, t)| (p.to_string(), t.to_string()))
-                    .collect(),
-                specs: vec![("chat-mi300x.loam".to_string(), spec.into_bytes())],
-            },
-            2,
-        );
-        assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
-        let planned = plan_project(&checked, 2);
-        assert!(!planned.has_errors(), "{:#?}", planned.diagnostics);
-        let doc = planned.document;
+        let spec = ("chat-mi300x.loam".to_string(), spec.into_bytes());
+        let (doc, _) = plan_with_builtin(vec![spec]);
         assert!(
             doc.services.iter().all(|s| s.feasible),
             "{:#?}",
