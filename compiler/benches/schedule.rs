@@ -8,7 +8,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loam_compiler::catalogue::builtin;
-use loam_compiler::schedule::{Options, Submits, schedule};
+use loam_compiler::schedule::{Options, Rules, Submits, schedule};
 use loam_ir::plan::Plan;
 use std::hint::black_box;
 use std::time::Duration;
@@ -99,6 +99,7 @@ fn bench(c: &mut Criterion) {
         samples: 0,
         seed: 2026,
         threads: 2,
+        rules: Rules::Kueue,
     };
     let once = schedule(&plans, &submits, &catalogue, &options);
     println!(

@@ -50,6 +50,20 @@ pub struct Options {
     pub seed: u64,
     /// Threads the samples may run on (the result does not depend on it).
     pub threads: usize,
+    /// Whose rules admit the jobs: Kueue's (the default) or Slurm's (rule 16).
+    pub rules: Rules,
+}
+
+/// The scheduler whose rules the schedule follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rules {
+    /// Kueue's: BestEffortFIFO admission, reclaiming and priority preemption, re-placement and
+    /// migration (rules 1–15).
+    #[default]
+    Kueue,
+    /// Slurm's multifactor priority with backfill and no preemption (rule 16): a job that fits
+    /// starts only when it delays no reservation of a higher-priority job that does not fit.
+    Slurm,
 }
 
 /// Submit hours by (spec file, job name); a job not listed is submitted at hour 0.
@@ -65,6 +79,8 @@ struct PoolRun<'a> {
     jobs: Vec<Option<SimJob>>,
     /// Per job, the alternatives it may move to (rule 13), in the planner's order.
     alternatives: Vec<Vec<replace::Alternative>>,
+    /// Whose rules admit the jobs.
+    discipline: Rules,
     /// What the pool's services hold (rule 15), already taken out of `rules`' node groups.
     held: service::Held,
 }
@@ -110,13 +126,14 @@ pub fn schedule_with_services(
     let mut queues: Vec<Vec<(f64, usize, usize)>> = Vec::new();
     let mut moves: BTreeMap<(String, String), MovedAt> = BTreeMap::new();
     for (id, (pool_plans, pool_services)) in by_pool {
-        let run = pool_run(
+        let mut run = pool_run(
             pool_plans,
             &pool_services,
             catalogue.pool(id),
             submits,
             horizon_h,
         );
+        run.discipline = options.rules;
         let expected: Vec<f64> = run
             .jobs
             .iter()
@@ -129,6 +146,7 @@ pub fn schedule_with_services(
                 demands: &run.demands,
                 jobs: &run.jobs,
                 alternatives: &run.alternatives,
+                slurm: run.discipline == Rules::Slurm,
             },
             &expected,
             horizon_h,
@@ -225,6 +243,7 @@ fn pool_run<'a>(
         demands,
         jobs,
         alternatives,
+        discipline: Rules::Kueue,
         held,
     }
 }
@@ -266,6 +285,7 @@ fn sample_finishes(
             demands: &run.demands,
             jobs: &run.jobs,
             alternatives: &run.alternatives,
+            slurm: run.discipline == Rules::Slurm,
         };
         let outcome = sim::run(&pool, &work, horizon_h, None);
         outcome

@@ -21,6 +21,7 @@
 //! skipped with a message.
 
 use crate::schedule_workload::{self, WorkJob};
+use loam_compiler::schedule::Rules;
 use loam_tests::tools::{ci_dir, have, scratch, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -393,6 +394,11 @@ fn order_groups_one_pass_by_priority_then_follows_time() {
 /// The workload's jobs as `loam schedule` sees them: one tenant guaranteed the node group's 32
 /// devices (4 nodes × 8, as the Slurm partition's 4 nodes), one hour of work per unit.
 fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
+    loam_starts_under(w, Rules::Kueue)
+}
+
+/// As [`loam_starts`], under `rules`.
+fn loam_starts_under(w: &Workload, rules: Rules) -> BTreeMap<String, f64> {
     let jobs: Vec<WorkJob> = w
         .jobs
         .iter()
@@ -410,7 +416,7 @@ fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
         .iter()
         .map(|j| (j.name.to_string(), j.submit_s as f64 / UNIT_S as f64))
         .collect();
-    let s = schedule_workload::run_submitted(&jobs, &submits, &[("slurm", 32, 0)], 48.0);
+    let s = schedule_workload::run_under(&jobs, &submits, &[("slurm", 32, 0)], 48.0, rules);
     s.jobs
         .iter()
         .map(|j| (j.job.clone(), j.start_h.unwrap_or(f64::INFINITY)))
@@ -423,9 +429,8 @@ fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
 /// - c: not the same. loam's core applies Kueue's rules at every event (BestEffortFIFO without
 ///   reservations, and `withinClusterQueue: LowerPriority` preemption): c3 (low, 1 node) starts
 ///   at 0 on the free node, then c2 (normal, 4 nodes) preempts it at 1 and c3 starts again at 2.
-///   Slurm's backfill reserves t=1 for c2 and keeps c3 waiting until 2. loam has no Slurm mode
-///   (backfill with reservations, no preemption without a PreemptType); when it gets one, this
-///   workload must match Slurm's order too.
+///   Slurm's backfill reserves t=1 for c2 and keeps c3 waiting until 2. Under Slurm's rules
+///   (`--rules slurm`, rule 16) loam matches it: the next test.
 #[test]
 fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reservations() {
     let all = workloads();
@@ -465,4 +470,22 @@ fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reserv
         }
     }
     assert_eq!(agree, 3, "workloads a, b and d agree");
+}
+
+/// Rule 16: under Slurm's rules (`loam schedule --rules slurm`: priority with backfill
+/// reservations, no preemption) `loam schedule`'s core starts every workload as Slurm did, in
+/// the same order and at the same times, c included: c2 (4 nodes) reserves hour 1, when c1
+/// ends, and c3 (1 node, 2 hours), which fits the free node at 0 but would hold it past 1,
+/// waits until c2 is done at 2.
+#[test]
+fn under_slurm_rules_loam_schedule_starts_every_slurm_workload_as_slurm_does() {
+    for w in &workloads() {
+        let loam = loam_starts_under(w, Rules::Slurm);
+        let slurm: BTreeMap<String, f64> = w
+            .expected_start_units
+            .iter()
+            .map(|(name, units)| (name.to_string(), *units))
+            .collect();
+        assert_eq!(loam, slurm, "{}", w.partition);
+    }
 }

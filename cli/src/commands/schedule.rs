@@ -10,7 +10,7 @@ use crate::io::IoError;
 use clap::{Args, ValueEnum};
 use loam_compiler::schedule::date::{format_date, parse_date};
 use loam_compiler::schedule::what_if::{self, Addition};
-use loam_compiler::schedule::{DEFAULT_SEED, Options, Submits, schedule_with_services};
+use loam_compiler::schedule::{DEFAULT_SEED, Options, Rules, Submits, schedule_with_services};
 use std::path::{Path, PathBuf};
 
 /// Most Monte Carlo samples (counted: 1,000 samples of a 1,000-job repository take seconds;
@@ -44,9 +44,22 @@ pub struct ScheduleArgs {
     /// Remove a site's node groups and compare; repeatable.
     #[arg(long, value_name = "SITE")]
     pub remove_site: Vec<String>,
+    /// Whose rules admit the jobs: Kueue's (preemption, re-placement) or Slurm's (priority
+    /// with backfill reservations, no preemption).
+    #[arg(long, value_enum, default_value_t = ScheduleRules::Kueue)]
+    pub rules: ScheduleRules,
     /// Show every warning of planning in full.
     #[arg(long)]
     pub verbose: bool,
+}
+
+/// The scheduler whose rules `loam schedule` follows (docs/scheduling.md, rule 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleRules {
+    /// Kueue: BestEffortFIFO, reclaiming and priority preemption, re-placement, migration.
+    Kueue,
+    /// Slurm: multifactor priority with backfill reservations, no preemption.
+    Slurm,
 }
 
 /// Output format of `loam schedule`.
@@ -151,6 +164,10 @@ pub fn run(
         horizon_h,
         samples: args.samples,
         seed: args.seed,
+        rules: match args.rules {
+            ScheduleRules::Kueue => Rules::Kueue,
+            ScheduleRules::Slurm => Rules::Slurm,
+        },
         threads: crate::session::threads(),
     };
     let plans = &planned.document.plans;

@@ -3,7 +3,7 @@
 //! earliest stated `submit` day, so the same specs give the same schedule.
 
 use super::date::format_date;
-use super::{DEFAULT_SEED, Options, Submits, schedule_with_services};
+use super::{DEFAULT_SEED, Options, Rules, Submits, schedule_with_services};
 use crate::project::CheckedProject;
 use loam_ir::plan::{Plan, ServicePlan};
 use loam_ir::schedule::Schedule;
@@ -50,6 +50,7 @@ pub fn of_project(
         samples: 0,
         seed: DEFAULT_SEED,
         threads: 1,
+        rules: Rules::Kueue,
     };
     Some(schedule_with_services(
         plans, services, &submits, catalogue, &options,

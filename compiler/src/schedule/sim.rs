@@ -2,6 +2,7 @@
 //! rules (`admission::place`), preempted, suspended outside their windows and finished, from
 //! hour 0 to the horizon. Pure and deterministic: jobs are visited in the rules' order.
 
+mod backfill;
 mod moves;
 
 use super::capacity::Capacity;
@@ -90,6 +91,8 @@ pub(crate) struct Pool<'a> {
     pub(crate) jobs: &'a [Option<SimJob>],
     /// The alternatives each job may move to (rule 13).
     pub(crate) alternatives: &'a [Vec<Alternative>],
+    /// Slurm's rules (rule 16) instead of Kueue's.
+    pub(crate) slurm: bool,
 }
 
 /// Runs the pool's jobs from hour 0 to `horizon_h`, with `work_h[i]` hours of work each (the
@@ -104,6 +107,7 @@ pub(crate) fn run(
         rules,
         jobs,
         alternatives,
+        slurm,
         ..
     } = *pool;
     // A job that moves to an alternative holds the alternative's demand from then on: the
@@ -177,7 +181,12 @@ pub(crate) fn run(
                 _ => {}
             }
         }
-        admit_waiting(
+        let admit_pass = if slurm {
+            backfill::admit_waiting
+        } else {
+            admit_waiting
+        };
+        admit_pass(
             &Pass {
                 rules,
                 jobs,

@@ -34,6 +34,7 @@ fn options(horizon_h: f64) -> Options {
         samples: 0,
         seed: DEFAULT_SEED,
         threads: 1,
+        rules: Rules::Kueue,
     }
 }
 
@@ -471,6 +472,7 @@ fn a_sample_scales_the_alternatives_hours_by_its_own_draw() {
         demands: &run.demands,
         jobs: &run.jobs,
         alternatives: &run.alternatives,
+        slurm: false,
     };
     let outcome = sim::run(&pool, &[200.0, 24.0], 480.0, None);
     assert_eq!(outcome.traces[1].finish_h, Some(40.0));

@@ -4,7 +4,7 @@
 //! `lab-h100`, hours of work, checkpoint interval).
 
 use loam_compiler::catalogue::{Catalogue, builtin_sources};
-use loam_compiler::schedule::{DEFAULT_SEED, Options, Submits, schedule};
+use loam_compiler::schedule::{DEFAULT_SEED, Options, Rules, Submits, schedule};
 use loam_ir::plan::Plan;
 use loam_ir::schedule::Schedule;
 use loam_tests::tools::plan_fixture;
@@ -102,6 +102,17 @@ pub fn run_submitted(
     quotas: &[Quota],
     horizon_h: f64,
 ) -> Schedule {
+    run_under(jobs, submits, quotas, horizon_h, Rules::Kueue)
+}
+
+/// As [`run_submitted`], under `rules`.
+pub fn run_under(
+    jobs: &[WorkJob],
+    submits: &[(String, f64)],
+    quotas: &[Quota],
+    horizon_h: f64,
+    rules: Rules,
+) -> Schedule {
     let plans: Vec<Plan> = jobs.iter().map(plan).collect();
     let submits: Submits = submits
         .iter()
@@ -117,6 +128,7 @@ pub fn run_submitted(
             samples: 0,
             seed: DEFAULT_SEED,
             threads: 1,
+            rules,
         },
     )
 }

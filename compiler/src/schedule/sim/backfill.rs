@@ -1,0 +1,145 @@
+//! Slurm's rules (rule 16 of docs/scheduling.md): jobs are taken in priority order, nothing is
+//! preempted (Slurm preempts only with a `PreemptType`), nothing moves, and a job that fits
+//! starts only when it delays no reservation. Each job that cannot start gets a reservation at
+//! the earliest hour it fits once the running jobs end and the reservations before it hold
+//! theirs (the backfill plugin's planning, `sched/backfill`, every job tested); a later job
+//! that fits now starts when it ends before each reservation or leaves it room.
+
+use super::{Held, Pass, Phase, State, Trace};
+use crate::admission::place::{Demand, Ledger, blocker_text};
+use crate::schedule::job::EPS_H;
+
+/// A job holding devices from `from_h` to `to_h`, with its demand's index.
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    from_h: f64,
+    to_h: f64,
+    index: usize,
+}
+
+/// What is held at hour `at`: the holds that span it.
+fn ledger_at(holds: &[Hold], demands: &[Option<Demand>], at: f64) -> Ledger {
+    let mut ledger = Ledger::default();
+    for (seq, h) in holds.iter().enumerate() {
+        if h.from_h <= at + EPS_H
+            && h.to_h > at + EPS_H
+            && let Some(Some(d)) = demands.get(h.index)
+        {
+            ledger.add(seq, h.index, d);
+        }
+    }
+    ledger
+}
+
+/// Whether `demand` fits beside `holds` from `from_h` for `hours`: at its start and at every
+/// later start of a hold inside its run (devices are only taken back then).
+fn fits_during(
+    p: &Pass<'_>,
+    holds: &[Hold],
+    demands: &[Option<Demand>],
+    demand: &Demand,
+    from_h: f64,
+    hours: f64,
+) -> bool {
+    let to_h = from_h + hours;
+    std::iter::once(from_h)
+        .chain(
+            holds
+                .iter()
+                .map(|h| h.from_h)
+                .filter(|&s| s > from_h + EPS_H && s < to_h - EPS_H),
+        )
+        .all(|at| {
+            ledger_at(holds, demands, at)
+                .fits(demand, &p.rules.quotas, &p.rules.groups)
+                .is_ok()
+        })
+}
+
+/// The admission pass at `p.t` under Slurm's rules.
+pub(super) fn admit_waiting(
+    p: &Pass<'_>,
+    states: &mut [State],
+    traces: &mut [Trace],
+    held: &mut Held<'_, '_>,
+) {
+    let t = p.t;
+    let demands: &[Option<Demand>] = held.demands;
+    // What runs now, to its expected end, then each reservation made in this pass.
+    let mut holds: Vec<Hold> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s.phase {
+            Phase::Running { .. } => Some(Hold {
+                from_h: t,
+                to_h: t + s.remaining_h.max(0.0),
+                index: i,
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut starts: Vec<usize> = Vec::new();
+    for &i in p.order {
+        let (Some(Some(job)), Some(state), Some(Some(demand))) =
+            (p.jobs.get(i), states.get(i), demands.get(i))
+        else {
+            continue;
+        };
+        if state.phase != Phase::Waiting || !job.in_window(t) {
+            continue;
+        }
+        let hours = state.remaining_h.max(EPS_H);
+        if fits_during(p, &holds, demands, demand, t, hours) {
+            holds.push(Hold {
+                from_h: t,
+                to_h: t + hours,
+                index: i,
+            });
+            starts.push(i);
+            continue;
+        }
+        // Its reservation: the first hour, among the ends of what is held, it fits from.
+        let mut candidates: Vec<f64> = holds.iter().map(|h| h.to_h).filter(|&e| e > t).collect();
+        candidates.sort_by(f64::total_cmp);
+        if let Some(at) = candidates
+            .into_iter()
+            .find(|&at| fits_during(p, &holds, demands, demand, at, hours))
+        {
+            holds.push(Hold {
+                from_h: at,
+                to_h: at + hours,
+                index: i,
+            });
+        }
+        if p.explain
+            && let Some(trace) = traces.get_mut(i)
+            && trace.first_start_h.is_none()
+        {
+            let ledger = ledger_at(&holds, demands, t);
+            if let Err(blocker) = ledger.fits(demand, &p.rules.quotas, &p.rules.groups) {
+                trace.blocked_by = Some(blocker_text(&blocker, demand));
+            } else {
+                trace.blocked_by =
+                    Some("it would delay a higher priority's reservation".to_string());
+            }
+        }
+    }
+    for i in starts {
+        let Some(Some(demand)) = held.demands.get(i) else {
+            continue;
+        };
+        *held.version += 1;
+        held.ledger.add(*held.next_seq, i, demand);
+        held.capacity.add(i);
+        if let Some(state) = states.get_mut(i) {
+            state.phase = Phase::Running {
+                seq: *held.next_seq,
+                since_h: t,
+            };
+        }
+        *held.next_seq += 1;
+        if let Some(trace) = traces.get_mut(i) {
+            trace.first_start_h.get_or_insert(t);
+        }
+    }
+}
