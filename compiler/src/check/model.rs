@@ -1,7 +1,7 @@
 //! The `model` block: dimensions, and whether they agree with each other.
 
 use super::reader::{BlockSpec, read_block};
-use super::{MAX_DIM, MlaSpec, ModelSpec, OPERATIONS, single_block};
+use super::{MAX_DIM, MAX_LAYERS, MlaSpec, ModelSpec, OPERATIONS, single_block};
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
 use loam_ir::diagnostics::codes;
@@ -31,7 +31,8 @@ pub(super) fn check_model(
         let value = f.integer(name, 1, MAX_DIM, false);
         f.require(name, value, example)
     };
-    let layers = dim(&mut f, "layers", "80");
+    let layers = f.integer("layers", 1, MAX_LAYERS, false);
+    let layers = f.require("layers", layers, "80");
     let hidden = dim(&mut f, "hidden", "8192");
     let ffn = dim(&mut f, "ffn", "28672");
     let heads = dim(&mut f, "heads", "64");
