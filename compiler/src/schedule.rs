@@ -24,12 +24,12 @@ use crate::admission::place::{Demand, PoolRules, rule_order};
 use crate::catalogue::Catalogue;
 use job::{EPS_H, SimJob};
 use loam_ir::display::significant;
-use loam_ir::plan::{Plan, ServicePlan};
+use loam_ir::plan::{GroupIr, Plan, ServicePlan};
 use loam_ir::schedule::{
     DeadlineVerdict, MonteCarlo, Placement, Preemption, QueuePoint, Replacement, RunInterval,
     Schedule, ScheduleTotals, ScheduledJob,
 };
-pub use project::{HORIZON_H, of_project};
+pub use project::of_project;
 use sample::{Rng, Spread};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -469,9 +469,15 @@ fn verdict(
 
 /// Where the plan puts the job.
 fn placement(plan: &Plan) -> Placement {
+    placement_of(&plan.groups.iter().collect::<Vec<_>>())
+}
+
+/// The placement on `groups` (a job's groups, or a service's roles' groups): their sites and
+/// device types in first-seen order, joined by `+`, and their node groups.
+fn placement_of(groups: &[&GroupIr]) -> Placement {
     let mut sites: Vec<&str> = Vec::new();
     let mut devices: Vec<&str> = Vec::new();
-    for g in &plan.groups {
+    for g in groups {
         if !sites.contains(&g.site.as_str()) {
             sites.push(&g.site);
         }
@@ -482,7 +488,7 @@ fn placement(plan: &Plan) -> Placement {
     Placement {
         site: sites.join("+"),
         device: devices.join("+"),
-        node_groups: plan.groups.iter().map(|g| g.node_group.clone()).collect(),
+        node_groups: groups.iter().map(|g| g.node_group.clone()).collect(),
         replaced: None,
     }
 }

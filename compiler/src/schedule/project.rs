@@ -10,7 +10,7 @@ use loam_ir::schedule::Schedule;
 
 /// How far the diff, the Plan JSON and the report schedule: 90 days, `loam schedule`'s default
 /// horizon. (counted)
-pub const HORIZON_H: f64 = 90.0 * 24.0;
+const HORIZON_H: f64 = 90.0 * 24.0;
 
 /// The schedule of every planned job and service of `specs` together (rule 15 for the services), as `loam schedule` computes it with
 /// its default horizon, no samples, and hour 0 at the earliest stated `submit` day (no clock: the

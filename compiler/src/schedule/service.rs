@@ -11,7 +11,7 @@
 use crate::admission::place::PoolRules;
 use loam_ir::display::significant;
 use loam_ir::plan::ServicePlan;
-use loam_ir::schedule::{Placement, RunInterval, ScheduledJob};
+use loam_ir::schedule::{RunInterval, ScheduledJob};
 use loam_ir::types::Priority;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -91,16 +91,6 @@ fn entry(
     refusal: Option<(&str, String)>,
     horizon_h: f64,
 ) -> ScheduledJob {
-    let mut sites: Vec<&str> = Vec::new();
-    let mut types: Vec<&str> = Vec::new();
-    for role in &service.roles {
-        if !sites.contains(&role.group.site.as_str()) {
-            sites.push(&role.group.site);
-        }
-        if !types.contains(&role.group.device.as_str()) {
-            types.push(&role.group.device);
-        }
-    }
     let replicas: u64 = service.roles.iter().map(|r| r.replicas).sum();
     let (status, reason, start_h, runs) = match refusal {
         Some((status, reason)) => (status.to_string(), reason, None, Vec::new()),
@@ -132,16 +122,7 @@ fn entry(
         preemptions: Vec::new(),
         lost_work_h: 0.0,
         deadline: None,
-        placement: Placement {
-            site: sites.join("+"),
-            device: types.join("+"),
-            node_groups: service
-                .roles
-                .iter()
-                .map(|r| r.group.node_group.clone())
-                .collect(),
-            replaced: None,
-        },
+        placement: super::placement_of(&service.roles.iter().map(|r| &r.group).collect::<Vec<_>>()),
         status,
         reason,
         runs,

@@ -539,23 +539,32 @@ fn admit_waiting(
                 evict(jobs, states, traces, v, i, rule, t);
                 evicted_now.push((v, i));
             }
-            held.ledger.add(*held.next_seq, i, demand);
-            held.capacity.add(i);
-            if let Some(state) = states.get_mut(i) {
-                state.phase = Phase::Running {
-                    seq: *held.next_seq,
-                    since_h: t,
-                };
-            }
-            *held.next_seq += 1;
-            if let Some(trace) = traces.get_mut(i) {
-                trace.first_start_h.get_or_insert(t);
-            }
+            start(i, t, states, traces, held);
         }
         // Nothing admitted: another pass would try the same jobs against the same ledger.
         if *held.version == version_before {
             break;
         }
+    }
+}
+
+/// Job `i` starts at `t` on its demand: the ledger and the capacity take it, it runs under the
+/// next admission number, and its first start is recorded. The caller has bumped the version.
+fn start(i: usize, t: f64, states: &mut [State], traces: &mut [Trace], held: &mut Held<'_, '_>) {
+    let Some(Some(demand)) = held.demands.get(i) else {
+        return;
+    };
+    held.ledger.add(*held.next_seq, i, demand);
+    held.capacity.add(i);
+    if let Some(state) = states.get_mut(i) {
+        state.phase = Phase::Running {
+            seq: *held.next_seq,
+            since_h: t,
+        };
+    }
+    *held.next_seq += 1;
+    if let Some(trace) = traces.get_mut(i) {
+        trace.first_start_h.get_or_insert(t);
     }
 }
 

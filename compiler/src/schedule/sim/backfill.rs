@@ -5,7 +5,7 @@
 //! theirs (the backfill plugin's planning, `sched/backfill`, every job tested); a later job
 //! that fits now starts when it ends before each reservation or leaves it room.
 
-use super::{Held, Pass, Phase, State, Trace};
+use super::{Held, Pass, Phase, State, Trace, start};
 use crate::admission::place::{Demand, Ledger, blocker_text};
 use crate::schedule::job::EPS_H;
 
@@ -125,21 +125,7 @@ pub(super) fn admit_waiting(
         }
     }
     for i in starts {
-        let Some(Some(demand)) = held.demands.get(i) else {
-            continue;
-        };
         *held.version += 1;
-        held.ledger.add(*held.next_seq, i, demand);
-        held.capacity.add(i);
-        if let Some(state) = states.get_mut(i) {
-            state.phase = Phase::Running {
-                seq: *held.next_seq,
-                since_h: t,
-            };
-        }
-        *held.next_seq += 1;
-        if let Some(trace) = traces.get_mut(i) {
-            trace.first_start_h.get_or_insert(t);
-        }
+        start(i, t, states, traces, held);
     }
 }
