@@ -320,6 +320,8 @@ fn raw_space(spec: &SearchSpec<'_>, max_devices: u64) -> f64 {
 }
 
 #[cfg(test)]
+mod micro_batch_tests;
+#[cfg(test)]
 mod recompute_tests;
 #[cfg(test)]
 mod split_tests;

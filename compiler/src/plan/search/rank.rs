@@ -40,6 +40,8 @@ pub(super) struct Ranker<'a> {
     /// Whether the rejected regions are wanted: a capped search returns none, so it neither
     /// records them nor works out the memory of shapes whose model states alone overflow.
     record_rejections: bool,
+    /// Whether some ZeRO stage and recomputation of the last shape fitted in memory.
+    last_shape_fitted: bool,
     stats: SearchStats,
     /// By objective, the best candidates within each device cap, widest cap first (one cap,
     /// the walk's own, for a plain search).
@@ -107,6 +109,7 @@ impl<'a> Ranker<'a> {
             params: HeldParams::default(),
             rejections: Rejections::default(),
             record_rejections,
+            last_shape_fitted: false,
             stats,
             scratch: Candidate {
                 layout: Layout::single(),
@@ -251,6 +254,15 @@ impl Visitor for Ranker<'_> {
         self.memory.enter_tensor(tensor);
     }
 
+    /// A rank's memory never shrinks as its micro-batch grows (activations, the pipeline's
+    /// stash of `min(p·b, per-rank batch)` sequences, logits and buffers all grow with it; the
+    /// model states do not change), so once no ZeRO stage and recomputation of a shape fits,
+    /// none of a larger micro-batch of the same placement does. Only a search that reports no
+    /// rejected regions skips them: the others count every rejection.
+    fn larger_micro_batches_overflow(&self) -> bool {
+        !self.record_rejections && !self.last_shape_fitted
+    }
+
     fn enter_tensor_context(&mut self) {
         self.stages.new_tensor_context();
     }
@@ -273,6 +285,7 @@ impl Visitor for Ranker<'_> {
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;
         self.stages.new_micro_batch();
+        self.last_shape_fitted = false;
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.
         self.scratch.layout = *shape;
@@ -295,6 +308,7 @@ impl Visitor for Ranker<'_> {
             else {
                 continue;
             };
+            self.last_shape_fitted = true;
             self.cost_and_rank(zero, recompute, breakdown, devices as f64)?;
         }
         ControlFlow::Continue(())

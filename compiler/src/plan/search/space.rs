@@ -76,6 +76,12 @@ pub(crate) trait Visitor {
     /// A shape that passed every probe: every field but ZeRO and recomputation. Breaking ends the
     /// walk.
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()>;
+
+    /// Whether every larger micro-batch of the last shape's placement is known not to fit in
+    /// memory: the walk then skips them.
+    fn larger_micro_batches_overflow(&self) -> bool {
+        false
+    }
 }
 
 /// The values each auto layout field takes, worked out once per search.
@@ -462,22 +468,31 @@ impl<'a> Space<'a> {
         let devices = probe.devices();
         // Auto: the divisors of the per-rank batch.
         let per_rank = self.batch / u64::from(probe.data);
+        // One shape rewritten per micro-batch: copying whole layouts is a noticeable share of
+        // the innermost loop.
+        let mut shape = Layout {
+            sequence_parallel: self.sequence_parallel(probe.tensor),
+            ..probe
+        };
         for &b in values(self.pins.micro_batch.as_ref(), &self.axes.batch_divisors) {
             if self.pins.micro_batch.is_none() && !per_rank.is_multiple_of(b.into()) {
                 continue;
             }
-            let probe = Layout {
-                micro_batch: b,
-                ..probe
-            };
-            match self.probe_micro_batch(&probe) {
-                Err(reason) => visitor.reject(reason, probe),
-                Ok(()) => {
-                    let shape = Layout {
-                        sequence_parallel: self.sequence_parallel(probe.tensor),
+            shape.micro_batch = b;
+            match self.probe_micro_batch(&shape) {
+                // Rejections carry the layout as probed, before sequence parallelism.
+                Err(reason) => visitor.reject(
+                    reason,
+                    Layout {
+                        micro_batch: b,
                         ..probe
-                    };
+                    },
+                ),
+                Ok(()) => {
                     visitor.shape(&shape, devices)?;
+                    if visitor.larger_micro_batches_overflow() {
+                        break;
+                    }
                 }
             }
         }

@@ -1,0 +1,69 @@
+//! The capped search skips the larger micro-batches of a placement once a shape fits under no
+//! ZeRO stage and recomputation (rank memory never shrinks as the micro-batch grows): it must
+//! keep exactly the layouts the full search, which walks every micro-batch, keeps.
+
+use super::{SearchSpec, search, search_capped};
+use crate::calibrate::tests::test_device;
+use crate::hardware::ClusterFigures;
+use crate::workload::{ModelDims, Pins, TrainSetup};
+use loam_ir::types::{Mlp, Optimizer, Precision};
+use proptest::prelude::*;
+
+fn time(c: &super::Candidate) -> f64 {
+    c.train_time_s
+}
+
+proptest! {
+    // Memories from 2 to 64 GiB against models of up to 16 blocks and contexts up to 32K: most
+    // cases have placements where small micro-batches fit and large ones do not.
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn skipping_micro_batches_that_cannot_fit_keeps_what_the_full_walk_keeps(
+        (layers, heads, ffn_factor) in (1u32..17, prop::sample::select(vec![8u32, 16, 32, 64]), 2u32..5),
+        seq_len in prop::sample::select(vec![1024u32, 4096, 8192, 32_768]),
+        global_batch in prop::sample::select(vec![12u32, 48, 64, 96, 360, 1024]),
+        (devices_per_node, nodes) in (prop::sample::select(vec![1u32, 4, 8]), 1u32..5),
+        memory_log2 in 31u32..37,
+        keep in 1usize..5,
+    ) {
+        let hidden = heads * 128;
+        let model = ModelDims::dense(
+            layers, hidden, hidden * ffn_factor, heads, heads / 4, 32_000, seq_len, Mlp::Swiglu,
+        );
+        let setup = TrainSetup {
+            global_batch,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adamw,
+            tokens: 1e10,
+            flash_attention: true,
+            states: crate::workload::StateOverrides::NONE,
+        };
+        let mut device = test_device("H100_SXM").unwrap();
+        device.memory_bytes = (1u64 << memory_log2) as f64;
+        let cluster = ClusterFigures {
+            device,
+            devices_per_node,
+            nodes,
+            node_network_bandwidth: 400e9,
+            nics_per_node: 8,
+            network_latency_s: 5e-6,
+            block: None,
+            fitted: crate::hardware::FittedConstants::SHIPPED,
+        };
+        let max_devices = u64::from(devices_per_node * nodes);
+        let spec = SearchSpec {
+            model: &model,
+            setup: &setup,
+            cluster: &cluster,
+            pins: Pins::default(),
+            max_devices,
+            keep,
+        };
+        let full = search(&spec, &time);
+        let capped = search_capped(&spec, &[&time], &[max_devices]);
+        let layouts = |c: &[super::Candidate]| c.iter().map(|c| c.layout).collect::<Vec<_>>();
+        let kept = capped.first().and_then(|caps| caps.first()).cloned().unwrap_or_default();
+        prop_assert_eq!(layouts(&full.ranked), layouts(&kept));
+    }
+}
