@@ -18,7 +18,7 @@ mod stages;
 mod uncertainty;
 pub mod validate;
 
-pub use planner::plan_job;
+pub use planner::{plan_job, plan_job_on};
 pub(crate) use single::rejection_text;
 pub use stages::stage_ranges;
 

@@ -21,7 +21,7 @@ use crate::catalogue::{self, Catalogue};
 use crate::check::catalogue::{check_job, check_service};
 use crate::check::{Job, Service, check_file, check_unique_job_names};
 use crate::parallel::map_ordered;
-use crate::plan::plan_job;
+use crate::plan::plan_job_on;
 use crate::syntax::{decode_utf8, parse};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes::Phase;
@@ -344,12 +344,17 @@ pub fn plan_project_reusing(
         };
     };
     let jobs: Vec<(&CheckedJob, String)> = project.plannable().zip(plan_keys(project)).collect();
+    // The threads the jobs leave free go to each job's own searches.
+    let per_job = (threads / jobs.len().max(1)).max(1);
     let results: Vec<(Plan, bool)> = map_ordered(&jobs, threads, |(checked, key)| {
         match reuse(checked, key)
             .filter(|p| p.file == checked.file && p.job == checked.job.name.value)
         {
             Some(plan) => (plan, true),
-            None => (plan_job(&checked.job, &checked.file, catalogue), false),
+            None => (
+                plan_job_on(&checked.job, &checked.file, catalogue, per_job),
+                false,
+            ),
         }
     });
     let services: Vec<&CheckedService> = project.plannable_services().collect();

@@ -131,6 +131,9 @@ pub(crate) struct PairInput<'p, 'a> {
     pub(crate) incumbent: f64,
     /// The job's cap on the search; once reached, no further pair is searched.
     pub(crate) budget: &'p super::search::budget::WorkBudget,
+    /// Threads the independent searches of one group may spread over (the plan is the same on
+    /// any number).
+    pub(crate) threads: usize,
 }
 
 /// How much worse than the best single-type plan a pipeline may be and still be costed (to

@@ -30,6 +30,7 @@ use super::uncertainty;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
+use crate::parallel::map_ordered;
 use crate::workload::Pins;
 use crate::workload::param_count;
 use loam_ir::diagnostics::codes;
@@ -90,6 +91,12 @@ fn skeleton(job: &Job, file: &str) -> Plan {
 /// infeasible (with reasons) when no layout on any allowed node group meets every constraint;
 /// what the user should read as a diagnostic is in `plan.diagnostics` (see [`loam_ir::findings`]).
 pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
+    plan_job_on(job, file, catalogue, 1)
+}
+
+/// [`plan_job`], spreading the job's independent searches (one per node group, one per group
+/// and batch share) over up to `threads` threads; the plan is the same on any number.
+pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize) -> Plan {
     let mut plan = skeleton(job, file);
     let request = match PlanRequest::new(job, catalogue) {
         Ok(request) => request,
@@ -120,9 +127,14 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
     let mut rejected: Vec<(usize, RejectedRegion)> = Vec::new();
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
-    for (i, (option, objective)) in options.iter().zip(objectives.iter()).enumerate() {
+    // The single-type search of each node group, independent of the others.
+    let indices: Vec<usize> = (0..options.len()).collect();
+    let results = map_ordered(&indices, threads, |&i| {
+        let (Some(option), Some(objective)) = (options.get(i), objectives.get(i)) else {
+            return None;
+        };
         if !option.hosts_job_precision {
-            continue;
+            return None;
         }
         let setup = setup_on(base_setup, option.device);
         let spec = SearchSpec {
@@ -133,7 +145,12 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
             max_devices: option.available,
             keep: KEEP_PER_GROUP,
         };
-        let result = search(&spec, objective);
+        Some(search(&spec, objective))
+    });
+    for (i, (option, result)) in options.iter().zip(results).enumerate() {
+        let Some(result) = result else {
+            continue;
+        };
         if let (Some(slot), Some(first)) = (single_scores.get_mut(i), result.scores.first()) {
             *slot = Some(*first);
         }
@@ -177,6 +194,7 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
         budget: &budget,
+        threads,
     };
     let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, options, pins) {
         let (mixed, mut ruled_out) = pair_pipelines(&input);

@@ -456,3 +456,25 @@ fn a_job_no_node_group_may_run_gets_l3002_from_the_planner_alone() {
     assert_eq!(finding.code, "L3002");
     insta::assert_snapshot!(finding.message);
 }
+
+#[test]
+fn a_plan_is_the_same_on_any_number_of_threads() {
+    // A data split and a pipeline over two types: every node group's single-type search and
+    // the data split's searches of each group and share run on threads when given them.
+    for (name, hetero) in [
+        ("hetero-data-70b-shanghai.loam", Hetero::Data),
+        ("hetero-70b-guiyang.loam", Hetero::Pipeline),
+    ] {
+        let job = jobs(&example(name)).remove(0);
+        let serial = plan_job(&job, name, &builtin());
+        assert_eq!(serial.hetero, Some(hetero), "{name}");
+        for threads in [2, 3, 8] {
+            let spread = super::plan_job_on(&job, name, &builtin(), threads);
+            assert_eq!(
+                serde_json::to_string(&spread).unwrap(),
+                serde_json::to_string(&serial).unwrap(),
+                "{name} on {threads} threads"
+            );
+        }
+    }
+}

@@ -20,15 +20,18 @@ use super::{
 };
 use crate::check::Job;
 use crate::cost::LINK_EFFICIENCY;
+use crate::parallel::map_ordered;
+use crate::plan::objective::Constrained;
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
 use crate::plan::search::{Candidate, Objective, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::homogeneous_stages;
+use crate::workload::ModelDims;
 use crate::workload::{StateRecipe, TrainSetup, param_count};
 use loam_ir::plan::{BreakdownIr, Plan};
 use loam_ir::types::{Hetero, Optimize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The batch is split between the two groups in multiples of `1/SHARE_STEPS`.
 pub(crate) const SHARE_STEPS: u32 = 16;
@@ -153,12 +156,68 @@ impl ShareSearch<'_, '_, '_> {
             if !wanted.contains(&max_devices) {
                 wanted.push(max_devices);
             }
-            let layouts = group_layouts(input, option, sequences, &wanted, keep, limits);
+            let layouts = group_layouts(
+                &GroupInputs::of(input),
+                option,
+                sequences,
+                &wanted,
+                keep,
+                limits,
+            );
             for (cap, kept) in wanted.into_iter().zip(layouts) {
                 self.found.entry((option, sequences, cap)).or_insert(kept);
             }
         }
         self.found.get(&key).map_or(&[], Vec::as_slice)
+    }
+}
+
+impl ShareSearch<'_, '_, '_> {
+    /// Runs the searches of every (option, sequences) in `wanted` not yet found, on up to
+    /// `threads` threads: each is a pure function of its key, and the results are stored in
+    /// key order, so the plan is the same on any number of threads.
+    fn prefetch(&mut self, wanted: &BTreeSet<(usize, u32)>, threads: usize) {
+        let missing: Vec<(usize, u32, Vec<u64>)> = wanted
+            .iter()
+            .filter_map(|&(option, sequences)| {
+                let caps = self.pair_caps.get(&option)?;
+                let first = caps.first()?;
+                (!self.found.contains_key(&(option, sequences, *first)))
+                    .then(|| (option, sequences, caps.clone()))
+            })
+            .collect();
+        let view = GroupInputs::of(self.input);
+        let (keep, limits) = (self.keep, self.limits);
+        let results = map_ordered(&missing, threads, |(option, sequences, caps)| {
+            group_layouts(&view, *option, *sequences, caps, keep, limits)
+        });
+        for ((option, sequences, caps), layouts) in missing.into_iter().zip(results) {
+            for (cap, kept) in caps.into_iter().zip(layouts) {
+                self.found.entry((option, sequences, cap)).or_insert(kept);
+            }
+        }
+    }
+}
+
+/// What one group's search on a share reads of the pair's input: the parts every thread may
+/// share.
+struct GroupInputs<'p, 'a> {
+    options: &'a [Placement<'a>],
+    objectives: &'p [Constrained],
+    model: &'p ModelDims,
+    setup: &'p TrainSetup,
+    pins: crate::workload::Pins,
+}
+
+impl<'p, 'a> GroupInputs<'p, 'a> {
+    fn of(input: &PairInput<'p, 'a>) -> GroupInputs<'p, 'a> {
+        GroupInputs {
+            options: input.options,
+            objectives: input.objectives,
+            model: input.model,
+            setup: input.setup,
+            pins: input.pins,
+        }
     }
 }
 
@@ -172,7 +231,7 @@ impl ShareSearch<'_, '_, '_> {
 /// per objective: nothing the search costs or scores reads the cap, so a cap's best are the
 /// widest walk's best within it ([`search_capped`]).
 fn group_layouts(
-    input: &PairInput<'_, '_>,
+    input: &GroupInputs<'_, '_>,
     option: usize,
     sequences: u32,
     max_devices: &[u64],
@@ -349,6 +408,16 @@ fn search_splits<'a>(
         pair_caps,
         found: BTreeMap::new(),
     };
+    // Every search the pairs below ask for, run first and together.
+    let grid = shares(batch);
+    let wanted: BTreeSet<(usize, u32)> = pairs
+        .iter()
+        .flat_map(|(a, b, ..)| {
+            grid.iter()
+                .flat_map(move |&first| [(*a, first), (*b, batch - first)])
+        })
+        .collect();
+    searches.prefetch(&wanted, input.threads);
     for (a, b, pa, pb, oa, ob, link) in pairs {
         // Each step, the whole gradient leaves each site once.
         let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
@@ -358,7 +427,6 @@ fn search_splits<'a>(
             fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
         };
         let mut kept: Vec<PairData<'a>> = Vec::new();
-        let grid = shares(batch);
         let cap = link.max_devices;
         let cost_share =
             |first: u32, searches: &mut ShareSearch<'_, '_, 'a>, kept: &mut Vec<PairData<'a>>| {

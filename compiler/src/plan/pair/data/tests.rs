@@ -110,6 +110,7 @@ fn with_input<T>(
         convert: &convert,
         incumbent: f64::INFINITY,
         budget: &budget,
+        threads: 2,
     })
 }
 
