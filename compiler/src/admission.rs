@@ -187,6 +187,25 @@ pub enum Preemptor {
     },
 }
 
+/// Who may preempt a borrower: `tenant research reclaiming its H100_SXM, jobs above normal
+/// priority`, or `no one`; `loam plan`'s preview and `loam diff` say it with this one function.
+pub fn preemptors_text(preemptors: &[Preemptor]) -> String {
+    let parts: Vec<String> = preemptors
+        .iter()
+        .map(|p| match p {
+            Preemptor::Reclaim { tenant, device, .. } => {
+                format!("tenant {tenant} reclaiming its {device}")
+            }
+            Preemptor::HigherPriority { above } => format!("jobs above {above} priority"),
+        })
+        .collect();
+    if parts.is_empty() {
+        "no one".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// Devices of one node group.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct NodeGroupUsage {

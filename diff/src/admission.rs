@@ -3,7 +3,7 @@
 //! written as text and as markdown.
 
 use crate::compare::PlanDiff;
-use loam_compiler::admission::{AdmissionChange, AdmissionStatus, Preemptor};
+use loam_compiler::admission::{AdmissionChange, AdmissionStatus, preemptors_text};
 use loam_ir::diff::Action;
 use loam_ir::display::table_cell;
 use std::fmt::Write as _;
@@ -56,25 +56,6 @@ pub(crate) fn explain_admission(diff: &mut PlanDiff, head_label: &str) {
     }
 }
 
-/// Who may preempt a borrower: `tenant research reclaiming its H100_SXM, jobs above normal
-/// priority`, or `no one`; `loam plan`'s preview says it the same way.
-pub fn preemptors_text(preemptors: &[Preemptor]) -> String {
-    let parts: Vec<String> = preemptors
-        .iter()
-        .map(|p| match p {
-            Preemptor::Reclaim { tenant, device, .. } => {
-                format!("tenant {tenant} reclaiming its {device}")
-            }
-            Preemptor::HigherPriority { above } => format!("jobs above {above} priority"),
-        })
-        .collect();
-    if parts.is_empty() {
-        "no one".to_string()
-    } else {
-        parts.join(", ")
-    }
-}
-
 /// The admission changes between two revisions as a markdown list (empty when none).
 pub fn changes_markdown(changes: &[AdmissionChange]) -> String {
     if changes.is_empty() {
@@ -103,6 +84,7 @@ pub fn changes_text(changes: &[AdmissionChange]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loam_compiler::admission::Preemptor;
 
     #[test]
     fn a_borrower_that_only_lost_its_preemptor_says_so() {

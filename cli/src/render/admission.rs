@@ -3,9 +3,8 @@
 //! The admission changes between two revisions are `loam diff`'s (`loam_diff::admission`).
 
 use loam_compiler::admission::{
-    AdmissionPreview, AdmissionStatus, JobAdmission, PoolAdmission, VerdictCounts,
+    AdmissionPreview, AdmissionStatus, JobAdmission, PoolAdmission, VerdictCounts, preemptors_text,
 };
-use loam_diff::admission::preemptors_text;
 use loam_ir::display::table_cell;
 use std::fmt::Write as _;
 
