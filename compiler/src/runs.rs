@@ -126,6 +126,8 @@ pub struct ServingMeasure {
     pub tpot_s: [f64; 2],
     /// The offered request rate (`inf` when the tool sent every request at once).
     pub request_rate: Option<f64>,
+    /// Mean input and output tokens of a completed request, when the result states its totals.
+    pub lengths: Option<[f64; 2]>,
 }
 
 /// A log loam cannot read, located at its line (1-based; 0 for the whole file).

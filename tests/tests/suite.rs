@@ -59,6 +59,7 @@ mod report_cli;
 mod report_schedule;
 mod robustness;
 mod runs_cli;
+mod runs_serving;
 mod schedule_cli;
 mod schedule_properties;
 mod schedule_slurm;

@@ -6,6 +6,7 @@
 
 mod append;
 mod check;
+mod serving;
 
 use crate::Context;
 use crate::args::{OutputFormat, RunsArgs, RunsCommand};
@@ -116,6 +117,9 @@ fn append_rows(
         cx.eprint("error: the catalogue has errors; `loam check` shows them\n");
         return Ok(Some(1));
     };
+    if planned.plan.get("service").is_some() {
+        return append_serving(measures, planned, &project, day, cli_catalogue, cx);
+    }
     let Some(checked) = project
         .jobs
         .iter()
@@ -137,7 +141,9 @@ fn append_rows(
     for (name, measured) in measures {
         let Measured::Training(m) = measured else {
             cx.eprint(&format!(
-                "error: {name}: a serving benchmark; the runs store keeps training runs only\n"
+                "error: {name}: a serving benchmark, but `{}` is a training job: name the \
+                 service it measured with --job\n",
+                planned.job
             ));
             return Ok(Some(1));
         };
@@ -176,6 +182,81 @@ fn append_rows(
     Ok(None)
 }
 
+/// Appends the serving benchmarks of `measures` to the serving store file of the service's
+/// site, under the rules of [`append_rows`]; a training log against a service is refused.
+fn append_serving(
+    measures: &[(String, Measured)],
+    planned: &Planned,
+    project: &loam_compiler::project::CheckedProject,
+    day: &str,
+    cli_catalogue: Option<&Path>,
+    cx: &mut Context<'_>,
+) -> Result<Option<u8>, crate::io::IoError> {
+    use loam_compiler::runs::store::{self, serving as store_serving};
+    let Some(catalogue) = project.catalogue.as_ref() else {
+        return Ok(Some(1));
+    };
+    let Some(checked) = project
+        .services
+        .iter()
+        .find(|s| s.service.name.value == planned.job)
+    else {
+        cx.eprint(&format!(
+            "error: the plan's spec `{}` has no service `{}` to read the model from\n",
+            planned.file, planned.job
+        ));
+        return Ok(Some(1));
+    };
+    let mut lines = Vec::new();
+    let mut site = String::new();
+    for (name, measured) in measures {
+        let Measured::Serving(m) = measured else {
+            cx.eprint(&format!(
+                "error: {name}: a training log, but `{}` is a service: name the job it \
+                 trained with --job\n",
+                planned.job
+            ));
+            return Ok(Some(1));
+        };
+        match serving::row(name, m, &planned.plan, &checked.service, day) {
+            Ok(r) => {
+                site.clone_from(&r.site);
+                lines.push(store_serving::line(&r));
+            }
+            Err(e) => {
+                cx.eprint(&format!("error: {name}: {e}\n"));
+                return Ok(Some(1));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    // Each new line passes the same check `loam check` gives the store.
+    let text = format!("{}\n{}\n", store_serving::COLUMNS, lines.join("\n"));
+    if let Some(p) = store::check(&site, &text, catalogue).first() {
+        cx.eprint(&format!(
+            "error: the row would not pass `loam check`: {}\n",
+            p.message
+        ));
+        return Ok(Some(1));
+    }
+    let catalogue_dir = cli_catalogue.unwrap_or(Path::new(crate::catalogue_source::DEFAULT_DIR));
+    let file = append::append_lines(
+        catalogue_dir,
+        &site,
+        store_serving::FILE,
+        store_serving::COLUMNS,
+        &lines,
+    )?;
+    cx.eprint(&format!(
+        "appended {} run(s) to {}\n",
+        lines.len(),
+        crate::io::display(&file)
+    ));
+    Ok(None)
+}
+
 /// What ran, from a Plan JSON: the plan of `job` (or the only one).
 struct Planned {
     /// The plan object itself.
@@ -204,20 +285,25 @@ fn planned(
         ));
         return Ok(None);
     };
-    let plans = value
-        .get("plans")
-        .and_then(Value::as_array)
+    // A job's plan names it under `job`, a service's under `service`.
+    let name_of = |p: &Value| -> Option<String> {
+        p.get("job")
+            .or_else(|| p.get("service"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let plans: Vec<Value> = ["plans", "services"]
+        .iter()
+        .filter_map(|k| value.get(*k).and_then(Value::as_array))
+        .flatten()
         .cloned()
-        .unwrap_or_default();
+        .collect();
     let chosen: Vec<&Value> = plans
         .iter()
-        .filter(|p| job.is_none_or(|j| p.get("job").and_then(Value::as_str) == Some(j)))
+        .filter(|p| job.is_none_or(|j| name_of(p).as_deref() == Some(j)))
         .collect();
     let [plan] = chosen.as_slice() else {
-        let jobs: Vec<&str> = plans
-            .iter()
-            .filter_map(|p| p.get("job")?.as_str())
-            .collect();
+        let jobs: Vec<String> = plans.iter().filter_map(name_of).collect();
         cx.eprint(&format!(
             "error: {name}: {} plans match; name one with --job (the file plans: {})\n",
             chosen.len(),
@@ -230,11 +316,19 @@ fn planned(
         return Ok(None);
     };
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
-    let groups = plan
-        .get("groups")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    // A service's groups are its roles'.
+    let groups: Vec<Value> = match plan.get("roles").and_then(Value::as_array) {
+        Some(roles) => roles
+            .iter()
+            .filter_map(|r| r.get("group"))
+            .cloned()
+            .collect(),
+        None => plan
+            .get("groups")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
     let device = groups
         .iter()
         .map(|g| text(g.get("device")))
@@ -260,11 +354,15 @@ fn planned(
     Ok(Some(Planned {
         plan: (*plan).clone(),
         file: text(plan.get("file")),
-        job: text(plan.get("job")),
+        job: name_of(plan).unwrap_or_default(),
         device,
         devices,
         layout,
-        precision: text(plan.get("workload").and_then(|w| w.get("precision"))),
+        precision: text(
+            plan.get("workload")
+                .or_else(|| plan.get("model"))
+                .and_then(|w| w.get("precision")),
+        ),
         step_s: plan
             .get("estimate")
             .and_then(|e| e.get("step_time_s"))

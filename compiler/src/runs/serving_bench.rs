@@ -56,7 +56,25 @@ pub(super) fn read(text: &str) -> Result<ServingMeasure, IngestError> {
         Some(v) => v.as_f64(),
         None => None,
     };
+    // Both tools write `completed` and the token totals over the completed requests.
+    let total = |key: &str| {
+        value
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite())
+    };
+    let lengths = match (
+        total("total_input_tokens"),
+        total("total_output_tokens"),
+        total("completed").filter(|c| *c >= 1.0),
+    ) {
+        (Some(input), Some(output), Some(completed)) if input > 0.0 && output > 0.0 => {
+            Some([input / completed, output / completed])
+        }
+        _ => None,
+    };
     Ok(ServingMeasure {
+        lengths,
         tool,
         output_tokens_per_s: number("output_throughput")?,
         requests_per_s: number("request_throughput")?,

@@ -125,11 +125,16 @@ pub enum ProblemKind {
 pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreProblem> {
     let mut problems = Vec::new();
     let first = text.lines().next().unwrap_or("").trim_end_matches('\r');
-    if first != COLUMNS {
+    let serving_file = first == serving::COLUMNS;
+    if first != COLUMNS && !serving_file {
         problems.push(StoreProblem {
             line: 1,
             column: None,
-            message: format!("a runs store file starts with the header `{COLUMNS}`"),
+            message: format!(
+                "a runs store file starts with the header `{COLUMNS}` (training runs) or \
+                 `{}` (serving runs)",
+                serving::COLUMNS
+            ),
             kind: ProblemKind::Malformed,
         });
         return problems;
@@ -156,8 +161,17 @@ pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreP
             }
         };
         let line = record.position().map_or(0, |p| p.line() as usize);
-        match record.deserialize::<StoreRow>(Some(&headers)) {
-            Ok(row) => problems.extend(check_row(&row, line, site_folder, catalogue)),
+        let checked = if serving_file {
+            record
+                .deserialize::<serving::ServingRow>(Some(&headers))
+                .map(|row| serving::check_row(&row, line, site_folder, catalogue))
+        } else {
+            record
+                .deserialize::<StoreRow>(Some(&headers))
+                .map(|row| check_row(&row, line, site_folder, catalogue))
+        };
+        match checked {
+            Ok(found) => problems.extend(found),
             Err(e) => problems.push(malformed(line, None, format!("not a store row: {e}"))),
         }
     }
@@ -173,9 +187,35 @@ fn malformed(line: usize, column: Option<&'static str>, message: String) -> Stor
     }
 }
 
-/// The checks of one row: its place, its keywords and its numbers.
+/// The checks of one training row: its place, its keywords and its numbers.
 fn check_row(
     row: &StoreRow,
+    line: usize,
+    site_folder: &str,
+    catalogue: &Catalogue,
+) -> Vec<StoreProblem> {
+    let mut out = check_place(
+        [&row.pool, &row.site, &row.device],
+        &row.date,
+        line,
+        site_folder,
+        catalogue,
+    );
+    let problem = |column, message: String, kind| StoreProblem {
+        line,
+        column: Some(column),
+        message,
+        kind,
+    };
+    check_model_and_numbers(row, &mut out, &problem);
+    out
+}
+
+/// The checks every store row has, training or serving: the site is its folder's, the pool,
+/// site and device are the catalogue's, and the date is a date.
+fn check_place(
+    [pool, site, device]: [&str; 3],
+    date: &str,
     line: usize,
     site_folder: &str,
     catalogue: &Catalogue,
@@ -187,49 +227,49 @@ fn check_row(
         message,
         kind,
     };
-    if row.site != site_folder {
+    if site != site_folder {
         out.push(problem(
             "site",
             format!(
                 "the row is at site `{}` but stored under `runs/{site_folder}/`: a site's runs \
                  live in its own folder",
-                row.site
+                site
             ),
             ProblemKind::Malformed,
         ));
     }
-    match catalogue.pools.get(&row.pool) {
+    match catalogue.pools.get(pool) {
         None => out.push(problem(
             "pool",
-            format!("unknown pool `{}`", row.pool),
+            format!("unknown pool `{}`", pool),
             ProblemKind::UnknownSite,
         )),
-        Some(pool) => match pool.site(&row.site) {
+        Some(found) => match found.site(site) {
             None => out.push(problem(
                 "site",
                 format!(
                     "pool `{}` has no site `{}` (its sites: {})",
-                    row.pool,
-                    row.site,
-                    pool.site_names().join(", ")
+                    pool,
+                    site,
+                    found.site_names().join(", ")
                 ),
                 ProblemKind::UnknownSite,
             )),
-            Some(site) => {
-                if catalogue.device(&row.device).is_none() {
+            Some(at) => {
+                if catalogue.device(device).is_none() {
                     out.push(problem(
                         "device",
-                        format!("unknown device `{}`", row.device),
+                        format!("unknown device `{}`", device),
                         ProblemKind::UnknownDevice,
                     ));
-                } else if site.devices_of(&row.device).1 == 0 {
+                } else if at.devices_of(device).1 == 0 {
                     out.push(problem(
                         "device",
                         format!(
                             "site `{}` has no {} (its devices: {})",
-                            row.site,
-                            row.device,
-                            site.device_ids().join(", ")
+                            site,
+                            device,
+                            at.device_ids().join(", ")
                         ),
                         ProblemKind::UnknownDevice,
                     ));
@@ -237,13 +277,22 @@ fn check_row(
             }
         },
     }
-    if !is_date(&row.date) {
+    if !is_date(date) {
         out.push(problem(
             "date",
-            format!("expected a date `YYYY-MM-DD`, found `{}`", row.date),
+            format!("expected a date `YYYY-MM-DD`, found `{}`", date),
             ProblemKind::Malformed,
         ));
     }
+    out
+}
+
+/// The model, layout and number checks of a training row.
+fn check_model_and_numbers(
+    row: &StoreRow,
+    out: &mut Vec<StoreProblem>,
+    problem: &impl Fn(&'static str, String, ProblemKind) -> StoreProblem,
+) {
     if Precision::from_keyword(&row.precision).is_none() {
         out.push(problem(
             "precision",
@@ -318,7 +367,6 @@ fn check_row(
             ProblemKind::OutOfRange,
         ));
     }
-    out
 }
 
 /// Whether `text` is `YYYY-MM-DD` with a plausible month and day.
@@ -392,6 +440,7 @@ fn quoted(text: &str) -> String {
     }
 }
 
+pub mod serving;
 #[cfg(test)]
 mod tests;
 

@@ -162,15 +162,29 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
     })
 }
 
-/// Appends `rows` (each already checked) to the site's store file,
-/// `<catalogue_dir>/runs/<site>/runs.csv`: creates the folders and the file with its header when
+/// Appends training `rows` (each already checked) to the site's store file,
+/// `<catalogue_dir>/runs/<site>/runs.csv` ([`append_lines`]).
+pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<PathBuf, IoError> {
+    let lines: Vec<String> = rows.iter().map(store::line).collect();
+    append_lines(catalogue_dir, site, STORE_FILE, COLUMNS, &lines)
+}
+
+/// Appends `lines` (store rows, each already checked, without their newline) to the site's store
+/// file `<catalogue_dir>/runs/<site>/<file_name>` whose header is `header`: the one writer of
+/// training and serving rows. Creates the folders and the file with its header when
 /// missing. Refuses a symbolic link at the catalogue folder, the store folder, the site folder or
 /// the file; a store folder that resolves outside the repository holding the catalogue; an
 /// existing file whose header is not the store's or whose last line is cut. Nothing is written
 /// when anything is refused. Returns the file written.
-pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<PathBuf, IoError> {
+pub fn append_lines(
+    catalogue_dir: &Path,
+    site: &str,
+    file_name: &str,
+    header: &str,
+    new_lines: &[String],
+) -> Result<PathBuf, IoError> {
     let folder = catalogue_dir.join("runs").join(site);
-    let file = folder.join(STORE_FILE);
+    let file = folder.join(file_name);
     let name = io::display(&file);
     let refuse = |why: &str| IoError(format!("will not append to `{name}`: {why}"));
     // The repository holding the catalogue (a name inside the folder stands for it).
@@ -195,12 +209,11 @@ pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<Pat
         return Err(refuse("the store folder is outside the repository"));
     }
     let mut lines = String::new();
-    for row in rows {
-        let line = store::line(row);
+    for line in new_lines {
         if line.chars().any(|c| c.is_control()) {
             return Err(refuse("a field holds a control character"));
         }
-        lines.push_str(&line);
+        lines.push_str(line);
         lines.push('\n');
     }
     match fs::symlink_metadata(&file) {
@@ -208,7 +221,7 @@ pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<Pat
         Ok(meta) if !meta.is_file() => Err(refuse("it is not a regular file")),
         Ok(_) => {
             let existing = fs::read_to_string(&file).map_err(|e| refuse(&e.to_string()))?;
-            if existing.lines().next().map(|h| h.trim_end_matches('\r')) != Some(COLUMNS) {
+            if existing.lines().next().map(|h| h.trim_end_matches('\r')) != Some(header) {
                 return Err(refuse("its first line is not the runs store's header"));
             }
             if !existing.ends_with('\n') {
@@ -233,7 +246,7 @@ pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<Pat
                 .open(&file)
                 .map_err(|e| refuse(&e.to_string()))?;
             handle
-                .write_all(format!("{COLUMNS}\n{lines}").as_bytes())
+                .write_all(format!("{header}\n{lines}").as_bytes())
                 .map_err(|e| refuse(&e.to_string()))?;
             Ok(file)
         }

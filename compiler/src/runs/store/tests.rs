@@ -107,3 +107,66 @@ fn the_catalogue_reports_a_store_problem_at_its_file_and_line_and_keeps_its_dige
     assert_eq!(span.start as usize, COLUMNS.len() + 1);
     assert_eq!(diags[0].code, crate::catalogue::codes::UNKNOWN_DEVICE);
 }
+
+/// A good serving row: Llama 3.1 70B on vLLM, 12 H800 at zhongwei (xirang's `zw-h800-a`), six
+/// tp2 replicas; the figures are the vLLM fixture's (`tests/data/runs/vllm-benchmark-serving.json`:
+/// 215,312 input and 198,604 output tokens over 1,000 completed requests, 215.3 and 198.6 a
+/// request).
+const SERVING: &str = "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-04,xirang,zhongwei,\
+llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
+meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,2,1,6,poisson,215.3,\
+198.6,8,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
+runs store: vllm-benchmark-serving\n";
+
+fn serving_file(rows: &[&str]) -> String {
+    format!("{}\n{}", serving::COLUMNS, rows.concat())
+}
+
+#[test]
+fn a_good_serving_row_has_no_problem_and_reads_back_as_written() {
+    let catalogue = builtin();
+    let text = serving_file(&[SERVING]);
+    assert_eq!(check("zhongwei", &text, &catalogue), vec![]);
+    let rows = serving::read_rows(&text);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(format!("{}\n", serving::line(&rows[0])), SERVING);
+    // A serving file holds no training row, and a training file no serving row.
+    assert!(read_rows(&text).is_empty());
+    assert!(serving::read_rows(&file(&[GOOD])).is_empty());
+}
+
+#[test]
+fn serving_rows_are_checked_like_training_rows_each_at_its_line() {
+    let catalogue = builtin();
+    let unknown_site = SERVING.replace(",xirang,zhongwei,", ",xirang,atlantis,");
+    let unknown_device = SERVING.replace("H800_SXM", "H900");
+    let engine = SERVING.replace(",vllm,,", ",vllmx,,");
+    let slow = SERVING.replace(",1513.70,", ",-3,");
+    // Six tp2 replicas are 12 devices, more than 10.
+    let crowded = SERVING.replace(",H800_SXM,12,", ",H800_SXM,10,");
+    let text = serving_file(&[
+        SERVING,
+        &unknown_site,
+        &unknown_device,
+        &engine,
+        &slow,
+        &crowded,
+    ]);
+    let problems = check("zhongwei", &text, &catalogue);
+    let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
+        .iter()
+        .map(|p| (p.line, p.column, p.kind))
+        .collect();
+    assert_eq!(
+        located,
+        vec![
+            (3, Some("site"), ProblemKind::Malformed),
+            (3, Some("site"), ProblemKind::UnknownSite),
+            (4, Some("device"), ProblemKind::UnknownDevice),
+            (5, Some("engine"), ProblemKind::Malformed),
+            (6, Some("out_tok_s_total"), ProblemKind::OutOfRange),
+            (7, Some("device_count"), ProblemKind::Malformed),
+        ],
+        "{problems:#?}"
+    );
+}

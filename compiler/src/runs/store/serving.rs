@@ -1,0 +1,268 @@
+//! Serving runs in the store: one line per serving benchmark (vLLM's `benchmark_serving`,
+//! SGLang's `bench_serving`) of a planned service, in `<catalogue>/runs/<site>/serving.csv`,
+//! appended by `loam runs ingest --append` under the same append-only rules as training rows.
+//! The columns from `engine` to `tpot_ms` are named as in the published serving-runs file
+//! (`tests/data/inference_runs_calibration.csv`), so a stored run reads as a published one: the
+//! scenario is `poisson` at the benchmark's request rate, or `offline max throughput` when every
+//! request was sent at once (rate `inf`), the lengths are the mean tokens of a completed request,
+//! `ttft_ms` and `tpot_ms` are medians (the published file's `ttft_stat`/`tpot_stat` `median`).
+
+use super::{ProblemKind, StoreProblem};
+use crate::catalogue::Catalogue;
+use loam_ir::types::{Engine, ServePrecision};
+use serde::Deserialize;
+
+/// The file of a site's serving runs inside its store folder.
+pub const FILE: &str = "serving.csv";
+
+/// The header of a serving store file, in order.
+pub const COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,engine_version,model,\
+layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,replicas,scenario,\
+input_len,output_len,request_rate,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
+predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source";
+
+/// The most generated tokens per second one benchmark can state (a bound on hostile input: a
+/// thousand times the fastest published serving run of a whole cluster).
+pub const MAX_OUTPUT_TOKENS_PER_S: f64 = 1e9;
+
+/// One measured serving run as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ServingRow {
+    /// `<site>_<date>_<file stem>`, as a training run's.
+    pub run_id: String,
+    /// The day the row was appended, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// The pool of the service's plan.
+    pub pool: String,
+    /// The site; also the store folder's name.
+    pub site: String,
+    /// The service's name in its spec.
+    pub service: String,
+    /// The benchmark tool (`vllm-benchmark-serving`, `sglang-bench-serving`).
+    pub tool: String,
+    /// The result file's name as given to `loam runs ingest`.
+    pub log: String,
+    /// The engine keyword of the plan (`vllm`, `sglang` …).
+    pub engine: String,
+    /// The engine's version, blank when the result does not say.
+    pub engine_version: Option<String>,
+    /// The weights served (the spec's `weights`).
+    pub model: String,
+    /// Transformer blocks.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u32,
+    /// Attention heads.
+    pub heads: u32,
+    /// Key-value heads.
+    pub kv_heads: u32,
+    /// MLP inner size.
+    pub ffn: u32,
+    /// Vocabulary.
+    pub vocab: u32,
+    /// Weight precision keyword.
+    pub precision: String,
+    /// Device id.
+    pub device: String,
+    /// Devices of the deployment.
+    pub device_count: u32,
+    /// Tensor-parallel degree of a replica.
+    pub tp: u32,
+    /// Pipeline-parallel degree of a replica.
+    pub pp: u32,
+    /// Replicas.
+    pub replicas: u32,
+    /// `poisson` or `offline max throughput`.
+    pub scenario: String,
+    /// Mean input tokens of a request, blank when the result has no totals.
+    pub input_len: Option<f64>,
+    /// Mean output tokens of a request.
+    pub output_len: Option<f64>,
+    /// Offered requests per second, `inf` for all at once.
+    pub request_rate: String,
+    /// Generated tokens per second, whole deployment.
+    pub out_tok_s_total: f64,
+    /// Completed requests per second.
+    pub req_s: f64,
+    /// Median time to first token, ms.
+    pub ttft_ms: f64,
+    /// 99th-percentile time to first token, ms.
+    pub ttft_p99_ms: f64,
+    /// Median time per output token, ms.
+    pub tpot_ms: f64,
+    /// 99th-percentile time per output token, ms.
+    pub tpot_p99_ms: f64,
+    /// The plan's generated tokens per second per device when the run was ingested.
+    pub predicted_out_tok_s_per_device: Option<f64>,
+    /// The plan's median TTFT, ms.
+    pub predicted_ttft_ms: Option<f64>,
+    /// The plan's median TPOT, ms.
+    pub predicted_tpot_ms: Option<f64>,
+    /// The plan's stated relative uncertainty of its throughput.
+    pub throughput_uncertainty: Option<f64>,
+    /// Free text: where the row came from.
+    pub source: String,
+}
+
+/// The checks of one serving row: its place (shared with training rows), its keywords and its
+/// numbers.
+pub(super) fn check_row(
+    row: &ServingRow,
+    line: usize,
+    site_folder: &str,
+    catalogue: &Catalogue,
+) -> Vec<StoreProblem> {
+    let mut out = super::check_place(
+        [&row.pool, &row.site, &row.device],
+        &row.date,
+        line,
+        site_folder,
+        catalogue,
+    );
+    let problem = |column, message: String, kind| StoreProblem {
+        line,
+        column: Some(column),
+        message,
+        kind,
+    };
+    if Engine::from_keyword(&row.engine).is_none() {
+        out.push(problem(
+            "engine",
+            format!("expected one of {:?}", Engine::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    if ServePrecision::from_keyword(&row.precision).is_none() {
+        out.push(problem(
+            "precision",
+            format!("expected one of {:?}", ServePrecision::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    if !matches!(row.scenario.as_str(), "poisson" | "offline max throughput") {
+        out.push(problem(
+            "scenario",
+            "expected `poisson` or `offline max throughput`".into(),
+            ProblemKind::Malformed,
+        ));
+    }
+    let rate_ok = row.request_rate == "inf"
+        || row
+            .request_rate
+            .parse::<f64>()
+            .is_ok_and(|r| r > 0.0 && r <= MAX_OUTPUT_TOKENS_PER_S);
+    if !rate_ok {
+        out.push(problem(
+            "request_rate",
+            format!(
+                "expected requests per second above 0, or `inf`, found `{}`",
+                row.request_rate
+            ),
+            ProblemKind::OutOfRange,
+        ));
+    }
+    for (column, value) in [
+        ("out_tok_s_total", Some(row.out_tok_s_total)),
+        ("req_s", Some(row.req_s)),
+        ("ttft_ms", Some(row.ttft_ms)),
+        ("ttft_p99_ms", Some(row.ttft_p99_ms)),
+        ("tpot_ms", Some(row.tpot_ms)),
+        ("tpot_p99_ms", Some(row.tpot_p99_ms)),
+        ("input_len", row.input_len),
+        ("output_len", row.output_len),
+    ] {
+        if let Some(v) = value
+            && !(v > 0.0 && v <= MAX_OUTPUT_TOKENS_PER_S)
+        {
+            out.push(problem(
+                column,
+                format!("expected a number above 0 and at most 1e9, found `{v}`"),
+                ProblemKind::OutOfRange,
+            ));
+        }
+    }
+    for (column, value) in [
+        ("layers", row.layers),
+        ("hidden", row.hidden),
+        ("heads", row.heads),
+        ("device_count", row.device_count),
+        ("tp", row.tp),
+        ("pp", row.pp),
+        ("replicas", row.replicas),
+    ] {
+        if value == 0 {
+            out.push(problem(
+                column,
+                "expected at least 1".into(),
+                ProblemKind::OutOfRange,
+            ));
+        }
+    }
+    let deployed = u64::from(row.tp) * u64::from(row.pp) * u64::from(row.replicas);
+    if deployed > u64::from(row.device_count) {
+        out.push(problem(
+            "device_count",
+            format!(
+                "tp × pp × replicas is {deployed}, more than the {} devices of the row",
+                row.device_count
+            ),
+            ProblemKind::Malformed,
+        ));
+    }
+    out
+}
+
+/// The CSV line of `row`, in [`COLUMNS`] order, without its newline.
+pub fn line(row: &ServingRow) -> String {
+    let q = super::quoted;
+    let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
+    [
+        q(&row.run_id),
+        q(&row.date),
+        q(&row.pool),
+        q(&row.site),
+        q(&row.service),
+        q(&row.tool),
+        q(&row.log),
+        q(&row.engine),
+        q(row.engine_version.as_deref().unwrap_or("")),
+        q(&row.model),
+        row.layers.to_string(),
+        row.hidden.to_string(),
+        row.heads.to_string(),
+        row.kv_heads.to_string(),
+        row.ffn.to_string(),
+        row.vocab.to_string(),
+        q(&row.precision),
+        q(&row.device),
+        row.device_count.to_string(),
+        row.tp.to_string(),
+        row.pp.to_string(),
+        row.replicas.to_string(),
+        q(&row.scenario),
+        opt(row.input_len, 1),
+        opt(row.output_len, 1),
+        q(&row.request_rate),
+        format!("{:.2}", row.out_tok_s_total),
+        format!("{:.4}", row.req_s),
+        format!("{:.2}", row.ttft_ms),
+        format!("{:.2}", row.ttft_p99_ms),
+        format!("{:.2}", row.tpot_ms),
+        format!("{:.2}", row.tpot_p99_ms),
+        opt(row.predicted_out_tok_s_per_device, 2),
+        opt(row.predicted_ttft_ms, 2),
+        opt(row.predicted_tpot_ms, 2),
+        opt(row.throughput_uncertainty, 4),
+        q(&row.source),
+    ]
+    .join(",")
+}
+
+/// The rows of a serving store file that read as rows.
+pub fn read_rows(text: &str) -> Vec<ServingRow> {
+    csv::ReaderBuilder::new()
+        .from_reader(text.as_bytes())
+        .deserialize::<ServingRow>()
+        .filter_map(Result::ok)
+        .collect()
+}

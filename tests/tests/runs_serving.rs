@@ -1,0 +1,158 @@
+//! Serving runs in the store, end to end through the CLI: a vLLM `benchmark_serving` result
+//! (real format: `benchmarks/benchmark_serving.py`, vllm-project/vllm, `--save-result`) of the
+//! Llama 3.1 70B chat service example appended with `runs ingest --append` to the service's
+//! site's `serving.csv`, checked by `loam check`, never rewritten.
+
+use loam_tests::{repo_root, run_cli};
+
+const SERVICE: &str = "llama31-70b-chat";
+
+fn example() -> String {
+    repo_root()
+        .join("examples/llama31-70b-chat-service.loam")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A copy of the shipped catalogue in `dir/specs` and the service example's Plan JSON planned
+/// against it, in `dir/plan.json`.
+fn catalogue_and_plan(dir: &std::path::Path) -> (String, String) {
+    let specs = dir.join("specs");
+    for sub in ["devices", "pools"] {
+        std::fs::create_dir_all(specs.join(sub)).unwrap();
+        for entry in std::fs::read_dir(repo_root().join("specs").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, specs.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let catalogue = specs.to_string_lossy().into_owned();
+    let (code, out, err) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "plan",
+            &example(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan = dir.join("plan.json");
+    std::fs::write(&plan, out).unwrap();
+    (catalogue, plan.to_string_lossy().into_owned())
+}
+
+fn ingest(catalogue: &str, plan: &str, bench: &str, job: &str, date: &str) -> (u8, String) {
+    let (code, _, err) = run_cli(
+        &[
+            "--catalogue",
+            catalogue,
+            "runs",
+            "ingest",
+            bench,
+            "--plan",
+            plan,
+            "--job",
+            job,
+            "--append",
+            "--date",
+            date,
+        ],
+        "",
+    );
+    (code, err)
+}
+
+fn bench(name: &str) -> String {
+    repo_root()
+        .join("tests/data/runs")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_serving_benchmark_is_appended_to_the_site_s_serving_file_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let vllm = bench("vllm-benchmark-serving.json");
+    let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, "2026-12-04");
+    assert_eq!(code, 0, "{err}");
+    // The example plans the service on 12 H800 at zhongwei: prefill tp2 ×4 and decode tp2 ×2,
+    // counted as 12 / (2 × 1) = 6 replicas of the generating (decode) role's shape.
+    let store = dir.path().join("specs/runs/zhongwei/serving.csv");
+    let first = std::fs::read_to_string(&store).unwrap();
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(lines.len(), 2, "{first}");
+    assert_eq!(lines[0], loam_compiler::runs::store::serving::COLUMNS);
+    assert!(
+        lines[1].starts_with(
+            "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-04,xirang,zhongwei,\
+             llama31-70b-chat,vllm-benchmark-serving,"
+        ),
+        "{}",
+        lines[1]
+    );
+    // The spec's model and precision, the plan's deployment; the fixture's 215,312 input and
+    // 198,604 output tokens over 1,000 completed requests at 8 requests/s; its output
+    // throughput 1,513.7 tokens/s, 7.62 requests/s, TTFT 78.2 / 241.9 ms and TPOT
+    // 30.5 / 52.7 ms (median / p99).
+    assert!(
+        lines[1].contains(
+            ",vllm,,meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,\
+             12,2,1,6,poisson,215.3,198.6,8,1513.70,7.6200,78.20,241.90,30.50,52.70,"
+        ),
+        "{}",
+        lines[1]
+    );
+    // The plan's own prediction at ingest time: 500 tokens/s per device, TTFT p50 185 ms,
+    // TPOT p50 33 ms, ±10 % (the example's plan).
+    assert!(
+        lines[1].ends_with(",500.00,185.00,33.00,0.1000,runs store: vllm-benchmark-serving"),
+        "{}",
+        lines[1]
+    );
+    // A second run appends; the first line is never rewritten.
+    let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, "2026-12-05");
+    assert_eq!(code, 0, "{err}");
+    let second = std::fs::read_to_string(&store).unwrap();
+    assert!(second.starts_with(&first), "an existing line was rewritten");
+    assert_eq!(second.lines().count(), 3);
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 0, "{err}");
+    // A line edited to an unknown engine, or a negative throughput, is an error at its line.
+    std::fs::write(
+        &store,
+        second
+            .replacen(",vllm,,", ",vllmx,,", 1)
+            .replacen(",1513.70,", ",-1513.70,", 2),
+    )
+    .unwrap();
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("L2005") && err.contains("L2008"), "{err}");
+    assert!(err.contains("runs/zhongwei/serving.csv:2:1"), "{err}");
+    assert!(err.contains("runs/zhongwei/serving.csv:3:1"), "{err}");
+}
+
+#[test]
+fn a_benchmark_against_a_job_and_a_log_against_a_service_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let log = bench("megatron-70b.log");
+    let (code, err) = ingest(&catalogue, &plan, &log, SERVICE, "2026-12-04");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("a training log, but `llama31-70b-chat` is a service"),
+        "{err}"
+    );
+    assert!(!dir.path().join("specs/runs").exists());
+    // The SGLang result's last line is a run at 4 requests/s: also a serving run.
+    let sglang = bench("sglang-bench-serving.jsonl");
+    let (code, err) = ingest(&catalogue, &plan, &sglang, SERVICE, "2026-12-04");
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(dir.path().join("specs/runs/zhongwei/serving.csv")).unwrap();
+    assert!(text.contains(",sglang-bench-serving,"), "{text}");
+    assert!(text.contains(",poisson,220.0,190.0,4,"), "{text}");
+}
