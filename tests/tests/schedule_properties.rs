@@ -9,7 +9,8 @@
 //! - **work conservation**: no job waits that fits in the free devices within its tenant's
 //!   quota (Kueue's BestEffortFIFO: a job that cannot be admitted does not block one that can);
 //! - **priority**: no job waits while lower-priority jobs of its own tenant run whose devices
-//!   would let it fit (`withinClusterQueue: LowerPriority`);
+//!   would let it fit (`withinClusterQueue: LowerPriority`), nor while a lower-priority job of a
+//!   borrowing tenant runs whose devices alone would (`borrowWithinCohort: LowerPriority`);
 //! - **reclaim**: no job waits that would fit within its tenant's guaranteed quota if the jobs
 //!   of tenants borrowing above their guaranteed quota were evicted (`reclaimWithinCohort: Any`);
 //! - every job within its quota finishes, after exactly its hours of work when never preempted;
@@ -111,7 +112,7 @@ fn midpoints(s: &Schedule) -> Vec<f64> {
 enum Rules {
     /// Quota, work conservation, reclaim, finishing.
     Kueue,
-    /// Only `withinClusterQueue: LowerPriority`.
+    /// Only `withinClusterQueue` and `borrowWithinCohort: LowerPriority`.
     Priority,
 }
 
@@ -169,6 +170,20 @@ fn violations_all(s: &Schedule, quotas: &[Quota]) -> Vec<String> {
                     "t={t}: {} ({}) waits behind {lower} devices of lower-priority jobs of {} it could preempt",
                     j.job, j.priority, j.tenant
                 ));
+            }
+            // `borrowWithinCohort: LowerPriority`: a lower-priority job of another tenant that
+            // borrows, whose devices alone would let the job fit (borrowing within its limit).
+            for k in running.iter().filter(|k| {
+                k.tenant != j.tenant && rank(k.priority.as_str()) < rank(j.priority.as_str())
+            }) {
+                let theirs = use_of.get(k.tenant.as_str()).copied().unwrap_or(0);
+                let borrows = theirs > quota_of(quotas, &k.tenant).0;
+                if borrows && j.devices <= free + k.devices && mine + j.devices <= limit {
+                    out.push(format!(
+                        "t={t}: {} ({}) waits behind {} ({}) of borrowing tenant {}, which it could preempt",
+                        j.job, j.priority, k.job, k.priority, k.tenant
+                    ));
+                }
             }
             // Reclaim: the devices held above their guaranteed quota by the other tenants.
             let borrowed_by_others: u64 = use_of

@@ -138,11 +138,13 @@ impl Capacity {
         self.change(job, false);
     }
 
-    /// True when job `job` certainly cannot start by evicting lower priorities of its own
-    /// tenant (`preempt_lower`, which evicts no one else): even were every such job evicted, a
-    /// node group of its plan would lack the devices, or a device type it needs would be above
-    /// its tenant's guaranteed + elastic quota or what the cohort holds.
-    pub(crate) fn hopeless_within_tenant(&self, job: usize) -> bool {
+    /// True when job `job` certainly cannot start by evicting lower priorities
+    /// (`preempt_lower`: of its own tenant, and of other tenants while they borrow): even were
+    /// every lower-priority job evicted, a node group of its plan would lack the devices, or a
+    /// device type it needs would be above its tenant's guaranteed + elastic quota or what the
+    /// cohort holds. Other tenants' jobs count as evictable whether or not their tenant borrows:
+    /// a bound, so "hopeless" stays certain.
+    pub(crate) fn hopeless_by_priority(&self, job: usize) -> bool {
         let Some(Some((tenant, priority, needs))) = self.jobs.get(job) else {
             return false;
         };
@@ -154,13 +156,23 @@ impl Capacity {
                     p.iter().take(if lower { *priority } else { 4 }).sum()
                 })
         };
+        // Every tenant's lower priorities on node group `g`, the job's own included.
+        let lower_all = |g: usize| -> u64 {
+            self.held.get(g).map_or(0, |by_tenant| {
+                by_tenant
+                    .iter()
+                    .map(|p| p.iter().take(*priority).sum::<u64>())
+                    .sum()
+            })
+        };
         let group_short = needs.iter().any(|&(g, n)| {
             let cap = self.cap.get(g).copied().unwrap_or(0);
             let used = self.used.get(g).copied().unwrap_or(0);
-            cap.saturating_sub(used) + own(g, true) < n
+            cap.saturating_sub(used) + lower_all(g) < n
         });
         // Per device type it needs (the ledger's sums over that type's node groups): the
-        // tenant's quota and the cohort, with every lower priority of the tenant evicted.
+        // tenant's quota with its own lower priorities evicted, and the cohort with every
+        // tenant's.
         group_short
             || needs.iter().any(|&(g, _)| {
                 let device = self.device_of.get(g).copied().unwrap_or(0);
@@ -174,6 +186,7 @@ impl Capacity {
                     .map(|&(_, n)| n)
                     .sum();
                 let lower: u64 = of_type().map(|h| own(h, true)).sum();
+                let lower_everyone: u64 = of_type().map(lower_all).sum();
                 let mine: u64 = of_type().map(|h| own(h, false)).sum();
                 let used: u64 = of_type()
                     .map(|h| self.used.get(h).copied().unwrap_or(0))
@@ -186,7 +199,7 @@ impl Capacity {
                     .unwrap_or(0);
                 let cohort = self.cohort.get(device).copied().unwrap_or(0);
                 mine.saturating_sub(lower) + needs_here > limit
-                    || used.saturating_sub(lower) + needs_here > cohort
+                    || used.saturating_sub(lower_everyone) + needs_here > cohort
             })
     }
 

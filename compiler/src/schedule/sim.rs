@@ -21,7 +21,8 @@ use std::cmp::Ordering;
 pub(crate) enum Rule {
     /// The preemptor's tenant reclaims its guaranteed quota.
     Reclaim,
-    /// A higher priority in the same ClusterQueue.
+    /// A higher priority in the same ClusterQueue, or of another tenant while both borrow
+    /// (`borrowWithinCohort: LowerPriority`).
     Priority,
 }
 
@@ -423,7 +424,8 @@ struct Held<'a, 'd> {
 }
 
 /// The admission passes at `t`, in the rules' order: a waiting job starts when it fits, or by
-/// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant;
+/// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant or
+/// of tenants that borrow (`borrowWithinCohort`);
 /// victims lose the work since their last checkpoint plus a restart. While a pass admits
 /// anyone, the waiting jobs are tried again, preemption included, as Kueue's next cycle does:
 /// a job admitted late in a pass may be one a higher priority that failed earlier can preempt.
@@ -485,7 +487,7 @@ fn admit_waiting(
                     } => Some((Some(after), victims, Rule::Reclaim)),
                     // The numbers first: most waits are hopeless, and the rules copy the
                     // ledger to find out.
-                    Admit::Waits if held.capacity.hopeless_within_tenant(i) => {
+                    Admit::Waits if held.capacity.hopeless_by_priority(i) => {
                         debug_assert!(
                             preempt_lower(i, demands, ledger, rules, &cheaper).is_none(),
                             "the numbers call a priority preemption hopeless that the rules allow"

@@ -146,6 +146,49 @@ fn a_borrowing_job_is_preempted_when_the_lender_reclaims_its_guaranteed_quota() 
 }
 
 #[test]
+fn a_higher_priority_of_another_tenant_preempts_a_borrowing_job_only_while_both_borrow() {
+    // One node of 8 H100, all of it the pool's unreserved rest: nlp and research are guaranteed
+    // none and may each borrow all 8 (elastic 8). nlp's low job borrows the 8 from hour 0 for
+    // 20 h, checkpointing every 60 min; research's high job (5 h) arrives at 2.5 h. It cannot
+    // reclaim (it would borrow too), but Kueue's `borrowWithinCohort: LowerPriority` lets it
+    // preempt a lower priority of a borrowing tenant: nlp loses the 0.5 h since its checkpoint
+    // at 2.0 h; high runs 2.5–7.5 h; low resumes with 20 − 2.5 + 0.5 = 18 h: done at 25.5.
+    let checkpoint = serde_json::json!({
+        "checkpoint": {"interval_min": 60.0, "write_s": 10.0, "path": "/ckpt/nlp/low"}
+    });
+    let plans = [
+        timed("low", "nlp", "low", 20.0, checkpoint),
+        timed("high", "research", "high", 5.0, serde_json::json!({})),
+    ];
+    let submits: Submits = [(("high.loam".to_string(), "high".to_string()), 2.5)].into();
+    let borrowed = catalogue(
+        &[("ng-a", H100, 1)],
+        &[("nlp", &[(H100, 0, 8)]), ("research", &[(H100, 0, 8)])],
+    );
+    let s = schedule(&plans, &submits, &borrowed, &options(72.0));
+    let (low, high) = (find(&s, "low"), find(&s, "high"));
+    assert_eq!((high.start_h, high.finish_h), (Some(2.5), Some(7.5)));
+    assert_eq!(low.preemptions.len(), 1);
+    let p = &low.preemptions[0];
+    assert_eq!(
+        (p.at_h, p.by.as_str(), p.rule.as_str()),
+        (2.5, "high", "priority")
+    );
+    assert!((p.lost_work_h - 0.5).abs() < 1e-9, "{p:?}");
+    assert_eq!(low.finish_h, Some(25.5));
+    // When nlp holds the 8 within its guaranteed quota, research (elastic 8 of nothing lent)
+    // may not preempt it by priority: it waits the 20 h.
+    let owned = catalogue(
+        &[("ng-a", H100, 1)],
+        &[("nlp", &[(H100, 8, 0)]), ("research", &[(H100, 0, 8)])],
+    );
+    let s = schedule(&plans, &submits, &owned, &options(72.0));
+    let (low, high) = (find(&s, "low"), find(&s, "high"));
+    assert!(low.preemptions.is_empty(), "{:?}", low.preemptions);
+    assert_eq!((high.start_h, high.finish_h), (Some(20.0), Some(25.0)));
+}
+
+#[test]
 fn a_window_job_runs_only_inside_its_hours() {
     // An interruptible job with a window 22:00 for 8 h (22:00–06:00, across midnight) and 10 h
     // of training, submitted at hour 0 (00:00, inside the window): it runs 0–6 h (6 h), gives

@@ -1,6 +1,6 @@
 //! Preemption: reclaiming guaranteed quota from borrowing tenants (rule 7) and, for the
-//! schedule, a higher priority evicting lower ones of its own ClusterQueue; both evict in the
-//! platform's order and give back every victim the job fits beside.
+//! schedule, a higher priority evicting lower ones of its own ClusterQueue or of borrowing
+//! tenants; both evict in the platform's order and give back every victim the job fits beside.
 
 use super::{Demand, Ledger, NodeGroupInfo, PoolRules, Quotas};
 use loam_ir::types::Priority;
@@ -59,10 +59,16 @@ pub(super) fn reclaim(
     evict(d, &candidates, demands, ledger, quotas, groups, &lends)
 }
 
-/// Kueue's `withinClusterQueue: LowerPriority`: job `index` may evict admitted jobs of its own
-/// tenant (ClusterQueue) of a lower priority that hold a device type it needs, lowest priority
-/// first, then the cheapest to evict (`cheaper`), then the latest admitted. The preview never
-/// needs it (it considers a tenant's jobs highest priority first); the schedule does, when a
+/// Kueue's classic preemption by priority under the emitted ClusterQueue's policies: job `index`
+/// may evict admitted jobs of a lower priority that hold a device type it needs — of its own
+/// tenant (`withinClusterQueue: LowerPriority`), and of another tenant while that tenant borrows
+/// the device type, the job being allowed to borrow too (`borrowWithinCohort: LowerPriority`,
+/// no `maxPriorityThreshold`). Candidates in Kueue's order (`CandidatesOrdering` in
+/// kubernetes-sigs/kueue `pkg/scheduler/preemption/common/ordering.go`): other tenants' first,
+/// then the lowest priority, then the cheapest to evict (`cheaper`), then the latest admitted;
+/// another tenant's job is evicted only while its tenant still borrows a shared device type
+/// (`candidateIsValid`, `pkg/scheduler/preemption/classical/candidate_generator.go`). The
+/// preview never needs it (it considers jobs highest priority first); the schedule does, when a
 /// higher-priority job is submitted after a lower one started.
 pub(crate) fn preempt_lower(
     index: usize,
@@ -82,7 +88,6 @@ pub(crate) fn preempt_lower(
         .filter_map(|(&seq, &j)| {
             let other = demands.get(j)?.as_ref()?;
             (other.priority < d.priority
-                && other.tenant == d.tenant
                 && other
                     .per_device
                     .keys()
@@ -93,11 +98,27 @@ pub(crate) fn preempt_lower(
     if candidates.is_empty() || !fits_without_all(d, &candidates, demands, ledger, rules) {
         return None;
     }
+    let own_tenant = |j: usize| {
+        demands
+            .get(j)
+            .and_then(Option::as_ref)
+            .is_some_and(|o| o.tenant == d.tenant)
+    };
     candidates.sort_by(|a, b| {
-        a.2.cmp(&b.2)
+        own_tenant(a.1)
+            .cmp(&own_tenant(b.1))
+            .then(a.2.cmp(&b.2))
             .then_with(|| cheaper(a.1, b.1))
             .then_with(|| b.0.cmp(&a.0))
     });
+    let quotas = &rules.quotas;
+    let may_evict = |after: &Ledger, other: &Demand| {
+        other.tenant == d.tenant
+            || other.per_device.keys().any(|k| {
+                d.per_device.contains_key(k)
+                    && after.used_by(&other.tenant, k) > quotas.get(&other.tenant, k).guaranteed
+            })
+    };
     evict(
         d,
         &candidates,
@@ -105,12 +126,12 @@ pub(crate) fn preempt_lower(
         ledger,
         &rules.quotas,
         &rules.groups,
-        &|_, _| true,
+        &may_evict,
     )
 }
 
-/// Whether `d` would fit were every one of `candidates` (all of `d`'s tenant) evicted, counted
-/// without copying the ledger. When not, `evict` finds no victims either: evicting fewer frees
+/// Whether `d` would fit were every one of `candidates` evicted, counted without copying the
+/// ledger. When not, `evict` finds no victims either: evicting fewer frees
 /// less. The schedule asks at every event, and most of its waiting jobs cannot preempt.
 fn fits_without_all(
     d: &Demand,
