@@ -5,6 +5,7 @@
 
 mod deepspeed;
 pub mod drift;
+mod flops_profiler;
 mod hf_trainer;
 mod lightning;
 mod megatron;
@@ -12,6 +13,7 @@ mod serving_bench;
 pub mod store;
 #[cfg(test)]
 mod tests;
+mod tfevents;
 mod torchtitan;
 
 use serde::Serialize;
@@ -149,6 +151,24 @@ impl std::fmt::Display for IngestError {
     }
 }
 
+/// Reads one log file as its bytes: a TensorBoard event file (binary, recognised by its first
+/// record's framing, [`tfevents`]), otherwise a text log read by [`ingest`]. A file that is
+/// neither is an error that shows none of its bytes.
+pub fn ingest_bytes(bytes: &[u8]) -> Result<Measured, IngestError> {
+    if tfevents::recognises(bytes) {
+        return tfevents::read(bytes).map(Measured::Training);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| IngestError {
+        line: 0,
+        message: format!(
+            "byte {}: not UTF-8 text, and not a TensorBoard event file (the binary format loam \
+             reads)",
+            e.valid_up_to()
+        ),
+    })?;
+    ingest(text)
+}
+
 /// Reads one log: a serving benchmark's JSON when the text is a JSON object, otherwise a
 /// training log whose format is recognised by its lines. A log with nothing loam recognises, or
 /// with no steady interval left after the exclusions, is an error, never an empty row.
@@ -177,10 +197,12 @@ pub fn ingest(text: &str) -> Result<Measured, IngestError> {
         message: "no line of a format loam reads: Megatron-LM or NeMo training logs \
                   (`iteration N/ M | … elapsed time per iteration (ms): …`), torchtitan's \
                   (`step: N  loss: …  tps: …`), DeepSpeed's throughput timer \
-                  (`global_step=N, … CurrSamplesPerSec=…`), the Hugging Face Trainer's closing \
-                  metrics (`'train_samples_per_second': …`), PyTorch Lightning's `metrics.csv` with \
-                  its ThroughputMonitor (`train/device/samples_per_sec`), or the JSON result of vLLM's benchmark_serving \
-                  or SGLang's bench_serving"
+                  (`global_step=N, … CurrSamplesPerSec=…`) or flops profiler summary \
+                  (`DeepSpeed Flops Profiler`, `samples/second: …`), the Hugging Face Trainer's \
+                  closing metrics (`'train_samples_per_second': …`), PyTorch Lightning's \
+                  `metrics.csv` with its ThroughputMonitor (`train/device/samples_per_sec`; its \
+                  TensorBoard event files are read too), or the JSON result of vLLM's \
+                  benchmark_serving or SGLang's bench_serving"
             .into(),
     })
 }

@@ -10,7 +10,7 @@ mod serving;
 
 use crate::Context;
 use crate::args::{OutputFormat, RunsArgs, RunsCommand};
-use loam_compiler::runs::{Measured, ingest};
+use loam_compiler::runs::{Measured, ingest_bytes};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -55,15 +55,9 @@ pub fn run(
     let mut failed = false;
     for path in logs {
         let name = crate::io::display(path);
+        // Bytes, not text: a TensorBoard event file is binary.
         let bytes = crate::io::read(path)?;
-        let Ok(text) = String::from_utf8(bytes) else {
-            cx.eprint(&format!(
-                "error: {name}: not UTF-8 text (a log loam reads is text)\n"
-            ));
-            failed = true;
-            continue;
-        };
-        match ingest(&text) {
+        match ingest_bytes(&bytes) {
             Ok(measured) => {
                 let value = row(&name, &measured, planned.as_ref());
                 match format {

@@ -6,19 +6,26 @@
 //! batch in samples) over the last step's time. A checkpoint save logs `[Torch] Checkpoint
 //! global_step100 is about to be saved!` (`TorchCheckpointEngine.create`,
 //! `deepspeed/runtime/checkpoint_engine/torch_checkpoint_engine.py`), so the next interval holds
-//! it. The flops profiler's `TFLOPs` summary is not read: it profiles one step, not the run.
+//! it.
+//!
+//! The flops profiler's summary ([`super::flops_profiler`]) profiles one step. Beside
+//! throughput lines, the row's figure stays their steady median and the profile adds its
+//! TFLOP/s per device (the throughput timer prints none); alone, the profiled step is the row:
+//! its samples per second and TFLOP/s, one interval kept, no rule applied (one step cannot be
+//! checked for warm-up), which the docs state.
 
-use super::{Exclusion, IngestError, Intervals, TrainingMeasure, median};
+use super::{Exclusion, IngestError, Intervals, TrainingMeasure, flops_profiler, median};
 
 const CURRENT: &str = "CurrSamplesPerSec=";
 const STEP: &str = "global_step=";
 const END: &str = "MaxMemAllocated=";
 const SAVE: &str = "is about to be saved!";
 
-/// Whether `text` has a line of DeepSpeed's throughput timer.
+/// Whether `text` has a line of DeepSpeed's throughput timer or a flops profiler summary.
 pub(super) fn recognises(text: &str) -> bool {
     text.lines()
         .any(|line| line.contains(CURRENT) && line.contains(STEP))
+        || flops_profiler::recognises(text)
 }
 
 /// The steady samples per second of a DeepSpeed log: the median of the kept intervals'
@@ -56,6 +63,30 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
             rates.push(rate);
         }
     }
+    let profile = flops_profiler::last(text)?;
+    let tflops_per_device = profile.as_ref().and_then(|p| p.tflops_per_device);
+    if rates.is_empty()
+        && intervals.logged == 0
+        && let Some(profile) = profile
+    {
+        // The profiled step alone.
+        let samples_per_s = profile.samples_per_s.ok_or_else(|| IngestError {
+            line: profile.line,
+            message: "the flops profiler's summary has no `samples/second:`: DeepSpeed times \
+                      the whole step only with `wall_clock_breakdown: true`"
+                .into(),
+        })?;
+        return Ok(TrainingMeasure {
+            tool: "deepspeed",
+            step_s: None,
+            tokens_per_s_per_device: None,
+            samples_per_s: Some(samples_per_s),
+            tflops_per_device,
+            global_batch: None,
+            kept: vec![profile.step],
+            excluded: Vec::new(),
+        });
+    }
     let logged = intervals.logged;
     let samples_per_s = median(&rates).ok_or_else(|| IngestError {
         line: 0,
@@ -69,7 +100,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
         step_s: None,
         tokens_per_s_per_device: None,
         samples_per_s: Some(samples_per_s),
-        tflops_per_device: None,
+        tflops_per_device,
         global_batch: None,
         kept: intervals.kept,
         excluded: intervals.excluded,

@@ -18,6 +18,28 @@ use super::{IngestError, Intervals, TrainingMeasure, median};
 /// The per-device rate's key after the stage and separator.
 const DEVICE_RATE: &str = "samples_per_sec";
 
+/// Which of the `ThroughputMonitor`'s training rates a logged key is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rate {
+    /// `train<sep>device<sep>samples_per_sec`: one device's samples per second.
+    Device,
+    /// `train<sep>samples_per_sec`: the job's, logged when the world is larger than one.
+    Job,
+}
+
+/// The training rate a logged key (a CSV column, a TensorBoard tag) names, if any: one rule for
+/// every logger Lightning writes through.
+pub(super) fn rate(key: &str) -> Option<Rate> {
+    if !(key.starts_with("train") && key.ends_with(DEVICE_RATE)) {
+        return None;
+    }
+    Some(if key.contains("device") {
+        Rate::Device
+    } else {
+        Rate::Job
+    })
+}
+
 /// The columns that matter, by index in the header.
 struct Columns {
     step: usize,
@@ -30,16 +52,55 @@ struct Columns {
 /// The header's columns when it is a Lightning `metrics.csv` with the training throughput.
 fn columns(header: &str) -> Option<Columns> {
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
-    let index = |wanted: &dyn Fn(&str) -> bool| names.iter().position(|n| wanted(n));
-    let rate = |n: &str| n.starts_with("train") && n.ends_with(DEVICE_RATE);
-    let device = index(&|n| rate(n) && n.contains("device"))?;
-    let global = index(&|n| rate(n) && !n.contains("device"));
-    let step = index(&|n| n == "step")?;
+    let index = |wanted: Rate| names.iter().position(|n| rate(n) == Some(wanted));
+    let device = index(Rate::Device)?;
+    let global = index(Rate::Job);
+    let step = names.iter().position(|n| *n == "step")?;
     Some(Columns {
         step,
         device,
         global,
     })
+}
+
+/// The monitor's logged rates, one logging call at a time, and the one rule for which count
+/// (the CSV and the TensorBoard paths both feed it).
+#[derive(Debug, Default)]
+pub(super) struct Rates {
+    rates: Vec<f64>,
+    intervals: Intervals,
+}
+
+impl Rates {
+    /// One logging call at `step` with the per-device rate and, in a world larger than one,
+    /// the job's (both positive): the job's rate counts, or the device's in a world of one.
+    pub(super) fn push(&mut self, step: u64, per_device: f64, job: Option<f64>) {
+        if self.intervals.count(step) {
+            self.rates.push(job.unwrap_or(per_device));
+        }
+    }
+
+    /// The steady samples per second of the job: the median over the kept calls.
+    pub(super) fn finish(self) -> Result<TrainingMeasure, IngestError> {
+        let logged = self.intervals.logged;
+        let samples_per_s = median(&self.rates).ok_or_else(|| IngestError {
+            line: 0,
+            message: format!(
+                "no steady interval: {logged} logged training rates, every one warm-up; log \
+                 more steps (the rate appears once the monitor's window of batches is full)"
+            ),
+        })?;
+        Ok(TrainingMeasure {
+            tool: "lightning",
+            step_s: None,
+            tokens_per_s_per_device: None,
+            samples_per_s: Some(samples_per_s),
+            tflops_per_device: None,
+            global_batch: None,
+            kept: self.intervals.kept,
+            excluded: self.intervals.excluded,
+        })
+    }
 }
 
 /// Whether `text` is a Lightning `metrics.csv` holding `ThroughputMonitor`'s training rate.
@@ -58,8 +119,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
     })?;
     let width = header.split(',').count();
     let count = text.lines().count();
-    let mut rates = Vec::new();
-    let mut intervals = Intervals::default();
+    let mut rates = Rates::default();
     for (index, line) in lines.enumerate() {
         let number = index + 2;
         if line.trim().is_empty() {
@@ -94,9 +154,9 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
                 .ok_or_else(|| located(format!("{what} `{text}` is not a positive number")))
         };
         let per_device = positive(per_device, "the per-device rate")?;
-        let rate = match columns.global.map(cell).filter(|c| !c.is_empty()) {
-            Some(global) => positive(global, "the job's rate")?,
-            None => per_device,
+        let job = match columns.global.map(cell).filter(|c| !c.is_empty()) {
+            Some(global) => Some(positive(global, "the job's rate")?),
+            None => None,
         };
         let step = cell(columns.step).parse::<u64>().map_err(|_| {
             located(format!(
@@ -104,26 +164,7 @@ pub(super) fn read(text: &str) -> Result<TrainingMeasure, IngestError> {
                 cell(columns.step)
             ))
         })?;
-        if intervals.count(step) {
-            rates.push(rate);
-        }
+        rates.push(step, per_device, job);
     }
-    let logged = intervals.logged;
-    let samples_per_s = median(&rates).ok_or_else(|| IngestError {
-        line: 0,
-        message: format!(
-            "no steady interval: {logged} rows with a training rate, every one warm-up; log more \
-             steps (the rate appears once the monitor's window of batches is full)"
-        ),
-    })?;
-    Ok(TrainingMeasure {
-        tool: "lightning",
-        step_s: None,
-        tokens_per_s_per_device: None,
-        samples_per_s: Some(samples_per_s),
-        tflops_per_device: None,
-        global_batch: None,
-        kept: intervals.kept,
-        excluded: intervals.excluded,
-    })
+    rates.finish()
 }

@@ -202,3 +202,239 @@ fn a_lightning_metrics_csv_keeps_the_steady_windows_of_the_throughput_monitor() 
     assert_eq!(e.line, 12, "{e}");
     assert!(e.message.contains("partial"), "{e}");
 }
+
+/// The bytes of a fixture (a binary one: the TensorBoard event file).
+fn fixture_bytes(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/runs")
+        .join(name);
+    std::fs::read(path).unwrap()
+}
+
+/// A protobuf varint.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited protobuf field.
+fn bytes_field(number: u64, bytes: &[u8], out: &mut Vec<u8>) {
+    varint(number << 3 | 2, out);
+    varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+/// One TFRecord as `RecordWriter.write` frames it (tensorboard/summary/writer/record_writer.py):
+/// `<Q` length, its masked CRC32C, the data, the data's masked CRC32C.
+fn frame(data: &[u8]) -> Vec<u8> {
+    let length = (data.len() as u64).to_le_bytes();
+    let mut out = length.to_vec();
+    out.extend(tfevents::masked_crc32c(&length).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend(tfevents::masked_crc32c(data).to_le_bytes());
+    out
+}
+
+/// An `Event` (event.proto: step = 2, summary = 5) whose one `Summary.Value` (summary.proto:
+/// tag = 1, tensor = 8) holds a new-style scalar as torch's `scalar(..., new_style=True)` writes
+/// it (torch/utils/tensorboard/summary.py): a `TensorProto` (tensor.proto) with dtype = 1
+/// (`DT_FLOAT`) and float_val = 5, packed; or with `double_precision`, dtype 2 and double_val
+/// = 6.
+fn new_style_event(step: u64, tag: &str, value: f64, double: bool) -> Vec<u8> {
+    let mut tensor = Vec::new();
+    varint(1 << 3, &mut tensor);
+    varint(if double { 2 } else { 1 }, &mut tensor);
+    if double {
+        bytes_field(6, &value.to_le_bytes(), &mut tensor);
+    } else {
+        bytes_field(5, &(value as f32).to_le_bytes(), &mut tensor);
+    }
+    let mut summary_value = Vec::new();
+    bytes_field(1, tag.as_bytes(), &mut summary_value);
+    bytes_field(8, &tensor, &mut summary_value);
+    let mut summary = Vec::new();
+    bytes_field(1, &summary_value, &mut summary);
+    let mut event = Vec::new();
+    varint(2 << 3, &mut event);
+    varint(step, &mut event);
+    bytes_field(5, &summary, &mut event);
+    frame(&event)
+}
+
+#[test]
+fn crc32c_gives_the_check_value_of_rfc_3720() {
+    // The CRC-32C check value of the nine ASCII digits "123456789" is 0xE3069283 (RFC 3720,
+    // appendix B.4; the catalogue of parametrised CRCs).
+    assert_eq!(tfevents::crc32c(b"123456789"), 0xE306_9283);
+}
+
+#[test]
+fn a_lightning_tensorboard_event_file_is_read_as_its_metrics_csv() {
+    // Written by tensorboardX's SummaryWriter (tests/data/runs/lightning-tensorboard.py) with the
+    // rates of lightning-metrics.csv: rates at 99 … 399 every 50 steps; 99 and 149 are warm-up,
+    // the job rates kept are 36.16, 36.0, 32.8, 36.4 and 36.08: median 36.08, stored as a 32-bit
+    // float (`simple_value`), so to f32 precision.
+    let Ok(Measured::Training(m)) = ingest_bytes(&fixture_bytes("lightning-tensorboard.tfevents"))
+    else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "lightning");
+    assert_eq!(m.kept, vec![199, 249, 299, 349, 399]);
+    assert_eq!(
+        m.excluded,
+        vec![(99, Exclusion::WarmUp), (149, Exclusion::WarmUp)]
+    );
+    assert_eq!(m.samples_per_s, Some(f64::from(36.08f32)));
+}
+
+#[test]
+fn new_style_scalars_in_a_world_of_one_device() {
+    // Four logging calls of the per-device rate only (one device), new-style tensors: 3.0 and
+    // 5.0 at steps 10 and 20 are warm-up, 4.0 (float_val) and 4.5 (double_val) are kept, with
+    // a loss at step 30 between them: median (4.0 + 4.5) / 2 = 4.25.
+    let tag = "train/device/samples_per_sec";
+    let mut file = Vec::new();
+    file.extend(new_style_event(10, tag, 3.0, false));
+    file.extend(new_style_event(20, tag, 5.0, false));
+    file.extend(new_style_event(30, tag, 4.0, false));
+    file.extend(new_style_event(30, "train_loss", 2.5, false));
+    file.extend(new_style_event(40, tag, 4.5, true));
+    let Ok(Measured::Training(m)) = ingest_bytes(&file) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.samples_per_s, Some(4.25));
+    assert_eq!(m.kept, vec![30, 40]);
+    // A rate that is not positive is an error at its record, the fifth. A rate record is 62
+    // bytes: tensor 8 (dtype 2, float_val 2 + 4), value 40 (tag 2 + 28, tensor 2 + 8), summary
+    // 42, event 46 (step 2, summary 2 + 42), framing 16. The loss record is 44 (a 10-byte tag:
+    // value 22, summary 24, event 28). So the fifth starts at 3 × 62 + 44 = 230.
+    assert_eq!(
+        file.len(),
+        230 + 66,
+        "the double record is 66 bytes: double_val holds 4 more"
+    );
+    let mut bad = file[..230].to_vec();
+    bad.extend(new_style_event(40, tag, -1.0, false));
+    let Err(e) = ingest_bytes(&bad) else {
+        panic!("a negative rate is an error")
+    };
+    assert!(e.message.starts_with("byte 230: "), "{e}");
+}
+
+#[test]
+fn a_damaged_event_file_is_located_by_byte_never_echoed() {
+    let file = fixture_bytes("lightning-tensorboard.tfevents");
+    // The records' offsets, from each header's length (12 bytes of header, 4 of footer).
+    let mut offsets = vec![0usize];
+    while let Some(&at) = offsets.last() {
+        let length = u64::from_le_bytes(file[at..at + 8].try_into().unwrap()) as usize;
+        let next = at + 12 + length + 4;
+        if next >= file.len() {
+            break;
+        }
+        offsets.push(next);
+    }
+    let third = offsets[2];
+    // A flipped byte in the third record's data.
+    let mut flipped = file.clone();
+    flipped[third + 14] ^= 0x20;
+    let e = ingest_bytes(&flipped).unwrap_err();
+    assert_eq!(
+        e.message,
+        format!("byte {third}: the record's data fails its CRC32C")
+    );
+    // A flipped byte in its length.
+    let mut flipped = file.clone();
+    flipped[third] ^= 0x01;
+    let e = ingest_bytes(&flipped).unwrap_err();
+    assert_eq!(
+        e.message,
+        format!("byte {third}: the record's length fails its CRC32C")
+    );
+    // Cut inside the last record: a partial file, at that record.
+    let last = *offsets.last().unwrap();
+    let e = ingest_bytes(&file[..file.len() - 3]).unwrap_err();
+    assert!(e.message.starts_with(&format!("byte {last}: ")), "{e}");
+    assert!(e.message.contains("partial"), "{e}");
+    // A header that claims 2⁴⁰ bytes, its CRC right: over the cap, not an allocation.
+    let huge = (1u64 << 40).to_le_bytes();
+    let mut claim = huge.to_vec();
+    claim.extend(tfevents::masked_crc32c(&huge).to_le_bytes());
+    let e = ingest_bytes(&claim).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("byte 0: a record of 1099511627776 bytes"),
+        "{e}"
+    );
+    // An event file with no training rate names what loam reads from one.
+    let e = ingest_bytes(&file[..offsets[2]]).unwrap_err();
+    assert!(
+        e.message.contains("no `train/device/samples_per_sec`"),
+        "{e}"
+    );
+    // None of these messages shows a tag or any other byte of the file.
+    for bad in [&flipped[..], &file[..file.len() - 3], &file[..offsets[2]]] {
+        let message = ingest_bytes(bad).unwrap_err().message;
+        assert!(
+            !message.contains("hp_metric") && !message.contains("brain"),
+            "{message}"
+        );
+    }
+    // A binary file that is not an event file: not text, located at its first bad byte.
+    let e = ingest_bytes(b"step 1\n\xff\xfe binary").unwrap_err();
+    assert!(e.message.starts_with("byte 7: not UTF-8 text"), "{e}");
+}
+
+#[test]
+fn a_deepspeed_flops_profile_alone_is_the_profiled_steps_row() {
+    // The profile of step 10 with wall_clock_breakdown: 21.3 T forward flops per GPU, a step of
+    // 120 + 240 + 40 = 400 ms, so 3 × 21.3 / 0.4 = 159.75 TFLOP/s per GPU and 4 samples per
+    // GPU × 8 GPUs / 0.4 s = 80 samples/s; one step, kept as it is (no rule applies to one).
+    let Ok(Measured::Training(m)) = ingest(&fixture("deepspeed-flops-profiler.log")) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.tool, "deepspeed");
+    assert_eq!(m.samples_per_s, Some(80.0));
+    assert_eq!(m.tflops_per_device, Some(159.75));
+    assert_eq!(m.kept, vec![10]);
+    assert!(m.excluded.is_empty());
+}
+
+#[test]
+fn a_deepspeed_log_with_a_profile_keeps_its_steady_rate_and_adds_the_profiles_tflops() {
+    // deepspeed-13b.log's steady median, 40.208 samples/s (see the test above), and the
+    // profile's 159.75 TFLOP/s per GPU beside it.
+    let log = fixture("deepspeed-13b.log") + &fixture("deepspeed-flops-profiler.log");
+    let Ok(Measured::Training(m)) = ingest(&log) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.samples_per_s, Some(40.208));
+    assert_eq!(m.tflops_per_device, Some(159.75));
+    assert_eq!(m.kept, vec![300, 400, 600]);
+}
+
+#[test]
+fn a_deepspeed_profile_without_the_step_timed_or_with_a_bad_figure_is_located() {
+    let log = fixture("deepspeed-flops-profiler.log");
+    // Without wall_clock_breakdown the profile stops at the forward pass (lines 28 to 34 are
+    // not printed): an error at the banner, line 8.
+    let forward_only: String = log
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| !(27..34).contains(i))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    let Err(e) = ingest(&forward_only) else {
+        panic!("no step figure is an error")
+    };
+    assert_eq!(e.line, 8, "{e}");
+    assert!(e.message.contains("wall_clock_breakdown"), "{e}");
+    // A rate in a unit flops_to_string never prints is an error at its line, 33.
+    let Err(e) = ingest(&log.replace("159.75 TFLOPS", "159.75 TFLOP/s")) else {
+        panic!("a bad figure is an error")
+    };
+    assert_eq!(e.line, 33, "{e}");
+}
