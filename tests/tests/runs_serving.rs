@@ -156,3 +156,66 @@ fn a_benchmark_against_a_job_and_a_log_against_a_service_are_refused_and_nothing
     assert!(text.contains(",sglang-bench-serving,"), "{text}");
     assert!(text.contains(",poisson,220.0,190.0,4,"), "{text}");
 }
+
+/// Three runs of the vLLM fixture at zhongwei, `calibrate --fit`: the site's calibration file
+/// gains a `serving` section for vLLM, and a hand-edited engine or factor is a located error.
+#[test]
+fn calibrate_fit_writes_a_per_site_vllm_efficiency_with_its_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let vllm = bench("vllm-benchmark-serving.json");
+    for k in 1..=3 {
+        let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, &format!("2026-12-0{k}"));
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "calibrate", "--fit"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("xirang     zhongwei   serving vllm     3 efficiency"),
+        "{out}"
+    );
+    let file = dir.path().join("specs/calibration/xirang-zhongwei.yaml");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    let value = |key: &str| -> f64 {
+        let line = yaml
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap();
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(yaml.contains("serving:\n  vllm:\n    runs: 3\n"), "{yaml}");
+    assert!(
+        yaml.contains("first_run: \"2026-12-01\"") && yaml.contains("last_run: \"2026-12-03\""),
+        "{yaml}"
+    );
+    // At 8 requests/s the six replicas are below capacity: the model's throughput is the
+    // offered rate, 8 × 198.604 = 1,588.8 tokens/s against 1,513.7 measured, +4.96 % whatever
+    // the engine's efficiency; the latencies fit the efficiency.
+    let error = value("median_abs_error_pct:");
+    assert!((4.9..5.0).contains(&error), "{yaml}");
+    // The band: s = ln(1588.8 / 1513.7) × sqrt(3 / 2) = 0.0593 (three equal residuals, one
+    // factor), the prior's share 0.30 / 4 = 0.075: sqrt(0.0593² + 0.075²) = 0.0956.
+    let band = value("throughput_uncertainty:");
+    assert!((0.0950..0.0962).contains(&band), "{yaml}");
+    let efficiency = value("efficiency:");
+    assert!(efficiency > 0.05 && efficiency < 5.0, "{yaml}");
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(
+        &file,
+        yaml.replace("  vllm:", "  vllmx:")
+            .replace(&format!("efficiency: {efficiency:.4}"), "efficiency: 7.5"),
+    )
+    .unwrap();
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("L2005") && err.contains("unknown serving engine `vllmx`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("L2008") && err.contains("`efficiency` is 7.5"),
+        "{err}"
+    );
+    assert!(err.contains("xirang-zhongwei.yaml:7:1"), "{err}");
+}

@@ -191,20 +191,10 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
             );
         }
     }
-    let weight = n as f64 / (n as f64 + PRIOR_RUNS);
     let mut shrunk = Factors::ONE;
     for &i in &chosen {
-        shrunk.set(i, libm::pow(best.get(i), weight));
+        shrunk.set(i, shrink(best.get(i), n));
     }
-    let dof = n.saturating_sub(chosen.len());
-    let spread = if dof == 0 {
-        PRIOR_UNCERTAINTY
-    } else {
-        (sum_squares(&log_errors(rows, &best)) / dof as f64)
-            .sqrt()
-            .max(RUN_NOISE)
-    };
-    let prior = PRIOR_UNCERTAINTY * PRIOR_RUNS / (n as f64 + PRIOR_RUNS);
     let residuals = log_errors(rows, &shrunk);
     let abs: Vec<f64> = residuals
         .iter()
@@ -217,16 +207,38 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
             .filter_map(|i| FACTOR_NAMES.get(*i).copied())
             .collect(),
         runs: n,
-        // At most ±100 %: runs that far from the model say the runs or the layout are wrong,
-        // which `loam runs check` shows; a plan's band cannot grow without bound.
-        uncertainty: (spread * spread + prior * prior).sqrt().min(1.0),
+        uncertainty: uncertainty(&log_errors(rows, &best), chosen.len()),
         median_abs_error_pct: super::median(abs),
     }
 }
 
+/// A factor fitted on `n` runs shrunk toward 1.0 (the shipped model) as `f^(n/(n+k))`,
+/// `k` = [`PRIOR_RUNS`]: the one shrinkage rule of training and serving factors.
+pub(crate) fn shrink(factor: f64, n: usize) -> f64 {
+    libm::pow(factor, n as f64 / (n as f64 + PRIOR_RUNS))
+}
+
+/// The relative uncertainty of a fit of `factors` factors whose runs' log errors at the best
+/// (unshrunk) fit are `at_best`: `sqrt(s² + (p·k/(n+k))²)`, `s` their spread with
+/// `n − factors` degrees of freedom (at least [`RUN_NOISE`]; [`PRIOR_UNCERTAINTY`] when none is
+/// left), `p` the prior's uncertainty.
+pub(crate) fn uncertainty(at_best: &[f64], factors: usize) -> f64 {
+    let n = at_best.len();
+    let dof = n.saturating_sub(factors);
+    let spread = if dof == 0 {
+        PRIOR_UNCERTAINTY
+    } else {
+        (sum_squares(at_best) / dof as f64).sqrt().max(RUN_NOISE)
+    };
+    let prior = PRIOR_UNCERTAINTY * PRIOR_RUNS / (n as f64 + PRIOR_RUNS);
+    // At most ±100 %: runs that far from the model say the runs or the layout are wrong,
+    // which `loam runs check` shows; a plan's band cannot grow without bound.
+    (spread * spread + prior * prior).sqrt().min(1.0)
+}
+
 /// The minimum of a unimodal `f` on `[lo, hi]` by golden-section search, to 1e-4 in the
 /// argument (a hundredth of a per-cent of a factor).
-fn golden(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
+pub(crate) fn golden(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     let ratio = (5.0_f64.sqrt() - 1.0) / 2.0;
     let mut a = hi - ratio * (hi - lo);
     let mut b = lo + ratio * (hi - lo);

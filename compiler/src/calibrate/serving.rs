@@ -402,7 +402,11 @@ fn prepare_all(
     csv_text: &str,
     device_lookup: &impl Fn(&str) -> Option<Device>,
 ) -> Result<Prepared, CalibrationError> {
-    let rows = read_rows(csv_text)?;
+    Ok(prepare_cells(&read_rows(csv_text)?, device_lookup))
+}
+
+/// Rows read by column and prepared: a published file's or the runs store's serving rows.
+fn prepare_cells(rows: &[Cells], device_lookup: &impl Fn(&str) -> Option<Device>) -> Prepared {
     let mut out = Vec::new();
     let mut prepared = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -431,7 +435,7 @@ fn prepare_all(
         }
         out.push(r);
     }
-    Ok((out, prepared))
+    (out, prepared)
 }
 
 /// Compares the serving model's predictions with every run of a serving-run CSV;
@@ -611,5 +615,6 @@ pub fn cross_validate_serving(
     })
 }
 
+pub(crate) mod efficiency;
 #[cfg(test)]
 mod fewshot;

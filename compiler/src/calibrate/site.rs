@@ -21,6 +21,31 @@ pub struct SiteCalibration {
     pub site: String,
     /// Per device type measured there.
     pub devices: BTreeMap<String, DeviceCalibration>,
+    /// Per serving engine measured there (`runs/<site>/serving.csv`); absent from the file and
+    /// the JSON when none was.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub serving: BTreeMap<String, EngineCalibration>,
+}
+
+/// The fitted efficiency of one serving engine at one site, with its provenance
+/// (`calibrate::serving::efficiency`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineCalibration {
+    /// Serving runs fitted on.
+    pub runs: u32,
+    /// Their `run_id`s, sorted.
+    pub run_ids: Vec<String>,
+    /// The first run's date.
+    pub first_run: String,
+    /// The last run's date.
+    pub last_run: String,
+    /// Multiplies the bandwidth and GEMM shares the engine's kernels reach.
+    pub efficiency: f64,
+    /// The relative throughput uncertainty a service planned here states.
+    pub throughput_uncertainty: f64,
+    /// Median `|error|` of the fitted efficiency on the runs, in percent.
+    pub median_abs_error_pct: f64,
 }
 
 /// The fitted factors of one device type at one site, with their provenance.
@@ -66,7 +91,10 @@ impl DeviceCalibration {
 struct RawFile {
     pool: String,
     site: String,
-    devices: BTreeMap<String, DeviceCalibration>,
+    #[serde(default)]
+    devices: Option<BTreeMap<String, DeviceCalibration>>,
+    #[serde(default)]
+    serving: Option<BTreeMap<String, EngineCalibration>>,
 }
 
 /// Physical: a factor outside these bounds is not a calibration but a broken run or a typo (the
@@ -77,7 +105,20 @@ const FACTOR_RANGE: (f64, f64) = (0.05, 5.0);
 /// against the catalogue by the loader.
 pub fn parse(text: &str) -> Result<SiteCalibration, String> {
     let raw: RawFile = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-    for (device, d) in &raw.devices {
+    let devices = raw.devices.unwrap_or_default();
+    let serving = raw.serving.unwrap_or_default();
+    for (engine, e) in &serving {
+        let band = e.throughput_uncertainty > 0.0 && e.throughput_uncertainty <= 1.0;
+        let error = e.median_abs_error_pct >= 0.0 && e.median_abs_error_pct.is_finite();
+        if !band || !error || e.runs == 0
+        {
+            return Err(format!(
+                "serving {engine}: `throughput_uncertainty` must be a share above 0 and at most \
+                 1, `median_abs_error_pct` a finite error and `runs` at least one run"
+            ));
+        }
+    }
+    for (device, d) in &devices {
         for (name, value) in [
             ("gemm", d.gemm),
             ("scale_out", d.scale_out),
@@ -105,7 +146,8 @@ pub fn parse(text: &str) -> Result<SiteCalibration, String> {
     Ok(SiteCalibration {
         pool: raw.pool,
         site: raw.site,
-        devices: raw.devices,
+        devices,
+        serving,
     })
 }
 
@@ -142,6 +184,27 @@ pub fn to_yaml(calibration: &SiteCalibration) -> String {
             d.median_abs_error_pct
         );
     }
+    if !calibration.serving.is_empty() {
+        let _ = writeln!(out, "serving:");
+    }
+    for (engine, e) in &calibration.serving {
+        let _ = writeln!(out, "  {engine}:");
+        let _ = writeln!(out, "    runs: {}", e.runs);
+        let _ = writeln!(out, "    run_ids: [{}]", e.run_ids.join(", "));
+        let _ = writeln!(out, "    first_run: \"{}\"", e.first_run);
+        let _ = writeln!(out, "    last_run: \"{}\"", e.last_run);
+        let _ = writeln!(out, "    efficiency: {:.4}", e.efficiency);
+        let _ = writeln!(
+            out,
+            "    throughput_uncertainty: {:.4}",
+            e.throughput_uncertainty
+        );
+        let _ = writeln!(
+            out,
+            "    median_abs_error_pct: {:.2}",
+            e.median_abs_error_pct
+        );
+    }
     out
 }
 
@@ -155,6 +218,9 @@ pub(crate) fn prepare_store(
 ) -> Result<StoreGroups, CalibrationError> {
     let mut groups: StoreGroups = BTreeMap::new();
     for (_, text) in files {
+        if is_serving_file(text) {
+            continue;
+        }
         let lookup = |id: &str| catalogue.device(id).map(crate::catalogue::Device::figures);
         let (_, prepared) = calibrate_prepared(text, &lookup)?;
         let mut reader = csv::ReaderBuilder::new()
@@ -208,6 +274,7 @@ pub fn fit_store(
     catalogue: &Catalogue,
 ) -> Result<Vec<SiteCalibration>, CalibrationError> {
     let groups = prepare_store(files, catalogue)?;
+    let mut serving = fit_serving_store(files, catalogue);
     let mut out = Vec::new();
     for ((pool, site), devices) in groups {
         let mut fitted = BTreeMap::new();
@@ -234,13 +301,72 @@ pub fn fit_store(
                 },
             );
         }
+        let engines = serving.remove(&(pool.clone(), site.clone()));
         out.push(SiteCalibration {
             pool,
             site,
             devices: fitted,
+            serving: engines.unwrap_or_default(),
         });
     }
+    // Sites with serving runs only.
+    for ((pool, site), engines) in serving {
+        out.push(SiteCalibration {
+            pool,
+            site,
+            devices: BTreeMap::new(),
+            serving: engines,
+        });
+    }
+    out.sort_by(|a, b| (&a.pool, &a.site).cmp(&(&b.pool, &b.site)));
     Ok(out)
+}
+
+/// Whether a store file holds serving runs (its header is the serving one).
+fn is_serving_file(text: &str) -> bool {
+    text.lines().next().map(|l| l.trim_end_matches('\r'))
+        == Some(crate::runs::store::serving::COLUMNS)
+}
+
+/// The engine efficiency of every (pool, site, engine) with serving runs in the store, fitted
+/// from the shipped serving constants on the runs the serving model can cost.
+fn fit_serving_store(
+    files: &[(String, String)],
+    catalogue: &Catalogue,
+) -> BTreeMap<(String, String), BTreeMap<String, EngineCalibration>> {
+    use super::serving::efficiency::{fit_engine, prepare_store_rows};
+    use crate::serve::ServeFitted;
+    let lookup = |id: &str| catalogue.device(id).cloned();
+    let mut runs: BTreeMap<(String, String, String), Vec<_>> = BTreeMap::new();
+    for (_, text) in files.iter().filter(|(_, t)| is_serving_file(t)) {
+        for (row, prepared) in prepare_store_rows(text, &lookup) {
+            runs.entry((row.pool.clone(), row.site.clone(), row.engine.clone()))
+                .or_default()
+                .push((row, prepared));
+        }
+    }
+    let mut out: BTreeMap<(String, String), BTreeMap<String, EngineCalibration>> = BTreeMap::new();
+    for ((pool, site, engine), rows) in runs {
+        let prepared: Vec<_> = rows.iter().map(|(_, p)| p).collect();
+        let result = fit_engine(&prepared, &ServeFitted::SHIPPED);
+        let mut run_ids: Vec<String> = rows.iter().map(|(r, _)| r.run_id.clone()).collect();
+        run_ids.sort();
+        let mut dates: Vec<&str> = rows.iter().map(|(r, _)| r.date.as_str()).collect();
+        dates.sort_unstable();
+        out.entry((pool, site)).or_default().insert(
+            engine,
+            EngineCalibration {
+                runs: u32::try_from(result.runs).unwrap_or(u32::MAX),
+                run_ids,
+                first_run: dates.first().copied().unwrap_or("").to_string(),
+                last_run: dates.last().copied().unwrap_or("").to_string(),
+                efficiency: round4(result.efficiency),
+                throughput_uncertainty: round4(result.uncertainty),
+                median_abs_error_pct: (result.median_abs_error_pct * 100.0).round() / 100.0,
+            },
+        );
+    }
+    out
 }
 
 /// Rounded to four decimals, as the file writes it, so the catalogue read back plans exactly as
@@ -329,6 +455,40 @@ pub(crate) fn attach(
                     format!("site `{}` has no {device}", calibration.site),
                     at(&format!("  {device}:")),
                     "this device",
+                )
+                .with_help(help),
+            );
+        }
+    }
+    for (engine, e) in &calibration.serving {
+        if loam_ir::types::Engine::from_keyword(engine).is_none() {
+            ok = false;
+            diags.push(
+                Diagnostic::error(
+                    codes::WRONG_TYPE,
+                    format!(
+                        "unknown serving engine `{engine}` (expected one of {:?})",
+                        loam_ir::types::Engine::keywords()
+                    ),
+                    at(&format!("  {engine}:")),
+                    "this engine",
+                )
+                .with_help(help),
+            );
+        }
+        let (lo, hi) = super::serving::efficiency::EFFICIENCY_RANGE;
+        if !(e.efficiency >= lo && e.efficiency <= hi) {
+            ok = false;
+            diags.push(
+                Diagnostic::error(
+                    codes::OUT_OF_RANGE,
+                    format!(
+                        "serving {engine}: `efficiency` is {}, expected a factor between {lo} \
+                         and {hi}",
+                        e.efficiency
+                    ),
+                    at(&format!("  {engine}:")),
+                    "this engine",
                 )
                 .with_help(help),
             );

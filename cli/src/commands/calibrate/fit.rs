@@ -83,6 +83,24 @@ pub fn run(
                 d.median_abs_error_pct
             );
         }
+        // A serving engine's efficiency in the `gemm` column: it multiplies the GEMM share
+        // (and the bandwidth share) its kernels reach.
+        for (engine, e) in &site.serving {
+            let _ = writeln!(
+                text,
+                "{:<10} {:<10} {:<12} {:>5} {:<16} {:>7.4} {:>9} {:>8} {:>11.1}% {:>12.1}%",
+                site.pool,
+                site.site,
+                format!("serving {engine}"),
+                e.runs,
+                "efficiency",
+                e.efficiency,
+                "",
+                "",
+                100.0 * e.throughput_uncertainty,
+                e.median_abs_error_pct
+            );
+        }
     }
     match format {
         OutputFormat::Json => cx.print_json(&serde_json::json!({

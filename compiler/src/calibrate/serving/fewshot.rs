@@ -5,6 +5,7 @@
 //! bandwidth and the GEMM share its kernels reach), shrunk toward 1.0 as `f^(n/(n+1))` like the
 //! training fit, and predict the other rows' throughput. Goal: median |error| ≤ 8 %.
 
+use super::efficiency::{fit_efficiency, log_error, with_efficiency};
 use super::{PreparedServing, ServeFitted, fit, prepare_all};
 
 const CSV: &str = include_str!("../../../../tests/data/inference_runs_calibration.csv");
@@ -14,48 +15,6 @@ fn lookup(id: &str) -> Option<crate::catalogue::Device> {
         static CATALOGUE: crate::catalogue::Catalogue = crate::catalogue::builtin();
     }
     CATALOGUE.with(|c| c.device(id).cloned())
-}
-
-/// The constants with an engine efficiency `e` applied.
-fn with_efficiency(base: &ServeFitted, e: f64) -> ServeFitted {
-    ServeFitted {
-        bandwidth_share: base.bandwidth_share * e,
-        gemm_share: base.gemm_share * e,
-        ..*base
-    }
-}
-
-/// `ln(predicted / measured)` of a row's throughput, when it has one.
-fn log_error(row: &PreparedServing, fitted: &ServeFitted) -> Option<f64> {
-    let [throughput, _, _] = row.errors(fitted);
-    throughput
-        .map(|e| 1.0 + e / 100.0)
-        .filter(|r| r.is_finite() && *r > 0.0)
-        .map(libm::log)
-}
-
-/// The shrunk efficiency fitted on `rows` from `base`: golden-section search of the log factor
-/// on [ln 0.4, ln 2.5] for the least squared log error, then `f^(n/(n+1))`.
-fn fit_efficiency(rows: &[&PreparedServing], base: &ServeFitted) -> f64 {
-    let objective = |log_e: f64| -> f64 {
-        let fitted = with_efficiency(base, libm::exp(log_e));
-        rows.iter()
-            .map(|r| log_error(r, &fitted).map_or(1.0, |e| e * e))
-            .sum()
-    };
-    let ratio = (5.0_f64.sqrt() - 1.0) / 2.0;
-    let (mut lo, mut hi) = (libm::log(0.4), libm::log(2.5));
-    while hi - lo > 1e-4 {
-        let a = hi - ratio * (hi - lo);
-        let b = lo + ratio * (hi - lo);
-        if objective(a) <= objective(b) {
-            hi = b;
-        } else {
-            lo = a;
-        }
-    }
-    let n = rows.len() as f64;
-    libm::exp((lo + hi) / 2.0 * n / (n + 1.0))
 }
 
 /// splitmix64, as the training few-shot test draws its rows.
