@@ -3,10 +3,9 @@
 //! keep exactly the layouts the full search, which walks every micro-batch, keeps.
 
 use super::{SearchSpec, search, search_capped};
-use crate::calibrate::tests::test_device;
 use crate::hardware::ClusterFigures;
 use crate::workload::{ModelDims, Pins, TrainSetup};
-use loam_ir::types::{Mlp, Optimizer, Precision};
+use loam_ir::types::Mlp;
 use proptest::prelude::*;
 
 fn time(c: &super::Candidate) -> f64 {
@@ -33,24 +32,14 @@ proptest! {
         );
         let setup = TrainSetup {
             global_batch,
-            precision: Precision::Bf16,
-            optimizer: Optimizer::Adamw,
             tokens: 1e10,
-            flash_attention: true,
-            states: crate::workload::StateOverrides::NONE,
+            ..super::tests::setup(global_batch)
         };
-        let mut device = test_device("H100_SXM").unwrap();
-        device.memory_bytes = (1u64 << memory_log2) as f64;
-        let cluster = ClusterFigures {
-            device,
+        let mut cluster = ClusterFigures {
             devices_per_node,
-            nodes,
-            node_network_bandwidth: 400e9,
-            nics_per_node: 8,
-            network_latency_s: 5e-6,
-            block: None,
-            fitted: crate::hardware::FittedConstants::SHIPPED,
+            ..super::tests::h100s(nodes)
         };
+        cluster.device.memory_bytes = (1u64 << memory_log2) as f64;
         let max_devices = u64::from(devices_per_node * nodes);
         let spec = SearchSpec {
             model: &model,
