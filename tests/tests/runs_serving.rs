@@ -219,3 +219,104 @@ fn calibrate_fit_writes_a_per_site_vllm_efficiency_with_its_provenance() {
     );
     assert!(err.contains("xirang-zhongwei.yaml:7:1"), "{err}");
 }
+
+/// The service's Plan JSON planned against `catalogue`.
+fn plan_json(catalogue: &str, spec: &str) -> serde_json::Value {
+    let (code, out, err) = run_cli(
+        &["--catalogue", catalogue, "plan", spec, "--format", "json"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Three vLLM runs at zhongwei faster than the shipped constants predict
+/// (`tests/data/runs/zhongwei/vllm-70b-{1,2,3}.json`: vLLM's `--save-result` JSON, the figures of
+/// the suite's vLLM fixture with median TTFT 51–53 ms and TPOT 21.4–23.4 ms): `calibrate --fit`
+/// and the chat service planned again is planned with the faster engine at zhongwei and says
+/// so; a store without serving runs plans every shipped service byte for byte as before.
+#[test]
+fn a_service_at_a_calibrated_site_uses_the_engine_efficiency_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let services = [
+        "examples/llama31-70b-chat-service.loam",
+        "examples/qwen3-235b-moe-service.loam",
+        "examples/rag-llama31-8b-service.loam",
+    ]
+    .map(|s| repo_root().join(s).to_string_lossy().into_owned());
+    let before: Vec<serde_json::Value> =
+        services.iter().map(|s| plan_json(&catalogue, s)).collect();
+    // A training run at shanghai (its calibration file has no serving section) moves no service.
+    let megatron = bench("megatron-70b.log");
+    let (code, err) = run_cli_job(&catalogue, &megatron, dir.path());
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "calibrate", "--fit"], "");
+    assert_eq!(code, 0, "{err}");
+    // The catalogue's digest holds the new calibration file, as for any calibration; the
+    // services' plans are the same.
+    for (spec, was) in services.iter().zip(&before) {
+        assert_eq!(
+            plan_json(&catalogue, spec)["services"],
+            was["services"],
+            "{spec} moved without serving runs"
+        );
+    }
+    let uncalibrated = &before[0]["services"][0];
+    assert_eq!(uncalibrated["estimate"]["devices"], 12);
+    for k in 1..=3 {
+        let run = bench(&format!("zhongwei/vllm-70b-{k}.json"));
+        let (code, err) = ingest(&catalogue, &plan, &run, SERVICE, &format!("2026-12-0{k}"));
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "calibrate", "--fit"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("serving vllm     3 efficiency"), "{out}");
+    let after = plan_json(&catalogue, &services[0]);
+    let service = &after["services"][0];
+    let notes: Vec<&str> = service["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "calibrated on 3 serving runs at zhongwei (vllm), median error 5.0 % (±9.6 %, \
+             2026-12-01 to 2026-12-03)"
+        )),
+        "{notes:?}"
+    );
+    // The runs' decode is faster than the shipped constants: the same busiest hour needs fewer
+    // devices at zhongwei than the 12 planned before.
+    let devices = service["estimate"]["devices"].as_u64().unwrap();
+    assert!(devices < 12, "{devices}");
+    assert!(
+        service["roles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["group"]["site"] == "zhongwei"),
+        "{service}"
+    );
+    // The band is the runs' (see the fit test above: 9.56 %), not the device's 10 %.
+    let band = service["estimate"]["throughput_uncertainty"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0950..0.0962).contains(&band), "{band}");
+}
+
+/// Appends the Megatron fixture as a training run of the Llama 3 70B example at shanghai.
+fn run_cli_job(catalogue: &str, log: &str, dir: &std::path::Path) -> (u8, String) {
+    let spec = repo_root().join("examples/llama3-70b-pretrain.loam");
+    let training = plan_json(catalogue, &spec.to_string_lossy());
+    let plan = dir.join("training-plan.json");
+    std::fs::write(&plan, training.to_string()).unwrap();
+    ingest(
+        catalogue,
+        &plan.to_string_lossy(),
+        log,
+        "llama3-70b-pretrain",
+        "2026-12-04",
+    )
+}

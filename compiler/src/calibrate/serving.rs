@@ -214,6 +214,8 @@ impl PreparedServing {
             max_model_len: (self.traffic.input[0] + self.traffic.output[0]) as u32,
             devices_per_node: self.device.devices_per_node.value,
             scale_out_bandwidth: ASSUMED_SCALE_OUT_BANDWIDTH,
+            // The constants are the `fitted` argument's.
+            efficiency: 1.0,
         };
         let op = operating_point_with(&self.model, &shape, fitted, &self.traffic, self.load, 0.5);
         let replicas = f64::from(self.replicas.max(1));

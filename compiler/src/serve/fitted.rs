@@ -31,4 +31,16 @@ impl ServeFitted {
         gemm_share: 0.82,
         block_overhead_s: 165e-6,
     };
+
+    /// The constants with an engine efficiency `e` applied, a multiplier on both the bandwidth
+    /// and the GEMM share its kernels reach: the one place a fitted efficiency (the few-shot
+    /// test's, a site's calibration) meets the serving model. `e = 1` changes nothing
+    /// (`x · 1.0 = x` exactly).
+    pub fn with_efficiency(&self, e: f64) -> ServeFitted {
+        ServeFitted {
+            bandwidth_share: self.bandwidth_share * e,
+            gemm_share: self.gemm_share * e,
+            ..*self
+        }
+    }
 }

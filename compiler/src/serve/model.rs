@@ -105,6 +105,9 @@ pub struct ReplicaShape<'a> {
     pub devices_per_node: u32,
     /// Scale-out bandwidth per device in bytes/s (NICs of a node over its devices).
     pub scale_out_bandwidth: f64,
+    /// The engine's efficiency where the replica runs: its site's calibration
+    /// (`calibrate --fit`), 1.0 for the shipped constants.
+    pub efficiency: f64,
 }
 
 impl ReplicaShape<'_> {
@@ -365,7 +368,13 @@ pub fn prefill_s_with(
 
 /// Seconds to prefill `tokens` prompt tokens of requests `prompt` tokens long on one replica.
 pub fn prefill_s(model: &ServedModel, shape: &ReplicaShape<'_>, tokens: f64, prompt: f64) -> f64 {
-    prefill_s_with(model, shape, &ServeFitted::SHIPPED, tokens, prompt)
+    prefill_s_with(
+        model,
+        shape,
+        &ServeFitted::SHIPPED.with_efficiency(shape.efficiency),
+        tokens,
+        prompt,
+    )
 }
 
 /// Weight bytes one device reads per decode step of `tokens` tokens: the dense part always,
@@ -428,7 +437,13 @@ pub fn decode_step_s(
     batch: f64,
     context: f64,
 ) -> f64 {
-    decode_step_s_with(model, shape, &ServeFitted::SHIPPED, batch, context)
+    decode_step_s_with(
+        model,
+        shape,
+        &ServeFitted::SHIPPED.with_efficiency(shape.efficiency),
+        batch,
+        context,
+    )
 }
 
 /// Seconds to move the KV cache of a `tokens`-token prompt over `bandwidth` bytes/s.

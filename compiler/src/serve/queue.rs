@@ -122,7 +122,14 @@ pub fn operating_point(
     load: Load,
     fraction: f64,
 ) -> OperatingPoint {
-    operating_point_with(model, shape, &ServeFitted::SHIPPED, traffic, load, fraction)
+    operating_point_with(
+        model,
+        shape,
+        &ServeFitted::SHIPPED.with_efficiency(shape.efficiency),
+        traffic,
+        load,
+        fraction,
+    )
 }
 
 /// [`operating_point`] with explicit fitted constants (what the calibration fit varies).
@@ -251,32 +258,34 @@ pub fn disaggregated_point(
     link_bandwidth: f64,
     fraction: f64,
 ) -> OperatingPoint {
-    let fitted = &ServeFitted::SHIPPED;
+    // Each side at its own site's engine efficiency.
+    let prefill_fitted = &ServeFitted::SHIPPED.with_efficiency(prefill.efficiency);
+    let decode_fitted = &ServeFitted::SHIPPED.with_efficiency(decode.efficiency);
     let [input, input_p50, input_p99] = traffic.input;
     let [output, _, output_p99] = traffic.output;
     let input = input.max(1.0);
     let output = output.max(1.0);
     let prefill_rate = rate / f64::from(prefill_replicas.max(1));
     let decode_rate = rate / f64::from(decode_replicas.max(1));
-    let prefill_one = prefill_s_with(model, prefill, fitted, input, input);
-    let per_token =
-        prefill_s_with(model, prefill, fitted, PREFILL_CHUNK_TOKENS, input) / PREFILL_CHUNK_TOKENS;
+    let prefill_one = prefill_s_with(model, prefill, prefill_fitted, input, input);
+    let per_token = prefill_s_with(model, prefill, prefill_fitted, PREFILL_CHUNK_TOKENS, input)
+        / PREFILL_CHUNK_TOKENS;
     let rho = prefill_rate * input * per_token;
     let context = input + output / 2.0;
     let max_batch = batch_limit(model, decode, input, output);
     let mut b = 1.0_f64;
     for _ in 0..RATE_ITERATIONS {
-        let step = decode_step_s_with(model, decode, fitted, b, context);
+        let step = decode_step_s_with(model, decode, decode_fitted, b, context);
         b = (decode_rate * output * step).clamp(1.0, max_batch);
     }
-    let step = decode_step_s_with(model, decode, fitted, b, context);
+    let step = decode_step_s_with(model, decode, decode_fitted, b, context);
     let decode_share = decode_rate * output * step / max_batch;
     let stable = rho < STABLE_UTILISATION && decode_rate * output * step <= max_batch;
-    let ttft = prefill_s_with(model, prefill, fitted, input_p99, input_p99)
+    let ttft = prefill_s_with(model, prefill, prefill_fitted, input_p99, input_p99)
         + wait_quantile_s(rho, prefill_one, fraction)
         + kv_transfer_s(model, input_p99, link_bandwidth)
         + step;
-    let ttft_p50 = prefill_s_with(model, prefill, fitted, input_p50, input_p50)
+    let ttft_p50 = prefill_s_with(model, prefill, prefill_fitted, input_p50, input_p50)
         + wait_quantile_s(rho, prefill_one, 0.5)
         + kv_transfer_s(model, input_p50, link_bandwidth)
         + step;

@@ -31,6 +31,7 @@ fn shape(device: &Device, tensor: u32) -> ReplicaShape<'_> {
         max_model_len: 8192,
         devices_per_node: 8,
         scale_out_bandwidth: 50e9,
+        efficiency: 1.0,
     }
 }
 

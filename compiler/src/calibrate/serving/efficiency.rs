@@ -18,16 +18,6 @@ const SEARCH: (f64, f64) = (0.4, 2.5);
 /// A calibration file's engine efficiency outside these bounds is a broken run or a typo.
 pub const EFFICIENCY_RANGE: (f64, f64) = (0.05, 5.0);
 
-/// The constants with an engine efficiency `e` applied: the one place the factor meets the
-/// serving model's constants.
-pub fn with_efficiency(base: &ServeFitted, e: f64) -> ServeFitted {
-    ServeFitted {
-        bandwidth_share: base.bandwidth_share * e,
-        gemm_share: base.gemm_share * e,
-        ..*base
-    }
-}
-
 /// `ln(predicted / measured)` of a row's throughput, when it has one.
 pub(crate) fn log_error(row: &PreparedServing, fitted: &ServeFitted) -> Option<f64> {
     let [throughput, _, _] = row.errors(fitted);
@@ -71,7 +61,7 @@ fn log_errors(row: &PreparedServing, fitted: &ServeFitted, figures: Figures) -> 
 /// whose throughput cannot be compared counts as a log error of 1 in the few-shot fit).
 fn best(rows: &[&PreparedServing], base: &ServeFitted, figures: Figures) -> f64 {
     let objective = |log_e: f64| -> f64 {
-        let fitted = with_efficiency(base, libm::exp(log_e));
+        let fitted = base.with_efficiency(libm::exp(log_e));
         rows.iter()
             .map(|r| match figures {
                 #[cfg(test)]
@@ -110,7 +100,7 @@ pub struct EngineFit {
 /// [`SENSITIVITY`](super::super::fit::SENSITIVITY), as a training factor is; else 1.0. The
 /// error and the uncertainty are the throughput's, which a plan's band states.
 pub(crate) fn fit_engine(rows: &[&PreparedServing], base: &ServeFitted) -> EngineFit {
-    let halved = with_efficiency(base, 0.5);
+    let halved = base.with_efficiency(0.5);
     let sensitive = rows.iter().any(|r| {
         let (a, b) = (
             log_errors(r, base, Figures::All),
@@ -127,8 +117,8 @@ pub(crate) fn fit_engine(rows: &[&PreparedServing], base: &ServeFitted) -> Engin
         (1.0, 1.0)
     };
     let (at_best, shrunk) = (
-        with_efficiency(base, unshrunk),
-        with_efficiency(base, efficiency),
+        base.with_efficiency(unshrunk),
+        base.with_efficiency(efficiency),
     );
     let residuals: Vec<f64> = rows.iter().filter_map(|r| log_error(r, &at_best)).collect();
     let abs: Vec<f64> = rows

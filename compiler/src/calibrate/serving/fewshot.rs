@@ -5,7 +5,7 @@
 //! bandwidth and the GEMM share its kernels reach), shrunk toward 1.0 as `f^(n/(n+1))` like the
 //! training fit, and predict the other rows' throughput. Goal: median |error| ≤ 8 %.
 
-use super::efficiency::{fit_efficiency, log_error, with_efficiency};
+use super::efficiency::{fit_efficiency, log_error};
 use super::{PreparedServing, ServeFitted, fit, prepare_all};
 
 const CSV: &str = include_str!("../../../../tests/data/inference_runs_calibration.csv");
@@ -72,7 +72,7 @@ fn few_shot_engine_efficiency_on_three_rows_per_family() {
             .filter_map(|i| members.get(i).copied())
             .collect();
         let e = fit_efficiency(&train, &prior);
-        let fitted = with_efficiency(&prior, e);
+        let fitted = prior.with_efficiency(e);
         let abs = |f: &ServeFitted| -> Vec<f64> {
             held.iter()
                 .filter_map(|r| log_error(r, f))

@@ -309,6 +309,8 @@ fn largest_replica<'a>(
         max_model_len: u32::try_from(model.seq_len).ok()?,
         devices_per_node: per_node,
         scale_out_bandwidth: scale_out,
+        // Memory only: the engine's speed plays no part.
+        efficiency: 1.0,
     })
 }
 
