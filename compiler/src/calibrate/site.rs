@@ -110,8 +110,7 @@ pub fn parse(text: &str) -> Result<SiteCalibration, String> {
     for (engine, e) in &serving {
         let band = e.throughput_uncertainty > 0.0 && e.throughput_uncertainty <= 1.0;
         let error = e.median_abs_error_pct >= 0.0 && e.median_abs_error_pct.is_finite();
-        if !band || !error || e.runs == 0
-        {
+        if !band || !error || e.runs == 0 {
             return Err(format!(
                 "serving {engine}: `throughput_uncertainty` must be a share above 0 and at most \
                  1, `median_abs_error_pct` a finite error and `runs` at least one run"
