@@ -199,12 +199,12 @@ pub struct RunsArgs {
 pub enum RunsCommand {
     /// One row per log: the steady figure of a training log (Megatron-LM or NeMo, torchtitan,
     /// DeepSpeed's throughput timer or flops profiler summary, the Hugging Face Trainer, PyTorch
-    /// Lightning's `metrics.csv` or TensorBoard event file; warm-up, checkpoint and evaluation
-    /// intervals left out), or the throughput and latencies of a vLLM or SGLang serving
-    /// benchmark's JSON; with `--plan`, what ran and the plan's prediction.
+    /// Lightning's `metrics.csv`, TensorBoard event file or Weights & Biases run file; warm-up,
+    /// checkpoint and evaluation intervals left out), or the throughput and latencies of a vLLM
+    /// or SGLang serving benchmark's JSON; with `--plan`, what ran and the plan's prediction.
     Ingest {
-        /// Log files: training logs as the trainer printed them (a TensorBoard event file as
-        /// written), or benchmark result JSON.
+        /// Log files: training logs as the trainer printed them (a TensorBoard event file or a
+        /// W&B run file as written), or benchmark result JSON.
         #[arg(required = true)]
         logs: Vec<PathBuf>,
         /// The job's Plan JSON (`loam plan --format json`): what ran, and its predicted step.

@@ -9,12 +9,14 @@ mod flops_profiler;
 mod hf_trainer;
 mod lightning;
 mod megatron;
+mod protobuf;
 mod serving_bench;
 pub mod store;
 #[cfg(test)]
 mod tests;
 mod tfevents;
 mod torchtitan;
+mod wandb;
 
 use serde::Serialize;
 
@@ -152,17 +154,21 @@ impl std::fmt::Display for IngestError {
 }
 
 /// Reads one log file as its bytes: a TensorBoard event file (binary, recognised by its first
-/// record's framing, [`tfevents`]), otherwise a text log read by [`ingest`]. A file that is
-/// neither is an error that shows none of its bytes.
+/// record's framing, [`tfevents`]) or a Weights & Biases run file (by its header, [`wandb`]),
+/// otherwise a text log read by [`ingest`]. A file that is none of these is an error that
+/// shows none of its bytes.
 pub fn ingest_bytes(bytes: &[u8]) -> Result<Measured, IngestError> {
     if tfevents::recognises(bytes) {
         return tfevents::read(bytes).map(Measured::Training);
     }
+    if wandb::recognises(bytes) {
+        return wandb::read(bytes).map(Measured::Training);
+    }
     let text = std::str::from_utf8(bytes).map_err(|e| IngestError {
         line: 0,
         message: format!(
-            "byte {}: not UTF-8 text, and not a TensorBoard event file (the binary format loam \
-             reads)",
+            "byte {}: not UTF-8 text, and not a TensorBoard event file or a Weights & \
+             Biases run file (the binary formats loam reads)",
             e.valid_up_to()
         ),
     })?;
@@ -201,8 +207,8 @@ pub fn ingest(text: &str) -> Result<Measured, IngestError> {
                   (`DeepSpeed Flops Profiler`, `samples/second: …`), the Hugging Face Trainer's \
                   closing metrics (`'train_samples_per_second': …`), PyTorch Lightning's \
                   `metrics.csv` with its ThroughputMonitor (`train/device/samples_per_sec`; its \
-                  TensorBoard event files are read too), or the JSON result of vLLM's \
-                  benchmark_serving or SGLang's bench_serving"
+                  TensorBoard event files and Weights & Biases run files are read too), or the \
+                  JSON result of vLLM's benchmark_serving or SGLang's bench_serving"
             .into(),
     })
 }

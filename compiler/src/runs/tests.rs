@@ -438,3 +438,129 @@ fn a_deepspeed_profile_without_the_step_timed_or_with_a_bad_figure_is_located() 
     };
     assert_eq!(e.line, 33, "{e}");
 }
+
+/// A W&B `HistoryRecord` inside a `Record` (wandb/proto/wandb_internal.proto: Record.history =
+/// 2; HistoryRecord.item = 1; HistoryItem.key = 1, value_json = 16), items as (key, JSON).
+fn wandb_history(items: &[(&str, &str)]) -> Vec<u8> {
+    let mut history = Vec::new();
+    for (key, json) in items {
+        let mut item = Vec::new();
+        bytes_field(1, key.as_bytes(), &mut item);
+        bytes_field(16, json.as_bytes(), &mut item);
+        bytes_field(1, &item, &mut history);
+    }
+    let mut record = Vec::new();
+    bytes_field(2, &history, &mut record);
+    record
+}
+
+/// A W&B run file as `DataStore` writes it (wandb/sdk/internal/datastore.py): the header, then
+/// each record in LevelDB log pieces of at most a 32 KiB block's room, `<IHB` (CRC-32 of type
+/// and data, length, type FULL 1 / FIRST 2 / MIDDLE 3 / LAST 4), a block's tail under 7 bytes
+/// zero-padded.
+fn wandb_file(records: &[Vec<u8>]) -> Vec<u8> {
+    const BLOCK: usize = 32 * 1024;
+    let mut out = b":W&B\xe1\xbe\x00".to_vec();
+    let piece = |out: &mut Vec<u8>, data: &[u8], kind: u8| {
+        let crc = wandb::crc32(wandb::crc32(0, &[kind]), data);
+        out.extend(crc.to_le_bytes());
+        out.extend((data.len() as u16).to_le_bytes());
+        out.push(kind);
+        out.extend_from_slice(data);
+    };
+    for record in records {
+        let mut left = BLOCK - out.len() % BLOCK;
+        if left < 7 {
+            out.resize(out.len() + left, 0);
+            left = BLOCK;
+        }
+        if record.len() + 7 <= left {
+            piece(&mut out, record, 1);
+            continue;
+        }
+        let (first, mut rest) = record.split_at(left - 7);
+        piece(&mut out, first, 2);
+        while rest.len() > BLOCK - 7 {
+            piece(&mut out, &rest[..BLOCK - 7], 3);
+            rest = &rest[BLOCK - 7..];
+        }
+        piece(&mut out, rest, 4);
+    }
+    out
+}
+
+#[test]
+fn crc32_gives_the_check_value_of_zlib() {
+    // The CRC-32 (IEEE 802.3, zlib's crc32) check value of "123456789" is 0xCBF43926.
+    assert_eq!(wandb::crc32(0, b"123456789"), 0xCBF4_3926);
+}
+
+#[test]
+fn a_lightning_wandb_run_file_is_read_as_its_metrics_csv() {
+    // Logged by wandb 0.31 in offline mode, its history records kept and framed again as
+    // DataStore writes them (tests/data/runs/lightning-wandb.py), with the rates of
+    // lightning-metrics.csv: 99 and 149 are warm-up, the job rates kept 36.16, 36.0, 32.8,
+    // 36.4 and 36.08 (JSON numbers, so exact): median 36.08.
+    let m = match ingest_bytes(&fixture_bytes("lightning-wandb.wandb")) {
+        Ok(Measured::Training(m)) => m,
+        other => panic!("a training measure, not {other:?}"),
+    };
+    assert_eq!(m.tool, "lightning");
+    assert_eq!(m.kept, vec![199, 249, 299, 349, 399]);
+    assert_eq!(
+        m.excluded,
+        vec![(99, Exclusion::WarmUp), (149, Exclusion::WarmUp)]
+    );
+    assert_eq!(m.samples_per_s, Some(36.08));
+}
+
+#[test]
+fn a_wandb_record_split_across_blocks_reads_and_damage_is_located() {
+    // Four calls of one device: 2.0 and 3.0 are warm-up; the third carries 70,000 bytes of
+    // padding, so it spans three blocks (FIRST, MIDDLE, LAST), and 5.0 and 4.0 are kept:
+    // median 4.5.
+    let pad = format!("\"{}\"", "x".repeat(70_000));
+    let call = |step: &str, rate: &str, pad: &str| {
+        wandb_history(&[
+            ("trainer/global_step", step),
+            ("train/device/samples_per_sec", rate),
+            ("note", pad),
+        ])
+    };
+    let records = vec![
+        call("10", "2.0", "0"),
+        call("20", "3.0", "0"),
+        call("30", "5.0", &pad),
+        call("40", "4.0", "0"),
+    ];
+    let file = wandb_file(&records);
+    assert!(file.len() > 2 * 32 * 1024);
+    let Ok(Measured::Training(m)) = ingest_bytes(&file) else {
+        panic!("a training measure")
+    };
+    assert_eq!(m.samples_per_s, Some(4.5));
+    assert_eq!(m.kept, vec![30, 40]);
+    // The first record starts after the 7-byte file header, the second after the first's
+    // 7-byte piece header and data.
+    let second = 7 + 7 + records[0].len();
+    let mut flipped = file.clone();
+    flipped[second + 9] ^= 0x01;
+    let e = ingest_bytes(&flipped).unwrap_err();
+    assert_eq!(
+        e.message,
+        format!("byte {second}: the record fails its CRC-32")
+    );
+    // Cut inside the split record: a partial file, at the piece cut. The record's FIRST piece
+    // fills the rest of the first block, so its MIDDLE piece starts the second, at byte 32,768,
+    // and a cut at 40,000 falls inside it.
+    let e = ingest_bytes(&file[..40_000]).unwrap_err();
+    assert!(e.message.starts_with("byte 32768: "), "{e}");
+    assert!(e.message.contains("partial"), "{e}");
+    // A rate that is not a positive number, at its record; no message shows the file's bytes.
+    let bad = wandb_file(&[call("10", "NaN", "0")]);
+    let e = ingest_bytes(&bad).unwrap_err();
+    assert_eq!(
+        e.message,
+        "byte 7: a training rate that is not a positive number"
+    );
+}

@@ -18,7 +18,7 @@
 //! with `new_style=True` a tensor with `float_val` (`double_val` with `double_precision=True`);
 //! all three are read, and a tensor's `tensor_content` as one little-endian float or double.
 //!
-//! The protobuf is decoded by hand (the few fields above, about a hundred lines, every length
+//! The protobuf is decoded by hand ([`super::protobuf`]: the few fields above, every length
 //! checked against what is left) rather than with a protobuf crate, and CRC32C (Castagnoli) is a
 //! table-free bitwise loop, tested on RFC 3720's check value. Bounded: a record over
 //! [`RECORD_CAP`] bytes or more than [`RECORDS_CAP`] records is an error, and the file itself
@@ -26,6 +26,7 @@
 //! the file's bytes.
 
 use super::lightning::{self, Rate, Rates};
+use super::protobuf::{Field, Fields};
 use super::{IngestError, TrainingMeasure};
 
 /// The largest record read: 16 MiB. A scalar event is about 50 bytes; an image or a graph
@@ -131,76 +132,6 @@ fn records(bytes: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8]), IngestEr
         offset = end + FOOTER;
         Some(Ok((start, data)))
     })
-}
-
-/// One protobuf field: its number and value.
-enum Field<'a> {
-    Varint(u64),
-    Fixed64([u8; 8]),
-    Bytes(&'a [u8]),
-    Fixed32([u8; 4]),
-}
-
-/// The fields of one protobuf message, in order; `None` at the first malformed field.
-struct Fields<'a> {
-    rest: &'a [u8],
-}
-
-/// A base-128 varint at the front of `rest`, advancing it.
-fn varint(rest: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    for shift in (0..70).step_by(7) {
-        let (&byte, tail) = rest.split_first()?;
-        *rest = tail;
-        value |= u64::from(byte & 0x7f).checked_shl(shift)?;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
-
-/// `n` bytes at the front of `rest`, advancing it.
-fn take<'a>(rest: &mut &'a [u8], n: u64) -> Option<&'a [u8]> {
-    let n = usize::try_from(n).ok()?;
-    if n > rest.len() {
-        return None;
-    }
-    let (head, tail) = rest.split_at(n);
-    *rest = tail;
-    Some(head)
-}
-
-impl<'a> Fields<'a> {
-    fn of(bytes: &'a [u8]) -> Self {
-        Fields { rest: bytes }
-    }
-
-    /// The next field, `Some(Err(()))` when the message is malformed.
-    fn next_field(&mut self) -> Option<Result<(u64, Field<'a>), ()>> {
-        if self.rest.is_empty() {
-            return None;
-        }
-        let mut read = || {
-            let key = varint(&mut self.rest)?;
-            let field = match key & 7 {
-                0 => Field::Varint(varint(&mut self.rest)?),
-                1 => Field::Fixed64(take(&mut self.rest, 8)?.try_into().ok()?),
-                2 => {
-                    let n = varint(&mut self.rest)?;
-                    Field::Bytes(take(&mut self.rest, n)?)
-                }
-                5 => Field::Fixed32(take(&mut self.rest, 4)?.try_into().ok()?),
-                _ => return None,
-            };
-            Some((key >> 3, field))
-        };
-        let field = read();
-        if field.is_none() {
-            self.rest = &[];
-        }
-        Some(field.ok_or(()))
-    }
 }
 
 /// One scalar of an event: its tag and value.
