@@ -564,3 +564,34 @@ fn a_wandb_record_split_across_blocks_reads_and_damage_is_located() {
         "byte 7: a training rate that is not a positive number"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Any bytes framed as a valid record (so the protobuf decoders see them), and either
+    /// fixture with one byte changed or cut anywhere: a row or a located error, never a panic,
+    /// and no error shows the file's own words.
+    #[test]
+    fn hostile_binary_logs_never_panic_nor_echo(
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        at in 0usize..4000,
+        xor in 1u8..=255,
+    ) {
+        let mut inputs = vec![frame(&data), wandb_file(&[data.clone()])];
+        for name in ["lightning-tensorboard.tfevents", "lightning-wandb.wandb"] {
+            let file = fixture_bytes(name);
+            let mut changed = file.clone();
+            let i = at % file.len();
+            changed[i] ^= xor;
+            inputs.push(changed);
+            inputs.push(file[..i].to_vec());
+        }
+        for input in inputs {
+            if let Err(e) = ingest_bytes(&input) {
+                for word in ["train_loss", "hp_metric", "_timestamp", "brain.Event"] {
+                    proptest::prop_assert!(!e.message.contains(word), "{}", e.message);
+                }
+            }
+        }
+    }
+}
