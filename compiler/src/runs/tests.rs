@@ -577,7 +577,7 @@ proptest::proptest! {
         at in 0usize..4000,
         xor in 1u8..=255,
     ) {
-        let mut inputs = vec![frame(&data), wandb_file(&[data.clone()])];
+        let mut inputs = vec![frame(&data), wandb_file(std::slice::from_ref(&data))];
         for name in ["lightning-tensorboard.tfevents", "lightning-wandb.wandb"] {
             let file = fixture_bytes(name);
             let mut changed = file.clone();
