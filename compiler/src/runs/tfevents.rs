@@ -29,12 +29,12 @@ use super::lightning::{self, Rate, Rates};
 use super::protobuf::{Field, Fields};
 use super::{IngestError, TrainingMeasure};
 
-/// The largest record read: 16 MiB. A scalar event is about 50 bytes; an image or a graph
-/// definition logged beside it can be megabytes, and TensorFlow's own reader has no smaller cap.
+/// The largest record read: 16 MiB (the W&B reader's too). A scalar event is about 50 bytes;
+/// an image or a graph definition logged beside it can be megabytes.
 pub const RECORD_CAP: u64 = 16 << 20;
 
-/// The most records read from one file: 4 million (a 64 MiB file of the smallest, 16-byte,
-/// records).
+/// The most records read from one file: 4 Mi, as many as a 64 MiB file (the most the CLI
+/// reads) holds of the smallest, 16-byte, TFRecords.
 pub const RECORDS_CAP: usize = 4 << 20;
 
 /// The framing around a record's data: length, its CRC, and the data's CRC.
