@@ -156,3 +156,87 @@ fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
         .replace("gemm: 0.9", "gemm: 40");
     assert!(parse(&absurd).unwrap_err().contains("`gemm` is 40"));
 }
+
+/// A site calibration with one vLLM efficiency and no device factors.
+fn serving_only() -> SiteCalibration {
+    let mut serving = BTreeMap::new();
+    serving.insert(
+        "vllm".to_string(),
+        EngineCalibration {
+            runs: 2,
+            run_ids: vec![
+                "zhongwei_2026-12-01_a".into(),
+                "zhongwei_2026-12-02_b".into(),
+            ],
+            first_run: "2026-12-01".into(),
+            last_run: "2026-12-02".into(),
+            efficiency: 1.25,
+            throughput_uncertainty: 0.12,
+            median_abs_error_pct: 3.5,
+        },
+    );
+    SiteCalibration {
+        pool: "xirang".into(),
+        site: "zhongwei".into(),
+        devices: BTreeMap::new(),
+        serving,
+    }
+}
+
+#[test]
+fn a_serving_calibration_reads_back_as_written_and_attaches_to_its_site() {
+    let written = serving_only();
+    let text = to_yaml(&written);
+    assert!(text.contains("serving:\n  vllm:\n    runs: 2\n"), "{text}");
+    assert_eq!(parse(&text).unwrap(), written);
+    let mut catalogue = builtin();
+    let mut diags = Vec::new();
+    attach(
+        &mut catalogue,
+        loam_ir::span::FileId(3),
+        "c.yaml",
+        &text,
+        &mut diags,
+    );
+    assert!(diags.is_empty(), "{diags:#?}");
+    let site = catalogue.pools["xirang"].site("zhongwei").unwrap();
+    assert_eq!(
+        site.calibration.as_ref().unwrap().serving["vllm"].efficiency,
+        1.25
+    );
+    // A file without serving runs writes no `serving:` key (training calibrations are written
+    // as before).
+    let mut training = written.clone();
+    training.serving.clear();
+    assert!(!to_yaml(&training).contains("serving"));
+}
+
+#[test]
+fn an_unknown_engine_and_an_absurd_efficiency_are_errors_at_the_engine_s_line() {
+    let text = to_yaml(&serving_only())
+        .replace("  vllm:", "  vllmx:")
+        .replace("efficiency: 1.2500", "efficiency: 9.0000");
+    let mut catalogue = builtin();
+    let mut diags = Vec::new();
+    attach(
+        &mut catalogue,
+        loam_ir::span::FileId(3),
+        "c.yaml",
+        &text,
+        &mut diags,
+    );
+    let codes: Vec<_> = diags.iter().map(|d| d.code).collect();
+    assert_eq!(
+        codes,
+        vec![
+            crate::catalogue::codes::WRONG_TYPE,
+            crate::catalogue::codes::OUT_OF_RANGE
+        ],
+        "{diags:#?}"
+    );
+    let line = u32::try_from(text.find("  vllmx:").unwrap()).unwrap();
+    assert!(diags.iter().all(|d| d.span.unwrap().start == line));
+    // Nothing of a refused file is attached.
+    let site = catalogue.pools["xirang"].site("zhongwei").unwrap();
+    assert!(site.calibration.is_none());
+}
