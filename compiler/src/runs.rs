@@ -132,6 +132,8 @@ pub struct ServingMeasure {
     pub request_rate: Option<f64>,
     /// Mean input and output tokens of a completed request, when the result states its totals.
     pub lengths: Option<[f64; 2]>,
+    /// The most requests the benchmark kept in flight (`max_concurrency`), when it capped them.
+    pub max_concurrency: Option<f64>,
 }
 
 /// A log loam cannot read, located at its line (1-based; 0 for the whole file).

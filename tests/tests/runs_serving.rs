@@ -101,7 +101,7 @@ fn a_serving_benchmark_is_appended_to_the_site_s_serving_file_and_checked() {
     assert!(
         lines[1].contains(
             ",vllm,,meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,\
-             12,2,1,6,poisson,215.3,198.6,8,1513.70,7.6200,78.20,241.90,30.50,52.70,"
+             12,2,1,6,poisson,215.3,198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,"
         ),
         "{}",
         lines[1]
@@ -148,13 +148,33 @@ fn a_benchmark_against_a_job_and_a_log_against_a_service_are_refused_and_nothing
         "{err}"
     );
     assert!(!dir.path().join("specs/runs").exists());
-    // The SGLang result's last line is a run at 4 requests/s: also a serving run.
+    // The SGLang result's last line is a run at 4 requests/s with at most 64 in flight: also a
+    // serving run; 110,000 input and 95,000 output tokens over 500 requests are 220 and 190 a
+    // request.
     let sglang = bench("sglang-bench-serving.jsonl");
     let (code, err) = ingest(&catalogue, &plan, &sglang, SERVICE, "2026-12-04");
     assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(dir.path().join("specs/runs/zhongwei/serving.csv")).unwrap();
+    let store = dir.path().join("specs/runs/zhongwei/serving.csv");
+    let text = std::fs::read_to_string(&store).unwrap();
     assert!(text.contains(",sglang-bench-serving,"), "{text}");
-    assert!(text.contains(",poisson,220.0,190.0,4,"), "{text}");
+    assert!(text.contains(",poisson,220.0,190.0,4,64,"), "{text}");
+    // Its first line sent every request at once, 64 in flight: a fixed-concurrency run.
+    let first = dir.path().join("sglang-first.json");
+    let line = std::fs::read_to_string(&sglang).unwrap();
+    std::fs::write(&first, line.lines().next().unwrap()).unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &first.to_string_lossy(),
+        SERVICE,
+        "2026-12-05",
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&store).unwrap();
+    assert!(
+        text.contains(",fixed concurrency,220.0,190.0,inf,64,"),
+        "{text}"
+    );
 }
 
 /// Three runs of the vLLM fixture at zhongwei, `calibrate --fit`: the site's calibration file

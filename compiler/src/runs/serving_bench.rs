@@ -75,6 +75,10 @@ pub(super) fn read(text: &str) -> Result<ServingMeasure, IngestError> {
     };
     Ok(ServingMeasure {
         lengths,
+        max_concurrency: value
+            .get("max_concurrency")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 1.0),
         tool,
         output_tokens_per_s: number("output_throughput")?,
         requests_per_s: number("request_throughput")?,

@@ -68,9 +68,10 @@ pub fn row(
     let model = &service.model;
     let narrow = |v: u64, what: &str| u32::try_from(v).map_err(|_| format!("{what} is too large"));
     let plan_f = |key: &str| estimate.and_then(|e| e.get(key)).and_then(Value::as_f64);
-    let (scenario, request_rate) = match measured.request_rate {
-        Some(r) if r.is_finite() && r > 0.0 => ("poisson", format!("{r}")),
-        Some(r) if r.is_infinite() => ("offline max throughput", "inf".to_string()),
+    let (scenario, request_rate) = match (measured.request_rate, measured.max_concurrency) {
+        (Some(r), _) if r.is_finite() && r > 0.0 => ("poisson", format!("{r}")),
+        (Some(r), Some(_)) if r.is_infinite() => ("fixed concurrency", "inf".to_string()),
+        (Some(r), None) if r.is_infinite() => ("offline max throughput", "inf".to_string()),
         _ => {
             return Err(
                 "the benchmark states no request rate (`request_rate`): the store \
@@ -111,6 +112,7 @@ pub fn row(
         input_len: measured.lengths.map(|[i, _]| i),
         output_len: measured.lengths.map(|[_, o]| o),
         request_rate,
+        concurrency: measured.max_concurrency,
         out_tok_s_total: measured.output_tokens_per_s,
         req_s: measured.requests_per_s,
         ttft_ms: measured.ttft_s[0] * 1e3,

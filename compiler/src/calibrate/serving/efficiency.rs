@@ -150,11 +150,14 @@ pub(crate) fn prepare_store_rows(
     prepared
         .into_iter()
         .map(|(i, mut p)| {
-            // A benchmark offers its rate to the whole deployment; the serving model's
-            // operating point is a replica's, at its share of the rate.
-            if let Load::Rate(r) = p.load {
-                p.load = Load::Rate(r / f64::from(p.replicas.max(1)));
-            }
+            // A benchmark offers its rate (or keeps its requests in flight) to the whole
+            // deployment; the serving model's operating point is a replica's, at its share.
+            let replicas = f64::from(p.replicas.max(1));
+            p.load = match p.load {
+                Load::Rate(r) => Load::Rate(r / replicas),
+                Load::Concurrency(c) => Load::Concurrency((c / replicas).max(1.0)),
+                other => other,
+            };
             (i, p)
         })
         .filter(|(_, p)| log_error(p, &ServeFitted::SHIPPED).is_some())

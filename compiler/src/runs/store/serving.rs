@@ -3,8 +3,9 @@
 //! appended by `loam runs ingest --append` under the same append-only rules as training rows.
 //! The columns from `engine` to `tpot_ms` are named as in the published serving-runs file
 //! (`tests/data/inference_runs_calibration.csv`), so a stored run reads as a published one: the
-//! scenario is `poisson` at the benchmark's request rate, or `offline max throughput` when every
-//! request was sent at once (rate `inf`), the lengths are the mean tokens of a completed request,
+//! scenario is `poisson` at the benchmark's request rate, `fixed concurrency` when every request
+//! was sent at once (rate `inf`) but at most `concurrency` were in flight, or `offline max
+//! throughput` when nothing capped them, the lengths are the mean tokens of a completed request,
 //! `ttft_ms` and `tpot_ms` are medians (the published file's `ttft_stat`/`tpot_stat` `median`).
 
 use super::{ProblemKind, StoreProblem};
@@ -18,7 +19,7 @@ pub const FILE: &str = "serving.csv";
 /// The header of a serving store file, in order.
 pub const COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,engine_version,model,\
 layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,replicas,scenario,\
-input_len,output_len,request_rate,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
+input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
 predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source";
 
 /// The most generated tokens per second one benchmark can state (a bound on hostile input: a
@@ -80,6 +81,8 @@ pub struct ServingRow {
     pub output_len: Option<f64>,
     /// Offered requests per second, `inf` for all at once.
     pub request_rate: String,
+    /// The most requests the benchmark kept in flight, blank when it did not cap them.
+    pub concurrency: Option<f64>,
     /// Generated tokens per second, whole deployment.
     pub out_tok_s_total: f64,
     /// Completed requests per second.
@@ -139,10 +142,13 @@ pub(super) fn check_row(
             ProblemKind::Malformed,
         ));
     }
-    if !matches!(row.scenario.as_str(), "poisson" | "offline max throughput") {
+    if !matches!(
+        row.scenario.as_str(),
+        "poisson" | "fixed concurrency" | "offline max throughput"
+    ) {
         out.push(problem(
             "scenario",
-            "expected `poisson` or `offline max throughput`".into(),
+            "expected `poisson`, `fixed concurrency` or `offline max throughput`".into(),
             ProblemKind::Malformed,
         ));
     }
@@ -170,6 +176,7 @@ pub(super) fn check_row(
         ("tpot_p99_ms", Some(row.tpot_p99_ms)),
         ("input_len", row.input_len),
         ("output_len", row.output_len),
+        ("concurrency", row.concurrency),
     ] {
         if let Some(v) = value
             && !(v > 0.0 && v <= MAX_OUTPUT_TOKENS_PER_S)
@@ -243,6 +250,7 @@ pub fn line(row: &ServingRow) -> String {
         opt(row.input_len, 1),
         opt(row.output_len, 1),
         q(&row.request_rate),
+        opt(row.concurrency, 0),
         format!("{:.2}", row.out_tok_s_total),
         format!("{:.4}", row.req_s),
         format!("{:.2}", row.ttft_ms),

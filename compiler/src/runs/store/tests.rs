@@ -115,7 +115,7 @@ fn the_catalogue_reports_a_store_problem_at_its_file_and_line_and_keeps_its_dige
 const SERVING: &str = "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-04,xirang,zhongwei,\
 llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
 meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,2,1,6,poisson,215.3,\
-198.6,8,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
+198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
 runs store: vllm-benchmark-serving\n";
 
 fn serving_file(rows: &[&str]) -> String {
