@@ -9,7 +9,9 @@
 //! reviewer weighs: the factors that moved and the runs behind them.
 
 use super::side::Side;
-use loam_compiler::calibrate::site::{DeviceCalibration, SiteCalibration, parse};
+use loam_compiler::calibrate::site::{
+    DeviceCalibration, EngineCalibration, SiteCalibration, parse,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -67,7 +69,8 @@ fn files(side: &Side) -> BTreeMap<String, String> {
 }
 
 /// A calibration file's changes, one line per device type whose factors or runs changed:
-/// `calibration of shanghai H100_SXM: gemm 1 → 0.92 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)`.
+/// `calibration of shanghai H100_SXM: gemm 1 → 0.92 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)`,
+/// then one per serving engine whose efficiency or runs changed.
 /// `None` when either side is not a calibration file that parses (then the file is compared as
 /// YAML, or left to the diagnostics).
 fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<String>> {
@@ -124,6 +127,37 @@ fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<S
         lines.push(format!(
             "calibration of {pool} {site} {device}: {} ({basis})",
             moved.join(", ")
+        ));
+    }
+    let engines =
+        |c: &Option<SiteCalibration>| c.as_ref().map(|c| c.serving.clone()).unwrap_or_default();
+    let (before, after) = (engines(&old), engines(&new));
+    let names: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for engine in names {
+        let (was, is) = (before.get(engine), after.get(engine));
+        if was == is {
+            continue;
+        }
+        let efficiency = |e: Option<&EngineCalibration>| e.map_or(1.0, |e| e.efficiency);
+        let (a, b) = (efficiency(was), efficiency(is));
+        let moved = if a == b {
+            "efficiency unchanged".to_string()
+        } else {
+            format!("efficiency {} → {}", number(a), number(b))
+        };
+        let basis = match is {
+            Some(e) => format!(
+                "{} serving run{}, {} to {}, ±{} %",
+                e.runs,
+                if e.runs == 1 { "" } else { "s" },
+                e.first_run,
+                e.last_run,
+                number(e.throughput_uncertainty * 100.0)
+            ),
+            None => "removed: the shipped model again".into(),
+        };
+        lines.push(format!(
+            "serving calibration of {pool} {site} {engine}: {moved} ({basis})"
         ));
     }
     Some(lines)
@@ -266,6 +300,16 @@ mod tests {
             calibration_lines(Some(&CALIBRATION.to_string()), None).unwrap(),
             [
                 "calibration of xirang shanghai H100_SXM: gemm 0.92 → 1 (removed: the shipped model again)"
+            ]
+        );
+        // A serving engine's efficiency, fitted at the site: named with its runs.
+        let serving = format!(
+            "{CALIBRATION}serving:\n  vllm:\n    runs: 3\n    run_ids: [s1, s2, s3]\n    first_run: \"2026-12-01\"\n    last_run: \"2026-12-03\"\n    efficiency: 0.7452\n    throughput_uncertainty: 0.0956\n    median_abs_error_pct: 5.0\n"
+        );
+        assert_eq!(
+            calibration_lines(Some(&CALIBRATION.to_string()), Some(&serving)).unwrap(),
+            [
+                "serving calibration of xirang shanghai vllm: efficiency 1 → 0.7452 (3 serving runs, 2026-12-01 to 2026-12-03, ±9.56 %)"
             ]
         );
         // A pool file is not a calibration: compared leaf by leaf as before.
