@@ -38,6 +38,11 @@ pub struct FittedConstants {
     /// Compute slowed by communication running beside it, as a share of the communication time
     /// it hides: collectives take SMs and memory bandwidth from the kernels they overlap.
     pub overlap_contention: f64,
+    /// Seconds every training step spends outside the modelled kernels and collectives: data
+    /// loading, logging, kernel launches of the optimizer a site's stack adds each step. Zero
+    /// in the shipped model; only a site's calibration (`loam calibrate --fit`, `fixed_s`) sets
+    /// it, and the step functions add it once, in the breakdown's `other`.
+    pub step_overhead_s: f64,
 }
 
 impl FittedConstants {
@@ -45,6 +50,7 @@ impl FittedConstants {
     pub const SHIPPED: FittedConstants = FittedConstants {
         gemm_sustained: 0.84,
         overlap_contention: 0.3,
+        step_overhead_s: 0.0,
     };
 }
 

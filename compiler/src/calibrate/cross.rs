@@ -112,6 +112,7 @@ fn grid_points() -> Vec<FittedConstants> {
             grid(OVERLAP_CONTENTION_GRID).map(move |overlap_contention| FittedConstants {
                 gemm_sustained,
                 overlap_contention,
+                ..FittedConstants::SHIPPED
             })
         })
         .collect()

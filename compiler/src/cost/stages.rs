@@ -629,13 +629,15 @@ impl<'a> Costing<'a> {
             placement.optimizer_whole
         };
         let pp_comm = shape.pp_comm;
-        let step = replay.steady + replay.bubble + pp_comm + data_comm + optimizer;
+        // A site's fixed cost per step (zero in the shipped model), added once.
+        let fixed = self.cluster.fitted.step_overhead_s;
+        let step = replay.steady + replay.bubble + pp_comm + data_comm + optimizer + fixed;
         out.breakdown = StepBreakdown {
             compute: replay.compute,
             tensor_comm: replay.tensor_comm,
             pipeline_bubble: replay.bubble,
             data_comm,
-            other: pp_comm + optimizer,
+            other: pp_comm + optimizer + fixed,
         };
         let tokens_per_s = self.tokens_per_step / step;
         let per_device = tokens_per_s / shape.devices;

@@ -302,3 +302,37 @@ fn zero1_gathers_updated_weights_under_the_next_forward() {
     assert!(data_comm_70b(25.0, 1, 1) < data_comm_70b(25.0, 0, 1));
     assert!(data_comm_70b(3200.0, 1, 1) <= data_comm_70b(3200.0, 0, 1) + 1e-9);
 }
+
+#[test]
+fn a_sites_fixed_step_cost_is_added_once_in_other() {
+    // A calibration's `fixed_s` (here 0.5 s) lengthens the step by exactly 0.5 s, shows in the
+    // breakdown's `other` and nowhere else, and leaves the tokens per step as they were, so the
+    // throughput falls as step / (step + 0.5).
+    let model = llama70b();
+    let layout = Layout {
+        tensor: 8,
+        pipeline: 4,
+        data: 4,
+        recompute: Recompute::Full,
+        sequence_parallel: true,
+        ..Layout::single()
+    };
+    let s = setup(128, Precision::Bf16);
+    let shipped = cluster("H100_SXM", 16, 3200.0);
+    let mut site = shipped.clone();
+    site.fitted.step_overhead_s = 0.5;
+    let a = estimate(&model, &s, &layout, &shipped).unwrap();
+    let b = estimate(&model, &s, &layout, &site).unwrap();
+    assert!((b.step_time_s - a.step_time_s - 0.5).abs() < 1e-9);
+    assert!((b.breakdown.other - a.breakdown.other - 0.5).abs() < 1e-9);
+    assert_eq!(
+        (b.breakdown.compute, b.breakdown.tensor_comm),
+        (a.breakdown.compute, a.breakdown.tensor_comm)
+    );
+    assert_eq!(
+        (b.breakdown.pipeline_bubble, b.breakdown.data_comm),
+        (a.breakdown.pipeline_bubble, a.breakdown.data_comm)
+    );
+    let expect = a.tokens_per_s * a.step_time_s / (a.step_time_s + 0.5);
+    assert!((b.tokens_per_s - expect).abs() < 1e-9 * expect);
+}
