@@ -2,6 +2,8 @@
 //! uncertainty of the plan its job has now (a slow node, a regression of the stack, a plan that
 //! no longer describes what runs). Pure: the caller reads the store and the Plan JSON.
 
+pub mod serving;
+
 use super::store::StoreRow;
 use serde::Serialize;
 
@@ -10,6 +12,12 @@ use serde::Serialize;
 /// median 6 % on the published runs, 14 % of them by more than 20 % (`loam calibrate` on the
 /// shared file, docs/cost-model.md), so a run within 10 % contradicts nothing.
 pub const LEAST_BAND: f64 = 0.10;
+
+/// The band a run is compared with: the plan's stated relative uncertainty, at least
+/// [`LEAST_BAND`]. One rule for training runs and serving runs.
+pub fn band(uncertainty: f64) -> f64 {
+    uncertainty.max(LEAST_BAND)
+}
 
 /// What the plan of a job predicts, as `loam runs check` reads it from a Plan JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +69,7 @@ pub fn compare(rows: &[StoreRow], plans: &[Predicted]) -> Vec<Comparison> {
             }
             let deviation =
                 row.measured_tokens_per_s_per_device / plan.tokens_per_s_per_device - 1.0;
-            let band = plan.uncertainty.max(LEAST_BAND);
+            let band = band(plan.uncertainty);
             let mut differs = Vec::new();
             if plan.device != row.device {
                 differs.push(format!("device {} (plan {})", row.device, plan.device));
