@@ -340,3 +340,115 @@ fn run_cli_job(catalogue: &str, log: &str, dir: &std::path::Path) -> (u8, String
         "2026-12-04",
     )
 }
+
+/// `runs check` compares each stored serving run with the service's plan at the run's load: the
+/// zhongwei vLLM run (`tests/data/runs/zhongwei/vllm-70b-1.json`) passes, the same result edited
+/// to be 30 % slower (throughput × 0.7, medians × 1.3) drifts, exit 1; a run of a service the
+/// plan lacks, or on another device, says so.
+#[test]
+fn runs_check_flags_a_serving_run_slower_than_its_service_s_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let original = bench("zhongwei/vllm-70b-1.json");
+    let (code, err) = ingest(&catalogue, &plan, &original, SERVICE, "2026-12-01");
+    assert_eq!(code, 0, "{err}");
+    let mut slow: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&original).unwrap()).unwrap();
+    for key in [
+        "output_throughput",
+        "request_throughput",
+        "total_token_throughput",
+    ] {
+        if let Some(v) = slow[key].as_f64() {
+            slow[key] = serde_json::json!(v * 0.7);
+        }
+    }
+    for key in [
+        "median_ttft_ms",
+        "median_tpot_ms",
+        "p99_ttft_ms",
+        "p99_tpot_ms",
+    ] {
+        if let Some(v) = slow[key].as_f64() {
+            slow[key] = serde_json::json!(v * 1.3);
+        }
+    }
+    let slow_path = dir.path().join("vllm-70b-slow.json");
+    std::fs::write(&slow_path, slow.to_string()).unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &slow_path.to_string_lossy(),
+        SERVICE,
+        "2026-12-02",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    assert_eq!(code, 1, "{out}{err}");
+    // The plan: 12 H800, 500 tokens/s per device at its busiest hour, TTFT 185 ms and TPOT
+    // 33 ms medians, ±10 %. The run offered 8 requests/s of 198.6 output tokens (stored to one
+    // decimal): 8 × 198.6 / 12 = 132.4 tokens/s per device, below 500, so that is expected.
+    // Measured 1,513.7 / 12 = 126.1 is −4.7 %; the slow copy's 1,059.59 / 12 = 88.3 is −33.3 %.
+    // Its TPOT 21.4 × 1.3 = 27.8 ms is still below 33 × 1.1 = 36.3 ms: the throughput drifts.
+    assert!(
+        out.contains("ok    zhongwei_2026-12-01_vllm-70b-1 (")
+            && out.contains(
+                "measured 126 output tokens/s per device, -4.7 % against 132 (the offered load) of \
+             service `llama31-70b-chat` (± 10 %); median TTFT 51.0 ms against 185.0 ms; median \
+             TPOT 21.4 ms against 33.0 ms\n"
+            ),
+        "{out}"
+    );
+    assert!(
+        out.contains("DRIFT zhongwei_2026-12-02_vllm-70b-slow (")
+            && out.contains("measured 88 output tokens/s per device, -33.3 % against 132"),
+        "{out}"
+    );
+    assert_eq!(out.matches("DRIFT").count(), 1, "{out}");
+    assert!(out.contains("2 run(s) compared"), "{out}");
+    let (_, json, _) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "runs",
+            "check",
+            &plan,
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["drifted"], 1);
+    let deviation = json["serving_runs"][1]["deviation"].as_f64().unwrap();
+    assert!(
+        (deviation - (1059.59 / 12.0 / 132.4 - 1.0)).abs() < 1e-3,
+        "{json}"
+    );
+    // Only the original row, its service renamed: no plan, nothing drifts, exit 0. On another
+    // device: compared, and the difference named.
+    let store = dir.path().join("specs/runs/zhongwei/serving.csv");
+    let text = std::fs::read_to_string(&store).unwrap();
+    let kept: Vec<&str> = text.lines().take(2).collect();
+    let first = kept.join("\n");
+    std::fs::write(
+        &store,
+        first.replace(",llama31-70b-chat,", ",old-chat,") + "\n",
+    )
+    .unwrap();
+    let (code, out, _) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("gone  zhongwei_2026-12-01_vllm-70b-1 (")
+            && out.contains("service `old-chat` has no feasible plan in"),
+        "{out}"
+    );
+    assert!(out.contains("0 run(s) compared"), "{out}");
+    std::fs::write(&store, first.replace(",H800_SXM,", ",H20,") + "\n").unwrap();
+    let (code, out, _) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("the run differs: device H20 (plan H800_SXM)"),
+        "{out}"
+    );
+}
