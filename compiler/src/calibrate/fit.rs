@@ -9,13 +9,18 @@
 //!   clocks, power caps and the stack's kernels;
 //! - `scale_out`: the effective scale-out bandwidth per node (NICs, switch, NCCL tuning);
 //! - `scale_up`: the effective scale-up bandwidth per device (NVLink / xGMI / HCCS as the stack
-//!   drives it).
+//!   drives it);
+//! - `fixed_s`: seconds every step spends outside the modelled kernels and collectives (data
+//!   loading, logging, launch overheads of the site's stack), added to the step
+//!   (`FittedConstants::step_overhead_s`). Additive, not a multiplier: 0.0 is the shipped model.
 //!
 //! Rules, stated: a factor is fitted only when the runs are sensitive to it (halving it moves
 //! some run's prediction by at least [`SENSITIVITY`]), in the order above, and at most one factor
 //! per [`RUNS_PER_FACTOR`] runs (at least one): never more factors than runs. The fit minimises the squared log errors; each fitted factor `f̂` is then shrunk
 //! toward 1.0 (the shipped model) in log space, `f = f̂^(n/(n+k))` with `k` = [`PRIOR_RUNS`]: the
-//! shipped model counts as one run. The throughput uncertainty a plan states is
+//! shipped model counts as one run. The additive `fixed_s` is shrunk toward 0.0 by the same
+//! weight, `f̂ · n/(n+k)`, and counts as sensitive when adding a quarter of its upper bound
+//! ([`fixed_bound`]) moves some run's prediction by [`SENSITIVITY`]: the analogue of halving. The throughput uncertainty a plan states is
 //! `sqrt(s² + (p·k/(n+k))²)`: `s` the spread of the runs around their best fit (standard
 //! deviation of the log errors with `n − factors` degrees of freedom, at least [`RUN_NOISE`]; `p`
 //! when none is left) and `p` the prior's [`PRIOR_UNCERTAINTY`], the share of it the shrinkage
@@ -63,6 +68,26 @@ pub const RUNS_PER_FACTOR: usize = 3;
 const GEMM_BOUNDS: (f64, f64) = (0.33, 1.25);
 const BANDWIDTH_BOUNDS: (f64, f64) = (0.1, 1.5);
 
+/// Physical: the upper bound of `fixed_s` on `rows`, half the shortest measured step (the
+/// lower bound is 0: a site adds time, it cannot take the modelled work away). A fixed cost of
+/// half a step would mean the modelled work is at most the other half: a run like that is
+/// stalled on something the model does not see (a starved data loader, a checkpoint every
+/// step), which `loam runs check` should show rather than a calibration absorb into every plan.
+/// A run's measured step is its predicted step scaled by predicted over measured throughput.
+fn fixed_bound(rows: &[&Prepared]) -> f64 {
+    rows.iter()
+        .filter_map(|r| {
+            let mut cluster = r.cluster.clone();
+            Factors::ONE.apply(&mut cluster);
+            let e = estimate(&r.model, &r.setup, &r.layout, &cluster).ok()?;
+            let step = e.step_time_s * e.tokens_per_s_per_device / r.measured;
+            (step.is_finite() && step > 0.0).then_some(step)
+        })
+        .fold(f64::INFINITY, f64::min)
+        .min(1e6)
+        / 2.0
+}
+
 /// The factors of one site and device; all 1.0 is the shipped model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Factors {
@@ -72,6 +97,8 @@ pub struct Factors {
     pub scale_out: f64,
     /// Multiplies the scale-up bandwidth per device.
     pub scale_up: f64,
+    /// Seconds added to every step (0.0 in the shipped model).
+    pub fixed_s: f64,
 }
 
 impl Factors {
@@ -80,6 +107,7 @@ impl Factors {
         gemm: 1.0,
         scale_out: 1.0,
         scale_up: 1.0,
+        fixed_s: 0.0,
     };
 
     /// `cluster` with these factors applied: the one place a calibration changes what the cost
@@ -89,13 +117,15 @@ impl Factors {
             .min(1.0_f64.max(cluster.fitted.gemm_sustained));
         cluster.node_network_bandwidth *= self.scale_out;
         cluster.device.scale_up_bandwidth *= self.scale_up;
+        cluster.fitted.step_overhead_s += self.fixed_s;
     }
 
     fn get(&self, i: usize) -> f64 {
         match i {
             0 => self.gemm,
             1 => self.scale_out,
-            _ => self.scale_up,
+            2 => self.scale_up,
+            _ => self.fixed_s,
         }
     }
 
@@ -103,13 +133,17 @@ impl Factors {
         match i {
             0 => self.gemm = value,
             1 => self.scale_out = value,
-            _ => self.scale_up = value,
+            2 => self.scale_up = value,
+            _ => self.fixed_s = value,
         }
     }
 }
 
 /// The names of the factors, in fitting order.
-pub const FACTOR_NAMES: [&str; 3] = ["gemm", "scale_out", "scale_up"];
+pub const FACTOR_NAMES: [&str; 4] = ["gemm", "scale_out", "scale_up", "fixed_s"];
+
+/// The index of the additive factor in [`FACTOR_NAMES`].
+const FIXED: usize = 3;
 
 /// The result of one fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,13 +187,21 @@ fn sum_squares(values: &[f64]) -> f64 {
 pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
     let n = rows.len();
     let most = (n / RUNS_PER_FACTOR).max(1).min(n);
+    let fixed_max = fixed_bound(rows);
     let mut chosen: Vec<usize> = Vec::new();
     for i in 0..FACTOR_NAMES.len() {
         if chosen.len() >= most {
             break;
         }
         let mut halved = Factors::ONE;
-        halved.set(i, 0.5);
+        if i == FIXED {
+            if !(fixed_max.is_finite() && fixed_max > 0.0) {
+                continue;
+            }
+            halved.set(i, fixed_max / 4.0);
+        } else {
+            halved.set(i, 0.5);
+        }
         let sensitive =
             rows.iter()
                 .any(|r| match (predict(r, &Factors::ONE), predict(r, &halved)) {
@@ -171,10 +213,23 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
         }
     }
     let mut best = Factors::ONE;
-    // Coordinate descent, each coordinate by golden-section search on the log of the factor;
-    // four sweeps settle three factors to well under a per-cent.
-    for _ in 0..4 {
+    // Coordinate descent, each coordinate by golden-section search on the log of the factor
+    // (on the seconds themselves for `fixed_s`); four sweeps settle three multipliers to well
+    // under a per-cent. The fixed cost trades against the GEMM factor (both lengthen every
+    // step), so with it the sweeps go on until a sweep moves no factor by 1e-4, at most 64.
+    let sweeps = if chosen.contains(&FIXED) { 64 } else { 4 };
+    for _ in 0..sweeps {
+        let before = best;
         for &i in &chosen {
+            if i == FIXED {
+                let objective = |value: f64| {
+                    let mut trial = best;
+                    trial.set(i, value);
+                    sum_squares(&log_errors(rows, &trial))
+                };
+                best.set(i, golden(objective, 0.0, fixed_max));
+                continue;
+            }
             let bounds = if i == 0 {
                 GEMM_BOUNDS
             } else {
@@ -190,10 +245,19 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
                 libm::exp(golden(objective, libm::log(bounds.0), libm::log(bounds.1))),
             );
         }
+        let moved = (0..FACTOR_NAMES.len()).any(|i| (best.get(i) - before.get(i)).abs() > 1e-4);
+        if !moved {
+            break;
+        }
     }
     let mut shrunk = Factors::ONE;
     for &i in &chosen {
-        shrunk.set(i, shrink(best.get(i), n));
+        let value = if i == FIXED {
+            shrink_additive(best.get(i), n)
+        } else {
+            shrink(best.get(i), n)
+        };
+        shrunk.set(i, value);
     }
     let residuals = log_errors(rows, &shrunk);
     let abs: Vec<f64> = residuals
@@ -216,6 +280,12 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
 /// `k` = [`PRIOR_RUNS`]: the one shrinkage rule of training and serving factors.
 pub(crate) fn shrink(factor: f64, n: usize) -> f64 {
     libm::pow(factor, n as f64 / (n as f64 + PRIOR_RUNS))
+}
+
+/// An additive factor fitted on `n` runs shrunk toward 0.0 (the shipped model) by the weight
+/// of [`shrink`]: `f · n/(n+k)`.
+pub(crate) fn shrink_additive(value: f64, n: usize) -> f64 {
+    value * n as f64 / (n as f64 + PRIOR_RUNS)
 }
 
 /// The relative uncertainty of a fit of `factors` factors whose runs' log errors at the best

@@ -68,6 +68,9 @@ pub struct DeviceCalibration {
     pub scale_out: f64,
     /// Multiplies the scale-up bandwidth per device.
     pub scale_up: f64,
+    /// Seconds added to every step; written only when fitted, 0.0 when absent.
+    #[serde(default)]
+    pub fixed_s: f64,
     /// The relative throughput uncertainty a plan states here.
     pub throughput_uncertainty: f64,
     /// Median `|error|` of the fitted factors on the runs, in percent.
@@ -81,6 +84,7 @@ impl DeviceCalibration {
             gemm: self.gemm,
             scale_out: self.scale_out,
             scale_up: self.scale_up,
+            fixed_s: self.fixed_s,
         }
     }
 }
@@ -100,6 +104,9 @@ struct RawFile {
 /// Physical: a factor outside these bounds is not a calibration but a broken run or a typo (the
 /// fit's own bounds are narrower, `fit.rs`).
 const FACTOR_RANGE: (f64, f64) = (0.05, 5.0);
+
+/// Physical: the most seconds a calibration may add to a step, an hour.
+const FIXED_S_MAX: f64 = 3600.0;
 
 /// Reads a calibration file; the error says what is wrong. Pools, sites and devices are checked
 /// against the catalogue by the loader.
@@ -129,6 +136,14 @@ pub fn parse(text: &str) -> Result<SiteCalibration, String> {
                     FACTOR_RANGE.0, FACTOR_RANGE.1
                 ));
             }
+        }
+        // Physical: a site adds time to a step, it cannot remove the modelled work; an hour per
+        // step is a broken run, not a calibration (the fit keeps it under half a measured step).
+        if !(d.fixed_s >= 0.0 && d.fixed_s <= FIXED_S_MAX) {
+            return Err(format!(
+                "{device}: `fixed_s` is {}, expected seconds per step between 0 and {FIXED_S_MAX}",
+                d.fixed_s
+            ));
         }
         if !(d.throughput_uncertainty > 0.0 && d.throughput_uncertainty <= 1.0) {
             return Err(format!(
@@ -172,6 +187,9 @@ pub fn to_yaml(calibration: &SiteCalibration) -> String {
         let _ = writeln!(out, "    gemm: {:.4}", d.gemm);
         let _ = writeln!(out, "    scale_out: {:.4}", d.scale_out);
         let _ = writeln!(out, "    scale_up: {:.4}", d.scale_up);
+        if d.fixed_s != 0.0 {
+            let _ = writeln!(out, "    fixed_s: {:.4}", d.fixed_s);
+        }
         let _ = writeln!(
             out,
             "    throughput_uncertainty: {:.4}",
@@ -295,6 +313,7 @@ pub fn fit_store(
                     gemm: round4(result.factors.gemm),
                     scale_out: round4(result.factors.scale_out),
                     scale_up: round4(result.factors.scale_up),
+                    fixed_s: round4(result.factors.fixed_s),
                     throughput_uncertainty: round4(result.uncertainty),
                     median_abs_error_pct: (result.median_abs_error_pct * 100.0).round() / 100.0,
                 },
@@ -401,11 +420,16 @@ pub(crate) fn attach(
     let calibration = match parse(text) {
         Ok(c) => c,
         Err(message) => {
+            // At the line of the value the message names (`fixed_s` is -1 …), else the first.
+            let field = message
+                .split('`')
+                .nth(1)
+                .map_or(String::new(), |name| format!("{name}:"));
             diags.push(
                 Diagnostic::error(
                     codes::INVALID_YAML,
                     format!("{path}: not a site calibration: {message}"),
-                    at(""),
+                    at(&field),
                     "this file",
                 )
                 .with_help(help),

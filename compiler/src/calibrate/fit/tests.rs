@@ -198,3 +198,48 @@ fn few_shot_recovers_most_of_a_site_slower_than_its_datasheet() {
         "few-shot {few_shot:.1}% vs {left_out:.1}%"
     );
 }
+
+#[test]
+fn runs_with_a_constant_fixed_cost_per_step_give_it_back_shrunk() {
+    // Twelve runs "measured" as the model predicts them with 0.5 s more per step (a data
+    // loader the site adds to every step). No family of the shared file has twelve costed runs,
+    // so these are its first twelve rows, each on its own cluster figures (the fit only reads
+    // each row's figures). Twelve runs allow four factors (one per three runs); the fit finds
+    // the multipliers at 1.0 and f̂ = 0.5 s, and shrinks the additive factor toward 0 with the
+    // weight of the multipliers, n = 12, k = 1: 0.5 · 12/13 = 0.4615 s.
+    let truth = Factors {
+        fixed_s: 0.5,
+        ..Factors::ONE
+    };
+    let runs: Vec<Prepared> = prepared()
+        .into_iter()
+        .filter(|r| predict(r, &truth).is_some())
+        .take(12)
+        .map(|mut r| {
+            r.measured = predict(&r, &truth).unwrap();
+            r
+        })
+        .collect();
+    let refs: Vec<&Prepared> = runs.iter().collect();
+    let fit = fit(&refs);
+    println!("{fit:?}");
+    assert_eq!(fit.runs, 12);
+    assert!(fit.fitted.contains(&"fixed_s"), "{fit:?}");
+    assert!((fit.factors.fixed_s - 0.4615).abs() < 0.01, "{fit:?}");
+    assert!((fit.factors.gemm - 1.0).abs() < 0.01, "{fit:?}");
+    // The shipped model's runs give no fixed cost back.
+    let plain: Vec<Prepared> = runs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.measured = predict(&r, &Factors::ONE).unwrap();
+            r
+        })
+        .collect();
+    let refs: Vec<&Prepared> = plain.iter().collect();
+    assert!(fit_of(&refs).factors.fixed_s < 0.005);
+}
+
+fn fit_of(rows: &[&Prepared]) -> Fit {
+    fit(rows)
+}

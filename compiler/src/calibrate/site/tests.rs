@@ -155,6 +155,36 @@ fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
         .replace("MI300X", "H100_SXM")
         .replace("gemm: 0.9", "gemm: 40");
     assert!(parse(&absurd).unwrap_err().contains("`gemm` is 40"));
+    // A fixed cost per step reads back as written; a negative or non-finite one is an error at
+    // its line.
+    let site = bad.replace("MI300X", "H100_SXM");
+    let fixed = site.replace("scale_up: 1.0\n", "scale_up: 1.0\n    fixed_s: 0.25\n");
+    let read = parse(&fixed).unwrap();
+    assert_eq!(read.devices["H100_SXM"].fixed_s, 0.25);
+    assert_eq!(read.devices["H100_SXM"].factors().fixed_s, 0.25);
+    assert!(to_yaml(&read).contains("    fixed_s: 0.2500\n"));
+    assert_eq!(parse(&site).unwrap().devices["H100_SXM"].fixed_s, 0.0);
+    assert!(!to_yaml(&parse(&site).unwrap()).contains("fixed_s"));
+    for value in ["-0.5", ".nan", ".inf"] {
+        let broken = fixed.replace("fixed_s: 0.25", &format!("fixed_s: {value}"));
+        let mut diags = Vec::new();
+        attach(
+            &mut builtin(),
+            loam_ir::span::FileId(7),
+            "specs/calibration/x.yaml",
+            &broken,
+            &mut diags,
+        );
+        assert_eq!(diags.len(), 1, "{value}");
+        assert_eq!(diags[0].code, crate::catalogue::codes::INVALID_YAML);
+        assert!(
+            diags[0].message.contains("`fixed_s`"),
+            "{}",
+            diags[0].message
+        );
+        let start = u32::try_from(broken.find("    fixed_s:").unwrap() + 4).unwrap();
+        assert_eq!(diags[0].span.unwrap().start, start, "{value}");
+    }
 }
 
 /// A site calibration with one vLLM efficiency and no device factors.
