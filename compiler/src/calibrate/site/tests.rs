@@ -165,6 +165,27 @@ fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
     assert!(to_yaml(&read).contains("    fixed_s: 0.2500\n"));
     assert_eq!(parse(&site).unwrap().devices["H100_SXM"].fixed_s, 0.0);
     assert!(!to_yaml(&parse(&site).unwrap()).contains("fixed_s"));
+    // Attached, the site's H100 groups carry it into the figures every plan there is costed on.
+    let mut calibrated = builtin();
+    let mut diags = Vec::new();
+    attach(
+        &mut calibrated,
+        loam_ir::span::FileId(7),
+        "specs/calibration/x.yaml",
+        &fixed,
+        &mut diags,
+    );
+    assert!(diags.is_empty(), "{diags:#?}");
+    let (sh, group) = calibrated.pools["xirang"].node_group("sh-h100-a").unwrap();
+    let h100 = calibrated.device("H100_SXM").unwrap();
+    assert_eq!(group.cluster_figures(h100, sh).fitted.step_overhead_s, 0.25);
+    assert_eq!(
+        group
+            .cluster_figures_uncalibrated(h100, sh)
+            .fitted
+            .step_overhead_s,
+        0.0
+    );
     for value in ["-0.5", ".nan", ".inf"] {
         let broken = fixed.replace("fixed_s: 0.25", &format!("fixed_s: {value}"));
         let mut diags = Vec::new();
