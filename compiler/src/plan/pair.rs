@@ -382,7 +382,7 @@ pub(crate) fn fill_pair_pipeline(
             tensor_comm: round(p.micro_batches * tensor),
             pipeline_bubble: round((slots - p.micro_batches) * p.bottleneck_s),
             data_comm: round(p.data_comm_s),
-            other: round(p.optimizer_s),
+            other: round(p.optimizer_s + p.fixed_s),
         },
     };
     plan.estimate = Some(pair_estimate(

@@ -147,6 +147,8 @@ pub struct PipelinePlan {
     pub data_comm_s: f64,
     /// Optimizer step (the slowest stage's).
     pub optimizer_s: f64,
+    /// The sites' fixed seconds per step (the larger of the two groups'; 0 uncalibrated).
+    pub fixed_s: f64,
     /// Seconds to train on every token.
     pub train_time_s: f64,
     /// Bytes sent over the WAN per step (0 on one site).

@@ -67,6 +67,8 @@ pub(super) struct Side<'a> {
 
 /// What a stage on one group costs per parameter it holds, in one configuration.
 pub(super) struct PerSide {
+    /// The site's fixed seconds per step (`FittedConstants::step_overhead_s`, 0 uncalibrated).
+    fixed: f64,
     /// Gradient all-reduce over the data-parallel ranks (stride `tensor`), seconds per parameter.
     reduce_per_param: f64,
     /// Optimizer step, seconds per parameter.
@@ -138,6 +140,7 @@ impl PerSide {
             * elt
             / t;
         PerSide {
+            fixed: c.fitted.step_overhead_s,
             reduce_per_param,
             contention: c.fitted.overlap_contention,
             optimizer_per_param: optimizer_seconds_per_param(
@@ -571,12 +574,14 @@ pub(super) fn cost_shape(
     cuts: Option<&[usize]>,
 ) -> Option<PipelinePlan> {
     let stager = stager(spec, costing, shape);
+    // Each group's site adds its fixed seconds to every step, both at once: the larger counts.
+    let fixed = stager.per_side.iter().map(|p| p.fixed).fold(0.0, f64::max);
     let cuts = match cuts {
         None => {
             let per_pace = stager.slots * costing.steps;
             let cap = match costing.beats {
                 Some(beats) => {
-                    let useful = |pace: f64| beats(pace * per_pace);
+                    let useful = |pace: f64| beats(pace * per_pace + fixed * costing.steps);
                     let from = stager.least_slowest_if(useful)?;
                     useful_pace(from, useful)
                 }
@@ -614,7 +619,8 @@ pub(super) fn cost_shape(
             memory: cost.memory,
         })
         .collect();
-    let (step_time_s, pacing) = step_seconds(slots, &times)?;
+    let (paced_s, pacing) = step_seconds(slots, &times)?;
+    let step_time_s = paced_s + fixed;
     let slowest = times.get(pacing)?;
     let (bottleneck, data_comm, optimizer) = (slowest.seconds, slowest.reduce, slowest.optimizer);
     Some(PipelinePlan {
@@ -625,6 +631,7 @@ pub(super) fn cost_shape(
         bottleneck_s: bottleneck,
         data_comm_s: data_comm,
         optimizer_s: optimizer,
+        fixed_s: fixed,
         train_time_s: steps * step_time_s,
         wan_bytes_per_step: stager.wan_bytes_per_step,
     })

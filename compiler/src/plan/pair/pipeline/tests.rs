@@ -182,6 +182,34 @@ fn the_partitions_bound_answers_early_as_the_whole_bisection_would() {
 }
 
 #[test]
+fn a_sites_fixed_step_cost_lengthens_every_pipeline_step_once() {
+    // The steady group's site adds 0.5 s to every step (a calibration's `fixed_s`), the fast
+    // group's 0.2 s: both run at once, so each plan's step grows by the larger, 0.5 s, and its
+    // training time by 0.5 s per step; ranked by time, the same plans come out in the same order
+    // (the same constant is added to each).
+    let model = small_model(24);
+    let graph = op_graph(&model, &[]);
+    let setup = setup(256, Precision::Bf16);
+    let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+    let (mut a_site, mut b_site) = (a.clone(), b.clone());
+    a_site.fitted.step_overhead_s = 0.2;
+    b_site.fitted.step_overhead_s = 0.5;
+    let shipped = pair_spec(&model, &setup, &graph, [&a, &b], true);
+    let calibrated = pair_spec(&model, &setup, &graph, [&a_site, &b_site], true);
+    let plans = |spec| search_pipelines(spec, &by_time, f64::INFINITY, 1.0, &unbounded());
+    let (before, after) = (plans(&shipped), plans(&calibrated));
+    assert!(!before.is_empty());
+    assert_eq!(before.len(), after.len());
+    for ((_, x), (_, y)) in before.iter().zip(&after) {
+        assert_eq!((&x.shape, &x.stages), (&y.shape, &y.stages));
+        assert!((y.step_time_s - x.step_time_s - 0.5).abs() < 1e-9);
+        assert_eq!(y.fixed_s, 0.5);
+        let steps = x.train_time_s / x.step_time_s;
+        assert!((y.train_time_s - steps * y.step_time_s).abs() < 1e-6 * y.train_time_s);
+    }
+}
+
+#[test]
 fn a_search_that_reaches_its_budget_stops_with_what_it_found() {
     let model = small_model(24);
     let graph = op_graph(&model, &[]);
