@@ -94,8 +94,10 @@ fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<S
         if was == is {
             continue;
         }
-        let factor =
-            |d: Option<&DeviceCalibration>, f: fn(&DeviceCalibration) -> f64| d.map_or(1.0, f);
+        // The multipliers are 1 and the fixed seconds per step 0 in the shipped model.
+        let factor = |d: Option<&DeviceCalibration>, f: fn(&DeviceCalibration) -> f64, shipped| {
+            d.map_or(shipped, f)
+        };
         let mut moved: Vec<String> = [
             (
                 "gemm",
@@ -105,9 +107,16 @@ fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<S
             ("scale-up", |d: &DeviceCalibration| d.scale_up),
         ]
         .into_iter()
-        .filter_map(|(label, f)| {
-            let (a, b) = (factor(was, f), factor(is, f));
-            (a != b).then(|| format!("{label} {} → {}", number(a), number(b)))
+        .map(|(label, f)| (label, f, 1.0, ""))
+        .chain([(
+            "fixed",
+            (|d: &DeviceCalibration| d.fixed_s) as fn(&DeviceCalibration) -> f64,
+            0.0,
+            " s per step",
+        )])
+        .filter_map(|(label, f, shipped, unit)| {
+            let (a, b) = (factor(was, f, shipped), factor(is, f, shipped));
+            (a != b).then(|| format!("{label} {} → {}{unit}", number(a), number(b)))
         })
         .collect();
         if moved.is_empty() {
@@ -300,6 +309,17 @@ mod tests {
             calibration_lines(Some(&CALIBRATION.to_string()), None).unwrap(),
             [
                 "calibration of xirang shanghai H100_SXM: gemm 0.92 → 1 (removed: the shipped model again)"
+            ]
+        );
+        // A fixed cost per step, fitted beside the GEMM factor: named in seconds.
+        let fixed = CALIBRATION.replace(
+            "scale_up: 1.0000\n",
+            "scale_up: 1.0000\n    fixed_s: 0.4615\n",
+        );
+        assert_eq!(
+            calibration_lines(Some(&CALIBRATION.to_string()), Some(&fixed)).unwrap(),
+            [
+                "calibration of xirang shanghai H100_SXM: fixed 0 → 0.4615 s per step (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)"
             ]
         );
         // A serving engine's efficiency, fitted at the site: named with its runs.
