@@ -45,18 +45,7 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
     let site = text(group.get("site"));
     let device = text(group.get("device"));
     let node_group = text(group.get("node_group"));
-    for (what, value) in [("site", &site), ("pool", &pool)] {
-        if value.is_empty()
-            || !value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(format!(
-                "the plan's {what} `{}` is not a name the store can be a folder of",
-                value.escape_debug()
-            ));
-        }
-    }
+    folder_names(&site, &pool)?;
     let devices = group
         .get("devices")
         .and_then(Value::as_u64)
@@ -160,6 +149,24 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
         throughput_uncertainty: uncertainty,
         source: format!("runs store: {}", measured.tool),
     })
+}
+
+/// The plan's site and pool become folder names of the store: plain names only (no path
+/// separator, dot or control character reaches a path).
+pub fn folder_names(site: &str, pool: &str) -> Result<(), String> {
+    for (what, value) in [("site", site), ("pool", pool)] {
+        if value.is_empty()
+            || !value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "the plan's {what} `{}` is not a name the store can be a folder of",
+                value.escape_debug()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Appends training `rows` (each already checked) to the site's store file,

@@ -40,18 +40,7 @@ pub fn row(
         );
     }
     let pool = text(plan.get("pool"));
-    for (what, value) in [("site", &site), ("pool", &pool)] {
-        if value.is_empty()
-            || !value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(format!(
-                "the plan's {what} `{}` is not a name the store can be a folder of",
-                value.escape_debug()
-            ));
-        }
-    }
+    super::append::folder_names(&site, &pool)?;
     let count = |v: Option<&Value>| {
         v.and_then(Value::as_u64)
             .and_then(|d| u32::try_from(d).ok())
