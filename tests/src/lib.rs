@@ -152,6 +152,18 @@ pub fn repo_root() -> std::path::PathBuf {
         .unwrap_or_default()
 }
 
+/// Copies the shipped catalogue's `devices/` and `pools/` into `dir` (a catalogue folder a
+/// test may change or add to).
+pub fn copy_shipped_catalogue(dir: &std::path::Path) {
+    for sub in ["devices", "pools"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for entry in std::fs::read_dir(repo_root().join("specs").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(sub).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
 /// The backends' options with the shipped catalogue's vendor facts, loaded once: what the emit
 /// tests render with unless they say otherwise.
 pub fn shipped_options() -> loam_backends::Options {

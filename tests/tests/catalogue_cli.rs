@@ -2,7 +2,6 @@
 //! and `loam check` running the checks of jobs against the catalogue.
 
 use loam_tests::{repo_root, run_cli};
-use std::path::Path;
 
 fn case(name: &str) -> String {
     repo_root()
@@ -10,17 +9,6 @@ fn case(name: &str) -> String {
         .join(name)
         .to_string_lossy()
         .into_owned()
-}
-
-/// Copies the shipped catalogue into `dir` (devices and pools only).
-fn copy_specs(dir: &Path) {
-    for sub in ["devices", "pools"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-        for entry in std::fs::read_dir(repo_root().join("specs").join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, dir.join(sub).join(path.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -135,7 +123,7 @@ fn a_405b_model_on_8_l40s_is_rejected_with_both_memory_figures() {
 #[test]
 fn catalogue_dir_replaces_the_built_in_one() {
     let dir = tempfile::tempdir().unwrap();
-    copy_specs(dir.path());
+    loam_tests::copy_shipped_catalogue(dir.path());
     let pool = dir.path().join("pools/xirang.yaml");
     let text = std::fs::read_to_string(&pool).unwrap();
     std::fs::write(&pool, text.replace("- name: nlp\n", "- name: nlp2\n")).unwrap();
@@ -159,7 +147,7 @@ fn catalogue_dir_replaces_the_built_in_one() {
 #[test]
 fn a_broken_catalogue_shows_its_yaml_line_and_nothing_else_runs() {
     let dir = tempfile::tempdir().unwrap();
-    copy_specs(dir.path());
+    loam_tests::copy_shipped_catalogue(dir.path());
     let device = dir.path().join("devices/L40S.yaml");
     let text = std::fs::read_to_string(&device).unwrap();
     std::fs::write(&device, text.replace("memory: 48GB", "memory: 48GHz")).unwrap();

@@ -117,13 +117,7 @@ fn an_unreadable_log_fails_the_command_and_prints_no_row() {
 /// Plan JSON of the Llama 3 70B example planned against it, in `dir/plan.json`.
 fn catalogue_and_plan(dir: &std::path::Path) -> (String, String) {
     let specs = dir.join("specs");
-    for sub in ["devices", "pools"] {
-        std::fs::create_dir_all(specs.join(sub)).unwrap();
-        for entry in std::fs::read_dir(repo_root().join("specs").join(sub)).unwrap() {
-            let path = entry.unwrap().path();
-            std::fs::copy(&path, specs.join(sub).join(path.file_name().unwrap())).unwrap();
-        }
-    }
+    loam_tests::copy_shipped_catalogue(&specs);
     let catalogue = specs.to_string_lossy().into_owned();
     let spec = repo_root().join("examples/llama3-70b-pretrain.loam");
     let (code, out, err) = run_cli(
