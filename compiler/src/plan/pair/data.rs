@@ -148,31 +148,17 @@ struct ShareSearch<'i, 'p, 'a> {
 }
 
 impl ShareSearch<'_, '_, '_> {
-    fn best(&mut self, option: usize, sequences: u32, max_devices: u64) -> &[Candidate] {
-        let (input, keep, limits) = (self.input, self.keep, self.limits);
-        let key = (option, sequences, max_devices);
-        if !self.found.contains_key(&key) {
-            let mut wanted = self.pair_caps.get(&option).cloned().unwrap_or_default();
-            if !wanted.contains(&max_devices) {
-                wanted.push(max_devices);
-            }
-            let layouts = group_layouts(
-                &GroupInputs::of(input),
-                option,
-                sequences,
-                &wanted,
-                keep,
-                limits,
-            );
-            for (cap, kept) in wanted.into_iter().zip(layouts) {
-                self.found.entry((option, sequences, cap)).or_insert(kept);
-            }
-        }
-        self.found.get(&key).map_or(&[], Vec::as_slice)
+    /// The layouts worth pairing of group `option` on `sequences` under a pair's device cap
+    /// `max_devices`: [`ShareSearch::prefetch`] ran every search the pairs ask for.
+    fn best(&self, option: usize, sequences: u32, max_devices: u64) -> &[Candidate] {
+        let found = self.found.get(&(option, sequences, max_devices));
+        debug_assert!(
+            found.is_some(),
+            "a share searched before the pairs were costed"
+        );
+        found.map_or(&[], Vec::as_slice)
     }
-}
 
-impl ShareSearch<'_, '_, '_> {
     /// Runs the searches of every (option, sequences) in `wanted` not yet found, on up to
     /// `threads` threads: each is a pure function of its key, and the results are stored in
     /// key order, so the plan is the same on any number of threads.
@@ -429,12 +415,11 @@ fn search_splits<'a>(
         let mut kept: Vec<PairData<'a>> = Vec::new();
         let cap = link.max_devices;
         let cost_share =
-            |first: u32, searches: &mut ShareSearch<'_, '_, 'a>, kept: &mut Vec<PairData<'a>>| {
+            |first: u32, searches: &ShareSearch<'_, '_, 'a>, kept: &mut Vec<PairData<'a>>| {
                 let second = batch - first;
-                let ra = searches.best(a, first, cap).to_vec();
-                let rb = searches.best(b, second, cap).to_vec();
-                for x in &ra {
-                    for y in &rb {
+                let (ra, rb) = (searches.best(a, first, cap), searches.best(b, second, cap));
+                for x in ra {
+                    for y in rb {
                         let devices = [x.devices, y.devices];
                         if x.devices + y.devices > cap {
                             continue;
@@ -461,7 +446,7 @@ fn search_splits<'a>(
                 }
             };
         for &first in &grid {
-            cost_share(first, &mut searches, &mut kept);
+            cost_share(first, &searches, &mut kept);
         }
         found.append(&mut kept);
     }
