@@ -24,6 +24,7 @@ pub(crate) use network::{
     Collective, Group, collective_time, p2p_time, scale_up_devices, uplink_slowdown,
 };
 use serde::Serialize;
+pub use stages::StageSeconds;
 pub(crate) use stages::{Costing, StageCache};
 
 /// The cost model's fitted constants: the only numbers set by matching published runs
@@ -232,6 +233,23 @@ pub fn estimate(
     Ok(estimate)
 }
 
+/// What one pipeline rank (one model chunk when interleaved) of `layout` spends on one
+/// micro-batch when it holds `blocks` blocks, the embedding when `embedding` and the head when
+/// `head`: the sum [`estimate`] paces the step with, the forward pass and the collectives apart,
+/// and the send to the next stage. The Plan IR's stage times come from here.
+pub fn stage_seconds(
+    model: &ModelDims,
+    setup: &TrainSetup,
+    layout: &Layout,
+    cluster: &ClusterFigures,
+    blocks: u64,
+    embedding: bool,
+    head: bool,
+) -> Result<StageSeconds, CostError> {
+    let costing = Costing::new(model, setup, cluster)?;
+    Ok(costing.stage(layout, blocks as f64, embedding, head))
+}
+
 /// Bytes a layout may use on `device`: its memory less what a training process holds besides
 /// its tensors ([`reserved_memory`]). The one place that says what a layout may use: the search,
 /// the pair plans, the checker's fit, slices and calibration all compare with it.
@@ -255,6 +273,8 @@ pub fn reserved_memory(device: &DeviceFigures) -> f64 {
     CUDA_CONTEXT_BYTES + nccl + ALLOCATOR_FRAGMENTATION * device.memory_bytes
 }
 
+#[cfg(test)]
+mod stage_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

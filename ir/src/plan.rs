@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.12";
+pub const FORMAT_VERSION: &str = "1.13";
 
 pub mod json;
 mod nodes;
@@ -307,13 +307,18 @@ pub struct StageIr {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recompute: Option<Recompute>,
     /// Seconds the stage spends on one micro-batch, forward and backward, its tensor-parallel
-    /// collectives and the send to the next stage included, in heterogeneous plans (stages of
-    /// one type are equal otherwise). Format 1.9.
+    /// collectives and the send to the next stage included. Format 1.9 in heterogeneous plans,
+    /// 1.13 in every plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub micro_batch_s: Option<f64>,
-    /// Of `micro_batch_s`, the tensor-parallel collectives. Format 1.9.
+    /// Of `micro_batch_s`, the tensor-parallel collectives. Format 1.9 in heterogeneous plans,
+    /// 1.13 in every plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_comm_s: Option<f64>,
+    /// Of `micro_batch_s`, the forward pass: its compute, its collectives and the send of its
+    /// activations (the rest is the backward, with any recomputation). Format 1.13.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_s: Option<f64>,
 }
 
 /// Predicted performance, cost and footprint (contract field `estimate`).

@@ -265,7 +265,7 @@ fn kind_time(
 
 /// The output head of one micro-batch on one device: the logits GEMM and the softmax
 /// cross-entropy loss over its fp32 logits. The homogeneous model times it whole on the last
-/// pipeline stage ([`head_time`]); the operator graph times the two as ops of their own.
+/// pipeline stage (`Costing::kernel`); the operator graph times the two as ops of their own.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct HeadTime {
     /// Forward seconds of the `tokens × hidden · hidden × vocab/t` logits GEMM.
@@ -309,11 +309,4 @@ impl HeadTime {
 /// to its embedding op.
 pub(crate) fn embedding_time(model: &ModelDims, tokens: f64, elt: f64, rates: &Rates) -> f64 {
     3.0 * tokens * f64::from(model.hidden) * elt / rates.memory_bandwidth
-}
-
-/// Seconds of the output head (logits GEMM, forward and backward, and the loss) for one
-/// micro-batch on the last pipeline stage.
-pub(crate) fn head_time(model: &ModelDims, layout: &Layout, rates: &Rates) -> f64 {
-    let tokens = layout.micro_batch_tokens(model.seq_len);
-    HeadTime::new(model, tokens, layout.tensor, rates).total()
 }

@@ -11,8 +11,8 @@ use super::compute::{HeadTime, Rates, block_time, embedding_time};
 use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::workload::{
-    Layout, ModelDims, OpGraph, OpKind, TrainSetup, activation_bytes_per_layer, forward_flops,
-    logits_bytes, tp_buffer,
+    FULL_REPLAY_TP_COLLECTIVES, Layout, ModelDims, OpGraph, OpKind, TrainSetup,
+    activation_bytes_per_layer, forward_flops, logits_bytes, tp_buffer, tp_per_layer,
 };
 use loam_ir::types::{Precision, Recompute};
 
@@ -23,6 +23,8 @@ pub struct OpCost {
     pub seconds: f64,
     /// Backward seconds alone (the window gradient reduction hides under).
     pub backward: f64,
+    /// Forward seconds alone, with the forward's tensor-parallel collectives.
+    pub forward: f64,
     /// Of `seconds`, the exposed tensor-parallel collectives.
     pub tensor_comm: f64,
     /// Activation bytes stashed for the backward pass.
@@ -35,6 +37,7 @@ pub struct OpCost {
 const UNHOSTABLE: OpCost = OpCost {
     seconds: f64::INFINITY,
     backward: f64::INFINITY,
+    forward: f64::INFINITY,
     tensor_comm: 0.0,
     stash_bytes: 0.0,
     hostable: false,
@@ -102,8 +105,11 @@ pub(crate) fn op_costs_of_layout(
         let block = block_time(model, &layout, &rates, setup.flash_attention);
         let buffer = tp_buffer(model, &layout, precision);
         let tp = tensor_comm_per_layer(&layout, model.layers, buffer, cluster);
+        // The forward runs two of a block's collectives (after the attention and the MLP),
+        // the ones a full replay repeats.
+        let tp_forward = tp * FULL_REPLAY_TP_COLLECTIVES / tp_per_layer(&layout, model.layers);
         let stash = activation_bytes_per_layer(model, &layout, precision, layout.recompute);
-        Some((block, tp, stash, rates))
+        Some((block, tp, tp_forward, stash, rates))
     };
     let forward = forward_flops(model);
     let attention_flops = forward.attention();
@@ -120,13 +126,13 @@ pub(crate) fn op_costs_of_layout(
                 return UNHOSTABLE;
             }
             let block = if op.sensitive { careful } else { plain };
-            let Some((block, tp, stash, rates)) = block else {
+            let Some((block, tp, tp_forward, stash, rates)) = block else {
                 return UNHOSTABLE;
             };
             let elt = precision.bytes();
             let bw = rates.memory_bandwidth;
             let mut tensor_comm = 0.0;
-            let (seconds, backward, stash_bytes) = match op.kind {
+            let (seconds, backward, forward, stash_bytes) = match op.kind {
                 OpKind::Attention | OpKind::Mlp => {
                     let share = if op.kind == OpKind::Attention {
                         attention_share
@@ -141,31 +147,43 @@ pub(crate) fn op_costs_of_layout(
                     };
                     tensor_comm = tp / 2.0;
                     let seconds = (block.forward + block.backward) * share + replay + tensor_comm;
-                    (seconds, block.backward * share, stash / 2.0)
+                    let forward = block.forward * share + tp_forward / 2.0;
+                    (seconds, block.backward * share, forward, stash / 2.0)
                 }
                 // A gather forward and a scatter-add backward of one row per token.
                 OpKind::Embedding => {
                     let s = embedding_time(model, tokens, elt, &rates);
-                    (s, 2.0 * s / 3.0, 0.0)
+                    (s, 2.0 * s / 3.0, s / 3.0, 0.0)
                 }
                 // Read, normalise and write, forward and backward.
                 OpKind::FinalNorm => {
                     let s = 6.0 * tokens * h * elt / t / bw;
-                    (s, 2.0 * s / 3.0, tokens * h * elt)
+                    (s, 2.0 * s / 3.0, s / 3.0, tokens * h * elt)
                 }
                 OpKind::LmHead => {
                     let head = HeadTime::new(model, tokens, layout.tensor, &rates);
-                    (head.logits(), head.logits_backward(), tokens * h * elt)
+                    (
+                        head.logits(),
+                        head.logits_backward(),
+                        head.logits_forward,
+                        tokens * h * elt,
+                    )
                 }
                 // The logits themselves are the stash.
                 OpKind::Loss => {
                     let s = HeadTime::new(model, tokens, layout.tensor, &rates).loss;
-                    (s, s / 2.0, logits_bytes(model, tokens, layout.tensor))
+                    (
+                        s,
+                        s / 2.0,
+                        s / 2.0,
+                        logits_bytes(model, tokens, layout.tensor),
+                    )
                 }
             };
             OpCost {
                 seconds,
                 backward,
+                forward,
                 tensor_comm,
                 stash_bytes,
                 hostable: true,

@@ -14,7 +14,7 @@
 //! Every number is the same expression on the same operands, evaluated in the same order, as in
 //! one straight pass: results are bit-identical whichever way they are reached.
 
-use super::compute::{BlockTime, Rates, block_time, embedding_time, head_time, sixteen_bit};
+use super::compute::{BlockTime, HeadTime, Rates, block_time, embedding_time, sixteen_bit};
 use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
 use super::pipeline_step::optimizer_seconds;
 use super::{CostError, StepBreakdown, StepEstimate};
@@ -50,6 +50,8 @@ pub(crate) struct Kernel {
     block: BlockTime,
     /// The final norm, LM head and loss of one micro-batch (the last rank's extra work).
     head: f64,
+    /// Of `head`, the forward: the logits GEMM and half of the loss.
+    head_forward: f64,
     /// The input embedding of one micro-batch (the first rank's extra work).
     embedding: f64,
     buffers: CommBuffers,
@@ -138,6 +140,46 @@ pub(crate) struct Replay {
     /// before it first needs their weights.
     early_forward_window: f64,
     flops: FlopsPerToken,
+}
+
+/// What each block of a rank costs one micro-batch under one recomputation mode
+/// ([`Costing::per_block`]).
+#[derive(Debug, Clone, Copy)]
+struct PerBlock {
+    /// The mean block of the rank, its replayed share included.
+    block: BlockTime,
+    /// A block that is not replayed whole.
+    kept: BlockTime,
+    /// Its exposed tensor-, context- and expert-parallel communication.
+    kept_comm: f64,
+    /// The communication replaying a block whole adds.
+    replay_comm: f64,
+    /// A block's forward compute, what replaying it whole adds besides `replay_comm`.
+    whole_forward: f64,
+    /// A kept block's forward pass with its collectives.
+    forward: f64,
+}
+
+impl PerBlock {
+    /// Seconds of a rank of `blocks` blocks, `replayed` of them replayed whole, with `extra`
+    /// seconds of embedding and head: the one sum the step's pace and the stage times share.
+    #[inline]
+    fn seconds(&self, blocks: f64, replayed: f64, extra: f64) -> f64 {
+        blocks * (self.kept.total() + self.kept_comm)
+            + replayed * (self.whole_forward + self.replay_comm)
+            + extra
+    }
+}
+
+/// One stage's seconds for one micro-batch ([`Costing::stage`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageSeconds {
+    /// Forward and backward, recomputation and exposed collectives included.
+    pub seconds: f64,
+    /// Of `seconds`, the forward pass with its collectives.
+    pub forward: f64,
+    /// Of `seconds`, the tensor-, context- and expert-parallel collectives.
+    pub tensor_comm: f64,
 }
 
 /// The stages the layout search has worked out for the layouts around the current one. The
@@ -292,8 +334,10 @@ impl<'a> Costing<'a> {
         let buffers = comm_buffers(model, self.setup, layout);
         let block = block_time(model, layout, &self.rates, self.setup.flash_attention)
             .with_recompute(Recompute::None);
-        let head = head_time(model, layout, &self.head_rates);
         let tokens = layout.micro_batch_tokens(model.seq_len);
+        let head_parts = HeadTime::new(model, tokens, layout.tensor, &self.head_rates);
+        let head = head_parts.total();
+        let head_forward = head_parts.logits_forward + head_parts.loss / 2.0;
         let embedding = embedding_time(model, tokens, self.setup.precision.bytes(), &self.rates);
 
         // Tensor parallel: blocking collectives on the critical path of every block; how many
@@ -324,6 +368,7 @@ impl<'a> Costing<'a> {
         Kernel {
             block,
             head,
+            head_forward,
             embedding,
             buffers,
             tp_one,
@@ -432,46 +477,18 @@ impl<'a> Costing<'a> {
     #[inline]
     pub(crate) fn replay(&self, shape: &Shape, layout: &Layout) -> Replay {
         let kernel = &shape.kernel;
-        let layers = self.model.layers;
-        let mode = layout.recompute;
-        let share = layout.recomputed_share(layers);
         let recomputation = Recomputation::of(layout);
-        // The mean block of the rank: windows, the expert overlap and the reported figures.
-        let block = kernel.block.replaying(mode, share);
-        let tp_per_layer = tp_per_layer(layout, layers);
-        // What every block costs, and what replaying one whole adds to it.
-        let kept_mode = if mode == Recompute::Full {
-            Recompute::None
-        } else {
-            mode
-        };
-        let kept = kernel.block.with_recompute(kept_mode);
-        let kept_tp = tp_collectives(kept_mode, layout.sequence_parallel);
-        let (cp_kept, cp_replay) = if layout.context > 1 {
-            let forward_ring = kernel.cp_forward;
-            let selective = if kept_mode == Recompute::Selective {
-                forward_ring
-            } else {
-                0.0
-            };
-            (forward_ring + kernel.cp_backward + selective, forward_ring)
-        } else {
-            (0.0, 0.0)
-        };
+        let share = layout.recomputed_share(self.model.layers);
+        let tp_per_layer = tp_per_layer(layout, self.model.layers);
+        let per = self.per_block(kernel, layout);
+        let PerBlock {
+            block,
+            kept,
+            kept_comm,
+            replay_comm,
+            ..
+        } = per;
         let placement = &shape.placement;
-        // Expert all-to-alls on a pipeline overlap the compute of the other micro-batch the
-        // steady 1F1B state runs (a forward against a backward): DeepSeek-V3's DualPipe
-        // (arXiv:2412.19437 §3.2.1) and Megatron-Core's EP all-to-all overlap
-        // (`--overlap-moe-expert-parallel-comm`) schedule them so; only what exceeds a block's
-        // compute is exposed. Without a pipeline there is no other micro-batch to hide under.
-        let contention = self.cluster.fitted.overlap_contention;
-        let ep_layer = if layout.pipeline > 1 {
-            exposed(kernel.ep_layer, block.total(), contention)
-        } else {
-            kernel.ep_layer
-        };
-        let kept_comm = kept_tp * kernel.tp_one + cp_kept + ep_layer;
-        let replay_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one + cp_replay;
         let (m, lps) = (shape.m, placement.lps);
         // The step runs at the pace of the slowest rank: its blocks, plus the embedding on the
         // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs
@@ -481,9 +498,7 @@ impl<'a> Costing<'a> {
             let extra = if embedding { kernel.embedding } else { 0.0 }
                 + if head { kernel.head } else { 0.0 };
             let replayed = recomputation.recomputed(blocks);
-            let seconds = blocks * (kept.total() + kept_comm)
-                + replayed * (kernel.block.forward + replay_comm)
-                + extra;
+            let seconds = per.seconds(blocks, replayed, extra);
             if seconds > pace.0 {
                 pace = (seconds, blocks, replayed, extra);
             }
@@ -516,6 +531,108 @@ impl<'a> Costing<'a> {
             early_backward_window: later_chunk_steps * (block.backward + block.recompute),
             early_forward_window: later_chunk_steps * block.forward,
             flops,
+        }
+    }
+
+    /// What each block of a rank costs one micro-batch under `layout`'s recomputation: the
+    /// one place [`Costing::replay`] (the pace of the step) and [`Costing::stage`] (the times
+    /// the Plan IR gives each stage) take it from.
+    fn per_block(&self, kernel: &Kernel, layout: &Layout) -> PerBlock {
+        let mode = layout.recompute;
+        let share = layout.recomputed_share(self.model.layers);
+        // The mean block of the rank: windows, the expert overlap and the reported figures.
+        let block = kernel.block.replaying(mode, share);
+        // What every block costs, and what replaying one whole adds to it.
+        let kept_mode = if mode == Recompute::Full {
+            Recompute::None
+        } else {
+            mode
+        };
+        let kept = kernel.block.with_recompute(kept_mode);
+        let kept_tp = tp_collectives(kept_mode, layout.sequence_parallel);
+        let (cp_kept, cp_replay) = if layout.context > 1 {
+            let forward_ring = kernel.cp_forward;
+            let selective = if kept_mode == Recompute::Selective {
+                forward_ring
+            } else {
+                0.0
+            };
+            (forward_ring + kernel.cp_backward + selective, forward_ring)
+        } else {
+            (0.0, 0.0)
+        };
+        // Expert all-to-alls on a pipeline overlap the compute of the other micro-batch the
+        // steady 1F1B state runs (a forward against a backward): DeepSeek-V3's DualPipe
+        // (arXiv:2412.19437 §3.2.1) and Megatron-Core's EP all-to-all overlap
+        // (`--overlap-moe-expert-parallel-comm`) schedule them so; only what exceeds a block's
+        // compute is exposed. Without a pipeline there is no other micro-batch to hide under.
+        let contention = self.cluster.fitted.overlap_contention;
+        let ep_layer = if layout.pipeline > 1 {
+            exposed(kernel.ep_layer, block.total(), contention)
+        } else {
+            kernel.ep_layer
+        };
+        let kept_comm = kept_tp * kernel.tp_one + cp_kept + ep_layer;
+        let replay_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one + cp_replay;
+        // The forward runs the two tensor-parallel collectives a full replay repeats (after the
+        // attention and after the MLP; the backward mirrors them), its context-parallel ring
+        // and half of the expert all-to-alls (dispatch and combine; the backward mirrors them).
+        let forward_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one
+            + if layout.context > 1 {
+                kernel.cp_forward
+            } else {
+                0.0
+            }
+            + ep_layer / 2.0;
+        PerBlock {
+            block,
+            kept,
+            kept_comm,
+            replay_comm,
+            whole_forward: kernel.block.forward,
+            forward: kept.forward + forward_comm,
+        }
+    }
+
+    /// Seconds one pipeline rank (or, interleaved, one model chunk) of `layout` spends on one
+    /// micro-batch when it holds `blocks` blocks, the embedding when `embedding` and the final
+    /// norm, head and loss when `head`: the same sum [`Costing::replay`] paces the step with,
+    /// with the forward pass and the tensor-parallel collectives apart, plus, unless `head`
+    /// (the last chunk sends nothing on), the send of its activations forward and the receipt
+    /// of their gradients back (the step counts those in `other`).
+    pub(crate) fn stage(
+        &self,
+        layout: &Layout,
+        blocks: f64,
+        embedding: bool,
+        head: bool,
+    ) -> StageSeconds {
+        let kernel = self.kernel(layout);
+        let send = if head || layout.pipeline <= 1 {
+            0.0
+        } else {
+            let placement = self.placement(layout, &self.params_per_device(layout));
+            let shape = self.shape(layout, &kernel, &placement);
+            shape.pp_comm / (f64::from(layout.virtual_stages.max(1)) * shape.m)
+        };
+        let per = self.per_block(&kernel, layout);
+        // Partial recomputation replays the first blocks of each chunk: a rank of `v` chunks
+        // like this one replays `v` times what the chunk does.
+        let chunks = f64::from(layout.virtual_stages.max(1));
+        let replayed = Recomputation::of(layout).recomputed(blocks * chunks) / chunks;
+        let extra =
+            if embedding { kernel.embedding } else { 0.0 } + if head { kernel.head } else { 0.0 };
+        // The embedding's forward is its gather, one of its three passes; the head's forward is
+        // its logits GEMM (a third of the GEMM's work) and half of the loss.
+        let extra_forward = if embedding {
+            kernel.embedding / 3.0
+        } else {
+            0.0
+        } + if head { kernel.head_forward } else { 0.0 };
+        StageSeconds {
+            seconds: per.seconds(blocks, replayed, extra) + send,
+            forward: blocks * per.forward + extra_forward + send / 2.0,
+            tensor_comm: blocks * per.kept_comm + replayed * per.replay_comm,
         }
     }
 

@@ -399,6 +399,7 @@ pub(crate) fn fill_pair_pipeline(
     for (stage, ir) in p.stages.iter().zip(plan.stages.iter_mut()) {
         ir.micro_batch_s = Some(round(stage.seconds));
         ir.tensor_comm_s = Some(round(stage.tensor_comm));
+        ir.forward_s = Some(round(stage.forward));
         let side = stage.side;
         if let (Some(b), Some(m)) = (blocks.get_mut(side), memory.get_mut(side)) {
             *b += ir.layers[1].saturating_sub(ir.layers[0]);

@@ -253,7 +253,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
-            single::fill(&mut plan, job, pool, &request.checkpoint, r, totals);
+            single::fill(&mut plan, job, pool, &request, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
                 let wall_s = objectives

@@ -4,6 +4,7 @@
 
 use super::goodput::Failures;
 use super::placement::{Placement, block_label, data_ir};
+use super::request::PlanRequest;
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
 use crate::check::Job;
@@ -137,17 +138,24 @@ pub(crate) fn fill(
     plan: &mut Plan,
     job: &Job,
     pool: &Pool,
-    checkpoint_needs: &CheckpointNeeds,
+    request: &PlanRequest,
     best: &Ranked<'_>,
     totals: Totals,
 ) {
+    let checkpoint_needs = &request.checkpoint;
     let c = &best.candidate;
     let l = &c.layout;
     let o = best.placement;
     plan.layout = Some(layout_ir(l));
     let replica = l.replica_devices();
     plan.groups = vec![group_ir(o, c.devices, replica, l.tensor.into())];
-    plan.stages = super::stages::homogeneous_stages(job, l);
+    let setup = super::search::setup_on(&request.setup, o.device);
+    let timing = super::stages::StageTiming {
+        model: &request.model,
+        setup: &setup,
+        cluster: &o.cluster,
+    };
+    plan.stages = super::stages::homogeneous_stages(job, l, timing);
     let e = &c.estimate;
     let b = &e.breakdown;
     plan.estimate = Some(estimate_ir(

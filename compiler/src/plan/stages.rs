@@ -4,7 +4,8 @@
 use crate::check::Job;
 use crate::check::job_model_dims;
 use crate::cost::ops::op_precision;
-use crate::workload::{Layout, OpGraph, OpKind, chunk_blocks, op_graph};
+use crate::hardware::ClusterFigures;
+use crate::workload::{Layout, ModelDims, OpGraph, OpKind, TrainSetup, chunk_blocks, op_graph};
 use loam_ir::plan::StageIr;
 use loam_ir::types::Recompute;
 use loam_ir::types::SplitRule;
@@ -88,6 +89,7 @@ pub(crate) fn stage_ir(
         recompute,
         micro_batch_s: None,
         tensor_comm_s: None,
+        forward_s: None,
     }
 }
 
@@ -111,10 +113,49 @@ fn layout_chunks(job: &Job, layout: &Layout) -> Vec<u64> {
         .collect()
 }
 
+/// What the cost model times a group's stages with: the model, the run as the group's search
+/// costed it, and the group's cluster.
+#[derive(Clone, Copy)]
+pub(crate) struct StageTiming<'a> {
+    pub(crate) model: &'a ModelDims,
+    pub(crate) setup: &'a TrainSetup,
+    pub(crate) cluster: &'a ClusterFigures,
+}
+
 /// The stages of a plan on one group: the model chunks of `layout`'s split in model order (one
 /// per pipeline rank, or with `rank` set when interleaved), the embedding on the first and the
-/// final norm, head and loss on the last.
-pub(crate) fn homogeneous_stages(job: &Job, layout: &Layout) -> Vec<StageIr> {
+/// final norm, head and loss on the last, each with its seconds per micro-batch from the cost
+/// model's own sum ([`crate::cost::stage_seconds`]).
+pub(crate) fn homogeneous_stages(
+    job: &Job,
+    layout: &Layout,
+    timing: StageTiming<'_>,
+) -> Vec<StageIr> {
+    let mut stages = untimed_stages(job, layout);
+    for stage in &mut stages {
+        let blocks = stage.layers[1].saturating_sub(stage.layers[0]);
+        let holds = |kind: OpKind| stage.ops.iter().any(|o| o == kind.as_str());
+        let (embedding, head) = (holds(OpKind::Embedding), holds(OpKind::LmHead));
+        let round = loam_ir::display::significant;
+        if let Ok(t) = crate::cost::stage_seconds(
+            timing.model,
+            timing.setup,
+            layout,
+            timing.cluster,
+            blocks,
+            embedding,
+            head,
+        ) {
+            stage.micro_batch_s = Some(round(t.seconds));
+            stage.tensor_comm_s = Some(round(t.tensor_comm));
+            stage.forward_s = Some(round(t.forward));
+        }
+    }
+    stages
+}
+
+/// [`homogeneous_stages`] without their times.
+fn untimed_stages(job: &Job, layout: &Layout) -> Vec<StageIr> {
     let graph = job_graph(job);
     let n = graph.len();
     let chunks = layout_chunks(job, layout);

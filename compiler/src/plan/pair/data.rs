@@ -26,7 +26,7 @@ use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
 use crate::plan::search::{Candidate, Objective, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
-use crate::plan::stages::homogeneous_stages;
+use crate::plan::stages::{StageTiming, homogeneous_stages};
 use crate::workload::ModelDims;
 use crate::workload::{StateRecipe, TrainSetup, param_count};
 use loam_ir::plan::{BreakdownIr, Plan};
@@ -505,7 +505,17 @@ pub(crate) fn fill_pair_data_plan(
             g.tensor = Some(l.tensor.into());
             g.layout = Some(layout_ir(l));
             g.sequences_per_step = Some(batch.into());
-            g.stages = homogeneous_stages(job, l);
+            // The group's run as its walk costed it: its share of the batch, on its device.
+            let setup = TrainSetup {
+                global_batch: batch,
+                ..setup_on(input.setup, o.device)
+            };
+            let timing = StageTiming {
+                model: input.model,
+                setup: &setup,
+                cluster: &o.cluster,
+            };
+            g.stages = homogeneous_stages(job, l, timing);
             for stage in &mut g.stages {
                 stage.group = k as u64;
             }

@@ -96,6 +96,8 @@ pub struct PipelineStage {
     pub seconds: f64,
     /// Of `seconds`, the tensor-parallel collectives.
     pub tensor_comm: f64,
+    /// Of `seconds`, the forward pass and the send of its activations.
+    pub forward: f64,
     /// Bytes per device.
     pub memory_bytes: f64,
     /// Those bytes by what they hold.

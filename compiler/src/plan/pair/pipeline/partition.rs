@@ -25,6 +25,7 @@ pub(super) use reference::{Compared, Reference, check_least_slowest, compare_par
 pub(super) struct Prefix {
     pub(super) seconds: Vec<f64>,
     pub(super) backward: Vec<f64>,
+    pub(super) forward: Vec<f64>,
     pub(super) tensor: Vec<f64>,
     pub(super) unhostable: Vec<u32>,
 }
@@ -34,6 +35,7 @@ impl Prefix {
         let mut p = Prefix {
             seconds: vec![0.0],
             backward: vec![0.0],
+            forward: vec![0.0],
             tensor: vec![0.0],
             unhostable: vec![0],
         };
@@ -44,6 +46,8 @@ impl Prefix {
             let hostable = c.hostable && c.seconds.is_finite();
             p.seconds.push(s + if hostable { c.seconds } else { 0.0 });
             p.backward.push(b + if hostable { c.backward } else { 0.0 });
+            let f = last(&p.forward);
+            p.forward.push(f + if hostable { c.forward } else { 0.0 });
             p.tensor.push(t + c.tensor_comm);
             p.unhostable.push(u + u32::from(!hostable));
         }
@@ -191,6 +195,8 @@ pub(super) struct StageCost {
     times: StageTimes,
     /// Of the seconds per micro-batch, tensor-parallel collectives.
     tensor: f64,
+    /// Of the seconds per micro-batch, the forward pass and the send of its activations.
+    forward: f64,
     recompute: Recompute,
     memory: MemoryBreakdown,
 }
@@ -407,6 +413,8 @@ impl Stager<'_, '_> {
                     paced: times.paced(self.slots),
                     times,
                     tensor: span(&prefix.tensor, i, j),
+                    // The send is the activations forward and their gradients back.
+                    forward: span(&prefix.forward, i, j) + send / 2.0,
                     recompute: *mode,
                     memory,
                 });
@@ -615,6 +623,7 @@ pub(super) fn cost_shape(
             recompute: cost.recompute,
             seconds: cost.times.seconds,
             tensor_comm: cost.tensor,
+            forward: cost.forward,
             memory_bytes: cost.memory.total,
             memory: cost.memory,
         })

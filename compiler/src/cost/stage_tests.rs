@@ -1,0 +1,166 @@
+//! The stage times the Plan IR carries ([`stage_seconds`]) against the step they pace and
+//! against the forward/backward split derived by hand.
+
+use super::*;
+use crate::calibrate::tests::test_device;
+use loam_ir::types::{Mlp, Optimizer, Recompute};
+
+fn cluster() -> ClusterFigures {
+    ClusterFigures {
+        device: test_device("H100_SXM").unwrap(),
+        devices_per_node: 8,
+        nodes: 16,
+        node_network_bandwidth: 3200e9 / 8.0,
+        nics_per_node: 8,
+        network_latency_s: 5e-6,
+        block: None,
+        fitted: crate::hardware::FittedConstants::SHIPPED,
+    }
+}
+
+fn setup(batch: u32) -> TrainSetup {
+    TrainSetup {
+        global_batch: batch,
+        precision: Precision::Bf16,
+        optimizer: Optimizer::Adamw,
+        tokens: 1e12,
+        flash_attention: true,
+        states: crate::workload::StateOverrides::NONE,
+    }
+}
+
+fn llama70b() -> ModelDims {
+    ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Swiglu)
+}
+
+fn pipeline_of_four(recompute: Recompute, virtual_stages: u32) -> Layout {
+    Layout {
+        tensor: 8,
+        pipeline: 4,
+        data: 4,
+        virtual_stages,
+        recompute,
+        sequence_parallel: true,
+        ..Layout::single()
+    }
+}
+
+#[test]
+fn the_slowest_stage_paces_the_step() {
+    // Four ranks of 20 blocks: the last holds the head, more than the first's embedding, so it
+    // paces the step, and it sends nothing on. m of its micro-batches are the step's compute and
+    // tensor communication as `estimate` breaks them down.
+    let (model, c, s) = (llama70b(), cluster(), setup(128));
+    let m = 128.0 / 4.0;
+    for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+        let layout = pipeline_of_four(recompute, 1);
+        let e = estimate(&model, &s, &layout, &c).unwrap();
+        let last = stage_seconds(&model, &s, &layout, &c, 20, false, true).unwrap();
+        let steady = e.breakdown.compute + e.breakdown.tensor_comm;
+        assert!(
+            (m * last.seconds / steady - 1.0).abs() < 1e-12,
+            "{recompute:?}: {} × {m} against {steady}",
+            last.seconds
+        );
+        assert!((m * last.tensor_comm / e.breakdown.tensor_comm - 1.0).abs() < 1e-12);
+        assert!(last.forward < last.seconds && last.tensor_comm < last.seconds);
+    }
+}
+
+#[test]
+fn a_stage_that_sends_on_carries_the_send_both_ways() {
+    // The same 20 blocks with no pipeline send nothing; on a middle rank of four they send a
+    // micro-batch's activations, `1 × 8192 tokens × 8192 × 2 bytes / 8` under sequence
+    // parallelism, to a rank `8 × 4 = 32` places away, over the node's NICs (400 GB/s shared
+    // by 8 devices at the links' efficiency, 5 µs latency), and receive their gradients back:
+    // twice that. Half of it, the activations, is the forward's.
+    let (model, c, s) = (llama70b(), cluster(), setup(128));
+    let middle = pipeline_of_four(Recompute::Selective, 1);
+    let alone = Layout {
+        pipeline: 1,
+        data: 16,
+        ..middle
+    };
+    let sending = stage_seconds(&model, &s, &middle, &c, 20, false, false).unwrap();
+    let quiet = stage_seconds(&model, &s, &alone, &c, 20, false, false).unwrap();
+    let bytes = 8192.0 * 8192.0 * 2.0 / 8.0;
+    let one_way = bytes / (400e9 * LINK_EFFICIENCY / 8.0) + 5e-6;
+    let send = sending.seconds - quiet.seconds;
+    assert!(
+        (send / (2.0 * one_way) - 1.0).abs() < 1e-9,
+        "{send} against {one_way}"
+    );
+    let forward_send = sending.forward - quiet.forward;
+    assert!((forward_send / one_way - 1.0).abs() < 1e-9);
+    // The rank with the embedding sends too; the last, with the head, does not.
+    let first = stage_seconds(&model, &s, &middle, &c, 20, true, false).unwrap();
+    assert!(first.seconds > sending.seconds);
+}
+
+#[test]
+fn the_forward_is_a_third_of_a_block_and_a_quarter_under_full_recomputation() {
+    // By hand: a block's GEMMs run their forward once and twice in the backward (input and
+    // weight gradients); flash attention's backward is 2.5 forwards at a rate of its own; the
+    // element-wise work is a third forward. So the forward is about a third of a kept block,
+    // and with the forward replayed in the backward about a quarter. One rank, no tensor
+    // parallelism, no pipeline: nothing else in the stage.
+    let (model, c, s) = (llama70b(), cluster(), setup(64));
+    let share = |recompute| {
+        let layout = Layout {
+            recompute,
+            data: 8,
+            zero: 3,
+            ..Layout::single()
+        };
+        let t = stage_seconds(&model, &s, &layout, &c, 1, false, false).unwrap();
+        assert_eq!(t.tensor_comm, 0.0);
+        t.forward / t.seconds
+    };
+    let plain = share(Recompute::None);
+    assert!((0.28..=0.34).contains(&plain), "no recomputation: {plain}");
+    let full = share(Recompute::Full);
+    assert!((0.22..=0.26).contains(&full), "full recomputation: {full}");
+    // Selective replays the attention core only: between the two.
+    let selective = share(Recompute::Selective);
+    assert!(full < selective && selective < plain, "{selective}");
+}
+
+#[test]
+fn interleaved_chunks_add_up_to_their_rank() {
+    // A rank of 20 blocks in two chunks of 10: each chunk costs half the rank's blocks and
+    // sends its own activations on, so the two chunks are the rank plus one more send. The
+    // head's chunk sends nothing: with the head, one chunk of 10 and one of 10 plus the head
+    // are the rank of 20 with the head plus one send.
+    let (model, c, s) = (llama70b(), cluster(), setup(128));
+    let rank = stage_seconds(
+        &model,
+        &s,
+        &pipeline_of_four(Recompute::Selective, 1),
+        &c,
+        20,
+        false,
+        false,
+    )
+    .unwrap();
+    let chunks = pipeline_of_four(Recompute::Selective, 2);
+    let chunk = stage_seconds(&model, &s, &chunks, &c, 10, false, false).unwrap();
+    let chunk_head = stage_seconds(&model, &s, &chunks, &c, 10, false, true).unwrap();
+    let rank_head = stage_seconds(
+        &model,
+        &s,
+        &pipeline_of_four(Recompute::Selective, 1),
+        &c,
+        20,
+        false,
+        true,
+    )
+    .unwrap();
+    let one_send = 2.0 * chunk.seconds - rank.seconds;
+    assert!(one_send > 0.0);
+    let with_head = chunk.seconds + chunk_head.seconds;
+    assert!(
+        (with_head - rank_head.seconds - one_send).abs() < 1e-12 * rank_head.seconds,
+        "{with_head} against {} + {one_send}",
+        rank_head.seconds
+    );
+}
