@@ -6,17 +6,6 @@ use crate::figure::{Figure, Kind, Table, palette};
 use crate::svg::{Anchor, FONT, Scale, Svg, text_width, ticks};
 use loam_ir::display::decimals;
 use loam_ir::plan::Plan;
-use loam_ir::types::Recompute;
-
-/// Forward is a third of a micro-batch's work and backward two thirds: the backward computes
-/// the gradients of both the inputs and the weights, twice the forward's FLOPs (Narayanan et
-/// al., "Efficient Large-Scale Language Model Training on GPU Clusters", 2021, §3).
-const FORWARD_SHARE: f64 = 1.0 / 3.0;
-
-/// With full recomputation the backward replays the forward first: one forward in four parts
-/// (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", 2022,
-/// §4: full recomputation adds a forward to each backward).
-const FORWARD_SHARE_FULL_RECOMPUTE: f64 = 1.0 / 4.0;
 
 /// One pipeline rank as drawn.
 #[derive(Debug, Clone)]
@@ -163,23 +152,19 @@ struct Pipeline {
     timeline: Vec<Vec<Op>>,
 }
 
-/// The ranks of the pipeline laid out by `layout` over `stages`, `m` micro-batches per step
-/// sharing `work_s` seconds of compute and tensor communication (`comm_share` of it
-/// communication) when the stages do not state their own times.
-#[allow(clippy::too_many_arguments)]
+/// The ranks of the pipeline laid out by `layout` over `stages`, `m` micro-batches per step,
+/// each rank at the times its stages state (the cost model's own: format 1.13 gives them to
+/// every plan); `None` when a stage states none.
 fn pipeline(
     plan: &Plan,
     title: Option<String>,
     layout: &loam_ir::plan::LayoutIr,
     stages: &[loam_ir::plan::StageIr],
     m: usize,
-    work_s: f64,
-    comm_share: f64,
     devices: &[&str],
 ) -> Option<Pipeline> {
     let p = layout.pipeline.max(1) as usize;
     let v = layout.virtual_stages.max(1) as usize;
-    let uniform_mb = work_s / m.max(1) as f64;
     let ranks: Vec<Rank> = (0..p)
         .map(|r| {
             let chunks: Vec<_> = stages
@@ -190,28 +175,27 @@ fn pipeline(
                 .first()
                 .and_then(|s| plan.groups.get(s.group as usize));
             let device = group.map_or("", |g| g.device.as_str());
-            let own: Option<f64> = chunks.iter().map(|s| s.micro_batch_s).sum();
-            let comm: Option<f64> = chunks.iter().map(|s| s.tensor_comm_s).sum();
+            let per_mb: f64 = chunks
+                .iter()
+                .map(|s| s.micro_batch_s)
+                .sum::<Option<f64>>()?;
+            let comm: f64 = chunks
+                .iter()
+                .map(|s| s.tensor_comm_s)
+                .sum::<Option<f64>>()?;
+            let forward: f64 = chunks.iter().map(|s| s.forward_s).sum::<Option<f64>>()?;
+            if chunks.is_empty() || per_mb.is_nan() {
+                return None;
+            }
             let blocks: u64 = chunks
                 .iter()
                 .map(|s| s.layers[1].saturating_sub(s.layers[0]))
                 .sum();
             let sensitive = chunks.iter().any(|s| !s.sensitive_ops.is_empty());
-            // Each stage's own recomputation (heterogeneous plans), else the layout's.
-            let full = chunks
-                .iter()
-                .map(|s| s.recompute.unwrap_or(layout.recompute))
-                .any(|r| r == Recompute::Full)
-                || (chunks.is_empty() && layout.recompute == Recompute::Full);
-            let forward_share = if full {
-                FORWARD_SHARE_FULL_RECOMPUTE
+            let (forward_share, share) = if per_mb > 0.0 {
+                (forward / per_mb, comm / per_mb)
             } else {
-                FORWARD_SHARE
-            };
-            let per_mb = own.filter(|_| !chunks.is_empty()).unwrap_or(uniform_mb);
-            let share = match (own, comm) {
-                (Some(o), Some(c)) if o > 0.0 => c / o,
-                _ => comm_share,
+                (0.0, 0.0)
             };
             let mut label = if v > 1 {
                 format!("rank {r} · {device} · {blocks} blocks in {v} chunks")
@@ -231,7 +215,7 @@ fn pipeline(
             if !sensitive_ops.is_empty() {
                 ops.push(format!("sensitive: {}", sensitive_ops.join(", ")));
             }
-            Rank {
+            Some(Rank {
                 label,
                 ops: ops.join("; "),
                 chunk_s: per_mb / v as f64,
@@ -239,9 +223,9 @@ fn pipeline(
                 comm_share: share,
                 device: devices.iter().position(|d| *d == device).unwrap_or(0),
                 sensitive,
-            }
+            })
         })
-        .collect();
+        .collect::<Option<_>>()?;
     // A few micro-batches: enough for the steady state to show between fill and drain (long
     // pipelines fill for long; one round of p micro-batches shows their shape).
     let rounds = if p > 8 { 1 } else { 2 };
@@ -264,14 +248,6 @@ fn pipeline(
 /// plans state each group's layout and stages).
 fn pipelines(plan: &Plan, devices: &[&str]) -> Option<Vec<Pipeline>> {
     let layout = plan.layout.as_ref()?;
-    let e = plan.estimate.as_ref()?;
-    let b = &e.breakdown_s;
-    let work = b.compute + b.tensor_comm;
-    let share = if work > 0.0 {
-        b.tensor_comm / work
-    } else {
-        0.0
-    };
     let per_group = plan.groups.len() > 1
         && plan
             .groups
@@ -292,16 +268,7 @@ fn pipelines(plan: &Plan, devices: &[&str]) -> Option<Vec<Pipeline>> {
                     loam_ir::display::layout_degrees(*l),
                     g.sequences_per_step?
                 );
-                pipeline(
-                    plan,
-                    Some(title),
-                    l,
-                    &g.stages,
-                    m as usize,
-                    work,
-                    share,
-                    devices,
-                )
+                pipeline(plan, Some(title), l, &g.stages, m as usize, devices)
             })
             .collect();
     }
@@ -312,8 +279,6 @@ fn pipelines(plan: &Plan, devices: &[&str]) -> Option<Vec<Pipeline>> {
         layout,
         &plan.stages,
         m as usize,
-        work,
-        share,
         devices,
     )?])
 }
@@ -567,7 +532,7 @@ pub fn figure(id: &str, plan: &Plan) -> Option<Figure> {
         loam_ir::display::percent(bubble_share)
     );
     if pipes.len() > 1 {
-        caption.push_str(" The two groups each take a share of the batch and reduce gradients together; their micro-batch times are the step's compute shared over each group's micro-batches.");
+        caption.push_str(" The two groups each take a share of the batch and reduce gradients together; each runs its micro-batches at its own stages' times.");
     }
     if devices.len() > 1 {
         caption.push_str(&format!(
@@ -615,7 +580,7 @@ mod tests {
             .map(|r| Rank {
                 label: format!("stage {r}"),
                 chunk_s: 3.0,
-                forward_share: FORWARD_SHARE,
+                forward_share: 1.0 / 3.0,
                 comm_share: 0.0,
                 device: 0,
                 sensitive: false,
