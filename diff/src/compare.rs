@@ -18,8 +18,8 @@
 use super::classify::Verdict;
 use super::side::Side;
 pub use super::summary::Summary;
-pub use super::values::{Change, Metric, Value};
 use loam_ir::diff::Action;
+use loam_ir::diff::values::{Change, Metric, Value};
 use loam_ir::display::{plan_layout_line, recompute_text};
 use loam_ir::plan::Plan;
 use std::collections::BTreeMap;

@@ -10,7 +10,6 @@ use super::markdown::review_order;
 use super::services::{self, ServiceDiff};
 use super::shown_diagnostics;
 use super::side::Side;
-use super::text::sides;
 use super::totals;
 use crate::ShowDiagnostics;
 use loam_compiler::catalogue::facts;
@@ -99,14 +98,7 @@ fn job_change(job: &JobDiff) -> JobChange<'_> {
         file: &job.file,
         before: job.before.as_ref(),
         after: job.after.as_ref(),
-        changes: job
-            .changes
-            .iter()
-            .map(|change| {
-                let (before, after) = sides(change);
-                (change.key.clone(), before, after)
-            })
-            .collect(),
+        changes: &job.changes,
         note: job.note.as_deref(),
     }
 }
@@ -114,14 +106,12 @@ fn job_change(job: &JobDiff) -> JobChange<'_> {
 /// A service's change as the page shows it: the values the text and markdown write.
 fn service_change(service: &ServiceDiff) -> ServiceChange {
     let value = |plan: &Option<loam_ir::plan::ServicePlan>, key: &str| {
-        plan.as_ref()
-            .and_then(|p| {
-                services::attributes(p)
-                    .into_iter()
-                    .find(|a| a.key == key)
-                    .map(|a| a.value.shown())
-            })
-            .unwrap_or_else(|| "—".to_string())
+        plan.as_ref().and_then(|p| {
+            services::attributes(p)
+                .into_iter()
+                .find(|a| a.key == key)
+                .map(|a| a.value)
+        })
     };
     let both = |key: &str| (value(&service.before, key), value(&service.after, key));
     ServiceChange {
@@ -130,14 +120,7 @@ fn service_change(service: &ServiceDiff) -> ServiceChange {
         file: service.file.clone(),
         devices: both("estimate.devices"),
         cost_per_month: both("estimate.cost_per_month"),
-        changes: service
-            .changes
-            .iter()
-            .map(|change| {
-                let (before, after) = sides(change);
-                (change.key.clone(), before, after)
-            })
-            .collect(),
+        changes: service.changes.clone(),
     }
 }
 

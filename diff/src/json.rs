@@ -73,7 +73,7 @@ fn classification(verdict: &Verdict) -> Value {
 }
 
 /// A change list: `[ { "attribute", "unit", "before", "after", "delta", "delta_pct" } ]`.
-fn changes_json(changes: &[super::compare::Change]) -> Value {
+fn changes_json(changes: &[loam_ir::diff::values::Change]) -> Value {
     Value::Array(
         changes
             .iter()
@@ -82,8 +82,8 @@ fn changes_json(changes: &[super::compare::Change]) -> Value {
                 json!({
                     "attribute": c.key,
                     "unit": c.unit(),
-                    "before": c.before.as_ref().map(super::compare::Value::to_json),
-                    "after": c.after.as_ref().map(super::compare::Value::to_json),
+                    "before": c.before.as_ref().map(loam_ir::diff::values::Value::to_json),
+                    "after": c.after.as_ref().map(loam_ir::diff::values::Value::to_json),
                     "delta": delta,
                     "delta_pct": pct,
                 })

@@ -32,7 +32,6 @@ pub mod side;
 pub mod summary;
 pub mod text;
 pub mod totals;
-pub mod values;
 
 pub use side::Side;
 

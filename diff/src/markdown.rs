@@ -9,7 +9,7 @@
 //! JSON report (`--format json`) holds every one. Manifest detail is the changed fields, never a
 //! whole file.
 
-use super::compare::{Change, JobDiff, PlanDiff, Value};
+use super::compare::{JobDiff, PlanDiff};
 use super::services::ServiceDiff;
 use super::side::Side;
 use super::text::{header, job_plain};
@@ -17,6 +17,7 @@ use super::totals::{Cells, totals};
 use crate::ShowDiagnostics;
 use loam_ir::diff::Action;
 use loam_ir::diff::TenantTotals;
+use loam_ir::diff::values::{Change, Value};
 use loam_ir::display::capitalised;
 use std::fmt::Write;
 

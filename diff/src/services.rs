@@ -11,9 +11,10 @@
 //! A service's cost is per month (30 days, following its hourly profile), a job's is for the
 //! whole run: the two are never added up, so services have their own totals.
 
-use super::compare::{Attr, Change, Metric, Value, shown_whole};
+use super::compare::{Attr, shown_whole};
 use super::side::Side;
 use loam_ir::diff::Action;
+use loam_ir::diff::values::{Change, Metric, Value};
 use loam_ir::display::significant;
 use loam_ir::plan::ServicePlan;
 use serde_json::json;

@@ -3,12 +3,13 @@
 //! (`# … forces replacement`), and a summary line.
 
 use super::classify::Verdict;
-use super::compare::{Change, JobDiff, PlanDiff, Value};
+use super::compare::{JobDiff, PlanDiff};
 use super::services::ServiceDiff;
 use super::side::Side;
 use super::totals::Cells;
 use loam_backends::change::{Effect, Reason};
 use loam_ir::diff::Action;
+use loam_ir::diff::values::{Change, is_list, list_items, quote, sides};
 use std::fmt::Write;
 
 /// ANSI colours, or none.
@@ -446,33 +447,6 @@ fn changes_text(changes: &[Change], paint: Paint) -> String {
     out
 }
 
-/// Both sides of a change as the text writes them: numbers and booleans bare (a duration's in
-/// the unit of the larger side), text quoted, lists as `["a", "b"]`; the after side followed by
-/// the signed delta of a number (`2,152 CNY (+424.30 CNY, +24.6 %)`). A missing side is empty.
-pub fn sides(change: &Change) -> (String, String) {
-    let list = |value: &Option<Value>| {
-        if value.is_none() {
-            return String::new();
-        }
-        let items: Vec<String> = list_items(value).iter().map(|i| quote(i)).collect();
-        format!("[{}]", items.join(", "))
-    };
-    if is_list(&change.before) || is_list(&change.after) {
-        return (list(&change.before), list(&change.after));
-    }
-    let (old, mut new) = match (&change.before, &change.after, change.shown()) {
-        (Some(before), _, (Some(old), Some(new))) if before.is_bare() => (old, new),
-        (before, after, _) => (
-            before.as_ref().map(shown).unwrap_or_default(),
-            after.as_ref().map(shown).unwrap_or_default(),
-        ),
-    };
-    if let Some(delta) = change.delta_text() {
-        let _ = write!(new, " ({delta})");
-    }
-    (old, new)
-}
-
 /// A plain (uncoloured) rendering of a change list, for the markdown details.
 pub fn changes_plain(changes: &[Change]) -> String {
     changes_text(changes, Paint(false))
@@ -483,33 +457,10 @@ pub fn job_plain(job: &JobDiff, head: &Side) -> String {
     job_block(job, head, Paint(false))
 }
 
-fn is_list(value: &Option<Value>) -> bool {
-    matches!(value, Some(Value::List(_)))
-}
-
-fn list_items(value: &Option<Value>) -> Vec<String> {
-    match value {
-        Some(Value::List(items)) => items.clone(),
-        Some(other) => vec![other.shown()],
-        None => Vec::new(),
-    }
-}
-
-fn shown(value: &Value) -> String {
-    match value {
-        Value::Text(text) => quote(text),
-        other => other.shown(),
-    }
-}
-
-fn quote(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::values::Metric;
+    use loam_ir::diff::values::{Metric, Value};
 
     fn change(key: &str, before: Option<Value>, after: Option<Value>) -> Change {
         Change {

@@ -4,6 +4,8 @@
 //! diff page. Both read these types, so the page and the other formats say the same verdicts
 //! and sum the same fields.
 
+pub mod values;
+
 use crate::plan::Plan;
 use std::collections::BTreeMap;
 

@@ -17,6 +17,7 @@ mod tests;
 mod text;
 
 use loam_ir::cluster::ClusterMap;
+use loam_ir::diff::values::{Change, Value};
 use loam_ir::diff::{Action, TenantTotals};
 use loam_ir::plan::{Plan, PlanDocument};
 
@@ -92,12 +93,13 @@ pub struct ServiceChange {
     pub service: String,
     /// Its file.
     pub file: String,
-    /// Devices at the busiest hour, before and after (`—` when absent).
-    pub devices: (String, String),
-    /// Cost per month, before and after (`—` when absent).
-    pub cost_per_month: (String, String),
-    /// The attributes that change: key, before, after, as the text diff writes them.
-    pub changes: Vec<(String, String, String)>,
+    /// Devices at the busiest hour, before and after (`—` on the page when absent).
+    pub devices: (Option<Value>, Option<Value>),
+    /// Cost per month, before and after (`—` on the page when absent).
+    pub cost_per_month: (Option<Value>, Option<Value>),
+    /// The attributes that change, typed; the page writes them as the text diff does
+    /// ([`loam_ir::diff::values::sides`]).
+    pub changes: Vec<Change>,
 }
 
 /// One job's change between the sides.
@@ -114,8 +116,9 @@ pub struct JobChange<'a> {
     pub before: Option<&'a Plan>,
     /// Its plan at head.
     pub after: Option<&'a Plan>,
-    /// The fields that differ: `(field, before, after)` as the text diff writes them.
-    pub changes: Vec<(String, String, String)>,
+    /// The fields that differ, typed; the page writes them as the text diff does
+    /// ([`loam_ir::diff::values::sides`]).
+    pub changes: &'a [Change],
     /// A remark (`moved from a.loam`).
     pub note: Option<&'a str>,
 }

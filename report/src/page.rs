@@ -8,6 +8,7 @@ use crate::text::{money_short, plan_where, verdict};
 use crate::{DiffPage, PlanPage, Problem};
 use loam_ir::cluster::ClusterMap;
 use loam_ir::diff::Action;
+use loam_ir::diff::values::{Value, sides};
 use loam_ir::display::{capitalised, decimals, latency, percent, price, thousands};
 use loam_ir::plan::{Plan, ServicePlan};
 use std::collections::BTreeMap;
@@ -601,10 +602,10 @@ fn services_html(services: &[crate::ServiceChange], ids: &mut Ids) -> String {
             esc(&s.service),
             esc(s.action.symbol()),
             esc(s.action.verdict()),
-            esc(&s.devices.0),
-            esc(&s.devices.1),
-            esc(&s.cost_per_month.0),
-            esc(&s.cost_per_month.1)
+            esc(&or_dash(&s.devices.0)),
+            esc(&or_dash(&s.devices.1)),
+            esc(&or_dash(&s.cost_per_month.0)),
+            esc(&or_dash(&s.cost_per_month.1))
         );
         let _ = write!(
             details,
@@ -617,13 +618,14 @@ fn services_html(services: &[crate::ServiceChange], ids: &mut Ids) -> String {
         );
         if !s.changes.is_empty() {
             details.push_str("<div class=\"table-wrap\"><table><thead><tr><th scope=\"col\">attribute</th><th scope=\"col\">before</th><th scope=\"col\">after</th></tr></thead><tbody>");
-            for (key, before, after) in &s.changes {
+            for change in &s.changes {
+                let (before, after) = sides(change);
                 let _ = write!(
                     details,
                     "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td></tr>",
-                    esc(key),
-                    esc(before),
-                    esc(after)
+                    esc(&change.key),
+                    esc(&before),
+                    esc(&after)
                 );
             }
             details.push_str("</tbody></table></div>");
@@ -769,4 +771,9 @@ pub fn diff(page: &DiffPage<'_>) -> String {
         ),
         &body,
     )
+}
+
+/// A value as a table cell: `—` when the side has none.
+fn or_dash(value: &Option<Value>) -> String {
+    value.as_ref().map_or_else(|| "—".to_string(), Value::shown)
 }

@@ -54,8 +54,9 @@ pub fn job(id: &str, change: &JobChange<'_>) -> Option<Figure> {
     y = panel(&mut svg, y, "devices", &count);
     svg.ensure_height(y);
     let mut table = Table::new(&["field", "before", "after"], &[false, false, false]);
-    for (field, before, after) in &change.changes {
-        table.row(vec![field.clone(), before.clone(), after.clone()]);
+    for field in change.changes {
+        let (before, after) = loam_ir::diff::values::sides(field);
+        table.row(vec![field.key.clone(), before, after]);
     }
     if table.rows.is_empty() {
         for (name, plan) in &sides {

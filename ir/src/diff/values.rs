@@ -17,7 +17,8 @@
 //! A relative change (`delta_pct`) has one decimal. Booleans are JSON booleans and counts JSON
 //! integers.
 
-use loam_ir::display::{decimals, money, significant, thousands};
+use crate::display::{decimals, money, significant, thousands};
+use std::fmt::Write as _;
 
 /// How a number is written, and in which unit.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,20 +252,74 @@ impl Change {
         let (delta, pct) = self.delta()?;
         let amount = match &self.after {
             Some(Value::Number(_, Metric::Ratio)) => {
-                format!("{} pt", loam_ir::display::signed(delta * 100.0, 1))
+                format!("{} pt", crate::display::signed(delta * 100.0, 1))
             }
             Some(Value::Number(_, metric)) => {
                 let shown = metric.show(delta.abs(), self.scale().unwrap_or(delta));
                 let sign = if delta < 0.0 { "-" } else { "+" };
                 format!("{sign}{shown}")
             }
-            _ => loam_ir::display::signed(delta, 0),
+            _ => crate::display::signed(delta, 0),
         };
         Some(match (&self.after, pct) {
             (Some(Value::Number(_, Metric::Ratio)), _) | (_, None) => amount,
-            (_, Some(pct)) => format!("{amount}, {} %", loam_ir::display::signed(pct, 1)),
+            (_, Some(pct)) => format!("{amount}, {} %", crate::display::signed(pct, 1)),
         })
     }
+}
+
+/// Both sides of a change as the text diff (and the diff page) writes them: numbers and booleans bare (a duration's in
+/// the unit of the larger side), text quoted, lists as `["a", "b"]`; the after side followed by
+/// the signed delta of a number (`2,152 CNY (+424.30 CNY, +24.6 %)`). A missing side is empty.
+pub fn sides(change: &Change) -> (String, String) {
+    let list = |value: &Option<Value>| {
+        if value.is_none() {
+            return String::new();
+        }
+        let items: Vec<String> = list_items(value).iter().map(|i| quote(i)).collect();
+        format!("[{}]", items.join(", "))
+    };
+    if is_list(&change.before) || is_list(&change.after) {
+        return (list(&change.before), list(&change.after));
+    }
+    let (old, mut new) = match (&change.before, &change.after, change.shown()) {
+        (Some(before), _, (Some(old), Some(new))) if before.is_bare() => (old, new),
+        (before, after, _) => (
+            before.as_ref().map(written).unwrap_or_default(),
+            after.as_ref().map(written).unwrap_or_default(),
+        ),
+    };
+    if let Some(delta) = change.delta_text() {
+        let _ = write!(new, " ({delta})");
+    }
+    (old, new)
+}
+
+/// Whether a side is a list.
+pub fn is_list(value: &Option<Value>) -> bool {
+    matches!(value, Some(Value::List(_)))
+}
+
+/// A side's items: a list's, or the one value shown.
+pub fn list_items(value: &Option<Value>) -> Vec<String> {
+    match value {
+        Some(Value::List(items)) => items.clone(),
+        Some(other) => vec![other.shown()],
+        None => Vec::new(),
+    }
+}
+
+/// A value as a side of a change: text quoted.
+fn written(value: &Value) -> String {
+    match value {
+        Value::Text(text) => quote(text),
+        other => other.shown(),
+    }
+}
+
+/// Text in double quotes, `\` and `"` escaped.
+pub fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 #[cfg(test)]
