@@ -8,7 +8,7 @@ mod chunks;
 pub mod service;
 mod task;
 
-pub use chunks::{STOP_MARGIN_S, whole_run_min};
+pub use chunks::STOP_MARGIN_S;
 pub use task::TASK;
 
 use crate::change::{self, Effect, Reason};

@@ -22,6 +22,7 @@ pub mod findings;
 pub mod names;
 pub mod plan;
 pub mod schedule;
+pub mod slurm_limit;
 pub mod span;
 pub mod types;
 pub mod units;

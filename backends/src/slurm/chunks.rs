@@ -4,9 +4,7 @@
 
 use crate::job::JobContext;
 use crate::window::Window;
-
-/// The longest time limit loam writes: 365 days, in minutes.
-const MAX_LIMIT_MIN: u64 = 365 * 24 * 60;
+use loam_ir::slurm_limit::{TimeLimit, time_limit};
 
 /// Seconds the batch script needs after the trainers' grace before the time limit: the tasks
 /// poll for the stop request every 2 s (longer where the checkpoint file system caches file
@@ -32,15 +30,6 @@ pub struct Chunks {
     /// Requeues the script allows itself: the plan's restart budget plus the time chunks (with a
     /// window, every window's allocations).
     pub max_requeues: u64,
-}
-
-/// The whole run's time limit: the predicted training time plus 10 %, the time to write two
-/// checkpoints and 10 minutes; at most 365 days.
-pub fn whole_run_min(train_time_h: f64, checkpoint_write_s: f64) -> u64 {
-    let minutes = (train_time_h.max(0.0) * 60.0 * 1.1).ceil()
-        + (2.0 * checkpoint_write_s.max(0.0) / 60.0).ceil()
-        + 10.0;
-    minutes.min(MAX_LIMIT_MIN as f64) as u64
 }
 
 /// `D-HH:MM:00`, Slurm's `days-hours:minutes:seconds`.
@@ -81,19 +70,16 @@ fn allocations(
 /// The time limits of `job`, which runs only inside `window` when it has one. Plans written
 /// before format 1.6 have no MaxTime: one allocation with the whole run's limit (or the window).
 pub fn chunks(job: &JobContext<'_>, window: Option<&Window>) -> Chunks {
-    let max_time_min = job
-        .groups
-        .iter()
-        .filter_map(|g| g.ir.node.as_ref().and_then(|n| n.slurm_max_time_min))
-        .filter(|&m| m > 0)
-        .min();
-    let whole = whole_run_min(job.train_time_h, job.checkpoint_write_s);
+    let TimeLimit {
+        limit_min,
+        max_time_min,
+    } = time_limit(
+        job.train_time_h,
+        job.checkpoint_write_s,
+        job.groups.iter().map(|g| g.ir),
+        window.map(|w| w.hours),
+    );
     let window_min = window.map(|w| w.hours * 60);
-    let limit_min = [max_time_min, window_min]
-        .into_iter()
-        .flatten()
-        .fold(whole, u64::min)
-        .max(1);
     let signal_s = (job.trainer_grace_s + STOP_MARGIN_S).min(MAX_SIGNAL_S);
     // An allocation does not train during the signal's lead, which Slurm may send up to a minute
     // early.
@@ -121,10 +107,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whole_run_limits_have_margin_and_a_ceiling() {
-        assert_eq!(format_limit(whole_run_min(1.0, 30.0)), "0-01:17:00");
-        assert_eq!(format_limit(whole_run_min(600.0, 41.0)), "27-12:12:00");
-        assert_eq!(format_limit(whole_run_min(1e9, 0.0)), "365-00:00:00");
+    fn limits_are_written_as_days_hours_and_minutes() {
+        // 77 min; 39,612 min = 27 d 12 h 12 min; 365 days.
+        assert_eq!(format_limit(77), "0-01:17:00");
+        assert_eq!(format_limit(39_612), "27-12:12:00");
+        assert_eq!(format_limit(365 * 24 * 60), "365-00:00:00");
     }
 
     #[test]
