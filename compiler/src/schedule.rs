@@ -16,6 +16,8 @@ mod sample;
 mod service;
 mod sim;
 #[cfg(test)]
+mod slurm_tests;
+#[cfg(test)]
 mod tests;
 mod usage;
 pub mod what_if;

@@ -2,6 +2,7 @@
 //! deadline, window, cost per held hour; and the arithmetic of daily windows.
 
 use loam_ir::plan::Plan;
+use loam_ir::slurm_limit::time_limit;
 
 /// Tolerance on hours: events closer than this (0.36 ms) are the same instant. Counted: far
 /// below the 1e-4 h resolution the output's five significant digits keep over a 90-day horizon.
@@ -16,6 +17,10 @@ pub(crate) struct SimJob {
     pub(crate) lead_h: f64,
     /// Hours of training around the clock, expected failures and checkpoint writes included.
     pub(crate) work_h: f64,
+    /// Hours of each Slurm allocation's time limit: the `--time` `loam emit --target slurm`
+    /// writes (the whole run's limit, or the partitions' MaxTime or the window when shorter),
+    /// which Slurm's backfill plans with (rule 16).
+    pub(crate) limit_h: f64,
     /// Hours of work between checkpoints (`None`: no checkpoints, a preemption loses all).
     pub(crate) checkpoint_h: Option<f64>,
     /// Hours from a preemption or failure until training runs again.
@@ -44,18 +49,26 @@ impl SimJob {
             .goodput
             .as_ref()
             .map_or(0.0, |g| g.restart_min / 60.0);
+        let window = plan
+            .schedule
+            .as_ref()
+            .filter(|s| s.hours_per_day > 0 && s.hours_per_day < 24)
+            .map(|s| (s.start_hour % 24, s.hours_per_day));
+        let limit = time_limit(
+            estimate.train_time_h,
+            plan.checkpoint.as_ref().map_or(0.0, |c| c.write_s),
+            &plan.groups,
+            window.map(|(_, hours)| hours),
+        );
         Some(SimJob {
             submit_h,
             lead_h: plan.data.as_ref().map_or(0.0, |d| d.transfer_h.max(0.0)),
             work_h,
+            limit_h: limit.limit_min as f64 / 60.0,
             checkpoint_h,
             restart_h,
             deadline_h: plan.goal.as_ref().and_then(|g| g.deadline_h),
-            window: plan
-                .schedule
-                .as_ref()
-                .filter(|s| s.hours_per_day > 0 && s.hours_per_day < 24)
-                .map(|s| ((s.start_hour % 24) as f64, s.hours_per_day as f64)),
+            window: window.map(|(start, hours)| (start as f64, hours as f64)),
             devices: plan.groups.iter().map(|g| g.devices).sum(),
             interruptible: plan.interruptible,
         })
@@ -96,6 +109,7 @@ mod tests {
             submit_h: 0.0,
             lead_h: 0.0,
             work_h: 10.0,
+            limit_h: 6.0,
             checkpoint_h: None,
             restart_h: 0.0,
             deadline_h: None,

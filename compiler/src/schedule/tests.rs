@@ -4,12 +4,24 @@
 use super::*;
 use crate::admission::tests::{catalogue, plan};
 
-const H100: &str = "H100_SXM";
+pub(super) const H100: &str = "H100_SXM";
 
 /// A plan of `job` on 8 devices of node group `ng-a` that trains for `hours`, with the fields
 /// the schedule reads merged in from `extra` (checkpoint, schedule, goal).
 fn timed(job: &str, tenant: &str, priority: &str, hours: f64, extra: serde_json::Value) -> Plan {
-    let base = plan(job, tenant, priority, &[("ng-a", H100, 8)]);
+    timed_on(job, tenant, priority, 8, hours, extra)
+}
+
+/// As [`timed`], on `devices` devices of `ng-a`.
+pub(super) fn timed_on(
+    job: &str,
+    tenant: &str,
+    priority: &str,
+    devices: u64,
+    hours: f64,
+    extra: serde_json::Value,
+) -> Plan {
+    let base = plan(job, tenant, priority, &[("ng-a", H100, devices)]);
     let mut value = serde_json::to_value(base).unwrap();
     value["estimate"] = serde_json::json!({
         "step_time_s": 1.0, "tokens_per_s": 1000.0, "model_tflops_per_device": 400.0,
@@ -27,7 +39,7 @@ fn timed(job: &str, tenant: &str, priority: &str, hours: f64, extra: serde_json:
     serde_json::from_value(value).unwrap()
 }
 
-fn options(horizon_h: f64) -> Options {
+pub(super) fn options(horizon_h: f64) -> Options {
     Options {
         start: "2026-01-05".to_string(),
         horizon_h,
@@ -38,7 +50,7 @@ fn options(horizon_h: f64) -> Options {
     }
 }
 
-fn find<'a>(s: &'a Schedule, name: &str) -> &'a ScheduledJob {
+pub(super) fn find<'a>(s: &'a Schedule, name: &str) -> &'a ScheduledJob {
     s.jobs.iter().find(|j| j.job == name).unwrap()
 }
 

@@ -4,10 +4,16 @@
 //! the earliest hour it fits once the running jobs end and the reservations before it hold
 //! theirs (the backfill plugin's planning, `sched/backfill`, every job tested); a later job
 //! that fits now starts when it ends before each reservation or leaves it room.
+//!
+//! Slurm plans with each job's time limit, not with how long it will run: a running job holds
+//! its devices in the plan until its start plus its limit, a waiting one for its limit. Jobs
+//! still run for their expected hours and give their devices back then; every event passes
+//! again, so a job that ends before its limit lets the next pass re-plan (as Slurm's periodic
+//! backfill does).
 
 use super::{Held, Pass, Phase, State, Trace, start};
 use crate::admission::place::{Demand, Ledger, blocker_text};
-use crate::schedule::job::EPS_H;
+use crate::schedule::job::{EPS_H, SimJob};
 
 /// A job holding devices from `from_h` to `to_h`, with its demand's index.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +62,24 @@ fn fits_during(
         })
 }
 
+/// Hours from `at` that `job`, with `remaining_h` of work left, keeps its devices in the
+/// simulation once running: its remaining work, cut at its window's close when it has one.
+fn run_h(job: &SimJob, remaining_h: f64, at: f64) -> f64 {
+    let run = remaining_h.max(EPS_H);
+    match job.next_window_edge(at) {
+        Some(close) if job.in_window(at) => run.min(close - at),
+        _ => run,
+    }
+}
+
+/// Hours Slurm plans an allocation of `job` from `at` to hold its devices: its time limit. The
+/// simulation does not requeue a job at the end of a time chunk (a run longer than MaxTime runs
+/// on, and a sampled run may outlast its limit), so never less than the run itself, lest the
+/// plan hand out devices the job still holds.
+fn planned_h(job: &SimJob, remaining_h: f64, at: f64) -> f64 {
+    job.limit_h.max(run_h(job, remaining_h, at))
+}
+
 /// The admission pass at `p.t` under Slurm's rules.
 pub(super) fn admit_waiting(
     p: &Pass<'_>,
@@ -65,14 +89,15 @@ pub(super) fn admit_waiting(
 ) {
     let t = p.t;
     let demands: &[Option<Demand>] = held.demands;
-    // What runs now, to its expected end, then each reservation made in this pass.
+    // What runs now, to its start plus its time limit (or its expected end, when later), then
+    // each reservation made in this pass.
     let mut holds: Vec<Hold> = states
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| match s.phase {
-            Phase::Running { .. } => Some(Hold {
+        .filter_map(|(i, s)| match (s.phase, p.jobs.get(i)) {
+            (Phase::Running { since_h, .. }, Some(Some(job))) => Some(Hold {
                 from_h: t,
-                to_h: t + s.remaining_h.max(0.0),
+                to_h: (since_h + job.limit_h).max(t + run_h(job, s.remaining_h, t)),
                 index: i,
             }),
             _ => None,
@@ -88,7 +113,7 @@ pub(super) fn admit_waiting(
         if state.phase != Phase::Waiting || !job.in_window(t) {
             continue;
         }
-        let hours = state.remaining_h.max(EPS_H);
+        let hours = planned_h(job, state.remaining_h, t);
         if fits_during(p, &holds, demands, demand, t, hours) {
             holds.push(Hold {
                 from_h: t,
@@ -101,9 +126,10 @@ pub(super) fn admit_waiting(
         // Its reservation: the first hour, among the ends of what is held, it fits from.
         let mut candidates: Vec<f64> = holds.iter().map(|h| h.to_h).filter(|&e| e > t).collect();
         candidates.sort_by(f64::total_cmp);
-        if let Some(at) = candidates
+        if let Some((at, hours)) = candidates
             .into_iter()
-            .find(|&at| fits_during(p, &holds, demands, demand, at, hours))
+            .map(|at| (at, planned_h(job, state.remaining_h, at)))
+            .find(|&(at, hours)| fits_during(p, &holds, demands, demand, at, hours))
         {
             holds.push(Hold {
                 from_h: at,
