@@ -148,8 +148,8 @@ fn report(what: &str, request: &Request) {
             start.elapsed().as_secs_f64(),
             summary.change,
             summary.unchanged,
-            outcome.head.reused,
-            outcome.base.reused,
+            outcome.head.reused(),
+            outcome.base.reused(),
         );
     }
 }

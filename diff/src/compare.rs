@@ -485,23 +485,23 @@ fn renamed(a: &Plan, b: &Plan) -> bool {
 /// Matches the jobs of the two sides and lists what changes (see the module docs).
 pub fn compare(base: &Side, head: &Side) -> PlanDiff {
     let base_names: BTreeMap<&str, &Plan> =
-        base.plans.iter().map(|p| (p.job.as_str(), p)).collect();
+        base.plans().iter().map(|p| (p.job.as_str(), p)).collect();
     let head_names: BTreeMap<&str, &Plan> =
-        head.plans.iter().map(|p| (p.job.as_str(), p)).collect();
+        head.plans().iter().map(|p| (p.job.as_str(), p)).collect();
     let mut jobs = Vec::new();
-    for after in &head.plans {
+    for after in head.plans() {
         if let Some(before) = base_names.get(after.job.as_str()) {
             jobs.push(pair(before, after, None));
         }
     }
     let base_only: Vec<&Plan> = base
-        .plans
+        .plans()
         .iter()
         .filter(|p| !head_names.contains_key(p.job.as_str()))
         .collect();
     let mut base_used = vec![false; base_only.len()];
     for after in head
-        .plans
+        .plans()
         .iter()
         .filter(|p| !base_names.contains_key(p.job.as_str()))
     {
@@ -555,8 +555,8 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
     let mut broken = Vec::new();
     for (file, errors) in &head.broken {
         // A file whose services were planned at base shows them as errors instead.
-        if !base.plans.iter().any(|p| &p.file == file)
-            && !base.services.iter().any(|p| &p.file == file)
+        if !base.plans().iter().any(|p| &p.file == file)
+            && !base.services().iter().any(|p| &p.file == file)
         {
             broken.push(BrokenFile {
                 file: file.clone(),

@@ -174,7 +174,7 @@ pub fn render(diff: &PlanDiff, base: &Side, head: &Side, shown: &dyn ShowDiagnos
             .specs
             .diagnostics
             .iter()
-            .chain(&side.planner_diagnostics)
+            .chain(side.planner_diagnostics())
         {
             if name == "base" && !d.is_error() {
                 continue;

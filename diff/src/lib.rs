@@ -86,15 +86,15 @@ pub fn diff(base: &Side, head: &Side, manifests: Option<Target>) -> PlanDiff {
     // placed at once, by the same rules as `loam plan`'s preview.
     if let (Some(at_base), Some(at_head)) = (&base.specs.catalogue, &head.specs.catalogue) {
         diff.admission = loam_compiler::admission::changes(
-            &loam_compiler::admission::preview(&base.plans, at_base),
-            &loam_compiler::admission::preview(&head.plans, at_head),
+            &loam_compiler::admission::preview(base.plans(), at_base),
+            &loam_compiler::admission::preview(head.plans(), at_head),
         );
         admission::explain_admission(&mut diff, &head.label);
     }
     // What the change does to every job scheduled together over time (issue 33).
     if let (Some(before), Some(after)) = (
-        loam_compiler::schedule::of_project(&base.specs, &base.plans, &base.services),
-        loam_compiler::schedule::of_project(&head.specs, &head.plans, &head.services),
+        loam_compiler::schedule::of_project(&base.specs, base.plans(), base.services()),
+        loam_compiler::schedule::of_project(&head.specs, head.plans(), head.services()),
     ) {
         diff.schedule = schedule::compare(&before, &after);
     }
@@ -112,6 +112,6 @@ pub fn shown_diagnostics(base: &Side, head: &Side) -> (Vec<Diagnostic>, Vec<Diag
         .cloned()
         .collect();
     let mut at_head = head.specs.diagnostics.clone();
-    at_head.extend(head.planner_diagnostics.iter().cloned());
+    at_head.extend(head.planner_diagnostics().iter().cloned());
     (base_errors, at_head)
 }

@@ -645,7 +645,7 @@ fn job_warnings(job: &JobDiff, head: &Side) -> Vec<loam_ir::diagnostics::Diagnos
     head.specs
         .diagnostics
         .iter()
-        .chain(&head.planner_diagnostics)
+        .chain(head.planner_diagnostics())
         .filter(|d| !d.is_error())
         .filter(|d| {
             d.span

@@ -277,17 +277,17 @@ fn whole(plan: &ServicePlan, created: bool) -> Vec<Change> {
 /// shown against that side's diagnostics: an error at head, the whole plan at base.
 pub fn compare(base: &Side, head: &Side) -> Vec<ServiceDiff> {
     let base_names: BTreeMap<&str, &ServicePlan> = base
-        .services
+        .services()
         .iter()
         .map(|p| (p.service.as_str(), p))
         .collect();
     let head_names: BTreeMap<&str, &ServicePlan> = head
-        .services
+        .services()
         .iter()
         .map(|p| (p.service.as_str(), p))
         .collect();
     let mut out = Vec::new();
-    for after in &head.services {
+    for after in head.services() {
         let entry = match base_names.get(after.service.as_str()) {
             Some(before) => {
                 let moved = before.file != after.file;
@@ -335,7 +335,7 @@ pub fn compare(base: &Side, head: &Side) -> Vec<ServiceDiff> {
         out.push(entry);
     }
     for before in base
-        .services
+        .services()
         .iter()
         .filter(|p| !head_names.contains_key(p.service.as_str()))
     {
@@ -441,14 +441,14 @@ pub fn totals(services: &[ServiceDiff], base: &Side, head: &Side) -> Vec<MonthRo
         .iter()
         .filter(|s| s.action == Action::Error)
         .filter_map(|s| s.before.as_ref());
-    for plan in &base.services {
+    for plan in base.services() {
         rows.entry(plan.tenant.clone())
             .or_insert_with(|| new_row(Some(plan.tenant.clone())))
             .before
             .add(plan);
         total.before.add(plan);
     }
-    for plan in head.services.iter().chain(unchecked) {
+    for plan in head.services().iter().chain(unchecked) {
         rows.entry(plan.tenant.clone())
             .or_insert_with(|| new_row(Some(plan.tenant.clone())))
             .after

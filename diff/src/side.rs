@@ -1,11 +1,12 @@
-//! One side of a diff: a project checked and planned, with what the diff needs to say about
+//! One side of a diff: a project checked and planned by the core (`CheckedProject`,
+//! `PlannedProject`), with what the diff needs to say about
 //! it (its label and commit, where its catalogue came from, which files do not check, the plans
 //! taken from elsewhere). The caller reads the files and plans them (`loam diff` reads git
 //! revisions); everything here is data.
 
-use loam_compiler::project::CheckedProject;
+use loam_compiler::project::{CheckedProject, PlannedProject};
 use loam_ir::diagnostics::Diagnostic;
-use loam_ir::plan::Plan;
+use loam_ir::plan::{Plan, ServicePlan};
 use std::collections::BTreeMap;
 
 /// One side, checked and planned.
@@ -20,12 +21,9 @@ pub struct Side {
     pub catalogue_digest: Option<String>,
     /// The specs and the catalogue, checked (sources, jobs, every check diagnostic).
     pub specs: CheckedProject,
-    /// The plans of every job in a file that checked, sorted by file.
-    pub plans: Vec<Plan>,
-    /// The plans of every service in a file that checked, sorted by file.
-    pub services: Vec<loam_ir::plan::ServicePlan>,
-    /// The planner's diagnostics.
-    pub planner_diagnostics: Vec<Diagnostic>,
+    /// The core's plans of them: every job and service in a file that checked, sorted by file,
+    /// the planner's findings, each plan's key and whether it was reused.
+    pub planned: PlannedProject,
     /// Spec files with errors, and how many.
     pub broken: BTreeMap<String, usize>,
     /// Errors in the catalogue; when any, no job of this side was planned.
@@ -34,18 +32,41 @@ pub struct Side {
     pub bytes: BTreeMap<String, Vec<u8>>,
     /// The index in `plans` of each plan, by its key ([`loam_compiler::project::plan_key`]).
     pub keys: BTreeMap<String, usize>,
-    /// How many plans were taken from the other side or the cache rather than planned.
-    pub reused: usize,
 }
 
 impl Side {
+    /// The plans of every job in a file that checked, sorted by file.
+    pub fn plans(&self) -> &[Plan] {
+        &self.planned.document.plans
+    }
+
+    /// The plans of every service in a file that checked, sorted by file.
+    pub fn services(&self) -> &[ServicePlan] {
+        &self.planned.document.services
+    }
+
+    /// The planner's diagnostics.
+    pub fn planner_diagnostics(&self) -> &[Diagnostic] {
+        &self.planned.findings
+    }
+
+    /// How many plans were taken from the other side or the cache rather than planned.
+    pub fn reused(&self) -> usize {
+        self.planned.reused.iter().filter(|r| **r).count()
+    }
+
+    /// The plan with `key`, if this side has one.
+    pub fn plan_by_key(&self, key: &str) -> Option<&Plan> {
+        self.keys.get(key).and_then(|i| self.plans().get(*i))
+    }
+
     /// The errors of this side's checks and planner, as `loam check` and `loam plan` report
     /// them.
     pub fn errors(&self) -> Vec<Diagnostic> {
         self.specs
             .diagnostics
             .iter()
-            .chain(&self.planner_diagnostics)
+            .chain(self.planner_diagnostics())
             .filter(|d| d.is_error())
             .cloned()
             .collect()

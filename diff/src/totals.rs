@@ -25,11 +25,11 @@ pub fn totals(diff: &PlanDiff, base: &Side, head: &Side) -> Vec<TenantTotals> {
         .iter()
         .filter(|j| j.action == Action::Error)
         .filter_map(|j| j.before.as_ref());
-    for plan in &base.plans {
+    for plan in base.plans() {
         row(&mut rows, &plan.tenant).before.add(plan);
         total.before.add(plan);
     }
-    for plan in head.plans.iter().chain(unchecked) {
+    for plan in head.plans().iter().chain(unchecked) {
         row(&mut rows, &plan.tenant).after.add(plan);
         total.after.add(plan);
     }

@@ -495,7 +495,7 @@ fn a_price_change_in_one_pool_replans_only_its_jobs() {
     first.base = "HEAD".into();
     first.head = None;
     let filled = run(&first).unwrap();
-    assert_eq!((filled.head.reused, filled.base.reused), (0, 6));
+    assert_eq!((filled.head.reused(), filled.base.reused()), (0, 6));
     assert_eq!(entries(cache.path()).len(), 6);
 
     let pool = repo.read("specs/pools/frontier.yaml");
@@ -507,10 +507,10 @@ fn a_price_change_in_one_pool_replans_only_its_jobs() {
     repo.commit("a frontier price and one xirang spec");
 
     let plain = run(&request(&repo, None)).unwrap();
-    assert_eq!(plain.head.plans.len(), 6);
-    assert_eq!(plain.head.reused, 0);
+    assert_eq!(plain.head.plans().len(), 6);
+    assert_eq!(plain.head.reused(), 0);
     // x-1 and x-2 are taken from the head; x-0 changed, the frontier jobs' inputs changed.
-    assert_eq!(plain.base.reused, 2);
+    assert_eq!(plain.base.reused(), 2);
     let changed: Vec<&str> = plain
         .diff
         .jobs
@@ -523,13 +523,13 @@ fn a_price_change_in_one_pool_replans_only_its_jobs() {
     // The pull request's run with the restored cache: the head's unchanged xirang jobs and the
     // whole base come from it.
     let warm = run(&request(&repo, Some(cache.path()))).unwrap();
-    assert_eq!(warm.head.reused, 2);
-    assert_eq!(warm.base.reused, 6);
-    assert_eq!(warm.base.plans, plain.base.plans);
-    assert_eq!(warm.head.plans, plain.head.plans);
+    assert_eq!(warm.head.reused(), 2);
+    assert_eq!(warm.base.reused(), 6);
+    assert_eq!(warm.base.plans(), plain.base.plans());
+    assert_eq!(warm.head.plans(), plain.head.plans());
     let again = run(&request(&repo, Some(cache.path()))).unwrap();
-    assert_eq!((again.head.reused, again.base.reused), (6, 6));
-    assert_eq!(again.head.plans, plain.head.plans);
+    assert_eq!((again.head.reused(), again.base.reused()), (6, 6));
+    assert_eq!(again.head.plans(), plain.head.plans());
     assert_eq!(entries(cache.path()).len(), 10);
 }
 

@@ -33,7 +33,7 @@ pub fn run(args: &DiffArgs, catalogue: Option<&Path>, cx: &mut Context<'_>) -> R
         DiffFormat::Github => {
             let mut annotations = github::render(&head.specs.diagnostics, &head.specs.sources);
             annotations.push_str(&github::render(
-                &head.planner_diagnostics,
+                head.planner_diagnostics(),
                 &head.specs.sources,
             ));
             cx.print(&annotations);

@@ -175,14 +175,7 @@ pub fn load(
         }
     }
     let catalogue_digest = specs.catalogue.as_ref().map(|c| c.digest().to_string());
-    let other = |key: &str| -> Option<Plan> {
-        let other = reuse?;
-        other
-            .keys
-            .get(key)
-            .and_then(|i| other.plans.get(*i))
-            .cloned()
-    };
+    let other = |key: &str| -> Option<Plan> { reuse?.plan_by_key(key).cloned() };
     let planned = plan_cache::plan(&specs, threads(), cache, &other);
     let keys = planned
         .keys
@@ -190,21 +183,16 @@ pub fn load(
         .enumerate()
         .map(|(i, key)| (key.clone(), i))
         .collect();
-    let reused = planned.reused.iter().filter(|r| **r).count();
-    let planner_diagnostics = planned.findings;
     Ok(Side {
         label: snapshot.label,
         commit: snapshot.commit,
         catalogue_origin: snapshot.catalogue_origin,
         catalogue_digest,
         specs,
-        plans: planned.document.plans,
-        services: planned.document.services,
-        planner_diagnostics,
+        planned,
         broken,
         catalogue_errors,
         bytes,
         keys,
-        reused,
     })
 }
