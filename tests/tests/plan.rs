@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.12");
+        assert_eq!(doc["format_version"], "1.13");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -275,6 +275,18 @@ fn every_example_plans_feasibly_with_every_contract_field() {
                 let range = stage["layers"].as_array().unwrap();
                 assert_eq!(range[0].as_u64().unwrap(), next);
                 next = range[1].as_u64().unwrap();
+                // Every stage states its seconds per micro-batch (format 1.13), the forward
+                // and the collectives each a part of them.
+                let seconds = |key: &str| stage[key].as_f64().unwrap_or(-1.0);
+                let (all, forward, comm) = (
+                    seconds("micro_batch_s"),
+                    seconds("forward_s"),
+                    seconds("tensor_comm_s"),
+                );
+                assert!(
+                    all > 0.0 && forward > 0.0 && forward < all && (0.0..all).contains(&comm),
+                    "{example}: stage {i}: {stage}"
+                );
             }
             assert_eq!(next, layers, "{example}: stages must cover [0, {layers})");
             // The devices of the layout are the devices placed: every stage takes its group's
