@@ -50,7 +50,7 @@ fn bench(c: &mut Criterion) {
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
-        fitted: loam_compiler::hardware::FittedConstants::SHIPPED,
+        fitted: loam_compiler::cost::FittedConstants::SHIPPED,
     };
     let spec = SearchSpec {
         model: &model,

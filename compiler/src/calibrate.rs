@@ -47,7 +47,8 @@ pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
-use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
+use crate::cost::FittedConstants;
+use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
 use crate::workload::Pins;
 use crate::workload::{Layout, ModelDims, TrainSetup};

@@ -4,7 +4,7 @@
 //! harness builds them from a CSV row. Keeping them small keeps the cost model independent of how
 //! the catalogue is written.
 
-pub use crate::cost::FittedConstants;
+use crate::cost::FittedConstants;
 use loam_ir::types::Precision;
 use serde::Serialize;
 use std::collections::BTreeMap;

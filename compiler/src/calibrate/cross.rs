@@ -9,8 +9,9 @@
 
 use super::hetero::calibrate_hetero_with;
 use super::{CalibrationError, Prepared, calibrate_prepared, median};
+use crate::cost::FittedConstants;
 use crate::cost::estimate;
-use crate::hardware::{DeviceFigures, FittedConstants};
+use crate::hardware::DeviceFigures;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -19,11 +19,12 @@ use super::hetero_row::{
     parse_stage_layout, stated_bandwidth, stated_transport,
 };
 use super::{CALIBRATION_NETWORK_LATENCY_S, CalibrationError, ErrorStats, gpt_era_recipe};
+use crate::cost::FittedConstants;
 use crate::cost::ops::op_costs_of_layout;
 use crate::cost::pipeline_step::{StageTimes, optimizer_seconds_per_param, slots, step_seconds};
 use crate::cost::transport::Transport;
 use crate::cost::{Collective, Group, collective_time, exposed_reduction, p2p_time, usable_memory};
-use crate::hardware::{ClusterFigures, DeviceFigures, FittedConstants};
+use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::workload::{
     Layout, ModelDims, OpGraph, OpKind, StageHolding, TrainSetup, op_graph, stage_memory,
 };

@@ -248,7 +248,7 @@ impl NodeGroup {
                     uplink: site.block_uplink,
                 },
             ),
-            fitted: crate::hardware::FittedConstants::SHIPPED,
+            fitted: crate::cost::FittedConstants::SHIPPED,
         }
     }
 }

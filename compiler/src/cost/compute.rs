@@ -8,7 +8,8 @@
 //! activations, residuals, dropout, expert permutation) is memory-bound.
 
 use super::NONGEMM_H_ELEMENTS;
-use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency, FittedConstants};
+use crate::cost::FittedConstants;
+use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency};
 use crate::workload::{
     BlockKind, Layout, ModelDims, attended_keys, block_kinds, block_matrices, causal_keys,
     expert_tensor,

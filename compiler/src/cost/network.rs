@@ -231,7 +231,7 @@ mod tests {
                 nodes: 32,
                 uplink: uplink_tbps * 1e12 / 8.0,
             }),
-            fitted: crate::hardware::FittedConstants::SHIPPED,
+            fitted: crate::cost::FittedConstants::SHIPPED,
         }
     }
 
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &full), 1.0);
         let none = ClusterFigures {
             block: None,
-            fitted: crate::hardware::FittedConstants::SHIPPED,
+            fitted: crate::cost::FittedConstants::SHIPPED,
             ..quarter.clone()
         };
         assert_eq!(uplink_slowdown(Collective::AllReduce, sparse, &none), 1.0);

@@ -14,7 +14,7 @@ fn cluster() -> ClusterFigures {
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
+        fitted: crate::cost::FittedConstants::SHIPPED,
     }
 }
 

@@ -228,7 +228,7 @@ fn moe_share(model: &ModelDims) -> f64 {
 /// The position of `recompute` in [`Recompute::ALL`], for caches by recomputation mode.
 /// Seconds `comm` adds to a step when it runs beside `window` seconds of compute: whatever does
 /// not fit under the window, plus the slowdown the hidden part inflicts on the compute it
-/// overlaps ([`FittedConstants::overlap_contention`](crate::hardware::FittedConstants)).
+/// overlaps ([`FittedConstants::overlap_contention`](crate::cost::FittedConstants)).
 pub(crate) fn exposed(comm: f64, window: f64, contention: f64) -> f64 {
     let hidden = comm.min(window.max(0.0));
     (comm - hidden) + contention * hidden

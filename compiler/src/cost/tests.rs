@@ -13,7 +13,7 @@ fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
+        fitted: crate::cost::FittedConstants::SHIPPED,
     }
 }
 

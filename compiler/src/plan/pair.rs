@@ -448,7 +448,7 @@ pub(crate) fn fill_group_figures(
         } else {
             0.0
         });
-        group.memory_per_device_gib = Some(round(bytes.total / single::GIB));
+        group.memory_per_device_gib = Some(round(bytes.total / loam_ir::units::GIB));
         group.memory_gib = Some(single::memory_ir(&bytes));
     }
 }

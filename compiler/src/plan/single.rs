@@ -21,7 +21,7 @@ pub(crate) struct Ranked<'a> {
 }
 
 /// Bytes in a GiB.
-pub(crate) use loam_ir::units::GIB;
+use loam_ir::units::GIB;
 
 /// `x` to five significant digits, so JSON diffs show only changes that matter.
 pub(crate) fn round(x: f64) -> f64 {

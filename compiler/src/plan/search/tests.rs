@@ -14,7 +14,7 @@ pub(super) fn h100s(nodes: u32) -> ClusterFigures {
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
+        fitted: crate::cost::FittedConstants::SHIPPED,
     }
 }
 

@@ -22,7 +22,7 @@ fn cluster(devices_per_node: u32, nodes: u32, memory_bytes: f64) -> ClusterFigur
         nics_per_node: 8,
         network_latency_s: 5e-6,
         block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
+        fitted: crate::cost::FittedConstants::SHIPPED,
     }
 }
 

@@ -77,7 +77,7 @@ pub(super) struct PerSide {
     reduce_per_param: f64,
     /// Optimizer step, seconds per parameter.
     optimizer_per_param: f64,
-    /// The group's [`crate::hardware::FittedConstants::overlap_contention`].
+    /// The group's [`crate::cost::FittedConstants::overlap_contention`].
     contention: f64,
     /// Both directions of one micro-batch's activations to the next stage in the group.
     inside_send: f64,

@@ -38,7 +38,7 @@ fn cluster(device: DeviceFigures, nodes: u32) -> ClusterFigures {
         nics_per_node: 4,
         network_latency_s: 5e-6,
         block: None,
-        fitted: crate::hardware::FittedConstants::SHIPPED,
+        fitted: crate::cost::FittedConstants::SHIPPED,
     }
 }
 
