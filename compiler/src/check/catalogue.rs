@@ -5,6 +5,7 @@
 //! [`crate::catalogue`], below this module; [`eligible`] is also the planner's rule for where a
 //! job or a service may run.
 
+mod capability;
 mod check_job;
 mod check_service;
 pub mod eligible;

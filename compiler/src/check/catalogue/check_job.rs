@@ -6,6 +6,7 @@
 //! finds; the result is sorted. A name that does not resolve removes what depends on it from
 //! later checks, so one typo gives one diagnostic, not a cascade.
 
+use super::capability::{Missing, missing_capability, pool_devices_with};
 use super::eligible::{self, Scope};
 use super::fit::check_fit;
 use super::software::check_software;
@@ -493,51 +494,28 @@ fn check_precision(
     if allowed.devices.iter().any(|d| d.supports(precision.value)) {
         return;
     }
-    let lacking: Vec<&str> = allowed
-        .devices
-        .iter()
-        .map(|d| d.id.value.as_str())
-        .collect();
-    let others: Vec<&str> = pool
-        .device_ids()
-        .into_iter()
-        .filter(|id| {
-            catalogue
-                .device(id)
-                .is_some_and(|d| d.supports(precision.value))
-        })
-        .collect();
+    let others = pool_devices_with(catalogue, pool, |d| d.supports(precision.value));
+    let common = common_precision(&allowed.devices);
     let help = if others.is_empty() {
-        format!(
-            "train in a precision the devices support, such as `{}`",
-            common_precision(&allowed.devices)
-        )
+        format!("train in a precision the devices support, such as `{common}`")
     } else {
         format!(
-            "train in a precision the devices support, such as `{}`, or allow devices that train in {}: {}",
-            common_precision(&allowed.devices),
+            "train in a precision the devices support, such as `{common}`, or allow devices that train in {}: {}",
             precision.value,
             ticked(others)
         )
     };
-    let diagnostic = Diagnostic::error(
-        codes::UNSUPPORTED_PRECISION,
-        format!("no allowed device trains in `{}`", precision.value),
-        precision.span,
-        format!(
-            "{} {} {}",
-            ticked(lacking.iter().copied()),
-            lack(lacking.len()),
-            precision.value
-        ),
-    )
-    .with_help(help);
-    let labels = allowed.devices.iter().map(|d| {
+    let missing = Missing {
+        code: codes::UNSUPPORTED_PRECISION,
+        message: format!("no allowed device trains in `{}`", precision.value),
+        span: precision.span,
+        what: precision.value.as_str(),
+    };
+    diags.push(missing_capability(missing, allowed, help, |d| {
         let list: Vec<&str> = d.precisions.value.iter().map(|p| p.as_str()).collect();
         let message = format!("`{}` trains in {}", d.id.value, list.join(", "));
-        (*d, d.precisions.span, message)
-    });
-    diags.push(with_device_labels(diagnostic, labels));
+        (d.precisions.span, message)
+    }));
 }
 
 /// A precision every device in `devices` supports (bf16 when it is one), for help lines.
@@ -563,16 +541,7 @@ fn check_features(
         if allowed.devices.iter().any(|d| d.has_feature(feature)) {
             continue;
         }
-        let lacking: Vec<&str> = allowed
-            .devices
-            .iter()
-            .map(|d| d.id.value.as_str())
-            .collect();
-        let others: Vec<&str> = pool
-            .device_ids()
-            .into_iter()
-            .filter(|id| catalogue.device(id).is_some_and(|d| d.has_feature(feature)))
-            .collect();
+        let others = pool_devices_with(catalogue, pool, |d| d.has_feature(feature));
         let help = if others.is_empty() {
             format!(
                 "no device of pool `{}` has it; drop the requirement",
@@ -584,28 +553,21 @@ fn check_features(
                 ticked(others)
             )
         };
-        let diagnostic = Diagnostic::error(
-            codes::UNSUPPORTED_FEATURE,
-            format!("no allowed device has feature `{}`", name.value),
-            name.span,
-            format!(
-                "{} {} {}",
-                ticked(lacking.iter().copied()),
-                lack(lacking.len()),
-                name.value
-            ),
-        )
-        .with_help(help);
-        let labels = allowed.devices.iter().map(|d| {
+        let missing = Missing {
+            code: codes::UNSUPPORTED_FEATURE,
+            message: format!("no allowed device has feature `{}`", name.value),
+            span: name.span,
+            what: &name.value,
+        };
+        diags.push(missing_capability(missing, allowed, help, |d| {
             let list: Vec<&str> = d.features.value.iter().map(|f| f.as_str()).collect();
             let message = if list.is_empty() {
                 format!("`{}` lists no features", d.id.value)
             } else {
                 format!("`{}` has {}", d.id.value, list.join(", "))
             };
-            (*d, d.features.span, message)
-        });
-        diags.push(with_device_labels(diagnostic, labels));
+            (d.features.span, message)
+        }));
     }
 }
 

@@ -8,9 +8,8 @@
 //! A device that cannot run the precision or the engine is only dropped from the candidates; the
 //! service is refused when no allowed device is left.
 
-use super::check_job::{
-    Allowed, Resolved, check_counts, devices_span, lack, resolve, ticked, with_device_labels,
-};
+use super::capability::{Missing, missing_capability, pool_devices_with};
+use super::check_job::{Allowed, Resolved, check_counts, devices_span, lack, resolve, ticked};
 use super::eligible::Scope;
 use crate::catalogue::{Catalogue, Device, Pool};
 use crate::check::{Service, model_dims};
@@ -202,20 +201,7 @@ fn precision_unsupported(
     pool: &Pool,
     allowed: &Allowed<'_>,
 ) -> Diagnostic {
-    let lacking: Vec<&str> = allowed
-        .devices
-        .iter()
-        .map(|d| d.id.value.as_str())
-        .collect();
-    let others: Vec<&str> = pool
-        .device_ids()
-        .into_iter()
-        .filter(|id| {
-            catalogue
-                .device(id)
-                .is_some_and(|d| d.serves(precision.value))
-        })
-        .collect();
+    let others = pool_devices_with(catalogue, pool, |d| d.serves(precision.value));
     // A precision every allowed device serves in, smallest weights first.
     let common = [
         ServePrecision::Fp8,
@@ -234,27 +220,20 @@ fn precision_unsupported(
             ticked(others)
         )
     };
-    let diagnostic = Diagnostic::error(
-        codes::UNSUPPORTED_SERVE_PRECISION,
-        format!("no allowed device serves in `{}`", precision.value),
-        precision.span,
-        format!(
-            "{} {} {}",
-            ticked(lacking.iter().copied()),
-            lack(lacking.len()),
-            rate_of(precision.value)
-        ),
-    )
-    .with_help(help);
-    let labels = allowed.devices.iter().map(|d| {
+    let missing = Missing {
+        code: codes::UNSUPPORTED_SERVE_PRECISION,
+        message: format!("no allowed device serves in `{}`", precision.value),
+        span: precision.span,
+        what: rate_of(precision.value),
+    };
+    missing_capability(missing, allowed, help, |d| {
         let message = format!(
             "`{}` serves in {}",
             d.id.value,
             served_precisions(d).join(", ")
         );
-        (*d, d.precisions.span, message)
-    });
-    with_device_labels(diagnostic, labels)
+        (d.precisions.span, message)
+    })
 }
 
 /// The largest replica the spec and the pool allow on `device`: the pinned tensor degree or the
