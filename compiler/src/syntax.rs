@@ -9,6 +9,7 @@ mod decode;
 mod error;
 mod lower;
 mod mistakes;
+mod scan;
 mod trivia;
 
 pub use decode::{decode_utf8, first_not_spec_text, is_spec_char};

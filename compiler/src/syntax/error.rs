@@ -2,6 +2,7 @@
 //! `model`, found `:`", and runaway nesting is caught before pest can overflow the stack.
 
 use super::MAX_NESTING;
+use super::scan::{Region, scan};
 use loam_grammar::{Rule, describe};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes;
@@ -151,26 +152,11 @@ fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
 /// Rejects blocks and lists nested deeper than [`MAX_NESTING`] (code L0003), before parsing.
 pub(super) fn check_nesting(file: FileId, text: &str) -> Option<Diagnostic> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut in_comment = false;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        if in_comment {
-            in_comment = c != '\n';
-            continue;
-        }
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' | '\n' => in_string = false,
-                _ => {}
-            }
+    for (i, c, region) in scan(text) {
+        if region != Region::Code {
             continue;
         }
         match c {
-            '#' => in_comment = true,
-            '"' => in_string = true,
             '{' | '[' => {
                 depth += 1;
                 if depth > MAX_NESTING {

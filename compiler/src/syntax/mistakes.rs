@@ -7,6 +7,7 @@
 //! end of the file; each recogniser here looks back from that place for the mistake's shape and
 //! answers `None` when it is not there, so the generic message stays for everything else.
 
+use super::scan::{Region, scan};
 use loam_ir::diagnostics::Diagnostic;
 use loam_ir::diagnostics::codes;
 use loam_ir::span::{FileId, Span};
@@ -283,26 +284,11 @@ struct Open {
 fn unclosed_block(file: FileId, text: &str) -> Option<Diagnostic> {
     let mut stack: Vec<Open> = Vec::new();
     let mut evidence: Option<(Open, usize)> = None;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut in_comment = false;
-    for (i, c) in text.char_indices() {
-        if in_comment {
-            in_comment = c != '\n';
-            continue;
-        }
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' | '\n' => in_string = false,
-                _ => {}
-            }
+    for (i, c, region) in scan(text) {
+        if region != Region::Code {
             continue;
         }
         match c {
-            '#' => in_comment = true,
-            '"' => in_string = true,
             '{' => {
                 let (line_start, line) = line_around(text, i);
                 let indent = indentation(line);

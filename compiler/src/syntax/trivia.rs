@@ -1,5 +1,6 @@
 //! Comments, which the parser skips, found again for the formatter.
 
+use super::scan::{Region, scan};
 use loam_ir::span::{FileId, Span};
 
 /// A `# …` comment, up to but excluding the line break.
@@ -16,48 +17,34 @@ pub struct Comment {
 /// Every comment in `text`, in order. Knows strings, so `"a # b"` is no comment.
 pub fn comments(file: FileId, text: &str) -> Vec<Comment> {
     let mut found = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
     let mut code_on_line = false;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' | '\n' => in_string = false,
-                _ => {}
-            }
-            if c == '\n' {
-                code_on_line = false;
-            }
+    // The comment being read: where it starts, and whether code stood before it.
+    let mut open: Option<(usize, bool)> = None;
+    let mut close = |start: usize, end: usize, trailing: bool| {
+        let body = text.get(start..end).unwrap_or_default().trim_end();
+        found.push(Comment {
+            text: body.to_string(),
+            span: Span::new(file, start, start + body.len()),
+            trailing,
+        });
+    };
+    for (i, c, region) in scan(text) {
+        if region == Region::Comment {
+            open.get_or_insert((i, code_on_line));
             continue;
+        }
+        if let Some((start, trailing)) = open.take() {
+            close(start, i, trailing);
         }
         match c {
             '\n' => code_on_line = false,
-            '"' => {
-                in_string = true;
-                code_on_line = true;
-            }
-            '#' => {
-                let mut end = text.len();
-                while let Some(&(j, d)) = chars.peek() {
-                    if d == '\n' {
-                        end = j;
-                        break;
-                    }
-                    chars.next();
-                }
-                let body = text.get(i..end).unwrap_or_default().trim_end();
-                found.push(Comment {
-                    text: body.to_string(),
-                    span: Span::new(file, i, i + body.len()),
-                    trailing: code_on_line,
-                });
-            }
+            _ if region == Region::Str => code_on_line = true,
             c if c.is_whitespace() => {}
             _ => code_on_line = true,
         }
+    }
+    if let Some((start, trailing)) = open {
+        close(start, text.len(), trailing);
     }
     found
 }
