@@ -7,8 +7,8 @@
 use super::codes;
 use super::model::{self, Catalogue, Device, Pool, spanned};
 use super::raw::{self, Loc};
-use super::values::{Money, out_of_range, parse_version};
-use super::yaml::{Source, schema_error};
+use super::values::{Money, out_of_range};
+use super::yaml::Source;
 use crate::runs::store::diagnostics as run_store_diagnostics;
 use crate::units::Dimension;
 use loam_ir::checkpoint::CheckpointPath;
@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod bounds;
 mod efficiency;
+mod file;
 mod numbers;
 mod published;
 mod run;
@@ -209,16 +210,7 @@ impl Cx<'_, '_> {
     }
 
     fn device(&mut self) -> Option<Device> {
-        let raw: raw::DeviceFile = match serde_saphyr::from_str(self.source.text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                let d = schema_error(&self.source, &e, "device");
-                self.push(d);
-                return None;
-            }
-        };
-        self.check_file_id(&raw.id, "device");
-        self.identifier(&raw.id, "device id");
+        let raw: raw::DeviceFile = self.read_as("device", |f: &raw::DeviceFile| &f.id)?;
         let mut peak_flops = BTreeMap::new();
         for (precision, text) in &raw.peak_dense {
             if let Some(v) =
@@ -418,16 +410,7 @@ impl Cx<'_, '_> {
     }
 
     fn pool(&mut self) -> Option<Pool> {
-        let raw: raw::PoolFile = match serde_saphyr::from_str(self.source.text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                let d = schema_error(&self.source, &e, "pool");
-                self.push(d);
-                return None;
-            }
-        };
-        self.check_file_id(&raw.id, "pool");
-        self.identifier(&raw.id, "pool id");
+        let raw: raw::PoolFile = self.read_as("pool", |f: &raw::PoolFile| &f.id)?;
         let base = raw.currency.base.value.clone();
         if !crate::units::is_currency_code(&base) {
             let d = Diagnostic::error(
@@ -736,65 +719,5 @@ impl Cx<'_, '_> {
                 .collect(),
             quota,
         })
-    }
-
-    /// Checks that a device or pool id matches its file name.
-    fn check_file_id(&mut self, id: &Loc<String>, what: &str) {
-        let stem = stem(self.source.path);
-        if id.value != stem {
-            let d = Diagnostic::error(
-                codes::ID_MISMATCH,
-                format!(
-                    "{what} id `{}` does not match the file name `{stem}`",
-                    id.value
-                ),
-                self.span(id),
-                format!("expected `{stem}`"),
-            )
-            .with_help(format!(
-                "rename the file to `{}.yaml` or the id to `{stem}`",
-                id.value
-            ));
-            self.push(d);
-        }
-    }
-
-    /// Checks that a name the language refers to is an identifier.
-    fn identifier(&mut self, name: &Loc<String>, what: &str) {
-        let text = &name.value;
-        let mut chars = text.chars();
-        let ok = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ok {
-            let d = Diagnostic::error(
-                codes::INVALID_NAME,
-                format!("expected an identifier for the {what}, found `{text}`"),
-                self.span(name),
-                "specs cannot refer to this name",
-            )
-            .with_help(
-                "use letters, digits and `_`, starting with a letter, e.g. `guiyang` or `H100_SXM`",
-            );
-            self.push(d);
-        }
-    }
-
-    /// Checks a dotted version such as `12.4` or `550.54.15`.
-    fn version(&mut self, version: &Loc<String>, field: &str) {
-        if parse_version(&version.value).is_none() {
-            let d = Diagnostic::error(
-                codes::WRONG_TYPE,
-                format!(
-                    "expected a dotted version in `{field}`, found `{}`",
-                    version.value
-                ),
-                self.span(version),
-                "not a version",
-            )
-            .with_help("write the version as numbers separated by dots, in quotes, e.g. \"12.4\"");
-            self.push(d);
-        }
     }
 }

@@ -17,16 +17,7 @@ impl Cx<'_, '_> {
     /// vendor with a wrong value is still returned, so its devices resolve and its problems are
     /// not reported again as unknown vendors (the diagnostics already fail the catalogue).
     pub(super) fn vendor(&mut self) -> Option<Vendor> {
-        let raw: raw::VendorFile = match serde_saphyr::from_str(self.source.text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                let d = crate::catalogue::yaml::schema_error(&self.source, &e, "vendor");
-                self.push(d);
-                return None;
-            }
-        };
-        self.check_file_id(&raw.id, "vendor");
-        self.identifier(&raw.id, "vendor id");
+        let raw: raw::VendorFile = self.read_as("vendor", |f: &raw::VendorFile| &f.id)?;
         self.manifest_name(&raw.collective.library, "collective.library", is_plain_word);
         self.manifest_name(&raw.slurm_gres, "slurm_gres", is_plain_word);
         let mut collective_env = BTreeMap::new();
