@@ -21,6 +21,11 @@ macro_rules! keyword_enum {
             /// Every value, in declaration order (which is also the tie-break order).
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// The value's position in [`Self::ALL`], for tables indexed by it.
+            pub fn index(self) -> usize {
+                self as usize
+            }
+
             /// The keyword as written in specs.
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }

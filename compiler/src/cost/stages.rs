@@ -39,7 +39,7 @@ pub(crate) struct Costing<'a> {
     /// The output head's rates: 16-bit in FP8 jobs.
     head_rates: Rates,
     count: ParamCount,
-    /// FLOPs per token under each recomputation mode, by [`recompute_index`].
+    /// FLOPs per token under each recomputation mode, by [`Recompute::index`].
     flops: [FlopsPerToken; 3],
     tokens_per_step: f64,
 }
@@ -193,7 +193,7 @@ pub(crate) struct StageCache {
     kernels: Vec<(u32, u32, Kernel)>,
     placement: Option<Placement>,
     shape: Option<Shape>,
-    /// By [`recompute_index`].
+    /// By [`Recompute::index`].
     replays: [Option<Replay>; 3],
 }
 
@@ -225,21 +225,12 @@ fn moe_share(model: &ModelDims) -> f64 {
     f64::from(moe) / f64::from(model.layers.max(1))
 }
 
-/// The position of `recompute` in [`Recompute::ALL`], for caches by recomputation mode.
 /// Seconds `comm` adds to a step when it runs beside `window` seconds of compute: whatever does
 /// not fit under the window, plus the slowdown the hidden part inflicts on the compute it
 /// overlaps ([`FittedConstants::overlap_contention`](crate::cost::FittedConstants)).
 pub(crate) fn exposed(comm: f64, window: f64, contention: f64) -> f64 {
     let hidden = comm.min(window.max(0.0));
     (comm - hidden) + contention * hidden
-}
-
-pub(crate) fn recompute_index(recompute: Recompute) -> usize {
-    match recompute {
-        Recompute::None => 0,
-        Recompute::Selective => 1,
-        Recompute::Full => 2,
-    }
 }
 
 impl<'a> Costing<'a> {
@@ -313,7 +304,7 @@ impl<'a> Costing<'a> {
         let slot = if layout.recompute_layers.is_some() {
             None
         } else {
-            replays.get_mut(recompute_index(layout.recompute))
+            replays.get_mut(layout.recompute.index())
         };
         let replay = match slot {
             Some(cached) => cached.get_or_insert_with(|| self.replay(shape, layout)),
@@ -641,7 +632,7 @@ impl<'a> Costing<'a> {
     fn flops_of(&self, layout: &Layout, share: f64) -> FlopsPerToken {
         let of = |mode: Recompute| {
             self.flops
-                .get(recompute_index(mode))
+                .get(mode.index())
                 .copied()
                 .unwrap_or_else(|| flops_per_token(self.model, mode))
         };

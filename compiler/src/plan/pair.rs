@@ -314,11 +314,7 @@ pub(crate) fn fill_pair_pipeline(
         .stages
         .iter()
         .map(|s| s.recompute)
-        .max_by_key(|r| match r {
-            Recompute::None => 0,
-            Recompute::Selective => 1,
-            Recompute::Full => 2,
-        })
+        .max()
         .unwrap_or(Recompute::None);
     plan.layout = Some(LayoutIr {
         tensor: shape.tensor[0].into(),

@@ -566,15 +566,6 @@ pub(crate) struct StageMemory {
     logits: f64,
 }
 
-/// The position of `recompute` in (none, selective, full).
-fn mode_index(recompute: Recompute) -> usize {
-    match recompute {
-        Recompute::None => 0,
-        Recompute::Selective => 1,
-        Recompute::Full => 2,
-    }
-}
-
 impl StageMemory {
     /// The memory of `layout`'s shape (its tensor, context and expert degrees, micro-batch and
     /// sequence parallelism; `states` of its placement); `per_token` is its
@@ -668,8 +659,7 @@ impl StageMemory {
         } else {
             recompute.mode
         };
-        let per_block =
-            |mode: Recompute| self.per_block.get(mode_index(mode)).copied().unwrap_or(0.0);
+        let per_block = |mode: Recompute| self.per_block.get(mode.index()).copied().unwrap_or(0.0);
         let one = replayed * per_block(Recompute::Full)
             + (holding.blocks - replayed).max(0.0) * per_block(kept_mode);
         let mut activations = one;

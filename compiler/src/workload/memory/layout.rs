@@ -3,9 +3,7 @@
 //! states) once per placement, what the micro-batch adds once per shape, so that trying a ZeRO
 //! stage and a recomputation mode costs a few additions per rank.
 
-use super::{
-    MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, StateBytes, mode_index,
-};
+use super::{MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, StateBytes};
 use crate::workload::{Layout, ModelDims, RECORDED_RANKS, RankLoad, TrainSetup};
 use loam_ir::types::Recompute;
 
@@ -275,7 +273,7 @@ impl LayoutMemory {
         }
         self.activations
             .get(k)
-            .and_then(|modes| modes.get(mode_index(recompute.mode)))
+            .and_then(|modes| modes.get(recompute.mode.index()))
             .copied()
             .unwrap_or([0.0; 3])
     }
