@@ -12,7 +12,7 @@ fn loam(args: &[&str]) -> (u8, String, String) {
 
 /// A catalogue folder: the shipped devices and the fixture pool `adm` (16 H100 in one node
 /// group; nlp guaranteed 8 + elastic 8, research guaranteed 8 + elastic 0).
-fn fixture_catalogue(name: &str) -> std::path::PathBuf {
+pub(crate) fn fixture_catalogue(name: &str) -> std::path::PathBuf {
     let root = repo_root();
     let dir = std::env::temp_dir().join(format!("loam-admission-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -9,26 +9,32 @@
 //! Services (Deployments and LeaderWorkerSets, outside Kueue) start when their PriorityClass
 //! and claims exist. Volcano Jobs are gang-admitted by their queue's capability.
 //!
-//! Then the JobSets of each site compete, as Kueue's scheduler runs them when every workload is
-//! pending at once ([`contend`]): each ClusterQueue offers its head (highest
-//! WorkloadPriorityClass value, then earliest created: apply order), the heads of one cycle are
-//! taken those that fit without borrowing first, then by priority and creation, and a head that
-//! does not fit its queue's `nominalQuota + borrowingLimit` or its cohort's unused nominal quota
-//! waits (BestEffortFIFO: the next workload of its queue becomes the head). Nothing is running
-//! before; a head within its own nominal quota that others have borrowed would be admitted by
-//! reclaiming (preemption), which is not modelled and is reported instead, so the examples'
-//! agreement with the preview is checked without it. A job over several sites is admitted when
-//! every site admits its part. The verdicts are compared with `loam plan`'s admission preview.
+//! Then the JobSets of each site compete, as Kueue's scheduler runs them ([`kueue`]): each
+//! ClusterQueue offers its head, a head that does not fit its queue's `nominalQuota +
+//! borrowingLimit` or its cohort's unused nominal quota waits, unless the ClusterQueue's
+//! `preemption` lets it take the room back from workloads already admitted (reclaiming lent
+//! quota, preempting lower priorities). JobSets arrive together or in waves (some applied, and
+//! admitted, before the others). A job over several sites is admitted when every site admits its
+//! part. The verdicts are compared with `loam plan`'s admission preview: on the examples, and on
+//! the fixture pools where a tenant borrows and another reclaims.
 
+use kueue::{contend, contend_in_waves};
 use loam_tests::{repo_root, run_cli};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A ClusterQueue: its cohort and, per flavor and resource, nominal quota and borrowing limit.
+mod kueue;
+mod reclaim;
+
+/// A ClusterQueue: its cohort, per flavor and resource its nominal quota and borrowing limit,
+/// and its `preemption` policies (`Never` when unset, Kueue's defaults).
 #[derive(Default)]
 struct Queue {
     cohort: String,
     quota: BTreeMap<(String, String), (f64, f64)>,
+    reclaim_within_cohort: String,
+    borrow_within_cohort: String,
+    within_cluster_queue: String,
 }
 
 /// One site's cluster, as applied so far.
@@ -89,20 +95,32 @@ fn emitted() -> Vec<(String, Vec<Value>)> {
 
 /// As [`emitted`], with more arguments for `loam emit` (`--flavor volcano`).
 fn emitted_with(extra: &[&str]) -> Vec<(String, Vec<Value>)> {
+    emitted_from(&[], &repo_root().join("examples"), extra)
+}
+
+/// The emitted files of the specs at `specs`, with `global` arguments before `emit`
+/// (`--catalogue DIR`) and `extra` after it.
+fn emitted_from(
+    global: &[&str],
+    specs: &std::path::Path,
+    extra: &[&str],
+) -> Vec<(String, Vec<Value>)> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let (code, _, err) = run_cli(
-        &[
-            "emit",
-            repo_root().join("examples").to_str().unwrap(),
-            "--backend",
-            "kubernetes",
-            "--out",
-            out.to_str().unwrap(),
-        ]
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect::<Vec<_>>(),
+        &global
+            .iter()
+            .copied()
+            .chain([
+                "emit",
+                specs.to_str().unwrap(),
+                "--backend",
+                "kubernetes",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .chain(extra.iter().copied())
+            .collect::<Vec<_>>(),
         "",
     );
     assert_eq!(code, 0, "{err}");
@@ -185,8 +203,16 @@ fn apply(files: &[(String, Vec<Value>)]) -> (Vec<String>, BTreeMap<String, Clust
                     cluster.flavors.insert(name, (labels, taints));
                 }
                 "ClusterQueue" => {
+                    let preemption = &d["spec"]["preemption"];
+                    let policy = |v: &Value| match text(v) {
+                        t if t.is_empty() => "Never".to_string(),
+                        t => t,
+                    };
                     let mut queue = Queue {
                         cohort: text(&d["spec"]["cohortName"]),
+                        reclaim_within_cohort: policy(&preemption["reclaimWithinCohort"]),
+                        borrow_within_cohort: policy(&preemption["borrowWithinCohort"]["policy"]),
+                        within_cluster_queue: policy(&preemption["withinClusterQueue"]),
                         ..Queue::default()
                     };
                     for group in d["spec"]["resourceGroups"].as_array().into_iter().flatten() {
@@ -469,122 +495,6 @@ fn admit(path: &str, js: &Value, cluster: &Cluster) -> (Vec<String>, Option<Pend
     (refused, pending)
 }
 
-/// Kueue's scheduling cycles over `cluster`'s pending JobSets, all created at once: returns,
-/// per JobSet path, `None` when admitted or the reason it waits.
-fn contend(cluster: &Cluster) -> BTreeMap<String, Option<String>> {
-    let mut verdicts = BTreeMap::new();
-    // Per ClusterQueue, its workloads in BestEffortFIFO order: priority, then creation.
-    let mut queues: BTreeMap<&str, Vec<(usize, &Pending)>> = BTreeMap::new();
-    for (created, p) in cluster.pending.iter().enumerate() {
-        queues
-            .entry(p.queue.as_str())
-            .or_default()
-            .push((created, p));
-    }
-    for q in queues.values_mut() {
-        q.sort_by_key(|(created, p)| (std::cmp::Reverse(p.priority), *created));
-        q.reverse(); // pop() takes the head
-    }
-    let mut used: BTreeMap<(String, (String, String)), f64> = BTreeMap::new();
-    let quota = |q: &str, key: &(String, String)| {
-        cluster
-            .cluster_queues
-            .get(q)
-            .and_then(|cq| cq.quota.get(key))
-            .copied()
-            .unwrap_or((0.0, 0.0))
-    };
-    let cohort_of = |q: &str| {
-        cluster
-            .cluster_queues
-            .get(q)
-            .map(|cq| cq.cohort.clone())
-            .unwrap_or_default()
-    };
-    // Bounded: every cycle takes at least one workload off a queue.
-    for _ in 0..=cluster.pending.len() {
-        let mut heads: Vec<(usize, &Pending)> =
-            queues.values_mut().filter_map(|q| q.pop()).collect();
-        if heads.is_empty() {
-            break;
-        }
-        let borrows = |p: &Pending, used: &BTreeMap<(String, (String, String)), f64>| {
-            p.usage.iter().any(|(key, need)| {
-                let have = used
-                    .get(&(p.queue.clone(), key.clone()))
-                    .copied()
-                    .unwrap_or(0.0);
-                have + need > quota(&p.queue, key).0
-            })
-        };
-        heads.sort_by_key(|(created, p)| {
-            (borrows(p, &used), std::cmp::Reverse(p.priority), *created)
-        });
-        for (_, p) in heads {
-            let mut why = None;
-            // The devices first, so a reason names them rather than the cpus they come with.
-            let mut requests: Vec<(&(String, String), &f64)> = p.usage.iter().collect();
-            requests.sort_by_key(|((_, r), _)| r == "cpu" || r == "memory");
-            for (key, need) in requests {
-                let (nominal, borrowing) = quota(&p.queue, key);
-                let mine = used
-                    .get(&(p.queue.clone(), key.clone()))
-                    .copied()
-                    .unwrap_or(0.0);
-                if mine + need > nominal + borrowing {
-                    why = Some(format!(
-                        "{} in {}: {need} requested, {} holds {mine} of {nominal} + {borrowing}",
-                        key.1, key.0, p.queue
-                    ));
-                    break;
-                }
-                let cohort = cohort_of(&p.queue);
-                let members: Vec<&String> = cluster
-                    .cluster_queues
-                    .iter()
-                    .filter(|(n, q)| *n == &p.queue || (!cohort.is_empty() && q.cohort == cohort))
-                    .map(|(n, _)| n)
-                    .collect();
-                let pool: f64 = members.iter().map(|m| quota(m, key).0).sum();
-                let taken: f64 = members
-                    .iter()
-                    .map(|m| {
-                        used.get(&((*m).clone(), key.clone()))
-                            .copied()
-                            .unwrap_or(0.0)
-                    })
-                    .sum();
-                if mine + need <= nominal && taken + need > pool {
-                    // Within its own nominal quota while others borrow it: Kueue reclaims
-                    // (preempts the borrowers), which this simulator does not model; say so
-                    // rather than admit beyond the cohort.
-                    why = Some(format!(
-                        "{} in {}: {need} within {}'s nominal quota, but borrowers hold it: Kueue would reclaim",
-                        key.1, key.0, p.queue
-                    ));
-                    break;
-                }
-                if mine + need > nominal && taken + need > pool {
-                    why = Some(format!(
-                        "{} in {}: {need} requested, the cohort has {} of {pool} unused",
-                        key.1,
-                        key.0,
-                        pool - taken
-                    ));
-                    break;
-                }
-            }
-            if why.is_none() {
-                for (key, need) in &p.usage {
-                    *used.entry((p.queue.clone(), key.clone())).or_default() += need;
-                }
-            }
-            verdicts.insert(p.path.clone(), why);
-        }
-    }
-    verdicts
-}
-
 /// Every example emitted together is admitted on an empty cluster of the catalogue's shape:
 /// this refused deepseek-v3-pretrain (2,048 GPUs requested against xirang's 128 + 128, review
 /// finding 1) and every job's `checkpoints` claim (finding 2) on the output the review read.
@@ -733,10 +643,17 @@ fn every_example_is_gang_admitted_by_its_volcano_queue() {
 /// The admission preview's verdict per job (`loam plan examples/`: `admitted`, `borrows`,
 /// `queues`, …) and its line.
 fn preview() -> BTreeMap<String, (String, String)> {
-    let (code, out, err) = run_cli(
-        &["plan", repo_root().join("examples").to_str().unwrap()],
-        "",
-    );
+    preview_of(&[], &repo_root().join("examples"))
+}
+
+/// The same for the specs at `specs`, with `global` arguments before `plan`.
+fn preview_of(global: &[&str], specs: &std::path::Path) -> BTreeMap<String, (String, String)> {
+    let args: Vec<&str> = global
+        .iter()
+        .copied()
+        .chain(["plan", specs.to_str().unwrap()])
+        .collect();
+    let (code, out, err) = run_cli(&args, "");
     assert!(code == 0 || code == 1, "{err}");
     let mut verdicts = BTreeMap::new();
     let mut inside = false;
