@@ -9,7 +9,8 @@
 //! source spans, the closed vocabularies of specs ([`types`]), the names and checkpoint paths
 //! manifests use, the number and layout formatting every output shares ([`display`]), and what
 //! the backends and the report take from the catalogue besides the plans ([`cluster`]), and the
-//! diff's totals the report draws ([`diff`]). The
+//! diff's totals the report draws ([`diff`]), and the time limit of a job's Slurm allocations
+//! that the Slurm backend writes and the schedule plans with ([`slurm_limit`]). The
 //! backends and the report depend on this crate and not on `loam-compiler`: they cannot reach
 //! the planner, and they compile beside it.
 

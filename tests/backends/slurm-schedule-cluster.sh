@@ -37,6 +37,7 @@ PARTITIONS=(
   "sched-b 4 18111"
   "sched-c 4 18121"
   "sched-d 4 18131"
+  "sched-e 4 18141"
 )
 
 log() { printf '[slurm-schedule-cluster %s] %s\n' "$(date +%T)" "$*" >&2; }

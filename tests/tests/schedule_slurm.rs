@@ -1,5 +1,5 @@
 //! `loam schedule`'s Slurm rules against the real slurmctld (issue 33, item 6): small workloads
-//! of `sleep` jobs, each with a priority, a node count and a duration in whole minutes, submitted
+//! of `sleep` jobs, each with a priority, a node count, a duration and a time limit in minutes, submitted
 //! to a Slurm 22.05 cluster running `PriorityType=priority/multifactor` and
 //! `SchedulerType=sched/backfill`, and the start order and start times Slurm gives them read
 //! back and compared with the schedule derived by hand under Slurm's rules (in each workload's
@@ -7,21 +7,26 @@
 //! waits and reserves the earliest time it fits; a lower-priority job starts ahead of it only
 //! when it ends (by its time limit) before that reservation (backfill).
 //!
-//! The cluster is `tests/backends/slurm-schedule-cluster.sh`: a second slurmctld with four
+//! The cluster is `tests/backends/slurm-schedule-cluster.sh`: a second slurmctld with five
 //! partitions of four nodes, each node a real slurmd on loopback, which
 //! `scripts/backend-tools.sh` starts beside the suite's own cluster (whose priority/basic
 //! first-in-first-out order the other Slurm tests keep). Each workload has a partition of its
-//! own, so the four run at once: about five minutes in all.
+//! own, so the five run at once: about five minutes in all.
 //!
-//! Time scale: one minute of Slurm per unit, since Slurm keeps time limits in whole minutes and
-//! backfill plans with the limit. A job sleeps one second less than its limit, so it ends by
-//! itself, never by the limit's kill (slurmctld checks limits every 30 s).
+//! Time scale: one minute of Slurm per unit (one hour of loam), since Slurm keeps time limits in
+//! whole minutes and backfill plans with the limit. In workloads a to d a job's limit is its
+//! duration; in e each job's limit is the one `loam emit --target slurm` writes for its plan
+//! (`loam_ir::slurm_limit`), longer than its run, which `loam schedule --rules slurm` plans with
+//! too. A job sleeps its duration less one second, so it ends by itself, never by the limit's
+//! kill (slurmctld checks limits every 30 s).
 //!
 //! With `CI` or `LOAM_REQUIRE_TOOLS` set a missing cluster fails the test; otherwise it is
 //! skipped with a message.
 
 use crate::schedule_workload::{self, WorkJob};
-use loam_compiler::schedule::Rules;
+use loam_compiler::schedule::{DEFAULT_SEED, Options, Rules, Submits, schedule};
+use loam_ir::plan::{CheckpointIr, Plan};
+use loam_ir::slurm_limit::time_limit;
 use loam_tests::tools::{ci_dir, have, scratch, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,8 +81,13 @@ fn have_schedule_cluster() -> bool {
 struct Job {
     name: &'static str,
     nodes: u32,
-    /// Duration in units (= the time limit in minutes).
-    units: u64,
+    /// Duration in units (hours of loam, minutes of Slurm).
+    units: f64,
+    /// The time limit in units (Slurm's `--time` in minutes).
+    limit_units: u64,
+    /// Seconds loam's plan writes a checkpoint in, which with the duration sets the limit
+    /// `loam emit` writes; `None`: the plan has no checkpoint and Slurm's limit is the duration.
+    write_s: Option<f64>,
     /// loam's priority name.
     priority: &'static str,
     /// Seconds after the workload's release it is submitted (Slurm's `--begin`).
@@ -134,7 +144,7 @@ fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
         } else {
             "--begin=now".to_string()
         };
-        let sleep = job.units * UNIT_S - 1;
+        let sleep = (job.units * UNIT_S as f64).round() as u64 - 1;
         let o = slurm(
             "sbatch",
             &[
@@ -144,7 +154,7 @@ fn submit(partition: &str, jobs: &[Job], cwd: &Path) -> (Vec<String>, u64) {
                 &format!("--job-name={}", job.name),
                 &format!("--nodes={}", job.nodes),
                 "--exclusive",
-                &format!("--time={}", job.units * UNIT_S / 60),
+                &format!("--time={}", job.limit_units * UNIT_S / 60),
                 &format!("--nice={}", nice(job.priority)),
                 &begin,
                 "--output=/dev/null",
@@ -215,11 +225,36 @@ struct Workload {
     expected_start_units: BTreeMap<&'static str, f64>,
 }
 
+/// A job whose time limit is its duration of `units` (whole minutes on the cluster).
 fn job(name: &'static str, nodes: u32, units: u64, priority: &'static str) -> Job {
     Job {
         name,
         nodes,
+        units: units as f64,
+        limit_units: units,
+        write_s: None,
+        priority,
+        submit_s: 0,
+    }
+}
+
+/// A job of `units` whose plan writes a checkpoint in `write_s` seconds, with the time limit
+/// `limit_units` derived by hand from loam's rule (checked against it by
+/// `the_limits_of_workload_e_are_the_ones_loam_emit_writes`).
+fn limited(
+    name: &'static str,
+    nodes: u32,
+    units: f64,
+    write_s: f64,
+    limit_units: u64,
+    priority: &'static str,
+) -> Job {
+    Job {
+        name,
+        nodes,
         units,
+        limit_units,
+        write_s: Some(write_s),
         priority,
         submit_s: 0,
     }
@@ -295,6 +330,28 @@ fn workloads() -> Vec<Workload> {
             ],
             expected_start_units: [("d1", 0.0), ("d2", 2.0), ("d3", 2.0), ("d4", 3.5)].into(),
         },
+        // Time limits longer than the runs: backfill plans with the limits, and a job that
+        // ends early lets the next pass re-plan. Each limit is loam's: ceil(1.1 × run minutes)
+        // + ceil(2 × checkpoint write s / 60) + 10 minutes, one unit per loam hour.
+        // - e1 high, 3 nodes, 2 units, write 2940 s: 132 + 98 + 10 = 240 min: 4 units.
+        // - e2 normal, 4 nodes, 1 unit, write 1320 s: 66 + 44 + 10 = 120 min: 2 units.
+        // - e3 low, 1 node, 1 unit, write 6720 s: 66 + 224 + 10 = 300 min: 5 units.
+        // - e4 low, 1 node, 2.5 units, write 150 s: 165 + 5 + 10 = 180 min: 3 units.
+        // t=0: e1 starts; e2 (4 nodes) reserves t=4, e1's limit. e3 would end at 1, before it,
+        //      but its limit (to 5) would delay it: e3 waits. e4's limit ends at 3 < 4: e4 is
+        //      backfilled at 0. (By the runs instead: e3 at 0, e4 waiting, e2 at 2.)
+        // t=2: e1 ends early; e4's limit holds its node to 3: e2 re-plans to 3, e3 after it.
+        // t=2.5: e4 ends early; e2 starts. t=3.5: e2 ends; e3 starts.
+        Workload {
+            partition: "sched-e",
+            jobs: vec![
+                limited("e1", 3, 2.0, 2940.0, 4, "high"),
+                limited("e2", 4, 1.0, 1320.0, 2, "normal"),
+                limited("e3", 1, 1.0, 6720.0, 5, "low"),
+                limited("e4", 1, 2.5, 150.0, 3, "low"),
+            ],
+            expected_start_units: [("e1", 0.0), ("e2", 2.5), ("e3", 3.5), ("e4", 0.0)].into(),
+        },
     ]
 }
 
@@ -330,7 +387,7 @@ fn slurm_starts_jobs_in_the_order_and_at_the_times_of_its_rules() {
     let mut worst = 0.0_f64;
     let mut problems = Vec::new();
     for (w, (ids, released)) in workloads.iter().zip(&submitted) {
-        let longest: u64 = w.jobs.iter().map(|j| j.units).sum::<u64>() * UNIT_S;
+        let longest = (w.jobs.iter().map(|j| j.units).sum::<f64>() * UNIT_S as f64).ceil() as u64;
         let seen = observe(ids, *released, &dir, Duration::from_secs(longest + 120));
         for o in &seen {
             assert_eq!(
@@ -397,26 +454,49 @@ fn loam_starts(w: &Workload) -> BTreeMap<String, f64> {
     loam_starts_under(w, Rules::Kueue)
 }
 
+/// The plan of `job` as `loam schedule` and `loam emit` read it: the workload fixture's, with
+/// a checkpoint written in the job's `write_s` when it has one (every hour: Slurm's rules
+/// preempt nothing, so the interval plays no part).
+fn loam_plan(job: &Job) -> Plan {
+    let mut plan = schedule_workload::plan(&WorkJob {
+        name: job.name.to_string(),
+        tenant: "slurm".to_string(),
+        priority: job.priority,
+        nodes: u64::from(job.nodes),
+        hours: job.units,
+        checkpoint_h: None,
+    });
+    plan.checkpoint = job.write_s.map(|write_s| CheckpointIr {
+        interval_min: 60.0,
+        write_s,
+        path: format!("/ckpt/slurm/{}", job.name),
+    });
+    plan
+}
+
 /// As [`loam_starts`], under `rules`.
 fn loam_starts_under(w: &Workload, rules: Rules) -> BTreeMap<String, f64> {
-    let jobs: Vec<WorkJob> = w
+    let plans: Vec<Plan> = w.jobs.iter().map(loam_plan).collect();
+    let submits: Submits = w
         .jobs
         .iter()
-        .map(|j| WorkJob {
-            name: j.name.to_string(),
-            tenant: "slurm".to_string(),
-            priority: j.priority,
-            nodes: u64::from(j.nodes),
-            hours: j.units as f64,
-            checkpoint_h: None,
+        .map(|j| {
+            (
+                (format!("jobs/{}.loam", j.name), j.name.to_string()),
+                j.submit_s as f64 / UNIT_S as f64,
+            )
         })
         .collect();
-    let submits: Vec<(String, f64)> = w
-        .jobs
-        .iter()
-        .map(|j| (j.name.to_string(), j.submit_s as f64 / UNIT_S as f64))
-        .collect();
-    let s = schedule_workload::run_under(&jobs, &submits, &[("slurm", 32, 0)], 48.0, rules);
+    let options = Options {
+        start: "2026-01-05".to_string(),
+        horizon_h: 48.0,
+        samples: 0,
+        seed: DEFAULT_SEED,
+        threads: 1,
+        rules,
+    };
+    let catalogue = schedule_workload::catalogue(&[("slurm", 32, 0)]);
+    let s = schedule(&plans, &submits, &catalogue, &options);
     s.jobs
         .iter()
         .map(|j| (j.job.clone(), j.start_h.unwrap_or(f64::INFINITY)))
@@ -431,6 +511,9 @@ fn loam_starts_under(w: &Workload, rules: Rules) -> BTreeMap<String, f64> {
 ///   at 0 on the free node, then c2 (normal, 4 nodes) preempts it at 1 and c3 starts again at 2.
 ///   Slurm's backfill reserves t=1 for c2 and keeps c3 waiting until 2. Under Slurm's rules
 ///   (`--rules slurm`, rule 16) loam matches it: the next test.
+/// - e: not the same. Kueue's rules know no time limits and no reservations: e1 (high, 3
+///   nodes) and e3 (low, 1 node, 1 hour) start at 0, e4 (low, 1 node) at 1 when e3 ends, and
+///   e2 (normal, 4 nodes) preempts e4 at 2 when e1 ends.
 #[test]
 fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reservations() {
     let all = workloads();
@@ -457,26 +540,47 @@ fn loam_schedule_starts_the_slurm_workloads_as_slurm_does_except_backfill_reserv
         if order(&as_starts(&loam)) == order(&as_starts(&slurm)) && loam == slurm {
             agree += 1;
         } else {
-            assert_eq!(w.partition, "sched-c", "{loam:?} vs {slurm:?}");
-            // c1 0, c3 0 (then preempted), c2 1.
-            assert_eq!(
-                loam,
-                BTreeMap::from([
-                    ("c1".to_string(), 0.0),
-                    ("c2".to_string(), 1.0),
-                    ("c3".to_string(), 0.0)
-                ])
-            );
+            let kueue: &[(&str, f64)] = match w.partition {
+                // c1 0, c3 0 (then preempted), c2 1.
+                "sched-c" => &[("c1", 0.0), ("c2", 1.0), ("c3", 0.0)],
+                // e1 0, e3 0, e4 1 (then preempted), e2 2.
+                "sched-e" => &[("e1", 0.0), ("e2", 2.0), ("e3", 0.0), ("e4", 1.0)],
+                _ => panic!("{}: {loam:?} vs {slurm:?}", w.partition),
+            };
+            let kueue: BTreeMap<String, f64> =
+                kueue.iter().map(|(n, h)| (n.to_string(), *h)).collect();
+            assert_eq!(loam, kueue, "{}", w.partition);
         }
     }
     assert_eq!(agree, 3, "workloads a, b and d agree");
+}
+
+/// Workload e's time limits on the cluster are the ones `loam emit --target slurm` writes for
+/// the jobs' plans (one loam hour per Slurm minute): the shared rule (`loam_ir::slurm_limit`)
+/// gives each plan `limit_units` hours, as derived by hand in `workloads`.
+#[test]
+fn the_limits_of_workload_e_are_the_ones_loam_emit_writes() {
+    let mut checked = 0;
+    for job in workloads().iter().flat_map(|w| &w.jobs) {
+        let plan = loam_plan(job);
+        let Some(checkpoint) = &plan.checkpoint else {
+            continue;
+        };
+        let train_time_h = plan.estimate.as_ref().unwrap().train_time_h;
+        let limit = time_limit(train_time_h, checkpoint.write_s, &plan.groups, None);
+        assert_eq!(limit.limit_min, job.limit_units * 60, "{}", job.name);
+        assert!(job.limit_units as f64 > job.units, "{}", job.name);
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "e1 to e4");
 }
 
 /// Rule 16: under Slurm's rules (`loam schedule --rules slurm`: priority with backfill
 /// reservations, no preemption) `loam schedule`'s core starts every workload as Slurm did, in
 /// the same order and at the same times, c included: c2 (4 nodes) reserves hour 1, when c1
 /// ends, and c3 (1 node, 2 hours), which fits the free node at 0 but would hold it past 1,
-/// waits until c2 is done at 2.
+/// waits until c2 is done at 2. And e: the core plans with each job's time limit as Slurm
+/// does, keeps e3 (1 hour, limit 5) waiting and backfills e4 (2.5 hours, limit 3).
 #[test]
 fn under_slurm_rules_loam_schedule_starts_every_slurm_workload_as_slurm_does() {
     for w in &workloads() {
