@@ -72,3 +72,35 @@ fn slurm_plans_with_time_limits_so_a_short_run_with_a_long_limit_does_not_backfi
     assert_eq!(ran(&kueue, "e2"), (Some(2.0), Some(3.0)));
     assert_eq!(find(&kueue, "e4").start_h, Some(1.0));
 }
+
+#[test]
+fn a_run_longer_than_its_max_time_holds_its_devices_to_its_end_in_the_plan() {
+    // 2 nodes × 8 H100, nlp guaranteed all 16.
+    // - m1 high, 8 devices, 10 h, on a partition with MaxTime 120 min: its `--time` is the
+    //   2-hour chunk. The schedule does not requeue chunks, so m1 runs 0–10 and is planned to
+    //   hold its devices to the later of its limit (2) and its end (10).
+    // - m2 normal, 16 devices, 1 h: reserves 10, when m1 ends.
+    // - m3 low, 8 devices, 5 h, no MaxTime: limit 330 + 0 + 10 = 340 min (5.67 h); from 0 it
+    //   ends before 10: backfilled at 0, ends at 5. (Planning m1 to its chunk's end, 2, would
+    //   reserve 2 for m2 and keep m3 waiting, though m2 cannot start before 10.)
+    // m2 runs 10–11.
+    let cat = catalogue(&[("ng-a", H100, 2)], &[("nlp", &[(H100, 16, 0)])]);
+    let mut m1 = limited("m1", "high", 8, 10.0, 0.0);
+    m1.groups[0].node = serde_json::from_value(serde_json::json!({
+        "vendor": "nvidia", "collective": "nccl", "slurm_max_time_min": 120
+    }))
+    .unwrap();
+    let plans = [
+        m1,
+        limited("m2", "normal", 16, 1.0, 0.0),
+        limited("m3", "low", 8, 5.0, 0.0),
+    ];
+    let slurm = Options {
+        rules: Rules::Slurm,
+        ..options(24.0)
+    };
+    let s = schedule(&plans, &Submits::new(), &cat, &slurm);
+    assert_eq!(ran(&s, "m1"), (Some(0.0), Some(10.0)));
+    assert_eq!(ran(&s, "m3"), (Some(0.0), Some(5.0)));
+    assert_eq!(ran(&s, "m2"), (Some(10.0), Some(11.0)));
+}
