@@ -253,7 +253,12 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
                 energy_kwh: best.outcome.energy_kwh,
                 carbon_kg: best.outcome.carbon_kg,
             };
-            single::fill(&mut plan, job, pool, &request, r, totals);
+            let run = single::Run {
+                model: &request.model,
+                setup: &request.setup,
+                checkpoint: &request.checkpoint,
+            };
+            single::fill(&mut plan, job, pool, run, r, totals);
             let c = &r.candidate;
             if plan.feasible && c.devices == 1 {
                 let wall_s = objectives

@@ -4,7 +4,6 @@
 
 use super::goodput::Failures;
 use super::placement::{Placement, block_label, data_ir};
-use super::request::PlanRequest;
 use super::search::{Candidate, RejectedRegion, Rejection};
 use crate::catalogue::Pool;
 use crate::check::Job;
@@ -133,25 +132,34 @@ pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
     LayoutIr::from(l)
 }
 
+/// What the job's searches ran with: the model, the run (before each device's own setup) and
+/// what it checkpoints.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub(crate) model: &'a crate::workload::ModelDims,
+    pub(crate) setup: &'a crate::workload::TrainSetup,
+    pub(crate) checkpoint: &'a CheckpointNeeds,
+}
+
 /// Fills every field of `plan` from the chosen layout `best`.
 pub(crate) fn fill(
     plan: &mut Plan,
     job: &Job,
     pool: &Pool,
-    request: &PlanRequest,
+    run: Run<'_>,
     best: &Ranked<'_>,
     totals: Totals,
 ) {
-    let checkpoint_needs = &request.checkpoint;
+    let checkpoint_needs = run.checkpoint;
     let c = &best.candidate;
     let l = &c.layout;
     let o = best.placement;
     plan.layout = Some(layout_ir(l));
     let replica = l.replica_devices();
     plan.groups = vec![group_ir(o, c.devices, replica, l.tensor.into())];
-    let setup = super::search::setup_on(&request.setup, o.device);
+    let setup = super::search::setup_on(run.setup, o.device);
     let timing = super::stages::StageTiming {
-        model: &request.model,
+        model: run.model,
         setup: &setup,
         cluster: &o.cluster,
     };
