@@ -93,8 +93,29 @@ fn waiting_at(job: &ScheduledJob, t: f64) -> bool {
     job.submit_h <= t && job.finish_h.is_none_or(|f| t < f) && !running_at(job, t)
 }
 
-/// Every instant between two consecutive events, where the state is constant.
-fn midpoints(s: &Schedule) -> Vec<f64> {
+/// The jobs that evicted `job` at hour `at`, the ones that evicted them then, and so on: the
+/// schedule never has a job evict one of these at the same instant (a ring of evictions that
+/// Kueue's emitted policies would run for ever).
+fn evictors_at(s: &Schedule, job: &str, at: f64) -> Vec<String> {
+    let mut chain: Vec<String> = Vec::new();
+    let mut frontier = vec![job.to_string()];
+    while let Some(victim) = frontier.pop() {
+        let Some(v) = s.jobs.iter().find(|j| j.job == victim) else {
+            continue;
+        };
+        for p in v.preemptions.iter().filter(|p| (p.at_h - at).abs() < 1e-9) {
+            if p.by != job && !chain.contains(&p.by) {
+                chain.push(p.by.clone());
+                frontier.push(p.by.clone());
+            }
+        }
+    }
+    chain
+}
+
+/// Every interval between two consecutive events, where the state is constant: its start and
+/// its midpoint.
+fn intervals(s: &Schedule) -> Vec<(f64, f64)> {
     let mut events: Vec<f64> = vec![0.0, s.horizon_h];
     for j in &s.jobs {
         for r in &j.runs {
@@ -104,7 +125,10 @@ fn midpoints(s: &Schedule) -> Vec<f64> {
     }
     events.sort_by(f64::total_cmp);
     events.dedup_by(|a, b| (*a - *b).abs() < 1e-6);
-    events.windows(2).map(|w| (w[0] + w[1]) / 2.0).collect()
+    events
+        .windows(2)
+        .map(|w| (w[0], (w[0] + w[1]) / 2.0))
+        .collect()
 }
 
 /// Which rules [`violations`] checks.
@@ -127,7 +151,7 @@ fn violations(s: &Schedule, quotas: &[Quota], rules: Rules) -> Vec<String> {
 /// Every rule broken, as sentences.
 fn violations_all(s: &Schedule, quotas: &[Quota]) -> Vec<String> {
     let mut out = Vec::new();
-    for t in midpoints(s) {
+    for (since, t) in intervals(s) {
         let running: Vec<&ScheduledJob> = s.jobs.iter().filter(|j| running_at(j, t)).collect();
         let mut use_of: BTreeMap<&str, u64> = BTreeMap::new();
         for j in &running {
@@ -158,10 +182,15 @@ fn violations_all(s: &Schedule, quotas: &[Quota]) -> Vec<String> {
                     j.job, j.devices, j.tenant
                 ));
             }
+            // No rule has it evict a job that evicted it at this instant, directly or through
+            // others (a ring of evictions the emitted policies would run for ever).
+            let chain = evictors_at(s, &j.job, since);
             let lower: u64 = running
                 .iter()
                 .filter(|k| {
-                    k.tenant == j.tenant && rank(k.priority.as_str()) < rank(j.priority.as_str())
+                    k.tenant == j.tenant
+                        && rank(k.priority.as_str()) < rank(j.priority.as_str())
+                        && !chain.contains(&k.job)
                 })
                 .map(|k| k.devices)
                 .sum();
@@ -171,25 +200,65 @@ fn violations_all(s: &Schedule, quotas: &[Quota]) -> Vec<String> {
                     j.job, j.priority, j.tenant
                 ));
             }
-            // `borrowWithinCohort: LowerPriority`: a lower-priority job of another tenant that
-            // borrows, whose devices alone would let the job fit (borrowing within its limit).
-            for k in running.iter().filter(|k| {
-                k.tenant != j.tenant && rank(k.priority.as_str()) < rank(j.priority.as_str())
-            }) {
-                let theirs = use_of.get(k.tenant.as_str()).copied().unwrap_or(0);
-                let borrows = theirs > quota_of(quotas, &k.tenant).0;
-                if borrows && j.devices <= free + k.devices && mine + j.devices <= limit {
+            // `borrowWithinCohort: LowerPriority`: the lower-priority jobs of other tenants,
+            // taken as Kueue takes candidates (lowest priority first; one stays a candidate only
+            // while its tenant still borrows: `classical/candidate_generator.go`
+            // `candidateIsValid`), until the job fits within its limit. Ties in either order:
+            // the schedule breaks them by the cost to save, which the checker does not know.
+            let mut candidates: Vec<&&ScheduledJob> = running
+                .iter()
+                .filter(|k| {
+                    k.tenant != j.tenant
+                        && rank(k.priority.as_str()) < rank(j.priority.as_str())
+                        && !chain.contains(&k.job)
+                })
+                .collect();
+            let fits_by_evicting = |order: &[&&ScheduledJob]| {
+                let mut held = use_of.clone();
+                let mut room = free;
+                let mut evicted = Vec::new();
+                for k in order {
+                    let theirs = held.get(k.tenant.as_str()).copied().unwrap_or(0);
+                    if theirs <= quota_of(quotas, &k.tenant).0 {
+                        continue;
+                    }
+                    held.insert(k.tenant.as_str(), theirs - k.devices);
+                    room += k.devices;
+                    evicted.push(k.job.clone());
+                    if j.devices <= room {
+                        return Some(evicted);
+                    }
+                }
+                None
+            };
+            if mine + j.devices <= limit && !candidates.is_empty() {
+                candidates.sort_by_key(|k| (rank(k.priority.as_str()), k.job.clone()));
+                let forward = fits_by_evicting(&candidates);
+                candidates
+                    .sort_by_key(|k| (rank(k.priority.as_str()), std::cmp::Reverse(k.job.clone())));
+                let backward = fits_by_evicting(&candidates);
+                if let (Some(evicted), Some(_)) = (forward, backward) {
                     out.push(format!(
-                        "t={t}: {} ({}) waits behind {} ({}) of borrowing tenant {}, which it could preempt",
-                        j.job, j.priority, k.job, k.priority, k.tenant
+                        "t={t}: {} ({}) waits behind {} of borrowing tenants, which it could preempt",
+                        j.job,
+                        j.priority,
+                        evicted.join(", ")
                     ));
                 }
             }
-            // Reclaim: the devices held above their guaranteed quota by the other tenants.
+            // Reclaim: the devices held above their guaranteed quota by the other tenants, but
+            // for those of the job's evictors at this instant.
+            let mut evictable: BTreeMap<&str, u64> = BTreeMap::new();
+            for k in running.iter().filter(|k| !chain.contains(&k.job)) {
+                *evictable.entry(k.tenant.as_str()).or_default() += k.devices;
+            }
             let borrowed_by_others: u64 = use_of
                 .iter()
                 .filter(|(tenant, _)| **tenant != j.tenant.as_str())
-                .map(|(tenant, held)| held.saturating_sub(quota_of(quotas, tenant).0))
+                .map(|(tenant, held)| {
+                    let surplus = held.saturating_sub(quota_of(quotas, tenant).0);
+                    surplus.min(evictable.get(*tenant).copied().unwrap_or(0))
+                })
                 .sum();
             if borrowed_by_others > 0
                 && mine + j.devices <= guaranteed
@@ -281,6 +350,55 @@ fn a_high_job_preempts_a_normal_one_admitted_in_the_same_pass() {
     let s = run(&jobs, &[("ta", 8, 8), ("tb", 16, 32)], 30.0);
     let j2 = s.jobs.iter().find(|j| j.job == "j2").unwrap();
     assert_eq!(j2.start_h, Some(0.0), "{:#?}", s.jobs);
+}
+
+/// A ring the emitted Kueue policies allow (the property suite's case): 32 devices, `ta` and
+/// `tb` guaranteed 8 and elastic 32 each; one hour each: j2 (ta, high, 32 devices), j0 (tb,
+/// normal, 32), j1 (tb, low, 8). At hour 0, in priority order: j2 takes all 32 (ta borrows
+/// 24); j0 cannot preempt a higher priority; j1, within tb's guaranteed 8, reclaims from j2
+/// (`reclaimWithinCohort: Any`, whatever j2's priority); j0 preempts j1 of its own tenant to
+/// borrow 24 (`withinClusterQueue: LowerPriority`); j2 could preempt j0, a lower priority of a
+/// borrowing tenant (`borrowWithinCohort`), but then j1 reclaims again, and so on for ever.
+/// The schedule stops where the next eviction would close the ring: j0 runs 0-1, then j1
+/// reclaims from j2 again at hour 1 (runs 1-2) and j2 runs 2-3; j2 and j1 are preempted once
+/// at hour 0 each, and no job more than twice in all (the pass cap once let each be preempted
+/// eight or nine times at hour 0).
+#[test]
+fn a_ring_of_preemptions_runs_once() {
+    let w = |n: &str, t: &str, p: &'static str, nodes: u64| WorkJob {
+        name: n.into(),
+        tenant: t.into(),
+        priority: p,
+        nodes,
+        hours: 1.0,
+        checkpoint_h: None,
+    };
+    let jobs = [
+        w("j0", "tb", "normal", 4),
+        w("j1", "tb", "low", 1),
+        w("j2", "ta", "high", 4),
+    ];
+    let s = run(&jobs, &[("ta", 8, 32), ("tb", 8, 32)], 30.0);
+    let job = |n: &str| s.jobs.iter().find(|j| j.job == n).unwrap();
+    let spans = |n: &str| -> Vec<(f64, f64)> {
+        job(n)
+            .runs
+            .iter()
+            .map(|r| (r.from_h, r.to_h))
+            .filter(|(a, b)| b > a)
+            .collect()
+    };
+    assert_eq!(spans("j0"), vec![(0.0, 1.0)], "{:#?}", s.jobs);
+    assert_eq!(spans("j1"), vec![(1.0, 2.0)], "{:#?}", s.jobs);
+    assert_eq!(spans("j2"), vec![(2.0, 3.0)], "{:#?}", s.jobs);
+    for n in ["j0", "j1", "j2"] {
+        assert!(
+            job(n).preemptions.len() <= 2,
+            "{n}: {:#?}",
+            job(n).preemptions
+        );
+    }
+    assert!(violations_all(&s, &[("ta", 8, 32), ("tb", 8, 32)]).is_empty());
 }
 
 /// The checker itself, on a hand-made schedule: one tenant guaranteed 8 and elastic 0, a job

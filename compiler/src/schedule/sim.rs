@@ -423,6 +423,25 @@ struct Held<'a, 'd> {
     version: &'a mut u64,
 }
 
+/// The jobs that evicted `job` at this instant, the ones that evicted them, and so on, from
+/// `(victim, by)` pairs; bounded by the pairs (each is followed at most once).
+fn evictors(evicted_now: &[(usize, usize)], job: usize) -> Vec<usize> {
+    let mut chain: Vec<usize> = Vec::new();
+    let mut frontier = vec![job];
+    for _ in 0..=evicted_now.len() {
+        let Some(victim) = frontier.pop() else {
+            break;
+        };
+        for &(v, by) in evicted_now {
+            if v == victim && by != job && !chain.contains(&by) {
+                chain.push(by);
+                frontier.push(by);
+            }
+        }
+    }
+    chain
+}
+
 /// The admission passes at `t`, in the rules' order: a waiting job starts when it fits, or by
 /// reclaiming guaranteed quota (rule 7), or by preempting lower priorities of its own tenant or
 /// of tenants that borrow (`borrowWithinCohort`);
@@ -443,15 +462,19 @@ fn admit_waiting(
         t,
         ..
     } = *p;
-    // `(victim, by)` for every eviction at this instant: a job does not evict the job that
-    // evicted it at the same instant, so two jobs cannot trade places for ever. Evicted by
-    // anyone else, it competes again at once, preemption included, as in Kueue's next cycle
-    // (a critical job reclaimed from may preempt its own tenant's lower priorities).
+    // `(victim, by)` for every eviction at this instant: a job does not evict a job of its
+    // chain of evictors at the same instant (the job that evicted it, the one that evicted
+    // that one, …), so no set of jobs evicts each other in a ring for ever. Kueue's policies
+    // as emitted allow such a ring: a low job within its tenant's guaranteed quota reclaims
+    // from a high borrower (`reclaimWithinCohort: Any`), a normal job of its tenant preempts it
+    // to borrow (`withinClusterQueue`), and the high job preempts that borrower
+    // (`borrowWithinCohort: LowerPriority`); the schedule runs the ring once and stops where
+    // the next eviction would start it again. Evicted by anyone else, a job competes again at
+    // once, preemption included, as in Kueue's next cycle.
     let mut evicted_now: Vec<(usize, usize)> = Vec::new();
-    // Bounded: a pass that admits no one ends the loop. A reclaim admits a job within its
-    // tenant's guaranteed quota and evicts borrowing ones, so the cohort's borrowed devices
-    // fall; a priority preemption admits a higher priority than any it evicts; so the passes
-    // do not cycle, and (jobs + 1)² of them is counted room. The cap holds whatever happens.
+    // Bounded: a pass that admits no one ends the loop; no eviction closes a ring (above), so
+    // the passes do not cycle, and (jobs + 1)² of them is counted room. The cap holds whatever
+    // happens.
     let max_passes = (order.len() + 1).saturating_mul(order.len() + 1) + 1;
     for _ in 0..max_passes {
         let version_before = *held.version;
@@ -479,6 +502,21 @@ fn admit_waiting(
                         .unwrap_or(Ordering::Equal)
                 };
                 let ledger: &Ledger = held.ledger;
+                // Never onto a job of its chain of evictors at this instant: those are no
+                // candidates (their demands hidden from the rules, their devices still held),
+                // so the rules take the next candidates in Kueue's order instead.
+                let chain = evictors(&evicted_now, i);
+                let masked: Vec<Option<Demand>>;
+                let demands = if chain.is_empty() {
+                    demands
+                } else {
+                    masked = demands
+                        .iter()
+                        .enumerate()
+                        .map(|(j, d)| d.clone().filter(|_| !chain.contains(&j)))
+                        .collect();
+                    &masked
+                };
                 match admit(i, demands, ledger, rules, &cheaper) {
                     Admit::Fits => Some((None, Vec::new(), Rule::Reclaim)),
                     Admit::Evicts {
@@ -498,9 +536,7 @@ fn admit_waiting(
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
                 }
             };
-            // Never back onto the job that evicted it at this instant.
-            let mut decision = decision
-                .filter(|(_, victims, _)| !victims.iter().any(|v| evicted_now.contains(&(i, *v))));
+            let mut decision = decision;
             // Rule 13: a job that can neither fit nor preempt may start on an alternative.
             if decision.is_none()
                 && let Some(alternative) = try_move(p, i, demand, states, traces, held)
