@@ -331,16 +331,21 @@ proptest! {
 /// (`withinClusterQueue: LowerPriority`) preempts j1 and starts j2 at hour 0. The core lets j2
 /// wait until hour 2 when it preempted only on the first pass over the queue at an event,
 /// before j1 was admitted.
-#[test]
-fn a_high_job_preempts_a_normal_one_admitted_in_the_same_pass() {
-    let w = |n: &str, t: &str, p: &'static str, nodes: u64| WorkJob {
-        name: n.into(),
-        tenant: t.into(),
-        priority: p,
+/// A one-hour job without checkpoints: `name` of `tenant` at `priority` on `nodes` nodes.
+fn hour_job(name: &str, tenant: &str, priority: &'static str, nodes: u64) -> WorkJob {
+    WorkJob {
+        name: name.into(),
+        tenant: tenant.into(),
+        priority,
         nodes,
         hours: 1.0,
         checkpoint_h: None,
-    };
+    }
+}
+
+#[test]
+fn a_high_job_preempts_a_normal_one_admitted_in_the_same_pass() {
+    let w = hour_job;
     let jobs = [
         w("j0", "tb", "low", 2),
         w("j1", "ta", "normal", 1),
@@ -365,14 +370,7 @@ fn a_high_job_preempts_a_normal_one_admitted_in_the_same_pass() {
 /// eight or nine times at hour 0).
 #[test]
 fn a_ring_of_preemptions_runs_once() {
-    let w = |n: &str, t: &str, p: &'static str, nodes: u64| WorkJob {
-        name: n.into(),
-        tenant: t.into(),
-        priority: p,
-        nodes,
-        hours: 1.0,
-        checkpoint_h: None,
-    };
+    let w = hour_job;
     let jobs = [
         w("j0", "tb", "normal", 4),
         w("j1", "tb", "low", 1),

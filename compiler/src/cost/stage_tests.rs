@@ -1,36 +1,17 @@
 //! The stage times the Plan IR carries ([`stage_seconds`]) against the step they pace and
 //! against the forward/backward split derived by hand.
 
+use super::tests::llama70b;
 use super::*;
-use crate::calibrate::tests::test_device;
-use loam_ir::types::{Mlp, Optimizer, Recompute};
+use loam_ir::types::Recompute;
 
+/// An H100 cluster of 16 nodes with 3.2 Tb/s of NICs each: the cost model's test cluster.
 fn cluster() -> ClusterFigures {
-    ClusterFigures {
-        device: test_device("H100_SXM").unwrap(),
-        devices_per_node: 8,
-        nodes: 16,
-        node_network_bandwidth: 3200e9 / 8.0,
-        nics_per_node: 8,
-        network_latency_s: 5e-6,
-        block: None,
-        fitted: crate::cost::FittedConstants::SHIPPED,
-    }
+    super::tests::cluster("H100_SXM", 16, 3200.0)
 }
 
 fn setup(batch: u32) -> TrainSetup {
-    TrainSetup {
-        global_batch: batch,
-        precision: Precision::Bf16,
-        optimizer: Optimizer::Adamw,
-        tokens: 1e12,
-        flash_attention: true,
-        states: crate::workload::StateOverrides::NONE,
-    }
-}
-
-fn llama70b() -> ModelDims {
-    ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Swiglu)
+    super::tests::setup(batch, Precision::Bf16)
 }
 
 fn pipeline_of_four(recompute: Recompute, virtual_stages: u32) -> Layout {
@@ -132,29 +113,15 @@ fn interleaved_chunks_add_up_to_their_rank() {
     // head's chunk sends nothing: with the head, one chunk of 10 and one of 10 plus the head
     // are the rank of 20 with the head plus one send.
     let (model, c, s) = (llama70b(), cluster(), setup(128));
-    let rank = stage_seconds(
-        &model,
-        &s,
-        &pipeline_of_four(Recompute::Selective, 1),
-        &c,
-        20,
-        false,
-        false,
-    )
-    .unwrap();
-    let chunks = pipeline_of_four(Recompute::Selective, 2);
-    let chunk = stage_seconds(&model, &s, &chunks, &c, 10, false, false).unwrap();
-    let chunk_head = stage_seconds(&model, &s, &chunks, &c, 10, false, true).unwrap();
-    let rank_head = stage_seconds(
-        &model,
-        &s,
-        &pipeline_of_four(Recompute::Selective, 1),
-        &c,
-        20,
-        false,
-        true,
-    )
-    .unwrap();
+    let time = |layout: &Layout, blocks: u64, head: bool| {
+        stage_seconds(&model, &s, layout, &c, blocks, false, head).unwrap()
+    };
+    let (whole, chunks) = (
+        pipeline_of_four(Recompute::Selective, 1),
+        pipeline_of_four(Recompute::Selective, 2),
+    );
+    let (rank, rank_head) = (time(&whole, 20, false), time(&whole, 20, true));
+    let (chunk, chunk_head) = (time(&chunks, 10, false), time(&chunks, 10, true));
     let one_send = 2.0 * chunk.seconds - rank.seconds;
     assert!(one_send > 0.0);
     let with_head = chunk.seconds + chunk_head.seconds;

@@ -4,7 +4,7 @@ use super::*;
 use crate::calibrate::tests::test_device;
 use loam_ir::types::{Mlp, Optimizer, Recompute};
 
-fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
+pub(super) fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
     ClusterFigures {
         device: test_device(device).unwrap(),
         devices_per_node: 8,
@@ -17,7 +17,7 @@ fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
     }
 }
 
-fn setup(batch: u32, precision: Precision) -> TrainSetup {
+pub(super) fn setup(batch: u32, precision: Precision) -> TrainSetup {
     TrainSetup {
         global_batch: batch,
         precision,
@@ -28,7 +28,7 @@ fn setup(batch: u32, precision: Precision) -> TrainSetup {
     }
 }
 
-fn llama70b() -> ModelDims {
+pub(super) fn llama70b() -> ModelDims {
     ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Swiglu)
 }
 
