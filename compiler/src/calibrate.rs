@@ -24,6 +24,7 @@ mod serving_table;
 #[cfg(test)]
 mod serving_tests;
 pub mod site;
+mod stack_defaults;
 mod table;
 
 pub use cross::{
@@ -50,8 +51,8 @@ use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
-use crate::workload::Pins;
 use crate::workload::{Layout, ModelDims, TrainSetup};
+use crate::workload::{Pins, StageSplit};
 use loam_ir::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
 
@@ -103,6 +104,9 @@ pub struct CalibrationRow {
     pub auto_layout: Option<Layout>,
     /// Whether loam's own layout is predicted at least as fast (whole-job tokens/s).
     pub auto_at_least_as_fast: bool,
+    /// The blank layout fields taken from the row's software stack's defaults, in a sentence
+    /// (`None` when the search chose them or the row states them).
+    pub stack_defaults: Option<String>,
 }
 
 /// The whole comparison.
@@ -442,6 +446,7 @@ fn not_costed(
         auto_tokens_per_s_per_device: 0.0,
         auto_layout: None,
         auto_at_least_as_fast: false,
+        stack_defaults: None,
     }
 }
 
@@ -554,26 +559,30 @@ fn calibrate_row(
     // Korthikanti's own full-recomputation baselines) predate it.
     let gpt3_era_full = model.dropout && recompute == Some(Recompute::Full);
     let sequence_parallel = Some(row.tp > 1 && !gpt3_era_full);
+    let defaults = stack_defaults::stack_defaults(row);
     let pins = Pins {
         tensor: Some(row.tp),
         pipeline: Some(row.pp),
         data: Some(row.dp),
         context: Some(row.cp),
         expert: Some(row.ep.unwrap_or(1).max(1)),
-        virtual_stages: Some(row.vpp),
-        micro_batch: row.micro_batch,
+        virtual_stages: Some(defaults.as_ref().map_or(row.vpp, |d| d.virtual_stages)),
+        micro_batch: row.micro_batch.or(defaults.as_ref().map(|d| d.micro_batch)),
         zero: Some(row.zero),
         recompute,
         recompute_layers: None,
         sequence_parallel,
         // The published layouts name no split rule: the faster of the two is theirs.
         // The split the source names; blank or unstated leaves it to the search.
-        pipeline_split: match published.split {
-            PublishedSplit::Even => Some(SplitRule::Balanced),
-            PublishedSplit::EmbeddingAndLoss => Some(SplitRule::EmbeddingAndLoss),
-            PublishedSplit::Unstated | PublishedSplit::UnevenUnstated => None,
+        pipeline_split: match (published.split, &defaults) {
+            (_, Some(_)) => Some(SplitRule::Pinned),
+            (PublishedSplit::Even, None) => Some(SplitRule::Balanced),
+            (PublishedSplit::EmbeddingAndLoss, None) => Some(SplitRule::EmbeddingAndLoss),
+            (PublishedSplit::Unstated | PublishedSplit::UnevenUnstated, None) => None,
         },
-        stages: None,
+        stages: defaults
+            .as_ref()
+            .map(|d| StageSplit::of_chunks(SplitRule::Pinned, &d.chunks, row.pp)),
     };
     let fastest = |c: &Candidate| -c.estimate.tokens_per_s;
     let spec = SearchSpec {
@@ -628,6 +637,7 @@ fn calibrate_row(
         auto_tokens_per_s_per_device: own.map_or(0.0, |c| c.estimate.tokens_per_s_per_device),
         auto_layout: own.map(|c| c.layout),
         auto_at_least_as_fast: auto_total >= best.estimate.tokens_per_s * (1.0 - 1e-9),
+        stack_defaults: defaults.map(|d| d.text),
     };
     let prepared = Prepared {
         run_id: row.run_id.clone(),

@@ -655,6 +655,20 @@ fn calibration_stays_within_its_bound() {
             "row",
         );
     }
+    // torchtitan's Table 5 states no micro-batch: the stack's defaults are costed and named
+    // (8 micro-batches, one per pipeline rank, of 256 / 8 / 8 = 4 sequences; two stages per
+    // rank for Interleaved 1F1B), and a row that states its own layout names none.
+    let row = |id: &str| rows.iter().find(|r| r["run_id"] == id).unwrap();
+    let interleaved = row("tt2412_llama31_405b_h100_512_interleaved");
+    assert_eq!(interleaved["layout"]["virtual_stages"], 2, "{interleaved}");
+    assert_eq!(interleaved["layout"]["micro_batch"], 4, "{interleaved}");
+    let named = interleaved["stack_defaults"].as_str().unwrap();
+    assert!(named.starts_with("torchtitan 9dec370"), "{named}");
+    assert_eq!(
+        row("tt2412_llama31_405b_h100_512_1f1b")["layout"]["virtual_stages"],
+        1
+    );
+    assert!(row("sc21_t1_1008.0B")["stack_defaults"].is_null());
     // Every costed run is in one regime of each dimension it has a value for: ZeRO 0 to 3 hold
     // the 65 runs between them.
     let regimes = report["regimes"].as_array().unwrap();

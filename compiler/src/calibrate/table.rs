@@ -50,6 +50,17 @@ pub fn render_table(report: &CalibrationReport) -> String {
         (report.costed_rows, report.rows.len()),
         "tokens/s per device",
     );
+    let defaulted: Vec<_> = report
+        .rows
+        .iter()
+        .filter_map(|r| Some((&r.run_id, r.stack_defaults.as_ref()?)))
+        .collect();
+    if !defaulted.is_empty() {
+        let _ = writeln!(out, "blank layout fields taken from the stack's defaults:");
+        for (run, text) in defaulted {
+            let _ = writeln!(out, "  {run}: {text}");
+        }
+    }
     out
 }
 

@@ -21,6 +21,7 @@ fn training_row(run_id: &str, error_pct: Option<f64>) -> CalibrationRow {
         auto_tokens_per_s_per_device: 0.0,
         auto_layout: None,
         auto_at_least_as_fast: true,
+        stack_defaults: None,
     }
 }
 
