@@ -105,6 +105,7 @@ fn calibration_lines(old: Option<&String>, new: Option<&String>) -> Option<Vec<S
             ),
             ("scale-out", |d: &DeviceCalibration| d.scale_out),
             ("scale-up", |d: &DeviceCalibration| d.scale_up),
+            ("attention", |d: &DeviceCalibration| d.attention),
         ]
         .into_iter()
         .map(|(label, f)| (label, f, 1.0, ""))
@@ -320,6 +321,17 @@ mod tests {
             calibration_lines(Some(&CALIBRATION.to_string()), Some(&fixed)).unwrap(),
             [
                 "calibration of xirang shanghai H100_SXM: fixed 0 → 0.4615 s per step (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)"
+            ]
+        );
+        // An attention factor, fitted from fifteen runs: a multiplier like the others.
+        let attention = CALIBRATION.replace(
+            "scale_up: 1.0000\n",
+            "scale_up: 1.0000\n    attention: 0.6193\n",
+        );
+        assert_eq!(
+            calibration_lines(Some(&CALIBRATION.to_string()), Some(&attention)).unwrap(),
+            [
+                "calibration of xirang shanghai H100_SXM: attention 1 → 0.6193 (3 runs, 2026-12-01 to 2026-12-03, ±6.1 %)"
             ]
         );
         // A serving engine's efficiency, fitted at the site: named with its runs.

@@ -12,11 +12,19 @@
 //!   drives it);
 //! - `fixed_s`: seconds every step spends outside the modelled kernels and collectives (data
 //!   loading, logging, launch overheads of the site's stack), added to the step
-//!   (`FittedConstants::step_overhead_s`). Additive, not a multiplier: 0.0 is the shipped model.
+//!   (`FittedConstants::step_overhead_s`). Additive, not a multiplier: 0.0 is the shipped model;
+//! - `attention`: the attention kernels' throughput (`Efficiency::attention_forward` and
+//!   `attention_backward` of the site's devices): the stack's attention kernel (an older or
+//!   Triton kernel below FlashAttention-2's rates, FlashAttention-3 or cuDNN's fused attention
+//!   above them), which the GEMM factor cannot stand for because attention's share of a step
+//!   grows with the sequence and shrinks with the width.
 //!
 //! Rules, stated: a factor is fitted only when the runs are sensitive to it (halving it moves
 //! some run's prediction by at least [`SENSITIVITY`]), in the order above, and at most one factor
-//! per [`RUNS_PER_FACTOR`] runs (at least one): never more factors than runs. The fit minimises the squared log errors; each fitted factor `f̂` is then shrunk
+//! per [`RUNS_PER_FACTOR`] runs (at least one): never more factors than runs. `attention` must
+//! also be told apart from `gemm`: halving it must move some two runs' predictions by shares
+//! that differ by [`SENSITIVITY`] (runs of one model at one sequence length move alike, and a
+//! factor they move alike is the GEMM factor's to fit). The fit minimises the squared log errors; each fitted factor `f̂` is then shrunk
 //! toward 1.0 (the shipped model) in log space, `f = f̂^(n/(n+k))` with `k` = [`PRIOR_RUNS`]: the
 //! shipped model counts as one run. The additive `fixed_s` is shrunk toward 0.0 by the same
 //! weight, `f̂ · n/(n+k)`, and counts as sensitive when adding a quarter of its upper bound
@@ -68,6 +76,12 @@ pub const RUNS_PER_FACTOR: usize = 3;
 const GEMM_BOUNDS: (f64, f64) = (0.33, 1.25);
 const BANDWIDTH_BOUNDS: (f64, f64) = (0.1, 1.5);
 
+/// Physical: the bounds of the attention factor. Kernels older than FlashAttention-2 (Triton's
+/// or materialised attention) run it at about half its rate and FlashAttention-3 at 1.5–2.0
+/// times it on H100 in 16-bit (Shah et al. 2024, "FlashAttention-3", §4.1): a third to twice the
+/// shipped rate, never above the device's 16-bit peak (checked where applied).
+const ATTENTION_BOUNDS: (f64, f64) = (0.33, 2.0);
+
 /// Physical: the upper bound of `fixed_s` on `rows`, half the shortest measured step (the
 /// lower bound is 0: a site adds time, it cannot take the modelled work away). A fixed cost of
 /// half a step would mean the modelled work is at most the other half: a run like that is
@@ -99,6 +113,8 @@ pub struct Factors {
     pub scale_up: f64,
     /// Seconds added to every step (0.0 in the shipped model).
     pub fixed_s: f64,
+    /// Multiplies the attention kernels' forward and backward throughput.
+    pub attention: f64,
 }
 
 impl Factors {
@@ -108,6 +124,7 @@ impl Factors {
         scale_out: 1.0,
         scale_up: 1.0,
         fixed_s: 0.0,
+        attention: 1.0,
     };
 
     /// `cluster` with these factors applied: the one place a calibration changes what the cost
@@ -118,6 +135,15 @@ impl Factors {
         cluster.node_network_bandwidth *= self.scale_out;
         cluster.device.scale_up_bandwidth *= self.scale_up;
         cluster.fitted.step_overhead_s += self.fixed_s;
+        // A share of the 16-bit peak: at most the whole of it, and no lower than it stood if the
+        // catalogue already gave more.
+        let efficiency = &mut cluster.device.efficiency;
+        for rate in [
+            &mut efficiency.attention_forward,
+            &mut efficiency.attention_backward,
+        ] {
+            *rate = (*rate * self.attention).min(1.0_f64.max(*rate));
+        }
     }
 
     fn get(&self, i: usize) -> f64 {
@@ -125,7 +151,8 @@ impl Factors {
             0 => self.gemm,
             1 => self.scale_out,
             2 => self.scale_up,
-            _ => self.fixed_s,
+            FIXED => self.fixed_s,
+            _ => self.attention,
         }
     }
 
@@ -134,16 +161,20 @@ impl Factors {
             0 => self.gemm = value,
             1 => self.scale_out = value,
             2 => self.scale_up = value,
-            _ => self.fixed_s = value,
+            FIXED => self.fixed_s = value,
+            _ => self.attention = value,
         }
     }
 }
 
 /// The names of the factors, in fitting order.
-pub const FACTOR_NAMES: [&str; 4] = ["gemm", "scale_out", "scale_up", "fixed_s"];
+pub const FACTOR_NAMES: [&str; 5] = ["gemm", "scale_out", "scale_up", "fixed_s", "attention"];
 
 /// The index of the additive factor in [`FACTOR_NAMES`].
 const FIXED: usize = 3;
+
+/// The index of the attention factor in [`FACTOR_NAMES`].
+const ATTENTION: usize = 4;
 
 /// The result of one fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -202,22 +233,35 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
         } else {
             halved.set(i, 0.5);
         }
-        let sensitive =
-            rows.iter()
-                .any(|r| match (predict(r, &Factors::ONE), predict(r, &halved)) {
-                    (Some(a), Some(b)) => (a - b).abs() / a >= SENSITIVITY,
-                    _ => false,
-                });
-        if sensitive {
+        let moves: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| match (predict(r, &Factors::ONE), predict(r, &halved)) {
+                (Some(a), Some(b)) => Some((a - b).abs() / a),
+                _ => None,
+            })
+            .collect();
+        let sensitive = moves.iter().any(|m| *m >= SENSITIVITY);
+        let apart_from_gemm = i != ATTENTION || {
+            let (low, high) = moves
+                .iter()
+                .fold((f64::INFINITY, 0.0_f64), |(l, h), m| (l.min(*m), h.max(*m)));
+            high - low >= SENSITIVITY
+        };
+        if sensitive && apart_from_gemm {
             chosen.push(i);
         }
     }
     let mut best = Factors::ONE;
     // Coordinate descent, each coordinate by golden-section search on the log of the factor
     // (on the seconds themselves for `fixed_s`); four sweeps settle three multipliers to well
-    // under a per-cent. The fixed cost trades against the GEMM factor (both lengthen every
-    // step), so with it the sweeps go on until a sweep moves no factor by 1e-4, at most 64.
-    let sweeps = if chosen.contains(&FIXED) { 64 } else { 4 };
+    // under a per-cent. The fixed cost and the attention factor trade against the GEMM factor
+    // (each lengthens every step, attention by a share that differs between runs), so with
+    // either the sweeps go on until a sweep moves no factor by 1e-4, at most 64.
+    let sweeps = if chosen.contains(&FIXED) || chosen.contains(&ATTENTION) {
+        64
+    } else {
+        4
+    };
     for _ in 0..sweeps {
         let before = best;
         for &i in &chosen {
@@ -230,10 +274,10 @@ pub(crate) fn fit(rows: &[&Prepared]) -> Fit {
                 best.set(i, golden(objective, 0.0, fixed_max));
                 continue;
             }
-            let bounds = if i == 0 {
-                GEMM_BOUNDS
-            } else {
-                BANDWIDTH_BOUNDS
+            let bounds = match i {
+                0 => GEMM_BOUNDS,
+                ATTENTION => ATTENTION_BOUNDS,
+                _ => BANDWIDTH_BOUNDS,
             };
             let objective = |log_value: f64| {
                 let mut trial = best;

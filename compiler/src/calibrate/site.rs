@@ -71,6 +71,9 @@ pub struct DeviceCalibration {
     /// Seconds added to every step; written only when fitted, 0.0 when absent.
     #[serde(default)]
     pub fixed_s: f64,
+    /// Multiplies the attention kernels' throughput; written only when fitted, 1.0 when absent.
+    #[serde(default = "shipped_factor")]
+    pub attention: f64,
     /// The relative throughput uncertainty a plan states here.
     pub throughput_uncertainty: f64,
     /// Median `|error|` of the fitted factors on the runs, in percent.
@@ -85,8 +88,14 @@ impl DeviceCalibration {
             scale_out: self.scale_out,
             scale_up: self.scale_up,
             fixed_s: self.fixed_s,
+            attention: self.attention,
         }
     }
+}
+
+/// A multiplier a file leaves out: the shipped model's.
+fn shipped_factor() -> f64 {
+    1.0
 }
 
 /// The file as written.
@@ -129,6 +138,7 @@ pub fn parse(text: &str) -> Result<SiteCalibration, String> {
             ("gemm", d.gemm),
             ("scale_out", d.scale_out),
             ("scale_up", d.scale_up),
+            ("attention", d.attention),
         ] {
             if !(value >= FACTOR_RANGE.0 && value <= FACTOR_RANGE.1) {
                 return Err(format!(
@@ -189,6 +199,9 @@ pub fn to_yaml(calibration: &SiteCalibration) -> String {
         let _ = writeln!(out, "    scale_up: {:.4}", d.scale_up);
         if d.fixed_s != 0.0 {
             let _ = writeln!(out, "    fixed_s: {:.4}", d.fixed_s);
+        }
+        if d.attention != 1.0 {
+            let _ = writeln!(out, "    attention: {:.4}", d.attention);
         }
         let _ = writeln!(
             out,
@@ -314,6 +327,7 @@ pub fn fit_store(
                     scale_out: round4(result.factors.scale_out),
                     scale_up: round4(result.factors.scale_up),
                     fixed_s: round4(result.factors.fixed_s),
+                    attention: round4(result.factors.attention),
                     throughput_uncertainty: round4(result.uncertainty),
                     median_abs_error_pct: (result.median_abs_error_pct * 100.0).round() / 100.0,
                 },

@@ -243,3 +243,67 @@ fn runs_with_a_constant_fixed_cost_per_step_give_it_back_shrunk() {
 fn fit_of(rows: &[&Prepared]) -> Fit {
     fit(rows)
 }
+
+/// A site whose attention kernel runs at 0.6 of the shipped rate (an older kernel than
+/// FlashAttention-2), measured on fifteen published layouts of different widths and sequence
+/// lengths (every fourth costed row of the shared file): fifteen runs allow five factors, and
+/// attention's share of a step differs between them, so the fit can tell it from the GEMM
+/// factor. The runs are exact, so the best fit is the truth, and shrunk with n = 15, k = 1:
+/// 0.6^(15/16) = 0.6193; the multipliers stay at 1.0.
+#[test]
+fn runs_with_a_slower_attention_kernel_give_the_attention_factor_back_shrunk() {
+    let truth = Factors {
+        attention: 0.6,
+        ..Factors::ONE
+    };
+    let runs: Vec<Prepared> = prepared()
+        .into_iter()
+        .filter(|r| predict(r, &truth).is_some())
+        .step_by(4)
+        .take(15)
+        .map(|mut r| {
+            r.measured = predict(&r, &truth).unwrap();
+            r
+        })
+        .collect();
+    assert_eq!(runs.len(), 15);
+    let refs: Vec<&Prepared> = runs.iter().collect();
+    let fit = fit(&refs);
+    println!("{fit:?}");
+    assert!(fit.fitted.contains(&"attention"), "{fit:?}");
+    assert!((fit.factors.attention - 0.6193).abs() < 0.01, "{fit:?}");
+    assert!((fit.factors.gemm - 1.0).abs() < 0.01, "{fit:?}");
+    // The shipped model's runs give the shipped attention back.
+    let plain: Vec<Prepared> = runs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.measured = predict(&r, &Factors::ONE).unwrap();
+            r
+        })
+        .collect();
+    let refs: Vec<&Prepared> = plain.iter().collect();
+    assert!((fit_of(&refs).factors.attention - 1.0).abs() < 0.005);
+}
+
+/// Fifteen runs of one layout move alike under any attention factor: halving it moves each by
+/// the same share, so it cannot be told from the GEMM factor and is not fitted, however many
+/// runs there are. A slower attention kernel then reads as a slower GEMM.
+#[test]
+fn runs_of_one_layout_leave_attention_to_the_gemm_factor() {
+    let truth = Factors {
+        attention: 0.6,
+        ..Factors::ONE
+    };
+    let one = prepared()
+        .into_iter()
+        .find(|r| r.family == "nemo2407")
+        .unwrap();
+    let mut run = one.clone();
+    run.measured = predict(&one, &truth).unwrap();
+    let runs = vec![run; 15];
+    let refs: Vec<&Prepared> = runs.iter().collect();
+    let fit = fit(&refs);
+    assert!(!fit.fitted.contains(&"attention"), "{fit:?}");
+    assert!(fit.factors.gemm < 1.0, "{fit:?}");
+}

@@ -165,6 +165,43 @@ fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
     assert!(to_yaml(&read).contains("    fixed_s: 0.2500\n"));
     assert_eq!(parse(&site).unwrap().devices["H100_SXM"].fixed_s, 0.0);
     assert!(!to_yaml(&parse(&site).unwrap()).contains("fixed_s"));
+    // An attention factor reads back as written, is left out when it is the shipped 1.0, and
+    // one outside 0.05–5 is refused.
+    let attention = site.replace("scale_up: 1.0\n", "scale_up: 1.0\n    attention: 0.62\n");
+    let read = parse(&attention).unwrap();
+    assert_eq!(read.devices["H100_SXM"].factors().attention, 0.62);
+    assert!(to_yaml(&read).contains("    attention: 0.6200\n"));
+    assert_eq!(parse(&site).unwrap().devices["H100_SXM"].attention, 1.0);
+    assert!(!to_yaml(&parse(&site).unwrap()).contains("attention"));
+    let absurd = parse(&attention.replace("attention: 0.62", "attention: 9")).unwrap_err();
+    assert!(absurd.contains("`attention` is 9"), "{absurd}");
+    // Applied, it scales both attention rates and never lifts one above the 16-bit peak.
+    let mut figures = builtin().device("H100_SXM").unwrap().figures();
+    let (forward, backward) = (
+        figures.efficiency.attention_forward,
+        figures.efficiency.attention_backward,
+    );
+    let mut cluster = crate::hardware::ClusterFigures {
+        devices_per_node: 8,
+        nodes: 1,
+        node_network_bandwidth: 50e9,
+        nics_per_node: 8,
+        network_latency_s: 5e-6,
+        block: None,
+        device: figures.clone(),
+        fitted: crate::cost::FittedConstants::SHIPPED,
+    };
+    read.devices["H100_SXM"].factors().apply(&mut cluster);
+    assert!((cluster.device.efficiency.attention_forward - 0.62 * forward).abs() < 1e-12);
+    assert!((cluster.device.efficiency.attention_backward - 0.62 * backward).abs() < 1e-12);
+    figures.efficiency.attention_forward = 0.9;
+    cluster.device = figures;
+    Factors {
+        attention: 2.0,
+        ..Factors::ONE
+    }
+    .apply(&mut cluster);
+    assert_eq!(cluster.device.efficiency.attention_forward, 1.0);
     // Attached, the site's H100 groups carry it into the figures every plan there is costed on.
     let mut calibrated = builtin();
     let mut diags = Vec::new();
