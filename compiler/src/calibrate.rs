@@ -48,6 +48,7 @@ pub use table::render_table;
 
 use row::{NotedArchitecture, PublishedSplit, Row, noted_architecture};
 
+use crate::check::{MAX_DIM, MAX_LAYERS};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
@@ -403,6 +404,51 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
             format!(
                 "expected a bandwidth of at most {} Gbps per node, found `{nic}`",
                 loam_ir::display::thousands(MAX_NIC_GBPS)
+            ),
+        ));
+    }
+    // The spec checker's bounds: a row beyond them describes no job loam would plan, and
+    // costing it would allocate per block and per pipeline chunk (4 × 10⁹ layers took 24 GB).
+    if u64::from(row.layers) > MAX_LAYERS {
+        return Err(bad(
+            line,
+            "layers",
+            format!("expected at most {MAX_LAYERS} layers"),
+        ));
+    }
+    let counts = [
+        ("hidden", Some(row.hidden)),
+        ("heads", Some(row.heads)),
+        ("kv_heads", Some(row.kv_heads)),
+        ("ffn", Some(row.ffn)),
+        ("vocab", Some(row.vocab)),
+        ("seq_len", Some(row.seq_len)),
+        ("devices", Some(row.devices)),
+        ("tp", Some(row.tp)),
+        ("pp", Some(row.pp)),
+        ("dp", Some(row.dp)),
+        ("cp", Some(row.cp)),
+        ("vpp", Some(row.vpp)),
+        ("micro_batch", row.micro_batch),
+        ("global_batch", Some(row.global_batch)),
+        ("ep", row.ep),
+        ("experts", row.experts),
+        ("top_k", row.top_k),
+        ("expert_ffn", row.expert_ffn),
+        ("shared_experts", row.shared_experts),
+        ("dense_layers", row.dense_layers),
+        ("dense_ffn", row.dense_ffn),
+    ];
+    if let Some((column, _)) = counts
+        .iter()
+        .find(|(_, value)| value.is_some_and(|v| u64::from(v) > MAX_DIM))
+    {
+        return Err(bad(
+            line,
+            column,
+            format!(
+                "expected at most {}",
+                loam_ir::display::thousands(MAX_DIM as f64)
             ),
         ));
     }

@@ -214,14 +214,14 @@ pub const OPERATIONS: &[&str] = &[
 
 /// The largest parallel degree or model dimension loam accepts; far beyond any real job, small
 /// enough that products of degrees never overflow.
-const MAX_DIM: u64 = 1 << 24;
+pub(crate) const MAX_DIM: u64 = 1 << 24;
 
 /// The most transformer blocks a model may have: about 800 times the deepest published model
 /// (126 blocks, Llama 3.1 405B), and small enough that the checker's memory pre-check, which
 /// splits the blocks for every pipeline degree it tries, stays well under a second (0.32 s for
 /// a model of 100,000 layers that fits nowhere; a fuzzed spec of 8,028,256 layers took it
 /// 14.4 s). (counted)
-const MAX_LAYERS: u64 = 100_000;
+pub(crate) const MAX_LAYERS: u64 = 100_000;
 
 /// The result of checking one file: the jobs that are complete enough to plan, and everything
 /// found wrong.

@@ -227,6 +227,13 @@ fn calibrate_row(
                 out.not_costed =
                     Some("the row gives neither tokens/s, an iteration time nor samples/s".into());
             }
+            // The training file's bound: a larger figure is a typo, not a measurement.
+            Some(measured) if !(measured > 0.0 && measured <= super::MAX_MEASURED_TOKENS_PER_S) => {
+                out.not_costed = Some(format!(
+                    "measured {measured} tokens/s: not a throughput above 0 and at most {}",
+                    loam_ir::display::thousands(super::MAX_MEASURED_TOKENS_PER_S)
+                ));
+            }
             Some(measured) => {
                 out.recompute = Some(costed.recompute);
                 out.predicted_iter_time_s = costed.step_s;
@@ -324,6 +331,12 @@ fn read_costable(
     if layers > MAX_LAYERS {
         return Err(format!(
             "{layers} layers: more than the {MAX_LAYERS} this calibration builds an op chain for"
+        ));
+    }
+    // A head is at least one channel wide: more heads than channels describe no attention.
+    if heads > hidden {
+        return Err(format!(
+            "{heads} heads over {hidden} channels: a head of no width"
         ));
     }
     let vocab = match row.count("vocab") {

@@ -344,6 +344,32 @@ fn prepare(
     let (Some(input), Some(output)) = (row.number("input_len"), row.number("output_len")) else {
         return Err("request lengths not given (input_len / output_len blank)".into());
     };
+    // The spec checker's bounds: a row beyond them describes no service loam would plan.
+    let layers_bound = u32::try_from(crate::check::MAX_LAYERS).unwrap_or(u32::MAX);
+    let dim_bound = u32::try_from(crate::check::MAX_DIM).unwrap_or(u32::MAX);
+    if row.count("layers").is_some_and(|l| l > layers_bound) {
+        return Err(format!(
+            "`layers` above {layers_bound}: no spec may say that"
+        ));
+    }
+    for column in [
+        "hidden",
+        "heads",
+        "kv_heads",
+        "ffn",
+        "vocab",
+        "device_count",
+        "tp",
+        "pp",
+        "replicas",
+        "batch_size",
+    ] {
+        if row.count(column).is_some_and(|v| v > dim_bound) {
+            return Err(format!(
+                "`{column}` above {dim_bound}: no spec may say that"
+            ));
+        }
+    }
     let dims = model_dims(row, notes)?;
     let devices = row.count("device_count");
     let pipeline = row.count("pp").unwrap_or(1);

@@ -107,3 +107,40 @@ fn every_fitted_serving_constant_is_informed_by_three_source_families() {
         assert!(families.len() >= 3, "{name}: {families:?}");
     }
 }
+
+/// Counts beyond the spec checker's bounds are not costed, with the column named: four billion
+/// layers were costed at 0 tokens/s and scored as a −100 % miss, and a tensor degree of four
+/// billion was costed at all.
+#[test]
+fn counts_no_spec_may_state_are_not_costed() {
+    let mut reader = csv::Reader::from_reader(CSV.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let good = reader.records().next().unwrap().unwrap();
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(&header).unwrap();
+    let columns = ["layers", "tp", "pp", "hidden"];
+    for column in columns {
+        let at = header.iter().position(|h| h == column).unwrap();
+        let row: Vec<String> = good
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i == 0 {
+                    format!("absurd_{column}")
+                } else if i == at {
+                    "4000000000".to_string()
+                } else {
+                    cell.to_string()
+                }
+            })
+            .collect();
+        writer.write_record(&row).unwrap();
+    }
+    let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+    let report = calibrate_serving(&text, lookup).unwrap();
+    assert_eq!(report.rows.len(), 4);
+    for (row, column) in report.rows.iter().zip(columns) {
+        let reason = row.not_costed.as_deref().unwrap_or("");
+        assert!(reason.contains(&format!("`{column}` above")), "{row:?}");
+    }
+}

@@ -191,6 +191,23 @@ fn bad_rows_name_line_and_column() {
         }
         other => panic!("{other:?}"),
     }
+    // Counts beyond the spec checker's bounds are bad rows too: four billion layers once made
+    // the harness allocate 24 GB, and a pipeline degree of 2^24 + 1 is past any spec's.
+    let deep = good.replacen(",24,", ",4000000000,", 1);
+    match calibrate(&format!("{header}\n{deep}\n"), test_device) {
+        Err(CalibrationError::BadRow { line, column, .. }) => {
+            assert_eq!((line, column.as_str()), (2, "layers"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let columns: Vec<&str> = header.split(',').collect();
+    let pp = columns.iter().position(|c| *c == "pp").unwrap();
+    let mut cells: Vec<String> = good.split(',').map(str::to_string).collect();
+    cells[pp] = (1u64 << 24).saturating_add(1).to_string();
+    match calibrate(&format!("{header}\n{}\n", cells.join(",")), test_device) {
+        Err(CalibrationError::BadRow { column, .. }) => assert_eq!(column, "pp"),
+        other => panic!("{other:?}"),
+    }
     // A device the lookup does not know is listed with the reason, not dropped.
     let unknown = good.replace("A100_SXM_80GB", "B300");
     let listed = calibrate(&format!("{header}\n{good}\n{unknown}\n"), test_device).unwrap();

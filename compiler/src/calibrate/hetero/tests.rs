@@ -169,6 +169,16 @@ fn odd_rows_are_listed_with_reasons_not_errors() {
         ),
     );
     let huge = renamed("huge", &good.replacen(",24,1024,", ",4000000000,1024,", 1));
+    // More heads than channels was costed at 0 tokens/s and scored as a -100 % miss.
+    // A measured figure above the training file's bound is a typo, not a measurement.
+    let typo = renamed(
+        "typo",
+        &good.replacen(",2.136,4375,", ",2.136,4000000000,", 1),
+    );
+    let headless = renamed(
+        "headless",
+        &good.replacen(",24,1024,16,", ",24,1024,4000000000,", 1),
+    );
     let truncated: String = renamed("truncated", good).chars().take(60).collect();
     let text = [
         header,
@@ -179,12 +189,14 @@ fn odd_rows_are_listed_with_reasons_not_errors() {
         &gap,
         &no_precision,
         &huge,
+        &headless,
+        &typo,
         &truncated,
         "",
     ]
     .join("\n");
     let r = calibrate_hetero(&text, catalogue_device).unwrap();
-    assert_eq!((r.costed_rows, r.not_costed_rows), (1, 7));
+    assert_eq!((r.costed_rows, r.not_costed_rows), (1, 9));
     let reason = |id: &str| {
         r.rows
             .iter()
@@ -205,13 +217,15 @@ fn odd_rows_are_listed_with_reasons_not_errors() {
         ("layout_gap", "expected a range from 12"),
         ("no_precision", "precision not stated"),
         ("huge", "more than the 10000"),
+        ("headless", "a head of no width"),
+        ("typo", "not a throughput above 0"),
         ("truncated", "model dims blank"),
     ] {
         assert!(reason(id).contains(needle), "{id}: {}", reason(id));
     }
     let table = render_hetero_table(&r);
     assert!(table.contains("not costed: device `RTX-4090`"), "{table}");
-    assert!(table.contains("7 of 8 runs not costed"), "{table}");
+    assert!(table.contains("9 of 10 runs not costed"), "{table}");
     // A header alone has no rows.
     assert_eq!(
         calibrate_hetero(&format!("{header}\n"), catalogue_device),
