@@ -128,18 +128,15 @@ fn exact_div(a: u32, b: u32) -> Option<u32> {
 
 /// Blocks per stage with runs folded: `7/8×14/7`.
 fn runs_text(chunks: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < chunks.len() {
-        let run = chunks[i..].iter().take_while(|&&c| c == chunks[i]).count();
-        parts.push(if run == 1 {
-            chunks[i].to_string()
-        } else {
-            format!("{}×{run}", chunks[i])
-        });
-        i += run;
-    }
-    parts.join("/")
+    chunks
+        .chunk_by(|a, b| a == b)
+        .map(|run| match run {
+            [one] => one.to_string(),
+            [first, ..] => format!("{first}×{}", run.len()),
+            [] => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 #[cfg(test)]
