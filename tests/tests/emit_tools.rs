@@ -251,19 +251,33 @@ fn assert_unchanged(doc: &PlanDocument, out: &Path, nodes: usize) {
     assert!(!Path::new(PWNED).exists(), "a hostile string was executed");
 }
 
+/// Submits `script` and waits for it to end. The suite's other Slurm tests (the probe job, the
+/// requeues) share the cluster's nodes, so under a loaded two-core machine a job may queue for a
+/// minute or two behind them: the wait allows five minutes (a 120 s wait once ran out with the
+/// job still pending), and a failure shows the job's state as slurmctld has it.
 fn sbatch_wait(script: &Path, cwd: &Path) {
     let o = run(
         "timeout",
-        &["120", "sbatch", "--wait", script.to_str().unwrap()],
+        &["300", "sbatch", "--wait", script.to_str().unwrap()],
         cwd,
     );
+    let state = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .last()
+        .filter(|id| id.chars().all(|c| c.is_ascii_digit()))
+        .map(|id| text(&run("scontrol", &["show", "job", "-o", id], cwd)))
+        .unwrap_or_default();
     let logs: String = std::fs::read_dir(cwd)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "out"))
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .collect();
-    assert!(o.status.success(), "job failed: {}\n{logs}", text(&o));
+    assert!(
+        o.status.success(),
+        "job failed: {}\n{state}\n{logs}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -211,15 +211,12 @@ fn runs_with_a_constant_fixed_cost_per_step_give_it_back_shrunk() {
         fixed_s: 0.5,
         ..Factors::ONE
     };
-    let runs: Vec<Prepared> = prepared()
+    let costed: Vec<Prepared> = prepared()
         .into_iter()
         .filter(|r| predict(r, &truth).is_some())
         .take(12)
-        .map(|mut r| {
-            r.measured = predict(&r, &truth).unwrap();
-            r
-        })
         .collect();
+    let runs = measured_under(&costed, &truth);
     let refs: Vec<&Prepared> = runs.iter().collect();
     let fit = fit(&refs);
     println!("{fit:?}");
@@ -228,20 +225,25 @@ fn runs_with_a_constant_fixed_cost_per_step_give_it_back_shrunk() {
     assert!((fit.factors.fixed_s - 0.4615).abs() < 0.01, "{fit:?}");
     assert!((fit.factors.gemm - 1.0).abs() < 0.01, "{fit:?}");
     // The shipped model's runs give no fixed cost back.
-    let plain: Vec<Prepared> = runs
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.measured = predict(&r, &Factors::ONE).unwrap();
-            r
-        })
-        .collect();
+    let plain = measured_under(&runs, &Factors::ONE);
     let refs: Vec<&Prepared> = plain.iter().collect();
     assert!(fit_of(&refs).factors.fixed_s < 0.005);
 }
 
 fn fit_of(rows: &[&Prepared]) -> Fit {
     fit(rows)
+}
+
+/// `runs` "measured" as the model predicts them under `factors`: a site that differs from the
+/// shipped model by exactly those factors.
+fn measured_under(runs: &[Prepared], factors: &Factors) -> Vec<Prepared> {
+    runs.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.measured = predict(&r, factors).unwrap();
+            r
+        })
+        .collect()
 }
 
 /// A site whose attention kernel runs at 0.6 of the shipped rate (an older kernel than
@@ -256,16 +258,13 @@ fn runs_with_a_slower_attention_kernel_give_the_attention_factor_back_shrunk() {
         attention: 0.6,
         ..Factors::ONE
     };
-    let runs: Vec<Prepared> = prepared()
+    let costed: Vec<Prepared> = prepared()
         .into_iter()
         .filter(|r| predict(r, &truth).is_some())
         .step_by(4)
         .take(15)
-        .map(|mut r| {
-            r.measured = predict(&r, &truth).unwrap();
-            r
-        })
         .collect();
+    let runs = measured_under(&costed, &truth);
     assert_eq!(runs.len(), 15);
     let refs: Vec<&Prepared> = runs.iter().collect();
     let fit = fit(&refs);
@@ -274,14 +273,7 @@ fn runs_with_a_slower_attention_kernel_give_the_attention_factor_back_shrunk() {
     assert!((fit.factors.attention - 0.6193).abs() < 0.01, "{fit:?}");
     assert!((fit.factors.gemm - 1.0).abs() < 0.01, "{fit:?}");
     // The shipped model's runs give the shipped attention back.
-    let plain: Vec<Prepared> = runs
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.measured = predict(&r, &Factors::ONE).unwrap();
-            r
-        })
-        .collect();
+    let plain = measured_under(&runs, &Factors::ONE);
     let refs: Vec<&Prepared> = plain.iter().collect();
     assert!((fit_of(&refs).factors.attention - 1.0).abs() < 0.005);
 }
