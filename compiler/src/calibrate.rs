@@ -618,8 +618,8 @@ fn calibrate_row(
         recompute,
         recompute_layers: None,
         sequence_parallel,
-        // The published layouts name no split rule: the faster of the two is theirs.
-        // The split the source names; blank or unstated leaves it to the search.
+        // The stack's own split where its defaults are known, else the split the source
+        // names; blank or unstated leaves it to the search (the faster rule is theirs).
         pipeline_split: match (published.split, &defaults) {
             (_, Some(_)) => Some(SplitRule::Pinned),
             (PublishedSplit::Even, None) => Some(SplitRule::Balanced),

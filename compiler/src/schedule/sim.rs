@@ -492,7 +492,7 @@ fn admit_waiting(
             let Some(Some(demand)) = demands.get(i) else {
                 continue;
             };
-            let decision = if held.capacity.hopeless(i) {
+            let mut decision = if held.capacity.hopeless(i) {
                 None
             } else {
                 let snapshot: &[State] = states;
@@ -536,7 +536,6 @@ fn admit_waiting(
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
                 }
             };
-            let mut decision = decision;
             // Rule 13: a job that can neither fit nor preempt may start on an alternative.
             if decision.is_none()
                 && let Some(alternative) = try_move(p, i, demand, states, traces, held)

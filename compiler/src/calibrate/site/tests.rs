@@ -175,27 +175,17 @@ fn a_calibration_of_an_unknown_site_or_device_is_a_located_error() {
     assert!(!to_yaml(&parse(&site).unwrap()).contains("attention"));
     let absurd = parse(&attention.replace("attention: 0.62", "attention: 9")).unwrap_err();
     assert!(absurd.contains("`attention` is 9"), "{absurd}");
-    // Applied, it scales both attention rates and never lifts one above the 16-bit peak.
-    let mut figures = builtin().device("H100_SXM").unwrap().figures();
-    let (forward, backward) = (
-        figures.efficiency.attention_forward,
-        figures.efficiency.attention_backward,
-    );
-    let mut cluster = crate::hardware::ClusterFigures {
-        devices_per_node: 8,
-        nodes: 1,
-        node_network_bandwidth: 50e9,
-        nics_per_node: 8,
-        network_latency_s: 5e-6,
-        block: None,
-        device: figures.clone(),
-        fitted: crate::cost::FittedConstants::SHIPPED,
-    };
+    // Applied to a site group's figures, it scales both attention rates and never lifts one
+    // above the 16-bit peak.
+    let catalogue = builtin();
+    let (sh, group) = catalogue.pools["xirang"].node_group("sh-h100-a").unwrap();
+    let mut cluster = group.cluster_figures_uncalibrated(catalogue.device("H100_SXM").unwrap(), sh);
+    let shipped = cluster.device.efficiency.clone();
     read.devices["H100_SXM"].factors().apply(&mut cluster);
-    assert!((cluster.device.efficiency.attention_forward - 0.62 * forward).abs() < 1e-12);
-    assert!((cluster.device.efficiency.attention_backward - 0.62 * backward).abs() < 1e-12);
-    figures.efficiency.attention_forward = 0.9;
-    cluster.device = figures;
+    let applied = &cluster.device.efficiency;
+    assert!((applied.attention_forward - 0.62 * shipped.attention_forward).abs() < 1e-12);
+    assert!((applied.attention_backward - 0.62 * shipped.attention_backward).abs() < 1e-12);
+    cluster.device.efficiency.attention_forward = 0.9;
     Factors {
         attention: 2.0,
         ..Factors::ONE
