@@ -25,6 +25,16 @@ pub(crate) use network::{
 };
 use serde::Serialize;
 pub use stages::StageSeconds;
+
+/// The fastest FLOP/s any kernel of the cost model runs at on `cluster` under `precision`
+/// (`None` when the device has no peak for it): no costed step does its model FLOPs faster, so
+/// it bounds a step from below.
+pub(crate) fn fastest_flops(cluster: &ClusterFigures, precision: Precision) -> Option<f64> {
+    let rates = compute::Rates::new(cluster, precision)?;
+    // The output head runs in 16-bit under FP8.
+    let head = compute::Rates::new(cluster, compute::sixteen_bit(precision)).unwrap_or(rates);
+    Some(rates.fastest().max(head.fastest()))
+}
 pub(crate) use stages::{Costing, StageCache};
 
 /// The cost model's fitted constants: the only numbers set by matching published runs

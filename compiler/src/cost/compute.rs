@@ -94,6 +94,13 @@ impl Rates {
         })
     }
 
+    /// The fastest FLOP/s any kernel runs at: every FLOP of a step takes at least its inverse.
+    pub(crate) fn fastest(&self) -> f64 {
+        self.gemm_rate
+            .max(self.attention_forward_rate)
+            .max(self.attention_backward_rate)
+    }
+
     /// Seconds of one `M×K · K×N` GEMM whose activation operand is `M×K`.
     pub(crate) fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
         let flops = 2.0 * m * n * k;

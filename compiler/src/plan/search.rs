@@ -326,4 +326,4 @@ mod recompute_tests;
 #[cfg(test)]
 mod split_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -335,7 +335,27 @@ pub(crate) fn pair_data_plans<'a>(
     input: &PairInput<'_, 'a>,
     ruled_out: &mut Vec<String>,
 ) -> Vec<PairData<'a>> {
-    search_splits(input, ruled_out, KEEP_PER_SHARE)
+    search_splits(input, ruled_out, KEEP_PER_SHARE, Pruning::Floors)
+}
+
+/// Whether shares that cannot rank are skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pruning {
+    /// Shares whose floor ([`bound`]) is above every kept plan are never searched.
+    Floors,
+    /// Every share is searched (the tests compare the two).
+    #[cfg(test)]
+    None,
+}
+
+impl Pruning {
+    fn skips(self) -> bool {
+        match self {
+            Pruning::Floors => true,
+            #[cfg(test)]
+            Pruning::None => false,
+        }
+    }
 }
 
 /// [`pair_data_plans`] with `keep` layouts per group and share (the tests compare with more).
@@ -343,6 +363,7 @@ fn search_splits<'a>(
     input: &PairInput<'_, 'a>,
     ruled_out: &mut Vec<String>,
     keep: usize,
+    pruning: Pruning,
 ) -> Vec<PairData<'a>> {
     let mut found: Vec<PairData<'a>> = Vec::new();
     let Some(limits) = input.objectives.first().map(|o| o.limits) else {
@@ -394,64 +415,187 @@ fn search_splits<'a>(
         pair_caps,
         found: BTreeMap::new(),
     };
-    // Every search the pairs below ask for, run first and together.
     let grid = shares(batch);
-    let wanted: BTreeSet<(usize, u32)> = pairs
-        .iter()
-        .flat_map(|(a, b, ..)| {
-            grid.iter()
-                .flat_map(move |&first| [(*a, first), (*b, batch - first)])
+    let run = SplitRun {
+        batch,
+        steps,
+        grad_bytes,
+        limits,
+    };
+    let mut pairings: Vec<Pairing<'a>> = pairs
+        .into_iter()
+        .map(|(a, b, pa, pb, oa, ob, link)| {
+            // Each step, the whole gradient leaves each site once.
+            let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
+            let pair = PairObjective {
+                economics: [oa.economics, ob.economics],
+                transfer_s: oa.transfer_s.max(ob.transfer_s),
+                fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
+            };
+            // Each share's floor ([`bound`]), most promising first.
+            let floors = [pa, pb].map(|p| {
+                let precision = setup_on(input.setup, p.device).precision;
+                let fastest = crate::cost::fastest_flops(&p.cluster, precision);
+                bound::GroupFloor::new(input.model, fastest, p.available.min(link.max_devices))
+            });
+            let mut pending: Vec<(f64, u32)> = grid
+                .iter()
+                .map(|&first| {
+                    let sequences = [first, batch - first];
+                    (
+                        bound::share_floor(floors, sequences, &pair, &limits, steps),
+                        first,
+                    )
+                })
+                .collect();
+            // Highest floor last, taken first from the end.
+            pending.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.cmp(&x.1)));
+            Pairing {
+                options: [a, b],
+                placements: [pa, pb],
+                link,
+                pair,
+                pending,
+                kept: Vec::new(),
+            }
         })
         .collect();
-    searches.prefetch(&wanted, input.threads);
-    for (a, b, pa, pb, oa, ob, link) in pairs {
-        // Each step, the whole gradient leaves each site once.
-        let egress = (input.convert)(2.0 * grad_bytes * steps / 1e9 * link.egress_per_gb);
-        let pair = PairObjective {
-            economics: [oa.economics, ob.economics],
-            transfer_s: oa.transfer_s.max(ob.transfer_s),
-            fixed_cost: oa.transfer_cost + ob.transfer_cost + egress,
-        };
-        let mut kept: Vec<PairData<'a>> = Vec::new();
-        let cap = link.max_devices;
-        let cost_share =
-            |first: u32, searches: &ShareSearch<'_, '_, 'a>, kept: &mut Vec<PairData<'a>>| {
-                let second = batch - first;
-                let (ra, rb) = (searches.best(a, first, cap), searches.best(b, second, cap));
-                for x in ra {
-                    for y in rb {
-                        let devices = [x.devices, y.devices];
-                        if x.devices + y.devices > cap {
-                            continue;
-                        }
-                        let exchange_s = exchange_seconds(grad_bytes, [pa, pb], devices, &link);
-                        let step_time_s =
-                            x.estimate.step_time_s.max(y.estimate.step_time_s) + exchange_s;
-                        let train_time_s = steps * step_time_s;
-                        let outcome = pair.outcome(devices, train_time_s);
-                        let split = PairData {
-                            score: limits.score(&outcome),
-                            pair: [a, b],
-                            placements: [pa, pb],
-                            replicas: [x.clone(), y.clone()],
-                            batches: [first, second],
-                            exchange_s,
-                            step_time_s,
-                            train_time_s,
-                            outcome,
-                            fixed_cost: pair.fixed_cost,
-                        };
-                        keep_best(kept, split);
-                    }
-                }
-            };
-        for &first in &grid {
-            cost_share(first, &searches, &mut kept);
+    // Rounds over every pair at once: each takes its most promising shares not yet searched
+    // that its kept plans do not already beat (a share whose floor is above the pair's two kept
+    // plans, and every share after it, can not rank: their searches never run), and the round's
+    // searches run together on the threads. The first round takes at least two shares per pair
+    // (four searches); each round after four times as many, since the first shares set the
+    // bar, and fewer rounds keep the threads busier.
+    let mut per_round = input.threads.max(2);
+    loop {
+        let rounds: Vec<Vec<(u32, f64)>> = pairings
+            .iter_mut()
+            .map(|p| p.next_shares(per_round, pruning))
+            .collect();
+        let wanted: BTreeSet<(usize, u32)> = pairings
+            .iter()
+            .zip(&rounds)
+            .flat_map(|(p, round)| {
+                let [a, b] = p.options;
+                round
+                    .iter()
+                    .flat_map(move |&(first, _)| [(a, first), (b, batch - first)])
+            })
+            .collect();
+        if wanted.is_empty() {
+            break;
         }
-        found.append(&mut kept);
+        searches.prefetch(&wanted, input.threads);
+        for (p, round) in pairings.iter_mut().zip(rounds) {
+            for (first, floor) in round {
+                p.cost_share(first, floor, &searches, &run);
+            }
+        }
+        per_round = per_round.saturating_mul(4);
+    }
+    for mut p in pairings {
+        found.append(&mut p.kept);
     }
     found.sort_by(|x, y| x.order(y));
     found
+}
+
+/// What every pairing of a split search shares: the batch, the run's steps, the gradient and
+/// the job's limits.
+struct SplitRun {
+    batch: u32,
+    steps: f64,
+    grad_bytes: f64,
+    limits: Limits,
+}
+
+/// One pair of groups under search: the shares it has yet to search and its best plans so far.
+struct Pairing<'a> {
+    options: [usize; 2],
+    placements: [&'a Placement<'a>; 2],
+    link: PairLink,
+    pair: PairObjective,
+    /// (floor, the first group's sequences) of the shares not yet searched, highest floor first.
+    pending: Vec<(f64, u32)>,
+    /// The [`KEEP_PER_PAIR`] best plans so far.
+    kept: Vec<PairData<'a>>,
+}
+
+impl<'a> Pairing<'a> {
+    /// Up to `count` shares to search next, lowest floor first, none whose floor is above both
+    /// kept plans when `pruning` skips.
+    fn next_shares(&mut self, count: usize, pruning: Pruning) -> Vec<(u32, f64)> {
+        let bar = match self.kept.get(KEEP_PER_PAIR - 1) {
+            Some(k) => k.score,
+            None => f64::INFINITY,
+        };
+        // When the bar skips none of the shares left, searching them all at once keeps the
+        // threads busiest.
+        let count = match self.pending.first() {
+            Some(&(highest, _)) if bar.is_finite() && highest <= bar => usize::MAX,
+            _ => count,
+        };
+        let mut round = Vec::new();
+        while round.len() < count
+            && let Some(&(floor, first)) = self.pending.last()
+        {
+            if floor > bar && pruning.skips() {
+                // Every share after it has a floor at least as high.
+                self.pending.clear();
+                break;
+            }
+            round.push((first, floor));
+            self.pending.pop();
+        }
+        round
+    }
+
+    /// Costs every pairing of the two groups' kept layouts on `first` sequences of the first
+    /// group and the rest on the second, keeping the best; each scores at or above `floor`.
+    fn cost_share(
+        &mut self,
+        first: u32,
+        floor: f64,
+        searches: &ShareSearch<'_, '_, 'a>,
+        run: &SplitRun,
+    ) {
+        let [a, b] = self.options;
+        let cap = self.link.max_devices;
+        let second = run.batch - first;
+        let (ra, rb) = (searches.best(a, first, cap), searches.best(b, second, cap));
+        for x in ra {
+            for y in rb {
+                let devices = [x.devices, y.devices];
+                if x.devices + y.devices > cap {
+                    continue;
+                }
+                let exchange_s =
+                    exchange_seconds(run.grad_bytes, self.placements, devices, &self.link);
+                let step_time_s = x.estimate.step_time_s.max(y.estimate.step_time_s) + exchange_s;
+                let train_time_s = run.steps * step_time_s;
+                let outcome = self.pair.outcome(devices, train_time_s);
+                let split = PairData {
+                    score: run.limits.score(&outcome),
+                    pair: self.options,
+                    placements: self.placements,
+                    replicas: [x.clone(), y.clone()],
+                    batches: [first, second],
+                    exchange_s,
+                    step_time_s,
+                    train_time_s,
+                    outcome,
+                    fixed_cost: self.pair.fixed_cost,
+                };
+                // The share's floor holds under every plan of it (`bound`).
+                debug_assert!(
+                    split.score >= floor * (1.0 - 1e-12),
+                    "{} below the floor {floor} of share {first}",
+                    split.score
+                );
+                keep_best(&mut self.kept, split);
+            }
+        }
+    }
 }
 
 impl PairData<'_> {
@@ -565,5 +709,6 @@ pub(crate) fn fill_pair_data_plan(
     super::fill_group_figures(plan, input, d.placements, shares, memory);
 }
 
+mod bound;
 #[cfg(test)]
 mod tests;
