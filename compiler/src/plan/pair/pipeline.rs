@@ -157,9 +157,12 @@ pub struct PipelinePlan {
     pub wan_bytes_per_step: f64,
 }
 
-/// Positive divisors of `n`, increasing.
+/// Positive divisors of `n`, increasing ([`crate::plan::search::divisors`]).
 fn divisors(n: u32) -> Vec<u32> {
-    (1..=n).filter(|d| n.is_multiple_of(*d)).collect()
+    crate::plan::search::divisors(n.into())
+        .into_iter()
+        .filter_map(|d| u32::try_from(d).ok())
+        .collect()
 }
 
 /// The search's shared inputs: cumulative parameters along the chain, the groups' op costs
@@ -272,6 +275,7 @@ fn configurations(
     cutoff: f64,
 ) -> Vec<(f64, PipelineShape)> {
     let batch = spec.setup.global_batch;
+    let batch_divisors = divisors(batch);
     let n = prepared.chain.params.len().saturating_sub(1);
     let mut configs = Vec::new();
     for (&(_, t0, b0), a) in prepared.sides.range((0, 0, 0)..(1, 0, 0)) {
@@ -333,7 +337,7 @@ fn configurations(
                 }
                 x
             };
-            for d in divisors(batch) {
+            for &d in &batch_divisors {
                 if !(batch / d).is_multiple_of(b0) {
                     continue;
                 }

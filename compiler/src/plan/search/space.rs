@@ -226,8 +226,9 @@ fn split(layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
     })
 }
 
-/// Positive divisors of `n` in increasing order.
-fn divisors(n: u64) -> Vec<u64> {
+/// Positive divisors of `n` in increasing order, by trial division up to `√n`: the one
+/// divisor function of the planner (a batch of 720,720 has 240 of them).
+pub(crate) fn divisors(n: u64) -> Vec<u64> {
     let mut low = Vec::new();
     let mut high = Vec::new();
     let mut i = 1;
