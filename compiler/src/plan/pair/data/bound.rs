@@ -10,8 +10,9 @@
 //! the larger of the two groups' `device-seconds ÷ devices`. Failures and checkpoints only
 //! lengthen the wall time, the exchange and the optimizer only add, and money, energy and
 //! carbon grow with device-hours, so the outcome built from these floors scores no higher than
-//! any plan of the share (`every_share_plan_scores_at_or_above_its_floor` checks it on every
-//! costed pair of the tests' pools).
+//! any plan of the share: a debug assertion in the split's costing checks it on every pair any
+//! test costs, and `skipping_shares_below_their_floor_keeps_the_plans_every_share_gives` holds
+//! the skipping search to the one that searches every share.
 
 use crate::plan::objective::{Limits, Outcome, PENALTY, PairObjective};
 use crate::workload::{ModelDims, flops_per_token};
