@@ -25,6 +25,7 @@ pub(crate) use network::{
 };
 use serde::Serialize;
 pub use stages::StageSeconds;
+pub(crate) use stages::{Costing, StageCache};
 
 /// The fastest FLOP/s any kernel of the cost model runs at on `cluster` under `precision`
 /// (`None` when the device has no peak for it): no costed step does its model FLOPs faster, so
@@ -35,7 +36,6 @@ pub(crate) fn fastest_flops(cluster: &ClusterFigures, precision: Precision) -> O
     let head = compute::Rates::new(cluster, compute::sixteen_bit(precision)).unwrap_or(rates);
     Some(rates.fastest().max(head.fastest()))
 }
-pub(crate) use stages::{Costing, StageCache};
 
 /// The cost model's fitted constants: the only numbers set by matching published runs
 /// (`docs/cost-model.md`, "Constants" lists every constant with its kind). They live in one value

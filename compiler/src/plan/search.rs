@@ -24,7 +24,7 @@ use loam_ir::types::Optimize;
 pub(crate) use memory::{ShapeMemory, floor_of};
 use rank::Ranker;
 use serde::Serialize;
-pub(crate) use space::{Axes, Bounds, RecomputeLayers, Space, Visitor, divisors};
+pub(crate) use space::{Axes, Bounds, RecomputeLayers, Space, Visitor, divisors_u32};
 
 /// The training setup a search on `device` runs with: fused attention only where the device's
 /// software stack has it. The planner's single-type search, its data split over two groups and

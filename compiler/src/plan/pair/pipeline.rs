@@ -19,6 +19,7 @@ use crate::cost::ops::op_costs_of_layout;
 use crate::cost::usable_memory;
 use crate::hardware::ClusterFigures;
 use crate::plan::search::budget::WorkBudget;
+use crate::plan::search::divisors_u32;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
 use loam_ir::plan::{NodeShape, sequence_parallel_runs};
 use loam_ir::types::Recompute;
@@ -157,14 +158,6 @@ pub struct PipelinePlan {
     pub wan_bytes_per_step: f64,
 }
 
-/// Positive divisors of `n`, increasing ([`crate::plan::search::divisors`]).
-fn divisors(n: u32) -> Vec<u32> {
-    crate::plan::search::divisors(n.into())
-        .into_iter()
-        .filter_map(|d| u32::try_from(d).ok())
-        .collect()
-}
-
 /// The search's shared inputs: cumulative parameters along the chain, the groups' op costs
 /// per (group, tensor, micro-batch), and the number of optimizer steps.
 struct Prepared<'a> {
@@ -201,11 +194,11 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
     let mut sides = BTreeMap::new();
     for (g, group) in [spec.first, spec.second].iter().enumerate() {
         let c = group.cluster;
-        let tensors = divisors(model.heads)
+        let tensors = divisors_u32(model.heads)
             .into_iter()
             .filter(|t| *t <= c.devices_per_node && model.kv_heads.is_multiple_of(*t));
         for t in tensors {
-            let micro = divisors(setup.global_batch)
+            let micro = divisors_u32(setup.global_batch)
                 .into_iter()
                 .filter(|b| *b <= MAX_MICRO_BATCH);
             for b in micro {
@@ -275,7 +268,7 @@ fn configurations(
     cutoff: f64,
 ) -> Vec<(f64, PipelineShape)> {
     let batch = spec.setup.global_batch;
-    let batch_divisors = divisors(batch);
+    let batch_divisors = divisors_u32(batch);
     let n = prepared.chain.params.len().saturating_sub(1);
     let mut configs = Vec::new();
     for (&(_, t0, b0), a) in prepared.sides.range((0, 0, 0)..(1, 0, 0)) {

@@ -161,7 +161,7 @@ impl Axes {
             tensors: match pins.tensor {
                 Some(t) => vec![t],
                 // Divisors of the heads within a node that the tensor rule allows.
-                None => to_u32(divisors(u64::from(model.heads)))
+                None => divisors_u32(model.heads)
                     .into_iter()
                     .filter(|&t| {
                         t <= dpn
@@ -183,10 +183,10 @@ impl Axes {
                 None => pipelines,
             },
             even_chunks,
-            batch_divisors: to_u32(divisors(u64::from(bounds.global_batch))),
+            batch_divisors: divisors_u32(bounds.global_batch),
             expert_divisors: match model.arch {
                 Arch::Dense => vec![1],
-                Arch::Moe => to_u32(divisors(u64::from(model.experts))),
+                Arch::Moe => divisors_u32(model.experts),
             },
             zeros: match pins.zero {
                 Some(z) => vec![z],
@@ -228,7 +228,7 @@ fn split(layers: u32, p: u32, v: u32, rule: SplitRule) -> StageSplit {
 
 /// Positive divisors of `n` in increasing order, by trial division up to `√n`: the one
 /// divisor function of the planner (a batch of 720,720 has 240 of them).
-pub(crate) fn divisors(n: u64) -> Vec<u64> {
+fn divisors(n: u64) -> Vec<u64> {
     let mut low = Vec::new();
     let mut high = Vec::new();
     let mut i = 1;
@@ -243,6 +243,11 @@ pub(crate) fn divisors(n: u64) -> Vec<u64> {
     }
     low.extend(high.into_iter().rev());
     low
+}
+
+/// [`divisors`] of a `u32`.
+pub(crate) fn divisors_u32(n: u32) -> Vec<u32> {
+    to_u32(divisors(n.into()))
 }
 
 fn to_u32(values: Vec<u64>) -> Vec<u32> {
