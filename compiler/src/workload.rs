@@ -24,11 +24,13 @@ pub(crate) use comm::{
 pub use comm::{CommSizes, comm_sizes};
 pub use layout::{Layout, Pins};
 pub use memory::{
-    DP_BUCKET_BYTES, MemoryBreakdown, Recomputation, StageHolding, activation_bytes_per_layer,
-    kv_cache_bytes, kv_cache_bytes_per_token, memory_per_device, model_state_bytes, stage_memory,
+    DP_BUCKET_BYTES, GemmInputs, MemoryBreakdown, Recomputation, StageHolding,
+    activation_bytes_per_layer, kv_cache_bytes, kv_cache_bytes_per_token, memory_per_device,
+    model_state_bytes, stage_memory,
 };
 pub(crate) use memory::{
-    LayoutMemory, PlacementMemory, StageMemory, StageStates, layer_bytes_per_token, logits_bytes,
+    LayoutMemory, PlacementMemory, StageMemory, StageStates, Stash, layer_bytes_per_token,
+    logits_bytes,
 };
 pub use ops::{Op, OpGraph, OpKind, op_graph};
 pub use params::{

@@ -11,7 +11,7 @@ use super::compute::{HeadTime, Rates, block_time, embedding_time};
 use super::network::tensor_comm_per_layer;
 use crate::hardware::ClusterFigures;
 use crate::workload::{
-    FULL_REPLAY_TP_COLLECTIVES, Layout, ModelDims, OpGraph, OpKind, TrainSetup,
+    FULL_REPLAY_TP_COLLECTIVES, GemmInputs, Layout, ModelDims, OpGraph, OpKind, TrainSetup,
     activation_bytes_per_layer, forward_flops, logits_bytes, tp_buffer, tp_per_layer,
 };
 use loam_ir::types::{Precision, Recompute};
@@ -108,7 +108,8 @@ pub(crate) fn op_costs_of_layout(
         // The forward runs two of a block's collectives (after the attention and the MLP),
         // the ones a full replay repeats.
         let tp_forward = tp * FULL_REPLAY_TP_COLLECTIVES / tp_per_layer(&layout, model.layers);
-        let stash = activation_bytes_per_layer(model, &layout, precision, layout.recompute);
+        let inputs = GemmInputs::of(setup, layout.zero);
+        let stash = activation_bytes_per_layer(model, &layout, precision, inputs, layout.recompute);
         Some((block, tp, tp_forward, stash, rates))
     };
     let forward = forward_flops(model);

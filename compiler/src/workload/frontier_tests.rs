@@ -364,8 +364,13 @@ fn activations_follow_the_head_width() {
     dense.arch = loam_ir::types::Arch::Dense;
     dense.ffn = 1536;
     let layout = Layout::single();
-    let per_token = activation_bytes_per_layer(&dense, &layout, Precision::Bf16, Recompute::None)
-        / f64::from(dense.seq_len);
+    let per_token = activation_bytes_per_layer(
+        &dense,
+        &layout,
+        Precision::Bf16,
+        GemmInputs::AsActivations,
+        Recompute::None,
+    ) / f64::from(dense.seq_len);
     let expected = 2.0 * (4.0 * 4096.0 + 2.0 * 8192.0 + 2.0 * 512.0 + 3.0 * 1536.0);
     assert_eq!(per_token, expected);
 }

@@ -2,14 +2,18 @@
 //! each recomputation mode (Korthikanti et al. 2022, re-derived for GQA, latent attention, SwiGLU,
 //! experts and flash attention); the key/value cache a token adds.
 
-use super::arch::{BlockKind, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor};
+use super::arch::{block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor};
 use super::params::{BlockShare, ParamCount, param_count};
 use super::{Layout, ModelDims, StateRecipe, TrainSetup};
-use loam_ir::types::{Mlp, Optimizer, Precision, Recompute};
+use loam_ir::types::{Optimizer, Recompute};
 use serde::Serialize;
 
 mod layout;
+mod stash;
 pub(crate) use layout::{LayoutMemory, PlacementMemory};
+pub use stash::{GemmInputs, activation_bytes_per_layer};
+pub(crate) use stash::{Stash, layer_bytes_per_token};
+use stash::{layer_stash, selective_dropped_bytes_per_token};
 
 /// Recomputation as a rank's memory and time see it: the mode and, under partial full
 /// recomputation, the blocks of each model chunk it replays. The one place that says which of a
@@ -159,135 +163,6 @@ pub fn model_state_bytes(
     }
 }
 
-/// Activation bytes one transformer block stashes for one micro-batch on one device, with
-/// flash attention (no `s²` score tensors are kept).
-///
-/// For a GPT-style block (MHA, GeLU with `ffn = 4h`, dropout, 16-bit) this reproduces Korthikanti
-/// et al. Table 2 without the `5as/h` term: `sbh(10 + 24/t)` with tensor parallelism and `34·sbh/t`
-/// with sequence parallelism. Full recomputation keeps only the block input.
-pub fn activation_bytes_per_layer(
-    model: &ModelDims,
-    layout: &Layout,
-    precision: Precision,
-    recompute: Recompute,
-) -> f64 {
-    let per_token = layer_bytes_per_token(model, precision, layout);
-    let (kept, input_only) = layer_stash(model, layout, precision, per_token);
-    if recompute == Recompute::Full {
-        input_only
-    } else {
-        kept
-    }
-}
-
-/// [`activation_bytes_per_layer`] without recomputation and under full recomputation, from the
-/// layout's [`layer_bytes_per_token`].
-fn layer_stash(
-    model: &ModelDims,
-    layout: &Layout,
-    precision: Precision,
-    per_token: f64,
-) -> (f64, f64) {
-    let elt = precision.bytes();
-    let t = f64::from(layout.tensor.max(1));
-    let tokens = layout.micro_batch_tokens(model.seq_len);
-    let h = f64::from(model.hidden);
-    let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
-    (tokens * per_token, tokens * elt * h / replicated_div)
-}
-
-/// Bytes per token of one block's stash with no recomputation (see [`activation_bytes_per_layer`]):
-/// the heaviest block kind of the model (an MoE block when there is one).
-fn per_token_layer_bytes(model: &ModelDims, elt: f64, t: f64, replicated_div: f64) -> f64 {
-    block_kinds(model)
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|&(_, kind)| block_bytes_per_token(model, kind, elt, t, replicated_div))
-        .fold(0.0, f64::max)
-}
-
-/// [`per_token_layer_bytes`] of one block of `kind`.
-fn block_bytes_per_token(
-    model: &ModelDims,
-    kind: BlockKind,
-    elt: f64,
-    t: f64,
-    replicated_div: f64,
-) -> f64 {
-    let h = f64::from(model.hidden);
-    let a = f64::from(model.heads);
-    let mask = if model.dropout { 1.0 } else { 0.0 };
-    // Two norm inputs, the QKV input, the MLP input, and two dropout masks.
-    let replicated = 2.0 * elt * h + elt * h + elt * h + 2.0 * mask * h;
-    // Q, K, V and the attention output (flash attention keeps no scores).
-    let (qk, v) = model.attention_head_dims();
-    let attention = match &model.mla {
-        // Grouped-query: `heads` query and output heads, `kv_heads` key and value heads.
-        None => elt * (a * qk + f64::from(model.kv_heads) * (qk + v) + a * v),
-        // Latent attention as Megatron-Core runs it: the up-projected per-head Q, K, V and the
-        // output, plus the normed latents the up-projections read.
-        Some(mla) => {
-            let latents = f64::from(mla.q_lora_rank)
-                + f64::from(mla.kv_lora_rank)
-                + f64::from(mla.qk_rope_head_dim);
-            elt * (2.0 * a * qk + 2.0 * a * v + latents)
-        }
-    };
-    // Elements per unit of MLP width the activation keeps: gate and up outputs and their
-    // product (SwiGLU), the activation's input and output (GeLU, squared ReLU).
-    let per_width = match model.mlp {
-        Mlp::Swiglu => 3.0,
-        Mlp::Gelu | Mlp::SquaredRelu => 2.0,
-    };
-    let mlp = if kind.moe {
-        // Routed experts see `top_k` copies of each token, padded to capacity; each copy keeps
-        // its permuted input besides the expert's activations. Shared experts run every token.
-        let routed = f64::from(model.top_k.max(1)) * model.capacity();
-        let fe = model.expert_width();
-        elt * (routed * (per_width * fe + h) + f64::from(model.shared_experts) * per_width * fe)
-    } else {
-        elt * per_width * f64::from(model.ffn)
-    };
-    replicated / replicated_div + (attention + mlp) / t
-}
-
-/// Bytes per token of one block's stash that selective recomputation drops besides the attention
-/// scores, for models with latent attention or experts: the two norm outputs, MLA's up-projected
-/// queries, keys and values (the latents stay), and the experts' activation products, as
-/// DeepSeek-V3 recomputes RMSNorm and the MLA up-projections (arXiv:2412.19437 §3.2.3) and
-/// Megatron-Core's `--recompute-modules layernorm mla_up_proj moe_act` do. Dense models with
-/// plain attention drop nothing more: their selective recomputation is the attention core alone
-/// (Korthikanti et al. 2022).
-fn selective_dropped_bytes_per_token(
-    model: &ModelDims,
-    elt: f64,
-    t: f64,
-    replicated_div: f64,
-) -> f64 {
-    let moe = block_kinds(model)
-        .iter()
-        .any(|(n, kind)| *n > 0 && kind.moe);
-    if model.mla.is_none() && !moe {
-        return 0.0;
-    }
-    let h = f64::from(model.hidden);
-    let a = f64::from(model.heads);
-    let norms = 2.0 * elt * h / replicated_div;
-    let (qk, v) = model.attention_head_dims();
-    let up_projected = if model.mla.is_some() {
-        elt * (2.0 * a * qk + a * v)
-    } else {
-        0.0
-    };
-    let products = if moe {
-        let routed = f64::from(model.top_k.max(1)) * model.capacity();
-        elt * (routed + f64::from(model.shared_experts)) * model.expert_width()
-    } else {
-        0.0
-    };
-    norms + (up_projected + products) / t
-}
-
 /// Bytes of the key/value cache one token adds, summed over every block, at `elt` bytes per
 /// element: `2·kv_heads·head_dim` per block for grouped-query attention, `kv_lora_rank +
 /// qk_rope_head_dim` under latent attention (the compressed latent and the shared rotary key,
@@ -361,18 +236,6 @@ pub fn memory_per_device(
         .breakdown(layout.zero, Recomputation::of(layout))
 }
 
-/// Bytes per token of one block's stash with no recomputation, under `layout`'s tensor degree and
-/// sequence parallelism (nothing else of the layout changes it).
-pub(crate) fn layer_bytes_per_token(
-    model: &ModelDims,
-    precision: Precision,
-    layout: &Layout,
-) -> f64 {
-    let t = f64::from(layout.tensor.max(1));
-    let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
-    per_token_layer_bytes(model, precision.bytes(), t, replicated_div)
-}
-
 /// The part of [`stage_memory`] that neither the micro-batch, the ZeRO stage nor recomputation
 /// changes: parameters per device and model-state bytes per parameter under each ZeRO stage.
 /// The layout search works it out once per placement.
@@ -407,6 +270,9 @@ pub(crate) struct StageStates {
     gathered: f64,
     /// [`DP_BUCKET_BYTES`] with more than one data-parallel rank, else nothing.
     bucket: f64,
+    /// How the GEMM inputs are kept under each ZeRO stage ([`GemmInputs::of`]: the framework
+    /// follows the stage when the spec names none).
+    inputs_by_zero: [GemmInputs; 4],
 }
 
 /// Parameters one device of a rank holds, split as [`BlockShare`] (embedding included).
@@ -484,6 +350,7 @@ impl StageStates {
             gathered: StateRecipe::for_setup(setup, 3)
                 .gathered_bytes(block.dense + block.routed, setup.precision),
             bucket: if shards > 1.0 { DP_BUCKET_BYTES } else { 0.0 },
+            inputs_by_zero: [0, 1, 2, 3].map(|zero| GemmInputs::of(setup, zero)),
         }
     }
 
@@ -554,12 +421,12 @@ pub(crate) type StateBytes = [f64; 3];
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StageMemory {
     states: StageStates,
-    /// Activation bytes of one block for one micro-batch, by recomputation mode (none,
-    /// selective, full).
-    per_block: [f64; 3],
-    /// One block's full stash: the working set of the block being recomputed under full
-    /// recomputation.
-    working_set: f64,
+    /// Activation bytes of one block for one micro-batch, by how the GEMM inputs are kept
+    /// ([`GemmInputs::index`]) and recomputation mode (none, selective, full).
+    per_block: [[f64; 3]; 2],
+    /// One block's full stash, by how the GEMM inputs are kept: the working set of the block
+    /// being recomputed under full recomputation.
+    working_set: [f64; 2],
     /// Inputs of the final norm and the LM head.
     head_inputs: f64,
     /// fp32 logits of one micro-batch.
@@ -576,9 +443,8 @@ impl StageMemory {
         model: &ModelDims,
         setup: &TrainSetup,
         layout: &Layout,
-        per_token: f64,
+        per_token: Stash,
     ) -> StageMemory {
-        let (kept, input_only) = layer_stash(model, layout, setup.precision, per_token);
         let scores = if setup.flash_attention {
             0.0
         } else {
@@ -592,15 +458,56 @@ impl StageMemory {
         let tokens = layout.micro_batch_tokens(model.seq_len);
         let t = f64::from(layout.tensor.max(1));
         let replicated_div = if layout.sequence_parallel { t } else { 1.0 };
-        let dropped = tokens
-            * selective_dropped_bytes_per_token(model, setup.precision.bytes(), t, replicated_div);
+        let dropped = selective_dropped_bytes_per_token(model, setup.precision, t, replicated_div);
+        let mut per_block = [[0.0; 3]; 2];
+        let mut working_set = [0.0; 2];
+        for inputs in GemmInputs::ALL {
+            // A way no ZeRO stage of the job keeps is never read.
+            if !states.inputs_by_zero.contains(&inputs) {
+                continue;
+            }
+            let i = inputs.index();
+            let per_token = per_token.get(i).copied().unwrap_or(0.0);
+            let (kept, input_only) = layer_stash(model, layout, setup.precision, per_token);
+            let dropped = tokens * dropped.get(i).copied().unwrap_or(0.0);
+            if let (Some(block), Some(set)) = (per_block.get_mut(i), working_set.get_mut(i)) {
+                *block = [kept + scores, (kept - dropped).max(input_only), input_only];
+                *set = kept;
+            }
+        }
         StageMemory {
             states,
-            per_block: [kept + scores, (kept - dropped).max(input_only), input_only],
-            working_set: kept,
+            per_block,
+            working_set,
             head_inputs: 2.0 * tokens * f64::from(model.hidden) * setup.precision.bytes(),
             logits: logits_bytes(model, tokens, layout.tensor),
         }
+    }
+
+    /// How the GEMM inputs are kept under ZeRO `zero`.
+    #[inline]
+    pub(crate) fn inputs(&self, zero: u8) -> GemmInputs {
+        self.states
+            .inputs_by_zero
+            .get(usize::from(zero.min(3)))
+            .copied()
+            .unwrap_or(GemmInputs::AsActivations)
+    }
+
+    /// Activation bytes of one block for one micro-batch with the GEMM inputs kept as `inputs`,
+    /// by recomputation mode (none, selective, full).
+    #[inline]
+    fn per_block(&self, inputs: GemmInputs) -> [f64; 3] {
+        self.per_block
+            .get(inputs.index())
+            .copied()
+            .unwrap_or([0.0; 3])
+    }
+
+    /// One block's full stash with the GEMM inputs kept as `inputs`.
+    #[inline]
+    fn working_set(&self, inputs: GemmInputs) -> f64 {
+        self.working_set.get(inputs.index()).copied().unwrap_or(0.0)
     }
 
     /// The memory of one rank holding `holding` under ZeRO `zero` and `recompute`.
@@ -632,7 +539,8 @@ impl StageMemory {
         zero: u8,
         recompute: impl Into<Recomputation>,
     ) -> MemoryBreakdown {
-        let [activations, pipeline_stash, logits] = self.activations(holding, recompute);
+        let [activations, pipeline_stash, logits] =
+            self.activations(holding, self.inputs(zero), recompute);
         breakdown(
             weights,
             gradients,
@@ -644,13 +552,20 @@ impl StageMemory {
         )
     }
 
-    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`:
+    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`, its GEMM
+    /// inputs kept as `inputs`:
     /// the parts of its memory that no ZeRO stage changes. A block replayed whole keeps its
     /// input; the others keep what their mode keeps; one replayed block's full stash is live
     /// while its backward runs.
     #[inline]
-    fn activations(&self, holding: &StageHolding, recompute: impl Into<Recomputation>) -> [f64; 3] {
+    fn activations(
+        &self,
+        holding: &StageHolding,
+        inputs: GemmInputs,
+        recompute: impl Into<Recomputation>,
+    ) -> [f64; 3] {
         let recompute = recompute.into();
+        let per_block_by_mode = self.per_block(inputs);
         let replayed = recompute
             .recomputed(holding.blocks)
             .clamp(0.0, holding.blocks.max(0.0));
@@ -659,12 +574,13 @@ impl StageMemory {
         } else {
             recompute.mode
         };
-        let per_block = |mode: Recompute| self.per_block.get(mode.index()).copied().unwrap_or(0.0);
+        let per_block =
+            |mode: Recompute| per_block_by_mode.get(mode.index()).copied().unwrap_or(0.0);
         let one = replayed * per_block(Recompute::Full)
             + (holding.blocks - replayed).max(0.0) * per_block(kept_mode);
         let mut activations = one;
         if replayed > 0.0 {
-            activations += self.working_set;
+            activations += self.working_set(inputs);
         }
         let mut logits = 0.0;
         if holding.head {

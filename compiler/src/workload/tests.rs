@@ -101,16 +101,40 @@ fn activations_match_korthikanti_table_2_without_score_terms() {
     let (s, b, h, t) = (2048.0, 1.0, 12288.0, 8.0);
     let mut layout = Layout::single();
     layout.tensor = 8;
-    let tp = activation_bytes_per_layer(&m, &layout, Precision::Bf16, Recompute::None);
+    let tp = activation_bytes_per_layer(
+        &m,
+        &layout,
+        Precision::Bf16,
+        GemmInputs::AsActivations,
+        Recompute::None,
+    );
     assert!(rel(tp, s * b * h * (10.0 + 24.0 / t)) < 1e-12);
     layout.sequence_parallel = true;
-    let sp = activation_bytes_per_layer(&m, &layout, Precision::Bf16, Recompute::Selective);
+    let sp = activation_bytes_per_layer(
+        &m,
+        &layout,
+        Precision::Bf16,
+        GemmInputs::AsActivations,
+        Recompute::Selective,
+    );
     assert!(rel(sp, 34.0 * s * b * h / t) < 1e-12);
     layout.tensor = 1;
     layout.sequence_parallel = false;
-    let none = activation_bytes_per_layer(&m, &layout, Precision::Bf16, Recompute::None);
+    let none = activation_bytes_per_layer(
+        &m,
+        &layout,
+        Precision::Bf16,
+        GemmInputs::AsActivations,
+        Recompute::None,
+    );
     assert!(rel(none, 34.0 * s * b * h) < 1e-12);
-    let full = activation_bytes_per_layer(&m, &layout, Precision::Bf16, Recompute::Full);
+    let full = activation_bytes_per_layer(
+        &m,
+        &layout,
+        Precision::Bf16,
+        GemmInputs::AsActivations,
+        Recompute::Full,
+    );
     assert!(rel(full, 2.0 * s * b * h) < 1e-12);
 }
 

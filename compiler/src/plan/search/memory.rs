@@ -4,7 +4,7 @@
 //! layout the same verdict.
 
 use crate::workload::{
-    Layout, LayoutMemory, ModelDims, ParamCount, PlacementMemory, StageStates, TrainSetup,
+    Layout, LayoutMemory, ModelDims, ParamCount, PlacementMemory, StageStates, Stash, TrainSetup,
     layer_bytes_per_token, param_count,
 };
 
@@ -13,8 +13,9 @@ pub(crate) struct ShapeMemory<'a> {
     model: &'a ModelDims,
     setup: &'a TrainSetup,
     count: ParamCount,
-    /// Bytes per token of one block's stash under the current tensor degree.
-    per_token: f64,
+    /// Bytes per token of one block's stash under the current tensor degree, by how the GEMM
+    /// inputs are kept.
+    per_token: Stash,
     /// The memory the current placement alone decides: its model states under every ZeRO
     /// stage.
     placement: Option<PlacementMemory>,
@@ -27,7 +28,7 @@ impl<'a> ShapeMemory<'a> {
             model,
             setup,
             count: param_count(model),
-            per_token: 0.0,
+            per_token: [0.0; 2],
             placement: None,
         }
     }

@@ -3,7 +3,10 @@
 //! states) once per placement, what the micro-batch adds once per shape, so that trying a ZeRO
 //! stage and a recomputation mode costs a few additions per rank.
 
-use super::{MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, StateBytes};
+use super::{
+    GemmInputs, MemoryBreakdown, Recomputation, StageHolding, StageMemory, StageStates, Stash,
+    StateBytes,
+};
 use crate::workload::{Layout, ModelDims, RECORDED_RANKS, RankLoad, TrainSetup};
 use loam_ir::types::Recompute;
 
@@ -86,7 +89,9 @@ pub(crate) struct LayoutMemory {
     states: [[StateBytes; 4]; N],
     /// `weights + gradients + optimizer` of `states`, the first terms of a rank's total.
     state_sums: [[f64; 4]; N],
-    /// `[activations, pipeline_stash, logits]` by rank and recomputation mode.
+    /// `[activations, pipeline_stash, logits]` by rank and recomputation mode, with the GEMM
+    /// inputs kept as ZeRO 0 keeps them (`unit.inputs(0)`); another way (an fp8 job whose
+    /// framework follows the ZeRO stage) is worked out when asked for.
     activations: [[[f64; 3]; 3]; N],
     /// The pipeline rank of each entry, for the plan to name the one needing the most (none
     /// without a pipeline).
@@ -111,7 +116,7 @@ impl LayoutMemory {
         model: &ModelDims,
         setup: &TrainSetup,
         layout: &Layout,
-        per_token: f64,
+        per_token: Stash,
     ) -> LayoutMemory {
         let placement = PlacementMemory::new(states, model, layout);
         LayoutMemory::of_placement(&placement, model, setup, layout, per_token)
@@ -124,11 +129,12 @@ impl LayoutMemory {
         model: &ModelDims,
         setup: &TrainSetup,
         layout: &Layout,
-        per_token: f64,
+        per_token: Stash,
     ) -> LayoutMemory {
         let unit = StageMemory::new(placement.states, model, setup, layout, per_token);
         let m = layout.micro_batches(setup.global_batch);
         let mut activations = [[[0.0; 3]; 3]; N];
+        let tabled = unit.inputs(0);
         let mut states = [[[0.0; 3]; 4]; N];
         // Loops, not mapped closures: see [`PlacementMemory::new`].
         let mut holdings = [StageHolding::default(); N];
@@ -152,7 +158,7 @@ impl LayoutMemory {
                 out.iter_mut()
                     .zip([Recompute::None, Recompute::Selective, Recompute::Full])
             {
-                *slot = unit.activations(&holding, r);
+                *slot = unit.activations(&holding, tabled, r);
             }
             if let Some(slot) = holdings.get_mut(k) {
                 *slot = holding;
@@ -227,8 +233,8 @@ impl LayoutMemory {
         }
         let z = usize::from(zero.min(3));
         let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
-        let kept = self.unit.per_block.first().copied().unwrap_or(0.0);
-        let input = self.unit.per_block.get(2).copied().unwrap_or(0.0);
+        let inputs = self.unit.inputs(zero);
+        let [kept, _, input] = self.unit.per_block(inputs);
         let saved = kept - input;
         let chunks = f64::from(self.chunks.max(1));
         let mut fewest = 1.0_f64;
@@ -236,9 +242,10 @@ impl LayoutMemory {
             let (Some(holding), Some(sums)) = (self.holdings.get(k), self.state_sums.get(k)) else {
                 continue;
             };
-            let [activations, stash, logits] = self.rank_activations(k, Recompute::None.into());
+            let [activations, stash, logits] =
+                self.rank_activations(k, inputs, Recompute::None.into());
             let none = sums.get(z).copied().unwrap_or(0.0) + activations + stash + comm + logits;
-            let over = none + self.unit.working_set - have;
+            let over = none + self.unit.working_set(inputs) - have;
             if over <= 0.0 {
                 continue;
             }
@@ -263,12 +270,12 @@ impl LayoutMemory {
     /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table
     /// for a whole mode, worked out for partial recomputation.
     #[inline]
-    fn rank_activations(&self, k: usize, recompute: Recomputation) -> [f64; 3] {
-        if recompute.is_partial() {
+    fn rank_activations(&self, k: usize, inputs: GemmInputs, recompute: Recomputation) -> [f64; 3] {
+        if recompute.is_partial() || inputs != self.unit.inputs(0) {
             return self
                 .holdings
                 .get(k)
-                .map(|holding| self.unit.activations(holding, recompute))
+                .map(|holding| self.unit.activations(holding, inputs, recompute))
                 .unwrap_or([0.0; 3]);
         }
         self.activations
@@ -286,10 +293,11 @@ impl LayoutMemory {
         let recompute = recompute.into();
         let z = usize::from(zero.min(3));
         let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
+        let inputs = self.unit.inputs(zero);
         let mut worst = (0.0, usize::MAX);
         for (k, sums) in self.state_sums.iter().take(self.count).enumerate() {
             let states = sums.get(z).copied().unwrap_or(0.0);
-            let [activations, stash, logits] = self.rank_activations(k, recompute);
+            let [activations, stash, logits] = self.rank_activations(k, inputs, recompute);
             let total = states + activations + stash + comm + logits;
             if k == 0 || total > worst.0 {
                 worst = (total, k);
@@ -314,7 +322,8 @@ impl LayoutMemory {
         else {
             return MemoryBreakdown::NONE;
         };
-        let [activations, pipeline_stash, logits] = self.rank_activations(k, recompute.into());
+        let [activations, pipeline_stash, logits] =
+            self.rank_activations(k, self.unit.inputs(zero), recompute.into());
         MemoryBreakdown {
             weights,
             gradients,
