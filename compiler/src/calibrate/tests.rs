@@ -6,19 +6,19 @@ use std::collections::BTreeMap;
 
 const CSV: &str = include_str!("../../../tests/data/training_runs_calibration.csv");
 
-/// The accuracy goals on the 65-row calibration file (measured: median 6.2 %, 86 % of runs
-/// within ±20 %, mean signed +0.8 %); a change that breaks one fails.
-const MEDIAN_BOUND_PCT: f64 = 8.0;
+/// The project's accuracy goals on the 65-row calibration file (measured: median 5.8 %,
+/// 91 % of runs within ±20 %, mean signed +1.1 %); a change that breaks one fails.
+const MEDIAN_BOUND_PCT: f64 = 6.0;
 
 /// Share of runs predicted within ±20 % of what they measured.
-const WITHIN_20_BOUND: f64 = 0.85;
+const WITHIN_20_BOUND: f64 = 0.90;
 
 /// The mean signed error on the same file: a change that biases the model to one side fails.
-const MEAN_SIGNED_BOUND_PCT: f64 = 5.0;
+const MEAN_SIGNED_BOUND_PCT: f64 = 3.0;
 
 /// Median `|error|` on each left-out source family's runs with the constants refitted on the
-/// others, pooled over the families (measured: 6.9 %).
-const CROSS_VALIDATED_BOUND_PCT: f64 = 12.0;
+/// others, pooled over the families (measured: 6.7 %).
+const CROSS_VALIDATED_BOUND_PCT: f64 = 8.0;
 
 /// Datasheet figures from `devices.csv` (NVIDIA A100 and H100 datasheets) until the catalogue
 /// lookup is available to tests.
@@ -73,6 +73,20 @@ fn prints_the_calibration_table() {
     let r = report();
     println!("{}", render_table(&r));
     println!("mean signed {:.1}%", r.mean_signed_error_pct());
+}
+
+#[test]
+fn a_layout_that_ran_without_recomputation_fits() {
+    // Megatron-Bridge's recipe runs Llama 3.1 405B on 256 GB200 (TP4 PP16 v4, micro-batch 1,
+    // fp8) with no recomputation (`perf_recipes/llama/gb200/llama31.py` at 067f987df: its base
+    // config sets `recompute_granularity = None`); it ran, so the memory model must not make
+    // the search replay blocks to fit it (it did, one per chunk, before fp8 GEMM inputs were
+    // kept in 1 byte and GB200's memory was read as the device reports it).
+    let r = report();
+    let run = "mb260401_llama31_405b_gb200_256";
+    let row = r.rows.iter().find(|row| row.run_id == run).unwrap();
+    let layout = row.layout.unwrap();
+    assert_eq!(layout.recompute, Recompute::None, "{run}: {layout:?}");
 }
 
 #[test]
