@@ -176,6 +176,41 @@ fn builtin_list_matches_specs_folder() {
     }
 }
 
+/// HBM is sold in binary units, so a shipped device with HBM states its memory in GiB as the
+/// device reports it (docs/catalogue.md, `memory`); GB200 was once written as 186 decimal GB,
+/// 12 GiB below the 189,471 MiB it reports, which refused a layout that ran.
+#[test]
+fn shipped_hbm_devices_state_memory_in_binary_units() {
+    let mut hbm = 0;
+    for (path, text) in builtin_sources() {
+        if !path.starts_with("specs/devices/") {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|line| line.starts_with("memory:"))
+            .unwrap_or_else(|| panic!("{path} states no memory"));
+        // The memory's kind is named on its line or in the comment block right above it.
+        let said = lines[..=at]
+            .iter()
+            .rev()
+            .take_while(|line| line.starts_with('#') || line.starts_with("memory:"))
+            .any(|line| line.contains("HBM"));
+        if !said {
+            continue;
+        }
+        hbm += 1;
+        let memory = lines[at].trim_start_matches("memory:");
+        let figure = memory.split('#').next().unwrap_or("").trim();
+        assert!(
+            figure.ends_with("GiB"),
+            "{path}: HBM memory `{figure}` is not in GiB"
+        );
+    }
+    assert!(hbm >= 15, "{hbm} shipped devices mention HBM");
+}
+
 /// The shipped vendors hold the facts the backends used to match on: NCCL on NVIDIA, RCCL on
 /// AMD and Hygon (DTK ships RCCL), HCCL on Huawei and Intel (Habana's own HCCL); Slurm's `gpu`
 /// GRES except Ascend NPUs (`npu`) and Hygon DCUs (`dcu`); MindIE by default on Ascend only.
