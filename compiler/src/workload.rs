@@ -260,6 +260,12 @@ impl TrainSetup {
     pub fn tokens_per_step(&self, model: &ModelDims) -> f64 {
         f64::from(self.global_batch) * f64::from(model.seq_len)
     }
+
+    /// Optimizer steps of the whole run: its tokens over the tokens of one step (a step of no
+    /// tokens counted as one token, so the count stays finite).
+    pub fn steps(&self, model: &ModelDims) -> f64 {
+        self.tokens / self.tokens_per_step(model).max(1.0)
+    }
 }
 
 #[cfg(test)]

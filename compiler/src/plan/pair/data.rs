@@ -233,7 +233,7 @@ fn group_layouts(
         tokens: input.setup.tokens * share,
         ..setup_on(input.setup, p.device)
     };
-    let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
+    let steps = input.setup.steps(input.model);
     // Only the weights that train have gradients to sum.
     let grad_bytes =
         param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
@@ -374,7 +374,7 @@ fn search_splits<'a>(
         .filter(|i| input.options.get(*i).is_some_and(|o| o.hosts_job_precision))
         .collect();
     let batch = input.setup.global_batch;
-    let steps = input.setup.tokens / input.setup.tokens_per_step(input.model).max(1.0);
+    let steps = input.setup.steps(input.model);
     // Only the weights that train have gradients to sum.
     let grad_bytes =
         param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);

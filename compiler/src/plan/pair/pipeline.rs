@@ -174,7 +174,7 @@ struct Prepared<'a> {
 fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
     let model = spec.model;
     let setup = spec.setup;
-    let steps = setup.tokens / setup.tokens_per_step(model).max(1.0);
+    let steps = setup.steps(model);
     let params: Vec<f64> = std::iter::once(0.0)
         .chain(spec.graph.ops().scan(0.0, |acc, op| {
             *acc += op.params;
