@@ -552,11 +552,10 @@ impl StageMemory {
         )
     }
 
-    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`, its GEMM
-    /// inputs kept as `inputs`:
-    /// the parts of its memory that no ZeRO stage changes. A block replayed whole keeps its
-    /// input; the others keep what their mode keeps; one replayed block's full stash is live
-    /// while its backward runs.
+    /// `[activations, pipeline_stash, logits]` of a rank holding `holding` under `recompute`,
+    /// its GEMM inputs kept as `inputs`: the parts of its memory that, given those, no ZeRO stage
+    /// changes. A block replayed whole keeps its input; the others keep what their mode keeps;
+    /// one replayed block's full stash is live while its backward runs.
     #[inline]
     fn activations(
         &self,

@@ -50,6 +50,15 @@ impl Framework {
             Framework::MegatronCore
         }
     }
+
+    /// The framework a job of `setup` runs under ZeRO stage `zero`: the spec's, else the one the
+    /// stage stands for ([`Framework::for_zero`]).
+    pub fn of_setup(setup: &TrainSetup, zero: u8) -> Framework {
+        setup
+            .states
+            .framework
+            .unwrap_or_else(|| Framework::for_zero(zero))
+    }
 }
 
 /// The state formats a spec pins in its `train` block; `None` keeps the recipe's.
@@ -220,10 +229,7 @@ impl StateRecipe {
     /// source of state bytes: memory ([`super::model_state_bytes`]) and time (the gradient
     /// reduction) both read it.
     pub fn for_setup(setup: &TrainSetup, zero: u8) -> StateRecipe {
-        let framework = setup
-            .states
-            .framework
-            .unwrap_or_else(|| Framework::for_zero(zero));
+        let framework = Framework::of_setup(setup, zero);
         StateRecipe::of_framework(framework, setup.precision, zero).overridden(&setup.states)
     }
 

@@ -3,7 +3,7 @@
 //! where the stack's fp8 GEMMs save the quantized copy they computed with.
 
 use super::super::arch::{BlockKind, block_kinds};
-use super::super::{Framework, Layout, ModelDims, StateRecipe, TrainSetup};
+use super::super::{Framework, Layout, ModelDims, TrainSetup};
 use loam_ir::types::{Mlp, Precision, Recompute};
 
 /// How a block's weight GEMMs keep their inputs for the weight gradient.
@@ -33,11 +33,12 @@ impl GemmInputs {
 
     /// How a job of `setup` keeps them under ZeRO stage `zero`: in fp8 when it trains in fp8
     /// through a framework whose fp8 GEMMs are Transformer Engine's (Megatron-Core), else at the
-    /// activation precision. The framework is the recipe's ([`StateRecipe::for_setup`]: the
-    /// spec's, else the one the ZeRO stage stands for).
+    /// activation precision. The framework is the one the state recipe follows
+    /// ([`Framework::of_setup`]: the spec's, else the one the ZeRO stage stands for).
     pub fn of(setup: &TrainSetup, zero: u8) -> GemmInputs {
-        let framework = StateRecipe::for_setup(setup, zero).framework;
-        if setup.precision == Precision::Fp8 && framework == Framework::MegatronCore {
+        if setup.precision == Precision::Fp8
+            && Framework::of_setup(setup, zero) == Framework::MegatronCore
+        {
             GemmInputs::Fp8
         } else {
             GemmInputs::AsActivations
