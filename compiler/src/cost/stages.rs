@@ -29,6 +29,9 @@ use crate::workload::{
 };
 use loam_ir::types::Recompute;
 
+mod cache;
+pub(crate) use cache::StageCache;
+
 /// The cost model bound to one model, run and cluster.
 #[derive(Debug, Clone)]
 pub(crate) struct Costing<'a> {
@@ -182,39 +185,6 @@ pub struct StageSeconds {
     pub tensor_comm: f64,
 }
 
-/// The stages the layout search has worked out for the layouts around the current one. The
-/// search visits layouts with the tensor and context degree outermost, then the placement, then
-/// the micro-batch, then ZeRO and recomputation; it says when each level changes, and every
-/// stage is worked out once per value of the fields it reads.
-#[derive(Debug, Default)]
-pub(crate) struct StageCache {
-    /// `(expert, micro_batch, kernel)` of the current tensor and context degree; a handful, so a
-    /// list.
-    kernels: Vec<(u32, u32, Kernel)>,
-    placement: Option<Placement>,
-    shape: Option<Shape>,
-    /// By [`Recompute::index`].
-    replays: [Option<Replay>; 3],
-}
-
-impl StageCache {
-    /// The tensor or context degree (or sequence parallelism) changed.
-    pub(crate) fn new_tensor_context(&mut self) {
-        self.kernels.clear();
-    }
-
-    /// The pipeline, virtual stages, data or expert degree changed.
-    pub(crate) fn new_placement(&mut self) {
-        self.placement = None;
-    }
-
-    /// The micro-batch changed.
-    pub(crate) fn new_micro_batch(&mut self) {
-        self.shape = None;
-        self.replays = [None; 3];
-    }
-}
-
 /// The share of `model`'s blocks that are MoE blocks (and run expert all-to-alls).
 fn moe_share(model: &ModelDims) -> f64 {
     let moe: u32 = block_kinds(model)
@@ -267,53 +237,6 @@ impl<'a> Costing<'a> {
     /// Parameters one device of `layout` holds before ZeRO sharding.
     pub(crate) fn params_per_device(&self, layout: &Layout) -> HeldParams {
         held_params(self.model, &self.count, layout)
-    }
-
-    /// [`Costing::step`] of `layout` into `out`, through the stages in `cache` (see
-    /// [`StageCache`]); `params` are its [`Costing::params_per_device`].
-    #[inline]
-    pub(crate) fn step_cached(
-        &self,
-        cache: &mut StageCache,
-        layout: &Layout,
-        params: &HeldParams,
-        memory: MemoryBreakdown,
-        out: &mut StepEstimate,
-    ) {
-        let StageCache {
-            kernels,
-            placement,
-            shape,
-            replays,
-        } = cache;
-        let shape = shape.get_or_insert_with(|| {
-            let key = (layout.expert, layout.micro_batch);
-            let kernel = match kernels.iter().find(|(e, b, _)| (*e, *b) == key) {
-                Some((_, _, kernel)) => *kernel,
-                None => {
-                    let kernel = self.kernel(layout);
-                    kernels.push((key.0, key.1, kernel));
-                    kernel
-                }
-            };
-            let placement = placement.get_or_insert_with(|| self.placement(layout, params));
-            self.shape(layout, &kernel, placement)
-        });
-        let fresh;
-        // Partial recomputation's count of blocks varies by shape: worked out each time.
-        let slot = if layout.recompute_layers.is_some() {
-            None
-        } else {
-            replays.get_mut(layout.recompute.index())
-        };
-        let replay = match slot {
-            Some(cached) => cached.get_or_insert_with(|| self.replay(shape, layout)),
-            None => {
-                fresh = self.replay(shape, layout);
-                &fresh
-            }
-        };
-        self.step(shape, replay, layout, memory, out);
     }
 
     /// Reads `layout`'s tensor, context and expert degrees, micro-batch and sequence parallelism.

@@ -1,0 +1,141 @@
+//! The stages of the cost model as the layout search walks them: what it has worked out for
+//! the layouts around the current one, a layout's step through them, and the floor under every
+//! step of a shape that lets a search skip the shapes that cannot rank.
+
+use super::{Costing, Kernel, Placement, Replay, Shape};
+use crate::cost::StepEstimate;
+use crate::workload::{HeldParams, Layout, MemoryBreakdown};
+use loam_ir::types::Recompute;
+
+/// The stages the layout search has worked out for the layouts around the current one. The
+/// search visits layouts with the tensor and context degree outermost, then the placement, then
+/// the micro-batch, then ZeRO and recomputation; it says when each level changes, and every
+/// stage is worked out once per value of the fields it reads.
+#[derive(Debug, Default)]
+pub(crate) struct StageCache {
+    /// `(expert, micro_batch, kernel)` of the current tensor and context degree; a handful, so a
+    /// list.
+    kernels: Vec<(u32, u32, Kernel)>,
+    placement: Option<Placement>,
+    shape: Option<Shape>,
+    /// By [`Recompute::index`].
+    replays: [Option<Replay>; 3],
+}
+
+impl StageCache {
+    /// The tensor or context degree (or sequence parallelism) changed.
+    pub(crate) fn new_tensor_context(&mut self) {
+        self.kernels.clear();
+    }
+
+    /// The pipeline, virtual stages, data or expert degree changed.
+    pub(crate) fn new_placement(&mut self) {
+        self.placement = None;
+    }
+
+    /// The micro-batch changed.
+    pub(crate) fn new_micro_batch(&mut self) {
+        self.shape = None;
+        self.replays = [None; 3];
+    }
+}
+
+impl Costing<'_> {
+    /// [`Costing::step`] of `layout` into `out`, through the stages in `cache` (see
+    /// [`StageCache`]); `params` are its [`Costing::params_per_device`].
+    #[inline]
+    pub(crate) fn step_cached(
+        &self,
+        cache: &mut StageCache,
+        layout: &Layout,
+        params: &HeldParams,
+        memory: MemoryBreakdown,
+        out: &mut StepEstimate,
+    ) {
+        self.cached_shape(cache, layout, params);
+        let StageCache { shape, replays, .. } = cache;
+        let Some(shape) = shape else {
+            return;
+        };
+        let fresh;
+        // Partial recomputation's count of blocks varies by shape: worked out each time.
+        let slot = if layout.recompute_layers.is_some() {
+            None
+        } else {
+            replays.get_mut(layout.recompute.index())
+        };
+        let replay = match slot {
+            Some(cached) => cached.get_or_insert_with(|| self.replay(shape, layout)),
+            None => {
+                fresh = self.replay(shape, layout);
+                &fresh
+            }
+        };
+        self.step(shape, replay, layout, memory, out);
+    }
+
+    /// The [`Shape`] of `layout` in `cache`, worked out through the cache's kernels and
+    /// placement when it is not there yet.
+    #[inline]
+    fn cached_shape(&self, cache: &mut StageCache, layout: &Layout, params: &HeldParams) {
+        let StageCache {
+            kernels,
+            placement,
+            shape,
+            ..
+        } = cache;
+        if shape.is_some() {
+            return;
+        }
+        let key = (layout.expert, layout.micro_batch);
+        let kernel = match kernels.iter().find(|(e, b, _)| (*e, *b) == key) {
+            Some((_, _, kernel)) => *kernel,
+            None => {
+                let kernel = self.kernel(layout);
+                kernels.push((key.0, key.1, kernel));
+                kernel
+            }
+        };
+        let placement = placement.get_or_insert_with(|| self.placement(layout, params));
+        *shape = Some(self.shape(layout, &kernel, placement));
+    }
+
+    /// Seconds no step of `layout`'s shape takes less than, under any ZeRO stage and
+    /// recomputation (through `cache`, as [`Costing::step_cached`]): the pace of its slowest
+    /// rank counting only the blocks' forward and backward and the embedding and head, over the
+    /// micro-batches and the bubble. A rank's pace ([`Costing::replay`]) adds to these only what
+    /// is never negative (replayed forwards, exposed collectives), and the step adds to the
+    /// micro-batches and the bubble only what is never negative (pipeline sends, data-parallel
+    /// communication, the optimizer).
+    pub(crate) fn step_floor(
+        &self,
+        cache: &mut StageCache,
+        layout: &Layout,
+        params: &HeldParams,
+    ) -> f64 {
+        self.cached_shape(cache, layout, params);
+        let Some(shape) = &cache.shape else {
+            return 0.0;
+        };
+        let kernel = &shape.kernel;
+        let placement = &shape.placement;
+        let block = kernel.block.with_recompute(Recompute::None).total();
+        let pace = placement
+            .ranks
+            .iter()
+            .take(placement.rank_count)
+            .map(|&(blocks, embedding, head)| {
+                blocks * block
+                    + if embedding { kernel.embedding } else { 0.0 }
+                    + if head { kernel.head } else { 0.0 }
+            })
+            .fold(0.0, f64::max);
+        (shape.m + placement.bubble_share.max(0.0)) * pace
+    }
+
+    /// Seconds to train the setup's tokens at `step_s` seconds a step, as [`Costing::step`]
+    /// and the search's totals work it out.
+    pub(crate) fn train_seconds(&self, step_s: f64) -> f64 {
+        self.setup.tokens / (self.tokens_per_step / step_s)
+    }
+}
