@@ -271,17 +271,34 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
     ranker.finish()
 }
 
+/// How the objectives of a [`search_capped`] score a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scores {
+    /// In any way: every shape that fits is costed and offered.
+    Any,
+    /// By its `train_time_s`, `devices` and `device_hours` (their product over 3,600) alone,
+    /// never lower for a longer time on the same devices: failures, deadlines, budgets, money,
+    /// energy and carbon all are. A placement or shape whose least possible training time
+    /// already scores above the worst kept candidate of every cap it fits is then skipped
+    /// without working out its memory or costing it: [`crate::cost::fastest_flops`] bounds a
+    /// placement's time, [`crate::cost::Costing::step_floor`] a shape's.
+    ByTimeAndDevices,
+}
+
 /// The ranked candidates of [`search`] of `spec` by each of `objectives` with `max_devices` set
 /// to each of `caps` in turn, in one walk: a smaller cap's search visits a subset of a larger
 /// one's layouts and costs each the same (nothing of the cost model reads the cap), so its best
 /// are the best of the wider walk's candidates within the cap; and nothing the walk visits or
 /// costs reads the objective, so each objective's best are those of a walk of its own. The
 /// rejected regions and the statistics, which do depend on the cap, are not returned. One list
-/// per objective and cap, in the order of `objectives`, then of `caps`.
+/// per objective and cap, in the order of `objectives`, then of `caps`. Objectives that
+/// score by time and devices alone ([`Scores::ByTimeAndDevices`]) let the walk skip what
+/// cannot rank.
 pub fn search_capped(
     spec: &SearchSpec<'_>,
     objectives: &[&dyn Objective],
     caps: &[u64],
+    scores: Scores,
 ) -> Vec<Vec<Vec<Candidate>>> {
     let Some(&widest) = caps.iter().max() else {
         return vec![Vec::new(); objectives.len()];
@@ -298,7 +315,7 @@ pub fn search_capped(
         .iter()
         .map(|&cap| cap.min(spec.cluster.devices()).max(1))
         .collect();
-    let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed);
+    let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed, scores);
     // A break is the device lacking the precision: nothing was kept for any cap.
     let _ = space.walk(&mut ranker);
     ranker.finish_capped()
@@ -319,6 +336,8 @@ fn raw_space(spec: &SearchSpec<'_>, max_devices: u64) -> f64 {
         * 3.0
 }
 
+#[cfg(test)]
+mod floor_tests;
 #[cfg(test)]
 mod micro_batch_tests;
 #[cfg(test)]

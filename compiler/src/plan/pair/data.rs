@@ -24,7 +24,7 @@ use crate::parallel::map_ordered;
 use crate::plan::objective::Constrained;
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
-use crate::plan::search::{Candidate, Objective, SearchSpec, search_capped, setup_on};
+use crate::plan::search::{Candidate, Objective, Scores, SearchSpec, search_capped, setup_on};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::{StageTiming, homogeneous_stages};
 use crate::workload::ModelDims;
@@ -292,7 +292,10 @@ fn group_layouts(
     if limits.optimize != Optimize::Time {
         objectives.push(&alone_score);
     }
-    let mut ranked = search_capped(&spec, &objectives, &walked).into_iter();
+    // Both objectives read a candidate's time, devices and device-hours alone (the exchange
+    // its devices, the outcome its run), and neither falls as the time grows.
+    let mut ranked =
+        search_capped(&spec, &objectives, &walked, Scores::ByTimeAndDevices).into_iter();
     let in_pair = ranked.next().unwrap_or_default();
     let on_its_own = ranked.next().unwrap_or_default();
     let of_cap = |lists: &[Vec<Candidate>], cap: u64| -> Vec<Candidate> {

@@ -221,6 +221,12 @@ impl Kept {
         }
     }
 
+    /// Whether every candidate scored `score` or more would be refused: `keep` are kept, the
+    /// worst of them scored below it.
+    pub(super) fn refuses_from(&self, score: f64) -> bool {
+        self.ranked.len() >= self.keep && self.ranked.last().is_some_and(|(s, _)| *s < score)
+    }
+
     /// The scores and the candidates, best first.
     pub(super) fn into_ranked(self) -> (Vec<f64>, Vec<Candidate>) {
         self.ranked.into_iter().unzip()

@@ -2,7 +2,7 @@
 //! ZeRO stage and recomputation (rank memory never shrinks as the micro-batch grows): it must
 //! keep exactly the layouts the full search, which walks every micro-batch, keeps.
 
-use super::{SearchSpec, search, search_capped};
+use super::{Scores, SearchSpec, search, search_capped};
 use crate::hardware::ClusterFigures;
 use crate::workload::{ModelDims, Pins, TrainSetup};
 use loam_ir::types::Mlp;
@@ -50,7 +50,7 @@ proptest! {
             keep,
         };
         let full = search(&spec, &time);
-        let capped = search_capped(&spec, &[&time], &[max_devices]);
+        let capped = search_capped(&spec, &[&time], &[max_devices], Scores::Any);
         let layouts = |c: &[super::Candidate]| c.iter().map(|c| c.layout).collect::<Vec<_>>();
         let kept = capped.first().and_then(|caps| caps.first()).cloned().unwrap_or_default();
         prop_assert_eq!(layouts(&full.ranked), layouts(&kept));

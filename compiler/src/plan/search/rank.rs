@@ -8,12 +8,12 @@
 use super::kept::{Kept, Rejections};
 use super::memory::{ShapeMemory, floor_of};
 use super::space::{Axes, RecomputeLayers, Visitor};
-use super::{Candidate, Objective, Rejection, SearchResult, SearchSpec, SearchStats};
+use super::{Candidate, Objective, Rejection, Scores, SearchResult, SearchSpec, SearchStats};
 use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::workload::{
     HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, Recomputation, TrainSetup,
-    held_params,
+    flops_per_token, held_params,
 };
 use loam_ir::types::Recompute;
 use std::ops::ControlFlow;
@@ -49,6 +49,12 @@ pub(super) struct Ranker<'a> {
     /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
     /// big to copy for nothing.
     scratch: Candidate,
+    /// Device-seconds each trained token takes at least (its model FLOPs at the device's
+    /// fastest kernel rate), when the walk skips placements and shapes that cannot rank
+    /// ([`Scores::ByTimeAndDevices`]); `None` otherwise.
+    floor_s_per_token: Option<f64>,
+    /// The candidate a placement's floor is scored as: its devices, the floor's time.
+    floor_probe: Candidate,
 }
 
 impl<'a> Ranker<'a> {
@@ -72,8 +78,18 @@ impl<'a> Ranker<'a> {
         objectives: Vec<&'a dyn Objective>,
         axes: &'a Axes,
         caps: &[u64],
+        scores: Scores,
     ) -> Ranker<'a> {
-        Ranker::ranking(spec, objectives, axes, SearchStats::default(), caps, false)
+        let mut ranker =
+            Ranker::ranking(spec, objectives, axes, SearchStats::default(), caps, false);
+        if scores == Scores::ByTimeAndDevices {
+            let per_token = flops_per_token(spec.model, Recompute::None).model;
+            ranker.floor_s_per_token =
+                crate::cost::fastest_flops(spec.cluster, spec.setup.precision)
+                    .filter(|rate| *rate > 0.0 && per_token.is_finite() && per_token > 0.0)
+                    .map(|rate| per_token / rate);
+        }
+        ranker
     }
 
     fn ranking(
@@ -112,6 +128,14 @@ impl<'a> Ranker<'a> {
             last_shape_fitted: false,
             stats,
             scratch: Candidate {
+                layout: Layout::single(),
+                devices: 0,
+                estimate: StepEstimate::blank(),
+                train_time_s: 0.0,
+                device_hours: 0.0,
+            },
+            floor_s_per_token: None,
+            floor_probe: Candidate {
                 layout: Layout::single(),
                 devices: 0,
                 estimate: StepEstimate::blank(),
@@ -172,8 +196,16 @@ impl<'a> Ranker<'a> {
                 _ => [Some(r.into()), None],
             };
             for recompute in tries.into_iter().flatten() {
-                // Totals first: most tries are rejected, and need no breakdown.
-                let (total, rank) = memory.worst(zero, recompute);
+                // Totals first: most tries are rejected, and need no breakdown. Without rejected
+                // regions to report, an overflow needs no total either.
+                let bound = if self.record_rejections {
+                    f64::INFINITY
+                } else {
+                    self.have_bytes
+                };
+                let Some((total, rank)) = memory.worst_within(zero, recompute, bound) else {
+                    continue;
+                };
                 if total <= self.have_bytes {
                     return Some((
                         recompute,
@@ -238,7 +270,85 @@ impl<'a> Ranker<'a> {
                 }
             }
         }
+        if cfg!(debug_assertions) {
+            self.assert_above_floors();
+        }
         ControlFlow::Continue(())
+    }
+
+    /// Checks, in debug builds, what skipping by floors rests on for the candidate just
+    /// costed: its time is at least its placement's and its shape's floor, and each objective
+    /// scores it by its time and devices alone, no lower than the shape's floor.
+    fn assert_above_floors(&mut self) {
+        let (Some(per_token), Some(costing)) = (self.floor_s_per_token, &self.costing) else {
+            return;
+        };
+        let cand = self.scratch.clone();
+        let placement_s = self.setup.tokens * per_token / cand.devices as f64;
+        let shape_s =
+            costing.train_seconds(costing.step_floor(&mut self.stages, &cand.layout, &self.params));
+        let slack = 1.0 + 1e-9;
+        assert!(
+            placement_s <= cand.train_time_s * slack && shape_s <= cand.train_time_s * slack,
+            "{:?} trains in {} s, below its floors {placement_s} s and {shape_s} s",
+            cand.layout,
+            cand.train_time_s
+        );
+        let mut as_time = Candidate {
+            layout: Layout::single(),
+            estimate: StepEstimate::blank(),
+            ..cand.clone()
+        };
+        for objective in &self.objectives {
+            let score = objective.score(&cand);
+            assert_eq!(score.to_bits(), objective.score(&as_time).to_bits());
+            let floor_s = shape_s.min(cand.train_time_s);
+            as_time.train_time_s = floor_s;
+            as_time.device_hours = floor_s / 3600.0 * cand.devices as f64;
+            assert!(objective.score(&as_time) <= score, "{:?}", cand.layout);
+            as_time.train_time_s = cand.train_time_s;
+            as_time.device_hours = cand.device_hours;
+        }
+    }
+}
+
+impl Ranker<'_> {
+    /// Whether no candidate of `layout` on `devices` devices that trains for at least
+    /// `floor_s` seconds can be kept. The objectives score a candidate by its training time and
+    /// devices alone, never lower for a longer time ([`Scores::ByTimeAndDevices`]), so the
+    /// floor's score is at most every such candidate's; when it is above the worst kept
+    /// candidate of every cap the devices fit, none is kept.
+    fn floor_cannot_rank(&mut self, layout: &Layout, devices: u64, floor_s: f64) -> bool {
+        // Rounding in the step's own arithmetic stays far inside this margin.
+        let floor_s = floor_s * (1.0 - 1e-9);
+        let probe = &mut self.floor_probe;
+        probe.layout = *layout;
+        probe.devices = devices;
+        probe.train_time_s = floor_s;
+        probe.device_hours = floor_s / 3600.0 * devices as f64;
+        let probe = &*probe;
+        self.objectives
+            .iter()
+            .zip(&self.kept)
+            .all(|(objective, caps)| {
+                let floor = objective.score(probe);
+                caps.iter()
+                    .all(|(cap, kept)| devices > *cap || kept.refuses_from(floor))
+            })
+    }
+
+    /// Whether no ZeRO stage and recomputation of `shape` can be kept: its step is at least
+    /// [`Costing::step_floor`], so its training time at least the run's steps of it.
+    fn shape_cannot_rank(&mut self, shape: &Layout, devices: u64) -> bool {
+        if self.floor_s_per_token.is_none() {
+            return false;
+        }
+        let Some(costing) = &self.costing else {
+            return false;
+        };
+        let floor_s =
+            costing.train_seconds(costing.step_floor(&mut self.stages, shape, &self.params));
+        self.floor_cannot_rank(shape, devices, floor_s)
     }
 }
 
@@ -267,6 +377,19 @@ impl Visitor for Ranker<'_> {
         self.stages.new_tensor_context();
     }
 
+    /// Every step does its model FLOPs at rates no faster than the device's fastest kernel
+    /// ([`crate::cost::fastest_flops`]), so `devices` devices train the run's tokens in no less
+    /// than `tokens · seconds per token / devices`: a placement whose floor cannot rank has no
+    /// shape that can ([`Ranker::floor_cannot_rank`]).
+    fn placement_cannot_rank(&mut self, placement: &Layout) -> bool {
+        let Some(per_token) = self.floor_s_per_token else {
+            return false;
+        };
+        let devices = placement.devices();
+        let floor_s = self.setup.tokens * per_token / devices as f64;
+        self.floor_cannot_rank(placement, devices, floor_s)
+    }
+
     fn enter_placement(&mut self, placement: &Layout) {
         self.params = held_params(self.model, self.memory.count(), placement);
         self.stages.new_placement();
@@ -285,6 +408,11 @@ impl Visitor for Ranker<'_> {
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;
         self.stages.new_micro_batch();
+        if self.shape_cannot_rank(shape, devices) {
+            // A larger micro-batch may fit and rank.
+            self.last_shape_fitted = true;
+            return ControlFlow::Continue(());
+        }
         self.last_shape_fitted = false;
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.

@@ -73,6 +73,13 @@ pub(crate) trait Visitor {
     /// A new placement: `placement` has every field but the micro-batch, ZeRO and recomputation.
     fn enter_placement(&mut self, placement: &Layout);
 
+    /// Whether no shape of `placement` (every field but the micro-batch, ZeRO and
+    /// recomputation) can be kept, whatever it costs: the walk then skips its shapes without
+    /// entering it.
+    fn placement_cannot_rank(&mut self, _placement: &Layout) -> bool {
+        false
+    }
+
     /// A shape that passed every probe: every field but ZeRO and recomputation. Breaking ends the
     /// walk.
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()>;
@@ -462,6 +469,9 @@ impl<'a> Space<'a> {
             match self.probe_expert(grid, e) {
                 Err(reason) => visitor.reject(reason, probe),
                 Ok(()) => {
+                    if visitor.placement_cannot_rank(&probe) {
+                        continue;
+                    }
                     visitor.enter_placement(&probe);
                     self.micro_batches(probe, visitor)?;
                 }

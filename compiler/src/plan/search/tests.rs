@@ -338,7 +338,7 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
     };
     let caps = [128, 64, 24, 8];
     let objectives: [&dyn Objective; 2] = [&time, &scattered];
-    let lists = search_capped(&spec, &objectives, &caps);
+    let lists = search_capped(&spec, &objectives, &caps, Scores::Any);
     assert_eq!(lists.len(), 2);
     for (objective, by_cap) in objectives.iter().zip(&lists) {
         assert_eq!(by_cap.len(), caps.len());
@@ -358,9 +358,9 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
         }
     }
     // No objective, no lists; no cap, an empty list per objective.
-    assert!(search_capped(&spec, &[], &caps).is_empty());
+    assert!(search_capped(&spec, &[], &caps, Scores::Any).is_empty());
     assert_eq!(
-        search_capped(&spec, &objectives, &[]),
+        search_capped(&spec, &objectives, &[], Scores::Any),
         vec![Vec::<Vec<Candidate>>::new(); 2]
     );
 }

@@ -264,7 +264,10 @@ impl LayoutMemory {
             .into_iter()
             .filter(|&k| k < most)
             .map(|k| self.partial(k))
-            .find(|&recompute| self.worst(zero, recompute).0 <= have)
+            .find(|&recompute| {
+                self.worst_within(zero, recompute, have)
+                    .is_some_and(|(total, _)| total <= have)
+            })
     }
 
     /// `[activations, pipeline_stash, logits]` of rank `k` under `recompute`: from the table
@@ -290,7 +293,21 @@ impl LayoutMemory {
     /// order.
     #[inline]
     pub(crate) fn worst(&self, zero: u8, recompute: impl Into<Recomputation>) -> (f64, usize) {
-        let recompute = recompute.into();
+        // No total is above infinity: the scan never stops early.
+        self.worst_within(zero, recompute.into(), f64::INFINITY)
+            .unwrap_or((f64::INFINITY, usize::MAX))
+    }
+
+    /// [`LayoutMemory::worst`] unless a rank needs more than `have` bytes: `None` as soon as one
+    /// does. A search that reports no rejected regions needs no total of a shape that overflows,
+    /// and the first rank (the most micro-batches in flight) is most often the one that does.
+    #[inline]
+    pub(crate) fn worst_within(
+        &self,
+        zero: u8,
+        recompute: Recomputation,
+        have: f64,
+    ) -> Option<(f64, usize)> {
         let z = usize::from(zero.min(3));
         let comm = self.comm_buffers.get(z).copied().unwrap_or(0.0);
         let inputs = self.unit.inputs(zero);
@@ -299,11 +316,14 @@ impl LayoutMemory {
             let states = sums.get(z).copied().unwrap_or(0.0);
             let [activations, stash, logits] = self.rank_activations(k, inputs, recompute);
             let total = states + activations + stash + comm + logits;
+            if total > have {
+                return None;
+            }
             if k == 0 || total > worst.0 {
                 worst = (total, k);
             }
         }
-        worst
+        Some(worst)
     }
 
     /// The breakdown of rank `k` (of [`LayoutMemory::worst`]) under `zero` and `recompute`,
