@@ -6,6 +6,7 @@ use super::{Costing, Kernel, Placement, Replay, Shape};
 use crate::cost::StepEstimate;
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
+use std::collections::BTreeMap;
 
 /// The stages the layout search has worked out for the layouts around the current one. The
 /// search visits layouts with the tensor and context degree outermost, then the placement, then
@@ -13,9 +14,9 @@ use loam_ir::types::Recompute;
 /// stage is worked out once per value of the fields it reads.
 #[derive(Debug, Default)]
 pub(crate) struct StageCache {
-    /// `(expert, micro_batch, kernel)` of the current tensor and context degree; a handful, so a
-    /// list.
-    kernels: Vec<(u32, u32, Kernel)>,
+    /// The kernels of the current tensor and context degree by `(expert, micro_batch)`: a MoE
+    /// job's batch with many divisors gives hundreds, looked up once per shape.
+    kernels: BTreeMap<(u32, u32), Kernel>,
     placement: Option<Placement>,
     shape: Option<Shape>,
     /// By [`Recompute::index`].
@@ -88,14 +89,7 @@ impl Costing<'_> {
             return;
         }
         let key = (layout.expert, layout.micro_batch);
-        let kernel = match kernels.iter().find(|(e, b, _)| (*e, *b) == key) {
-            Some((_, _, kernel)) => *kernel,
-            None => {
-                let kernel = self.kernel(layout);
-                kernels.push((key.0, key.1, kernel));
-                kernel
-            }
-        };
+        let kernel = *kernels.entry(key).or_insert_with(|| self.kernel(layout));
         let placement = placement.get_or_insert_with(|| self.placement(layout, params));
         *shape = Some(self.shape(layout, &kernel, placement));
     }
