@@ -249,6 +249,81 @@ fn plan_folds_many_warnings_into_a_count_per_code_and_verbose_shows_each() {
     assert_eq!(total, codes.len());
 }
 
+/// The first figure with a time unit in `cell` (`15.7–16.7 ms`, `1.84 s`), if any.
+fn first_time_figure(cell: &str) -> Option<String> {
+    let chars: Vec<char> = cell.chars().collect();
+    let mut start = 0;
+    while start < chars.len() {
+        if !chars[start].is_ascii_digit() || (start > 0 && chars[start - 1].is_alphanumeric()) {
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        while end < chars.len() && (chars[end].is_ascii_digit() || ".,–".contains(chars[end])) {
+            end += 1;
+        }
+        let figure: String = chars[start..end].iter().collect();
+        let rest: String = chars[end..].iter().take(4).collect();
+        for unit in [" ms", " s"] {
+            let after = rest.strip_prefix(unit).and_then(|r| r.chars().next());
+            if rest.starts_with(unit) && after.is_none_or(|c| !c.is_alphanumeric()) {
+                return Some(format!("{figure}{unit}"));
+            }
+        }
+        start = end.max(start + 1);
+    }
+    None
+}
+
+#[test]
+fn the_readme_performance_table_leads_with_the_benchmarks_figures() {
+    // The README claimed 4.1 ms for the 405B search long after docs/performance.md measured
+    // 15.7–16.7 ms. Each row of the benchmark table at the top of docs/performance.md leads its
+    // "measured" cell with the current figure; the README must state that figure.
+    let performance = std::fs::read_to_string(repo_root().join("docs/performance.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let rows: Vec<&str> = performance
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert!(
+        rows.len() >= 5,
+        "no benchmark table at the top of docs/performance.md"
+    );
+    let mut checked = 0;
+    for row in rows {
+        let measured = row.split(" | ").nth(2).unwrap_or_default();
+        let Some(figure) = first_time_figure(measured) else {
+            continue;
+        };
+        assert!(
+            readme.contains(&figure),
+            "README.md's Performance table should state {figure}, as docs/performance.md does:\n{row}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} figures checked");
+}
+
+#[test]
+fn a_time_figure_is_read_with_its_unit() {
+    assert_eq!(
+        first_time_figure("15.7–16.7 ms since").as_deref(),
+        Some("15.7–16.7 ms")
+    );
+    assert_eq!(
+        first_time_figure("warm (a cache): 1.84 s (1.77–1.90)").as_deref(),
+        Some("1.84 s")
+    );
+    assert_eq!(
+        first_time_figure("8 samples, 455 ms").as_deref(),
+        Some("455 ms")
+    );
+    assert_eq!(first_time_figure("H100 at 3 sites"), None);
+}
+
 #[test]
 fn the_readme_calibration_row_is_what_loam_calibrate_prints() {
     // The newcomer review found the README at "22 published runs, 4.7 %, 91 %" while
