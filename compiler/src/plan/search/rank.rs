@@ -288,8 +288,13 @@ impl<'a> Ranker<'a> {
         let shape_s =
             costing.train_seconds(costing.step_floor(&mut self.stages, &cand.layout, &self.params));
         let slack = 1.0 + 1e-9;
+        // Comparisons that a NaN makes false: a NaN time or score is no floor broken (and no
+        // candidate a floor skips: nothing scores below a NaN floor).
+        let most = cand.train_time_s * slack;
         assert!(
-            placement_s <= cand.train_time_s * slack && shape_s <= cand.train_time_s * slack,
+            [placement_s, shape_s]
+                .iter()
+                .all(|floor| floor.partial_cmp(&most) != Some(std::cmp::Ordering::Greater)),
             "{:?} trains in {} s, below its floors {placement_s} s and {shape_s} s",
             cand.layout,
             cand.train_time_s
@@ -305,7 +310,12 @@ impl<'a> Ranker<'a> {
             let floor_s = shape_s.min(cand.train_time_s);
             as_time.train_time_s = floor_s;
             as_time.device_hours = floor_s / 3600.0 * cand.devices as f64;
-            assert!(objective.score(&as_time) <= score, "{:?}", cand.layout);
+            let floor = objective.score(&as_time);
+            assert!(
+                floor.partial_cmp(&score) != Some(std::cmp::Ordering::Greater),
+                "{:?}",
+                cand.layout
+            );
             as_time.train_time_s = cand.train_time_s;
             as_time.device_hours = cand.device_hours;
         }
