@@ -2,8 +2,9 @@
 //! the layouts around the current one, a layout's step through them, and the floor under every
 //! step of a shape that lets a search skip the shapes that cannot rank.
 
-use super::{Costing, Kernel, Placement, Replay, Shape};
+use super::{Costing, Kernel, Placement, Replay, Shape, exposed};
 use crate::cost::StepEstimate;
+use crate::workload::tp_collectives;
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
 use std::collections::BTreeMap;
@@ -96,11 +97,13 @@ impl Costing<'_> {
 
     /// Seconds no step of `layout`'s shape takes less than, under any ZeRO stage and
     /// recomputation (through `cache`, as [`Costing::step_cached`]): the pace of its slowest
-    /// rank counting only the blocks' forward and backward and the embedding and head, over the
-    /// micro-batches and the bubble. A rank's pace ([`Costing::replay`]) adds to these only what
-    /// is never negative (replayed forwards, exposed collectives), and the step adds to the
-    /// micro-batches and the bubble only what is never negative (pipeline sends, data-parallel
-    /// communication, the optimizer).
+    /// rank counting, per block, only what every recomputation mode runs at least (forward and
+    /// backward, the fewest tensor-parallel collectives, the context-parallel rings, the expert
+    /// all-to-alls at their least exposed), plus the embedding and head, over the micro-batches
+    /// and the bubble. A rank's pace ([`Costing::replay`]) adds to these only what is never
+    /// negative (replayed forwards and their collectives, more exposure), and the step adds to
+    /// the micro-batches and the bubble only what is never negative (pipeline sends,
+    /// data-parallel communication, the optimizer).
     pub(crate) fn step_floor(
         &self,
         cache: &mut StageCache,
@@ -113,7 +116,32 @@ impl Costing<'_> {
         };
         let kernel = &shape.kernel;
         let placement = &shape.placement;
-        let block = kernel.block.with_recompute(Recompute::None).total();
+        // What every block runs whatever is replayed (`PerBlock::seconds` of the kept modes,
+        // none or selective): its forward and backward, the tensor-parallel collectives of no
+        // recomputation (the fewest), the context-parallel rings, and the expert all-to-alls
+        // as exposed beside the longest block there is (a fully replayed one: a longer window
+        // hides more, while contention is below 1).
+        let contention = self.cluster.fitted.overlap_contention;
+        let expert = if layout.pipeline <= 1 {
+            kernel.ep_layer
+        } else if contention <= 1.0 {
+            exposed(
+                kernel.ep_layer,
+                kernel.block.with_recompute(Recompute::Full).total(),
+                contention,
+            )
+        } else {
+            0.0
+        };
+        let context = if layout.context > 1 {
+            kernel.cp_forward + kernel.cp_backward
+        } else {
+            0.0
+        };
+        let block = kernel.block.with_recompute(Recompute::None).total()
+            + tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one
+            + context
+            + expert;
         let pace = placement
             .ranks
             .iter()
