@@ -2,13 +2,13 @@
 //! shapes whose least possible training time cannot rank ([`Scores::ByTimeAndDevices`]): it
 //! must keep exactly what a plain search of each objective and cap keeps, under goals whose
 //! scores grow with the time in different ways (time, device-hours, a deadline's penalty,
-//! failures and money).
+//! failures and money), for dense and MoE models (whose expert all-to-alls the shape's floor
+//! counts at their least exposed).
 
 use super::{Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped};
-use crate::hardware::ClusterFigures;
 use crate::plan::goodput::Failures;
-use crate::workload::{ModelDims, Pins, TrainSetup};
-use loam_ir::types::{Mlp, Optimize};
+use crate::workload::Pins;
+use loam_ir::types::Optimize;
 use proptest::prelude::*;
 
 fn time(c: &Candidate) -> f64 {
@@ -34,21 +34,12 @@ proptest! {
         memory_log2 in 32u32..37,
         keep in 1usize..5,
         deadline_log10 in 2i32..7,
+        experts in prop::sample::select(vec![0u32, 8]),
     ) {
-        let hidden = heads * 128;
-        let model = ModelDims::dense(
-            layers, hidden, hidden * ffn_factor, heads, heads / 4, 32_000, seq_len, Mlp::Swiglu,
+        let (model, setup, cluster) = super::tests::random_job(
+            (layers, heads, ffn_factor), seq_len, global_batch, experts, (devices_per_node, nodes),
+            memory_log2,
         );
-        let setup = TrainSetup {
-            global_batch,
-            tokens: 1e10,
-            ..super::tests::setup(global_batch)
-        };
-        let mut cluster = ClusterFigures {
-            devices_per_node,
-            ..super::tests::h100s(nodes)
-        };
-        cluster.device.memory_bytes = (1u64 << memory_log2) as f64;
         let max_devices = u64::from(devices_per_node * nodes);
         let deadline_s = 10f64.powi(deadline_log10);
         let late = move |c: &Candidate| {

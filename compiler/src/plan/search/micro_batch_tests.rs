@@ -3,9 +3,7 @@
 //! keep exactly the layouts the full search, which walks every micro-batch, keeps.
 
 use super::{Scores, SearchSpec, search, search_capped};
-use crate::hardware::ClusterFigures;
-use crate::workload::{ModelDims, Pins, TrainSetup};
-use loam_ir::types::Mlp;
+use crate::workload::Pins;
 use proptest::prelude::*;
 
 fn time(c: &super::Candidate) -> f64 {
@@ -26,20 +24,10 @@ proptest! {
         memory_log2 in 31u32..37,
         keep in 1usize..5,
     ) {
-        let hidden = heads * 128;
-        let model = ModelDims::dense(
-            layers, hidden, hidden * ffn_factor, heads, heads / 4, 32_000, seq_len, Mlp::Swiglu,
+        let (model, setup, cluster) = super::tests::random_job(
+            (layers, heads, ffn_factor), seq_len, global_batch, 0, (devices_per_node, nodes),
+            memory_log2,
         );
-        let setup = TrainSetup {
-            global_batch,
-            tokens: 1e10,
-            ..super::tests::setup(global_batch)
-        };
-        let mut cluster = ClusterFigures {
-            devices_per_node,
-            ..super::tests::h100s(nodes)
-        };
-        cluster.device.memory_bytes = (1u64 << memory_log2) as f64;
         let max_devices = u64::from(devices_per_node * nodes);
         let spec = SearchSpec {
             model: &model,

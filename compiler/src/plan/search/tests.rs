@@ -18,6 +18,46 @@ pub(super) fn h100s(nodes: u32) -> ClusterFigures {
     }
 }
 
+/// A job of the property tests: `layers` blocks of `heads · 128` wide (a quarter of the heads
+/// as KV heads, the MLP `ffn_factor` times wider), a top-2 MoE when `experts` is above 0, on
+/// `nodes` nodes of `devices_per_node` H100s of `2^memory_log2` bytes each.
+pub(super) fn random_job(
+    (layers, heads, ffn_factor): (u32, u32, u32),
+    seq_len: u32,
+    global_batch: u32,
+    experts: u32,
+    (devices_per_node, nodes): (u32, u32),
+    memory_log2: u32,
+) -> (ModelDims, TrainSetup, ClusterFigures) {
+    let hidden = heads * 128;
+    let mut model = ModelDims::dense(
+        layers,
+        hidden,
+        hidden * ffn_factor,
+        heads,
+        heads / 4,
+        32_000,
+        seq_len,
+        Mlp::Swiglu,
+    );
+    if experts > 0 {
+        model.arch = Arch::Moe;
+        model.experts = experts;
+        model.top_k = 2;
+    }
+    let setup = TrainSetup {
+        global_batch,
+        tokens: 1e10,
+        ..setup(global_batch)
+    };
+    let mut cluster = ClusterFigures {
+        devices_per_node,
+        ..h100s(nodes)
+    };
+    cluster.device.memory_bytes = (1u64 << memory_log2) as f64;
+    (model, setup, cluster)
+}
+
 pub(super) fn setup(batch: u32) -> TrainSetup {
     TrainSetup {
         global_batch: batch,
