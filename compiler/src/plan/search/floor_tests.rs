@@ -7,7 +7,6 @@
 
 use super::{Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped};
 use crate::plan::goodput::Failures;
-use crate::workload::Pins;
 use loam_ir::types::Optimize;
 use proptest::prelude::*;
 
@@ -40,7 +39,7 @@ proptest! {
             (layers, heads, ffn_factor), seq_len, global_batch, experts, (devices_per_node, nodes),
             memory_log2,
         );
-        let max_devices = u64::from(devices_per_node * nodes);
+        let max_devices = cluster.devices();
         let deadline_s = 10f64.powi(deadline_log10);
         let late = move |c: &Candidate| {
             if c.train_time_s > deadline_s {
@@ -65,14 +64,7 @@ proptest! {
         let mut caps = vec![max_devices, max_devices / 2, max_devices / 4];
         caps.retain(|&c| c >= 1);
         caps.dedup();
-        let spec = SearchSpec {
-            model: &model,
-            setup: &setup,
-            cluster: &cluster,
-            pins: Pins::default(),
-            max_devices,
-            keep,
-        };
+        let spec = super::tests::search_of(&model, &setup, &cluster, keep);
         let lists = search_capped(&spec, &objectives, &caps, Scores::ByTimeAndDevices);
         prop_assert_eq!(lists.len(), objectives.len());
         for (objective, by_cap) in objectives.iter().zip(&lists) {

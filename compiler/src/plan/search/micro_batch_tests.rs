@@ -2,8 +2,7 @@
 //! ZeRO stage and recomputation (rank memory never shrinks as the micro-batch grows): it must
 //! keep exactly the layouts the full search, which walks every micro-batch, keeps.
 
-use super::{Scores, SearchSpec, search, search_capped};
-use crate::workload::Pins;
+use super::{Scores, search, search_capped};
 use proptest::prelude::*;
 
 fn time(c: &super::Candidate) -> f64 {
@@ -28,15 +27,8 @@ proptest! {
             (layers, heads, ffn_factor), seq_len, global_batch, 0, (devices_per_node, nodes),
             memory_log2,
         );
-        let max_devices = u64::from(devices_per_node * nodes);
-        let spec = SearchSpec {
-            model: &model,
-            setup: &setup,
-            cluster: &cluster,
-            pins: Pins::default(),
-            max_devices,
-            keep,
-        };
+        let max_devices = cluster.devices();
+        let spec = super::tests::search_of(&model, &setup, &cluster, keep);
         let full = search(&spec, &time);
         let capped = search_capped(&spec, &[&time], &[max_devices], Scores::Any);
         let layouts = |c: &[super::Candidate]| c.iter().map(|c| c.layout).collect::<Vec<_>>();

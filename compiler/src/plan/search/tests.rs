@@ -58,6 +58,24 @@ pub(super) fn random_job(
     (model, setup, cluster)
 }
 
+/// A search of `model` trained as `setup` on every device of `cluster`, keeping `keep`, with
+/// every layout field on auto.
+pub(super) fn search_of<'a>(
+    model: &'a ModelDims,
+    setup: &'a TrainSetup,
+    cluster: &'a ClusterFigures,
+    keep: usize,
+) -> SearchSpec<'a> {
+    SearchSpec {
+        model,
+        setup,
+        cluster,
+        pins: Pins::default(),
+        max_devices: cluster.devices(),
+        keep,
+    }
+}
+
 pub(super) fn setup(batch: u32) -> TrainSetup {
     TrainSetup {
         global_batch: batch,
