@@ -207,6 +207,12 @@ impl<'p, 'a> GroupInputs<'p, 'a> {
     }
 }
 
+/// Bytes of gradient the two groups of a split sum each step: only the weights that train
+/// have gradients, in the format the job reduces them in.
+fn exchanged_gradient_bytes(model: &ModelDims, setup: &TrainSetup) -> f64 {
+    param_count(model).trainable * StateRecipe::reduced_gradient_bytes(setup)
+}
+
 /// The layouts worth pairing of one group on `sequences` of each batch, for each pair cap of
 /// `max_devices` in turn: its `keep` fastest counting the gradient exchange as though this
 /// group were the narrower side — the pair runs at the slower group's pace and then exchanges
@@ -234,9 +240,7 @@ fn group_layouts(
         ..setup_on(input.setup, p.device)
     };
     let steps = input.setup.steps(input.model);
-    // Only the weights that train have gradients to sum.
-    let grad_bytes =
-        param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
+    let grad_bytes = exchanged_gradient_bytes(input.model, input.setup);
     let per_device_net = p.cluster.node_network_bandwidth * LINK_EFFICIENCY
         / f64::from(p.cluster.devices_per_node.max(1));
     let outcome = |c: &Candidate, extra_s: f64| {
@@ -378,9 +382,7 @@ fn search_splits<'a>(
         .collect();
     let batch = input.setup.global_batch;
     let steps = input.setup.steps(input.model);
-    // Only the weights that train have gradients to sum.
-    let grad_bytes =
-        param_count(input.model).trainable * StateRecipe::reduced_gradient_bytes(input.setup);
+    let grad_bytes = exchanged_gradient_bytes(input.model, input.setup);
     // The pairs that can run, in order: their caps decide the searches of each group.
     let mut pairs = Vec::new();
     for (k, &a) in picks.iter().enumerate() {
