@@ -37,6 +37,21 @@ pub(crate) fn fastest_flops(cluster: &ClusterFigures, precision: Precision) -> O
     Some(rates.fastest().max(head.fastest()))
 }
 
+/// Device-seconds `tokens` trained tokens of `model` take at least: their model FLOPs at
+/// `fastest` FLOP/s ([`fastest_flops`]); `None` without a positive rate or finite FLOPs. The
+/// floor under a data split's share and under a capped walk's placements.
+pub(crate) fn least_device_seconds(
+    model: &crate::workload::ModelDims,
+    tokens: f64,
+    fastest: Option<f64>,
+) -> Option<f64> {
+    let flops =
+        crate::workload::flops_per_token(model, loam_ir::types::Recompute::None).model * tokens;
+    fastest
+        .filter(|rate| *rate > 0.0 && flops.is_finite())
+        .map(|rate| flops / rate)
+}
+
 /// The cost model's fitted constants: the only numbers set by matching published runs
 /// (`docs/cost-model.md`, "Constants" lists every constant with its kind). They live in one value
 /// so that `loam calibrate --cross-validate` can refit them with a source family left out.

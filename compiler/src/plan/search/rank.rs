@@ -13,7 +13,7 @@ use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::workload::{
     HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, Recomputation, TrainSetup,
-    flops_per_token, held_params,
+    held_params,
 };
 use loam_ir::types::Recompute;
 use std::ops::ControlFlow;
@@ -49,10 +49,10 @@ pub(super) struct Ranker<'a> {
     /// One candidate rewritten in place: most are scored and dropped, and a candidate is too
     /// big to copy for nothing.
     scratch: Candidate,
-    /// Device-seconds each trained token takes at least (its model FLOPs at the device's
-    /// fastest kernel rate), when the walk skips placements and shapes that cannot rank
+    /// Device-seconds the run's tokens take at least ([`crate::cost::least_device_seconds`]),
+    /// when the walk skips placements and shapes that cannot rank
     /// ([`Scores::ByTimeAndDevices`]); `None` otherwise.
-    floor_s_per_token: Option<f64>,
+    floor_device_s: Option<f64>,
     /// The candidate a placement's floor is scored as: its devices, the floor's time.
     floor_probe: Candidate,
 }
@@ -83,11 +83,11 @@ impl<'a> Ranker<'a> {
         let mut ranker =
             Ranker::ranking(spec, objectives, axes, SearchStats::default(), caps, false);
         if scores == Scores::ByTimeAndDevices {
-            let per_token = flops_per_token(spec.model, Recompute::None).model;
-            ranker.floor_s_per_token =
-                crate::cost::fastest_flops(spec.cluster, spec.setup.precision)
-                    .filter(|rate| *rate > 0.0 && per_token.is_finite() && per_token > 0.0)
-                    .map(|rate| per_token / rate);
+            ranker.floor_device_s = crate::cost::least_device_seconds(
+                spec.model,
+                spec.setup.tokens,
+                crate::cost::fastest_flops(spec.cluster, spec.setup.precision),
+            );
         }
         ranker
     }
@@ -134,7 +134,7 @@ impl<'a> Ranker<'a> {
                 train_time_s: 0.0,
                 device_hours: 0.0,
             },
-            floor_s_per_token: None,
+            floor_device_s: None,
             floor_probe: Candidate {
                 layout: Layout::single(),
                 devices: 0,
@@ -280,13 +280,13 @@ impl<'a> Ranker<'a> {
     /// costed: its time is at least its placement's and its shape's floor, and each objective
     /// scores it by its time and devices alone, no lower than the shape's floor.
     fn assert_above_floors(&mut self) {
-        let (Some(per_token), Some(costing)) = (self.floor_s_per_token, &self.costing) else {
+        let cand = self.scratch.clone();
+        let (Some(placement_s), Some(shape_s)) = (
+            self.placement_floor_s(cand.devices),
+            self.shape_floor_s(&cand.layout),
+        ) else {
             return;
         };
-        let cand = self.scratch.clone();
-        let placement_s = self.setup.tokens * per_token / cand.devices as f64;
-        let shape_s =
-            costing.train_seconds(costing.step_floor(&mut self.stages, &cand.layout, &self.params));
         let slack = 1.0 + 1e-9;
         // Comparisons that a NaN makes false: a NaN time or score is no floor broken (and no
         // candidate a floor skips: nothing scores below a NaN floor).
@@ -347,18 +347,25 @@ impl Ranker<'_> {
             })
     }
 
-    /// Whether no ZeRO stage and recomputation of `shape` can be kept: its step is at least
-    /// [`Costing::step_floor`], so its training time at least the run's steps of it.
+    /// Seconds `devices` devices train the run in at least: every step does its model FLOPs
+    /// no faster than the device's fastest kernel; `None` when the walk skips nothing.
+    fn placement_floor_s(&self, devices: u64) -> Option<f64> {
+        self.floor_device_s
+            .map(|device_s| device_s / devices as f64)
+    }
+
+    /// Seconds any ZeRO stage and recomputation of `shape` trains the run in at least: the
+    /// run's steps of [`Costing::step_floor`]; `None` when the walk skips nothing.
+    fn shape_floor_s(&mut self, shape: &Layout) -> Option<f64> {
+        self.floor_device_s?;
+        let costing = self.costing.as_ref()?;
+        Some(costing.train_seconds(costing.step_floor(&mut self.stages, shape, &self.params)))
+    }
+
+    /// Whether no ZeRO stage and recomputation of `shape` can be kept ([`Ranker::shape_floor_s`]).
     fn shape_cannot_rank(&mut self, shape: &Layout, devices: u64) -> bool {
-        if self.floor_s_per_token.is_none() {
-            return false;
-        }
-        let Some(costing) = &self.costing else {
-            return false;
-        };
-        let floor_s =
-            costing.train_seconds(costing.step_floor(&mut self.stages, shape, &self.params));
-        self.floor_cannot_rank(shape, devices, floor_s)
+        self.shape_floor_s(shape)
+            .is_some_and(|floor_s| self.floor_cannot_rank(shape, devices, floor_s))
     }
 }
 
@@ -387,17 +394,12 @@ impl Visitor for Ranker<'_> {
         self.stages.new_tensor_context();
     }
 
-    /// Every step does its model FLOPs at rates no faster than the device's fastest kernel
-    /// ([`crate::cost::fastest_flops`]), so `devices` devices train the run's tokens in no less
-    /// than `tokens · seconds per token / devices`: a placement whose floor cannot rank has no
-    /// shape that can ([`Ranker::floor_cannot_rank`]).
+    /// A placement whose floor ([`Ranker::placement_floor_s`]) cannot rank has no shape that
+    /// can ([`Ranker::floor_cannot_rank`]).
     fn placement_cannot_rank(&mut self, placement: &Layout) -> bool {
-        let Some(per_token) = self.floor_s_per_token else {
-            return false;
-        };
         let devices = placement.devices();
-        let floor_s = self.setup.tokens * per_token / devices as f64;
-        self.floor_cannot_rank(placement, devices, floor_s)
+        self.placement_floor_s(devices)
+            .is_some_and(|floor_s| self.floor_cannot_rank(placement, devices, floor_s))
     }
 
     fn enter_placement(&mut self, placement: &Layout) {

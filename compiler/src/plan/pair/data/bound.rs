@@ -15,8 +15,7 @@
 //! the skipping search to the one that searches every share.
 
 use crate::plan::objective::{Limits, Outcome, PENALTY, PairObjective};
-use crate::workload::{ModelDims, flops_per_token};
-use loam_ir::types::Recompute;
+use crate::workload::ModelDims;
 
 /// What one group of a pair contributes to the floor.
 #[derive(Debug, Clone, Copy)]
@@ -36,11 +35,9 @@ impl GroupFloor {
         fastest_flops: Option<f64>,
         max_devices: u64,
     ) -> GroupFloor {
-        let per_sequence = flops_per_token(model, Recompute::None).model * f64::from(model.seq_len);
-        let device_s_per_sequence = match fastest_flops {
-            Some(rate) if rate > 0.0 && per_sequence.is_finite() => per_sequence / rate,
-            _ => 0.0,
-        };
+        let device_s_per_sequence =
+            crate::cost::least_device_seconds(model, f64::from(model.seq_len), fastest_flops)
+                .unwrap_or(0.0);
         GroupFloor {
             device_s_per_sequence: device_s_per_sequence.max(0.0),
             max_devices: max_devices.max(1),
