@@ -16,6 +16,10 @@ pub(crate) struct ShapeMemory<'a> {
     /// Bytes per token of one block's stash under the current tensor degree, by how the GEMM
     /// inputs are kept.
     per_token: Stash,
+    /// The placement entered last while its memory is not worked out yet: a walk that skips
+    /// every shape of a placement ([`crate::plan::search::Scores::ByTimeAndDevices`]) never
+    /// needs it.
+    entered: Option<Layout>,
     /// The memory the current placement alone decides: its model states under every ZeRO
     /// stage.
     placement: Option<PlacementMemory>,
@@ -29,6 +33,7 @@ impl<'a> ShapeMemory<'a> {
             setup,
             count: param_count(model),
             per_token: [0.0; 2],
+            entered: None,
             placement: None,
         }
     }
@@ -47,29 +52,41 @@ impl<'a> ShapeMemory<'a> {
     /// A new placement: `placement` has every field but the micro-batch, ZeRO and recomputation.
     #[inline]
     pub(crate) fn enter_placement(&mut self, placement: &Layout) {
-        // The same for every micro-batch, ZeRO stage and recomputation.
-        let states = StageStates::new(self.model, &self.count, self.setup, placement);
-        self.placement = Some(PlacementMemory::new(states, self.model, placement));
+        self.entered = Some(*placement);
+        self.placement = None;
+    }
+
+    /// The memory of the current placement, worked out on the first shape that asks; `None`
+    /// before the first placement.
+    #[inline]
+    fn placement(&mut self) -> Option<&PlacementMemory> {
+        if let Some(placement) = self.entered.take() {
+            // The same for every micro-batch, ZeRO stage and recomputation.
+            let states = StageStates::new(self.model, &self.count, self.setup, &placement);
+            self.placement = Some(PlacementMemory::new(states, self.model, &placement));
+        }
+        self.placement.as_ref()
     }
 
     /// A lower bound on any rank's memory under each ZeRO stage for the current placement (its
     /// model states); `None` before the first placement.
     #[inline]
-    pub(crate) fn floors(&self) -> Option<[f64; 4]> {
-        self.placement.as_ref().map(PlacementMemory::floors)
+    pub(crate) fn floors(&mut self) -> Option<[f64; 4]> {
+        self.placement().map(PlacementMemory::floors)
     }
 
     /// The memory of `shape` (a layout of the current placement and tensor degree) under every
     /// ZeRO stage and recomputation mode.
     #[inline]
-    pub(crate) fn of_shape(&self, shape: &Layout) -> LayoutMemory {
-        match &self.placement {
+    pub(crate) fn of_shape(&mut self, shape: &Layout) -> LayoutMemory {
+        let (model, setup, per_token) = (self.model, self.setup, self.per_token);
+        match self.placement() {
             Some(placement) => {
-                LayoutMemory::of_placement(placement, self.model, self.setup, shape, self.per_token)
+                LayoutMemory::of_placement(placement, model, setup, shape, per_token)
             }
             None => {
-                let states = StageStates::new(self.model, &self.count, self.setup, shape);
-                LayoutMemory::new(states, self.model, self.setup, shape, self.per_token)
+                let states = StageStates::new(model, &self.count, setup, shape);
+                LayoutMemory::new(states, model, setup, shape, per_token)
             }
         }
     }
