@@ -339,46 +339,44 @@ fn configurations(
                     (g.available / (u64::from(t) * u64::from(d))).min(u64::from(MAX_STAGES))
                 };
                 let (cap0, cap1) = (cap(&spec.first, t0), cap(&spec.second, t1));
-                for zero in [0u8, 1] {
-                    for s0 in 1..=cap0 {
-                        for s1 in 1..=cap1 {
-                            let p = s0 + s1;
-                            // 1F1B keeps every stage busy only with a micro-batch per stage.
-                            if p > u64::from(MAX_STAGES) || p as usize > n || p as f64 > m {
-                                break;
-                            }
-                            let shape = PipelineShape {
-                                tensor: [t0, t1],
-                                stages: [s0 as u32, s1 as u32],
-                                data: d,
-                                micro_batch: b0,
-                                zero,
-                            };
-                            let devices = shape.devices();
-                            if devices[0] + devices[1] > spec.max_devices {
-                                break;
-                            }
-                            // Each group runs as equal nodes with its tensor groups inside a
-                            // node, within its nodes (the rule emit checks, `NodeShape`).
-                            let runs = |g: &PipelineGroup<'_>, n: u64, t: u32| {
-                                let c = g.cluster;
-                                NodeShape::fits(
-                                    n,
-                                    c.devices_per_node.into(),
-                                    t.into(),
-                                    c.nodes.into(),
-                                )
-                            };
-                            if !(runs(&spec.first, devices[0], t0)
-                                && runs(&spec.second, devices[1], t1))
-                            {
-                                continue;
-                            }
-                            let bottleneck = bound_stage(s0 as f64, s1 as f64);
-                            let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;
-                            let bound = objective(devices, seconds);
-                            if bound < cutoff {
-                                configs.push((bound, shape));
+                // Both ZeRO stages of a shape have its devices and its bound: it is scored
+                // once (the configurations are sorted by bound, then shape, so the order they
+                // are found in is not what ranks them).
+                for s0 in 1..=cap0 {
+                    for s1 in 1..=cap1 {
+                        let p = s0 + s1;
+                        // 1F1B keeps every stage busy only with a micro-batch per stage.
+                        if p > u64::from(MAX_STAGES) || p as usize > n || p as f64 > m {
+                            break;
+                        }
+                        let shape = PipelineShape {
+                            tensor: [t0, t1],
+                            stages: [s0 as u32, s1 as u32],
+                            data: d,
+                            micro_batch: b0,
+                            zero: 0,
+                        };
+                        let devices = shape.devices();
+                        if devices[0] + devices[1] > spec.max_devices {
+                            break;
+                        }
+                        // Each group runs as equal nodes with its tensor groups inside a
+                        // node, within its nodes (the rule emit checks, `NodeShape`).
+                        let runs = |g: &PipelineGroup<'_>, n: u64, t: u32| {
+                            let c = g.cluster;
+                            NodeShape::fits(n, c.devices_per_node.into(), t.into(), c.nodes.into())
+                        };
+                        if !(runs(&spec.first, devices[0], t0)
+                            && runs(&spec.second, devices[1], t1))
+                        {
+                            continue;
+                        }
+                        let bottleneck = bound_stage(s0 as f64, s1 as f64);
+                        let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;
+                        let bound = objective(devices, seconds);
+                        if bound < cutoff {
+                            for zero in [0u8, 1] {
+                                configs.push((bound, PipelineShape { zero, ..shape }));
                             }
                         }
                     }
