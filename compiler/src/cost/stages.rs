@@ -69,14 +69,30 @@ pub(crate) struct Kernel {
     ep_layer: f64,
 }
 
-/// Pipeline stages and data-parallel ranks of a layout: what does not depend on its micro-batch.
+/// The ranks that can pace a layout's pipeline and its bubble: what a step's floor
+/// ([`Costing::step_floor`]) reads of its [`Placement`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Placement {
+pub(crate) struct Pacing {
     /// The ranks that can pace the pipeline (the first, the last, the middle one with the most
     /// blocks): their blocks and whether they hold the embedding and the head.
     ranks: [(f64, bool, bool); 3],
     /// How many of `ranks` there are.
     rank_count: usize,
+    /// `(p − 1) / v`.
+    bubble_share: f64,
+}
+
+impl Pacing {
+    /// The ranks of `ranks` there are.
+    fn ranks(&self) -> impl Iterator<Item = &(f64, bool, bool)> {
+        self.ranks.iter().take(self.rank_count)
+    }
+}
+
+/// Pipeline stages and data-parallel ranks of a layout: what does not depend on its micro-batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement {
+    pacing: Pacing,
     /// The most blocks a rank holds, at least 1.
     lps: f64,
     /// Gradient reduce-scatter: dense gradients over the data-parallel group, routed-expert
@@ -90,8 +106,6 @@ pub(crate) struct Placement {
     grad_share: f64,
     /// `grad_rs / lps`: the last bucket, which nothing hides.
     reduce_share: f64,
-    /// `(p − 1) / v`.
-    bubble_share: f64,
     /// Pipeline ranks `p`.
     stages: f64,
     /// Model chunks per rank `v`.
@@ -292,6 +306,19 @@ impl<'a> Costing<'a> {
         }
     }
 
+    /// Reads `layout`'s pipeline, its virtual stages and how it splits the blocks.
+    pub(crate) fn pacing(&self, layout: &Layout) -> Pacing {
+        let p = f64::from(layout.pipeline.max(1));
+        let v = f64::from(layout.virtual_stages.max(1));
+        let (loads, count) = layout.stage_split(self.model.layers).ranks(layout.pipeline);
+        let [a, b, c, ..] = loads.map(|r| (f64::from(r.blocks), r.embedding, r.head));
+        Pacing {
+            ranks: [a, b, c],
+            rank_count: count.min(3),
+            bubble_share: (p - 1.0) / v,
+        }
+    }
+
     /// Reads `layout`'s tensor, context and expert degrees, pipeline, virtual stages and data
     /// degree; `params` are its [`Costing::params_per_device`].
     pub(crate) fn placement(&self, layout: &Layout, params: &HeldParams) -> Placement {
@@ -300,8 +327,6 @@ impl<'a> Costing<'a> {
         let p = f64::from(layout.pipeline.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
         let split = layout.stage_split(self.model.layers);
-        let (loads, count) = split.ranks(layout.pipeline);
-        let [a, b, c, ..] = loads.map(|r| (f64::from(r.blocks), r.embedding, r.head));
         let lps = f64::from(split.max_blocks()).max(1.0);
         let elt = self.setup.precision.bytes();
         // Dense weights are replicated over data × context ranks, stride t; routed experts over
@@ -334,15 +359,13 @@ impl<'a> Costing<'a> {
             optimizer_seconds(dense + routed, elt, cluster.device.memory_bandwidth)
         };
         Placement {
-            ranks: [a, b, c],
-            rank_count: count.min(3),
+            pacing: self.pacing(layout),
             lps,
             grad_rs,
             weight_ag,
             param_ag,
             grad_share: grad_rs / lps,
             reduce_share: grad_rs / lps,
-            bubble_share: (p - 1.0) / v,
             stages: p,
             chunks: v,
             optimizer_whole: update(params.trainable_dense, params.trainable_routed),
@@ -354,13 +377,18 @@ impl<'a> Costing<'a> {
         }
     }
 
+    /// Micro-batches per step of `layout` (at least 1), as its [`Shape`] counts them.
+    pub(crate) fn micro_batches(&self, layout: &Layout) -> f64 {
+        layout.micro_batches(self.setup.global_batch).max(1.0)
+    }
+
     /// Joins the `kernel` and the `placement` of `layout`.
     pub(crate) fn shape(&self, layout: &Layout, kernel: &Kernel, placement: &Placement) -> Shape {
         let t = f64::from(layout.tensor.max(1));
         let cp = f64::from(layout.context.max(1));
         let d = f64::from(layout.data.max(1));
         let v = f64::from(layout.virtual_stages.max(1));
-        let m = layout.micro_batches(self.setup.global_batch).max(1.0);
+        let m = self.micro_batches(layout);
         let comm = comm_shape(
             self.model,
             self.setup,
@@ -408,7 +436,7 @@ impl<'a> Costing<'a> {
         // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs
         // each micro-batch at the pace of the slowest).
         let mut pace = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
-        for &(blocks, embedding, head) in placement.ranks.iter().take(placement.rank_count) {
+        for &(blocks, embedding, head) in placement.pacing.ranks() {
             let extra = if embedding { kernel.embedding } else { 0.0 }
                 + if head { kernel.head } else { 0.0 };
             let replayed = recomputation.recomputed(blocks);
@@ -434,7 +462,7 @@ impl<'a> Costing<'a> {
             block,
             tp_step: shape.comm.tp_step(tp_per_layer),
             steady: m * stage_mb,
-            bubble: placement.bubble_share * stage_mb,
+            bubble: placement.pacing.bubble_share * stage_mb,
             compute: m * (blocks * kept.total() + replayed * kernel.block.forward + extra),
             tensor_comm: m * (blocks * kept_comm + replayed * replay_comm),
             backward_window: (block.backward + block.recompute) * (lps - 1.0),

@@ -22,7 +22,7 @@ use super::placement::{self, Placement};
 use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
 use super::search::budget::{SEARCH_CAP, WorkBudget};
-use super::search::{RejectedRegion, SearchSpec, search, setup_on};
+use super::search::{RejectedRegion, Scores, SearchSpec, search_scored, setup_on};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
@@ -145,7 +145,9 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
             max_devices: option.available,
             keep: KEEP_PER_GROUP,
         };
-        Some(search(&spec, objective))
+        // A group's objective scores a layout's totals (its time and devices with their
+        // failures) against the goal and the limits, and none falls as the time grows.
+        Some(search_scored(&spec, objective, Scores::ByTimeAndDevices))
     });
     for (i, (option, result)) in options.iter().zip(results).enumerate() {
         let Some(result) = result else {

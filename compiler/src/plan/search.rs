@@ -256,8 +256,22 @@ pub struct SearchResult {
     pub stats: SearchStats,
 }
 
-/// Searches the layouts of `spec` and ranks them by `objective`.
+/// Searches the layouts of `spec` and ranks them by `objective`, costing every layout that
+/// fits ([`Scores::Any`]).
 pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult {
+    search_scored(spec, objective, Scores::Any)
+}
+
+/// [`search`] with an `objective` that scores as `scores` says: one that scores by time and
+/// devices alone ([`Scores::ByTimeAndDevices`]) lets the walk skip costing the shapes that
+/// cannot rank. Every shape's memory is still worked out, so the rejected regions are those
+/// of [`search`]; the ranked candidates are too, and only [`SearchStats::evaluated`] counts
+/// fewer.
+pub fn search_scored(
+    spec: &SearchSpec<'_>,
+    objective: &dyn Objective,
+    scores: Scores,
+) -> SearchResult {
     let bounds = Bounds::of_search(spec);
     let axes = Axes::new(&bounds);
     let space = Space::new(&bounds, &axes);
@@ -265,13 +279,13 @@ pub fn search(spec: &SearchSpec<'_>, objective: &dyn Objective) -> SearchResult 
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
     };
-    let mut ranker = Ranker::new(spec, objective, &axes, stats);
+    let mut ranker = Ranker::new(spec, objective, &axes, stats, scores);
     // A break is the device lacking the precision: what was found up to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()
 }
 
-/// How the objectives of a [`search_capped`] score a candidate.
+/// How the objectives of a [`search_capped`] or a [`search_scored`] score a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scores {
     /// In any way: every shape that fits is costed and offered.

@@ -2,12 +2,11 @@
 //! the layouts around the current one, a layout's step through them, and the floor under every
 //! step of a shape that lets a search skip the shapes that cannot rank.
 
-use super::{Costing, Kernel, Placement, Replay, Shape, exposed};
+use super::{Costing, Kernel, Pacing, Placement, Replay, Shape, exposed};
 use crate::cost::StepEstimate;
 use crate::workload::tp_collectives;
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
-use std::collections::BTreeMap;
 
 /// The stages the layout search has worked out for the layouts around the current one. The
 /// search visits layouts with the tensor and context degree outermost, then the placement, then
@@ -16,9 +15,16 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default)]
 pub(crate) struct StageCache {
     /// The kernels of the current tensor and context degree by `(expert, micro_batch)`: a MoE
-    /// job's batch with many divisors gives hundreds, looked up once per shape.
-    kernels: BTreeMap<(u32, u32), Kernel>,
+    /// job's batch with many divisors gives hundreds, looked up once per shape. A hash map
+    /// with a fixed seed, only looked up and never iterated, so no order reaches an output: a
+    /// tree's nodes took a third of the floor's time on a MoE job, and a sorted list's inserts
+    /// (moving the kernels after them) more than that.
+    #[allow(clippy::disallowed_types)]
+    kernels: std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::FixedState>,
     placement: Option<Placement>,
+    /// The current placement's [`Pacing`], for the floors of shapes asked about before (or
+    /// without) its [`Placement`].
+    pacing: Option<Pacing>,
     shape: Option<Shape>,
     /// By [`Recompute::index`].
     replays: [Option<Replay>; 3],
@@ -33,6 +39,7 @@ impl StageCache {
     /// The pipeline, virtual stages, data or expert degree changed.
     pub(crate) fn new_placement(&mut self) {
         self.placement = None;
+        self.pacing = None;
     }
 
     /// The micro-batch changed.
@@ -104,18 +111,24 @@ impl Costing<'_> {
     /// negative (replayed forwards and their collectives, more exposure), and the step adds to
     /// the micro-batches and the bubble only what is never negative (pipeline sends,
     /// data-parallel communication, the optimizer).
-    pub(crate) fn step_floor(
-        &self,
-        cache: &mut StageCache,
-        layout: &Layout,
-        params: &HeldParams,
-    ) -> f64 {
-        self.cached_shape(cache, layout, params);
-        let Some(shape) = &cache.shape else {
-            return 0.0;
+    pub(crate) fn step_floor(&self, cache: &mut StageCache, layout: &Layout) -> f64 {
+        // The shape's kernel and placement without the rest of its [`Shape`] (its
+        // communication, and copies of both): most shapes the floor is asked about are skipped.
+        let StageCache {
+            kernels,
+            placement,
+            pacing,
+            ..
+        } = cache;
+        let kernel = kernels
+            .entry((layout.expert, layout.micro_batch))
+            .or_insert_with(|| self.kernel(layout));
+        // The whole placement (its collectives) waits for a shape that is costed.
+        let pacing = match placement {
+            Some(placement) => &placement.pacing,
+            None => pacing.get_or_insert_with(|| self.pacing(layout)),
         };
-        let kernel = &shape.kernel;
-        let placement = &shape.placement;
+        let m = self.micro_batches(layout);
         // What every block runs whatever is replayed (`PerBlock::seconds` of the kept modes,
         // none or selective): its forward and backward, the tensor-parallel collectives of no
         // recomputation (the fewest), the context-parallel rings, and the expert all-to-alls
@@ -142,17 +155,15 @@ impl Costing<'_> {
             + tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one
             + context
             + expert;
-        let pace = placement
-            .ranks
-            .iter()
-            .take(placement.rank_count)
+        let pace = pacing
+            .ranks()
             .map(|&(blocks, embedding, head)| {
                 blocks * block
                     + if embedding { kernel.embedding } else { 0.0 }
                     + if head { kernel.head } else { 0.0 }
             })
             .fold(0.0, f64::max);
-        (shape.m + placement.bubble_share.max(0.0)) * pace
+        (m + pacing.bubble_share.max(0.0)) * pace
     }
 
     /// Seconds to train the setup's tokens at `step_s` seconds a step, as [`Costing::step`]

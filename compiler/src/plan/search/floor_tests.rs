@@ -3,9 +3,13 @@
 //! must keep exactly what a plain search of each objective and cap keeps, under goals whose
 //! scores grow with the time in different ways (time, device-hours, a deadline's penalty,
 //! failures and money), for dense and MoE models (whose expert all-to-alls the shape's floor
-//! counts at their least exposed).
+//! counts at their least exposed). A plain search of such an objective skips costing the
+//! shapes that cannot rank: it must keep what it keeps without skipping, with the same scores
+//! and the same rejected regions.
 
-use super::{Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped};
+use super::{
+    Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped, search_scored,
+};
 use crate::plan::goodput::Failures;
 use loam_ir::types::Optimize;
 use proptest::prelude::*;
@@ -69,8 +73,15 @@ proptest! {
         prop_assert_eq!(lists.len(), objectives.len());
         for (objective, by_cap) in objectives.iter().zip(&lists) {
             for (&cap, kept) in caps.iter().zip(by_cap) {
-                let alone = search(&SearchSpec { max_devices: cap, ..spec.clone() }, *objective);
+                let capped = SearchSpec { max_devices: cap, ..spec.clone() };
+                let alone = search(&capped, *objective);
                 prop_assert_eq!(kept, &alone.ranked, "cap {}", cap);
+                let scored = search_scored(&capped, *objective, Scores::ByTimeAndDevices);
+                prop_assert_eq!(&scored.ranked, &alone.ranked, "cap {}", cap);
+                prop_assert_eq!(&scored.scores, &alone.scores, "cap {}", cap);
+                prop_assert_eq!(&scored.rejected, &alone.rejected, "cap {}", cap);
+                prop_assert_eq!(scored.stats.enumerated, alone.stats.enumerated);
+                prop_assert!(scored.stats.evaluated <= alone.stats.evaluated);
             }
         }
     }

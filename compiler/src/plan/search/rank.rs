@@ -16,6 +16,7 @@ use crate::workload::{
     held_params,
 };
 use loam_ir::types::Recompute;
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 /// Costs, ranks and records what the walk visits.
@@ -55,6 +56,10 @@ pub(super) struct Ranker<'a> {
     floor_device_s: Option<f64>,
     /// The candidate a placement's floor is scored as: its devices, the floor's time.
     floor_probe: Candidate,
+    /// By device count, the least floor time [`Ranker::floor_cannot_rank`] has refused. The
+    /// kept lists only get better and no score falls as the time grows, so every floor at or
+    /// above it on as many devices is refused without scoring it again.
+    refused_from_s: BTreeMap<u64, f64>,
 }
 
 impl<'a> Ranker<'a> {
@@ -66,8 +71,17 @@ impl<'a> Ranker<'a> {
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
+        scores: Scores,
     ) -> Ranker<'a> {
-        Ranker::ranking(spec, vec![objective], axes, stats, &[u64::MAX], true)
+        Ranker::ranking(
+            spec,
+            vec![objective],
+            axes,
+            stats,
+            &[u64::MAX],
+            true,
+            scores,
+        )
     }
 
     /// A ranker that keeps, for each of `objectives` apart, the best of the layouts within each
@@ -80,16 +94,15 @@ impl<'a> Ranker<'a> {
         caps: &[u64],
         scores: Scores,
     ) -> Ranker<'a> {
-        let mut ranker =
-            Ranker::ranking(spec, objectives, axes, SearchStats::default(), caps, false);
-        if scores == Scores::ByTimeAndDevices {
-            ranker.floor_device_s = crate::cost::least_device_seconds(
-                spec.model,
-                spec.setup.tokens,
-                crate::cost::fastest_flops(spec.cluster, spec.setup.precision),
-            );
-        }
-        ranker
+        Ranker::ranking(
+            spec,
+            objectives,
+            axes,
+            SearchStats::default(),
+            caps,
+            false,
+            scores,
+        )
     }
 
     fn ranking(
@@ -99,8 +112,17 @@ impl<'a> Ranker<'a> {
         stats: SearchStats,
         caps: &[u64],
         record_rejections: bool,
+        scores: Scores,
     ) -> Ranker<'a> {
         let (model, setup, cluster) = (spec.model, spec.setup, spec.cluster);
+        let floor_device_s = match scores {
+            Scores::ByTimeAndDevices => crate::cost::least_device_seconds(
+                model,
+                setup.tokens,
+                crate::cost::fastest_flops(cluster, setup.precision),
+            ),
+            Scores::Any => None,
+        };
         Ranker {
             model,
             setup,
@@ -134,7 +156,7 @@ impl<'a> Ranker<'a> {
                 train_time_s: 0.0,
                 device_hours: 0.0,
             },
-            floor_device_s: None,
+            floor_device_s,
             floor_probe: Candidate {
                 layout: Layout::single(),
                 devices: 0,
@@ -142,6 +164,7 @@ impl<'a> Ranker<'a> {
                 train_time_s: 0.0,
                 device_hours: 0.0,
             },
+            refused_from_s: BTreeMap::new(),
         }
     }
 
@@ -331,20 +354,33 @@ impl Ranker<'_> {
     fn floor_cannot_rank(&mut self, layout: &Layout, devices: u64, floor_s: f64) -> bool {
         // Rounding in the step's own arithmetic stays far inside this margin.
         let floor_s = floor_s * (1.0 - 1e-9);
+        if self
+            .refused_from_s
+            .get(&devices)
+            .is_some_and(|&refused_s| floor_s >= refused_s)
+        {
+            return true;
+        }
         let probe = &mut self.floor_probe;
         probe.layout = *layout;
         probe.devices = devices;
         probe.train_time_s = floor_s;
         probe.device_hours = floor_s / 3600.0 * devices as f64;
         let probe = &*probe;
-        self.objectives
+        let refused = self
+            .objectives
             .iter()
             .zip(&self.kept)
             .all(|(objective, caps)| {
                 let floor = objective.score(probe);
                 caps.iter()
                     .all(|(cap, kept)| devices > *cap || kept.refuses_from(floor))
-            })
+            });
+        if refused {
+            let least = self.refused_from_s.entry(devices).or_insert(floor_s);
+            *least = least.min(floor_s);
+        }
+        refused
     }
 
     /// Seconds `devices` devices train the run in at least: every step does its model FLOPs
@@ -359,7 +395,7 @@ impl Ranker<'_> {
     fn shape_floor_s(&mut self, shape: &Layout) -> Option<f64> {
         self.floor_device_s?;
         let costing = self.costing.as_ref()?;
-        Some(costing.train_seconds(costing.step_floor(&mut self.stages, shape, &self.params)))
+        Some(costing.train_seconds(costing.step_floor(&mut self.stages, shape)))
     }
 
     /// Whether no ZeRO stage and recomputation of `shape` can be kept ([`Ranker::shape_floor_s`]).
@@ -396,7 +432,11 @@ impl Visitor for Ranker<'_> {
 
     /// A placement whose floor ([`Ranker::placement_floor_s`]) cannot rank has no shape that
     /// can ([`Ranker::floor_cannot_rank`]).
+    /// A search that reports rejected regions works out every placement's memory.
     fn placement_cannot_rank(&mut self, placement: &Layout) -> bool {
+        if self.record_rejections {
+            return false;
+        }
         let devices = placement.devices();
         self.placement_floor_s(devices)
             .is_some_and(|floor_s| self.floor_cannot_rank(placement, devices, floor_s))
@@ -419,8 +459,9 @@ impl Visitor for Ranker<'_> {
         let floors = self.memory.floors();
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;
+        let mut cannot_rank: Option<bool> = None;
         self.stages.new_micro_batch();
-        if self.shape_cannot_rank(shape, devices) {
+        if !self.record_rejections && self.shape_cannot_rank(shape, devices) {
             // A larger micro-batch may fit and rank.
             self.last_shape_fitted = true;
             return ControlFlow::Continue(());
@@ -449,6 +490,14 @@ impl Visitor for Ranker<'_> {
                 continue;
             };
             self.last_shape_fitted = true;
+            // A search that reports rejected regions works out every shape's memory, and skips
+            // only the costing of a shape that cannot rank (asked once, at its first fit: a
+            // refusal holds as the kept candidates get better).
+            if self.record_rejections
+                && *cannot_rank.get_or_insert_with(|| self.shape_cannot_rank(shape, devices))
+            {
+                continue;
+            }
             self.cost_and_rank(zero, recompute, breakdown, devices as f64)?;
         }
         ControlFlow::Continue(())
