@@ -266,6 +266,12 @@ impl TrainSetup {
     pub fn steps(&self, model: &ModelDims) -> f64 {
         self.tokens / self.tokens_per_step(model).max(1.0)
     }
+
+    /// Seconds to train the run's tokens at `tokens_per_s`: the one expression of a layout's
+    /// training time, which the search's totals and the floor of a step both use.
+    pub(crate) fn seconds_at(&self, tokens_per_s: f64) -> f64 {
+        self.tokens / tokens_per_s
+    }
 }
 
 #[cfg(test)]

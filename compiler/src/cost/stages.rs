@@ -69,6 +69,15 @@ pub(crate) struct Kernel {
     ep_layer: f64,
 }
 
+impl Kernel {
+    /// Seconds of the embedding and of the head and loss per micro-batch, on a rank that holds
+    /// them as `embedding` and `head` say.
+    fn ends(&self, embedding: bool, head: bool) -> f64 {
+        let embedding = if embedding { self.embedding } else { 0.0 };
+        embedding + if head { self.head } else { 0.0 }
+    }
+}
+
 /// The ranks that can pace a layout's pipeline and its bubble: what a step's floor
 /// ([`Costing::step_floor`]) reads of its [`Placement`].
 #[derive(Debug, Clone, Copy)]
@@ -437,8 +446,7 @@ impl<'a> Costing<'a> {
         // each micro-batch at the pace of the slowest).
         let mut pace = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
         for &(blocks, embedding, head) in placement.pacing.ranks() {
-            let extra = if embedding { kernel.embedding } else { 0.0 }
-                + if head { kernel.head } else { 0.0 };
+            let extra = kernel.ends(embedding, head);
             let replayed = recomputation.recomputed(blocks);
             let seconds = per.seconds(blocks, replayed, extra);
             if seconds > pace.0 {
@@ -562,8 +570,7 @@ impl<'a> Costing<'a> {
         // like this one replays `v` times what the chunk does.
         let chunks = f64::from(layout.virtual_stages.max(1));
         let replayed = Recomputation::of(layout).recomputed(blocks * chunks) / chunks;
-        let extra =
-            if embedding { kernel.embedding } else { 0.0 } + if head { kernel.head } else { 0.0 };
+        let extra = kernel.ends(embedding, head);
         // The embedding's forward is its gather, one of its three passes; the head's forward is
         // its logits GEMM (a third of the GEMM's work) and half of the loss.
         let extra_forward = if embedding {

@@ -8,6 +8,10 @@ use crate::workload::tp_collectives;
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
 
+/// A tensor and context degree's kernels by `(expert, micro_batch)`.
+#[allow(clippy::disallowed_types)]
+type KernelMap = std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::FixedState>;
+
 /// The stages the layout search has worked out for the layouts around the current one. The
 /// search visits layouts with the tensor and context degree outermost, then the placement, then
 /// the micro-batch, then ZeRO and recomputation; it says when each level changes, and every
@@ -19,8 +23,7 @@ pub(crate) struct StageCache {
     /// with a fixed seed, only looked up and never iterated, so no order reaches an output: a
     /// tree's nodes took a third of the floor's time on a MoE job, and a sorted list's inserts
     /// (moving the kernels after them) more than that.
-    #[allow(clippy::disallowed_types)]
-    kernels: std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::FixedState>,
+    kernels: KernelMap,
     placement: Option<Placement>,
     /// The current placement's [`Pacing`], for the floors of shapes asked about before (or
     /// without) its [`Placement`].
@@ -96,10 +99,18 @@ impl Costing<'_> {
         if shape.is_some() {
             return;
         }
-        let key = (layout.expert, layout.micro_batch);
-        let kernel = *kernels.entry(key).or_insert_with(|| self.kernel(layout));
+        let kernel = *self.kernel_in(kernels, layout);
         let placement = placement.get_or_insert_with(|| self.placement(layout, params));
         *shape = Some(self.shape(layout, &kernel, placement));
+    }
+
+    /// The kernel of `layout` in `kernels` (the current tensor and context degree's), worked
+    /// out when it is not there yet.
+    #[inline]
+    fn kernel_in<'k>(&self, kernels: &'k mut KernelMap, layout: &Layout) -> &'k Kernel {
+        kernels
+            .entry((layout.expert, layout.micro_batch))
+            .or_insert_with(|| self.kernel(layout))
     }
 
     /// Seconds no step of `layout`'s shape takes less than, under any ZeRO stage and
@@ -120,9 +131,7 @@ impl Costing<'_> {
             pacing,
             ..
         } = cache;
-        let kernel = kernels
-            .entry((layout.expert, layout.micro_batch))
-            .or_insert_with(|| self.kernel(layout));
+        let kernel = self.kernel_in(kernels, layout);
         // The whole placement (its collectives) waits for a shape that is costed.
         let pacing = match placement {
             Some(placement) => &placement.pacing,
@@ -157,11 +166,7 @@ impl Costing<'_> {
             + expert;
         let pace = pacing
             .ranks()
-            .map(|&(blocks, embedding, head)| {
-                blocks * block
-                    + if embedding { kernel.embedding } else { 0.0 }
-                    + if head { kernel.head } else { 0.0 }
-            })
+            .map(|&(blocks, embedding, head)| blocks * block + kernel.ends(embedding, head))
             .fold(0.0, f64::max);
         (m + pacing.bubble_share.max(0.0)) * pace
     }
@@ -169,6 +174,6 @@ impl Costing<'_> {
     /// Seconds to train the setup's tokens at `step_s` seconds a step, as [`Costing::step`]
     /// and the search's totals work it out.
     pub(crate) fn train_seconds(&self, step_s: f64) -> f64 {
-        self.setup.tokens / (self.tokens_per_step / step_s)
+        self.setup.seconds_at(self.tokens_per_step / step_s)
     }
 }

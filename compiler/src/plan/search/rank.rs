@@ -508,7 +508,7 @@ impl Visitor for Ranker<'_> {
 /// `cand.devices`.
 fn set_totals(cand: &mut Candidate, setup: &TrainSetup, devices: f64) {
     let train_time_s = if cand.estimate.tokens_per_s > 0.0 {
-        setup.tokens / cand.estimate.tokens_per_s
+        setup.seconds_at(cand.estimate.tokens_per_s)
     } else {
         f64::INFINITY
     };
