@@ -182,32 +182,30 @@ fn warm_run(
 fn bench(c: &mut Criterion) {
     let Some(dir) = generate() else { return };
     let root = dir.path();
-    let priced = ("HEAD~2", "HEAD~1");
-    let unpriced = ("HEAD~1", "HEAD");
-    let cold = request(root, priced.0, priced.1, None);
-    // The caches a CI run on each base revision leaves: the base planned once.
-    let (Ok(filled), Ok(filled_unpriced)) = (tempfile::tempdir(), tempfile::tempdir()) else {
-        return;
-    };
-    let _ = run(&request(root, priced.0, priced.0, Some(filled.path())));
-    let _ = run(&request(
-        root,
-        unpriced.0,
-        unpriced.0,
-        Some(filled_unpriced.path()),
-    ));
-    report("cold, a price", &cold);
-    if let Some(warm) = copy_cache(filled.path()) {
-        report(
-            "warm, a price",
-            &request(root, priced.0, priced.1, Some(warm.path())),
-        );
-    }
-    if let Some(warm) = copy_cache(filled_unpriced.path()) {
-        report(
-            "warm, no price",
-            &request(root, unpriced.0, unpriced.1, Some(warm.path())),
-        );
+    let cold = request(root, "HEAD~2", "HEAD~1", None);
+    report("cold, one price", &cold);
+    // Each warm case with the cache a CI run on its base revision leaves: the base planned once.
+    let mut warm_cases = Vec::new();
+    for (name, revisions) in [
+        ("one price", ("HEAD~2", "HEAD~1")),
+        ("no price", ("HEAD~1", "HEAD")),
+    ] {
+        let Ok(filled) = tempfile::tempdir() else {
+            return;
+        };
+        let _ = run(&request(
+            root,
+            revisions.0,
+            revisions.0,
+            Some(filled.path()),
+        ));
+        if let Some(warm) = copy_cache(filled.path()) {
+            report(
+                &format!("warm, {name}"),
+                &request(root, revisions.0, revisions.1, Some(warm.path())),
+            );
+        }
+        warm_cases.push((name, revisions, filled));
     }
     let mut group = c.benchmark_group("diff");
     group.sample_size(10);
@@ -218,26 +216,18 @@ fn bench(c: &mut Criterion) {
             b.iter(|| run(&cold).map(|o| o.diff.jobs.len()).unwrap_or_default());
         },
     );
-    group.bench_function(
-        "500 specs, 50 heterogeneous, 20 changed, one price: warm",
-        |b| {
-            b.iter_batched(
-                || copy_cache(filled.path()),
-                |warm| warm_run(root, priced, warm),
-                BatchSize::PerIteration,
-            );
-        },
-    );
-    group.bench_function(
-        "500 specs, 50 heterogeneous, 20 changed, no price: warm",
-        |b| {
-            b.iter_batched(
-                || copy_cache(filled_unpriced.path()),
-                |warm| warm_run(root, unpriced, warm),
-                BatchSize::PerIteration,
-            );
-        },
-    );
+    for (name, revisions, filled) in &warm_cases {
+        group.bench_function(
+            format!("500 specs, 50 heterogeneous, 20 changed, {name}: warm"),
+            |b| {
+                b.iter_batched(
+                    || copy_cache(filled.path()),
+                    |warm| warm_run(root, *revisions, warm),
+                    BatchSize::PerIteration,
+                );
+            },
+        );
+    }
     group.finish();
 }
 
