@@ -294,7 +294,8 @@ pub enum Scores {
     /// never lower for a longer time on the same devices: failures, deadlines, budgets, money,
     /// energy and carbon all are. A placement or shape whose least possible training time
     /// already scores above the worst kept candidate of every cap it fits is then skipped
-    /// without working out its memory or costing it: [`crate::cost::fastest_flops`] bounds a
+    /// without working out its memory or costing it (a [`search_scored`], which reports
+    /// rejected regions, works out every memory and skips only the costing): [`crate::cost::fastest_flops`] bounds a
     /// placement's time, [`crate::cost::Costing::step_floor`] a shape's.
     ByTimeAndDevices,
 }

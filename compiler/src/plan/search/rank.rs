@@ -431,8 +431,8 @@ impl Visitor for Ranker<'_> {
     }
 
     /// A placement whose floor ([`Ranker::placement_floor_s`]) cannot rank has no shape that
-    /// can ([`Ranker::floor_cannot_rank`]).
-    /// A search that reports rejected regions works out every placement's memory.
+    /// can ([`Ranker::floor_cannot_rank`]); a search that reports rejected regions skips none,
+    /// since it works out every placement's memory.
     fn placement_cannot_rank(&mut self, placement: &Layout) -> bool {
         if self.record_rejections {
             return false;
