@@ -13,6 +13,7 @@ use super::job::EPS_H;
 use crate::admission::place::{Demand, Ledger, PoolRules, Share};
 use loam_ir::display::{hours_or_days, percent_signed};
 use loam_ir::plan::Plan;
+use std::rc::Rc;
 
 /// One alternative a job may start on instead of its plan's node groups.
 #[derive(Debug, Clone)]
@@ -181,8 +182,10 @@ pub(crate) struct Ask<'a> {
     /// Every job's demand as it runs now (a moved job's is its alternative's).
     pub(crate) demands: &'a [Option<Demand>],
     pub(crate) ledger: &'a Ledger,
-    /// `(hour, job)`: when each running job finishes or gives its devices back, in time order.
-    pub(crate) releases: &'a [(f64, usize)],
+    /// `(hour, job)`: when each running job finishes or gives its devices back, in time order;
+    /// worked out only when a move or a migration is possible (sorting every running job for
+    /// each waiting one was most of a pool's simulation).
+    pub(crate) releases: &'a dyn Fn() -> Rc<[(f64, usize)]>,
     pub(crate) t: f64,
     /// Hours of work left on its plan's placement (this run's: expected or sampled).
     pub(crate) work_h: f64,
@@ -202,23 +205,27 @@ pub(crate) fn choose(
     alternatives: &[Alternative],
     ask: &Ask<'_>,
 ) -> Option<Moved> {
-    if alternatives.is_empty() {
-        return None;
-    }
+    // Most waiting jobs have no alternative that fits now; finding that out is cheap, so it
+    // comes before the instant waiting would finish.
+    let mut fitting = alternatives
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            ask.ledger
+                .fits(&a.demand, &ask.rules.quotas, &ask.rules.groups)
+                .is_ok()
+        })
+        .peekable();
+    fitting.peek()?;
     let planned_start_h = earliest_start(planned, ask);
     let planned_finish_h = planned_start_h + ask.work_h;
     // Never for a placeable job (see `earliest_start`); a move needs a finite gain to state.
     if !planned_finish_h.is_finite() {
         return None;
     }
-    alternatives.iter().enumerate().find_map(|(k, a)| {
+    fitting.find_map(|(k, a)| {
         let finish_h = ask.t + a.hours * ask.scale;
-        (finish_h < planned_finish_h - EPS_H
-            && ask
-                .ledger
-                .fits(&a.demand, &ask.rules.quotas, &ask.rules.groups)
-                .is_ok())
-        .then_some(Moved {
+        (finish_h < planned_finish_h - EPS_H).then_some(Moved {
             alternative: k,
             at_h: ask.t,
             planned_start_h,
@@ -244,6 +251,7 @@ pub(crate) fn earliest_start(d: &Demand, ask: &Ask<'_>) -> f64 {
         t,
         ..
     } = *ask;
+    let releases = releases();
     // The instant `short` devices are given back by running jobs, counting what `held` says
     // each holds.
     let freed_by = |short: u64, held: &dyn Fn(&Demand) -> u64| -> f64 {
@@ -251,7 +259,7 @@ pub(crate) fn earliest_start(d: &Demand, ask: &Ask<'_>) -> f64 {
             return t;
         }
         let mut freed = 0;
-        for &(at, j) in releases {
+        for &(at, j) in releases.iter() {
             if let Some(Some(other)) = demands.get(j) {
                 freed += held(other);
                 if freed >= short {

@@ -14,7 +14,9 @@ use crate::admission::place::{
 };
 use moves::{try_migrate, try_move};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::rc::Rc;
 
 /// Why a preemption happened, as the platform's rule names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +199,7 @@ pub(crate) fn run(
                 order: &order,
                 explain,
                 t,
+                releases: RefCell::default(),
             },
             &mut states,
             &mut traces,
@@ -411,6 +414,9 @@ struct Pass<'a> {
     /// Word the reason of each wait (the expected schedule; not the samples).
     explain: bool,
     t: f64,
+    /// The releases at `t` (`moves::releases`) under the ledger version they were worked out
+    /// at: what runs changes only with the version, and every waiting job that may move asks.
+    releases: RefCell<Option<(u64, Rc<[(f64, usize)]>)>>,
 }
 
 /// What an admission pass changes besides the jobs' states.

@@ -6,6 +6,7 @@ use super::{Held, Pass, Phase, State, Trace, close_run};
 use crate::admission::place::Demand;
 use crate::schedule::job::{EPS_H, SimJob};
 use crate::schedule::replace::{self, Alternative, Moved};
+use std::rc::Rc;
 
 /// Rule 13 for job `i`, which can neither fit nor preempt at `p.t`: when it has not moved yet
 /// and one of its alternatives fits now and finishes before it could on its plan's node groups,
@@ -27,7 +28,7 @@ pub(super) fn try_move<'a>(
     }
     let work_h = states.get(i)?.remaining_h;
     let planned_h = p.work_h.get(i).copied().unwrap_or(job.work_h);
-    let releases = releases(p, states);
+    let releases = || releases(p, states, *held.version);
     let moved = replace::choose(
         planned,
         alternatives,
@@ -57,8 +58,25 @@ pub(super) fn try_move<'a>(
 }
 
 /// `(hour, job)`: when each running job finishes or gives its devices back at its window's
-/// close, in time order.
-fn releases(p: &Pass<'_>, states: &[State]) -> Vec<(f64, usize)> {
+/// close, in time order; worked out once per ledger `version` of the pass (kept in
+/// `p.releases`: every start, eviction, migration and finish bumps the version).
+fn releases(p: &Pass<'_>, states: &[State], version: u64) -> Rc<[(f64, usize)]> {
+    if let Some((at, kept)) = p.releases.borrow().as_ref()
+        && *at == version
+    {
+        debug_assert!(
+            **kept == *releases_now(p, states),
+            "what runs changed without a new ledger version"
+        );
+        return Rc::clone(kept);
+    }
+    let fresh: Rc<[(f64, usize)]> = releases_now(p, states).into();
+    *p.releases.borrow_mut() = Some((version, Rc::clone(&fresh)));
+    fresh
+}
+
+/// [`releases`], worked out from the jobs' states.
+fn releases_now(p: &Pass<'_>, states: &[State]) -> Vec<(f64, usize)> {
     let mut releases: Vec<(f64, usize)> = states
         .iter()
         .enumerate()
@@ -111,7 +129,7 @@ pub(super) fn try_migrate(
         return false;
     }
     // How much sooner `i` starts than waiting could (rule 13's bound).
-    let releases = releases(p, states);
+    let releases = || releases(p, states, *held.version);
     let Some(me) = p.jobs.get(i).and_then(Option::as_ref) else {
         return false;
     };
