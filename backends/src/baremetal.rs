@@ -132,11 +132,11 @@ pub fn render(job: &JobContext<'_>, _options: &Options) -> Result<Vec<Manifest>,
     Ok(vec![
         Manifest {
             path: "hostfile".to_string(),
-            contents: render_one(&env, job, "baremetal/hostfile.j2", ctx.clone())?,
+            contents: render_one(env, job, "baremetal/hostfile.j2", ctx.clone())?,
         },
         Manifest {
             path: "launch.sh".to_string(),
-            contents: render_one(&env, job, "baremetal/launch.sh.j2", ctx)?,
+            contents: render_one(env, job, "baremetal/launch.sh.j2", ctx)?,
         },
         Manifest {
             path: "plan.json".to_string(),

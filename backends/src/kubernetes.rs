@@ -298,7 +298,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             let ctx = pod::context(job, g, options, &labels, &rendezvous);
             rank_table |= ctx.rank_table.is_some();
             let text = render_one(
-                &env,
+                env,
                 job,
                 "kubernetes/pod.yaml.j2",
                 Value::from_serialize(&ctx),
@@ -349,14 +349,14 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
             files.push(Manifest {
                 path: format!("{folder}{path}"),
                 contents: render_one(
-                    &env,
+                    env,
                     job,
                     &format!("kubernetes/{template}.yaml.j2"),
                     ctx.clone(),
                 )?,
             });
         }
-        if let Some(window) = window::render(&env, job, options, site, &labels, &annotations)? {
+        if let Some(window) = window::render(env, job, options, site, &labels, &annotations)? {
             files.push(Manifest {
                 path: format!("{folder}40-window.yaml"),
                 contents: window,

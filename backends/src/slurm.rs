@@ -400,12 +400,7 @@ pub fn render(job: &JobContext<'_>, options: &Options) -> Result<Vec<Manifest>, 
         slurm_retry_s: SLURM_RETRY_S,
     };
     let env = env::environment().map_err(|e| vec![template_error(&job.job, &e)])?;
-    let contents = render_one(
-        &env,
-        job,
-        "slurm/job.sbatch.j2",
-        Value::from_serialize(&ctx),
-    )?;
+    let contents = render_one(env, job, "slurm/job.sbatch.j2", Value::from_serialize(&ctx))?;
     Ok(vec![Manifest {
         path: "job.sbatch".to_string(),
         contents,

@@ -39,7 +39,7 @@ impl Backend for OneFile {
         let ctx = minijinja::context! { job => job };
         Ok(vec![Manifest {
             path: "job.txt".to_string(),
-            contents: render_one(&env, job, "onefile/job.txt.j2", ctx)?,
+            contents: render_one(env, job, "onefile/job.txt.j2", ctx)?,
         }])
     }
 

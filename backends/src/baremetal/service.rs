@@ -44,7 +44,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         files.push(Manifest {
             path: hostfile.clone(),
             contents: render_one(
-                &env,
+                env,
                 &svc.service,
                 "baremetal/service-hostfile.j2",
                 ctx.clone(),
@@ -52,11 +52,11 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         });
         files.push(Manifest {
             path: format!("{}-launch.sh", role.role),
-            contents: render_one(&env, &svc.service, "baremetal/service-launch.sh.j2", ctx)?,
+            contents: render_one(env, &svc.service, "baremetal/service-launch.sh.j2", ctx)?,
         });
     }
     if svc.disaggregated {
-        files.push(router_script(&env, svc)?);
+        files.push(router_script(env, svc)?);
     }
     Ok(files)
 }

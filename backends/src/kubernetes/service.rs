@@ -33,7 +33,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
     let mut files = vec![Manifest {
         path: format!("00-priorityclass-{class}.yaml"),
         contents: render_one(
-            &env,
+            env,
             &svc.service,
             "kubernetes/priorityclass.yaml.j2",
             minijinja::context! { name => class, value => value, priority => svc.priority, service => true },
@@ -47,7 +47,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
     files.push(Manifest {
         path: "05-model-cache-pvc.yaml".to_string(),
         contents: render_one(
-            &env,
+            env,
             &svc.service,
             "kubernetes/model-cache-pvc.yaml.j2",
             minijinja::context! {
@@ -110,7 +110,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
                 shm_limit => (role.shm_mib > 0).then(|| format!("{}Mi", role.shm_mib)),
                 cache_claim => cache_claim,
             };
-            let text = render_one(&env, &svc.service, "kubernetes/service-pod.yaml.j2", ctx)?;
+            let text = render_one(env, &svc.service, "kubernetes/service-pod.yaml.j2", ctx)?;
             Ok(Value::from_safe_string(text.trim_end().to_string()))
         };
         let ctx = minijinja::context! {
@@ -128,7 +128,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         files.push(Manifest {
             path: format!("10-{}-{kind}.yaml", role.role),
             contents: render_one(
-                &env,
+                env,
                 &svc.service,
                 "kubernetes/service-workload.yaml.j2",
                 ctx,
@@ -148,7 +148,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         files.push(Manifest {
             path: format!("20-{}-service.yaml", role.role),
             contents: render_one(
-                &env,
+                env,
                 &svc.service,
                 "kubernetes/service-service.yaml.j2",
                 minijinja::context! {
@@ -170,7 +170,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             files.push(Manifest {
                 path: format!("25-{}-pdb.yaml", role.role),
                 contents: render_one(
-                    &env,
+                    env,
                     &svc.service,
                     "kubernetes/service-pdb.yaml.j2",
                     minijinja::context! {
@@ -199,7 +199,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
             files.push(Manifest {
                 path: format!("30-{}-hpa.yaml", role.role),
                 contents: render_one(
-                    &env,
+                    env,
                     &svc.service,
                     "kubernetes/service-hpa.yaml.j2",
                     minijinja::context! {
@@ -218,7 +218,7 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         }
     }
     if svc.disaggregated {
-        files.extend(router(&env, svc, &annotations)?);
+        files.extend(router(env, svc, &annotations)?);
     }
     Ok(files)
 }

@@ -44,14 +44,14 @@ pub fn render(svc: &ServiceContext<'_>) -> Result<Vec<Manifest>, Vec<Diagnostic>
         };
         files.push(Manifest {
             path: format!("{}.sbatch", role.role),
-            contents: render_one(&env, &svc.service, "slurm/service.sbatch.j2", ctx)?,
+            contents: render_one(env, &svc.service, "slurm/service.sbatch.j2", ctx)?,
         });
     }
     if !errors.is_empty() {
         return Err(errors);
     }
     if svc.disaggregated {
-        files.push(crate::baremetal::service::router_script(&env, svc)?);
+        files.push(crate::baremetal::service::router_script(env, svc)?);
     }
     Ok(files)
 }

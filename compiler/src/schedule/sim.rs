@@ -416,8 +416,12 @@ struct Pass<'a> {
     t: f64,
     /// The releases at `t` (`moves::releases`) under the ledger version they were worked out
     /// at: what runs changes only with the version, and every waiting job that may move asks.
-    releases: RefCell<Option<(u64, Rc<[(f64, usize)]>)>>,
+    releases: RefCell<Option<(u64, Releases)>>,
 }
+
+/// `(hour, job)`: when each running job gives its devices back, in time order
+/// ([`moves::releases`]).
+type Releases = Rc<[(f64, usize)]>;
 
 /// What an admission pass changes besides the jobs' states.
 struct Held<'a, 'd> {

@@ -2,7 +2,7 @@
 //! moves to one of its plan's alternatives, or makes room by migrating a running
 //! interruptible job to one of that job's alternatives (the decisions are `schedule::replace`'s).
 
-use super::{Held, Pass, Phase, State, Trace, close_run};
+use super::{Held, Pass, Phase, Releases, State, Trace, close_run};
 use crate::admission::place::Demand;
 use crate::schedule::job::{EPS_H, SimJob};
 use crate::schedule::replace::{self, Alternative, Moved};
@@ -60,7 +60,7 @@ pub(super) fn try_move<'a>(
 /// `(hour, job)`: when each running job finishes or gives its devices back at its window's
 /// close, in time order; worked out once per ledger `version` of the pass (kept in
 /// `p.releases`: every start, eviction, migration and finish bumps the version).
-fn releases(p: &Pass<'_>, states: &[State], version: u64) -> Rc<[(f64, usize)]> {
+fn releases(p: &Pass<'_>, states: &[State], version: u64) -> Releases {
     if let Some((at, kept)) = p.releases.borrow().as_ref()
         && *at == version
     {
@@ -70,7 +70,7 @@ fn releases(p: &Pass<'_>, states: &[State], version: u64) -> Rc<[(f64, usize)]> 
         );
         return Rc::clone(kept);
     }
-    let fresh: Rc<[(f64, usize)]> = releases_now(p, states).into();
+    let fresh: Releases = releases_now(p, states).into();
     *p.releases.borrow_mut() = Some((version, Rc::clone(&fresh)));
     fresh
 }
