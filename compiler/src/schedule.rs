@@ -361,9 +361,12 @@ fn scheduled_job(
     };
     let reason = match (&trace.blocked_by, trace.first_start_h) {
         (Some(blocked), Some(start)) if reason.is_empty() => {
+            let blocked = blocked.words(&plan.tenant);
             format!("waited until hour {}: {blocked}", significant(start))
         }
-        (Some(blocked), None) if status == "queued" => format!("{reason}: {blocked}"),
+        (Some(blocked), None) if status == "queued" => {
+            format!("{reason}: {}", blocked.words(&plan.tenant))
+        }
         _ => reason,
     };
     let ready_h = job.map_or(0.0, SimJob::ready_h);

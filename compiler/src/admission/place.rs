@@ -593,5 +593,5 @@ fn holders(
         .filter(|&&j| holds(j))
         .filter_map(|&j| names.get(j).cloned())
         .collect();
-    (behind, blocker_text(blocker, d))
+    (behind, blocker_text(blocker, &d.tenant))
 }

@@ -66,6 +66,7 @@ pub(crate) struct Ledger {
 }
 
 /// Why a job does not fit now.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Blocker {
     Tenant {
         device: String,
@@ -184,17 +185,16 @@ impl Ledger {
     }
 }
 
-/// What `blocker` says is missing for `d`, in words (the preview's `queues` reason and the
-/// schedule's reason for a wait).
-pub(crate) fn blocker_text(blocker: &Blocker, d: &Demand) -> String {
+/// What `blocker` says is missing for a job of `tenant`, in words (the preview's `queues`
+/// reason and the schedule's reason for a wait).
+pub(crate) fn blocker_text(blocker: &Blocker, tenant: &str) -> String {
     match blocker {
         Blocker::Tenant {
             device,
             needs,
             room,
         } => format!(
-            "needs {needs} {device}, {room} left of tenant `{}`'s guaranteed + elastic quota",
-            d.tenant
+            "needs {needs} {device}, {room} left of tenant `{tenant}`'s guaranteed + elastic quota"
         ),
         Blocker::Cohort {
             device,

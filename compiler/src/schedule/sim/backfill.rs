@@ -11,8 +11,8 @@
 //! again, so a job that ends before its limit lets the next pass re-plan (as Slurm's periodic
 //! backfill does).
 
-use super::{Held, Pass, Phase, State, Trace, start};
-use crate::admission::place::{Demand, Ledger, blocker_text};
+use super::{Blocked, Held, Pass, Phase, State, Trace, start};
+use crate::admission::place::{Demand, Ledger};
 use crate::schedule::job::{EPS_H, SimJob};
 
 /// A job holding devices from `from_h` to `to_h`, with its demand's index.
@@ -142,12 +142,12 @@ pub(super) fn admit_waiting(
             && trace.first_start_h.is_none()
         {
             let ledger = ledger_at(&holds, demands, t);
-            if let Err(blocker) = ledger.fits(demand, &p.rules.quotas, &p.rules.groups) {
-                trace.blocked_by = Some(blocker_text(&blocker, demand));
-            } else {
-                trace.blocked_by =
-                    Some("it would delay a higher priority's reservation".to_string());
-            }
+            trace.blocked_by = Some(
+                match ledger.fits(demand, &p.rules.quotas, &p.rules.groups) {
+                    Err(blocker) => Blocked::Limit(blocker),
+                    Ok(()) => Blocked::Reservation,
+                },
+            );
         }
     }
     for i in starts {
