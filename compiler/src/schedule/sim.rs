@@ -457,6 +457,10 @@ struct Held<'a, 'd> {
 /// The jobs that evicted `job` at this instant, the ones that evicted them, and so on, from
 /// `(victim, by)` pairs; bounded by the pairs (each is followed at most once).
 fn evictors(evicted_now: &[(usize, usize)], job: usize) -> Vec<usize> {
+    // Most instants evict no one: no allocation then (asked at every attempt).
+    if evicted_now.is_empty() {
+        return Vec::new();
+    }
     let mut chain: Vec<usize> = Vec::new();
     let mut frontier = vec![job];
     for _ in 0..=evicted_now.len() {
@@ -471,6 +475,28 @@ fn evictors(evicted_now: &[(usize, usize)], job: usize) -> Vec<usize> {
         }
     }
     chain
+}
+
+/// Takes the demands of `chain` out of `demands` (the first time, a borrowed list becomes the
+/// run's own copy), to be put back with [`put_back`]; nothing when `chain` is empty.
+fn hide(demands: &mut Cow<'_, [Option<Demand>]>, chain: &[usize]) -> Vec<(usize, Option<Demand>)> {
+    if chain.is_empty() {
+        return Vec::new();
+    }
+    let all = demands.to_mut();
+    chain
+        .iter()
+        .filter_map(|&j| all.get_mut(j).map(|slot| (j, slot.take())))
+        .collect()
+}
+
+/// Puts back what [`hide`] took.
+fn put_back(demands: &mut Cow<'_, [Option<Demand>]>, hidden: Vec<(usize, Option<Demand>)>) {
+    for (j, demand) in hidden {
+        if let Some(slot) = demands.to_mut().get_mut(j) {
+            *slot = demand;
+        }
+    }
 }
 
 /// The admission passes at `t`, in the rules' order: a waiting job starts when it fits, or by
@@ -519,13 +545,19 @@ fn admit_waiting(
             if !waiting || !job.in_window(t) {
                 continue;
             }
-            let demands: &[Option<Demand>] = held.demands;
-            let Some(Some(demand)) = demands.get(i) else {
+            if held.demands.get(i).is_none_or(Option::is_none) {
                 continue;
-            };
+            }
             let mut decision = if held.capacity.hopeless(i) {
                 None
             } else {
+                // Never onto a job of its chain of evictors at this instant: those are no
+                // candidates (their demands hidden from the rules, their devices still held),
+                // so the rules take the next candidates in Kueue's order instead. Hidden by
+                // moving them out of the list and back after the decision: a copy of every
+                // demand for each such attempt was most of a Monte Carlo sample's time.
+                let hidden = hide(held.demands, &evictors(&evicted_now, i));
+                let demands: &[Option<Demand>] = held.demands;
                 let snapshot: &[State] = states;
                 let cheaper = |a: usize, b: usize| {
                     save_cost(jobs, snapshot, a)
@@ -533,22 +565,7 @@ fn admit_waiting(
                         .unwrap_or(Ordering::Equal)
                 };
                 let ledger: &Ledger = held.ledger;
-                // Never onto a job of its chain of evictors at this instant: those are no
-                // candidates (their demands hidden from the rules, their devices still held),
-                // so the rules take the next candidates in Kueue's order instead.
-                let chain = evictors(&evicted_now, i);
-                let masked: Vec<Option<Demand>>;
-                let demands = if chain.is_empty() {
-                    demands
-                } else {
-                    masked = demands
-                        .iter()
-                        .enumerate()
-                        .map(|(j, d)| d.clone().filter(|_| !chain.contains(&j)))
-                        .collect();
-                    &masked
-                };
-                match admit(i, demands, ledger, rules, &cheaper) {
+                let decided = match admit(i, demands, ledger, rules, &cheaper) {
                     Admit::Fits => Some((None, Vec::new(), Rule::Reclaim)),
                     Admit::Evicts {
                         ledger: after,
@@ -565,7 +582,12 @@ fn admit_waiting(
                     }
                     Admit::Waits => preempt_lower(i, demands, ledger, rules, &cheaper)
                         .map(|(after, victims)| (Some(after), victims, Rule::Priority)),
-                }
+                };
+                put_back(held.demands, hidden);
+                decided
+            };
+            let Some(Some(demand)) = held.demands.get(i) else {
+                continue;
             };
             // Rule 13: a job that can neither fit nor preempt may start on an alternative.
             if decision.is_none()
