@@ -295,8 +295,9 @@ pub enum Scores {
     /// energy and carbon all are. A placement or shape whose least possible training time
     /// already scores above the worst kept candidate of every cap it fits is then skipped
     /// without working out its memory or costing it (a [`search_scored`], which reports
-    /// rejected regions, works out every memory and skips only the costing): [`crate::cost::fastest_flops`] bounds a
-    /// placement's time, [`crate::cost::Costing::step_floor`] a shape's.
+    /// rejected regions, works out every memory and skips only the costing):
+    /// [`crate::cost::fastest_flops`] bounds a placement's time,
+    /// [`crate::cost::Costing::step_floor`] a shape's.
     ByTimeAndDevices,
 }
 
