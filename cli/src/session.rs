@@ -55,7 +55,7 @@ pub fn load_catalogue_only(cli_catalogue: Option<&Path>) -> Result<CheckedProjec
 pub fn plan_catalogue(cli_catalogue: Option<&Path>) -> Result<Catalogue, IoError> {
     let project = load_catalogue_only(cli_catalogue)?;
     let errors = project.catalogue_errors;
-    project.catalogue.ok_or_else(|| {
+    project.catalogue.filter(|_| errors == 0).ok_or_else(|| {
         IoError(format!(
             "the catalogue has {errors} error(s); `loam check` shows them"
         ))

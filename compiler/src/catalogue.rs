@@ -20,6 +20,7 @@ pub mod facts;
 mod load;
 mod lookup;
 pub mod model;
+mod partial;
 mod raw;
 mod report;
 mod validate;
@@ -34,7 +35,8 @@ pub use load::load;
 pub use lookup::{Found, route};
 pub use model::{
     BestPublished, Catalogue, Dataset, Device, Feature, Link, NodeGroup, Pool, Quota, Site,
-    SliceProfile, SlicingKind, Stack, Status, Tenant,
+    SliceProfile, SlicingKind, Stack, Status, Tenant, Withheld,
 };
+pub use partial::load_partial;
 pub use report::{UnknownId, list_json, list_text, show_json, show_text};
 pub use values::{compare_versions, parse_version};

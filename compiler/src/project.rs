@@ -24,7 +24,7 @@ use crate::parallel::map_ordered;
 use crate::plan::plan_job_on;
 use crate::syntax::{decode_utf8, parse};
 use loam_ir::diagnostics::Diagnostic;
-use loam_ir::diagnostics::codes::Phase;
+use loam_ir::diagnostics::codes::{self, Phase};
 use loam_ir::findings::SpecField;
 use loam_ir::plan::{FORMAT_VERSION, Plan, PlanDocument};
 use loam_ir::span::{FileId, SourceMap, Span};
@@ -71,9 +71,10 @@ pub struct CheckedProject {
     pub sources: SourceMap,
     /// The display path of each spec file, in the order given.
     pub files: Vec<String>,
-    /// The catalogue, when it loaded without errors.
+    /// The catalogue: whole when it has no errors, else what loaded without its broken files
+    /// (their pools and devices in `withheld`); `None` when nothing could be loaded.
     pub catalogue: Option<Catalogue>,
-    /// Errors in the catalogue; when any, no spec was checked.
+    /// Errors in the catalogue; when any and `catalogue` is `None`, no spec was checked.
     pub catalogue_errors: usize,
     /// Every job complete enough to type, in file then source order.
     pub jobs: Vec<CheckedJob>,
@@ -84,6 +85,59 @@ pub struct CheckedProject {
 }
 
 impl CheckedProject {
+    /// The catalogue when it loaded whole, without errors: what an output that stands for the
+    /// whole catalogue (a manifest, `loam catalogue`) needs.
+    pub fn whole_catalogue(&self) -> Option<&Catalogue> {
+        self.catalogue
+            .as_ref()
+            .filter(|_| self.catalogue_errors == 0)
+    }
+
+    /// The spec files not checked through only because a catalogue file they use has errors
+    /// (every error in them is L2121), each with that catalogue file: a diff says these specs
+    /// are not planned because of the catalogue, not that they are broken.
+    pub fn withheld_files(&self) -> BTreeMap<String, String> {
+        let Some(catalogue) = &self.catalogue else {
+            return BTreeMap::new();
+        };
+        if catalogue.withheld.is_empty() {
+            return BTreeMap::new();
+        }
+        let mut only_withheld: BTreeMap<&str, bool> = BTreeMap::new();
+        for d in self.diagnostics.iter().filter(|d| d.is_error()) {
+            if let Some(file) = d.span.and_then(|s| self.sources.get(s.file)) {
+                let entry = only_withheld.entry(file.name.as_str()).or_insert(true);
+                *entry &= d.code == codes::catalogue::NOT_LOADED;
+            }
+        }
+        let resources = self
+            .jobs
+            .iter()
+            .map(|j| (j.file.as_str(), &j.job.resources))
+            .chain(
+                self.services
+                    .iter()
+                    .map(|s| (s.file.as_str(), &s.service.resources)),
+            );
+        let mut out = BTreeMap::new();
+        for (file, resources) in resources {
+            if only_withheld.get(file) != Some(&true) || out.contains_key(file) {
+                continue;
+            }
+            let withheld = &catalogue.withheld;
+            let fault = withheld.pools.get(&resources.pool.value).or_else(|| {
+                resources
+                    .devices
+                    .iter()
+                    .find_map(|d| withheld.devices.get(&d.value))
+            });
+            if let Some(fault) = fault {
+                out.insert(file.to_string(), fault.clone());
+            }
+        }
+        out
+    }
+
     /// How many diagnostics are errors.
     pub fn errors(&self) -> usize {
         self.diagnostics.iter().filter(|d| d.is_error()).count()
@@ -129,8 +183,10 @@ impl PlannedProject {
 }
 
 /// Loads the catalogue, then parses and checks every spec (on up to `threads` threads), also
-/// against the catalogue. When the catalogue has errors, only its diagnostics are returned: the
-/// specs cannot be checked against it.
+/// against the catalogue. When the catalogue has errors, the specs are checked against what
+/// loads without its broken files ([`catalogue::load_partial`]): a spec that uses a pool or
+/// device of a broken file is an error (L2121), every other spec checks as it would. When
+/// nothing loads, only the catalogue's diagnostics are returned.
 pub fn check_project(files: ProjectFiles, threads: usize) -> CheckedProject {
     check_specs(load_catalogue(files.catalogue), files.specs, threads)
 }
@@ -148,12 +204,12 @@ pub fn load_catalogue(catalogue_files: Vec<(String, String)>) -> CheckedProject 
         .iter()
         .map(|(id, path, text)| (*id, path.as_str(), text.as_str()))
         .collect();
-    let (catalogue, mut diagnostics) = catalogue::load(&triples);
+    let (catalogue, mut diagnostics) = catalogue::load_partial(&triples);
     let catalogue_errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let mut project = CheckedProject {
         sources,
         files: Vec::new(),
-        catalogue: catalogue.filter(|_| catalogue_errors == 0),
+        catalogue,
         catalogue_errors,
         jobs: Vec::new(),
         services: Vec::new(),
@@ -165,8 +221,8 @@ pub fn load_catalogue(catalogue_files: Vec<(String, String)>) -> CheckedProject 
 }
 
 /// The second half of [`check_project`]: parses and checks `specs` (display path and bytes)
-/// against the catalogue of `project`, a result of [`load_catalogue`]. When the catalogue has
-/// errors, `project` is returned as it is: the specs cannot be checked against it.
+/// against the catalogue of `project`, a result of [`load_catalogue`]. When no catalogue
+/// loaded, `project` is returned as it is: the specs cannot be checked against it.
 pub fn check_specs(
     mut project: CheckedProject,
     specs: Vec<(String, Vec<u8>)>,

@@ -22,7 +22,7 @@ use loam_ir::diff::Action;
 use loam_ir::diff::values::{Change, Metric, Value};
 use loam_ir::display::{plan_layout_line, recompute_text};
 use loam_ir::plan::Plan;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One attribute of a plan: `layout.tensor = 8`.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +81,31 @@ pub struct BrokenFile {
     pub errors: usize,
 }
 
+/// The spec files a catalogue with errors kept from being planned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnplannedFiles {
+    /// No catalogue loaded: no file was planned.
+    All,
+    /// These files use a pool or device of a broken catalogue file.
+    Some(BTreeSet<String>),
+}
+
+impl Default for UnplannedFiles {
+    fn default() -> Self {
+        UnplannedFiles::Some(BTreeSet::new())
+    }
+}
+
+impl UnplannedFiles {
+    /// Whether `file` is one of them.
+    pub fn contains(&self, file: &str) -> bool {
+        match self {
+            UnplannedFiles::All => true,
+            UnplannedFiles::Some(files) => files.contains(file),
+        }
+    }
+}
+
 /// Everything that changes between two sides.
 #[derive(Debug, Clone, Default)]
 pub struct PlanDiff {
@@ -92,8 +117,11 @@ pub struct PlanDiff {
     /// Spec files that do not check at head and had no plans at base.
     pub broken: Vec<BrokenFile>,
     /// The catalogue files with errors at head (repository-relative path, errors), sorted:
-    /// when any, no job or service of the head was planned.
+    /// when any, only specs that use none of them were planned at head.
     pub catalogue: Vec<BrokenFile>,
+    /// The spec files at head whose jobs and services were not planned because of the
+    /// catalogue rather than of themselves: every file when no catalogue loaded.
+    pub unplanned_files: UnplannedFiles,
     /// The jobs whose admission (Kueue's verdict over the whole pool, docs/admission.md)
     /// differs between the sides.
     pub admission: Vec<loam_compiler::admission::AdmissionChange>,
@@ -111,15 +139,20 @@ impl PlanDiff {
                 self.catalogue.iter().map(|f| f.errors).sum(),
                 self.catalogue.len(),
             ),
+            catalogue_partly: matches!(self.unplanned_files, UnplannedFiles::Some(_)),
             ..Summary::default()
         };
-        let catalogue_broken = !self.catalogue.is_empty();
         let actions = self
             .jobs
             .iter()
-            .map(|j| (j.action, false))
-            .chain(self.services.iter().map(|s| (s.action, true)));
-        for (action, service) in actions {
+            .map(|j| (j.action, false, j.file.as_str()))
+            .chain(
+                self.services
+                    .iter()
+                    .map(|s| (s.action, true, s.file.as_str())),
+            );
+        for (action, service, file) in actions {
+            let catalogue_broken = self.unplanned_files.contains(file);
             match action {
                 Action::Create => s.add += 1,
                 Action::Update => s.change += 1,
@@ -544,11 +577,7 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
         if head.is_broken(&before.file) {
             job.action = Action::Error;
             job.changes.clear();
-            job.note = Some(if head.catalogue_errors > 0 {
-                format!("the catalogue does not load at {}", head.label)
-            } else {
-                format!("{} does not check at {}", before.file, head.label)
-            });
+            job.note = Some(head.broken_note(&before.file));
         }
         jobs.push(job);
     }
@@ -585,6 +614,11 @@ pub fn compare(base: &Side, head: &Side) -> PlanDiff {
         services: super::services::compare(base, head),
         broken,
         catalogue: catalogue_errors(head),
+        unplanned_files: if head.catalogue_unloaded() {
+            UnplannedFiles::All
+        } else {
+            UnplannedFiles::Some(head.withheld.keys().cloned().collect())
+        },
         admission: Vec::new(),
         schedule: None,
     }
@@ -596,13 +630,16 @@ fn catalogue_errors(side: &Side) -> Vec<BrokenFile> {
     if side.catalogue_errors == 0 {
         return Vec::new();
     }
+    let specs: BTreeSet<&str> = side.specs.files.iter().map(String::as_str).collect();
     let mut files: BTreeMap<String, usize> = BTreeMap::new();
     for d in side.specs.diagnostics.iter().filter(|d| d.is_error()) {
         let name = d
             .span
             .and_then(|s| side.specs.sources.get(s.file))
             .map_or_else(|| "the catalogue".to_string(), |f| f.name.clone());
-        *files.entry(name).or_default() += 1;
+        if !specs.contains(name.as_str()) {
+            *files.entry(name).or_default() += 1;
+        }
     }
     files
         .into_iter()

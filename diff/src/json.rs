@@ -22,7 +22,9 @@
 //!   "catalogue_changes": [ "specs/pools/x.yaml sites[a].node_groups[b].price: 32.0 CNY → 40.0 CNY" ]
 //!                       (since 3.0: what changed in the catalogue, at most 8 lines and a count),
 //!   "catalogue_errors": [ { "file", "errors" } ] (since 3.0: the catalogue's files that do
-//!                       not load at head; then every plan is `unplanned` in the summary),
+//!                       not load at head; the plans of the specs that use them, or every
+//!                       plan when nothing of the catalogue loads, are `unplanned` in the
+//!                       summary),
 //!   "schedule": { "deadlines_met": [base, head], "deadlines": [base, head],
 //!                 "deadlines_lost": [job], "deadlines_won": [job], "wait_h": [base, head],
 //!                 "delayed", "max_delay_h",

@@ -355,13 +355,7 @@ pub fn compare(base: &Side, head: &Side) -> Vec<ServiceDiff> {
             } else {
                 whole(before, false)
             },
-            note: broken.then(|| {
-                if head.catalogue_errors > 0 {
-                    format!("the catalogue does not load at {}", head.label)
-                } else {
-                    format!("{} does not check at {}", before.file, head.label)
-                }
-            }),
+            note: broken.then(|| head.broken_note(&before.file)),
         });
     }
     // A service no deployment serves within its targets and budget at head is its own verdict,

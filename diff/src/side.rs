@@ -26,8 +26,12 @@ pub struct Side {
     pub planned: PlannedProject,
     /// Spec files with errors, and how many.
     pub broken: BTreeMap<String, usize>,
-    /// Errors in the catalogue; when any, no job of this side was planned.
+    /// Errors in the catalogue; when any, only what does not use a broken catalogue file was
+    /// planned (nothing, when no catalogue loaded at all).
     pub catalogue_errors: usize,
+    /// Spec files whose only errors are a pool or device of a broken catalogue file, each with
+    /// that file ([`CheckedProject::withheld_files`]).
+    pub withheld: BTreeMap<String, String>,
     /// The bytes of each spec file, by path.
     pub bytes: BTreeMap<String, Vec<u8>>,
     /// The index in `plans` of each plan, by its key ([`loam_compiler::project::plan_key`]).
@@ -72,10 +76,33 @@ impl Side {
             .collect()
     }
 
-    /// Whether the jobs of `file` could not be planned on this side: the file, or the
-    /// catalogue, has errors.
+    /// Whether no catalogue loaded on this side, so no spec was checked or planned.
+    pub fn catalogue_unloaded(&self) -> bool {
+        self.specs.catalogue.is_none() && self.catalogue_errors > 0
+    }
+
+    /// Whether the jobs of `file` could not be planned on this side: the file has errors (its
+    /// own, or a catalogue file it uses does not load), or no catalogue loaded.
     pub fn is_broken(&self, file: &str) -> bool {
-        self.catalogue_errors > 0 || self.broken.contains_key(file)
+        self.catalogue_unloaded() || self.broken.contains_key(file)
+    }
+
+    /// Whether `file`'s jobs are not planned because of the catalogue, not of the file.
+    pub fn blocked_by_catalogue(&self, file: &str) -> bool {
+        self.catalogue_unloaded() || self.withheld.contains_key(file)
+    }
+
+    /// Why `file`'s jobs have no plan on this side, when [`Side::is_broken`]: `the catalogue
+    /// does not load at HEAD`, `specs/pools/xirang.yaml, which it uses, does not load at HEAD`,
+    /// or `jobs/a.loam does not check at HEAD`.
+    pub fn broken_note(&self, file: &str) -> String {
+        if self.catalogue_unloaded() {
+            format!("the catalogue does not load at {}", self.label)
+        } else if let Some(fault) = self.withheld.get(file) {
+            format!("{fault}, which it uses, does not load at {}", self.label)
+        } else {
+            format!("{file} does not check at {}", self.label)
+        }
     }
 
     /// The label with the commit: `HEAD~1 (1a2b3c4d)`, or `work tree`.

@@ -27,8 +27,12 @@ pub struct Summary {
     pub errors: usize,
     /// Errors in the catalogue at head, and in how many of its files.
     pub catalogue_errors: (usize, usize),
-    /// Jobs and services not planned at head because the catalogue does not load.
+    /// Jobs and services not planned at head because the catalogue does not load, or a
+    /// catalogue file they use does not.
     pub unplanned: usize,
+    /// Whether the catalogue at head has errors and still loaded without its broken files, so
+    /// only the specs that use them were not planned.
+    pub catalogue_partly: bool,
 }
 
 impl Summary {
@@ -62,11 +66,19 @@ impl Summary {
         let (errors, files) = self.catalogue_errors;
         if errors > 0 {
             // The catalogue is the cause: its files are named, not every spec it stops.
-            blockers.push(format!(
-                "the catalogue does not load ({} in {})",
-                plural(errors, "error"),
-                plural(files, "file")
-            ));
+            blockers.push(if self.catalogue_partly {
+                format!(
+                    "the catalogue has {} in {}",
+                    plural(errors, "error"),
+                    plural(files, "file")
+                )
+            } else {
+                format!(
+                    "the catalogue does not load ({} in {})",
+                    plural(errors, "error"),
+                    plural(files, "file")
+                )
+            });
             if self.unplanned > 0 {
                 blockers.push(format!("{} not made", plural(self.unplanned, "plan")));
             }
@@ -197,6 +209,18 @@ mod tests {
         assert_eq!(
             broken.verdict(),
             "will not run: the catalogue does not load (4 errors in 1 file), 12 plans not made"
+        );
+        // Loaded without the broken pool file: only the specs of that pool are not planned.
+        let partly = Summary {
+            catalogue_errors: (4, 1),
+            unplanned: 3,
+            catalogue_partly: true,
+            unchanged: 1,
+            ..Summary::default()
+        };
+        assert_eq!(
+            partly.verdict(),
+            "will not run: the catalogue has 4 errors in 1 file, 3 plans not made"
         );
     }
 }

@@ -95,7 +95,8 @@ pub fn project_files(files: &[VirtualFile]) -> ProjectFiles {
 }
 
 /// Checks the fixture through the core's one entry point, as `loam check` does: a broken
-/// catalogue gives only its own diagnostics.
+/// catalogue file blocks the specs that use it (L2121), and a catalogue that does not load at
+/// all gives only its own diagnostics.
 pub fn check_files(files: &[VirtualFile]) -> CheckedProject {
     check_project(project_files(files), 1)
 }

@@ -144,8 +144,12 @@ fn catalogue_dir_replaces_the_built_in_one() {
     assert!(out.contains("nlp2"), "{out}");
 }
 
+/// A broken device file is shown at its YAML line; it blocks the pools whose node groups use
+/// the device (xirang and lab have L40S) and so their specs (L2121 naming the device file),
+/// specs on other pools (frontier) are planned, and nothing
+/// that stands for the whole catalogue runs (`loam catalogue list`).
 #[test]
-fn a_broken_catalogue_shows_its_yaml_line_and_nothing_else_runs() {
+fn a_broken_catalogue_shows_its_yaml_line_and_blocks_what_uses_it() {
     let dir = tempfile::tempdir().unwrap();
     loam_tests::copy_shipped_catalogue(dir.path());
     let device = dir.path().join("devices/L40S.yaml");
@@ -159,12 +163,50 @@ fn a_broken_catalogue_shows_its_yaml_line_and_nothing_else_runs() {
     assert!(err.contains("L2006") || err.contains("L2007"), "{err}");
     assert!(err.contains("devices/L40S.yaml:19:9"), "{err}");
     assert!(err.contains("19 │ memory: 48GHz"), "{err}");
-    assert!(!err.contains("L2103"), "specs must not be checked:\n{err}");
-    assert!(err.contains("no spec was checked"), "{err}");
+    // The spec's pool uses the broken device: blocked by the device's file, named as the
+    // cause; the spec's own error (a misspelt device) is still its own.
+    assert!(err.contains("L2121"), "{err}");
+    assert!(err.contains("pool `xirang` is not loaded"), "{err}");
+    assert!(err.contains("devices/L40S.yaml`"), "{err}");
+    assert!(err.contains("L2103"), "{err}");
+    // A spec on a pool without L40S is checked and planned as usual.
+    let gaudi = repo_root().join("examples/llama2-70b-lora-gaudi2.loam");
+    let (code, out, err) = run_cli(
+        &["--catalogue", catalogue, "plan", gaudi.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(code, 1, "the catalogue's errors still fail the run:\n{err}");
+    assert!(
+        out.contains("llama2-70b-lora") && out.contains("feasible"),
+        "{out}"
+    );
+    assert!(!err.contains("L2121"), "{err}");
     let (code, out, err) = run_cli(&["--catalogue", catalogue, "catalogue", "list"], "");
     assert_eq!(code, 1);
     assert_eq!(out, "");
     assert!(err.contains("devices/L40S.yaml:19:9"), "{err}");
+}
+
+/// A broken vendor file changes the figures of devices that would still load (leaving it out
+/// brings back the shipped vendor), so nothing is checked: the catalogue's errors alone.
+#[test]
+fn a_broken_vendor_file_stops_every_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    loam_tests::copy_shipped_catalogue(dir.path());
+    let text = std::fs::read_to_string(repo_root().join("specs/vendors/nvidia.yaml")).unwrap();
+    std::fs::create_dir_all(dir.path().join("vendors")).unwrap();
+    let vendor = dir.path().join("vendors/nvidia.yaml");
+    std::fs::write(&vendor, format!("{text}\nunheard_of: 1\n")).unwrap();
+    let catalogue = dir.path().to_str().unwrap();
+    let spec = repo_root().join("examples/llama2-70b-lora-gaudi2.loam");
+    let (code, out, err) = run_cli(
+        &["--catalogue", catalogue, "check", spec.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(out, "");
+    assert!(err.contains("vendors/nvidia.yaml"), "{err}");
+    assert!(err.contains("no spec was checked"), "{err}");
 }
 
 #[test]

@@ -562,10 +562,16 @@ fn a_services_traffic_change_is_a_change_in_every_format() {
 
 /// The review's pr8a (docs/gitops.md, finding 9): a pool file that no longer loads is the
 /// catalogue's error, named by its repository-relative path (also in the work tree), not "12
-/// specs with errors".
+/// specs with errors"; and it blocks only the specs of that pool: a spec on another pool is
+/// checked and planned as before.
 #[test]
 fn a_broken_catalogue_is_named_as_the_cause_by_its_relative_path() {
-    let repo = repository();
+    let mut repo = repository();
+    repo.write(
+        "jobs/llama2-70b-lora-gaudi2.loam",
+        example("llama2-70b-lora-gaudi2"),
+    );
+    repo.commit("a job on the frontier pool");
     let pool = "specs/pools/xirang.yaml";
     let text = repo.read(pool);
     let at = text.find("price: ").unwrap();
@@ -582,17 +588,51 @@ fn a_broken_catalogue_is_named_as_the_cause_by_its_relative_path() {
     ]);
     assert_eq!(code, 1, "{err}");
     let head_lines = headline(&markdown);
-    // The 4 examples are not "specs with errors": the pool file is the cause.
+    // The 4 examples on xirang are not "specs with errors": the pool file is the cause. The
+    // job on frontier is planned, unchanged.
     assert!(
-        head_lines.contains("Will not run: the catalogue does not load (")
-            && head_lines.contains(" in 1 file), 4 plans not made"),
+        head_lines.contains("Will not run: the catalogue has ")
+            && head_lines.contains(" in 1 file, 4 plans not made")
+            && head_lines.contains("1 job unchanged"),
         "{head_lines}"
     );
     assert!(!head_lines.contains("specs with errors"), "{head_lines}");
     assert!(markdown.contains("specs/pools/xirang.yaml:"), "{markdown}");
+    assert!(
+        markdown.contains("specs/pools/xirang.yaml, which it uses, does not load at work tree"),
+        "{markdown}"
+    );
     let root = repo.path().to_str().unwrap().to_string();
     assert!(!markdown.contains(&root), "an absolute path: {markdown}");
     assert!(!err.contains(&root), "an absolute path: {err}");
+    let (_, json, _) = repo.loam(&["diff", "--base", "main", "--format", "json"]);
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let lora = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "llama2-70b-lora")
+        .unwrap();
+    // "no-op": planned at head as at base (a job without a plan at head is an error).
+    assert_eq!(lora["actions"], serde_json::json!(["no-op"]), "{lora}");
+    assert_eq!(json["summary"]["unplanned"], 4, "{}", json["summary"]);
+    assert_eq!(json["summary"]["errors"], 0, "{}", json["summary"]);
+    // `loam check` says the same per spec: the pool's specs are blocked by the pool file
+    // (L2121), the frontier spec checks clean.
+    let (catalogue, jobs) = (repo.path().join("specs"), repo.path().join("jobs"));
+    let (code, _, err) = repo.loam(&[
+        "check",
+        "--catalogue",
+        catalogue.to_str().unwrap(),
+        jobs.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("L2121").count(), 4, "{err}");
+    assert!(
+        err.contains("pool `xirang` is not loaded: `[REPO]/specs/pools/xirang.yaml` has"),
+        "{err}"
+    );
+    assert!(!err.contains("llama2-70b-lora-gaudi2.loam:"), "{err}");
 }
 
 /// The review's pr2 (docs/gitops.md, finding 7): a job moved to other devices read "1 to add,

@@ -17,8 +17,9 @@ pub fn run(
     if !loaded.diagnostics.is_empty() {
         cx.eprint(&render_text(&loaded.diagnostics, &loaded.sources, cx.color));
     }
-    let Some(catalogue) = loaded.catalogue else {
-        let errors = loaded.catalogue_errors;
+    let errors = loaded.catalogue_errors;
+    // A catalogue loaded without its broken files is not the catalogue: nothing is listed.
+    let Some(catalogue) = loaded.catalogue.filter(|_| errors == 0) else {
         cx.eprint(&format!(
             "the catalogue has {errors} {}\n",
             super::check::plural(errors, "error")

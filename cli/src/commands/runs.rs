@@ -107,7 +107,7 @@ fn append_rows(
 ) -> Result<Option<u8>, crate::io::IoError> {
     let spec = Path::new(&planned.file);
     let project = crate::session::load_checked(&[spec.to_path_buf()], cli_catalogue)?;
-    let Some(catalogue) = project.catalogue.as_ref() else {
+    let Some(catalogue) = project.whole_catalogue() else {
         cx.eprint("error: the catalogue has errors; `loam check` shows them\n");
         return Ok(Some(1));
     };
@@ -187,7 +187,7 @@ fn append_serving(
     cx: &mut Context<'_>,
 ) -> Result<Option<u8>, crate::io::IoError> {
     use loam_compiler::runs::store::{self, serving as store_serving};
-    let Some(catalogue) = project.catalogue.as_ref() else {
+    let Some(catalogue) = project.whole_catalogue() else {
         return Ok(Some(1));
     };
     let Some(checked) = project

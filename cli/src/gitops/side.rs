@@ -160,6 +160,7 @@ pub fn load(
     };
     let mut specs = check_project(files, threads());
     let catalogue_errors = specs.catalogue_errors;
+    let withheld = specs.withheld_files();
     let spec_names: BTreeSet<&str> = specs.files.iter().map(String::as_str).collect();
     let mut broken: BTreeMap<String, usize> = BTreeMap::new();
     for d in specs.diagnostics.iter().filter(|d| d.is_error()) {
@@ -192,6 +193,7 @@ pub fn load(
         planned,
         broken,
         catalogue_errors,
+        withheld,
         bytes,
         keys,
     })

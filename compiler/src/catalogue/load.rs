@@ -27,7 +27,7 @@ mod vendor;
 
 /// What a catalogue file describes, decided by the folder it is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Device,
     Pool,
     Vendor,
@@ -39,7 +39,7 @@ enum Kind {
     Calibration,
 }
 
-fn kind_of(path: &str) -> Option<Kind> {
+pub(super) fn kind_of(path: &str) -> Option<Kind> {
     if crate::runs::store::is_store_path(path) {
         return Some(Kind::Runs);
     }
@@ -165,6 +165,13 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
     });
     diags.dedup();
     let has_errors = diags.iter().any(Diagnostic::is_error);
+    (catalogue.sources, catalogue.digest) = fingerprint(sources);
+    ((!has_errors).then_some(catalogue), diags)
+}
+
+/// Every source's `(display path, text)`, sorted, and the catalogue's digest over them: what a
+/// plan records it was read against.
+pub(super) fn fingerprint(sources: &[(FileId, &str, &str)]) -> (Vec<(String, String)>, String) {
     let mut texts: Vec<(String, String)> = sources
         .iter()
         .map(|(_, p, t)| ((*p).to_string(), (*t).to_string()))
@@ -185,9 +192,8 @@ pub fn load(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec<Diagnos
         })
         .cloned()
         .collect();
-    catalogue.digest = super::digest::digest(&counted);
-    catalogue.sources = texts;
-    ((!has_errors).then_some(catalogue), diags)
+    let digest = super::digest::digest(&counted);
+    (texts, digest)
 }
 
 /// The loading context of one file.

@@ -417,6 +417,28 @@ pub struct Catalogue {
     /// The content hash of `sources`, computed once when the catalogue is loaded.
     #[serde(skip)]
     pub(crate) digest: String,
+    /// Pools and devices left out because their files have errors (empty when the catalogue
+    /// loaded whole): a spec that names one is told which file to fix, not that the name is
+    /// unknown ([`super::load_partial`]).
+    #[serde(skip)]
+    pub withheld: Withheld,
+}
+
+/// What a partly loaded catalogue left out, by id, with the catalogue file at fault (its display
+/// path): the broken file itself, or the file of something it depends on that is broken.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Withheld {
+    /// Pools by id.
+    pub pools: BTreeMap<String, String>,
+    /// Devices by id.
+    pub devices: BTreeMap<String, String>,
+}
+
+impl Withheld {
+    /// Whether nothing was left out.
+    pub fn is_empty(&self) -> bool {
+        self.pools.is_empty() && self.devices.is_empty()
+    }
 }
 
 /// The span-less location helper used by the loader.

@@ -168,6 +168,8 @@ fn known_devices<'a>(
     for device in &spec.resources.devices {
         if catalogue.device(&device.value).is_some() {
             known.push(device);
+        } else if let Some(file) = catalogue.withheld.devices.get(&device.value) {
+            diags.push(not_loaded("device", device, file));
         } else {
             diags.push(
                 Diagnostic::error(
@@ -215,7 +217,9 @@ fn resolve_pool<'a>(
 ) -> Option<&'a Pool> {
     let name = &spec.resources.pool;
     let pool = catalogue.pool(&name.value);
-    if pool.is_none() {
+    if let Some(file) = catalogue.withheld.pools.get(&name.value) {
+        diags.push(not_loaded("pool", name, file));
+    } else if pool.is_none() {
         diags.push(
             Diagnostic::error(
                 codes::JOB_UNKNOWN_POOL,
@@ -227,6 +231,20 @@ fn resolve_pool<'a>(
         );
     }
     pool
+}
+
+/// A pool or device the catalogue left out because `file` has errors (finding 9 of the gitops
+/// review): the spec is blocked by that file, and fixing it is the help, not another name.
+fn not_loaded(what: &str, name: &Spanned<String>, file: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::NOT_LOADED,
+        format!("{what} `{}` is not loaded: `{file}` has errors", name.value),
+        name.span,
+        "its catalogue file does not load",
+    )
+    .with_help(format!(
+        "fix `{file}` first (`loam check` lists its errors); specs on other pools are planned as usual"
+    ))
 }
 
 fn unknown_site(pool: &Pool, site: &Spanned<String>, label: &str) -> Diagnostic {

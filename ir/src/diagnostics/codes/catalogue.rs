@@ -41,4 +41,5 @@ super::codes! {
     UNSUPPORTED_ENGINE = "L2118" => "engine no allowed device runs",
     SERVICE_DOES_NOT_FIT = "L2119" => "served model does not fit in a replica",
     SERVICE_CONTEXT_DOES_NOT_FIT = "L2120" => "service context does not fit in a replica's KV cache",
+    NOT_LOADED = "L2121" => "pool or device whose catalogue file has errors",
 }
