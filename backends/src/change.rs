@@ -120,7 +120,7 @@ fn shown_file(path: &str) -> String {
 }
 
 /// Whether a rendered path is below the shared objects' folder ([`PREREQUISITES`]).
-fn is_shared(path: &str) -> bool {
+pub fn is_shared(path: &str) -> bool {
     path.split('/').any(|c| c == PREREQUISITES)
 }
 
