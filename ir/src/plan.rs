@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.13";
+pub const FORMAT_VERSION: &str = "1.14";
 
 pub mod json;
 mod nodes;
@@ -20,7 +20,8 @@ mod service;
 pub use nodes::NodeShape;
 pub use run::{GoodputIr, NodeIr, RdmaIr, TolerationIr};
 pub use service::{
-    AutoscalingIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr, ServicePlan, TrafficIr,
+    AutoscalingIr, CapacityPointIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr,
+    ServicePlan, TrafficIr,
 };
 
 /// `loam plan --format json`: the plans of every job in the given paths.

@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.13");
+        assert_eq!(doc["format_version"], "1.14");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -922,4 +922,43 @@ fn alternatives_never_repeat_the_chosen_plan_or_each_other() {
             assert!(!why.contains("(+0.0 %)"), "{}: {why}", plan["job"]);
         }
     }
+}
+
+/// An aggregated service states one replica at its capacity within the targets (Plan JSON
+/// 1.14, what `loam runs check` compares a heavier benchmark with): by Little's law the replica
+/// generates `capacity_per_replica` requests/s × `output_mean` tokens over its devices, and its
+/// medians are no faster than at the busiest hour, where each replica is offered less. A
+/// disaggregated service states none.
+#[test]
+fn an_aggregated_service_states_its_replica_at_capacity() {
+    for example in [
+        "examples/rag-llama31-8b-service.loam",
+        "examples/qwen3-235b-moe-service.loam",
+    ] {
+        let (code, doc, err) = plan_json(&[example]);
+        assert_eq!(code, 0, "{err}");
+        let service = &doc["services"][0];
+        assert_eq!(service["mode"], "aggregated", "{example}");
+        let estimate = &service["estimate"];
+        let at = &estimate["at_capacity"];
+        let role = &service["roles"][0];
+        let by_hand = estimate["capacity_per_replica"].as_f64().unwrap()
+            * service["traffic"]["output_mean"].as_f64().unwrap()
+            / role["devices_per_replica"].as_f64().unwrap();
+        let stated = at["output_tokens_per_s_per_device"].as_f64().unwrap();
+        assert!(
+            (stated / by_hand - 1.0).abs() < 1e-3,
+            "{example}: {stated} against {by_hand}"
+        );
+        assert!(stated >= estimate["output_tokens_per_s_per_device"].as_f64().unwrap());
+        for median in ["ttft_p50_s", "tpot_p50_s"] {
+            assert!(
+                at[median].as_f64().unwrap() >= estimate[median].as_f64().unwrap(),
+                "{example} {median}: {at} against {estimate}"
+            );
+        }
+    }
+    let (_, doc, _) = plan_json(&["examples/llama31-70b-chat-service.loam"]);
+    assert_eq!(doc["services"][0]["mode"], "disaggregated");
+    assert!(doc["services"][0]["estimate"].get("at_capacity").is_none());
 }

@@ -446,3 +446,53 @@ fn runs_check_flags_a_serving_run_slower_than_its_service_s_plan() {
         "{out}"
     );
 }
+
+/// A benchmark heavier than the plan's busiest hour but within the capacity the plan states
+/// (`estimate.at_capacity`, Plan JSON 1.14) is compared with the offered load and with the
+/// medians at capacity. The chat example plans disaggregated, which states no capacity point,
+/// so its Plan JSON is given one by hand: busiest hour 100 tokens/s per device (under the run's
+/// offered 132.4), capacity 200 with medians of 100 ms and 20 ms.
+#[test]
+fn runs_check_compares_a_run_above_the_busiest_hour_with_the_plan_at_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &bench("zhongwei/vllm-70b-1.json"),
+        SERVICE,
+        "2026-12-01",
+    );
+    assert_eq!(code, 0, "{err}");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let estimate = &mut doc["services"][0]["estimate"];
+    estimate["output_tokens_per_s_per_device"] = serde_json::json!(100.0);
+    estimate["at_capacity"] = serde_json::json!({
+        "output_tokens_per_s_per_device": 200.0,
+        "tpot_p50_s": 0.020,
+        "ttft_p50_s": 0.100,
+    });
+    std::fs::write(&plan, doc.to_string()).unwrap();
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    // Offered 132.4, measured 126.1 (−4.7 %); TTFT 51.0 ms under 100 × 1.1 and TPOT 21.4 ms
+    // under 20 × 1.1 = 22: within the plan.
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "-4.7 % against 132 (the offered load, above the busiest hour: medians against the \
+             plan's at capacity) of service `llama31-70b-chat` (± 10 %); median TTFT 51.0 ms \
+             against 100.0 ms; median TPOT 21.4 ms against 20.0 ms\n"
+        ),
+        "{out}"
+    );
+    // At capacity 15 ms per token, the run's 21.4 ms is slower than the plan allows.
+    doc["services"][0]["estimate"]["at_capacity"]["tpot_p50_s"] = serde_json::json!(0.015);
+    std::fs::write(&plan, doc.to_string()).unwrap();
+    let (code, out, _) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("median TPOT 21.4 ms against 15.0 ms (slower)"),
+        "{out}"
+    );
+}

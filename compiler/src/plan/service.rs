@@ -16,8 +16,8 @@ use crate::check::{LoadSpec, Service, model_dims};
 use crate::serve::{ReplicaShape, ServedModel, Traffic, kv_bytes_per_token, replica_memory};
 use candidates::Deployment;
 use loam_ir::plan::{
-    AutoscalingIr, GroupIr, MoneyIr, ParetoPointIr, RoleIr, ServedModelIr, ServiceEstimateIr,
-    ServicePlan, TrafficIr,
+    AutoscalingIr, CapacityPointIr, GroupIr, MoneyIr, ParetoPointIr, RoleIr, ServedModelIr,
+    ServiceEstimateIr, ServicePlan, TrafficIr,
 };
 use loam_ir::types::Engine;
 
@@ -404,6 +404,16 @@ fn estimate_ir(demand: &Demand<'_>, d: &Deployment<'_>) -> ServiceEstimateIr {
             .iter()
             .map(|r| r.place.throughput_uncertainty())
             .fold(0.0, f64::max),
+        at_capacity: d.at_capacity.as_ref().and_then(|at| {
+            let per_replica = d.roles.first()?.shape().devices();
+            Some(CapacityPointIr {
+                ttft_p50_s: round_ms(at.ttft_p50_s),
+                tpot_p50_s: round_ms(at.tpot_p50_s),
+                output_tokens_per_s_per_device: loam_ir::display::significant(
+                    at.output_tokens_per_s / f64::from(per_replica.max(1)),
+                ),
+            })
+        }),
     }
 }
 

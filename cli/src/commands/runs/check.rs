@@ -144,10 +144,12 @@ fn serving_line(c: &drift_serving::ServingComparison, plan: &str) -> String {
         return out;
     };
     let verdict = if c.drifted { "DRIFT" } else { "ok" };
-    let load = if c.rate_bound {
+    let load = if c.above_busiest_hour {
+        "the offered load, above the busiest hour: medians against the plan's at capacity"
+    } else if c.rate_bound {
         "the offered load"
     } else {
-        "the plan's busiest hour"
+        "the plan's capacity"
     };
     let _ = write!(
         out,
@@ -212,5 +214,13 @@ fn service_predicted(plan: &Value) -> Option<ServicePredicted> {
             .get("throughput_uncertainty")
             .and_then(Value::as_f64)
             .unwrap_or(0.0),
+        at_capacity: estimate.get("at_capacity").and_then(|at| {
+            let figure = |key: &str| at.get(key).and_then(Value::as_f64);
+            Some(drift_serving::AtCapacity {
+                output_tokens_per_s_per_device: figure("output_tokens_per_s_per_device")?,
+                ttft_p50_ms: figure("ttft_p50_s")? * 1e3,
+                tpot_p50_ms: figure("tpot_p50_s")? * 1e3,
+            })
+        }),
     })
 }

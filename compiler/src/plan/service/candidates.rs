@@ -74,6 +74,8 @@ pub(crate) struct Deployment<'a> {
     pub(crate) concurrency_at_capacity: f64,
     /// KV transfer of a mean prompt, disaggregated only.
     pub(crate) kv_transfer_s: Option<f64>,
+    /// One replica at `capacity`, aggregated only.
+    pub(crate) at_capacity: Option<OperatingPoint>,
 }
 
 impl Deployment<'_> {
@@ -516,5 +518,6 @@ fn size<'a>(demand: &Demand<'a>, model: &ServedModel, role: Role<'a>) -> Option<
             * (at_capacity.ttft_p50_s + demand.traffic.output[0] * at_capacity.tpot_p50_s))
             .min(f64::from(role.max_batch)),
         kv_transfer_s: None,
+        at_capacity: Some(at_capacity),
     })
 }

@@ -245,5 +245,7 @@ fn pair<'a>(
                 + demand.traffic.output[0] * per_replica_decode.tpot_p50_s))
             .min(f64::from(decode.role.max_batch)),
         kv_transfer_s: Some(kv_transfer_s(&model, demand.traffic.input[0], link)),
+        // A prefill-and-decode set's capacity has no one replica's operating point.
+        at_capacity: None,
     })
 }

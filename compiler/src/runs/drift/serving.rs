@@ -14,8 +14,16 @@
 //!   `tpot_p50_s`), only for a rate-bound run: a load at most the busiest hour's is no slower than
 //!   the plan's busiest hour, so a median above the prediction by more than the band contradicts
 //!   it. The targets are at the traffic's percentile (p99 by default) and a feasible plan's
-//!   median lies below them, so the prediction is the stricter figure of the two. A heavier load
-//!   than planned may be slower, as the plan says, and is not compared.
+//!   median lies below them, so the prediction is the stricter figure of the two.
+//! - **Heavier than the busiest hour, up to capacity.** An aggregated plan also states one
+//!   replica at its capacity within the targets (`estimate.at_capacity`, Plan JSON 1.14): its
+//!   output tokens/s per device and its medians. A run offered more than the busiest hour but at
+//!   most that capacity is still rate-bound (it generates what it is offered), and its medians
+//!   are compared with the medians at capacity, the slowest the plan allows at any load up to
+//!   it (latency grows with load). Above capacity, and for every run that sent its requests at
+//!   once, the throughput is expected at least at the capacity figure (the busiest hour's when
+//!   the plan states none: a disaggregated plan), and the medians are not compared: the plan
+//!   says nothing of a load it does not meet the targets at.
 //!
 //! The band is the training runs' ([`super::band`]): the plan's `throughput_uncertainty`, at
 //! least 10 %.
@@ -45,6 +53,19 @@ pub struct ServicePredicted {
     pub tpot_p50_ms: f64,
     /// The stated relative uncertainty of the throughput (0 when none is stated).
     pub uncertainty: f64,
+    /// One replica at its capacity within the targets, when the plan states it.
+    pub at_capacity: Option<AtCapacity>,
+}
+
+/// What a plan predicts of one replica at its capacity within the targets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AtCapacity {
+    /// Generated tokens per second per device.
+    pub output_tokens_per_s_per_device: f64,
+    /// Median time to first token, ms.
+    pub ttft_p50_ms: f64,
+    /// Median time per output token, ms.
+    pub tpot_p50_ms: f64,
 }
 
 /// One median latency of a run beside the plan's.
@@ -75,8 +96,12 @@ pub struct ServingComparison {
     pub measured: f64,
     /// What the plan implies at the run's load, per device (absent when not planned).
     pub expected: Option<f64>,
-    /// Whether the run's offered load was at most the plan's busiest hour (see the module).
+    /// Whether the run's offered load was at most what the plan says its devices carry: the
+    /// busiest hour's, or the capacity's (see the module).
     pub rate_bound: bool,
+    /// Whether the offered load was above the busiest hour and at most the plan's capacity: the
+    /// medians are then compared with the medians at capacity.
+    pub above_busiest_hour: bool,
     /// `measured / expected − 1`.
     pub deviation: Option<f64>,
     /// The band: the plan's uncertainty, at least [`super::LEAST_BAND`].
@@ -120,6 +145,7 @@ pub fn compare(rows: &[ServingRow], plans: &[ServicePredicted]) -> Vec<ServingCo
                     measured,
                     expected: None,
                     rate_bound: false,
+                    above_busiest_hour: false,
                     deviation: None,
                     band: band(0.0),
                     latencies: Vec::new(),
@@ -134,9 +160,21 @@ pub fn compare(rows: &[ServingRow], plans: &[ServicePredicted]) -> Vec<ServingCo
 fn compare_one(row: &ServingRow, measured: f64, plan: &ServicePredicted) -> ServingComparison {
     let band = band(plan.uncertainty);
     let claimed = plan.output_tokens_per_s_per_device;
-    let (expected, rate_bound) = match offered_per_device(row) {
-        Some(offered) if offered <= claimed => (offered, true),
-        _ => (claimed, false),
+    let capacity = plan.at_capacity;
+    let (expected, rate_bound, medians) = match offered_per_device(row) {
+        Some(offered) if offered <= claimed => {
+            (offered, true, Some((plan.ttft_p50_ms, plan.tpot_p50_ms)))
+        }
+        Some(offered) if capacity.is_some_and(|c| offered <= c.output_tokens_per_s_per_device) => (
+            offered,
+            true,
+            capacity.map(|c| (c.ttft_p50_ms, c.tpot_p50_ms)),
+        ),
+        _ => (
+            capacity.map_or(claimed, |c| c.output_tokens_per_s_per_device.max(claimed)),
+            false,
+            None,
+        ),
     };
     let deviation = (expected > 0.0).then(|| measured / expected - 1.0);
     let throughput_drifted = deviation.is_some_and(|d| {
@@ -146,23 +184,20 @@ fn compare_one(row: &ServingRow, measured: f64, plan: &ServicePredicted) -> Serv
             d < -band
         }
     });
-    let latencies: Vec<Latency> = if rate_bound {
-        [
-            ("TTFT", row.ttft_ms, plan.ttft_p50_ms),
-            ("TPOT", row.tpot_ms, plan.tpot_p50_ms),
-        ]
-        .into_iter()
-        .filter(|(_, _, predicted)| predicted.is_finite() && *predicted > 0.0)
-        .map(|(what, measured_ms, predicted_ms)| Latency {
-            what,
-            measured_ms,
-            predicted_ms,
-            drifted: measured_ms > predicted_ms * (1.0 + band),
+    let latencies: Vec<Latency> = medians
+        .map(|(ttft, tpot)| {
+            [("TTFT", row.ttft_ms, ttft), ("TPOT", row.tpot_ms, tpot)]
+                .into_iter()
+                .filter(|(_, _, predicted)| predicted.is_finite() && *predicted > 0.0)
+                .map(|(what, measured_ms, predicted_ms)| Latency {
+                    what,
+                    measured_ms,
+                    predicted_ms,
+                    drifted: measured_ms > predicted_ms * (1.0 + band),
+                })
+                .collect()
         })
-        .collect()
-    } else {
-        Vec::new()
-    };
+        .unwrap_or_default();
     let mut differs = Vec::new();
     for (what, ran, planned) in [
         ("device", &row.device, &plan.device),
@@ -187,6 +222,7 @@ fn compare_one(row: &ServingRow, measured: f64, plan: &ServicePredicted) -> Serv
         measured,
         expected: Some(expected),
         rate_bound,
+        above_busiest_hour: rate_bound && expected > claimed,
         deviation,
         band,
         drifted: throughput_drifted || latencies.iter().any(|l| l.drifted),
@@ -222,6 +258,7 @@ mod tests {
             ttft_p50_ms: 185.0,
             tpot_p50_ms: 33.0,
             uncertainty,
+            at_capacity: None,
         }
     }
 
@@ -269,6 +306,82 @@ mod tests {
         assert!(slow.drifted);
         // All at once (`inf`) is capacity-bound too.
         let offline = &compare(&[row("chat", "inf", 5000.0, 90.0, 20.0)], &[plan(0.0)])[0];
+        assert!(!offline.rate_bound && offline.drifted);
+    }
+
+    /// A plan that states one replica at capacity: 700 tokens/s per device with medians of
+    /// 300 ms to the first token and 45 ms per token.
+    fn with_capacity() -> ServicePredicted {
+        ServicePredicted {
+            at_capacity: Some(AtCapacity {
+                output_tokens_per_s_per_device: 700.0,
+                ttft_p50_ms: 300.0,
+                tpot_p50_ms: 45.0,
+            }),
+            ..plan(0.0)
+        }
+    }
+
+    #[test]
+    fn a_run_above_the_busiest_hour_up_to_capacity_is_compared_with_the_medians_at_capacity() {
+        // 40 × 198.6 / 12 = 662 tokens/s per device: above the busiest hour's 500, at most the
+        // capacity's 700, so rate-bound. 7,944 / 12 = 662 is on the offered load; TTFT 250 ms is
+        // under 300 × 1.1 = 330, TPOT 52 ms over 45 × 1.1 = 49.5: the plan said at most 45.
+        let heavy = &compare(
+            &[row("chat", "40", 7944.0, 250.0, 52.0)],
+            &[with_capacity()],
+        )[0];
+        assert!(heavy.rate_bound && heavy.above_busiest_hour, "{heavy:?}");
+        assert!((heavy.expected.unwrap() - 662.0).abs() < 1e-9, "{heavy:?}");
+        let compared: Vec<(&str, f64, bool)> = heavy
+            .latencies
+            .iter()
+            .map(|l| (l.what, l.predicted_ms, l.drifted))
+            .collect();
+        assert_eq!(compared, [("TTFT", 300.0, false), ("TPOT", 45.0, true)]);
+        assert!(heavy.drifted);
+        // The same load with TPOT 49 ms (under 49.5) is within the plan.
+        let ok = &compare(
+            &[row("chat", "40", 7944.0, 250.0, 49.0)],
+            &[with_capacity()],
+        )[0];
+        assert!(!ok.drifted, "{ok:?}");
+        // 30 % under the offered load drifts, as at any rate-bound load.
+        let slow = &compare(
+            &[row("chat", "40", 5560.8, 250.0, 40.0)],
+            &[with_capacity()],
+        )[0];
+        assert!(slow.drifted && (slow.deviation.unwrap() + 0.3).abs() < 1e-9);
+        // Below the busiest hour the busiest hour's medians still apply (185 and 33 ms).
+        let light = &compare(&[row("chat", "8", 1588.8, 78.2, 30.5)], &[with_capacity()])[0];
+        assert!(light.rate_bound && !light.above_busiest_hour, "{light:?}");
+        assert_eq!(light.latencies[1].predicted_ms, 33.0);
+    }
+
+    #[test]
+    fn a_run_above_capacity_is_expected_at_least_at_the_capacity_figure() {
+        // 50 × 198.6 / 12 = 827.5 per device, above the capacity's 700: only the throughput is
+        // compared, against 700 (not the busiest hour's 500). 8,000 / 12 = 666.7 is −4.8 %;
+        // 7,000 / 12 = 583.3 is −16.7 %, slower than the plan's capacity by more than 10 %.
+        let held = &compare(
+            &[row("chat", "50", 8000.0, 2000.0, 90.0)],
+            &[with_capacity()],
+        )[0];
+        assert!(
+            !held.rate_bound && !held.drifted && held.latencies.is_empty(),
+            "{held:?}"
+        );
+        assert_eq!(held.expected, Some(700.0));
+        let slow = &compare(
+            &[row("chat", "50", 7000.0, 2000.0, 90.0)],
+            &[with_capacity()],
+        )[0];
+        assert!(slow.drifted, "{slow:?}");
+        // All at once: the same.
+        let offline = &compare(
+            &[row("chat", "inf", 7000.0, 2000.0, 90.0)],
+            &[with_capacity()],
+        )[0];
         assert!(!offline.rate_bound && offline.drifted);
     }
 
