@@ -4,7 +4,8 @@
 //!
 //! The broken files are the files of the whole load's errors. They are left out and the rest is
 //! loaded again; what fails only because something is gone (a pool whose node groups use a
-//! device whose file was left out) is left out in turn, until the rest loads clean. Each round
+//! device whose file was left out, a site calibration of a pool left out) is left out in turn,
+//! until the rest loads clean. Each round
 //! leaves out at least one more file, so there are at most as many rounds as files. A broken
 //! vendor or calibration file changes figures of devices or sites that still load (leaving a
 //! vendor file out would bring back the shipped vendor of that name), and an error outside any
@@ -41,13 +42,12 @@ pub fn load_partial(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec
             )
         })
         .collect();
+    if left_out.iter().any(|id| {
+        !can_leave_out(paths.get(id).copied()) && !lost_its_pool(*id, &diags, &left_out, &paths)
+    }) {
+        return (None, diags);
+    }
     for _ in 0..=sources.len() {
-        if left_out
-            .iter()
-            .any(|id| !can_leave_out(paths.get(id).copied()))
-        {
-            return (None, diags);
-        }
         let kept: Vec<(FileId, &str, &str)> = sources
             .iter()
             .filter(|(id, _, _)| !left_out.contains(id))
@@ -67,6 +67,11 @@ pub fn load_partial(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec
             return (None, diags);
         }
         for id in &fresh {
+            if !can_leave_out(paths.get(id).copied())
+                && !lost_its_pool(*id, &more, &left_out, &paths)
+            {
+                return (None, diags);
+            }
             let cause = lost_device(*id, &more, &left_out, &paths).unwrap_or(*id);
             fault.insert(*id, cause);
         }
@@ -97,6 +102,29 @@ fn can_leave_out(path: Option<&str>) -> bool {
             Some(Kind::Pool | Kind::Device | Kind::Runs) | None
         )
     })
+}
+
+/// Whether `file` is a site calibration whose every error is that its pool is gone (left out):
+/// it calibrates only that pool, so leaving it out changes nothing that loads.
+fn lost_its_pool(
+    file: FileId,
+    diags: &[Diagnostic],
+    left_out: &BTreeSet<FileId>,
+    paths: &BTreeMap<FileId, &str>,
+) -> bool {
+    if paths.get(&file).copied().and_then(kind_of) != Some(Kind::Calibration) {
+        return false;
+    }
+    let gone: Vec<String> = left_out
+        .iter()
+        .filter_map(|id| paths.get(id).copied())
+        .filter(|path| kind_of(path) == Some(Kind::Pool))
+        .map(|path| format!("unknown pool `{}`", stem(path)))
+        .collect();
+    diags
+        .iter()
+        .filter(|d| d.is_error() && d.span.is_some_and(|s| s.file == file))
+        .all(|d| d.code == codes::UNKNOWN_SITE && gone.contains(&d.message))
 }
 
 /// The device file, left out, that `file` (a pool) lost, when every error of `file` is a
@@ -233,6 +261,51 @@ mod tests {
             partial.withheld.pools,
             BTreeMap::from([("xirang".to_string(), path.to_string())])
         );
+    }
+
+    /// A site calibration of xirang, as `loam calibrate --fit` writes it.
+    const CALIBRATION: &str = "pool: xirang
+site: shanghai
+devices:
+  H100_SXM:
+    runs: 3
+    run_ids: [a, b, c]
+    first_run: \"2026-12-01\"
+    last_run: \"2026-12-03\"
+    fitted: [gemm]
+    gemm: 0.8459
+    scale_out: 1.0000
+    scale_up: 1.0000
+    throughput_uncertainty: 0.0500
+    median_abs_error_pct: 2.00
+";
+
+    /// A calibration of a pool left out goes with it (it calibrates nothing that loads); a
+    /// calibration that is broken itself stops everything, since leaving it out would plan its
+    /// site uncalibrated.
+    #[test]
+    fn a_calibration_goes_with_its_pool_and_a_broken_one_blocks_all() {
+        let pool = "specs/pools/xirang.yaml";
+        let calibration = "specs/calibration/xirang-shanghai.yaml".to_string();
+        let mut clean = shipped_with(pool, str::to_string);
+        clean.push((calibration.clone(), CALIBRATION.to_string()));
+        let (whole, diags) = load(&triples(&clean));
+        assert!(whole.is_some(), "{diags:#?}");
+        let mut broken_pool = shipped_with(pool, |t| {
+            t.replacen("price: ", "price: [not, a, price] #", 1)
+        });
+        broken_pool.push((calibration.clone(), CALIBRATION.to_string()));
+        let partial = load_partial(&triples(&broken_pool)).0.unwrap();
+        assert_eq!(
+            partial.pools.keys().collect::<Vec<_>>(),
+            ["frontier", "lab"]
+        );
+        assert_eq!(partial.withheld.pools["xirang"], pool);
+        let mut broken_calibration = shipped_with(pool, str::to_string);
+        broken_calibration.push((calibration, CALIBRATION.replace("gemm: 0.8459", "gemm: 90")));
+        let (whole, diags) = load(&triples(&broken_calibration));
+        assert!(whole.is_none() && !diags.is_empty());
+        assert_eq!(load_partial(&triples(&broken_calibration)), (None, diags));
     }
 
     /// Leaving a vendor file out would bring back the shipped vendor of that name with other
