@@ -220,6 +220,10 @@ pub enum RunsCommand {
         /// The day the appended rows are dated, `YYYY-MM-DD` (default: today, UTC).
         #[arg(long, requires = "append")]
         date: Option<String>,
+        /// The serving engine's version (`0.6.3`), for a benchmark result that does not state
+        /// it (vLLM's `--metadata version=…` does); it replaces a stated one.
+        #[arg(long, value_name = "VERSION")]
+        engine_version: Option<String>,
         /// Output format: CSV rows (text) or one JSON document.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,

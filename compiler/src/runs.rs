@@ -134,6 +134,9 @@ pub struct ServingMeasure {
     pub lengths: Option<[f64; 2]>,
     /// The most requests the benchmark kept in flight (`max_concurrency`), when it capped them.
     pub max_concurrency: Option<f64>,
+    /// The engine's version, when the result states one (vLLM's `--metadata version=…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
 }
 
 /// A log loam cannot read, located at its line (1-based; 0 for the whole file).

@@ -496,3 +496,96 @@ fn runs_check_compares_a_run_above_the_busiest_hour_with_the_plan_at_capacity() 
         "{out}"
     );
 }
+
+/// The engine's version: stated in the result by vLLM's `--metadata version=…` (a top-level
+/// key), or given with `--engine-version`, which replaces it; stored in `engine_version` and
+/// checked as a version by `loam check`.
+#[test]
+fn the_engine_s_version_is_stored_from_the_result_or_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let original = std::fs::read_to_string(bench("vllm-benchmark-serving.json")).unwrap();
+    let stated = dir.path().join("vllm-0.6.3.json");
+    std::fs::write(
+        &stated,
+        original.replacen('{', "{\"version\": \"0.6.3\",", 1),
+    )
+    .unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &stated.to_string_lossy(),
+        SERVICE,
+        "2026-12-04",
+    );
+    assert_eq!(code, 0, "{err}");
+    let store = dir.path().join("specs/runs/zhongwei/serving.csv");
+    let text = std::fs::read_to_string(&store).unwrap();
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(",vllm,0.6.3,meta-llama/Llama-3.1-70B-Instruct,")),
+        "{text}"
+    );
+    let given = |version: &str| {
+        run_cli(
+            &[
+                "--catalogue",
+                &catalogue,
+                "runs",
+                "ingest",
+                &stated.to_string_lossy(),
+                "--plan",
+                &plan,
+                "--job",
+                SERVICE,
+                "--append",
+                "--date",
+                "2026-12-05",
+                "--engine-version",
+                version,
+            ],
+            "",
+        )
+    };
+    let (code, _, err) = given("0.7.1");
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&store).unwrap();
+    assert!(
+        text.lines()
+            .nth(2)
+            .is_some_and(|l| l.contains(",vllm,0.7.1,meta-llama/")),
+        "{text}"
+    );
+    // Not a version: refused before anything is read or written.
+    let (code, _, err) = given("0.7 \u{1b}[31m");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--engine-version: expected a version"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert_eq!(std::fs::read_to_string(&store).unwrap().lines().count(), 3);
+    // A training log has no engine: the flag is refused for it.
+    let (code, _, err) = run_cli(
+        &[
+            "runs",
+            "ingest",
+            &bench("megatron-70b.log"),
+            "--engine-version",
+            "0.7.1",
+        ],
+        "",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("a training log; --engine-version is a serving benchmark's"),
+        "{err}"
+    );
+    // A store line edited to a version that is not one is an error at its line.
+    std::fs::write(&store, text.replacen(",vllm,0.6.3,", ",vllm,0.6 3,", 1)).unwrap();
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("runs/zhongwei/serving.csv:2:1"), "{err}");
+    assert!(err.contains("engine_version"), "{err}");
+}

@@ -27,19 +27,30 @@ pub fn run(
     cli_catalogue: Option<&Path>,
     cx: &mut Context<'_>,
 ) -> Result<u8, crate::io::IoError> {
-    let (logs, plan, job, append, date, format) = match &args.command {
+    let (logs, plan, job, append, date, engine_version, format) = match &args.command {
         RunsCommand::Ingest {
             logs,
             plan,
             job,
             append,
             date,
+            engine_version,
             format,
-        } => (logs, plan, job, append, date, format),
+        } => (logs, plan, job, append, date, engine_version, format),
         RunsCommand::Check { plan, format } => {
             return check::run(plan, *format, cli_catalogue, cx);
         }
     };
+    if let Some(version) = engine_version
+        && !loam_compiler::runs::store::serving::is_version(version)
+    {
+        cx.eprint(&format!(
+            "error: --engine-version: expected a version such as `0.6.3` (letters, digits, \
+             `.+-_`, at most {} characters, starting with a digit)\n",
+            loam_compiler::runs::store::serving::MAX_VERSION_CHARS
+        ));
+        return Ok(2);
+    }
     let planned = match plan {
         Some(path) => match planned(path, job.as_deref(), cx)? {
             Some(p) => Some(p),
@@ -58,7 +69,17 @@ pub fn run(
         // Bytes, not text: a TensorBoard event file is binary.
         let bytes = crate::io::read(path)?;
         match ingest_bytes(&bytes) {
-            Ok(measured) => {
+            Ok(Measured::Training(_)) if engine_version.is_some() => {
+                cx.eprint(&format!(
+                    "error: {name}: a training log; --engine-version is a serving benchmark's\n"
+                ));
+                failed = true;
+            }
+            Ok(mut measured) => {
+                if let (Some(version), Measured::Serving(serving)) = (engine_version, &mut measured)
+                {
+                    serving.engine_version = Some(version.clone());
+                }
                 let value = row(&name, &measured, planned.as_ref());
                 match format {
                     OutputFormat::Json => rows.push(value),

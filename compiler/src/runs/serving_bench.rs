@@ -4,7 +4,13 @@
 //! reads: `request_throughput`, `output_throughput`, `median_ttft_ms`, `p99_ttft_ms`,
 //! `median_tpot_ms`, `p99_tpot_ms` and `request_rate`. SGLang writes one JSON object per line
 //! (a JSONL file appended run after run); loam reads the last.
+//!
+//! Neither tool writes the engine's version. vLLM's `--metadata KEY=VALUE` adds each pair as a
+//! top-level key of the result (`benchmarks/benchmark_serving.py`: "Key-value pairs (e.g,
+//! --metadata version=0.3.3 tp=1) … saved in the result JSON file"), so a top-level `version`
+//! or `engine_version` that reads as a version ([`is_version`]) is the engine's version.
 
+use super::store::serving::is_version;
 use super::{IngestError, ServingMeasure};
 use serde_json::Value;
 
@@ -85,5 +91,10 @@ pub(super) fn read(text: &str) -> Result<ServingMeasure, IngestError> {
         ttft_s: [ms("median_ttft_ms")?, ms("p99_ttft_ms")?],
         tpot_s: [ms("median_tpot_ms")?, ms("p99_tpot_ms")?],
         request_rate,
+        engine_version: ["engine_version", "version"]
+            .into_iter()
+            .filter_map(|key| value.get(key).and_then(Value::as_str))
+            .find(|v| is_version(v))
+            .map(str::to_string),
     })
 }

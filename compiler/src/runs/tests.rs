@@ -74,6 +74,30 @@ fn a_vllm_benchmark_result_reads_as_served() {
     assert!(err.message.contains("p99_tpot_ms"), "{err}");
 }
 
+/// vLLM's `--metadata version=0.6.3` writes a top-level `version`: the engine's version. A
+/// value that does not read as a version (control bytes, a sentence) is not kept.
+#[test]
+fn a_benchmark_s_stated_version_is_the_engine_s_and_nothing_else_is() {
+    let stated = |extra: &str| {
+        let text = fixture("vllm-benchmark-serving.json").replacen('{', &format!("{{{extra}"), 1);
+        match ingest(&text) {
+            Ok(Measured::Serving(m)) => m.engine_version,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(stated(""), None);
+    assert_eq!(stated(r#""version": "0.6.3","#).as_deref(), Some("0.6.3"));
+    assert_eq!(
+        stated(r#""engine_version": "v0.4.3-cu124","#).as_deref(),
+        Some("v0.4.3-cu124")
+    );
+    assert_eq!(stated(r#""version": "0.6.3\u001b]0;x","#), None);
+    assert_eq!(stated(r#""version": "the latest","#), None);
+    assert_eq!(stated(r#""version": 6,"#), None);
+    let long = format!(r#""version": "1{}","#, "0".repeat(40));
+    assert_eq!(stated(&long), None);
+}
+
 #[test]
 fn an_sglang_result_file_reads_its_last_run() {
     // bench_serving appends one object per run: the second run (4 requests/s) is the result.

@@ -83,7 +83,7 @@ pub fn row(
         tool: measured.tool.to_string(),
         log: log.to_string(),
         engine: text(plan.get("engine")),
-        engine_version: None,
+        engine_version: measured.engine_version.clone(),
         model: service.serve.weights.value.clone(),
         layers: narrow(model.layers, "layers")?,
         hidden: narrow(model.hidden, "hidden")?,

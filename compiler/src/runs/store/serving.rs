@@ -22,6 +22,26 @@ layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,repli
 input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
 predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source";
 
+/// The longest engine version the store keeps (`0.6.3.post1`, `v0.4.3-cu124`).
+pub const MAX_VERSION_CHARS: usize = 40;
+
+/// Whether `text` reads as an engine's version: 1 to [`MAX_VERSION_CHARS`] characters of
+/// letters, digits, `.`, `+`, `-` and `_`, starting with a digit or `v` and a digit. Anything
+/// else is not stored (a result file's keys are not spec text, so they are never echoed).
+pub fn is_version(text: &str) -> bool {
+    let mut chars = text.chars();
+    let starts = match chars.next() {
+        Some(c) if c.is_ascii_digit() => true,
+        Some('v') => chars.next().is_some_and(|c| c.is_ascii_digit()),
+        _ => false,
+    };
+    starts
+        && text.len() <= MAX_VERSION_CHARS
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'))
+}
+
 /// The most generated tokens per second one benchmark can state (a bound on hostile input: a
 /// thousand times the fastest published serving run of a whole cluster).
 pub const MAX_OUTPUT_TOKENS_PER_S: f64 = 1e9;
@@ -128,6 +148,17 @@ pub(super) fn check_row(
         message,
         kind,
     };
+    if let Some(version) = &row.engine_version
+        && !is_version(version)
+    {
+        out.push(problem(
+            "engine_version",
+            format!(
+                "expected a version such as `0.6.3` (letters, digits, `.+-_`, at most {MAX_VERSION_CHARS} characters)"
+            ),
+            ProblemKind::Malformed,
+        ));
+    }
     if Engine::from_keyword(&row.engine).is_none() {
         out.push(problem(
             "engine",
