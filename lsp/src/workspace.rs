@@ -41,7 +41,8 @@ impl Workspace {
         }
     }
 
-    /// The catalogue, when it loaded without errors.
+    /// The catalogue: whole, or what loaded without its broken files (a spec that uses one of
+    /// those gets L2121); `None` when nothing loaded.
     pub fn catalogue(&self) -> Option<&Catalogue> {
         self.catalogue_project.catalogue.as_ref()
     }
@@ -60,7 +61,8 @@ impl Workspace {
             vec![(name.to_string(), text.as_bytes().to_vec())],
             1,
         );
-        // The document is the last text added; a catalogue with errors stops before it.
+        // The document is the last text added; a catalogue that does not load at all stops
+        // before it.
         let file = if project.files.is_empty() {
             FileId(u32::MAX)
         } else {

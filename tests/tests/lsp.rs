@@ -547,3 +547,49 @@ fn a_keystroke_in_a_workspace_of_750_specs_is_checked_within_50_ms() {
     assert!(peak_kib <= 200 * 1000, "peak {peak_kib} KiB");
     assert_eq!(client.shut_down(), Some(0));
 }
+
+/// A catalogue pool file with errors does not stop the editor's checks (gitops review finding
+/// 9): the document is still checked (its misspelt field), the pool it names is reported at its
+/// `pool` line as blocked by that file (L2121), and the catalogue's own error is shown on the
+/// first line with its file and line.
+#[test]
+fn a_broken_pool_file_blocks_only_the_documents_that_use_it() {
+    let dir = tempfile::tempdir().unwrap();
+    loam_tests::copy_shipped_catalogue(dir.path());
+    let pool = dir.path().join("pools/xirang.yaml");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(
+        &pool,
+        text.replacen("price: ", "price: [not, a, price] #", 1),
+    )
+    .unwrap();
+    let catalogue = dir.path().to_str().unwrap();
+    let (mut client, _) = LspClient::start(dir.path(), dir.path(), &["--catalogue", catalogue]);
+    let uri = file_uri(&dir.path().join("demo.loam"));
+    let diagnostics = client.open(&uri, DEMO);
+    let found: Vec<(&str, &Value)> = diagnostics
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap_or(""), &d["range"]))
+        .collect();
+    assert!(
+        found.contains(&("L1002", &range((5, 4), (5, 9)))),
+        "{diagnostics:#?}"
+    );
+    // `    pool    = xirang` is line 20; the pool's name starts at column 14.
+    assert!(
+        found.contains(&("L2121", &range((20, 14), (20, 20)))),
+        "{diagnostics:#?}"
+    );
+    let catalogue_error = diagnostics
+        .iter()
+        .find(|d| d["code"] == "L2005")
+        .unwrap_or_else(|| panic!("{diagnostics:#?}"));
+    assert_eq!(catalogue_error["range"], range((0, 0), (0, 0)));
+    assert!(
+        catalogue_error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("pools/xirang.yaml:")),
+        "{catalogue_error}"
+    );
+    assert_eq!(client.shut_down(), Some(0));
+}
