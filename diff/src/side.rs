@@ -87,11 +87,6 @@ impl Side {
         self.catalogue_unloaded() || self.broken.contains_key(file)
     }
 
-    /// Whether `file`'s jobs are not planned because of the catalogue, not of the file.
-    pub fn blocked_by_catalogue(&self, file: &str) -> bool {
-        self.catalogue_unloaded() || self.withheld.contains_key(file)
-    }
-
     /// Why `file`'s jobs have no plan on this side, when [`Side::is_broken`]: `the catalogue
     /// does not load at HEAD`, `specs/pools/xirang.yaml, which it uses, does not load at HEAD`,
     /// or `jobs/a.loam does not check at HEAD`.
