@@ -5,11 +5,11 @@
 //! The broken files are the files of the whole load's errors. They are left out and the rest is
 //! loaded again; what fails only because something is gone (a pool whose node groups use a
 //! device whose file was left out, a site calibration of a pool left out) is left out in turn,
-//! until the rest loads clean. Each round
-//! leaves out at least one more file, so there are at most as many rounds as files. A broken
-//! vendor or calibration file changes figures of devices or sites that still load (leaving a
-//! vendor file out would bring back the shipped vendor of that name), and an error outside any
-//! file says nothing of where it is: then nothing loads, as before.
+//! until the rest loads clean. Each round leaves out at least one more file, so there are at
+//! most as many rounds as files. A broken vendor or calibration file changes figures of devices
+//! or sites that still load (leaving a vendor file out would bring back the shipped vendor of
+//! that name), and an error outside any file says nothing of where it is: then nothing loads,
+//! as before.
 
 use super::codes;
 use super::load::{Kind, fingerprint, kind_of, load, stem};
@@ -29,25 +29,31 @@ pub fn load_partial(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec
         return (whole, diags);
     }
     let paths: BTreeMap<FileId, &str> = sources.iter().map(|(id, path, _)| (*id, *path)).collect();
-    let Some(mut left_out) = error_files(&diags, &paths) else {
-        return (None, diags);
-    };
+    let mut left_out: BTreeSet<FileId> = BTreeSet::new();
     // The file at fault for each file left out: itself, or the device file it lost.
-    let mut fault: BTreeMap<FileId, FileId> = left_out
-        .iter()
-        .map(|id| {
-            (
-                *id,
-                lost_device(*id, &diags, &left_out, &paths).unwrap_or(*id),
-            )
-        })
-        .collect();
-    if left_out.iter().any(|id| {
-        !can_leave_out(paths.get(id).copied()) && !lost_its_pool(*id, &diags, &left_out, &paths)
-    }) {
-        return (None, diags);
-    }
+    let mut fault: BTreeMap<FileId, FileId> = BTreeMap::new();
+    // The errors of the last load: the whole one's first, then each partial one's.
+    let mut last: Option<Vec<Diagnostic>> = None;
     for _ in 0..=sources.len() {
+        let found = last.as_deref().unwrap_or(&diags);
+        let Some(now) = error_files(found, &paths) else {
+            return (None, diags);
+        };
+        let fresh: Vec<FileId> = now.difference(&left_out).copied().collect();
+        if fresh.is_empty() {
+            return (None, diags);
+        }
+        // What this round leaves out may explain its own files' errors (a pool and its
+        // calibration, a device and the pool that uses it).
+        let gone: BTreeSet<FileId> = left_out.iter().chain(&fresh).copied().collect();
+        for id in &fresh {
+            if !can_leave_out(paths.get(id).copied()) && !lost_its_pool(*id, found, &gone, &paths) {
+                return (None, diags);
+            }
+            let cause = lost_device(*id, found, &gone, &paths).unwrap_or(*id);
+            fault.insert(*id, cause);
+        }
+        left_out = gone;
         let kept: Vec<(FileId, &str, &str)> = sources
             .iter()
             .filter(|(id, _, _)| !left_out.contains(id))
@@ -59,23 +65,7 @@ pub fn load_partial(sources: &[(FileId, &str, &str)]) -> (Option<Catalogue>, Vec
             (catalogue.sources, catalogue.digest) = fingerprint(sources);
             return (Some(catalogue), diags);
         }
-        let Some(now) = error_files(&more, &paths) else {
-            return (None, diags);
-        };
-        let fresh: Vec<FileId> = now.difference(&left_out).copied().collect();
-        if fresh.is_empty() {
-            return (None, diags);
-        }
-        for id in &fresh {
-            if !can_leave_out(paths.get(id).copied())
-                && !lost_its_pool(*id, &more, &left_out, &paths)
-            {
-                return (None, diags);
-            }
-            let cause = lost_device(*id, &more, &left_out, &paths).unwrap_or(*id);
-            fault.insert(*id, cause);
-        }
-        left_out.extend(fresh);
+        last = Some(more);
     }
     (None, diags)
 }
