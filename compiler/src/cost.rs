@@ -25,7 +25,7 @@ pub(crate) use network::{
 };
 use serde::Serialize;
 pub use stages::StageSeconds;
-pub(crate) use stages::{Costing, StageCache};
+pub(crate) use stages::{Costing, KernelShare, StageCache};
 
 /// The fastest FLOP/s any kernel of the cost model runs at on `cluster` under `precision`
 /// (`None` when the device has no peak for it): no costed step does its model FLOPs faster, so

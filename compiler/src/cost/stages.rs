@@ -30,7 +30,7 @@ use crate::workload::{
 use loam_ir::types::Recompute;
 
 mod cache;
-pub(crate) use cache::StageCache;
+pub(crate) use cache::{KernelShare, StageCache};
 
 /// The cost model bound to one model, run and cluster.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ mod rank;
 mod space;
 
 use super::goodput::{Failures, Run};
-use crate::cost::StepEstimate;
+use crate::cost::{KernelShare, StepEstimate};
 use crate::hardware::ClusterFigures;
 use crate::workload::{Layout, ModelDims, Pins, TrainSetup};
 use loam_ir::types::Optimize;
@@ -309,12 +309,14 @@ pub enum Scores {
 /// rejected regions and the statistics, which do depend on the cap, are not returned. One list
 /// per objective and cap, in the order of `objectives`, then of `caps`. Objectives that
 /// score by time and devices alone ([`Scores::ByTimeAndDevices`]) let the walk skip what
-/// cannot rank.
-pub fn search_capped(
+/// cannot rank. The walk starts with the kernels `kernels` holds for its inputs, when given,
+/// and leaves its own there: they are the same whichever walk works them out.
+pub(crate) fn search_capped(
     spec: &SearchSpec<'_>,
     objectives: &[&dyn Objective],
     caps: &[u64],
     scores: Scores,
+    kernels: Option<&KernelShare>,
 ) -> Vec<Vec<Vec<Candidate>>> {
     let Some(&widest) = caps.iter().max() else {
         return vec![Vec::new(); objectives.len()];
@@ -331,7 +333,7 @@ pub fn search_capped(
         .iter()
         .map(|&cap| cap.min(spec.cluster.devices()).max(1))
         .collect();
-    let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed, scores);
+    let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed, scores, kernels);
     // A break is the device lacking the precision: nothing was kept for any cap.
     let _ = space.walk(&mut ranker);
     ranker.finish_capped()

@@ -7,10 +7,122 @@ use crate::cost::StepEstimate;
 use crate::workload::tp_collectives;
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
+use std::sync::Mutex;
 
-/// A tensor and context degree's kernels by `(expert, micro_batch)`.
+/// The layout fields a [`Kernel`] reads ([`Costing::kernel`]): tensor, context, sequence
+/// parallelism, expert degree, micro-batch.
+type KernelKey = (u32, u32, bool, u32, u32);
+
+/// Kernels by [`KernelKey`].
 #[allow(clippy::disallowed_types)]
-type KernelMap = std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::FixedState>;
+type KernelMap = std::collections::HashMap<KernelKey, Kernel, foldhash::fast::FixedState>;
+
+/// One tensor and context degree's kernels by `(expert, micro_batch)`.
+#[allow(clippy::disallowed_types)]
+type DegreeKernels = std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::FixedState>;
+
+/// Kernels a [`KernelShare`] holds, and a walk records for it (counted: the data split's
+/// walks of the DeepSeek-V3 example work out about 50,000 in all, a few thousand per node
+/// group; each is under 200 bytes).
+const KERNELS_KEPT: usize = 16_384;
+
+fn kernel_key(layout: &Layout) -> KernelKey {
+    (
+        layout.tensor,
+        layout.context,
+        layout.sequence_parallel,
+        layout.expert,
+        layout.micro_batch,
+    )
+}
+
+/// The kernels a walk looks up: its current tensor and context degree's, by a small key (a
+/// MoE job's batch with many divisors gives hundreds, looked up once per shape), and those
+/// other walks left in a [`KernelShare`], read on a miss. Hash maps with a fixed seed, only
+/// looked up, and iterated only to be added to a share (where the order decides nothing: each
+/// key's kernel is the same whoever adds it), so no order reaches an output: a tree's nodes
+/// took a third of the floor's time on a MoE job, and a sorted list's inserts (moving the
+/// kernels after them) more than that.
+#[derive(Debug, Default)]
+struct Kernels {
+    degree: DegreeKernels,
+    /// What a share held when the walk started.
+    known: KernelMap,
+    /// Worked out by this walk and not known, when it leaves them in a share.
+    fresh: Vec<(KernelKey, Kernel)>,
+    record: bool,
+}
+
+impl Kernels {
+    /// The kernel of `layout`, of the current tensor and context degree, worked out by
+    /// `costing` when no walk has.
+    #[inline]
+    fn get(&mut self, costing: &Costing<'_>, layout: &Layout) -> &Kernel {
+        let Kernels {
+            degree,
+            known,
+            fresh,
+            record,
+        } = self;
+        degree
+            .entry((layout.expert, layout.micro_batch))
+            .or_insert_with(|| {
+                let key = kernel_key(layout);
+                if let Some(kernel) = known.get(&key) {
+                    return *kernel;
+                }
+                let kernel = costing.kernel(layout);
+                if *record && fresh.len() < KERNELS_KEPT {
+                    fresh.push((key, kernel));
+                }
+                kernel
+            })
+    }
+}
+
+/// The kernels of walks that share a model, a precision and a node group, such as the
+/// heterogeneous data split's walks of one group on each share of the batch: a kernel reads
+/// none of what differs between them (the batch, the tokens, the device cap), so each walk
+/// starts with the kernels the walks before it worked out and leaves its own. A kernel is a
+/// pure function of its inputs, so which walk worked it out changes nothing: the plans are the
+/// same whichever walks ran first and on whichever thread.
+#[derive(Debug, Default)]
+pub(crate) struct KernelShare {
+    /// The inputs the kernels were worked out from ([`Costing::kernel_inputs`]), and the
+    /// kernels; a walk on other inputs neither reads nor adds to them.
+    table: Mutex<Option<(String, KernelMap)>>,
+}
+
+impl KernelShare {
+    /// The kernels worked out so far from `inputs`, or none.
+    fn copy_for(&self, inputs: &str) -> KernelMap {
+        let Ok(table) = self.table.lock() else {
+            return KernelMap::default();
+        };
+        match &*table {
+            Some((held, kernels)) if held == inputs => kernels.clone(),
+            _ => KernelMap::default(),
+        }
+    }
+
+    /// Adds `kernels`, worked out from `inputs`, while there is room: the first walk's inputs
+    /// name the table.
+    fn add(&self, inputs: String, kernels: &[(KernelKey, Kernel)]) {
+        let Ok(mut table) = self.table.lock() else {
+            return;
+        };
+        let (held, all) = table.get_or_insert_with(|| (inputs.clone(), KernelMap::default()));
+        if *held != inputs {
+            return;
+        }
+        for (key, kernel) in kernels {
+            if all.len() >= KERNELS_KEPT {
+                break;
+            }
+            all.entry(*key).or_insert(*kernel);
+        }
+    }
+}
 
 /// The stages the layout search has worked out for the layouts around the current one. The
 /// search visits layouts with the tensor and context degree outermost, then the placement, then
@@ -18,12 +130,7 @@ type KernelMap = std::collections::HashMap<(u32, u32), Kernel, foldhash::fast::F
 /// stage is worked out once per value of the fields it reads.
 #[derive(Debug, Default)]
 pub(crate) struct StageCache {
-    /// The kernels of the current tensor and context degree by `(expert, micro_batch)`: a MoE
-    /// job's batch with many divisors gives hundreds, looked up once per shape. A hash map
-    /// with a fixed seed, only looked up and never iterated, so no order reaches an output: a
-    /// tree's nodes took a third of the floor's time on a MoE job, and a sorted list's inserts
-    /// (moving the kernels after them) more than that.
-    kernels: KernelMap,
+    kernels: Kernels,
     placement: Option<Placement>,
     /// The current placement's [`Pacing`], for the floors of shapes asked about before (or
     /// without) its [`Placement`].
@@ -34,9 +141,26 @@ pub(crate) struct StageCache {
 }
 
 impl StageCache {
+    /// A cache that starts with the kernels `share` holds for `costing`'s inputs.
+    pub(crate) fn sharing(share: &KernelShare, costing: &Costing<'_>) -> StageCache {
+        StageCache {
+            kernels: Kernels {
+                known: share.copy_for(&costing.kernel_inputs()),
+                record: true,
+                ..Kernels::default()
+            },
+            ..StageCache::default()
+        }
+    }
+
+    /// Leaves the kernels this cache worked out for `costing` in `share`.
+    pub(crate) fn leave_kernels(&self, share: &KernelShare, costing: &Costing<'_>) {
+        share.add(costing.kernel_inputs(), &self.kernels.fresh);
+    }
+
     /// The tensor or context degree (or sequence parallelism) changed.
     pub(crate) fn new_tensor_context(&mut self) {
-        self.kernels.clear();
+        self.kernels.degree.clear();
     }
 
     /// The pipeline, virtual stages, data or expert degree changed.
@@ -99,18 +223,23 @@ impl Costing<'_> {
         if shape.is_some() {
             return;
         }
-        let kernel = *self.kernel_in(kernels, layout);
+        let kernel = *kernels.get(self, layout);
         let placement = placement.get_or_insert_with(|| self.placement(layout, params));
         *shape = Some(self.shape(layout, &kernel, placement));
     }
 
-    /// The kernel of `layout` in `kernels` (the current tensor and context degree's), worked
-    /// out when it is not there yet.
-    #[inline]
-    fn kernel_in<'k>(&self, kernels: &'k mut KernelMap, layout: &Layout) -> &'k Kernel {
-        kernels
-            .entry((layout.expert, layout.micro_batch))
-            .or_insert_with(|| self.kernel(layout))
+    /// What [`Costing::kernel`] reads besides the layout, written out in full (floats to the
+    /// last bit): walks whose inputs match can share their kernels ([`KernelShare`]).
+    pub(crate) fn kernel_inputs(&self) -> String {
+        format!(
+            "{:?}",
+            (
+                self.model,
+                self.setup.precision,
+                self.setup.flash_attention,
+                self.cluster
+            )
+        )
     }
 
     /// Seconds no step of `layout`'s shape takes less than, under any ZeRO stage and
@@ -131,7 +260,7 @@ impl Costing<'_> {
             pacing,
             ..
         } = cache;
-        let kernel = self.kernel_in(kernels, layout);
+        let kernel = kernels.get(self, layout);
         // The whole placement (its collectives) waits for a shape that is costed.
         let pacing = match placement {
             Some(placement) => &placement.pacing,

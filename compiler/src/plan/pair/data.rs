@@ -19,7 +19,7 @@ use super::{
     pair_link,
 };
 use crate::check::Job;
-use crate::cost::LINK_EFFICIENCY;
+use crate::cost::{KernelShare, LINK_EFFICIENCY};
 use crate::parallel::map_ordered;
 use crate::plan::objective::Constrained;
 use crate::plan::objective::{Limits, Outcome, PairObjective};
@@ -145,6 +145,9 @@ struct ShareSearch<'i, 'p, 'a> {
     /// them all ([`search_capped`]), where a walk per pair cap walked the narrower caps twice.
     pair_caps: BTreeMap<usize, Vec<u64>>,
     found: BTreeMap<(usize, u32, u64), Vec<Candidate>>,
+    /// By option: the kernels its walks on every share have worked out (a kernel does not
+    /// depend on the batch: [`KernelShare`]).
+    kernels: Vec<KernelShare>,
 }
 
 impl ShareSearch<'_, '_, '_> {
@@ -173,9 +176,10 @@ impl ShareSearch<'_, '_, '_> {
             })
             .collect();
         let view = GroupInputs::of(self.input);
-        let (keep, limits) = (self.keep, self.limits);
+        let (keep, limits, kernels) = (self.keep, self.limits, &self.kernels);
         let results = map_ordered(&missing, threads, |(option, sequences, caps)| {
-            group_layouts(&view, *option, *sequences, caps, keep, limits)
+            let kernels = kernels.get(*option);
+            group_layouts(&view, *option, *sequences, caps, keep, limits, kernels)
         });
         for ((option, sequences, caps), layouts) in missing.into_iter().zip(results) {
             for (cap, kept) in caps.into_iter().zip(layouts) {
@@ -229,6 +233,7 @@ fn group_layouts(
     max_devices: &[u64],
     keep: usize,
     limits: Limits,
+    kernels: Option<&KernelShare>,
 ) -> Vec<Vec<Candidate>> {
     let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option)) else {
         return vec![Vec::new(); max_devices.len()];
@@ -298,8 +303,14 @@ fn group_layouts(
     }
     // Both objectives read a candidate's time, devices and device-hours alone (the exchange
     // its devices, the outcome its run), and neither falls as the time grows.
-    let mut ranked =
-        search_capped(&spec, &objectives, &walked, Scores::ByTimeAndDevices).into_iter();
+    let mut ranked = search_capped(
+        &spec,
+        &objectives,
+        &walked,
+        Scores::ByTimeAndDevices,
+        kernels,
+    )
+    .into_iter();
     let in_pair = ranked.next().unwrap_or_default();
     let on_its_own = ranked.next().unwrap_or_default();
     let of_cap = |lists: &[Vec<Candidate>], cap: u64| -> Vec<Candidate> {
@@ -419,6 +430,11 @@ fn search_splits<'a>(
         keep,
         pair_caps,
         found: BTreeMap::new(),
+        kernels: input
+            .options
+            .iter()
+            .map(|_| KernelShare::default())
+            .collect(),
     };
     let grid = shares(batch);
     let run = SplitRun {

@@ -69,7 +69,7 @@ proptest! {
         caps.retain(|&c| c >= 1);
         caps.dedup();
         let spec = super::tests::search_of(&model, &setup, &cluster, keep);
-        let lists = search_capped(&spec, &objectives, &caps, Scores::ByTimeAndDevices);
+        let lists = search_capped(&spec, &objectives, &caps, Scores::ByTimeAndDevices, None);
         prop_assert_eq!(lists.len(), objectives.len());
         for (objective, by_cap) in objectives.iter().zip(&lists) {
             for (&cap, kept) in caps.iter().zip(by_cap) {

@@ -9,7 +9,7 @@ use super::kept::{Kept, Rejections};
 use super::memory::{ShapeMemory, floor_of};
 use super::space::{Axes, RecomputeLayers, Visitor};
 use super::{Candidate, Objective, Rejection, Scores, SearchResult, SearchSpec, SearchStats};
-use crate::cost::{Costing, StageCache, StepEstimate, usable_memory};
+use crate::cost::{Costing, KernelShare, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
 use crate::workload::{
     HeldParams, Layout, LayoutMemory, MemoryBreakdown, ModelDims, Recomputation, TrainSetup,
@@ -31,6 +31,8 @@ pub(super) struct Ranker<'a> {
     /// The memory of the shapes visited, as the fit sees it too.
     memory: ShapeMemory<'a>,
     stages: StageCache,
+    /// Where the walk's kernels come from and go to, when other walks share them.
+    kernel_share: Option<&'a KernelShare>,
     zeros: &'a [u8],
     recomputes: &'a [Recompute],
     recompute_layers: RecomputeLayers,
@@ -86,15 +88,17 @@ impl<'a> Ranker<'a> {
 
     /// A ranker that keeps, for each of `objectives` apart, the best of the layouts within each
     /// of `caps` devices, and no rejected regions: every objective is offered the same
-    /// candidates in the same order as a walk of its own would offer them.
+    /// candidates in the same order as a walk of its own would offer them. Its kernels come
+    /// from and go to `kernels`, when given.
     pub(super) fn capped(
         spec: &SearchSpec<'a>,
         objectives: Vec<&'a dyn Objective>,
         axes: &'a Axes,
         caps: &[u64],
         scores: Scores,
+        kernels: Option<&'a KernelShare>,
     ) -> Ranker<'a> {
-        Ranker::ranking(
+        let mut ranker = Ranker::ranking(
             spec,
             objectives,
             axes,
@@ -102,7 +106,12 @@ impl<'a> Ranker<'a> {
             caps,
             false,
             scores,
-        )
+        );
+        if let (Some(share), Some(costing)) = (kernels, &ranker.costing) {
+            ranker.stages = StageCache::sharing(share, costing);
+            ranker.kernel_share = Some(share);
+        }
+        ranker
     }
 
     fn ranking(
@@ -140,6 +149,7 @@ impl<'a> Ranker<'a> {
             costing: Costing::new(model, setup, cluster).ok(),
             memory: ShapeMemory::new(model, setup),
             stages: StageCache::default(),
+            kernel_share: None,
             zeros: &axes.zeros,
             recomputes: &axes.recomputes,
             recompute_layers: axes.recompute_layers,
@@ -189,6 +199,9 @@ impl<'a> Ranker<'a> {
     /// The kept candidates of every objective and cap, in the order of the objectives, then
     /// of the caps.
     pub(super) fn finish_capped(self) -> Vec<Vec<Vec<Candidate>>> {
+        if let (Some(share), Some(costing)) = (self.kernel_share, &self.costing) {
+            self.stages.leave_kernels(share, costing);
+        }
         self.kept
             .into_iter()
             .map(|caps| {

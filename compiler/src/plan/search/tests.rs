@@ -396,7 +396,7 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
     };
     let caps = [128, 64, 24, 8];
     let objectives: [&dyn Objective; 2] = [&time, &scattered];
-    let lists = search_capped(&spec, &objectives, &caps, Scores::Any);
+    let lists = search_capped(&spec, &objectives, &caps, Scores::Any, None);
     assert_eq!(lists.len(), 2);
     for (objective, by_cap) in objectives.iter().zip(&lists) {
         assert_eq!(by_cap.len(), caps.len());
@@ -416,9 +416,58 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
         }
     }
     // No objective, no lists; no cap, an empty list per objective.
-    assert!(search_capped(&spec, &[], &caps, Scores::Any).is_empty());
+    assert!(search_capped(&spec, &[], &caps, Scores::Any, None).is_empty());
     assert_eq!(
-        search_capped(&spec, &objectives, &[], Scores::Any),
+        search_capped(&spec, &objectives, &[], Scores::Any, None),
         vec![Vec::<Vec<Candidate>>::new(); 2]
     );
+}
+
+#[test]
+fn walks_that_share_their_kernels_keep_what_walks_of_their_own_keep() {
+    // The data split's walks of one group on each share of the batch, in turn, with one
+    // kernel share: each keeps exactly what a walk with no share keeps, whichever walks ran
+    // before it. A MoE job (its kernels vary with the expert degree and the micro-batch) on 8
+    // nodes of 8 H100, ranked by time under the caps 64 and 16. Then an fp8 walk of the same
+    // job with the share the bf16 walks filled: its kernels run at other rates, so it must not
+    // read theirs (it keeps what its own walk keeps, and differs from the bf16 walk).
+    let (model, _, cluster) = random_job((8, 16, 4), 2048, 256, 8, (8, 8), 37);
+    let caps = [64, 16];
+    let share = crate::cost::KernelShare::default();
+    let walk = |train: &TrainSetup, kernels| {
+        let spec = SearchSpec {
+            model: &model,
+            setup: train,
+            cluster: &cluster,
+            pins: Pins::default(),
+            max_devices: 64,
+            keep: 3,
+        };
+        search_capped(&spec, &[&time], &caps, Scores::ByTimeAndDevices, kernels)
+    };
+    let mut kept = 0;
+    for sequences in [64, 128, 192, 32, 256] {
+        let train = TrainSetup {
+            global_batch: sequences,
+            tokens: 1e10 * f64::from(sequences) / 256.0,
+            ..setup(sequences)
+        };
+        let alone = walk(&train, None);
+        assert_eq!(walk(&train, Some(&share)), alone, "{sequences} sequences");
+        kept += alone.iter().flatten().map(Vec::len).sum::<usize>();
+    }
+    assert!(kept >= 20, "only {kept} candidates kept");
+    let fp8 = TrainSetup {
+        precision: Precision::Fp8,
+        tokens: 1e10,
+        ..setup(256)
+    };
+    let bf16 = TrainSetup {
+        tokens: 1e10,
+        ..setup(256)
+    };
+    let alone = walk(&fp8, None);
+    assert!(!alone.iter().flatten().all(Vec::is_empty));
+    assert_eq!(walk(&fp8, Some(&share)), alone);
+    assert_ne!(alone, walk(&bf16, None));
 }

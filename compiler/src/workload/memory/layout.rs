@@ -55,19 +55,19 @@ impl PlacementMemory {
                 *sum = w + g + o;
             }
         }
+        let mut floors = [f64::NEG_INFINITY; 4];
+        for sums in state_sums.iter().take(count) {
+            for (floor, sum) in floors.iter_mut().zip(sums) {
+                *floor = floor.max(*sum);
+            }
+        }
         PlacementMemory {
             states,
             ranks,
             count,
             loads,
             state_sums,
-            floors: [0, 1, 2, 3].map(|z| {
-                state_sums
-                    .iter()
-                    .take(count)
-                    .filter_map(|sums| sums.get(z).copied())
-                    .fold(f64::NEG_INFINITY, f64::max)
-            }),
+            floors,
         }
     }
 
