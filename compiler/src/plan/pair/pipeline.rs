@@ -257,10 +257,15 @@ fn coarsened(mut cuttable: Vec<bool>, kinds: &[OpKind]) -> Vec<bool> {
     cuttable
 }
 
+/// A bound's terms that are also in the step itself are shaved by a billionth, so that rounding
+/// cannot lift the bound above the step.
+const SHAVED: f64 = 1.0 - 1e-9;
+
 /// Every configuration of `spec` whose lower bound on the objective is below `cutoff`, with
 /// that bound: each op at the faster group's no-recompute speed, the work spread evenly over
-/// every stage. (A configuration at or above the cutoff could never be costed, so leaving it
-/// out early changes no result and spares sorting it.)
+/// every stage, and no stage faster than the send across the group boundary; plus the sites'
+/// fixed seconds per step. (A configuration at or above the cutoff could never be costed, so
+/// leaving it out early changes no result and spares sorting it.)
 fn configurations(
     spec: &PipelineSpec<'_>,
     prepared: &Prepared<'_>,
@@ -330,11 +335,27 @@ fn configurations(
                 }
                 x
             };
+            // Every step pays the larger of the two sites' fixed seconds, as `cost_shape` adds it.
+            let fixed = [a, z]
+                .iter()
+                .map(|s| s.group.cluster.fitted.step_overhead_s)
+                .fold(0.0, f64::max);
             for &d in &batch_divisors {
                 if !(batch / d).is_multiple_of(b0) {
                     continue;
                 }
                 let m = f64::from(batch / d / b0);
+                // The first group's last stage sends across the boundary after every
+                // micro-batch, so no partition paces faster than the send (its stage's ops and
+                // optimizer only add to it).
+                let probe = PipelineShape {
+                    tensor: [t0, t1],
+                    stages: [1, 1],
+                    data: d,
+                    micro_batch: b0,
+                    zero: 0,
+                };
+                let least_send = partition::boundary(spec, &probe, m).0 * SHAVED;
                 let cap = |g: &PipelineGroup<'_>, t: u32| {
                     (g.available / (u64::from(t) * u64::from(d))).min(u64::from(MAX_STAGES))
                 };
@@ -371,8 +392,9 @@ fn configurations(
                         {
                             continue;
                         }
-                        let bottleneck = bound_stage(s0 as f64, s1 as f64);
-                        let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck;
+                        let bottleneck = bound_stage(s0 as f64, s1 as f64).max(least_send);
+                        let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck
+                            + prepared.steps * fixed * SHAVED;
                         let bound = objective(devices, seconds);
                         if bound < cutoff {
                             for zero in [0u8, 1] {

@@ -676,28 +676,20 @@ fn useful_pace(least: f64, useful: impl Fn(f64) -> bool) -> f64 {
     high * (1.0 + 1e-9)
 }
 
-/// The stager of one configuration: its micro-batches, the send across the group boundary and
-/// what a stage on each group costs per parameter.
-fn stager<'s, 'a>(
+/// Seconds of the send across the group boundary per micro-batch (the activations forward and
+/// their gradients back) of `shape` with `micro_batches` per step, and the WAN bytes per step
+/// it moves (0 within a site).
+pub(super) fn boundary(
     spec: &PipelineSpec<'_>,
-    costing: &Costing<'s, 'a>,
-    shape: PipelineShape,
-) -> Stager<'s, 'a> {
-    let Costing {
-        sides,
-        chain,
-        budget,
-        ..
-    } = *costing;
-    let setup = spec.setup;
-    let micro_batches = f64::from(setup.global_batch)
-        / (f64::from(shape.data.max(1)) * f64::from(shape.micro_batch.max(1)));
+    shape: &PipelineShape,
+    micro_batches: f64,
+) -> (f64, f64) {
     let activation = f64::from(shape.micro_batch)
         * f64::from(spec.model.seq_len)
         * f64::from(spec.model.hidden)
-        * setup.precision.bytes();
+        * spec.setup.precision.bytes();
     // Across the group boundary every data-parallel pipeline sends at once.
-    let (boundary_s, wan_bytes_per_step) = match spec.wan {
+    match spec.wan {
         Some(wan) => {
             let bytes = activation * f64::from(shape.data);
             let seconds = bytes / (wan.bandwidth * LINK_EFFICIENCY).max(1.0) + wan.latency_s;
@@ -716,7 +708,26 @@ fn stager<'s, 'a>(
                 .max(spec.second.cluster.network_latency_s);
             (2.0 * (bytes / bw.max(1.0) + latency), 0.0)
         }
-    };
+    }
+}
+
+/// The stager of one configuration: its micro-batches, the send across the group boundary and
+/// what a stage on each group costs per parameter.
+fn stager<'s, 'a>(
+    spec: &PipelineSpec<'_>,
+    costing: &Costing<'s, 'a>,
+    shape: PipelineShape,
+) -> Stager<'s, 'a> {
+    let Costing {
+        sides,
+        chain,
+        budget,
+        ..
+    } = *costing;
+    let setup = spec.setup;
+    let micro_batches = f64::from(setup.global_batch)
+        / (f64::from(shape.data.max(1)) * f64::from(shape.micro_batch.max(1)));
+    let (boundary_s, wan_bytes_per_step) = boundary(spec, &shape, micro_batches);
     let count = param_count(spec.model);
     Stager {
         per_side: [
