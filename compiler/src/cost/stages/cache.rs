@@ -50,7 +50,9 @@ struct Kernels {
     known: KernelMap,
     /// Worked out by this walk and not known, when it leaves them in a share.
     fresh: Vec<(KernelKey, Kernel)>,
-    record: bool,
+    /// The inputs of the share's kernels ([`Costing::kernel_inputs`]), written out once when
+    /// the walk starts; `None` when the walk shares nothing, and records nothing.
+    shared: Option<String>,
 }
 
 impl Kernels {
@@ -62,7 +64,7 @@ impl Kernels {
             degree,
             known,
             fresh,
-            record,
+            shared,
         } = self;
         degree
             .entry((layout.expert, layout.micro_batch))
@@ -72,7 +74,7 @@ impl Kernels {
                     return *kernel;
                 }
                 let kernel = costing.kernel(layout);
-                if *record && fresh.len() < KERNELS_KEPT {
+                if shared.is_some() && fresh.len() < KERNELS_KEPT {
                     fresh.push((key, kernel));
                 }
                 kernel
@@ -143,19 +145,24 @@ pub(crate) struct StageCache {
 impl StageCache {
     /// A cache that starts with the kernels `share` holds for `costing`'s inputs.
     pub(crate) fn sharing(share: &KernelShare, costing: &Costing<'_>) -> StageCache {
+        let inputs = costing.kernel_inputs();
         StageCache {
             kernels: Kernels {
-                known: share.copy_for(&costing.kernel_inputs()),
-                record: true,
+                known: share.copy_for(&inputs),
+                shared: Some(inputs),
                 ..Kernels::default()
             },
             ..StageCache::default()
         }
     }
 
-    /// Leaves the kernels this cache worked out for `costing` in `share`.
-    pub(crate) fn leave_kernels(&self, share: &KernelShare, costing: &Costing<'_>) {
-        share.add(costing.kernel_inputs(), &self.kernels.fresh);
+    /// Leaves the kernels this cache worked out in `share`, when it was made
+    /// [`StageCache::sharing`] one.
+    pub(crate) fn leave_kernels(self, share: &KernelShare) {
+        let Kernels { fresh, shared, .. } = self.kernels;
+        if let Some(inputs) = shared {
+            share.add(inputs, &fresh);
+        }
     }
 
     /// The tensor or context degree (or sequence parallelism) changed.

@@ -199,8 +199,8 @@ impl<'a> Ranker<'a> {
     /// The kept candidates of every objective and cap, in the order of the objectives, then
     /// of the caps.
     pub(super) fn finish_capped(self) -> Vec<Vec<Vec<Candidate>>> {
-        if let (Some(share), Some(costing)) = (self.kernel_share, &self.costing) {
-            self.stages.leave_kernels(share, costing);
+        if let Some(share) = self.kernel_share {
+            self.stages.leave_kernels(share);
         }
         self.kept
             .into_iter()
