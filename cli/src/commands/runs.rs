@@ -45,9 +45,8 @@ pub fn run(
         && !loam_compiler::runs::store::serving::is_version(version)
     {
         cx.eprint(&format!(
-            "error: --engine-version: expected a version such as `0.6.3` (letters, digits, \
-             `.+-_`, at most {} characters, starting with a digit)\n",
-            loam_compiler::runs::store::serving::MAX_VERSION_CHARS
+            "error: --engine-version: {}\n",
+            loam_compiler::runs::store::serving::expected_version()
         ));
         return Ok(2);
     }

@@ -42,6 +42,14 @@ pub fn is_version(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-' | '_'))
 }
 
+/// What a version must look like ([`is_version`]), as the flag's and the store's errors say it.
+pub fn expected_version() -> String {
+    format!(
+        "expected a version such as `0.6.3` (letters, digits, `.+-_`, at most \
+         {MAX_VERSION_CHARS} characters, starting with a digit or `v` and a digit)"
+    )
+}
+
 /// The most generated tokens per second one benchmark can state (a bound on hostile input: a
 /// thousand times the fastest published serving run of a whole cluster).
 pub const MAX_OUTPUT_TOKENS_PER_S: f64 = 1e9;
@@ -153,9 +161,7 @@ pub(super) fn check_row(
     {
         out.push(problem(
             "engine_version",
-            format!(
-                "expected a version such as `0.6.3` (letters, digits, `.+-_`, at most {MAX_VERSION_CHARS} characters)"
-            ),
+            expected_version(),
             ProblemKind::Malformed,
         ));
     }
