@@ -480,6 +480,8 @@ fn objects_in(files: Vec<(String, String)>, by_site: bool) -> Vec<Obj> {
 
 /// Every case: name, flavour, objects, plans.
 fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut cases = Vec::new();
     for flavor in [Flavor::Jobset, Flavor::Volcano] {
         for entry in std::fs::read_dir(repo_root().join("tests/cases/emit/plans")).unwrap() {
@@ -507,8 +509,9 @@ fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
             let (code, out, err) = run_cli(&["plan", &p, "--format", "json"], "");
             assert_eq!(code, 0, "{err}");
             let doc: PlanDocument = serde_json::from_str(&out).unwrap();
+            // Two tests build these cases at once: each call gets folders of its own.
             let dir = std::env::temp_dir().join(format!(
-                "loam-conf-{}-{}-{flavor:?}",
+                "loam-conf-{}-{call}-{}-{flavor:?}",
                 std::process::id(),
                 path.file_stem().unwrap().to_string_lossy()
             ));
