@@ -480,8 +480,6 @@ fn objects_in(files: Vec<(String, String)>, by_site: bool) -> Vec<Obj> {
 
 /// Every case: name, flavour, objects, plans.
 fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut cases = Vec::new();
     for flavor in [Flavor::Jobset, Flavor::Volcano] {
         for entry in std::fs::read_dir(repo_root().join("tests/cases/emit/plans")).unwrap() {
@@ -509,13 +507,9 @@ fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
             let (code, out, err) = run_cli(&["plan", &p, "--format", "json"], "");
             assert_eq!(code, 0, "{err}");
             let doc: PlanDocument = serde_json::from_str(&out).unwrap();
-            // Two tests build these cases at once: each call gets folders of its own.
-            let dir = std::env::temp_dir().join(format!(
-                "loam-conf-{}-{call}-{}-{flavor:?}",
-                std::process::id(),
-                path.file_stem().unwrap().to_string_lossy()
-            ));
-            let _ = std::fs::remove_dir_all(&dir);
+            // Two tests build these cases at once: each emit gets a folder of its own.
+            let scratch = tempfile::tempdir().unwrap();
+            let dir = scratch.path().join("out");
             let d = dir.to_string_lossy().into_owned();
             let fl = if flavor == Flavor::Volcano {
                 "volcano"
@@ -553,7 +547,6 @@ fn cases() -> Vec<(String, Vec<Obj>, PlanDocument)> {
                     }
                 }
             }
-            let _ = std::fs::remove_dir_all(&dir);
             cases.push((format!("{p} {flavor:?}"), objects_by_site(files), doc));
         }
     }
