@@ -557,10 +557,13 @@ fn a_window_job_begins_at_the_next_opening_and_requeues_itself_into_it() {
     let o = run("sbatch", &["--parsable", "--begin=now", path], &dir);
     assert!(o.status.success(), "sbatch: {}", text(&o));
     let id = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    // The requeued job's reason is `None` until the scheduler's next pass (every 2 s here)
+    // evaluates it: wait for that pass, then say which reason it gave.
     let line = wait_show(&id, &dir, "the requeue to the opening", |line| {
         field(line, "Restarts=") == "1"
             && field(line, "JobState=") == "PENDING"
             && field(line, "EligibleTime=").ends_with(&format!("T{begin}"))
+            && field(line, "Reason=") != "None"
     });
     let _ = run("scancel", &[&id], &dir);
     assert_eq!(field(&line, "Reason="), "BeginTime", "{line}");
