@@ -468,8 +468,6 @@ impl Visitor for Ranker<'_> {
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
         let have = self.have_bytes;
-        // Any rank's memory is at least its model states, which the placement decides.
-        let floors = self.memory.floors();
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;
         let mut cannot_rank: Option<bool> = None;
@@ -480,6 +478,10 @@ impl Visitor for Ranker<'_> {
             return ControlFlow::Continue(());
         }
         self.last_shape_fitted = false;
+        // Any rank's memory is at least its model states, which the placement decides: worked
+        // out at the placement's first shape that is not skipped above (most placements of a
+        // capped walk have none, and their memory was a sixth of a MoE plan's instructions).
+        let floors = self.memory.floors();
         // The candidate's layout is rewritten field by field: copying whole layouts is a
         // noticeable share of the innermost loop.
         self.scratch.layout = *shape;
