@@ -37,8 +37,9 @@ pub(super) struct Ranker<'a> {
     recomputes: &'a [Recompute],
     recompute_layers: RecomputeLayers,
     have_bytes: f64,
-    /// Parameters one device of the current placement holds.
-    params: HeldParams,
+    /// Parameters one device of the current placement holds, worked out when its first shape
+    /// is costed (most placements of a capped walk have none).
+    params: Option<HeldParams>,
     rejections: Rejections,
     /// Whether the rejected regions are wanted: a capped search returns none, so it neither
     /// records them nor works out the memory of shapes whose model states alone overflow.
@@ -154,7 +155,7 @@ impl<'a> Ranker<'a> {
             recomputes: &axes.recomputes,
             recompute_layers: axes.recompute_layers,
             have_bytes: usable_memory(&cluster.device),
-            params: HeldParams::default(),
+            params: None,
             rejections: Rejections::default(),
             record_rejections,
             last_shape_fitted: false,
@@ -290,10 +291,14 @@ impl<'a> Ranker<'a> {
             }
             return ControlFlow::Break(());
         };
+        // The candidate's placement fields are its placement's, all `held_params` reads.
+        let params = self
+            .params
+            .get_or_insert_with(|| held_params(self.model, self.memory.count(), &cand.layout));
         costing.step_cached(
             &mut self.stages,
             &cand.layout,
-            &self.params,
+            params,
             memory,
             &mut cand.estimate,
         );
@@ -456,7 +461,7 @@ impl Visitor for Ranker<'_> {
     }
 
     fn enter_placement(&mut self, placement: &Layout) {
-        self.params = held_params(self.model, self.memory.count(), placement);
+        self.params = None;
         self.stages.new_placement();
         self.memory.enter_placement(placement);
     }
