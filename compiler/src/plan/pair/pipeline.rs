@@ -23,7 +23,9 @@ use crate::plan::search::divisors_u32;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
 use loam_ir::plan::{NodeShape, sequence_parallel_runs};
 use loam_ir::types::Recompute;
-use partition::{Chain, Costing, MODES, Prefix, Side, cost_shape, span};
+#[cfg(test)]
+use partition::cost_shape;
+use partition::{Chain, Costing, MODES, MemoryReach, Prefix, Side, cost_staged, span, stager};
 use std::collections::BTreeMap;
 
 /// Most pipeline stages a heterogeneous plan considers.
@@ -444,6 +446,7 @@ pub fn search_pipelines(
     }
     let keep = spec.keep.max(1);
     let mut found: Vec<(f64, PipelinePlan)> = Vec::new();
+    let mut reaches: BTreeMap<_, MemoryReach> = BTreeMap::new();
     let shown = incumbent * slack.max(1.0);
     for (bound, shape) in configurations(spec, &prepared, objective, shown) {
         let worst_kept = if found.len() >= keep {
@@ -458,6 +461,23 @@ pub fn search_pipelines(
         let Some(costing) = prepared.costing(&shape, budget) else {
             continue;
         };
+        // A configuration no partition of which fits in memory is not partitioned (a job of
+        // hundreds of wide blocks has thousands, each partitioned to find nothing); its
+        // stager is built only to extend the reach of its key, or to partition it.
+        let reach = reaches
+            .entry((shape.tensor, shape.micro_batch, shape.data, shape.zero))
+            .or_default();
+        let known = reach.admits(shape.stages);
+        if known == Some(false) {
+            continue;
+        }
+        let stager = stager(spec, &costing, shape);
+        if known.is_none() {
+            stager.reach_further(reach);
+            if reach.admits(shape.stages) == Some(false) {
+                continue;
+            }
+        }
         // Once `keep` plans are kept, a configuration whose partition's lower bound scores
         // above the worst of them cannot join them: it is not partitioned.
         let devices = shape.devices();
@@ -466,7 +486,7 @@ pub fn search_pipelines(
             beats: (found.len() >= keep).then_some(&beats as &dyn Fn(f64) -> bool),
             ..costing
         };
-        let plan = cost_shape(spec, &costing, shape, None);
+        let plan = cost_staged(&stager, &costing, shape, None);
         if budget.reached() {
             break;
         }

@@ -150,6 +150,58 @@ fn the_partition_is_the_exhaustive_programmes_on_every_configuration_of_real_cha
 }
 
 #[test]
+fn a_configuration_refused_for_memory_has_no_partition_that_fits() {
+    // Blocks as wide as Llama 2 70B's (about 0.86 G parameters, 14 GB of model states each
+    // unsharded) on 80 GB and 40 GB devices: some configurations fit every stage, others none.
+    // Where the memory test refuses one (`MemoryReach::admits`), the exhaustive programme finds
+    // no partition either, and the search's partition is the exhaustive programme's everywhere.
+    let (mut refused, mut partitioned, mut none) = (0, 0, 0);
+    for layers in [3, 10, 24] {
+        let model = ModelDims::dense(layers, 8192, 28672, 64, 8, 32_000, 4096, Mlp::Swiglu);
+        let graph = op_graph(&model, &[]);
+        let setup = setup(32, Precision::Bf16);
+        let (a, b) = (cluster(fast(), 2), cluster(steady(), 4));
+        let spec = pair_spec(&model, &setup, &graph, [&a, &b], true);
+        let budget = unbounded();
+        let prepared = prepare(&spec, &budget);
+        let mut reaches = BTreeMap::new();
+        for (_, shape) in configurations(&spec, &prepared, &by_cost, f64::INFINITY) {
+            let Some(costing) = prepared.costing(&shape, &budget) else {
+                continue;
+            };
+            // One reach per configuration, and one per key extended as the search extends it: the
+            // same answer.
+            let stager = partition::stager(&spec, &costing, shape);
+            let mut alone = MemoryReach::default();
+            stager.reach_further(&mut alone);
+            let shared = reaches
+                .entry((shape.tensor, shape.micro_batch, shape.data, shape.zero))
+                .or_default();
+            stager.reach_further(shared);
+            let fits = alone.admits(shape.stages);
+            assert_eq!(
+                fits,
+                shared.admits(shape.stages),
+                "{layers} layers, {shape:?}"
+            );
+            let fits = fits.expect("extended to its stages");
+            let [fast, exhaustive, _] = partition::compare_partitions(&spec, &costing, shape);
+            assert_eq!(fast, exhaustive, "{layers} layers, {shape:?}");
+            match (fits, exhaustive.is_some()) {
+                (false, true) => panic!("{layers} layers, {shape:?}: refused, yet {exhaustive:?}"),
+                (false, false) => refused += 1,
+                (true, true) => partitioned += 1,
+                (true, false) => none += 1,
+            }
+        }
+    }
+    assert!(
+        refused > 100 && partitioned > 100,
+        "{refused} refused, {partitioned} partitioned, {none} let through without a partition"
+    );
+}
+
+#[test]
 fn the_partitions_bound_answers_early_as_the_whole_bisection_would() {
     // Whether a configuration's floor bound is of use, and the cap found from the pace it
     // answers with, are those of the bound found by the whole bisection, on every configuration
