@@ -1,0 +1,100 @@
+//! Whether a two-group configuration could hold its stages in memory at all: how far each
+//! group's stages reach along the chain, each holding its ops with one micro-batch in flight,
+//! so that a configuration no split of which fits is refused before it is partitioned.
+
+use super::{MODES, Stager, last_index, minmax};
+use crate::workload::StageHolding;
+
+/// How far each group's stages can cover the chain in memory, by their number, as far as
+/// worked out so far ([`Stager::reach_further`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(in crate::plan::pair::pipeline) struct MemoryReach {
+    /// The farthest cut the first group's `s` stages reach from the chain's start, by `s`.
+    from_start: Vec<usize>,
+    /// The earliest cut from which the second group's `s` stages reach the chain's end, by `s`.
+    from_end: Vec<usize>,
+}
+
+impl MemoryReach {
+    /// Whether some partition of `stages` (per group) could hold every stage in memory:
+    /// `Some(false)` only when none can; `None` until the reach has been extended to these
+    /// stage counts ([`Stager::reach_further`] of a configuration with them).
+    pub(in crate::plan::pair::pipeline) fn admits(&self, stages: [u32; 2]) -> Option<bool> {
+        let [s0, s1] = stages.map(|s| s as usize);
+        match (self.from_start.get(s0), self.from_end.get(s1)) {
+            (Some(reach), Some(start)) => Some(start <= reach),
+            _ => None,
+        }
+    }
+}
+
+impl Stager<'_, '_> {
+    /// Ops `[i, j)` as a stage of group `g` holding one micro-batch in flight, the fewest any
+    /// stage holds ([`crate::workload::Layout::in_flight`]): whether they can run there, hosted and in memory
+    /// under some recomputation. Ops that fit as any stage of the group fit so, and so does
+    /// any part of them (a stage's memory only grows with its ops and with the micro-batches
+    /// it holds).
+    fn fits_alone(&self, g: usize, i: usize, j: usize) -> bool {
+        let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
+            return false;
+        };
+        let (Some(first), Some(&bi), Some(&bj)) =
+            (side.modes.first(), self.blocks.get(i), self.blocks.get(j))
+        else {
+            return false;
+        };
+        let (Some(ui), Some(uj)) = (first.unhostable.get(i), first.unhostable.get(j)) else {
+            return false;
+        };
+        if uj > ui {
+            return false;
+        }
+        let holding = StageHolding {
+            blocks: f64::from(bj - bi),
+            embedding: i == 0,
+            head: (i..j).contains(&self.head_op),
+            in_flight: 1.0,
+        };
+        let states = per.memory.state_bytes(&holding, self.shape.zero);
+        MODES.iter().any(|mode| {
+            per.memory
+                .rank_with(states, &holding, self.shape.zero, *mode)
+                .total
+                <= side.usable
+        })
+    }
+
+    /// Extends `reach` to this configuration's stages of each group: how far
+    /// each group's stages can cover the chain with every stage fitting
+    /// ([`Stager::fits_alone`]), by their number `s`: the farthest cut the first group's `s`
+    /// stages reach from the chain's start, cut greedily, and the earliest cut from which the
+    /// second group's `s` stages cover the rest, cut greedily from the end. Greedy cuts reach
+    /// as far as any partition's (each of its stages contains the part beyond the greedy's
+    /// previous cut, which then fits too), so a configuration of `s0` and `s1` stages has a
+    /// partition whose stages all fit only if the second group's start is at or before the
+    /// first group's reach ([`MemoryReach::admits`]). The stage counts enter only as how many
+    /// greedy cuts to take, so the reach serves every configuration of one tensor degree per
+    /// group, micro-batch, data degree and ZeRO stage.
+    pub(in crate::plan::pair::pipeline) fn reach_further(&self, reach: &mut MemoryReach) {
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        let cuts = self.cuts();
+        let m = cuts.len();
+        let at = |c: usize| cuts.get(c).copied().unwrap_or(usize::MAX);
+        if reach.from_start.is_empty() {
+            reach.from_start.push(0);
+        }
+        while reach.from_start.len() <= s0 {
+            let from = reach.from_start.last().copied().unwrap_or(0);
+            let next = last_index(from + 1, m, |j| self.fits_alone(0, at(from), at(j)));
+            reach.from_start.push(from.max(next));
+        }
+        if reach.from_end.is_empty() {
+            reach.from_end.push(m.saturating_sub(1));
+        }
+        while reach.from_end.len() <= s1 {
+            let to = reach.from_end.last().copied().unwrap_or(0);
+            let next = minmax::first_index(0, to, |c| self.fits_alone(1, at(c), at(to)));
+            reach.from_end.push(next);
+        }
+    }
+}
