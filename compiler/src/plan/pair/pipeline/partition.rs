@@ -588,8 +588,8 @@ pub(super) fn cost_shape(
     cost_staged(&stager(spec, costing, shape), costing, shape, cuts)
 }
 
-/// [`cost_shape`] with the configuration's stager already built (by [`stager`] from a costing
-/// of the same sides, chain and budget).
+/// Partitions and costs one configuration as `cost_shape` (the tests') does, with its stager
+/// already built (by [`stager`] from a costing of the same sides, chain and budget).
 pub(super) fn cost_staged(
     stager: &Stager<'_, '_>,
     costing: &Costing<'_, '_>,

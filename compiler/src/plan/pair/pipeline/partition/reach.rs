@@ -30,10 +30,10 @@ impl MemoryReach {
 
 impl Stager<'_, '_> {
     /// Ops `[i, j)` as a stage of group `g` holding one micro-batch in flight, the fewest any
-    /// stage holds ([`crate::workload::Layout::in_flight`]): whether they can run there, hosted and in memory
-    /// under some recomputation. Ops that fit as any stage of the group fit so, and so does
-    /// any part of them (a stage's memory only grows with its ops and with the micro-batches
-    /// it holds).
+    /// stage holds ([`crate::workload::Layout::in_flight`]): whether they can run there,
+    /// hosted and in memory under some recomputation. Ops that fit as any stage of the group
+    /// fit so, and so does any part of them (a stage's memory only grows with its ops and with
+    /// the micro-batches it holds).
     fn fits_alone(&self, g: usize, i: usize, j: usize) -> bool {
         let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
             return false;
@@ -50,7 +50,7 @@ impl Stager<'_, '_> {
             return false;
         }
         let holding = StageHolding {
-            blocks: f64::from(bj - bi),
+            blocks: f64::from(bj.saturating_sub(bi)),
             embedding: i == 0,
             head: (i..j).contains(&self.head_op),
             in_flight: 1.0,
@@ -64,8 +64,8 @@ impl Stager<'_, '_> {
         })
     }
 
-    /// Extends `reach` to this configuration's stages of each group: how far
-    /// each group's stages can cover the chain with every stage fitting
+    /// Extends `reach` to this configuration's stages of each group: how far each group's
+    /// stages can cover the chain with every stage fitting
     /// ([`Stager::fits_alone`]), by their number `s`: the farthest cut the first group's `s`
     /// stages reach from the chain's start, cut greedily, and the earliest cut from which the
     /// second group's `s` stages cover the rest, cut greedily from the end. Greedy cuts reach
