@@ -377,52 +377,66 @@ impl Stager<'_, '_> {
         let g = usize::from(k >= self.shape.stages[0] as usize);
         let side = self.sides.get(g)?;
         let per = self.per_side.get(g)?;
-        let first = side.modes.first()?;
-        if first.unhostable.get(j)? - first.unhostable.get(i)? > 0 {
-            return None;
-        }
+        let in_flight = per.layout.in_flight(k as u32, self.micro_batches);
+        let (mode, memory) = self.least_fitting(g, i, j, in_flight)?;
+        let (recompute, prefix) = (*MODES.get(mode)?, side.modes.get(mode)?);
         let params = span(self.params, i, j);
-        let blocks = self.blocks.get(j)? - self.blocks.get(i)?;
-        let holding = StageHolding {
-            blocks: f64::from(blocks),
-            embedding: i == 0,
-            head: (i..j).contains(&self.head_op),
-            in_flight: per.layout.in_flight(k as u32, self.micro_batches),
-        };
         let send = self.send(k);
         let ops = (j - i).max(1) as f64;
         let reduce = params * per.reduce_per_param;
         let optimizer = params * per.optimizer_per_param;
+        let seconds = span(&prefix.seconds, i, j) + send;
+        let exposed = crate::cost::exposed_reduction(
+            reduce,
+            span(&prefix.backward, i, j),
+            ops,
+            per.contention,
+        );
+        let times = StageTimes {
+            seconds,
+            reduce: exposed,
+            optimizer,
+        };
+        Some(StageCost {
+            paced: times.paced(self.slots),
+            times,
+            tensor: span(&prefix.tensor, i, j),
+            // The send is the activations forward and their gradients back.
+            forward: span(&prefix.forward, i, j) + send / 2.0,
+            recompute,
+            memory,
+        })
+    }
+
+    /// Ops `[i, j)` as a stage of group `g` holding `in_flight` micro-batches at its peak: the
+    /// least recomputation under which they fit (its index in [`MODES`]) and the stage's
+    /// memory under it; `None` when the group cannot host them or no recomputation fits.
+    fn least_fitting(
+        &self,
+        g: usize,
+        i: usize,
+        j: usize,
+        in_flight: f64,
+    ) -> Option<(usize, MemoryBreakdown)> {
+        let side = self.sides.get(g)?;
+        let per = self.per_side.get(g)?;
+        let first = side.modes.first()?;
+        if first.unhostable.get(j)? > first.unhostable.get(i)? {
+            return None;
+        }
+        let holding = StageHolding {
+            blocks: f64::from(self.blocks.get(j)?.saturating_sub(*self.blocks.get(i)?)),
+            embedding: i == 0,
+            head: (i..j).contains(&self.head_op),
+            in_flight,
+        };
         let states = per.memory.state_bytes(&holding, self.shape.zero);
-        for (mode, prefix) in MODES.iter().zip(&side.modes) {
+        MODES.iter().enumerate().find_map(|(index, mode)| {
             let memory = per
                 .memory
                 .rank_with(states, &holding, self.shape.zero, *mode);
-            if memory.total <= side.usable {
-                let seconds = span(&prefix.seconds, i, j) + send;
-                let exposed = crate::cost::exposed_reduction(
-                    reduce,
-                    span(&prefix.backward, i, j),
-                    ops,
-                    per.contention,
-                );
-                let times = StageTimes {
-                    seconds,
-                    reduce: exposed,
-                    optimizer,
-                };
-                return Some(StageCost {
-                    paced: times.paced(self.slots),
-                    times,
-                    tensor: span(&prefix.tensor, i, j),
-                    // The send is the activations forward and their gradients back.
-                    forward: span(&prefix.forward, i, j) + send / 2.0,
-                    recompute: *mode,
-                    memory,
-                });
-            }
-        }
-        None
+            (memory.total <= side.usable).then_some((index, memory))
+        })
     }
 
     /// The min-max partition of the chain into the configuration's stages, each stage with its

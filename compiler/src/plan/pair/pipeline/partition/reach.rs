@@ -2,8 +2,7 @@
 //! group's stages reach along the chain, each holding its ops with one micro-batch in flight,
 //! so that a configuration no split of which fits is refused before it is partitioned.
 
-use super::{MODES, Stager, last_index, minmax};
-use crate::workload::StageHolding;
+use super::{Stager, last_index, minmax};
 
 /// How far each group's stages can cover the chain in memory, by their number, as far as
 /// worked out so far ([`Stager::reach_further`]).
@@ -35,33 +34,7 @@ impl Stager<'_, '_> {
     /// fit so, and so does any part of them (a stage's memory only grows with its ops and with
     /// the micro-batches it holds).
     fn fits_alone(&self, g: usize, i: usize, j: usize) -> bool {
-        let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
-            return false;
-        };
-        let (Some(first), Some(&bi), Some(&bj)) =
-            (side.modes.first(), self.blocks.get(i), self.blocks.get(j))
-        else {
-            return false;
-        };
-        let (Some(ui), Some(uj)) = (first.unhostable.get(i), first.unhostable.get(j)) else {
-            return false;
-        };
-        if uj > ui {
-            return false;
-        }
-        let holding = StageHolding {
-            blocks: f64::from(bj.saturating_sub(bi)),
-            embedding: i == 0,
-            head: (i..j).contains(&self.head_op),
-            in_flight: 1.0,
-        };
-        let states = per.memory.state_bytes(&holding, self.shape.zero);
-        MODES.iter().any(|mode| {
-            per.memory
-                .rank_with(states, &holding, self.shape.zero, *mode)
-                .total
-                <= side.usable
-        })
+        self.least_fitting(g, i, j, 1.0).is_some()
     }
 
     /// Extends `reach` to this configuration's stages of each group: how far each group's
