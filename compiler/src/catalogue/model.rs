@@ -291,6 +291,13 @@ impl NodeGroup {
     pub fn devices(&self) -> u64 {
         u64::from(self.nodes) * u64::from(self.devices_per_node.value)
     }
+
+    /// Bytes per second one device reaches off its node, one direction: the node's NICs shared
+    /// by its devices. The scale-out figure of a serving replica, of a prompt's KV cache
+    /// crossing from a prefill to a decode replica, and of a stored serving run.
+    pub fn scale_out_per_device(&self) -> f64 {
+        self.nic_bandwidth * f64::from(self.nics) / f64::from(self.devices_per_node.value.max(1))
+    }
 }
 
 /// One data-centre site of a pool.

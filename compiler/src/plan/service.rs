@@ -480,8 +480,7 @@ impl<'a> candidates::Role<'a> {
             max_batch: self.max_batch,
             max_model_len: self.max_model_len,
             devices_per_node: self.place.group.devices_per_node.value,
-            scale_out_bandwidth: self.place.group.nic_bandwidth * f64::from(self.place.group.nics)
-                / f64::from(self.place.group.devices_per_node.value.max(1)),
+            scale_out_bandwidth: self.place.group.scale_out_per_device(),
             efficiency: self.place.calibration().map_or(1.0, |c| c.efficiency),
         }
     }

@@ -272,7 +272,7 @@ fn largest_replica<'a>(
     if tensor.saturating_mul(pipeline) > budget {
         return None;
     }
-    let scale_out = f64::from(widest.nics) * widest.nic_bandwidth / f64::from(per_node);
+    let scale_out = widest.scale_out_per_device();
     Some(ReplicaShape {
         device,
         tensor: u32::try_from(tensor).ok()?,

@@ -159,11 +159,10 @@ fn per_request(side: &Side<'_>) -> f64 {
 /// Bytes per second one prompt's KV cache crosses from a prefill to a decode replica: the
 /// slower side's scale-out bandwidth per device (RDMA between nodes of one site).
 fn link_bandwidth(prefill: &Place<'_>, decode: &Place<'_>) -> f64 {
-    let per_device = |p: &Place<'_>| {
-        p.group.nic_bandwidth * f64::from(p.group.nics)
-            / f64::from(p.group.devices_per_node.value.max(1))
-    };
-    per_device(prefill).min(per_device(decode))
+    prefill
+        .group
+        .scale_out_per_device()
+        .min(decode.group.scale_out_per_device())
 }
 
 /// Sizes prefill and decode replicas for `rate` and checks the pair meets the targets.
