@@ -23,6 +23,6 @@ pub use model::{
     kv_bytes_per_token, kv_transfer_s, memory_fraction, prefill_s, prefill_s_with, replica_memory,
 };
 pub use queue::{
-    Load, OperatingPoint, Traffic, disaggregated_point, operating_point, operating_point_with,
-    wait_quantile_s,
+    Load, OperatingPoint, Traffic, disaggregated_point, disaggregated_point_with, operating_point,
+    operating_point_with, wait_quantile_s,
 };

@@ -73,8 +73,9 @@ fn a_serving_benchmark_is_appended_to_the_site_s_serving_file_and_checked() {
     let vllm = bench("vllm-benchmark-serving.json");
     let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, "2026-12-04");
     assert_eq!(code, 0, "{err}");
-    // The example plans the service on 12 H800 at zhongwei: prefill tp2 ×4 and decode tp2 ×2,
-    // counted as 12 / (2 × 1) = 6 replicas of the generating (decode) role's shape.
+    // The example plans the service on 12 H800 at zhongwei: prefill tp2 ×4 and decode tp2 ×2;
+    // `tp`, `pp` and `replicas` are the generating (decode) role's, the prefill role's follow
+    // the deployment's other columns.
     let store = dir.path().join("specs/runs/zhongwei/serving.csv");
     let first = std::fs::read_to_string(&store).unwrap();
     let lines: Vec<&str> = first.lines().collect();
@@ -95,15 +96,20 @@ fn a_serving_benchmark_is_appended_to_the_site_s_serving_file_and_checked() {
     assert!(
         lines[1].contains(
             ",vllm,,meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,\
-             12,2,1,6,poisson,215.3,198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,"
+             12,2,1,2,poisson,215.3,198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,"
         ),
         "{}",
         lines[1]
     );
     // The plan's own prediction at ingest time: 500 tokens/s per device, TTFT p50 185 ms,
-    // TPOT p50 33 ms, ±10 % (the example's plan).
+    // TPOT p50 33 ms, ±10 % (the example's plan). Then the deployment: nodes of 8 devices
+    // (zw-h800-a), 8 NICs of 400 Gb/s shared by 8 devices = 50 GB/s each off the node, the
+    // decode role's 512 sequences, and the prefill role: tp2, pp1, 4 replicas of 64.
     assert!(
-        lines[1].ends_with(",500.00,185.00,33.00,0.1000,runs store: vllm-benchmark-serving"),
+        lines[1].ends_with(
+            ",500.00,185.00,33.00,0.1000,runs store: vllm-benchmark-serving,\
+             8,50.000,512,2,1,4,64"
+        ),
         "{}",
         lines[1]
     );
@@ -202,9 +208,9 @@ fn calibrate_fit_writes_a_per_site_vllm_efficiency_with_its_provenance() {
         yaml.contains("first_run: \"2026-12-01\"") && yaml.contains("last_run: \"2026-12-03\""),
         "{yaml}"
     );
-    // At 8 requests/s the six replicas are below capacity: the model's throughput is the
-    // offered rate, 8 × 198.604 = 1,588.8 tokens/s against 1,513.7 measured, +4.96 % whatever
-    // the engine's efficiency; the latencies fit the efficiency.
+    // At 8 requests/s the four prefill and two decode replicas are below capacity: the model's
+    // throughput is the offered rate, 8 × 198.604 = 1,588.8 tokens/s against 1,513.7 measured,
+    // +4.96 % whatever the engine's efficiency; the latencies fit the efficiency.
     let error = value("median_abs_error_pct:");
     assert!((4.9..5.0).contains(&error), "{yaml}");
     // The band: s = ln(1588.8 / 1513.7) × sqrt(3 / 2) = 0.0593 (three equal residuals, one
@@ -588,4 +594,52 @@ fn the_engine_s_version_is_stored_from_the_result_or_the_flag() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("runs/zhongwei/serving.csv:2:1"), "{err}");
     assert!(err.contains("engine_version"), "{err}");
+}
+
+/// A site's serving file started with the store's first header keeps it: the chat example's
+/// disaggregated run is refused there and nothing is written, with the header to extend its first
+/// line to; once extended, its old row and the new one both pass `loam check` and fit.
+#[test]
+fn a_file_of_the_first_header_is_extended_not_rewritten() {
+    use loam_compiler::runs::store::serving::{COLUMNS, FIRST_COLUMNS};
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let vllm = bench("vllm-benchmark-serving.json");
+    let store = dir.path().join("specs/runs/zhongwei/serving.csv");
+    // A row written before the deployment columns: six aggregated tp2 replicas.
+    let old_row = "zhongwei_2026-11-30_vllm-benchmark-serving,2026-11-30,xirang,zhongwei,\
+                   llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
+                   meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,\
+                   2,1,6,poisson,215.3,198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,\
+                   185.00,33.00,0.1000,runs store: vllm-benchmark-serving\n";
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    let first = format!("{FIRST_COLUMNS}\n{old_row}");
+    std::fs::write(&store, &first).unwrap();
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, "2026-12-04");
+    // A write refused is an output error (exit 2), as any other refusal of the store writer.
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("it has the store's first header")
+            && err.contains("extend its first line to the current header")
+            && err.contains(COLUMNS),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), first);
+    // The first line extended by hand, as the refusal says.
+    std::fs::write(&store, format!("{COLUMNS}\n{old_row}")).unwrap();
+    let (code, err) = ingest(&catalogue, &plan, &vllm, SERVICE, "2026-12-04");
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&store).unwrap();
+    assert!(text.starts_with(&format!("{COLUMNS}\n{old_row}")), "{text}");
+    assert!(text.ends_with(",8,50.000,512,2,1,4,64\n"), "{text}");
+    let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "calibrate", "--fit"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("zhongwei   serving vllm     2 efficiency"),
+        "{out}"
+    );
 }

@@ -221,7 +221,7 @@ fn append_serving(
         ));
         return Ok(Some(1));
     };
-    let mut lines = Vec::new();
+    let mut rows = Vec::new();
     let mut site = String::new();
     for (name, measured) in measures {
         let Measured::Serving(m) = measured else {
@@ -232,10 +232,10 @@ fn append_serving(
             ));
             return Ok(Some(1));
         };
-        match serving::row(name, m, &planned.plan, &checked.service, day) {
+        match serving::row(name, m, &planned.plan, &checked.service, catalogue, day) {
             Ok(r) => {
                 site.clone_from(&r.site);
-                lines.push(store_serving::line(&r));
+                rows.push(r);
             }
             Err(e) => {
                 cx.eprint(&format!("error: {name}: {e}\n"));
@@ -243,10 +243,11 @@ fn append_serving(
             }
         }
     }
-    if lines.is_empty() {
+    if rows.is_empty() {
         return Ok(None);
     }
     // Each new line passes the same check `loam check` gives the store.
+    let lines: Vec<String> = rows.iter().map(store_serving::line).collect();
     let text = format!("{}\n{}\n", store_serving::COLUMNS, lines.join("\n"));
     if let Some(p) = store::check(&site, &text, catalogue).first() {
         cx.eprint(&format!(
@@ -261,7 +262,11 @@ fn append_serving(
         &site,
         store_serving::FILE,
         store_serving::COLUMNS,
-        &lines,
+        &|header| {
+            rows.iter()
+                .map(|r| store_serving::line_for(r, header))
+                .collect()
+        },
     )?;
     cx.eprint(&format!(
         "appended {} run(s) to {}\n",

@@ -10,6 +10,7 @@ use super::serving_row::{
 };
 use super::{CalibrationError, ErrorStats, bad};
 use crate::catalogue::Device;
+use crate::runs::store::serving::PrefillRole;
 use crate::serve::{Load, ReplicaShape, ServeFitted, ServedModel, Traffic, operating_point_with};
 use loam_ir::types::Engine;
 use serde::Serialize;
@@ -190,6 +191,13 @@ pub(crate) struct PreparedServing {
     replicas: u32,
     devices: u32,
     max_batch: u32,
+    /// Devices per node of the deployment (the row's, else the device's usual node).
+    devices_per_node: u32,
+    /// Bytes per second one device reaches off its node (the row's, else assumed).
+    scale_out_bandwidth: f64,
+    /// A disaggregated deployment's prefill role (a runs-store row's); `tensor`, `pipeline`,
+    /// `replicas` and `max_batch` are then the decode role's.
+    prefill: Option<PrefillRole>,
     traffic: Traffic,
     load: Load,
     measured: Measured,
@@ -204,21 +212,37 @@ struct Predicted {
 }
 
 impl PreparedServing {
-    fn predict(&self, fitted: &ServeFitted) -> Predicted {
-        let shape = ReplicaShape {
+    /// Whether the row is a disaggregated deployment's (prefill and decode roles apart).
+    pub(crate) fn is_disaggregated(&self) -> bool {
+        self.prefill.is_some()
+    }
+
+    /// A replica of `tensor` × `pipeline` devices admitting `max_batch` sequences.
+    fn shape(&self, tensor: u32, pipeline: u32, max_batch: u32) -> ReplicaShape<'_> {
+        ReplicaShape {
             device: &self.device,
-            tensor: self.tensor,
-            pipeline: self.pipeline,
+            tensor,
+            pipeline,
             expert: 1,
-            max_batch: self.max_batch,
+            max_batch,
             max_model_len: (self.traffic.input[0] + self.traffic.output[0]) as u32,
-            devices_per_node: self.device.devices_per_node.value,
-            scale_out_bandwidth: ASSUMED_SCALE_OUT_BANDWIDTH,
+            devices_per_node: self.devices_per_node,
+            scale_out_bandwidth: self.scale_out_bandwidth,
             // The constants are the `fitted` argument's.
             efficiency: 1.0,
+        }
+    }
+
+    fn predict(&self, fitted: &ServeFitted) -> Predicted {
+        let shape = self.shape(self.tensor, self.pipeline, self.max_batch);
+        let (op, replicas) = match self.prefill {
+            // The whole deployment's point: the rate is shared by each role's replicas.
+            Some(prefill) => (disaggregated::point(self, prefill, fitted), 1.0),
+            None => (
+                operating_point_with(&self.model, &shape, fitted, &self.traffic, self.load, 0.5),
+                f64::from(self.replicas.max(1)),
+            ),
         };
-        let op = operating_point_with(&self.model, &shape, fitted, &self.traffic, self.load, 0.5);
-        let replicas = f64::from(self.replicas.max(1));
         let throughput = match self.measured.throughput.map(|(b, _)| b) {
             Some(ThroughputBasis::OutTokSPerDevice) => {
                 op.output_tokens_per_s * replicas / f64::from(self.devices.max(1))
@@ -363,6 +387,12 @@ fn prepare(
         "pp",
         "replicas",
         "batch_size",
+        "devices_per_node",
+        "max_batch",
+        "prefill_tp",
+        "prefill_pp",
+        "prefill_replicas",
+        "prefill_max_batch",
     ] {
         if row.count(column).is_some_and(|v| v > dim_bound) {
             return Err(format!(
@@ -395,10 +425,43 @@ fn prepare(
         Load::Offline => row.count("batch_size").unwrap_or(0),
         Load::Rate(_) => 0,
     };
+    // The batch limit a runs-store row states is the one the plan gave the engine.
     let max_batch = if asked > 0 {
         asked
     } else {
-        default_max_batch(engine)
+        row.count("max_batch")
+            .unwrap_or_else(|| default_max_batch(engine))
+    };
+    let prefill = match (
+        row.count("prefill_tp"),
+        row.count("prefill_pp"),
+        row.count("prefill_replicas"),
+        row.count("prefill_max_batch"),
+    ) {
+        (Some(tensor), Some(pipeline), Some(replicas), Some(max_batch)) => Some(PrefillRole {
+            tensor: tensor.max(1),
+            pipeline: pipeline.max(1),
+            replicas: replicas.max(1),
+            max_batch: max_batch.max(1),
+        }),
+        _ => None,
+    };
+    if prefill.is_some() && !matches!(load, Load::Rate(_) | Load::Concurrency(_)) {
+        return Err(
+            "a disaggregated deployment is costed at a request rate or a bounded concurrency; \
+             this run sent every request at once with no bound"
+                .into(),
+        );
+    }
+    if prefill.is_some() {
+        notes.push("disaggregated: prefill and decode roles costed apart".into());
+    }
+    let devices_per_node = row
+        .count("devices_per_node")
+        .unwrap_or(device.devices_per_node.value);
+    let scale_out_bandwidth = match row.number("scale_out_gb_s") {
+        Some(gb_s) if gb_s > 0.0 => gb_s * 1e9,
+        _ => ASSUMED_SCALE_OUT_BANDWIDTH,
     };
     let model = ServedModel::new(dims, precision, precision.default_kv_cache(), engine);
     let prepared = PreparedServing {
@@ -410,6 +473,9 @@ fn prepare(
         replicas,
         devices,
         max_batch,
+        devices_per_node,
+        scale_out_bandwidth,
+        prefill,
         traffic: Traffic::fixed(input, output),
         load,
         measured: m,
@@ -643,6 +709,7 @@ pub fn cross_validate_serving(
     })
 }
 
+mod disaggregated;
 pub(crate) mod efficiency;
 #[cfg(test)]
 mod fewshot;

@@ -248,7 +248,7 @@ pub(crate) fn prepare_store(
 ) -> Result<StoreGroups, CalibrationError> {
     let mut groups: StoreGroups = BTreeMap::new();
     for (_, text) in files {
-        if is_serving_file(text) {
+        if crate::runs::store::serving::is_file(text) {
             continue;
         }
         let lookup = |id: &str| catalogue.device(id).map(crate::catalogue::Device::figures);
@@ -354,12 +354,6 @@ pub fn fit_store(
     Ok(out)
 }
 
-/// Whether a store file holds serving runs (its header is the serving one).
-fn is_serving_file(text: &str) -> bool {
-    text.lines().next().map(|l| l.trim_end_matches('\r'))
-        == Some(crate::runs::store::serving::COLUMNS)
-}
-
 /// The engine efficiency of every (pool, site, engine) with serving runs in the store, fitted
 /// from the shipped serving constants on the runs the serving model can cost.
 fn fit_serving_store(
@@ -370,7 +364,10 @@ fn fit_serving_store(
     use crate::serve::ServeFitted;
     let lookup = |id: &str| catalogue.device(id).cloned();
     let mut runs: BTreeMap<(String, String, String), Vec<_>> = BTreeMap::new();
-    for (_, text) in files.iter().filter(|(_, t)| is_serving_file(t)) {
+    for (_, text) in files
+        .iter()
+        .filter(|(_, t)| crate::runs::store::serving::is_file(t))
+    {
         for (row, prepared) in prepare_store_rows(text, &lookup) {
             runs.entry((row.pool.clone(), row.site.clone(), row.engine.clone()))
                 .or_default()

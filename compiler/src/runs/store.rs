@@ -125,15 +125,17 @@ pub enum ProblemKind {
 pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreProblem> {
     let mut problems = Vec::new();
     let first = text.lines().next().unwrap_or("").trim_end_matches('\r');
-    let serving_file = first == serving::COLUMNS;
+    let serving_file = serving::is_header(first);
     if first != COLUMNS && !serving_file {
         problems.push(StoreProblem {
             line: 1,
             column: None,
             message: format!(
                 "a runs store file starts with the header `{COLUMNS}` (training runs) or \
-                 `{}` (serving runs)",
-                serving::COLUMNS
+                 `{}` (serving runs; files started before its deployment columns keep \
+                 `{}`)",
+                serving::COLUMNS,
+                serving::FIRST_COLUMNS
             ),
             kind: ProblemKind::Malformed,
         });
@@ -149,7 +151,11 @@ pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreP
             kind: ProblemKind::Malformed,
         });
     }
-    let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    // A serving file's rows may stop after the first header's columns (a file whose first
+    // line was extended to the current header keeps its rows), so its records may be shorter.
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(serving_file)
+        .from_reader(text.as_bytes());
     let headers = reader.headers().cloned().unwrap_or_default();
     for record in reader.records() {
         let record = match record {
@@ -161,6 +167,18 @@ pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreP
             }
         };
         let line = record.position().map_or(0, |p| p.line() as usize);
+        if record.len() > headers.len() {
+            problems.push(malformed(
+                line,
+                None,
+                format!(
+                    "not a store row: {} fields, more than the header's {}",
+                    record.len(),
+                    headers.len()
+                ),
+            ));
+            continue;
+        }
         let checked = if serving_file {
             record
                 .deserialize::<serving::ServingRow>(Some(&headers))

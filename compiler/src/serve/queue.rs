@@ -259,8 +259,34 @@ pub fn disaggregated_point(
     fraction: f64,
 ) -> OperatingPoint {
     // Each side at its own site's engine efficiency.
-    let prefill_fitted = &ServeFitted::SHIPPED.with_efficiency(prefill.efficiency);
-    let decode_fitted = &ServeFitted::SHIPPED.with_efficiency(decode.efficiency);
+    disaggregated_point_with(
+        model,
+        [prefill, decode],
+        [
+            &ServeFitted::SHIPPED.with_efficiency(prefill.efficiency),
+            &ServeFitted::SHIPPED.with_efficiency(decode.efficiency),
+        ],
+        [prefill_replicas, decode_replicas],
+        traffic,
+        rate,
+        link_bandwidth,
+        fraction,
+    )
+}
+
+/// [`disaggregated_point`] with explicit fitted constants for each side (what the calibration
+/// fit varies): `[prefill, decode]` shapes, constants and replicas.
+#[allow(clippy::too_many_arguments)]
+pub fn disaggregated_point_with(
+    model: &ServedModel,
+    [prefill, decode]: [&ReplicaShape<'_>; 2],
+    [prefill_fitted, decode_fitted]: [&ServeFitted; 2],
+    [prefill_replicas, decode_replicas]: [u32; 2],
+    traffic: &Traffic,
+    rate: f64,
+    link_bandwidth: f64,
+    fraction: f64,
+) -> OperatingPoint {
     let [input, input_p50, input_p99] = traffic.input;
     let [output, _, output_p99] = traffic.output;
     let input = input.max(1.0);

@@ -173,22 +173,32 @@ pub fn folder_names(site: &str, pool: &str) -> Result<(), String> {
 /// `<catalogue_dir>/runs/<site>/runs.csv` ([`append_lines`]).
 pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<PathBuf, IoError> {
     let lines: Vec<String> = rows.iter().map(store::line).collect();
-    append_lines(catalogue_dir, site, STORE_FILE, COLUMNS, &lines)
+    append_lines(catalogue_dir, site, STORE_FILE, COLUMNS, &|header| {
+        if header == COLUMNS {
+            Ok(lines.clone())
+        } else {
+            Err("its first line is not the runs store's header".into())
+        }
+    })
 }
 
-/// Appends `lines` (store rows, each already checked, without their newline) to the site's store
-/// file `<catalogue_dir>/runs/<site>/<file_name>` whose header is `header`: the one writer of
-/// training and serving rows. Creates the folders and the file with its header when
-/// missing. Refuses a symbolic link at the catalogue folder, the store folder, the site folder or
-/// the file; a store folder that resolves outside the repository holding the catalogue; an
-/// existing file whose header is not the store's or whose last line is cut. Nothing is written
-/// when anything is refused. Returns the file written.
+/// The lines to append for a file whose first line is the given header (`Err`: why they
+/// cannot go in that file).
+pub type Render<'a> = dyn Fn(&str) -> Result<Vec<String>, String> + 'a;
+
+/// Appends store rows (each already checked), rendered by `render` for the file's own header
+/// (without their newline), to the site's store file `<catalogue_dir>/runs/<site>/<file_name>`:
+/// the one writer of training and serving rows. Creates the folders and the file with `header`
+/// when missing. Refuses a symbolic link at the catalogue folder, the store folder, the site
+/// folder or the file; a store folder that resolves outside the repository holding the
+/// catalogue; an existing file whose header `render` refuses or whose last line is cut. Nothing
+/// is written when anything is refused. Returns the file written.
 pub fn append_lines(
     catalogue_dir: &Path,
     site: &str,
     file_name: &str,
     header: &str,
-    new_lines: &[String],
+    render: &Render<'_>,
 ) -> Result<PathBuf, IoError> {
     let folder = catalogue_dir.join("runs").join(site);
     let file = folder.join(file_name);
@@ -215,22 +225,24 @@ pub fn append_lines(
     if !canonical.starts_with(repository) {
         return Err(refuse("the store folder is outside the repository"));
     }
-    let mut lines = String::new();
-    for line in new_lines {
-        if line.chars().any(|c| c.is_control()) {
-            return Err(refuse("a field holds a control character"));
+    let joined = |header: &str| -> Result<String, IoError> {
+        let mut lines = String::new();
+        for line in render(header).map_err(|why| refuse(&why))? {
+            if line.chars().any(|c| c.is_control()) {
+                return Err(refuse("a field holds a control character"));
+            }
+            lines.push_str(&line);
+            lines.push('\n');
         }
-        lines.push_str(line);
-        lines.push('\n');
-    }
+        Ok(lines)
+    };
     match fs::symlink_metadata(&file) {
         Ok(meta) if meta.file_type().is_symlink() => Err(refuse("it is a symbolic link")),
         Ok(meta) if !meta.is_file() => Err(refuse("it is not a regular file")),
         Ok(_) => {
             let existing = fs::read_to_string(&file).map_err(|e| refuse(&e.to_string()))?;
-            if existing.lines().next().map(|h| h.trim_end_matches('\r')) != Some(header) {
-                return Err(refuse("its first line is not the runs store's header"));
-            }
+            let first = existing.lines().next().unwrap_or("").trim_end_matches('\r');
+            let lines = joined(first)?;
             if !existing.ends_with('\n') {
                 return Err(refuse(
                     "its last line is cut (no final newline); fix it in review first",
@@ -246,6 +258,7 @@ pub fn append_lines(
             Ok(file)
         }
         Err(_) => {
+            let lines = joined(header)?;
             // `create_new` fails on any existing name, a link planted since included.
             let mut handle = fs::OpenOptions::new()
                 .write(true)

@@ -45,7 +45,7 @@ pub fn run(
             continue;
         }
         // A store file is a serving file by its header, as `loam check` reads it.
-        if text.lines().next().map(str::trim_end) == Some(store_serving::COLUMNS) {
+        if store_serving::is_file(&text) {
             serving_rows.extend(store_serving::read_rows(&text));
         } else {
             rows.extend(read_rows(&text));

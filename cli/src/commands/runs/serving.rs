@@ -3,18 +3,22 @@
 //! `<catalogue>/runs/<site>/serving.csv` (`loam_compiler::runs::store::serving`), written by the
 //! same append-only writer as training rows (`append::append_lines`).
 
+use loam_compiler::catalogue::Catalogue;
 use loam_compiler::check::Service;
 use loam_compiler::runs::ServingMeasure;
 use loam_compiler::runs::store::serving::ServingRow;
 use serde_json::Value;
 use std::path::Path;
 
-/// The store row of one serving benchmark against the plan of the service it measured.
+/// The store row of one serving benchmark against the plan of the service it measured; the
+/// scale-out of its node groups is read from `catalogue` (blank when the catalogue no longer
+/// has them).
 pub fn row(
     log: &str,
     measured: &ServingMeasure,
     plan: &Value,
     service: &Service,
+    catalogue: &Catalogue,
     date: &str,
 ) -> Result<ServingRow, String> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
@@ -50,10 +54,34 @@ pub fn row(
     let devices = count(estimate.and_then(|e| e.get("devices")))
         .ok_or("the service's plan states no device count")?;
     // The role that generates the tokens (`decode`, or the only one, `serve`) gives the
-    // replica's shape; the deployment is counted in replicas of that shape.
+    // replica's shape; a disaggregated deployment's prefill role is stated beside it.
     let tp = count(generating.get("tensor")).unwrap_or(1);
     let pp = count(generating.get("pipeline")).unwrap_or(1);
-    let replicas = (devices / (tp * pp).max(1)).max(1);
+    let prefill = match roles {
+        [first, _] if first.get("role").and_then(Value::as_str) == Some("prefill") => Some(first),
+        _ => None,
+    };
+    let replicas = match prefill {
+        Some(_) => count(generating.get("replicas"))
+            .ok_or("the service's plan states no decode replicas")?,
+        None => (devices / (tp * pp).max(1)).max(1),
+    };
+    let prefill_count = |key: &str| prefill.and_then(|p| count(p.get(key)));
+    // The slowest scale-out of the roles' node groups: a replica's off-node bandwidth, and the
+    // link a prompt's KV cache crosses (the planner's `link_bandwidth`).
+    let scale_out = roles
+        .iter()
+        .map(|r| {
+            let group = of_group(r, "node_group");
+            catalogue
+                .pools
+                .get(&pool)
+                .and_then(|p| p.sites.iter().find(|s| s.name.value == site))
+                .and_then(|s| s.node_groups.iter().find(|g| g.name.value == group))
+                .map(|g| g.scale_out_per_device())
+        })
+        .try_fold(f64::INFINITY, |slowest, b| b.map(|b| slowest.min(b)))
+        .filter(|b| b.is_finite());
     let model = &service.model;
     let narrow = |v: u64, what: &str| u32::try_from(v).map_err(|_| format!("{what} is too large"));
     let plan_f = |key: &str| estimate.and_then(|e| e.get(key)).and_then(Value::as_f64);
@@ -113,5 +141,12 @@ pub fn row(
         predicted_tpot_ms: plan_f("tpot_p50_s").map(|s| s * 1e3),
         throughput_uncertainty: plan_f("throughput_uncertainty"),
         source: format!("runs store: {}", measured.tool),
+        devices_per_node: count(generating.get("node_devices")),
+        scale_out_gb_s: scale_out.map(|b| b / 1e9),
+        max_batch: count(generating.get("max_batch")),
+        prefill_tp: prefill_count("tensor"),
+        prefill_pp: prefill_count("pipeline"),
+        prefill_replicas: prefill_count("replicas"),
+        prefill_max_batch: prefill_count("max_batch"),
     })
 }

@@ -151,9 +151,11 @@ pub(crate) fn prepare_store_rows(
         .into_iter()
         .map(|(i, mut p)| {
             // A benchmark offers its rate (or keeps its requests in flight) to the whole
-            // deployment; the serving model's operating point is a replica's, at its share.
+            // deployment; the serving model's operating point is a replica's, at its share (a
+            // disaggregated deployment's point is the whole deployment's).
             let replicas = f64::from(p.replicas.max(1));
             p.load = match p.load {
+                load if p.is_disaggregated() => load,
                 Load::Rate(r) => Load::Rate(r / replicas),
                 Load::Concurrency(c) => Load::Concurrency((c / replicas).max(1.0)),
                 other => other,

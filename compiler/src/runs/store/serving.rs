@@ -16,11 +16,36 @@ use serde::Deserialize;
 /// The file of a site's serving runs inside its store folder.
 pub const FILE: &str = "serving.csv";
 
-/// The header of a serving store file, in order.
+/// The header of a serving store file, in order: the first header's columns, then the
+/// deployment's (devices per node, scale-out per device, the generating role's batch limit, and
+/// a disaggregated deployment's prefill role). A new file gets this one.
 pub const COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,engine_version,model,\
 layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,replicas,scenario,\
 input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
-predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source";
+predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source,\
+devices_per_node,scale_out_gb_s,max_batch,prefill_tp,prefill_pp,prefill_replicas,prefill_max_batch";
+
+/// The header of files started before the deployment's columns: a prefix of [`COLUMNS`], so a
+/// file of it becomes one of the new header by extending its first line alone (its rows keep
+/// their meaning; their deployment columns read as blank). Both are read, checked and appended
+/// to, each file in its own header.
+pub const FIRST_COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,engine_version,\
+model,layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,replicas,\
+scenario,input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,\
+ttft_p99_ms,tpot_ms,tpot_p99_ms,predicted_out_tok_s_per_device,predicted_ttft_ms,\
+predicted_tpot_ms,throughput_uncertainty,source";
+
+/// Whether `line` (a file's first line, without its line ending) is a serving store header.
+pub fn is_header(line: &str) -> bool {
+    line == COLUMNS || line == FIRST_COLUMNS
+}
+
+/// Whether a store file's `text` holds serving runs: its first line is a serving header.
+pub fn is_file(text: &str) -> bool {
+    text.lines()
+        .next()
+        .is_some_and(|l| is_header(l.trim_end_matches('\r')))
+}
 
 /// The longest engine version the store keeps (`0.6.3.post1`, `v0.4.3-cu124`).
 pub const MAX_VERSION_CHARS: usize = 40;
@@ -133,6 +158,68 @@ pub struct ServingRow {
     pub throughput_uncertainty: Option<f64>,
     /// Free text: where the row came from.
     pub source: String,
+    /// Devices per node of the deployment's node group (blank in a file of [`FIRST_COLUMNS`]).
+    #[serde(default)]
+    pub devices_per_node: Option<u32>,
+    /// Bytes per second, in GB/s, one device of the group reaches off its node
+    /// (`NodeGroup::scale_out_per_device`): a replica's scale-out and a disaggregated
+    /// deployment's KV-cache link.
+    #[serde(default)]
+    pub scale_out_gb_s: Option<f64>,
+    /// The generating role's batch limit as planned (the engine's `--max-num-seqs`).
+    #[serde(default)]
+    pub max_batch: Option<u32>,
+    /// A disaggregated deployment's prefill role: its tensor degree (`tp`, `pp`, `replicas` and
+    /// `max_batch` are then the decode role's). Blank for an aggregated deployment.
+    #[serde(default)]
+    pub prefill_tp: Option<u32>,
+    /// The prefill role's pipeline degree.
+    #[serde(default)]
+    pub prefill_pp: Option<u32>,
+    /// The prefill role's replicas.
+    #[serde(default)]
+    pub prefill_replicas: Option<u32>,
+    /// The prefill role's batch limit.
+    #[serde(default)]
+    pub prefill_max_batch: Option<u32>,
+}
+
+/// A disaggregated deployment's prefill role as a store row states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefillRole {
+    /// Tensor degree.
+    pub tensor: u32,
+    /// Pipeline degree.
+    pub pipeline: u32,
+    /// Replicas.
+    pub replicas: u32,
+    /// Batch limit.
+    pub max_batch: u32,
+}
+
+impl ServingRow {
+    /// The prefill role of a disaggregated deployment: `None` for an aggregated one (and for a
+    /// row that states only some of the role's columns, which [`check_row`] refuses).
+    pub fn prefill(&self) -> Option<PrefillRole> {
+        Some(PrefillRole {
+            tensor: self.prefill_tp?,
+            pipeline: self.prefill_pp?,
+            replicas: self.prefill_replicas?,
+            max_batch: self.prefill_max_batch?,
+        })
+    }
+
+    /// Whether the row states any of the prefill role's columns.
+    fn states_prefill(&self) -> bool {
+        [
+            self.prefill_tp,
+            self.prefill_pp,
+            self.prefill_replicas,
+            self.prefill_max_batch,
+        ]
+        .iter()
+        .any(Option::is_some)
+    }
 }
 
 /// The checks of one serving row: its place (shared with training rows), its keywords and its
@@ -225,6 +312,25 @@ pub(super) fn check_row(
             ));
         }
     }
+    if let Some(v) = row.scale_out_gb_s
+        && !(v > 0.0 && v <= MAX_OUTPUT_TOKENS_PER_S)
+    {
+        out.push(problem(
+            "scale_out_gb_s",
+            format!("expected a number above 0 and at most 1e9, found `{v}`"),
+            ProblemKind::OutOfRange,
+        ));
+    }
+    let prefill = row.prefill();
+    if prefill.is_none() && row.states_prefill() {
+        out.push(problem(
+            "prefill_tp",
+            "a disaggregated deployment states its prefill role's `prefill_tp`, `prefill_pp`, \
+             `prefill_replicas` and `prefill_max_batch` together (all blank for an aggregated one)"
+                .into(),
+            ProblemKind::Malformed,
+        ));
+    }
     for (column, value) in [
         ("layers", row.layers),
         ("hidden", row.hidden),
@@ -233,6 +339,12 @@ pub(super) fn check_row(
         ("tp", row.tp),
         ("pp", row.pp),
         ("replicas", row.replicas),
+        ("devices_per_node", row.devices_per_node.unwrap_or(1)),
+        ("max_batch", row.max_batch.unwrap_or(1)),
+        ("prefill_tp", row.prefill_tp.unwrap_or(1)),
+        ("prefill_pp", row.prefill_pp.unwrap_or(1)),
+        ("prefill_replicas", row.prefill_replicas.unwrap_or(1)),
+        ("prefill_max_batch", row.prefill_max_batch.unwrap_or(1)),
     ] {
         if value == 0 {
             out.push(problem(
@@ -242,12 +354,20 @@ pub(super) fn check_row(
             ));
         }
     }
-    let deployed = u64::from(row.tp) * u64::from(row.pp) * u64::from(row.replicas);
+    let role =
+        |tp: u32, pp: u32, replicas: u32| u64::from(tp) * u64::from(pp) * u64::from(replicas);
+    let deployed = role(row.tp, row.pp, row.replicas)
+        + prefill.map_or(0, |p| role(p.tensor, p.pipeline, p.replicas));
     if deployed > u64::from(row.device_count) {
+        let product = if prefill.is_some() {
+            "tp × pp × replicas of both roles"
+        } else {
+            "tp × pp × replicas"
+        };
         out.push(problem(
             "device_count",
             format!(
-                "tp × pp × replicas is {deployed}, more than the {} devices of the row",
+                "{product} is {deployed}, more than the {} devices of the row",
                 row.device_count
             ),
             ProblemKind::Malformed,
@@ -258,9 +378,38 @@ pub(super) fn check_row(
 
 /// The CSV line of `row`, in [`COLUMNS`] order, without its newline.
 pub fn line(row: &ServingRow) -> String {
+    fields(row).join(",")
+}
+
+/// The CSV line of `row` for a file whose first line is `header` (one of [`is_header`]'s), or
+/// why the row cannot be written there: a file of [`FIRST_COLUMNS`] takes the row without its
+/// deployment columns, which only a disaggregated deployment cannot spare.
+pub fn line_for(row: &ServingRow, header: &str) -> Result<String, String> {
+    if header == COLUMNS {
+        return Ok(line(row));
+    }
+    if header != FIRST_COLUMNS {
+        return Err("its first line is not the serving runs store's header".into());
+    }
+    if row.prefill().is_some() {
+        return Err(format!(
+            "it has the store's first header, which has no columns for a disaggregated \
+             deployment's prefill role; extend its first line to the current header (its rows \
+             keep their meaning): `{COLUMNS}`"
+        ));
+    }
+    let columns = FIRST_COLUMNS.split(',').count();
+    let mut fields = fields(row);
+    fields.truncate(columns);
+    Ok(fields.join(","))
+}
+
+/// The fields of `row`, in [`COLUMNS`] order.
+fn fields(row: &ServingRow) -> Vec<String> {
     let q = super::quoted;
     let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
-    [
+    let count = |v: Option<u32>| v.map_or(String::new(), |v| v.to_string());
+    vec![
         q(&row.run_id),
         q(&row.date),
         q(&row.pool),
@@ -299,13 +448,21 @@ pub fn line(row: &ServingRow) -> String {
         opt(row.predicted_tpot_ms, 2),
         opt(row.throughput_uncertainty, 4),
         q(&row.source),
+        count(row.devices_per_node),
+        opt(row.scale_out_gb_s, 3),
+        count(row.max_batch),
+        count(row.prefill_tp),
+        count(row.prefill_pp),
+        count(row.prefill_replicas),
+        count(row.prefill_max_batch),
     ]
-    .join(",")
 }
 
-/// The rows of a serving store file that read as rows.
+/// The rows of a serving store file that read as rows (a row of the first header's columns
+/// under the current header too, its deployment columns blank).
 pub fn read_rows(text: &str) -> Vec<ServingRow> {
     csv::ReaderBuilder::new()
+        .flexible(true)
         .from_reader(text.as_bytes())
         .deserialize::<ServingRow>()
         .filter_map(Result::ok)

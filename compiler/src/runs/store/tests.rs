@@ -108,15 +108,24 @@ fn the_catalogue_reports_a_store_problem_at_its_file_and_line_and_keeps_its_dige
     assert_eq!(diags[0].code, crate::catalogue::codes::UNKNOWN_DEVICE);
 }
 
-/// A good serving row: Llama 3.1 70B on vLLM, 12 H800 at zhongwei (xirang's `zw-h800-a`), six
-/// tp2 replicas; the figures are the vLLM fixture's (`tests/data/runs/vllm-benchmark-serving.json`:
-/// 215,312 input and 198,604 output tokens over 1,000 completed requests, 215.3 and 198.6 a
-/// request).
+/// A good serving row of the store's first header: Llama 3.1 70B on vLLM, 12 H800 at zhongwei
+/// (xirang's `zw-h800-a`), six tp2 replicas; the figures are the vLLM fixture's
+/// (`tests/data/runs/vllm-benchmark-serving.json`: 215,312 input and 198,604 output tokens over
+/// 1,000 completed requests, 215.3 and 198.6 a request).
 const SERVING: &str = "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-04,xirang,zhongwei,\
 llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
 meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,2,1,6,poisson,215.3,\
 198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
 runs store: vllm-benchmark-serving\n";
+
+/// The same run of the disaggregated deployment the chat example plans, in the current header:
+/// two tp2 decode replicas of 512 sequences and four tp2 prefill replicas of 64, on nodes of 8
+/// devices with 50 GB/s each off the node.
+const DISAGGREGATED: &str = "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-04,xirang,\
+zhongwei,llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
+meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,2,1,2,poisson,215.3,\
+198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
+runs store: vllm-benchmark-serving,8,50.000,512,2,1,4,64\n";
 
 fn serving_file(rows: &[&str]) -> String {
     format!("{}\n{}", serving::COLUMNS, rows.concat())
@@ -125,14 +134,83 @@ fn serving_file(rows: &[&str]) -> String {
 #[test]
 fn a_good_serving_row_has_no_problem_and_reads_back_as_written() {
     let catalogue = builtin();
-    let text = serving_file(&[SERVING]);
+    let text = serving_file(&[DISAGGREGATED]);
     assert_eq!(check("zhongwei", &text, &catalogue), vec![]);
     let rows = serving::read_rows(&text);
     assert_eq!(rows.len(), 1);
-    assert_eq!(format!("{}\n", serving::line(&rows[0])), SERVING);
+    assert_eq!(format!("{}\n", serving::line(&rows[0])), DISAGGREGATED);
+    assert_eq!(
+        rows[0].prefill(),
+        Some(serving::PrefillRole {
+            tensor: 2,
+            pipeline: 1,
+            replicas: 4,
+            max_batch: 64
+        })
+    );
     // A serving file holds no training row, and a training file no serving row.
     assert!(read_rows(&text).is_empty());
     assert!(serving::read_rows(&file(&[GOOD])).is_empty());
+}
+
+/// Files started with the first header are read, checked and appended to in their own columns;
+/// extending their first line to the current header keeps every row.
+#[test]
+fn a_file_of_the_first_header_keeps_its_rows_and_takes_only_aggregated_ones() {
+    let catalogue = builtin();
+    let first = format!("{}\n{SERVING}", serving::FIRST_COLUMNS);
+    assert!(serving::is_file(&first));
+    assert_eq!(check("zhongwei", &first, &catalogue), vec![]);
+    let rows = serving::read_rows(&first);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].prefill(), rows[0].max_batch), (None, None));
+    // An aggregated row goes in without its deployment columns; a disaggregated one cannot.
+    let line = serving::line_for(&rows[0], serving::FIRST_COLUMNS).unwrap();
+    assert_eq!(format!("{line}\n"), SERVING);
+    let disaggregated = &serving::read_rows(&serving_file(&[DISAGGREGATED]))[0];
+    let refused = serving::line_for(disaggregated, serving::FIRST_COLUMNS).unwrap_err();
+    assert!(refused.contains("extend its first line"), "{refused}");
+    assert!(serving::line_for(disaggregated, "run_id,date").is_err());
+    // The first line extended: the old row reads with blank deployment columns beside a new one.
+    let extended = serving_file(&[SERVING, DISAGGREGATED]);
+    assert_eq!(check("zhongwei", &extended, &catalogue), vec![]);
+    let rows = serving::read_rows(&extended);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].prefill(), None);
+    assert_eq!(rows[1].max_batch, Some(512));
+}
+
+#[test]
+fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devices() {
+    let catalogue = builtin();
+    let partial = DISAGGREGATED.replace(",2,1,4,64\n", ",2,1,,64\n");
+    // 2 × 2 decode and 4 × 2 prefill devices are 12, more than 11.
+    let crowded = DISAGGREGATED.replace(",H800_SXM,12,", ",H800_SXM,11,");
+    let zero = DISAGGREGATED.replace(",8,50.000,512,", ",8,50.000,0,");
+    let longer = DISAGGREGATED.replace("\n", ",7\n");
+    let problems = check(
+        "zhongwei",
+        &serving_file(&[&partial, &crowded, &zero, &longer]),
+        &catalogue,
+    );
+    let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
+        .iter()
+        .map(|p| (p.line, p.column, p.kind))
+        .collect();
+    assert_eq!(
+        located,
+        vec![
+            (2, Some("prefill_tp"), ProblemKind::Malformed),
+            (3, Some("device_count"), ProblemKind::Malformed),
+            (4, Some("max_batch"), ProblemKind::OutOfRange),
+            (5, None, ProblemKind::Malformed),
+        ],
+        "{problems:#?}"
+    );
+    assert!(
+        problems[1].message.contains("of both roles is 12"),
+        "{problems:#?}"
+    );
 }
 
 #[test]
