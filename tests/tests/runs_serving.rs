@@ -455,9 +455,9 @@ fn runs_check_flags_a_serving_run_slower_than_its_service_s_plan() {
 
 /// A benchmark heavier than the plan's busiest hour but within the capacity the plan states
 /// (`estimate.at_capacity`, Plan JSON 1.14) is compared with the offered load and with the
-/// medians at capacity. The chat example plans disaggregated, which states no capacity point,
-/// so its Plan JSON is given one by hand: busiest hour 100 tokens/s per device (under the run's
-/// offered 132.4), capacity 200 with medians of 100 ms and 20 ms.
+/// medians at capacity. The chat example's Plan JSON is given its figures by hand, so that the
+/// run falls between them: busiest hour 100 tokens/s per device (under the run's offered
+/// 132.4), capacity 200 with medians of 100 ms and 20 ms.
 #[test]
 fn runs_check_compares_a_run_above_the_busiest_hour_with_the_plan_at_capacity() {
     let dir = tempfile::tempdir().unwrap();

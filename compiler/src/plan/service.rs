@@ -404,15 +404,12 @@ fn estimate_ir(demand: &Demand<'_>, d: &Deployment<'_>) -> ServiceEstimateIr {
             .iter()
             .map(|r| r.place.throughput_uncertainty())
             .fold(0.0, f64::max),
-        at_capacity: d.at_capacity.as_ref().and_then(|at| {
-            let per_replica = d.roles.first()?.shape().devices();
-            Some(CapacityPointIr {
-                ttft_p50_s: round_ms(at.ttft_p50_s),
-                tpot_p50_s: round_ms(at.tpot_p50_s),
-                output_tokens_per_s_per_device: loam_ir::display::significant(
-                    at.output_tokens_per_s / f64::from(per_replica.max(1)),
-                ),
-            })
+        at_capacity: d.at_capacity.as_ref().map(|at| CapacityPointIr {
+            ttft_p50_s: round_ms(at.point.ttft_p50_s),
+            tpot_p50_s: round_ms(at.point.tpot_p50_s),
+            output_tokens_per_s_per_device: loam_ir::display::significant(
+                at.point.output_tokens_per_s / at.devices.max(1) as f64,
+            ),
         }),
     }
 }

@@ -203,21 +203,23 @@ pub struct ServiceEstimateIr {
     pub carbon_kg_per_month: f64,
     /// Relative uncertainty of the predicted throughput from the device figures (0.3 = ±30 %).
     pub throughput_uncertainty: f64,
-    /// One replica at `capacity_per_replica`, the heaviest load the plan says meets the targets
-    /// (1.14; aggregated services only): what a benchmark heavier than the busiest hour is
-    /// compared with (`loam runs check`).
+    /// The heaviest load the plan says meets the targets (1.14): one replica at
+    /// `capacity_per_replica` (aggregated), or the whole deployment at the largest request rate
+    /// it carries (disaggregated); what a benchmark heavier than the busiest hour is compared
+    /// with (`loam runs check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_capacity: Option<CapacityPointIr>,
 }
 
-/// One replica at its capacity within the targets.
+/// A service at its capacity within the targets: one replica (aggregated) or the deployment
+/// (disaggregated).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CapacityPointIr {
     /// Median time to first token, seconds.
     pub ttft_p50_s: f64,
     /// Median time per output token, seconds.
     pub tpot_p50_s: f64,
-    /// Output tokens per second per device of the replica.
+    /// Output tokens per second per device of the replica or the deployment.
     pub output_tokens_per_s_per_device: f64,
 }
 

@@ -74,8 +74,18 @@ pub(crate) struct Deployment<'a> {
     pub(crate) concurrency_at_capacity: f64,
     /// KV transfer of a mean prompt, disaggregated only.
     pub(crate) kv_transfer_s: Option<f64>,
-    /// One replica at `capacity`, aggregated only.
-    pub(crate) at_capacity: Option<OperatingPoint>,
+    /// The heaviest load the plan says meets the targets: one replica at `capacity`
+    /// (aggregated), or the whole deployment at the largest rate it carries (disaggregated).
+    pub(crate) at_capacity: Option<CapacityPoint>,
+}
+
+/// An operating point at capacity and the devices that generate its tokens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapacityPoint {
+    /// The point.
+    pub(crate) point: OperatingPoint,
+    /// Devices of the replica (aggregated) or of the deployment (disaggregated).
+    pub(crate) devices: u64,
 }
 
 impl Deployment<'_> {
@@ -518,6 +528,9 @@ fn size<'a>(demand: &Demand<'a>, model: &ServedModel, role: Role<'a>) -> Option<
             * (at_capacity.ttft_p50_s + demand.traffic.output[0] * at_capacity.tpot_p50_s))
             .min(f64::from(role.max_batch)),
         kv_transfer_s: None,
-        at_capacity: Some(at_capacity),
+        at_capacity: Some(CapacityPoint {
+            point: at_capacity,
+            devices: role.devices_per_replica(),
+        }),
     })
 }
