@@ -132,10 +132,9 @@ pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreP
             column: None,
             message: format!(
                 "a runs store file starts with the header `{COLUMNS}` (training runs) or \
-                 `{}` (serving runs; files started before its deployment columns keep \
-                 `{}`)",
-                serving::COLUMNS,
-                serving::FIRST_COLUMNS
+                 `{}` (serving runs; a file started before the columns after `source` \
+                 keeps the header that ends there)",
+                serving::COLUMNS
             ),
             kind: ProblemKind::Malformed,
         });
