@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.14";
+pub const FORMAT_VERSION: &str = "1.15";
 
 pub mod json;
 mod nodes;

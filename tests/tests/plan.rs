@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.14");
+        assert_eq!(doc["format_version"], "1.15");
         assert!(
             doc["catalogue_digest"]
                 .as_str()
@@ -928,7 +928,7 @@ fn alternatives_never_repeat_the_chosen_plan_or_each_other() {
 /// 1.14, what `loam runs check` compares a heavier benchmark with): by Little's law the replica
 /// generates `capacity_per_replica` requests/s × `output_mean` tokens over its devices, and its
 /// medians are no faster than at the busiest hour, where each replica is offered less. A
-/// disaggregated service states its whole deployment at the heaviest rate it carries.
+/// disaggregated service states its whole deployment at the heaviest rate it carries (1.15).
 #[test]
 fn a_service_states_its_capacity_point() {
     for example in [

@@ -203,9 +203,9 @@ pub struct ServiceEstimateIr {
     pub carbon_kg_per_month: f64,
     /// Relative uncertainty of the predicted throughput from the device figures (0.3 = ±30 %).
     pub throughput_uncertainty: f64,
-    /// The heaviest load the plan says meets the targets (1.14): one replica at
-    /// `capacity_per_replica` (aggregated), or the whole deployment at the largest request rate
-    /// it carries (disaggregated); what a benchmark heavier than the busiest hour is compared
+    /// The heaviest load the plan says meets the targets: one replica at `capacity_per_replica`
+    /// (aggregated, 1.14), or the whole deployment at the largest request rate it carries
+    /// (disaggregated, 1.15); what a benchmark heavier than the busiest hour is compared
     /// with (`loam runs check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_capacity: Option<CapacityPointIr>,

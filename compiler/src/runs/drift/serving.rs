@@ -16,14 +16,14 @@
 //!   it. The targets are at the traffic's percentile (p99 by default) and a feasible plan's
 //!   median lies below them, so the prediction is the stricter figure of the two.
 //! - **Heavier than the busiest hour, up to capacity.** A plan also states its capacity within
-//!   the targets (`estimate.at_capacity`, Plan JSON 1.14): one replica at its capacity
-//!   (aggregated) or the whole deployment at the heaviest rate it carries (disaggregated), its
+//!   the targets (`estimate.at_capacity`): one replica at its capacity (aggregated, Plan JSON
+//!   1.14) or the whole deployment at the heaviest rate it carries (disaggregated, 1.15), its
 //!   output tokens/s per device and its medians. A run offered more than the busiest hour but at
 //!   most that capacity is still rate-bound (it generates what it is offered), and its medians
 //!   are compared with the medians at capacity, the slowest the plan allows at any load up to
 //!   it (latency grows with load). Above capacity, and for every run that sent its requests at
 //!   once, the throughput is expected at least at the capacity figure (the busiest hour's when
-//!   the plan states none: a Plan JSON written before it did), and the medians are not
+//!   the plan states none: a Plan JSON older than that), and the medians are not
 //!   compared: the plan says nothing of a load it does not meet the targets at.
 //!
 //! The band is the training runs' ([`super::band`]): the plan's `throughput_uncertainty`, at
