@@ -643,3 +643,67 @@ fn a_file_of_the_first_header_is_extended_not_rewritten() {
         "{out}"
     );
 }
+
+/// The chat example plans disaggregated and states its capacity point (Plan JSON 1.15): a
+/// benchmark offered more than its busiest hour and less than that capacity is compared with the
+/// medians at capacity, read from the plan itself, so a median TTFT slower than the busiest
+/// hour allows but within what capacity allows passes.
+#[test]
+fn a_disaggregated_service_s_heavier_run_is_compared_with_its_own_capacity_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, plan) = catalogue_and_plan(dir.path());
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let estimate = &doc["services"][0]["estimate"];
+    let figure = |v: &serde_json::Value| v.as_f64().unwrap();
+    let devices = figure(&estimate["devices"]);
+    let (busiest, at_capacity) = (
+        figure(&estimate["output_tokens_per_s_per_device"]),
+        figure(&estimate["at_capacity"]["output_tokens_per_s_per_device"]),
+    );
+    let (ttft, ttft_at_capacity) = (
+        figure(&estimate["ttft_p50_s"]) * 1e3,
+        figure(&estimate["at_capacity"]["ttft_p50_s"]) * 1e3,
+    );
+    assert!(
+        at_capacity > busiest && ttft_at_capacity > ttft,
+        "{estimate}"
+    );
+    // The vLLM fixture's lengths (198,604 output tokens over 1,000 requests, stored as 198.6),
+    // offered midway between the busiest hour and capacity, generating what it is offered.
+    let output_len = 198.6;
+    let per_device = (busiest + at_capacity) / 2.0;
+    let rate = per_device * devices / output_len;
+    let band = 1.1;
+    let mut run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(bench("vllm-benchmark-serving.json")).unwrap(),
+    )
+    .unwrap();
+    run["request_rate"] = serde_json::json!(rate);
+    run["output_throughput"] = serde_json::json!(per_device * devices);
+    run["request_throughput"] = serde_json::json!(rate);
+    // Above what the busiest hour allows (its median × the band), within capacity's.
+    let median_ttft = (ttft * band + ttft_at_capacity * band) / 2.0;
+    assert!(median_ttft > ttft * band && median_ttft < ttft_at_capacity * band);
+    run["median_ttft_ms"] = serde_json::json!(median_ttft);
+    let path = dir.path().join("vllm-between.json");
+    std::fs::write(&path, run.to_string()).unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &path.to_string_lossy(),
+        SERVICE,
+        "2026-12-06",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_cli(&["--catalogue", &catalogue, "runs", "check", &plan], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "(the offered load, above the busiest hour: medians against the plan's at capacity)"
+        ) && out.contains(&format!(
+            "median TTFT {median_ttft:.1} ms against {ttft_at_capacity:.1} ms"
+        )),
+        "{out}"
+    );
+}
