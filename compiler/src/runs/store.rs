@@ -363,7 +363,12 @@ fn check_model_and_numbers(
             ));
         }
     }
-    let layout = u64::from(row.tp) * u64::from(row.pp) * u64::from(row.dp) * u64::from(row.cp);
+    // Saturating: four counts of four billion overflow 64 bits.
+    let layout = [row.pp, row.dp, row.cp]
+        .into_iter()
+        .fold(u64::from(row.tp), |product, d| {
+            product.saturating_mul(u64::from(d))
+        });
     if layout != 0 && layout != u64::from(row.devices) {
         out.push(problem(
             "devices",

@@ -354,10 +354,14 @@ pub(super) fn check_row(
             ));
         }
     }
-    let role =
-        |tp: u32, pp: u32, replicas: u32| u64::from(tp) * u64::from(pp) * u64::from(replicas);
+    // Saturating: three counts of four billion overflow 64 bits.
+    let role = |tp: u32, pp: u32, replicas: u32| {
+        u64::from(tp)
+            .saturating_mul(u64::from(pp))
+            .saturating_mul(u64::from(replicas))
+    };
     let deployed = role(row.tp, row.pp, row.replicas)
-        + prefill.map_or(0, |p| role(p.tensor, p.pipeline, p.replicas));
+        .saturating_add(prefill.map_or(0, |p| role(p.tensor, p.pipeline, p.replicas)));
     if deployed > u64::from(row.device_count) {
         let product = if prefill.is_some() {
             "tp × pp × replicas of both roles"

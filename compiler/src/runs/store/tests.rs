@@ -50,13 +50,23 @@ fn a_device_the_site_lacks_a_layout_that_misses_the_devices_and_a_cut_line_are_r
     let absent = GOOD.replace("H100_SXM", "MI300X");
     // t4 p4 d4 is 64 devices, not 128.
     let wrong_count = GOOD.replace(",H100_SXM,64,", ",H100_SXM,128,");
+    // Four degrees of four billion: their product is beyond 64 bits, not a panic.
+    let huge = GOOD.replace(
+        ",bf16,4,4,4,1,",
+        ",bf16,4000000000,4000000000,4000000000,4000000000,",
+    );
     let cut = GOOD.trim_end_matches('\n');
-    let text = file(&[&absent, &wrong_count, cut]);
+    let text = file(&[&absent, &wrong_count, &huge, cut]);
     let problems = check("shanghai", &text, &catalogue);
     let located: Vec<(usize, Option<&str>)> = problems.iter().map(|p| (p.line, p.column)).collect();
     assert_eq!(
         located,
-        vec![(4, None), (2, Some("device")), (3, Some("devices"))],
+        vec![
+            (5, None),
+            (2, Some("device")),
+            (3, Some("devices")),
+            (4, Some("devices"))
+        ],
         "{problems:#?}"
     );
 }
@@ -188,9 +198,16 @@ fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devic
     let crowded = DISAGGREGATED.replace(",H800_SXM,12,", ",H800_SXM,11,");
     let zero = DISAGGREGATED.replace(",8,50.000,512,", ",8,50.000,0,");
     let longer = DISAGGREGATED.replace("\n", ",7\n");
+    // Counts of four billion in both roles: their product is beyond 64 bits, not a panic.
+    let huge = DISAGGREGATED
+        .replace(
+            ",12,2,1,2,poisson,",
+            ",12,4000000000,4000000000,4000000000,poisson,",
+        )
+        .replace(",2,1,4,64\n", ",4000000000,4000000000,4000000000,64\n");
     let problems = check(
         "zhongwei",
-        &serving_file(&[&partial, &crowded, &zero, &longer]),
+        &serving_file(&[&partial, &crowded, &zero, &longer, &huge]),
         &catalogue,
     );
     let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
@@ -204,6 +221,7 @@ fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devic
             (3, Some("device_count"), ProblemKind::Malformed),
             (4, Some("max_batch"), ProblemKind::OutOfRange),
             (5, None, ProblemKind::Malformed),
+            (6, Some("device_count"), ProblemKind::Malformed),
         ],
         "{problems:#?}"
     );
