@@ -177,7 +177,7 @@ fn pair<'a>(
     let mut np = (rate / prefill.capacity).ceil().max(1.0) as u32;
     let mut nd = (rate / decode.capacity).ceil().max(1.0) as u32;
     let (ps, ds) = (prefill.role.shape(), decode.role.shape());
-    let at = |np: u32, nd: u32| {
+    let at = |np: u32, nd: u32, rate: f64| {
         disaggregated_point(
             &model,
             &ps,
@@ -190,7 +190,7 @@ fn pair<'a>(
             demand.fraction,
         )
     };
-    let mut point = at(np, nd);
+    let mut point = at(np, nd, rate);
     // Each side was sized with the other ample; add a replica to the side that misses.
     for _ in 0..8 {
         if meets(demand, &point) {
@@ -201,7 +201,7 @@ fn pair<'a>(
         } else {
             nd += 1;
         }
-        point = at(np, nd);
+        point = at(np, nd, rate);
     }
     if !meets(demand, &point) {
         return None;
@@ -220,23 +220,10 @@ fn pair<'a>(
     // The whole deployment at the heaviest rate it carries within the targets, what a benchmark
     // heavier than the busiest hour is compared with (`loam runs check`). Each side alone carries
     // at most its replicas' capacities, so their sum bounds the search.
-    let carried = |r: f64| {
-        disaggregated_point(
-            &model,
-            &ps,
-            &ds,
-            np,
-            nd,
-            &demand.traffic,
-            r,
-            link,
-            demand.fraction,
-        )
-    };
     let bound = f64::from(np) * prefill.capacity + f64::from(nd) * decode.capacity;
-    let heaviest = largest(bound.max(rate), |r| meets(demand, &carried(r)));
+    let heaviest = largest(bound.max(rate), |r| meets(demand, &at(np, nd, r)));
     let at_capacity = CapacityPoint {
-        point: carried(heaviest),
+        point: at(np, nd, heaviest),
         devices: devices(&prefill.role, np) + devices(&decode.role, nd),
     };
     let per_replica_decode = operating_point(

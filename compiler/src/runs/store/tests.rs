@@ -7,6 +7,14 @@ const GOOD: &str = "shanghai_2026-12-04_megatron-70b,2026-12-04,xirang,shanghai,
 megatron-lm,megatron-70b.log,80,8192,64,8,28672,128256,swiglu,8192,H100_SXM,64,3200,bf16,4,4,4,1,\
 5,1,,1,256,,,,520.00,610.00,0.3000,runs store: megatron-lm\n";
 
+/// Each problem's line, column and kind, in order.
+fn located(problems: &[StoreProblem]) -> Vec<(usize, Option<&'static str>, ProblemKind)> {
+    problems
+        .iter()
+        .map(|p| (p.line, p.column, p.kind))
+        .collect()
+}
+
 fn file(rows: &[&str]) -> String {
     format!("{COLUMNS}\n{}", rows.concat())
 }
@@ -29,10 +37,7 @@ fn unknown_site_device_and_a_wrong_folder_are_located_at_their_line() {
     // Line 1 is the header; rows are lines 2, 3, 4.
     let text = file(&[GOOD, &unknown_site, &unknown_device]);
     let problems = check("shanghai", &text, &catalogue);
-    let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
-        .iter()
-        .map(|p| (p.line, p.column, p.kind))
-        .collect();
+    let located = located(&problems);
     assert_eq!(
         located,
         vec![
@@ -210,10 +215,7 @@ fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devic
         &serving_file(&[&partial, &crowded, &zero, &longer, &huge]),
         &catalogue,
     );
-    let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
-        .iter()
-        .map(|p| (p.line, p.column, p.kind))
-        .collect();
+    let located = located(&problems);
     assert_eq!(
         located,
         vec![
@@ -249,10 +251,7 @@ fn serving_rows_are_checked_like_training_rows_each_at_its_line() {
         &crowded,
     ]);
     let problems = check("zhongwei", &text, &catalogue);
-    let located: Vec<(usize, Option<&str>, ProblemKind)> = problems
-        .iter()
-        .map(|p| (p.line, p.column, p.kind))
-        .collect();
+    let located = located(&problems);
     assert_eq!(
         located,
         vec![
