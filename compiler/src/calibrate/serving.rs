@@ -425,12 +425,12 @@ fn prepare(
         Load::Offline => row.count("batch_size").unwrap_or(0),
         Load::Rate(_) => 0,
     };
-    // The batch limit a runs-store row states is the one the plan gave the engine.
-    let max_batch = if asked > 0 {
-        asked
-    } else {
-        row.count("max_batch")
-            .unwrap_or_else(|| default_max_batch(engine))
+    // A runs-store row states the limit the plan gave the engine (its load is the whole
+    // deployment's, so its concurrency is no replica's batch).
+    let max_batch = match row.count("max_batch") {
+        Some(stated) => stated,
+        None if asked > 0 => asked,
+        None => default_max_batch(engine),
     };
     let prefill = match (
         row.count("prefill_tp"),

@@ -82,6 +82,8 @@ fn a_bounded_concurrency_runs_at_the_rate_little_s_law_allows_and_no_faster_than
     };
     let row = concurrent("16");
     assert_eq!(row.load, Load::Concurrency(16.0));
+    // The deployment's sixteen clients are no decode replica's batch limit: the plan's 512 is.
+    assert_eq!(row.max_batch, 512);
     let p = point(&row, row.prefill.unwrap(), &ServeFitted::SHIPPED);
     // Sixteen clients, each in the system for its TTFT and 198.6 tokens at the TPOT.
     let in_flight = p.requests_per_s * (p.ttft_p50_s + 198.6 * p.tpot_p50_s);
