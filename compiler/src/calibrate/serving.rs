@@ -432,20 +432,8 @@ fn prepare(
         None if asked > 0 => asked,
         None => default_max_batch(engine),
     };
-    let prefill = match (
-        row.count("prefill_tp"),
-        row.count("prefill_pp"),
-        row.count("prefill_replicas"),
-        row.count("prefill_max_batch"),
-    ) {
-        (Some(tensor), Some(pipeline), Some(replicas), Some(max_batch)) => Some(PrefillRole {
-            tensor: tensor.max(1),
-            pipeline: pipeline.max(1),
-            replicas: replicas.max(1),
-            max_batch: max_batch.max(1),
-        }),
-        _ => None,
-    };
+    // A count is positive or absent, so a role is whole or none.
+    let prefill = PrefillRole::of(PrefillRole::COLUMNS.map(|c| row.count(c)));
     if prefill.is_some() && !matches!(load, Load::Rate(_) | Load::Concurrency(_)) {
         return Err(
             "a disaggregated deployment is costed at a request rate or a bounded concurrency; \

@@ -72,13 +72,10 @@ pub fn row(
     let scale_out = roles
         .iter()
         .map(|r| {
-            let group = of_group(r, "node_group");
             catalogue
-                .pools
-                .get(&pool)
-                .and_then(|p| p.sites.iter().find(|s| s.name.value == site))
-                .and_then(|s| s.node_groups.iter().find(|g| g.name.value == group))
-                .map(|g| g.scale_out_per_device())
+                .pool(&pool)
+                .and_then(|p| p.node_group(&of_group(r, "node_group")))
+                .map(|(_, g)| g.scale_out_per_device())
         })
         .try_fold(f64::INFINITY, |slowest, b| b.map(|b| slowest.min(b)))
         .filter(|b| b.is_finite());

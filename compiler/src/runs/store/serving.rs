@@ -197,28 +197,47 @@ pub struct PrefillRole {
     pub max_batch: u32,
 }
 
-impl ServingRow {
-    /// The prefill role of a disaggregated deployment: `None` for an aggregated one (and for a
-    /// row that states only some of the role's columns, which [`check_row`] refuses).
-    pub fn prefill(&self) -> Option<PrefillRole> {
+impl PrefillRole {
+    /// The role's columns, in [`PrefillRole::of`]'s order.
+    pub const COLUMNS: [&'static str; 4] = [
+        "prefill_tp",
+        "prefill_pp",
+        "prefill_replicas",
+        "prefill_max_batch",
+    ];
+
+    /// The role from its four columns (tensor, pipeline, replicas, batch limit): all stated, or
+    /// `None` (an aggregated deployment, or a row stating only some, which [`check_row`]
+    /// refuses).
+    pub fn of([tensor, pipeline, replicas, max_batch]: [Option<u32>; 4]) -> Option<PrefillRole> {
         Some(PrefillRole {
-            tensor: self.prefill_tp?,
-            pipeline: self.prefill_pp?,
-            replicas: self.prefill_replicas?,
-            max_batch: self.prefill_max_batch?,
+            tensor: tensor?,
+            pipeline: pipeline?,
+            replicas: replicas?,
+            max_batch: max_batch?,
         })
     }
+}
 
-    /// Whether the row states any of the prefill role's columns.
-    fn states_prefill(&self) -> bool {
+impl ServingRow {
+    /// The prefill role of a disaggregated deployment ([`PrefillRole::of`] its columns).
+    pub fn prefill(&self) -> Option<PrefillRole> {
+        PrefillRole::of(self.prefill_columns())
+    }
+
+    /// The prefill role's columns as the row states them.
+    fn prefill_columns(&self) -> [Option<u32>; 4] {
         [
             self.prefill_tp,
             self.prefill_pp,
             self.prefill_replicas,
             self.prefill_max_batch,
         ]
-        .iter()
-        .any(Option::is_some)
+    }
+
+    /// Whether the row states any of the prefill role's columns.
+    fn states_prefill(&self) -> bool {
+        self.prefill_columns().iter().any(Option::is_some)
     }
 }
 
