@@ -22,7 +22,9 @@ use super::placement::{self, Placement};
 use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
 use super::search::budget::{SEARCH_CAP, WorkBudget};
-use super::search::{RejectedRegion, Scores, SearchSpec, search_scored, setup_on};
+use super::search::{
+    RejectedRegion, Scores, SearchResult, SearchSpec, search_ranked, search_scored, setup_on,
+};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
@@ -125,11 +127,10 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     let (pool, pins) = (*pool, *pins);
     let mut skipped = request.skipped.clone();
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
-    let mut rejected: Vec<(usize, RejectedRegion)> = Vec::new();
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
     // The single-type search of each node group, independent of the others.
     let indices: Vec<usize> = (0..options.len()).collect();
-    let results = map_ordered(&indices, threads, |&i| {
+    let single_search = |i: usize, rejections: bool| -> Option<SearchResult> {
         let (Some(option), Some(objective)) = (options.get(i), objectives.get(i)) else {
             return None;
         };
@@ -147,8 +148,15 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
         };
         // A group's objective scores a layout's totals (its time and devices with their
         // failures) against the goal and the limits, and none falls as the time grows.
-        Some(search_scored(&spec, objective, Scores::ByTimeAndDevices))
-    });
+        Some(if rejections {
+            search_scored(&spec, objective, Scores::ByTimeAndDevices)
+        } else {
+            search_ranked(&spec, objective, Scores::ByTimeAndDevices)
+        })
+    };
+    // Without the rejected regions, which only a job with no plan reports (below): the memory
+    // of every layout that cannot rank was most of a large job's single-type searches.
+    let results = map_ordered(&indices, threads, |&i| single_search(i, false));
     for (i, (option, result)) in options.iter().zip(results).enumerate() {
         let Some(result) = result else {
             continue;
@@ -169,7 +177,6 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
                 placement: option,
             });
         }
-        rejected.extend(result.rejected.into_iter().map(|r| (i, r)));
     }
     ranked.sort_by(|a, b| {
         a.score
@@ -208,6 +215,19 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
 
     let entries = explain::entries(&ranked, &mixed, &splits, objectives);
     let Some(best) = entries.first() else {
+        // The same searches again, recording what they reject: the same candidates (none).
+        let searched = map_ordered(&indices, threads, |&i| single_search(i, true));
+        let rejected: Vec<(usize, RejectedRegion)> = searched
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, result)| {
+                result
+                    .map(|r| r.rejected)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |r| (i, r))
+            })
+            .collect();
         plan.reasons = single::rejection_reasons(&rejected, options);
         plan.reasons.append(&mut skipped);
         plan.reasons.append(&mut ruled_out);

@@ -285,6 +285,29 @@ pub fn search_scored(
     ranker.finish()
 }
 
+/// [`search_scored`] without the rejected regions: the same ranked candidates and scores, for
+/// less work where the objective scores by time and devices alone ([`Scores::ByTimeAndDevices`]),
+/// since no memory of a placement or shape that cannot rank is worked out, as in
+/// [`search_capped`]. The statistics count what this walk did, and the rejected regions are
+/// empty: the planner asks [`search_scored`] for them only when no plan is found.
+pub(crate) fn search_ranked(
+    spec: &SearchSpec<'_>,
+    objective: &dyn Objective,
+    scores: Scores,
+) -> SearchResult {
+    let bounds = Bounds::of_search(spec);
+    let axes = Axes::new(&bounds);
+    let space = Space::new(&bounds, &axes);
+    let stats = SearchStats {
+        raw_space: raw_space(spec, space.max_devices()),
+        ..SearchStats::default()
+    };
+    let mut ranker = Ranker::without_rejections(spec, objective, &axes, stats, scores);
+    // A break is the device lacking the precision: what was found up to there is the result.
+    let _ = space.walk(&mut ranker);
+    ranker.finish()
+}
+
 /// How the objectives of a [`search_capped`] or a [`search_scored`] score a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scores {
@@ -296,8 +319,8 @@ pub enum Scores {
     /// already scores above the worst kept candidate of every cap it fits is then skipped
     /// without working out its memory or costing it (a [`search_scored`], which reports
     /// rejected regions, works out every memory and skips only the costing):
-    /// [`crate::cost::fastest_flops`] bounds a placement's time,
-    /// [`crate::cost::Costing::step_floor`] a shape's.
+    /// [`crate::cost::fastest_flops`] and [`crate::cost::Costing::placement_step_floor`] bound a
+    /// placement's time, [`crate::cost::Costing::step_floor`] a shape's.
     ByTimeAndDevices,
 }
 

@@ -274,11 +274,22 @@ impl Costing<'_> {
             None => pacing.get_or_insert_with(|| self.pacing(layout)),
         };
         let m = self.micro_batches(layout);
-        // What every block runs whatever is replayed (`PerBlock::seconds` of the kept modes,
-        // none or selective): its forward and backward, the tensor-parallel collectives of no
-        // recomputation (the fewest), the context-parallel rings, and the expert all-to-alls
-        // as exposed beside the longest block there is (a fully replayed one: a longer window
-        // hides more, while contention is below 1).
+        let block = self.block_floor(kernel, layout);
+        let pace = pacing
+            .ranks()
+            .map(|&(blocks, embedding, head)| blocks * block + kernel.ends(embedding, head))
+            .fold(0.0, f64::max);
+        (m + pacing.bubble_share.max(0.0)) * pace
+    }
+
+    /// Seconds one block of `layout` runs per micro-batch whatever is replayed
+    /// (`PerBlock::seconds` of the kept modes, none or selective), the per-block part of
+    /// [`Costing::step_floor`]: its forward and backward, the tensor-parallel
+    /// collectives of no recomputation (the fewest), the context-parallel rings, and the expert
+    /// all-to-alls as exposed beside the longest block there is (a fully replayed one: a longer
+    /// window hides more, while contention is below 1).
+    #[inline]
+    fn block_floor(&self, kernel: &Kernel, layout: &Layout) -> f64 {
         let contention = self.cluster.fitted.overlap_contention;
         let expert = if layout.pipeline <= 1 {
             kernel.ep_layer
@@ -296,15 +307,37 @@ impl Costing<'_> {
         } else {
             0.0
         };
-        let block = kernel.block.with_recompute(Recompute::None).total()
+        kernel.block.with_recompute(Recompute::None).total()
             + tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one
             + context
-            + expert;
-        let pace = pacing
-            .ranks()
-            .map(|&(blocks, embedding, head)| blocks * block + kernel.ends(embedding, head))
-            .fold(0.0, f64::max);
-        (m + pacing.bubble_share.max(0.0)) * pace
+            + expert
+    }
+
+    /// [`Costing::block_floor`] of `shape`, a shape of the current tensor and context degree,
+    /// through `cache`'s kernels.
+    #[inline]
+    pub(crate) fn shape_block_floor(&self, cache: &mut StageCache, shape: &Layout) -> f64 {
+        let kernel = cache.kernels.get(self, shape);
+        self.block_floor(kernel, shape)
+    }
+
+    /// Seconds no step of any shape of `placement` (a layout but for its micro-batch) takes
+    /// less than, when each of its shapes' [`Costing::block_floor`] `f(b)` is at least
+    /// `per_micro_batch` and `f(b)/b` at least `per_sequence`: [`Costing::step_floor`] less the
+    /// embedding and the head. A step runs `m = max(B/b, 1)` micro-batches of its per-rank
+    /// batch `B`, plus the bubble's `(p − 1)/v` of them, each at least the slowest rank's
+    /// blocks `L` times `f(b)`; so it takes at least `L · (B · per_sequence + (p − 1)/v ·
+    /// per_micro_batch)`.
+    pub(crate) fn placement_step_floor(
+        &self,
+        placement: &Layout,
+        per_sequence: f64,
+        per_micro_batch: f64,
+    ) -> f64 {
+        let pacing = self.pacing(placement);
+        let blocks = pacing.ranks().map(|&(b, ..)| b).fold(0.0, f64::max);
+        let per_rank = f64::from(self.setup.global_batch) / f64::from(placement.data.max(1));
+        blocks * (per_rank * per_sequence + pacing.bubble_share.max(0.0) * per_micro_batch)
     }
 
     /// Seconds to train the setup's tokens at `step_s` seconds a step, as [`Costing::step`]

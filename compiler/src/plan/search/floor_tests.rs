@@ -5,10 +5,15 @@
 //! failures and money), for dense and MoE models (whose expert all-to-alls the shape's floor
 //! counts at their least exposed). A plain search of such an objective skips costing the
 //! shapes that cannot rank: it must keep what it keeps without skipping, with the same scores
-//! and the same rejected regions.
+//! and the same rejected regions; one that reports no rejected regions (the planner's,
+//! [`search_ranked`]) skips placements and shapes as the capped search does, and must keep the
+//! same, with the same scores. A placement is skipped on the larger of two floors: its model
+//! FLOPs at the fastest kernel, and its blocks' least floor per sequence over its micro-batches
+//! (`Costing::placement_step_floor`); inflating the second by a tenth makes this test fail.
 
 use super::{
-    Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped, search_scored,
+    Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped, search_ranked,
+    search_scored,
 };
 use crate::plan::goodput::Failures;
 use loam_ir::types::Optimize;
@@ -82,6 +87,11 @@ proptest! {
                 prop_assert_eq!(&scored.rejected, &alone.rejected, "cap {}", cap);
                 prop_assert_eq!(scored.stats.enumerated, alone.stats.enumerated);
                 prop_assert!(scored.stats.evaluated <= alone.stats.evaluated);
+                let ranked = search_ranked(&capped, *objective, Scores::ByTimeAndDevices);
+                prop_assert_eq!(&ranked.ranked, &alone.ranked, "cap {}", cap);
+                prop_assert_eq!(&ranked.scores, &alone.scores, "cap {}", cap);
+                prop_assert!(ranked.rejected.is_empty());
+                prop_assert!(ranked.stats.enumerated <= alone.stats.enumerated);
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use super::kept::{Kept, Rejections};
 use super::memory::{ShapeMemory, floor_of};
-use super::space::{Axes, RecomputeLayers, Visitor};
+use super::space::{Axes, RecomputeLayers, Visitor, tries_micro_batch};
 use super::{Candidate, Objective, Rejection, Scores, SearchResult, SearchSpec, SearchStats};
 use crate::cost::{Costing, KernelShare, StageCache, StepEstimate, usable_memory};
 use crate::hardware::ClusterFigures;
@@ -35,6 +35,17 @@ pub(super) struct Ranker<'a> {
     kernel_share: Option<&'a KernelShare>,
     zeros: &'a [u8],
     recomputes: &'a [Recompute],
+    /// The micro-batches the walk may try ([`tries_micro_batch`]): the pinned one, else these
+    /// divisors of the batch.
+    micro_batch_pin: Option<u32>,
+    batch_divisors: &'a [u32],
+    /// Whether the current tensor degree runs sequence parallelism: a placement's kernels need
+    /// it before the walk sets it on the placement's shapes.
+    sequence_parallel: bool,
+    /// Under the current tensor and context degree, by expert degree and whether the layout
+    /// pipelines: [`Costing::shape_block_floor`] at each of `batch_divisors` (NaN until asked),
+    /// which [`Ranker::placement_shapes_floor_s`] takes the least of per placement.
+    block_floors: Vec<BlockFloors>,
     recompute_layers: RecomputeLayers,
     have_bytes: f64,
     /// Parameters one device of the current placement holds, worked out when its first shape
@@ -83,6 +94,26 @@ impl<'a> Ranker<'a> {
             stats,
             &[u64::MAX],
             true,
+            scores,
+        )
+    }
+
+    /// [`Ranker::new`] that records no rejected regions, and so skips the memory of what cannot
+    /// rank ([`Ranker::capped`] with the one cap of a plain search).
+    pub(super) fn without_rejections(
+        spec: &SearchSpec<'a>,
+        objective: &'a dyn Objective,
+        axes: &'a Axes,
+        stats: SearchStats,
+        scores: Scores,
+    ) -> Ranker<'a> {
+        Ranker::ranking(
+            spec,
+            vec![objective],
+            axes,
+            stats,
+            &[u64::MAX],
+            false,
             scores,
         )
     }
@@ -153,6 +184,10 @@ impl<'a> Ranker<'a> {
             kernel_share: None,
             zeros: &axes.zeros,
             recomputes: &axes.recomputes,
+            micro_batch_pin: spec.pins.micro_batch,
+            batch_divisors: &axes.batch_divisors,
+            sequence_parallel: false,
+            block_floors: Vec::new(),
             recompute_layers: axes.recompute_layers,
             have_bytes: usable_memory(&cluster.device),
             params: None,
@@ -322,12 +357,14 @@ impl<'a> Ranker<'a> {
     /// scores it by its time and devices alone, no lower than the shape's floor.
     fn assert_above_floors(&mut self) {
         let cand = self.scratch.clone();
-        let (Some(placement_s), Some(shape_s)) = (
+        let (Some(flops_s), Some(shapes_s), Some(shape_s)) = (
             self.placement_floor_s(cand.devices),
+            self.placement_shapes_floor_s(&cand.layout),
             self.shape_floor_s(&cand.layout),
         ) else {
             return;
         };
+        let placement_s = flops_s.max(shapes_s);
         let slack = 1.0 + 1e-9;
         // Comparisons that a NaN makes false: a NaN time or score is no floor broken (and no
         // candidate a floor skips: nothing scores below a NaN floor).
@@ -408,6 +445,69 @@ impl Ranker<'_> {
             .map(|device_s| device_s / devices as f64)
     }
 
+    /// Seconds any shape of `placement` trains the run in at least: the run's steps of
+    /// [`Costing::placement_step_floor`] over the micro-batches the walk tries; `None` when the
+    /// walk skips nothing.
+    fn placement_shapes_floor_s(&mut self, placement: &Layout) -> Option<f64> {
+        self.floor_device_s?;
+        let costing = self.costing.as_ref()?;
+        let key = (placement.expert, placement.pipeline > 1);
+        let slot = match self.block_floors.iter().position(|f| f.key == key) {
+            Some(slot) => slot,
+            None => {
+                self.block_floors.push(BlockFloors {
+                    key,
+                    at: vec![f64::NAN; self.batch_divisors.len()],
+                    least: Vec::new(),
+                });
+                self.block_floors.len() - 1
+            }
+        };
+        let floors = self.block_floors.get_mut(slot)?;
+        let data = placement.data;
+        let least = match floors.least.iter().find(|(d, _)| *d == data) {
+            Some(&(_, least)) => least,
+            None => {
+                let mut shape = Layout {
+                    sequence_parallel: self.sequence_parallel,
+                    ..*placement
+                };
+                let per_rank = u64::from(self.setup.global_batch) / u64::from(data.max(1));
+                let mut least = [f64::INFINITY; 2];
+                let mut take = |b: u32, block: f64| {
+                    least[0] = least[0].min(block / f64::from(b.max(1)));
+                    least[1] = least[1].min(block);
+                };
+                match self.micro_batch_pin {
+                    Some(b) => {
+                        shape.micro_batch = b;
+                        take(b, costing.shape_block_floor(&mut self.stages, &shape));
+                    }
+                    None => {
+                        for (&b, known) in self.batch_divisors.iter().zip(floors.at.iter_mut()) {
+                            if !tries_micro_batch(false, per_rank, b) {
+                                continue;
+                            }
+                            if known.is_nan() {
+                                shape.micro_batch = b;
+                                *known = costing.shape_block_floor(&mut self.stages, &shape);
+                            }
+                            take(b, *known);
+                        }
+                    }
+                }
+                floors.least.push((data, least));
+                least
+            }
+        };
+        let [per_sequence, per_micro_batch] = least;
+        if !per_sequence.is_finite() {
+            return None;
+        }
+        let step_s = costing.placement_step_floor(placement, per_sequence, per_micro_batch);
+        Some(costing.train_seconds(step_s))
+    }
+
     /// Seconds any ZeRO stage and recomputation of `shape` trains the run in at least: the
     /// run's steps of [`Costing::step_floor`]; `None` when the walk skips nothing.
     fn shape_floor_s(&mut self, shape: &Layout) -> Option<f64> {
@@ -432,6 +532,7 @@ impl Visitor for Ranker<'_> {
     }
 
     fn enter_tensor(&mut self, tensor: &Layout) {
+        self.sequence_parallel = tensor.sequence_parallel;
         self.memory.enter_tensor(tensor);
     }
 
@@ -446,6 +547,7 @@ impl Visitor for Ranker<'_> {
 
     fn enter_tensor_context(&mut self) {
         self.stages.new_tensor_context();
+        self.block_floors.clear();
     }
 
     /// A placement whose floor ([`Ranker::placement_floor_s`]) cannot rank has no shape that
@@ -456,8 +558,11 @@ impl Visitor for Ranker<'_> {
             return false;
         }
         let devices = placement.devices();
-        self.placement_floor_s(devices)
-            .is_some_and(|floor_s| self.floor_cannot_rank(placement, devices, floor_s))
+        let Some(flops_s) = self.placement_floor_s(devices) else {
+            return false;
+        };
+        let floor_s = flops_s.max(self.placement_shapes_floor_s(placement).unwrap_or(0.0));
+        self.floor_cannot_rank(placement, devices, floor_s)
     }
 
     fn enter_placement(&mut self, placement: &Layout) {
@@ -522,6 +627,18 @@ impl Visitor for Ranker<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// [`Costing::shape_block_floor`] of the shapes of one expert degree, pipelined or not, under
+/// the current tensor and context degree ([`Ranker::placement_shapes_floor_s`]).
+struct BlockFloors {
+    /// The expert degree and whether the layout pipelines.
+    key: (u32, bool),
+    /// The floor at each of the walk's batch divisors as micro-batch, NaN until asked.
+    at: Vec<f64>,
+    /// By data degree, the least floor per sequence and per micro-batch over the micro-batches
+    /// its per-rank batch allows.
+    least: Vec<(u32, [f64; 2])>,
 }
 
 /// Fills in the training time and device-hours of `cand` from its estimate; `devices` is

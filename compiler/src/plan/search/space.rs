@@ -99,7 +99,8 @@ pub(crate) struct Axes {
     /// Chunk counts `p · v` that split the blocks evenly under one of the two rules: the
     /// divisors of `layers` and of `layers + 2`.
     even_chunks: Vec<u64>,
-    batch_divisors: Vec<u32>,
+    /// The divisors of the global batch, ascending: the micro-batches the walk may try.
+    pub(crate) batch_divisors: Vec<u32>,
     expert_divisors: Vec<u32>,
     /// ZeRO stages, tried innermost.
     pub(crate) zeros: Vec<u8>,
@@ -262,6 +263,13 @@ fn to_u32(values: Vec<u64>) -> Vec<u32> {
         .into_iter()
         .filter_map(|v| u32::try_from(v).ok())
         .collect()
+}
+
+/// Whether the walk tries micro-batch `b` (a pinned one, or one of the batch's divisors) on a
+/// per-rank batch of `per_rank` sequences: a pinned one always, else one that divides it.
+#[inline]
+pub(crate) fn tries_micro_batch(pinned: bool, per_rank: u64, b: u32) -> bool {
+    pinned || per_rank.is_multiple_of(b.into())
 }
 
 /// The values a layout field takes: the pinned one, else `auto` (which the caller may filter
@@ -491,7 +499,7 @@ impl<'a> Space<'a> {
             ..probe
         };
         for &b in values(self.pins.micro_batch.as_ref(), &self.axes.batch_divisors) {
-            if self.pins.micro_batch.is_none() && !per_rank.is_multiple_of(b.into()) {
+            if !tries_micro_batch(self.pins.micro_batch.is_some(), per_rank, b) {
                 continue;
             }
             shape.micro_batch = b;
