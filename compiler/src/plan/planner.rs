@@ -154,13 +154,24 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
             search_ranked(&spec, objective, Scores::ByTimeAndDevices)
         })
     };
-    // Without the rejected regions, which only a job with no plan reports (below): the memory
-    // of every layout that cannot rank was most of a large job's single-type searches.
+    // With the rejected regions only until a first layout is kept: a job with no plan reports
+    // them (below), and the memory of every layout that cannot rank was most of a large job's
+    // single-type searches. A search that keeps nothing has them all.
     let results = map_ordered(&indices, threads, |&i| single_search(i, false));
+    // By group: the regions of a search that kept nothing, `None` for one that kept some.
+    let mut complete_regions: Vec<Option<Vec<RejectedRegion>>> = vec![None; options.len()];
     for (i, (option, result)) in options.iter().zip(results).enumerate() {
         let Some(result) = result else {
+            if let Some(slot) = complete_regions.get_mut(i) {
+                *slot = Some(Vec::new());
+            }
             continue;
         };
+        if result.ranked.is_empty()
+            && let Some(slot) = complete_regions.get_mut(i)
+        {
+            *slot = Some(result.rejected);
+        }
         if let (Some(slot), Some(first)) = (single_scores.get_mut(i), result.scores.first()) {
             *slot = Some(*first);
         }
@@ -215,18 +226,20 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
 
     let entries = explain::entries(&ranked, &mixed, &splits, objectives);
     let Some(best) = entries.first() else {
-        // The same searches again, recording what they reject: the same candidates (none).
-        let searched = map_ordered(&indices, threads, |&i| single_search(i, true));
-        let rejected: Vec<(usize, RejectedRegion)> = searched
+        // A group whose layouts were all kept out by its node shape searches again, recording
+        // what it rejects throughout.
+        let regions = map_ordered(&indices, threads, |&i| {
+            match complete_regions.get(i).cloned().flatten() {
+                Some(regions) => regions,
+                None => single_search(i, true)
+                    .map(|r| r.rejected)
+                    .unwrap_or_default(),
+            }
+        });
+        let rejected: Vec<(usize, RejectedRegion)> = regions
             .into_iter()
             .enumerate()
-            .flat_map(|(i, result)| {
-                result
-                    .map(|r| r.rejected)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(move |r| (i, r))
-            })
+            .flat_map(|(i, regions)| regions.into_iter().map(move |r| (i, r)))
             .collect();
         plan.reasons = single::rejection_reasons(&rejected, options);
         plan.reasons.append(&mut skipped);

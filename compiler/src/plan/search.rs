@@ -285,11 +285,12 @@ pub fn search_scored(
     ranker.finish()
 }
 
-/// [`search_scored`] without the rejected regions: the same ranked candidates and scores, for
-/// less work where the objective scores by time and devices alone ([`Scores::ByTimeAndDevices`]),
-/// since no memory of a placement or shape that cannot rank is worked out, as in
-/// [`search_capped`]. The statistics count what this walk did, and the rejected regions are
-/// empty: the planner asks [`search_scored`] for them only when no plan is found.
+/// [`search_scored`] with the rejected regions only while it has kept no candidate: the same
+/// ranked candidates and scores, for less work where the objective scores by time and devices
+/// alone ([`Scores::ByTimeAndDevices`]), since once a candidate is kept no memory of a placement
+/// or shape that cannot rank is worked out, as in [`search_capped`]. A search that keeps none
+/// returns the regions of [`search_scored`]; one that keeps some returns part of them (a plan
+/// reports them only when none is found). The statistics count what this walk did.
 pub(crate) fn search_ranked(
     spec: &SearchSpec<'_>,
     objective: &dyn Objective,
@@ -302,7 +303,7 @@ pub(crate) fn search_ranked(
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
     };
-    let mut ranker = Ranker::without_rejections(spec, objective, &axes, stats, scores);
+    let mut ranker = Ranker::rejections_until_kept(spec, objective, &axes, stats, scores);
     // A break is the device lacking the precision: what was found up to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()

@@ -221,10 +221,16 @@ impl Kept {
         }
     }
 
+    /// Whether `keep` candidates are kept, so that a score can be refused
+    /// ([`Kept::refuses_from`]).
+    pub(super) fn is_full(&self) -> bool {
+        self.ranked.len() >= self.keep
+    }
+
     /// Whether every candidate scored `score` or more would be refused: `keep` are kept, the
     /// worst of them scored below it.
     pub(super) fn refuses_from(&self, score: f64) -> bool {
-        self.ranked.len() >= self.keep && self.ranked.last().is_some_and(|(s, _)| *s < score)
+        self.is_full() && self.ranked.last().is_some_and(|(s, _)| *s < score)
     }
 
     /// The scores and the candidates, best first.

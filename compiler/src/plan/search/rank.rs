@@ -55,6 +55,9 @@ pub(super) struct Ranker<'a> {
     /// Whether the rejected regions are wanted: a capped search returns none, so it neither
     /// records them nor works out the memory of shapes whose model states alone overflow.
     record_rejections: bool,
+    /// Whether `record_rejections` turns off once a candidate is kept
+    /// ([`Ranker::rejections_until_kept`]).
+    recording_ends_at_first_kept: bool,
     /// Whether some ZeRO stage and recomputation of the last shape fitted in memory.
     last_shape_fitted: bool,
     stats: SearchStats,
@@ -98,24 +101,28 @@ impl<'a> Ranker<'a> {
         )
     }
 
-    /// [`Ranker::new`] that records no rejected regions, and so skips the memory of what cannot
-    /// rank ([`Ranker::capped`] with the one cap of a plain search).
-    pub(super) fn without_rejections(
+    /// [`Ranker::new`] that records the rejected regions only until it keeps a first candidate,
+    /// and from there on skips the memory of what cannot rank ([`Ranker::capped`] with the one
+    /// cap of a plain search): a walk that keeps nothing has every region, and one that keeps
+    /// something wanted none.
+    pub(super) fn rejections_until_kept(
         spec: &SearchSpec<'a>,
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
         scores: Scores,
     ) -> Ranker<'a> {
-        Ranker::ranking(
+        let mut ranker = Ranker::ranking(
             spec,
             vec![objective],
             axes,
             stats,
             &[u64::MAX],
-            false,
+            true,
             scores,
-        )
+        );
+        ranker.recording_ends_at_first_kept = true;
+        ranker
     }
 
     /// A ranker that keeps, for each of `objectives` apart, the best of the layouts within each
@@ -193,6 +200,7 @@ impl<'a> Ranker<'a> {
             params: None,
             rejections: Rejections::default(),
             record_rejections,
+            recording_ends_at_first_kept: false,
             last_shape_fitted: false,
             stats,
             scratch: Candidate {
@@ -345,6 +353,10 @@ impl<'a> Ranker<'a> {
                     kept.offer(score, cand);
                 }
             }
+        }
+        // A candidate offered to an empty list is kept: the walk will return one.
+        if self.recording_ends_at_first_kept {
+            self.record_rejections = false;
         }
         if cfg!(debug_assertions) {
             self.assert_above_floors();
@@ -561,6 +573,16 @@ impl Visitor for Ranker<'_> {
         let Some(flops_s) = self.placement_floor_s(devices) else {
             return false;
         };
+        // Nothing is refused before every cap the placement fits keeps its candidates: its
+        // blocks' floor waits until then.
+        let full = self
+            .kept
+            .iter()
+            .flatten()
+            .all(|(cap, kept)| devices > *cap || kept.is_full());
+        if !full {
+            return false;
+        }
         let floor_s = flops_s.max(self.placement_shapes_floor_s(placement).unwrap_or(0.0));
         self.floor_cannot_rank(placement, devices, floor_s)
     }
