@@ -22,7 +22,7 @@ use crate::hardware::ClusterFigures;
 use crate::workload::{Layout, ModelDims, Pins, TrainSetup};
 use loam_ir::types::Optimize;
 pub(crate) use memory::{ShapeMemory, floor_of};
-use rank::Ranker;
+use rank::{Ranker, Recording};
 use serde::Serialize;
 pub(crate) use space::{Axes, Bounds, RecomputeLayers, Space, Visitor, divisors_u32};
 
@@ -272,17 +272,7 @@ pub fn search_scored(
     objective: &dyn Objective,
     scores: Scores,
 ) -> SearchResult {
-    let bounds = Bounds::of_search(spec);
-    let axes = Axes::new(&bounds);
-    let space = Space::new(&bounds, &axes);
-    let stats = SearchStats {
-        raw_space: raw_space(spec, space.max_devices()),
-        ..SearchStats::default()
-    };
-    let mut ranker = Ranker::new(spec, objective, &axes, stats, scores);
-    // A break is the device lacking the precision: what was found up to there is the result.
-    let _ = space.walk(&mut ranker);
-    ranker.finish()
+    search_recording(spec, objective, scores, Recording::Throughout)
 }
 
 /// [`search_scored`] with the rejected regions only while it has kept no candidate: the same
@@ -296,6 +286,16 @@ pub(crate) fn search_ranked(
     objective: &dyn Objective,
     scores: Scores,
 ) -> SearchResult {
+    search_recording(spec, objective, scores, Recording::UntilKept)
+}
+
+/// A plain search of `spec` by `objective`, recording the rejected regions as `recording` says.
+fn search_recording(
+    spec: &SearchSpec<'_>,
+    objective: &dyn Objective,
+    scores: Scores,
+    recording: Recording,
+) -> SearchResult {
     let bounds = Bounds::of_search(spec);
     let axes = Axes::new(&bounds);
     let space = Space::new(&bounds, &axes);
@@ -303,7 +303,7 @@ pub(crate) fn search_ranked(
         raw_space: raw_space(spec, space.max_devices()),
         ..SearchStats::default()
     };
-    let mut ranker = Ranker::rejections_until_kept(spec, objective, &axes, stats, scores);
+    let mut ranker = Ranker::new(spec, objective, &axes, stats, scores, recording);
     // A break is the device lacking the precision: what was found up to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()

@@ -19,6 +19,17 @@ use loam_ir::types::Recompute;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+/// How long a plain search records the rejected regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Recording {
+    /// Throughout the walk: every region with its closest miss.
+    Throughout,
+    /// Until it keeps a first candidate, and from there on skips the memory of what cannot rank
+    /// ([`Ranker::capped`] with the one cap of a plain search): a walk that keeps nothing has
+    /// every region, and one that keeps something wanted none.
+    UntilKept,
+}
+
 /// Costs, ranks and records what the walk visits.
 pub(super) struct Ranker<'a> {
     model: &'a ModelDims,
@@ -55,8 +66,7 @@ pub(super) struct Ranker<'a> {
     /// Whether the rejected regions are wanted: a capped search returns none, so it neither
     /// records them nor works out the memory of shapes whose model states alone overflow.
     record_rejections: bool,
-    /// Whether `record_rejections` turns off once a candidate is kept
-    /// ([`Ranker::rejections_until_kept`]).
+    /// Whether `record_rejections` turns off once a candidate is kept ([`Recording::UntilKept`]).
     recording_ends_at_first_kept: bool,
     /// Whether some ZeRO stage and recomputation of the last shape fitted in memory.
     last_shape_fitted: bool,
@@ -82,35 +92,14 @@ pub(super) struct Ranker<'a> {
 impl<'a> Ranker<'a> {
     /// A ranker of `spec`'s layouts by `objective`, trying the ZeRO stages and recomputation
     /// modes of `axes`; `stats` holds the size of the space. It keeps the best layouts and the
-    /// rejected regions.
+    /// rejected regions as `recording` says.
     pub(super) fn new(
         spec: &SearchSpec<'a>,
         objective: &'a dyn Objective,
         axes: &'a Axes,
         stats: SearchStats,
         scores: Scores,
-    ) -> Ranker<'a> {
-        Ranker::ranking(
-            spec,
-            vec![objective],
-            axes,
-            stats,
-            &[u64::MAX],
-            true,
-            scores,
-        )
-    }
-
-    /// [`Ranker::new`] that records the rejected regions only until it keeps a first candidate,
-    /// and from there on skips the memory of what cannot rank ([`Ranker::capped`] with the one
-    /// cap of a plain search): a walk that keeps nothing has every region, and one that keeps
-    /// something wanted none.
-    pub(super) fn rejections_until_kept(
-        spec: &SearchSpec<'a>,
-        objective: &'a dyn Objective,
-        axes: &'a Axes,
-        stats: SearchStats,
-        scores: Scores,
+        recording: Recording,
     ) -> Ranker<'a> {
         let mut ranker = Ranker::ranking(
             spec,
@@ -121,7 +110,7 @@ impl<'a> Ranker<'a> {
             true,
             scores,
         );
-        ranker.recording_ends_at_first_kept = true;
+        ranker.recording_ends_at_first_kept = recording == Recording::UntilKept;
         ranker
     }
 
