@@ -130,7 +130,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
     // The single-type search of each node group, independent of the others.
     let indices: Vec<usize> = (0..options.len()).collect();
-    let single_search = |i: usize, rejections: bool| -> Option<SearchResult> {
+    let single_search = |i: usize, regions_throughout: bool| -> Option<SearchResult> {
         let (Some(option), Some(objective)) = (options.get(i), objectives.get(i)) else {
             return None;
         };
@@ -148,7 +148,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
         };
         // A group's objective scores a layout's totals (its time and devices with their
         // failures) against the goal and the limits, and none falls as the time grows.
-        Some(if rejections {
+        Some(if regions_throughout {
             search_scored(&spec, objective, Scores::ByTimeAndDevices)
         } else {
             search_ranked(&spec, objective, Scores::ByTimeAndDevices)

@@ -358,14 +358,14 @@ impl<'a> Ranker<'a> {
     /// scores it by its time and devices alone, no lower than the shape's floor.
     fn assert_above_floors(&mut self) {
         let cand = self.scratch.clone();
-        let (Some(flops_s), Some(shapes_s), Some(shape_s)) = (
+        let (Some(flops_s), Some(shape_s)) = (
             self.placement_floor_s(cand.devices),
-            self.placement_shapes_floor_s(&cand.layout),
             self.shape_floor_s(&cand.layout),
         ) else {
             return;
         };
-        let placement_s = flops_s.max(shapes_s);
+        let blocks_s = self.placement_shapes_floor_s(&cand.layout);
+        let placement_s = flops_s.max(blocks_s.unwrap_or(0.0));
         let slack = 1.0 + 1e-9;
         // Comparisons that a NaN makes false: a NaN time or score is no floor broken (and no
         // candidate a floor skips: nothing scores below a NaN floor).
