@@ -158,13 +158,11 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     // them (below), and the memory of every layout that cannot rank was most of a large job's
     // single-type searches. A search that keeps nothing has them all.
     let results = map_ordered(&indices, threads, |&i| single_search(i, false));
-    // By group: the regions of a search that kept nothing, `None` for one that kept some.
+    // By group: the regions of a search that kept nothing; `None` for one that kept some, or
+    // a group that was not searched (asked again below, it returns at once with none).
     let mut complete_regions: Vec<Option<Vec<RejectedRegion>>> = vec![None; options.len()];
     for (i, (option, result)) in options.iter().zip(results).enumerate() {
         let Some(result) = result else {
-            if let Some(slot) = complete_regions.get_mut(i) {
-                *slot = Some(Vec::new());
-            }
             continue;
         };
         if result.ranked.is_empty()
