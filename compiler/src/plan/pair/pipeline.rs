@@ -267,12 +267,28 @@ const SHAVED: f64 = 1.0 - 1e-9;
 /// that bound: each op at the faster group's no-recompute speed, the work spread evenly over
 /// every stage, and no stage faster than the send across the group boundary; plus the sites'
 /// fixed seconds per step. (A configuration at or above the cutoff could never be costed, so
-/// leaving it out early changes no result and spares sorting it.)
+/// leaving it out early changes no result and spares sorting it.) Sorted by bound, then shape.
+#[cfg(test)]
 fn configurations(
     spec: &PipelineSpec<'_>,
     prepared: &Prepared<'_>,
     objective: &dyn Fn([u64; 2], f64) -> f64,
     cutoff: f64,
+) -> Vec<(f64, PipelineShape)> {
+    let mut configs = listed_configurations(spec, prepared, objective, cutoff, None);
+    sort_configurations(&mut configs);
+    configs
+}
+
+/// [`configurations`] in the order they are found; with `memory`, the budget their search
+/// runs under, only those some partition of which could hold every stage in memory
+/// ([`holds_in_memory`]).
+fn listed_configurations(
+    spec: &PipelineSpec<'_>,
+    prepared: &Prepared<'_>,
+    objective: &dyn Fn([u64; 2], f64) -> f64,
+    cutoff: f64,
+    memory: Option<&WorkBudget>,
 ) -> Vec<(f64, PipelineShape)> {
     let batch = spec.setup.global_batch;
     let batch_divisors = divisors_u32(batch);
@@ -362,6 +378,11 @@ fn configurations(
                     (g.available / (u64::from(t) * u64::from(d))).min(u64::from(MAX_STAGES))
                 };
                 let (cap0, cap1) = (cap(&spec.first, t0), cap(&spec.second, t1));
+                // Each group has a stage at least and both at most `MAX_STAGES`.
+                let upto = [cap0, cap1].map(|c| {
+                    u32::try_from(c.min(u64::from(MAX_STAGES - 1))).unwrap_or(MAX_STAGES - 1)
+                });
+                let mut reaches = [MemoryReach::default(), MemoryReach::default()];
                 // Both ZeRO stages of a shape have its devices and its bound: it is scored
                 // once (the configurations are sorted by bound, then shape, so the order they
                 // are found in is not what ranks them).
@@ -399,8 +420,13 @@ fn configurations(
                             + prepared.steps * fixed * SHAVED;
                         let bound = objective(devices, seconds);
                         if bound < cutoff {
-                            for zero in [0u8, 1] {
-                                configs.push((bound, PipelineShape { zero, ..shape }));
+                            for (zero, reach) in [0u8, 1].into_iter().zip(&mut reaches) {
+                                let shape = PipelineShape { zero, ..shape };
+                                if memory.is_none_or(|budget| {
+                                    holds_in_memory(spec, prepared, reach, shape, upto, budget)
+                                }) {
+                                    configs.push((bound, shape));
+                                }
                             }
                         }
                     }
@@ -408,9 +434,35 @@ fn configurations(
             }
         }
     }
+    configs
+}
+
+/// Sorts configurations by bound, then shape.
+fn sort_configurations(configs: &mut [(f64, PipelineShape)]) {
     // Each shape is listed once, so the order is total and an unstable sort gives the same one.
     configs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    configs
+}
+
+/// Whether some partition of `shape` could hold every stage in memory
+/// ([`MemoryReach::admits`]), with `reach`, that of its tensor degrees, micro-batch, data degree
+/// and ZeRO stage, extended when it has not been to `upto` stages per group, the most any
+/// configuration of theirs has (one stager per key, not one per stage count).
+fn holds_in_memory(
+    spec: &PipelineSpec<'_>,
+    prepared: &Prepared<'_>,
+    reach: &mut MemoryReach,
+    shape: PipelineShape,
+    upto: [u32; 2],
+    budget: &WorkBudget,
+) -> bool {
+    if let Some(fits) = reach.admits(shape.stages) {
+        return fits;
+    }
+    let Some(costing) = prepared.costing(&shape, budget) else {
+        return false;
+    };
+    stager(spec, &costing, shape).reach_further(reach, upto.map(|u| u.max(1)));
+    reach.admits(shape.stages) == Some(true)
 }
 
 /// Keeps the `keep` best by (score, shape).
@@ -447,9 +499,13 @@ pub fn search_pipelines(
     }
     let keep = spec.keep.max(1);
     let mut found: Vec<(f64, PipelinePlan)> = Vec::new();
-    let mut reaches: BTreeMap<_, MemoryReach> = BTreeMap::new();
     let shown = incumbent * slack.max(1.0);
-    for (bound, shape) in configurations(spec, &prepared, objective, shown) {
+    // A configuration no partition of which fits in memory is left out before the rest are
+    // sorted and partitioned: a job of hundreds of wide blocks has tens of thousands, each
+    // partitioned to find nothing.
+    let mut configs = listed_configurations(spec, &prepared, objective, shown, Some(budget));
+    sort_configurations(&mut configs);
+    for (bound, shape) in configs {
         let worst_kept = if found.len() >= keep {
             found.last().map_or(f64::INFINITY, |f| f.0)
         } else {
@@ -462,23 +518,7 @@ pub fn search_pipelines(
         let Some(costing) = prepared.costing(&shape, budget) else {
             continue;
         };
-        // A configuration no partition of which fits in memory is not partitioned (a job of
-        // hundreds of wide blocks has thousands, each partitioned to find nothing); its
-        // stager is built only to extend the reach of its key, or to partition it.
-        let reach = reaches
-            .entry((shape.tensor, shape.micro_batch, shape.data, shape.zero))
-            .or_default();
-        let known = reach.admits(shape.stages);
-        if known == Some(false) {
-            continue;
-        }
         let stager = stager(spec, &costing, shape);
-        if known.is_none() {
-            stager.reach_further(reach);
-            if reach.admits(shape.stages) == Some(false) {
-                continue;
-            }
-        }
         // Once `keep` plans are kept, a configuration whose partition's lower bound scores
         // above the worst of them cannot join them: it is not partitioned.
         let devices = shape.devices();

@@ -6,6 +6,7 @@ use crate::hardware::DeviceFigures;
 use crate::workload::op_graph;
 use loam_ir::types::{Mlp, Optimizer, Precision};
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 
 /// A device from datasheet-like figures (TFLOP/s by precision, GB, TB/s, devices per node).
 fn device(
@@ -164,24 +165,32 @@ fn a_configuration_refused_for_memory_has_no_partition_that_fits() {
         let spec = pair_spec(&model, &setup, &graph, [&a, &b], true);
         let budget = unbounded();
         let prepared = prepare(&spec, &budget);
-        let mut reaches = BTreeMap::new();
+        // The configurations the search partitions: those its memory test admits.
+        let admitted: BTreeSet<PipelineShape> =
+            listed_configurations(&spec, &prepared, &by_cost, f64::INFINITY, Some(&budget))
+                .into_iter()
+                .map(|(_, shape)| shape)
+                .collect();
         for (_, shape) in configurations(&spec, &prepared, &by_cost, f64::INFINITY) {
             let Some(costing) = prepared.costing(&shape, &budget) else {
                 continue;
             };
-            // One reach per configuration, and one per key extended as the search extends it: the
-            // same answer.
+            // One reach per configuration, one extended to every stage count, and the search's
+            // (one per key, extended at its first configuration): the same answer.
             let stager = partition::stager(&spec, &costing, shape);
             let mut alone = MemoryReach::default();
-            stager.reach_further(&mut alone);
-            let shared = reaches
-                .entry((shape.tensor, shape.micro_batch, shape.data, shape.zero))
-                .or_default();
-            stager.reach_further(shared);
+            stager.reach_further(&mut alone, shape.stages);
+            let mut widest = MemoryReach::default();
+            stager.reach_further(&mut widest, [MAX_STAGES; 2]);
             let fits = alone.admits(shape.stages);
             assert_eq!(
                 fits,
-                shared.admits(shape.stages),
+                widest.admits(shape.stages),
+                "{layers} layers, {shape:?}"
+            );
+            assert_eq!(
+                fits,
+                Some(admitted.contains(&shape)),
                 "{layers} layers, {shape:?}"
             );
             let fits = fits.expect("extended to its stages");

@@ -12,6 +12,11 @@ pub(in crate::plan::pair::pipeline) struct MemoryReach {
     from_start: Vec<usize>,
     /// The earliest cut from which the second group's `s` stages reach the chain's end, by `s`.
     from_end: Vec<usize>,
+    /// Whether one more of the first group's stages reaches no farther: the greedy cut from
+    /// the same cut gives the same cut, so every count past the last listed reaches as far.
+    start_settled: bool,
+    /// The same for the second group's stages from the chain's end.
+    end_settled: bool,
 }
 
 impl MemoryReach {
@@ -20,7 +25,16 @@ impl MemoryReach {
     /// stage counts ([`Stager::reach_further`] of a configuration with them).
     pub(in crate::plan::pair::pipeline) fn admits(&self, stages: [u32; 2]) -> Option<bool> {
         let [s0, s1] = stages.map(|s| s as usize);
-        match (self.from_start.get(s0), self.from_end.get(s1)) {
+        let at = |reach: &[usize], s: usize, settled: bool| {
+            reach
+                .get(s)
+                .or_else(|| reach.last().filter(|_| settled))
+                .copied()
+        };
+        match (
+            at(&self.from_start, s0, self.start_settled),
+            at(&self.from_end, s1, self.end_settled),
+        ) {
             (Some(reach), Some(start)) => Some(start <= reach),
             _ => None,
         }
@@ -37,8 +51,8 @@ impl Stager<'_, '_> {
         self.least_fitting(g, i, j, 1.0).is_some()
     }
 
-    /// Extends `reach` to this configuration's stages of each group: how far each group's
-    /// stages can cover the chain with every stage fitting
+    /// Extends `reach` to `upto` stages of each group (this configuration's, or more): how
+    /// far each group's stages can cover the chain with every stage fitting
     /// ([`Stager::fits_alone`]), by their number `s`: the farthest cut the first group's `s`
     /// stages reach from the chain's start, cut greedily, and the earliest cut from which the
     /// second group's `s` stages cover the rest, cut greedily from the end. Greedy cuts reach
@@ -47,26 +61,34 @@ impl Stager<'_, '_> {
     /// partition whose stages all fit only if the second group's start is at or before the
     /// first group's reach ([`MemoryReach::admits`]). The stage counts enter only as how many
     /// greedy cuts to take, so the reach serves every configuration of one tensor degree per
-    /// group, micro-batch, data degree and ZeRO stage.
-    pub(in crate::plan::pair::pipeline) fn reach_further(&self, reach: &mut MemoryReach) {
-        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+    /// group, micro-batch, data degree and ZeRO stage. A side stops once a stage more reaches
+    /// no farther (each greedy cut depends on the cut before alone).
+    pub(in crate::plan::pair::pipeline) fn reach_further(
+        &self,
+        reach: &mut MemoryReach,
+        upto: [u32; 2],
+    ) {
+        let [s0, s1] = upto.map(|s| s as usize);
         let cuts = self.cuts();
         let m = cuts.len();
         let at = |c: usize| cuts.get(c).copied().unwrap_or(usize::MAX);
         if reach.from_start.is_empty() {
             reach.from_start.push(0);
         }
-        while reach.from_start.len() <= s0 {
+        while !reach.start_settled && reach.from_start.len() <= s0 {
             let from = reach.from_start.last().copied().unwrap_or(0);
             let next = last_index(from + 1, m, |j| self.fits_alone(0, at(from), at(j)));
-            reach.from_start.push(from.max(next));
+            let reached = from.max(next);
+            reach.start_settled = reached == from;
+            reach.from_start.push(reached);
         }
         if reach.from_end.is_empty() {
             reach.from_end.push(m.saturating_sub(1));
         }
-        while reach.from_end.len() <= s1 {
+        while !reach.end_settled && reach.from_end.len() <= s1 {
             let to = reach.from_end.last().copied().unwrap_or(0);
             let next = minmax::first_index(0, to, |c| self.fits_alone(1, at(c), at(to)));
+            reach.end_settled = next == to;
             reach.from_end.push(next);
         }
     }
