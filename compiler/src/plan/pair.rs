@@ -7,7 +7,9 @@
 //! paired only over a WAN route whose latency fits `resources.max_latency`; the activations that
 //! cross it are costed in the stage times (bandwidth) and in money (egress).
 
-use self::pipeline::{PipelineGroup, PipelinePlan, PipelineSpec, WanLink, search_pipelines};
+use self::pipeline::{
+    PipelineGroup, PipelinePlan, PipelineSpec, SideCosts, WanLink, search_pipelines,
+};
 use super::goodput::Failures;
 use super::objective::{Constrained, Outcome, PairObjective};
 use super::placement::{self, Placement};
@@ -220,6 +222,7 @@ pub(crate) fn pair_pipelines<'a>(
     let Some(limits) = limits else {
         return (found, ruled_out);
     };
+    let side_costs = SideCosts::default();
     for &a in &picks {
         for &b in &picks {
             let (Some(pa), Some(pb)) = (input.options.get(a), input.options.get(b)) else {
@@ -264,6 +267,7 @@ pub(crate) fn pair_pipelines<'a>(
                 max_devices: link.max_devices,
                 keep: KEEP_PER_PAIR,
                 sequence_parallel: input.pins.sequence_parallel,
+                side_costs: Some(&side_costs),
             };
             let objective =
                 |devices: [u64; 2], train_s: f64| limits.score(&pair.outcome(devices, train_s));

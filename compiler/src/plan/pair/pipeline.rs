@@ -26,7 +26,9 @@ use loam_ir::types::Recompute;
 #[cfg(test)]
 use partition::cost_shape;
 use partition::{Chain, Costing, MODES, MemoryReach, Prefix, Side, cost_staged, span, stager};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// Most pipeline stages a heterogeneous plan considers.
 pub const MAX_STAGES: u32 = 16;
@@ -84,6 +86,61 @@ pub struct PipelineSpec<'a> {
     /// Sequence parallelism as the spec pins it (`None`: auto); each group runs it by
     /// [`loam_ir::plan::sequence_parallel_runs`] under its own tensor degree.
     pub sequence_parallel: Option<bool>,
+    /// Op costs shared with the searches of the job's other pairs, when there are any.
+    pub side_costs: Option<&'a SideCosts>,
+}
+
+/// The op costs of a group's stages by tensor degree and micro-batch, worked out once for
+/// every pair of a job the group is in: they read the group's nodes and whether it hosts the
+/// precision-sensitive ops, and the job, which every pair shares; never the other group. (A
+/// job over five groups searched twenty pairs, each working out both its groups' costs again.)
+#[derive(Default)]
+pub struct SideCosts {
+    /// By group (its nodes, by address: every pair of a job reads the same) and whether it
+    /// hosts the sensitive ops: the costs by (tensor degree, micro-batch).
+    groups: RefCell<Vec<GroupCosts>>,
+}
+
+impl std::fmt::Debug for SideCosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let groups = self.groups.borrow().len();
+        f.debug_struct("SideCosts")
+            .field("groups", &groups)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`SideCosts`] of one group.
+type GroupCosts = (
+    *const ClusterFigures,
+    bool,
+    BTreeMap<(u32, u32), Rc<[Prefix; 3]>>,
+);
+
+impl SideCosts {
+    /// The costs of `group`'s stages at tensor degree `t` and micro-batch `b`, worked out by
+    /// `work` unless a search of the job already did.
+    fn get(
+        &self,
+        group: &PipelineGroup<'_>,
+        t: u32,
+        b: u32,
+        work: impl FnOnce() -> [Prefix; 3],
+    ) -> Rc<[Prefix; 3]> {
+        let key = (std::ptr::from_ref(group.cluster), group.hosts_sensitive);
+        let mut groups = self.groups.borrow_mut();
+        let at = match groups.iter().position(|(c, h, _)| (*c, *h) == key) {
+            Some(at) => at,
+            None => {
+                groups.push((key.0, key.1, BTreeMap::new()));
+                groups.len() - 1
+            }
+        };
+        let Some((.., costs)) = groups.get_mut(at) else {
+            return Rc::new(work());
+        };
+        Rc::clone(costs.entry((t, b)).or_insert_with(|| Rc::new(work())))
+    }
 }
 
 /// One stage of a heterogeneous plan.
@@ -208,22 +265,31 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                 if !budget.spend(ops.saturating_mul(MODES.len() as u64)) {
                     break;
                 }
-                let modes = MODES.map(|recompute| {
-                    let layout = Layout {
-                        tensor: t,
-                        micro_batch: b,
-                        recompute,
-                        sequence_parallel: sequence_parallel_runs(spec.sequence_parallel, t.into()),
-                        ..Layout::single()
-                    };
-                    let mut costs = op_costs_of_layout(spec.graph, model, setup, c, &layout);
-                    if !group.hosts_sensitive {
-                        for (cost, op) in costs.iter_mut().zip(spec.graph.ops()) {
-                            cost.hostable &= !op.sensitive;
+                let work = || {
+                    MODES.map(|recompute| {
+                        let layout = Layout {
+                            tensor: t,
+                            micro_batch: b,
+                            recompute,
+                            sequence_parallel: sequence_parallel_runs(
+                                spec.sequence_parallel,
+                                t.into(),
+                            ),
+                            ..Layout::single()
+                        };
+                        let mut costs = op_costs_of_layout(spec.graph, model, setup, c, &layout);
+                        if !group.hosts_sensitive {
+                            for (cost, op) in costs.iter_mut().zip(spec.graph.ops()) {
+                                cost.hostable &= !op.sensitive;
+                            }
                         }
-                    }
-                    Prefix::new(&costs)
-                });
+                        Prefix::new(&costs)
+                    })
+                };
+                let modes = match spec.side_costs {
+                    Some(shared) => shared.get(group, t, b, work),
+                    None => Rc::new(work()),
+                };
                 let side = Side {
                     group: *group,
                     tensor: t,

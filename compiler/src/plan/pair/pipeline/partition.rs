@@ -67,7 +67,7 @@ pub(super) const MODES: [Recompute; 3] = [Recompute::None, Recompute::Selective,
 pub(super) struct Side<'a> {
     pub(super) group: PipelineGroup<'a>,
     pub(super) tensor: u32,
-    pub(super) modes: [Prefix; 3],
+    pub(super) modes: std::rc::Rc<[Prefix; 3]>,
     pub(super) usable: f64,
 }
 

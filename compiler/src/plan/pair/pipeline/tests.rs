@@ -113,6 +113,7 @@ fn pair_spec<'a>(
         max_devices: 256,
         keep: 2,
         sequence_parallel: None,
+        side_costs: None,
     }
 }
 
@@ -352,6 +353,48 @@ fn a_search_that_reaches_its_budget_stops_with_what_it_found() {
 }
 
 #[test]
+fn pairs_that_share_op_costs_find_what_each_finds_alone() {
+    // Three groups in every order, as a job's pair search runs them: with op costs shared
+    // (each group's worked out at its first pair), every pair finds what it finds on its own,
+    // spends the same work, and the groups' costs are worked out once per group and role.
+    let model = small_model(12);
+    let graph = op_graph(&model, &[]);
+    let setup = setup(64, Precision::Bf16);
+    let clusters = [
+        cluster(fast(), 2),
+        cluster(steady(), 4),
+        cluster(steady(), 2),
+    ];
+    let shared = SideCosts::default();
+    let (mut pairs, mut planned) = (0, 0);
+    for (i, a) in clusters.iter().enumerate() {
+        for (j, b) in clusters.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let alone_spec = pair_spec(&model, &setup, &graph, [a, b], i == 0);
+            let shared_spec = PipelineSpec {
+                side_costs: Some(&shared),
+                ..alone_spec.clone()
+            };
+            let (alone_budget, shared_budget) = (unbounded(), unbounded());
+            let alone = search_pipelines(&alone_spec, &by_cost, f64::INFINITY, 1.0, &alone_budget);
+            let with_shared =
+                search_pipelines(&shared_spec, &by_cost, f64::INFINITY, 1.0, &shared_budget);
+            assert_eq!(alone, with_shared, "{i} then {j}");
+            assert_eq!(alone_budget.spent(), shared_budget.spent(), "{i} then {j}");
+            pairs += 1;
+            planned += usize::from(!alone.is_empty());
+        }
+    }
+    assert_eq!(pairs, 6);
+    assert!(planned >= 2, "{planned} pairs with a plan");
+    // Each group first (hosting the sensitive ops) and second (hosting them only after the
+    // first group): at most two entries per group.
+    assert!(shared.groups.borrow().len() <= 6);
+}
+
+#[test]
 fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
     let pools = [(2, 4), (1, 8), (2, 2)];
     let mut compared = 0;
@@ -380,6 +423,7 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     max_devices: 64,
                     keep: 1,
                     sequence_parallel: None,
+                    side_costs: None,
                 };
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
                     let fast_result =
@@ -432,6 +476,7 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         max_devices: 64,
         keep: 3,
         sequence_parallel: None,
+        side_costs: None,
     };
     let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0, &unbounded());
     assert!(!found.is_empty());
@@ -479,6 +524,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
             sequence_parallel: None,
+            side_costs: None,
         };
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
             let mut next = 0;
@@ -524,6 +570,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
             sequence_parallel: None,
+            side_costs: None,
         };
         let ops: Vec<&crate::workload::Op> = graph.ops().collect();
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
