@@ -183,7 +183,9 @@ pub(crate) fn state(plan: &mut loam_ir::plan::Plan, run: &Run, devices: u64, pat
 /// (`factor · work / τ`). Neither depends on the work, only on the rate (so on the device count),
 /// the write and restart times and a pinned interval: the search asks for the same few values for
 /// thousands of layouts, so the last ones computed on this thread are kept (a pure function's
-/// results: which are kept changes only how long it takes).
+/// results: which are kept changes only how long it takes), 1,024 of them: a pipeline search
+/// lists a few hundred device counts per pair of tensor degrees and data degree, again for each
+/// micro-batch, and 64 kept too few to meet them again.
 fn stretch_factor(
     rate_per_s: f64,
     write_s: f64,
@@ -192,7 +194,7 @@ fn stretch_factor(
 ) -> (f64, f64) {
     type Slot = Option<([u64; 4], (f64, f64))>;
     thread_local! {
-        static KEPT: std::cell::RefCell<[Slot; 64]> = const { std::cell::RefCell::new([None; 64]) };
+        static KEPT: std::cell::RefCell<[Slot; 1024]> = const { std::cell::RefCell::new([None; 1024]) };
     }
     let key = [
         rate_per_s.to_bits(),
@@ -203,7 +205,7 @@ fn stretch_factor(
     let slot = (key
         .iter()
         .fold(0u64, |h, k| (h ^ k).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        >> 58) as usize;
+        >> 54) as usize;
     if let Some(Some((kept, value))) = KEPT.with(|k| k.borrow().get(slot).copied())
         && kept == key
     {

@@ -449,6 +449,30 @@ fn listed_configurations(
                     u32::try_from(c.min(u64::from(MAX_STAGES - 1))).unwrap_or(MAX_STAGES - 1)
                 });
                 let mut reaches = [MemoryReach::default(), MemoryReach::default()];
+                // Each group runs as equal nodes with its tensor groups inside a node, within
+                // its nodes (the rule emit checks, `NodeShape`): whether `s` stages of a group
+                // run so, by `s`.
+                let runs = |g: &PipelineGroup<'_>, t: u32, cap: u64| -> Vec<bool> {
+                    let c = g.cluster;
+                    (0..=cap)
+                        .map(|s| {
+                            let devices = u64::from(t) * s * u64::from(d);
+                            NodeShape::fits(
+                                devices,
+                                c.devices_per_node.into(),
+                                t.into(),
+                                c.nodes.into(),
+                            )
+                        })
+                        .collect()
+                };
+                let runs = [runs(&spec.first, t0, cap0), runs(&spec.second, t1, cap1)];
+                let stages_run = |g: usize, s: u64| {
+                    runs.get(g)
+                        .and_then(|r| r.get(usize::try_from(s).ok()?))
+                        .copied()
+                        .unwrap_or(false)
+                };
                 // Both ZeRO stages of a shape have its devices and its bound: it is scored
                 // once (the configurations are sorted by bound, then shape, so the order they
                 // are found in is not what ranks them).
@@ -470,15 +494,7 @@ fn listed_configurations(
                         if devices[0] + devices[1] > spec.max_devices {
                             break;
                         }
-                        // Each group runs as equal nodes with its tensor groups inside a
-                        // node, within its nodes (the rule emit checks, `NodeShape`).
-                        let runs = |g: &PipelineGroup<'_>, n: u64, t: u32| {
-                            let c = g.cluster;
-                            NodeShape::fits(n, c.devices_per_node.into(), t.into(), c.nodes.into())
-                        };
-                        if !(runs(&spec.first, devices[0], t0)
-                            && runs(&spec.second, devices[1], t1))
-                        {
+                        if !(stages_run(0, s0) && stages_run(1, s1)) {
                             continue;
                         }
                         let bottleneck = bound_stage(s0 as f64, s1 as f64).max(least_send);
