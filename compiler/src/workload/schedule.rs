@@ -92,6 +92,21 @@ pub fn peaks_by_rounds(local: &[u32], pipeline: u32, rank: u32) -> [u64; 3] {
     let p = u64::from(pipeline.max(1));
     let period = p * v;
     let all: u64 = local.iter().map(|&b| u64::from(b)).sum();
+    let warmup = warmup_forwards(pipeline, v as u32, rank, u64::MAX);
+    // Chunks of `b` blocks each: the first `n` forwards (or backwards) have run `n · b` blocks,
+    // so every steady step holds the warm-up's forwards and one more, `(warmup + 1) · b` (a
+    // split of 80,000 blocks has thousands of chunks per rank, most of them equal).
+    if let Some((&b, rest)) = local.split_first()
+        && rest.iter().all(|&c| c == b)
+    {
+        return [1u64, 2, 3].map(|rounds| {
+            if rounds * period > warmup {
+                (warmup + 1) * u64::from(b)
+            } else {
+                rounds * p * all
+            }
+        });
+    }
     // Blocks of the chunks before each chunk, in forward order and in the backwards' reverse.
     let before = |order: &mut dyn Iterator<Item = &u32>| -> Vec<u64> {
         let mut sum = 0u64;
@@ -119,7 +134,6 @@ pub fn peaks_by_rounds(local: &[u32], pipeline: u32, rank: u32) -> [u64; 3] {
         let at = local.get(index(c)).map_or(0, |&b| u64::from(b));
         rounds * p * all + p * whole + into * at
     };
-    let warmup = warmup_forwards(pipeline, v as u32, rank, u64::MAX);
     // Live blocks after the `i`-th steady forward (before its backward).
     let live = |i: u64| prefix(warmup + 1 + i, false) - prefix(i, true);
     [1u64, 2, 3].map(|rounds| {
@@ -278,6 +292,13 @@ mod tests {
                     }
                     // Longer steps hold the peak of three rounds.
                     prop_assert_eq!(by_rounds[2], simulate(&local, p, r, 5 * p));
+                    // Equal chunks take the closed form.
+                    let equal = vec![seed[r as usize % 16]; v];
+                    let by_rounds = peaks_by_rounds(&equal, p as u32, r as u32);
+                    for (k, peak) in by_rounds.iter().enumerate() {
+                        let m = (k as u64 + 1) * p;
+                        prop_assert_eq!(*peak, simulate(&equal, p, r, m));
+                    }
                 }
                 // Equal chunks: Megatron's count of chunk activations.
                 let uniform = vec![3u32; v];
