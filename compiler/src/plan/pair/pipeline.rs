@@ -452,7 +452,7 @@ fn listed_configurations(
                 // Each group runs as equal nodes with its tensor groups inside a node, within
                 // its nodes (the rule emit checks, `NodeShape`): whether `s` stages of a group
                 // run so, by `s`.
-                let runs = |g: &PipelineGroup<'_>, t: u32, cap: u64| -> Vec<bool> {
+                let runs_by_stages = |g: &PipelineGroup<'_>, t: u32, cap: u64| -> Vec<bool> {
                     let c = g.cluster;
                     (0..=cap)
                         .map(|s| {
@@ -466,7 +466,10 @@ fn listed_configurations(
                         })
                         .collect()
                 };
-                let runs = [runs(&spec.first, t0, cap0), runs(&spec.second, t1, cap1)];
+                let runs = [
+                    runs_by_stages(&spec.first, t0, cap0),
+                    runs_by_stages(&spec.second, t1, cap1),
+                ];
                 let stages_run = |g: usize, s: u64| {
                     runs.get(g)
                         .and_then(|r| r.get(usize::try_from(s).ok()?))
@@ -543,7 +546,7 @@ fn holds_in_memory(
     let Some(costing) = prepared.costing(&shape, budget) else {
         return false;
     };
-    stager(spec, &costing, shape).reach_further(reach, upto.map(|u| u.max(1)));
+    stager(spec, &costing, shape).reach_further(reach, upto);
     reach.admits(shape.stages) == Some(true)
 }
 
