@@ -87,6 +87,12 @@ pub(super) struct Ranker<'a> {
     /// kept lists only get better and no score falls as the time grows, so every floor at or
     /// above it on as many devices is refused without scoring it again.
     refused_from_s: BTreeMap<u64, f64>,
+    /// The floor [`Ranker::shape_cannot_rank`] worked out for the shape being costed, if it
+    /// did: the debug check of each candidate tests that floor, as the walk used it.
+    walked_shape_floor_s: Option<f64>,
+    /// By objective, the score of the candidate just costed: the debug check of what skipping
+    /// by floors rests on reads it rather than scoring again (scoring is most of its work).
+    costed_scores: Vec<f64>,
 }
 
 impl<'a> Ranker<'a> {
@@ -160,6 +166,7 @@ impl<'a> Ranker<'a> {
             ),
             Scores::Any => None,
         };
+        let objective_count = objectives.len();
         Ranker {
             model,
             setup,
@@ -208,6 +215,8 @@ impl<'a> Ranker<'a> {
                 device_hours: 0.0,
             },
             refused_from_s: BTreeMap::new(),
+            walked_shape_floor_s: None,
+            costed_scores: vec![f64::NAN; objective_count],
         }
     }
 
@@ -335,8 +344,14 @@ impl<'a> Ranker<'a> {
             &mut cand.estimate,
         );
         set_totals(cand, self.setup, devices);
-        for (objective, caps) in self.objectives.iter().zip(&mut self.kept) {
+        for ((objective, caps), costed) in self
+            .objectives
+            .iter()
+            .zip(&mut self.kept)
+            .zip(&mut self.costed_scores)
+        {
             let score = objective.score(cand);
+            *costed = score;
             for (cap, kept) in caps {
                 if cand.devices <= *cap {
                     kept.offer(score, cand);
@@ -357,15 +372,17 @@ impl<'a> Ranker<'a> {
     /// costed: its time is at least its placement's and its shape's floor, and each objective
     /// scores it by its time and devices alone, no lower than the shape's floor.
     fn assert_above_floors(&mut self) {
-        let cand = self.scratch.clone();
-        let (Some(flops_s), Some(shape_s)) = (
-            self.placement_floor_s(cand.devices),
-            self.shape_floor_s(&cand.layout),
-        ) else {
+        let (layout, devices) = (self.scratch.layout, self.scratch.devices);
+        let shape_s = match self.walked_shape_floor_s {
+            Some(floor_s) => Some(floor_s),
+            None => self.shape_floor_s(&layout),
+        };
+        let (Some(flops_s), Some(shape_s)) = (self.placement_floor_s(devices), shape_s) else {
             return;
         };
-        let blocks_s = self.placement_shapes_floor_s(&cand.layout);
+        let blocks_s = self.placement_shapes_floor_s(&layout);
         let placement_s = flops_s.max(blocks_s.unwrap_or(0.0));
+        let cand = &self.scratch;
         let slack = 1.0 + 1e-9;
         // Comparisons that a NaN makes false: a NaN time or score is no floor broken (and no
         // candidate a floor skips: nothing scores below a NaN floor).
@@ -380,11 +397,12 @@ impl<'a> Ranker<'a> {
         );
         let mut as_time = Candidate {
             layout: Layout::single(),
+            devices: cand.devices,
             estimate: StepEstimate::blank(),
-            ..cand.clone()
+            train_time_s: cand.train_time_s,
+            device_hours: cand.device_hours,
         };
-        for objective in &self.objectives {
-            let score = objective.score(&cand);
+        for (objective, &score) in self.objectives.iter().zip(&self.costed_scores) {
             assert_eq!(score.to_bits(), objective.score(&as_time).to_bits());
             let floor_s = shape_s.min(cand.train_time_s);
             as_time.train_time_s = floor_s;
@@ -519,7 +537,8 @@ impl Ranker<'_> {
 
     /// Whether no ZeRO stage and recomputation of `shape` can be kept ([`Ranker::shape_floor_s`]).
     fn shape_cannot_rank(&mut self, shape: &Layout, devices: u64) -> bool {
-        self.shape_floor_s(shape)
+        self.walked_shape_floor_s = self.shape_floor_s(shape);
+        self.walked_shape_floor_s
             .is_some_and(|floor_s| self.floor_cannot_rank(shape, devices, floor_s))
     }
 }
@@ -593,6 +612,7 @@ impl Visitor for Ranker<'_> {
         let mut memory: Option<LayoutMemory> = None;
         let mut cannot_rank: Option<bool> = None;
         self.stages.new_micro_batch();
+        self.walked_shape_floor_s = None;
         if !self.record_rejections && self.shape_cannot_rank(shape, devices) {
             // A larger micro-batch may fit and rank.
             self.last_shape_fitted = true;
