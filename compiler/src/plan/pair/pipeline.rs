@@ -295,13 +295,19 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                     tensor: t,
                     modes,
                     usable: usable_memory(&c.device),
+                    // Set below, once the chain's cuts are known.
+                    backward_per_param: f64::INFINITY,
                 };
                 sides.insert((g, t, b), side);
             }
         }
     }
+    let chain = Chain::new(params, cuttable, spec.graph);
+    for side in sides.values_mut() {
+        side.backward_per_param = chain.most_backward_per_param(&side.modes);
+    }
     Prepared {
-        chain: Chain::new(params, cuttable, spec.graph),
+        chain,
         sides,
         steps,
     }

@@ -15,13 +15,16 @@ use crate::workload::{
 use loam_ir::plan::sequence_parallel_runs;
 use loam_ir::types::Recompute;
 
+mod floor;
 mod minmax;
 mod reach;
 #[cfg(test)]
 mod reference;
 pub(super) use reach::MemoryReach;
 #[cfg(test)]
-pub(super) use reference::{Compared, Reference, check_least_slowest, compare_partitions};
+pub(super) use reference::{
+    Compared, Reference, check_floors, check_least_slowest, compare_partitions,
+};
 
 /// Prefix sums of one group's op costs under one recomputation mode.
 pub(super) struct Prefix {
@@ -69,6 +72,10 @@ pub(super) struct Side<'a> {
     pub(super) tensor: u32,
     pub(super) modes: std::rc::Rc<[Prefix; 3]>,
     pub(super) usable: f64,
+    /// The most backward seconds per parameter of any stretch of the chain between two
+    /// consecutive cuts, under any recomputation mode ([`Chain::most_backward_per_param`]):
+    /// whether the floor of a stage's exposed reduction may count the backward that hides it.
+    pub(super) backward_per_param: f64,
 }
 
 /// What a stage on one group costs per parameter it holds, in one configuration.
@@ -81,6 +88,11 @@ pub(super) struct PerSide {
     optimizer_per_param: f64,
     /// The group's [`crate::cost::FittedConstants::overlap_contention`].
     contention: f64,
+    /// `1 − contention`, the most of a stage's backward that hides its reduction, when a
+    /// stage's exposed-reduction floor counts it (`Stager::unhidden_floor`): the contention in
+    /// `[0, 1]` and every stretch between two cuts adds more reduction than that much of its
+    /// backward, by a millionth. `None` otherwise.
+    hidden_per_backward: Option<f64>,
     /// Both directions of one micro-batch's activations to the next stage in the group.
     inside_send: f64,
     /// The memory of a stage on this group ([`crate::workload::stage_memory`], worked out once
@@ -145,10 +157,16 @@ impl PerSide {
             * f64::from(spec.model.hidden)
             * elt
             / t;
+        let contention = c.fitted.overlap_contention;
+        let hides = 1.0 - contention;
+        let hidden_per_backward = ((0.0..=1.0).contains(&contention)
+            && reduce_per_param >= hides * side.backward_per_param * (1.0 + 1e-6))
+            .then_some(hides);
         PerSide {
             fixed: c.fitted.step_overhead_s,
             reduce_per_param,
-            contention: c.fitted.overlap_contention,
+            contention,
+            hidden_per_backward,
             optimizer_per_param: optimizer_seconds_per_param(
                 elt,
                 t,
@@ -223,153 +241,6 @@ impl Stager<'_, '_> {
         } else {
             self.per_side.get(g).map_or(0.0, |per| per.inside_send)
         }
-    }
-
-    /// A lower bound on the pace of ops `[i, j)` as stage `k` that never decreases as `j` grows
-    /// nor as `i` falls: their compute and send under the cheapest recomputation, plus the
-    /// optimizer and the part of the gradient reduction that overlapping never hides, each
-    /// shaved by a billionth so that rounding cannot lift the bound above the pace itself.
-    /// Only recomputation modes from `rank` on ([`MODES`] order) count: a stage that needs one
-    /// needs it, or more, with more ops.
-    fn floor(&self, k: usize, i: usize, j: usize, rank: usize) -> f64 {
-        let g = usize::from(k >= self.shape.stages[0] as usize);
-        self.group_floor(g, i, j, self.send(k), rank)
-    }
-
-    /// [`Stager::floor`] on group `g` with a send of `send` seconds.
-    fn group_floor(&self, g: usize, i: usize, j: usize, send: f64, rank: usize) -> f64 {
-        let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
-            return 0.0;
-        };
-        let seconds = side
-            .modes
-            .iter()
-            .skip(rank)
-            .map(|prefix| span(&prefix.seconds, i, j) + send)
-            .fold(f64::INFINITY, f64::min);
-        let params = span(self.params, i, j);
-        // `exposed_reduction` is at least `contention × reduce` (for a contention ≤ 1).
-        let unhidden = params * per.reduce_per_param * per.contention.clamp(0.0, 1.0);
-        let optimizer = params * per.optimizer_per_param;
-        seconds + (unhidden + optimizer) * (1.0 - 1e-9) / self.slots
-    }
-
-    /// A lower bound on the slowest stage of every partition of the configuration (`+∞` when
-    /// none can run): the min-max of [`Stager::group_floor`] without sends, which depends on a
-    /// stage only through its group, so the first group's stages cut greedily from the start,
-    /// the second's from the end, and some boundary must be reachable by both. Found by
-    /// bisection in a few thousand prefix lookups and no stage costing.
-    ///
-    /// What the search asks of the bound is only whether `useful` holds at it (`useful` holds,
-    /// then does not, as the pace grows) and, when it does, a pace from which to look for the
-    /// cap: `Some` of a pace `useful` accepts exactly when it accepts the bound, else `None`.
-    /// Every step of the bisection keeps the bound in `[low, high)`, so once `useful` accepts
-    /// `high` (then the bound too) or refuses `low` (then the bound too) the answer is known
-    /// and the rest of the bisection is not run: the same answer as the whole bisection's, in a
-    /// few steps where the bound is not within a few ulps of what `useful` accepts.
-    fn least_slowest_if(&self, useful: impl Fn(f64) -> bool) -> Option<f64> {
-        let Some(fits) = self.floor_fits() else {
-            return useful(f64::INFINITY).then_some(f64::INFINITY);
-        };
-        let n = self.params.len().saturating_sub(1);
-        let mut high = self
-            .floor(0, 0, n, 0)
-            .max(self.floor(self.stage_count() - 1, 0, n, 0));
-        if !high.is_finite() || !fits(high) {
-            return useful(f64::INFINITY).then_some(f64::INFINITY);
-        }
-        let mut low = 0.0;
-        if useful(high) {
-            return Some(high);
-        }
-        if !useful(low) {
-            return None;
-        }
-        for _ in 0..64 {
-            let mid = 0.5 * (low + high);
-            if mid <= low || mid >= high {
-                break;
-            }
-            if fits(mid) {
-                high = mid;
-                if useful(high) {
-                    return Some(high);
-                }
-            } else {
-                low = mid;
-                if !useful(low) {
-                    return None;
-                }
-            }
-        }
-        // The bisection ran to its end: the bound is `low`, which `useful` accepts.
-        Some(low)
-    }
-
-    /// The whole bisection of [`Stager::least_slowest_if`]: the bound itself, for the tests
-    /// that check the early answers against it.
-    #[cfg(test)]
-    fn least_slowest(&self) -> f64 {
-        let Some(fits) = self.floor_fits() else {
-            return f64::INFINITY;
-        };
-        let n = self.params.len().saturating_sub(1);
-        let mut high = self
-            .floor(0, 0, n, 0)
-            .max(self.floor(self.stage_count() - 1, 0, n, 0));
-        if !high.is_finite() || !fits(high) {
-            return f64::INFINITY;
-        }
-        let mut low = 0.0;
-        for _ in 0..64 {
-            let mid = 0.5 * (low + high);
-            if mid <= low || mid >= high {
-                break;
-            }
-            if fits(mid) {
-                high = mid;
-            } else {
-                low = mid;
-            }
-        }
-        low
-    }
-
-    /// Whether some partition has every stage's floor (without sends) at or below a pace, as a
-    /// predicate on the pace that, once true, stays true; `None` when the configuration cannot
-    /// be cut at all.
-    fn floor_fits(&self) -> Option<impl Fn(f64) -> bool + '_> {
-        let n = self.params.len().saturating_sub(1);
-        let cuts = self.cuts();
-        let m = cuts.len();
-        let [s0, s1] = self.shape.stages.map(|s| s as usize);
-        if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
-            return None;
-        }
-        Some(move |x: f64| {
-            let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
-            let floor =
-                |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
-            // The farthest cut the first group reaches in s0 stages of at most x each.
-            let mut reach = 0;
-            for _ in 0..s0 {
-                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
-                if next <= reach {
-                    break;
-                }
-                reach = next;
-            }
-            // The earliest cut from which the second group covers the rest in s1 stages.
-            let mut start = m - 1;
-            for _ in 0..s1 {
-                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
-                if next >= start {
-                    break;
-                }
-                start = next;
-            }
-            start.max(s0) <= reach.min(m - 1 - s1)
-        })
     }
 
     /// Ops `[i, j)` as stage `k`, or `None` when they cannot run there.

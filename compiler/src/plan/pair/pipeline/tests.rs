@@ -152,6 +152,54 @@ fn the_partition_is_the_exhaustive_programmes_on_every_configuration_of_real_cha
 }
 
 #[test]
+fn stage_floors_hold_and_grow_with_the_stage_where_reductions_outweigh_the_backward() {
+    // Sequences of 4 tokens: a stage's backward is microseconds while its gradient reduction
+    // over 8 or 16 data ranks is milliseconds, so the floor counts `reduce − (1 − contention)
+    // × backward` (the part no overlap hides); with 2,048 tokens it does not. In both, every
+    // floor is at most its stage's time and never falls as the stage grows, and the partition
+    // the floors prune is the exhaustive programme's.
+    let (mut checked, mut tight, mut compared) = ([0; 2], [0; 2], 0);
+    for (regime, seq_len) in [(0, 4), (1, 2048)] {
+        for layers in [5, 17] {
+            let model = ModelDims::dense(layers, 2048, 5632, 16, 4, 32_000, seq_len, Mlp::Swiglu);
+            let graph = op_graph(&model, &[]);
+            let setup = setup(256, Precision::Bf16);
+            let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+            let spec = pair_spec(&model, &setup, &graph, [&a, &b], true);
+            let budget = unbounded();
+            let prepared = prepare(&spec, &budget);
+            for (_, shape) in configurations(&spec, &prepared, &by_cost, f64::INFINITY) {
+                let Some(costing) = prepared.costing(&shape, &budget) else {
+                    continue;
+                };
+                let (c, t) = partition::check_floors(&spec, &costing, shape);
+                checked[regime] += c;
+                tight[regime] += t;
+                if shape.data > 1 {
+                    let [fast, exhaustive, _] =
+                        partition::compare_partitions(&spec, &costing, shape);
+                    assert_eq!(
+                        fast, exhaustive,
+                        "{seq_len} tokens, {layers} layers, {shape:?}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        checked.iter().all(|c| *c > 10_000),
+        "{checked:?} floors checked"
+    );
+    assert!(
+        tight[0] * 10 > checked[0],
+        "{tight:?} of {checked:?} counted the backward"
+    );
+    assert_eq!(tight[1], 0, "{tight:?} of {checked:?} counted the backward");
+    assert!(compared > 100, "only {compared} partitions compared");
+}
+
+#[test]
 fn a_configuration_refused_for_memory_has_no_partition_that_fits() {
     // Blocks as wide as Llama 2 70B's (about 0.86 G parameters, 14 GB of model states each
     // unsharded) on 80 GB and 40 GB devices: some configurations fit every stage, others none.

@@ -2,7 +2,7 @@
 //! replaced, and the whole bisection the floor bound's early stop must agree with.
 
 use super::super::{PipelineShape, PipelineSpec};
-use super::{Costing, stager, useful_pace};
+use super::{Costing, MODES, span, stager, useful_pace};
 
 /// A programme the tests compare the min-max partition with.
 #[derive(Debug, Clone, Copy)]
@@ -92,4 +92,59 @@ pub(in crate::plan::pair::pipeline) fn check_least_slowest(
         }
     }
     least
+}
+
+/// Checks every stage floor of one configuration against the stage costs: for each stage
+/// `k`, start `i` and end `j` among the cuts, `floor(k, i, j, rank)` is at most the stage's
+/// paced time wherever it runs (`rank` its recomputation's), and never decreases as `j` grows
+/// or as `i` falls. Returns the floors checked and how many of them counted the backward that
+/// hides the reduction ([`super::Stager::unhidden_floor`] above `contention × reduce`).
+pub(in crate::plan::pair::pipeline) fn check_floors(
+    spec: &PipelineSpec<'_>,
+    costing: &Costing<'_, '_>,
+    shape: PipelineShape,
+) -> (usize, usize) {
+    let stager = stager(spec, costing, shape);
+    let cuts = stager.cuts().to_vec();
+    let (mut checked, mut tight) = (0, 0);
+    for k in 0..stager.stage_count() {
+        let g = usize::from(k >= shape.stages[0] as usize);
+        for (a, &i) in cuts.iter().enumerate() {
+            let mut last = f64::NEG_INFINITY;
+            for &j in cuts.iter().skip(a + 1) {
+                let floor = stager.floor(k, i, j, 0);
+                assert!(
+                    floor >= last,
+                    "{shape:?} stage {k} [{i}, {j}): {floor} < {last}"
+                );
+                last = floor;
+                if let Some(&before) = a.checked_sub(1).and_then(|b| cuts.get(b)) {
+                    let wider = stager.floor(k, before, j, 0);
+                    assert!(
+                        wider >= floor,
+                        "{shape:?} stage {k} [{before}, {j}) below [{i}, {j})"
+                    );
+                }
+                if let Some(cost) = stager.cost(k, i, j) {
+                    let rank = MODES.iter().position(|m| *m == cost.recompute).unwrap_or(0);
+                    let ranked = stager.floor(k, i, j, rank);
+                    assert!(
+                        floor <= cost.paced && ranked <= cost.paced,
+                        "{shape:?} stage {k} [{i}, {j}): floors {floor} and {ranked} above {}",
+                        cost.paced
+                    );
+                }
+                let (Some(side), Some(per)) = (stager.sides.get(g), stager.per_side.get(g)) else {
+                    continue;
+                };
+                let params = span(stager.params, i, j);
+                let least = params * per.reduce_per_param * per.contention.clamp(0.0, 1.0);
+                if stager.unhidden_floor(side, per, params, i, j) > least {
+                    tight += 1;
+                }
+                checked += 1;
+            }
+        }
+    }
+    (checked, tight)
 }

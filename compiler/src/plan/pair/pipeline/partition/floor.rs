@@ -1,0 +1,218 @@
+//! Lower bounds on a stage's pace that never decrease as the stage grows: what the min-max
+//! partition skips ends and starts by, and what decides whether a configuration's partition can
+//! be of use before any stage is costed ([`Stager::least_slowest_if`]).
+
+use super::{Chain, PerSide, Prefix, Side, Stager, last_index, minmax, span};
+
+impl Stager<'_, '_> {
+    /// A lower bound on the pace of ops `[i, j)` as stage `k` that never decreases as `j` grows
+    /// nor as `i` falls: their compute and send under the cheapest recomputation, plus the
+    /// optimizer and the part of the gradient reduction that overlapping never hides, each
+    /// shaved by a billionth so that rounding cannot lift the bound above the pace itself.
+    /// Only recomputation modes from `rank` on ([`super::MODES`] order) count: a stage that needs one
+    /// needs it, or more, with more ops.
+    #[inline]
+    pub(super) fn floor(&self, k: usize, i: usize, j: usize, rank: usize) -> f64 {
+        let g = usize::from(k >= self.shape.stages[0] as usize);
+        self.group_floor(g, i, j, self.send(k), rank)
+    }
+
+    /// [`Stager::floor`] on group `g` with a send of `send` seconds.
+    #[inline]
+    pub(super) fn group_floor(&self, g: usize, i: usize, j: usize, send: f64, rank: usize) -> f64 {
+        let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
+            return 0.0;
+        };
+        let seconds = side
+            .modes
+            .iter()
+            .skip(rank)
+            .map(|prefix| span(&prefix.seconds, i, j) + send)
+            .fold(f64::INFINITY, f64::min);
+        let params = span(self.params, i, j);
+        let unhidden = self.unhidden_floor(side, per, params, i, j);
+        let optimizer = params * per.optimizer_per_param;
+        seconds + (unhidden + optimizer) * (1.0 - 1e-9) / self.slots
+    }
+
+    /// A lower bound on the exposed gradient reduction of ops `[i, j)` (holding `params`) as a
+    /// stage of `side`, under any recomputation mode, that never decreases as `j` grows nor as
+    /// `i` falls. [`crate::cost::exposed_reduction`] leaves at least `contention × reduce`
+    /// exposed (for a contention in `[0, 1]`), and overlapping hides at most
+    /// `(1 − contention) × backward`, so at least `reduce − (1 − contention) × backward` is
+    /// exposed. The second bound counts only where every stretch between two cuts adds more
+    /// reduction than that much backward (`PerSide::hidden_per_backward`; a millionth more, so
+    /// that rounding cannot make it fall as a stage grows), as with sequences of a few tokens,
+    /// whose steps are mostly reductions: elsewhere a longer backward may hide more than the
+    /// stretch adds.
+    #[inline]
+    pub(super) fn unhidden_floor(
+        &self,
+        side: &Side<'_>,
+        per: &PerSide,
+        params: f64,
+        i: usize,
+        j: usize,
+    ) -> f64 {
+        let reduce = params * per.reduce_per_param;
+        let at_least = reduce * per.contention.clamp(0.0, 1.0);
+        let Some(hides) = per.hidden_per_backward else {
+            return at_least;
+        };
+        let backward = side
+            .modes
+            .iter()
+            .map(|prefix| span(&prefix.backward, i, j))
+            .fold(0.0, f64::max);
+        let hidden = hides * backward;
+        at_least.max(reduce - hidden - 1e-9 * (reduce + hidden))
+    }
+
+    /// A lower bound on the slowest stage of every partition of the configuration (`+∞` when
+    /// none can run): the min-max of [`Stager::group_floor`] without sends, which depends on a
+    /// stage only through its group, so the first group's stages cut greedily from the start,
+    /// the second's from the end, and some boundary must be reachable by both. Found by
+    /// bisection in a few thousand prefix lookups and no stage costing.
+    ///
+    /// What the search asks of the bound is only whether `useful` holds at it (`useful` holds,
+    /// then does not, as the pace grows) and, when it does, a pace from which to look for the
+    /// cap: `Some` of a pace `useful` accepts exactly when it accepts the bound, else `None`.
+    /// Every step of the bisection keeps the bound in `[low, high)`, so once `useful` accepts
+    /// `high` (then the bound too) or refuses `low` (then the bound too) the answer is known
+    /// and the rest of the bisection is not run: the same answer as the whole bisection's, in a
+    /// few steps where the bound is not within a few ulps of what `useful` accepts.
+    pub(super) fn least_slowest_if(&self, useful: impl Fn(f64) -> bool) -> Option<f64> {
+        let Some(fits) = self.floor_fits() else {
+            return useful(f64::INFINITY).then_some(f64::INFINITY);
+        };
+        let n = self.params.len().saturating_sub(1);
+        let mut high = self
+            .floor(0, 0, n, 0)
+            .max(self.floor(self.stage_count() - 1, 0, n, 0));
+        if !high.is_finite() || !fits(high) {
+            return useful(f64::INFINITY).then_some(f64::INFINITY);
+        }
+        let mut low = 0.0;
+        if useful(high) {
+            return Some(high);
+        }
+        if !useful(low) {
+            return None;
+        }
+        for _ in 0..64 {
+            let mid = 0.5 * (low + high);
+            if mid <= low || mid >= high {
+                break;
+            }
+            if fits(mid) {
+                high = mid;
+                if useful(high) {
+                    return Some(high);
+                }
+            } else {
+                low = mid;
+                if !useful(low) {
+                    return None;
+                }
+            }
+        }
+        // The bisection ran to its end: the bound is `low`, which `useful` accepts.
+        Some(low)
+    }
+
+    /// The whole bisection of [`Stager::least_slowest_if`]: the bound itself, for the tests
+    /// that check the early answers against it.
+    #[cfg(test)]
+    pub(super) fn least_slowest(&self) -> f64 {
+        let Some(fits) = self.floor_fits() else {
+            return f64::INFINITY;
+        };
+        let n = self.params.len().saturating_sub(1);
+        let mut high = self
+            .floor(0, 0, n, 0)
+            .max(self.floor(self.stage_count() - 1, 0, n, 0));
+        if !high.is_finite() || !fits(high) {
+            return f64::INFINITY;
+        }
+        let mut low = 0.0;
+        for _ in 0..64 {
+            let mid = 0.5 * (low + high);
+            if mid <= low || mid >= high {
+                break;
+            }
+            if fits(mid) {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        low
+    }
+
+    /// Whether some partition has every stage's floor (without sends) at or below a pace, as a
+    /// predicate on the pace that, once true, stays true; `None` when the configuration cannot
+    /// be cut at all.
+    pub(super) fn floor_fits(&self) -> Option<impl Fn(f64) -> bool + '_> {
+        let n = self.params.len().saturating_sub(1);
+        let cuts = self.cuts();
+        let m = cuts.len();
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        if m < s0 + s1 + 1 || cuts.first() != Some(&0) || cuts.last() != Some(&n) {
+            return None;
+        }
+        Some(move |x: f64| {
+            let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
+            let floor =
+                |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
+            // The farthest cut the first group reaches in s0 stages of at most x each.
+            let mut reach = 0;
+            for _ in 0..s0 {
+                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
+                if next <= reach {
+                    break;
+                }
+                reach = next;
+            }
+            // The earliest cut from which the second group covers the rest in s1 stages.
+            let mut start = m - 1;
+            for _ in 0..s1 {
+                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
+                if next >= start {
+                    break;
+                }
+                start = next;
+            }
+            start.max(s0) <= reach.min(m - 1 - s1)
+        })
+    }
+}
+
+impl Chain {
+    /// The most backward seconds per parameter of any stretch between two consecutive cuts
+    /// under any of `modes` (`+∞` when a stretch has backward work and no parameters): a
+    /// stage's exposed-reduction floor counts the backward that hides it only when a stage
+    /// reduces at least this much per parameter ([`Stager::unhidden_floor`]).
+    pub(in crate::plan::pair::pipeline) fn most_backward_per_param(
+        &self,
+        modes: &[Prefix; 3],
+    ) -> f64 {
+        let mut most: f64 = 0.0;
+        for pair in self.cuts.windows(2) {
+            let (Some(&i), Some(&j)) = (pair.first(), pair.get(1)) else {
+                continue;
+            };
+            let params = span(&self.params, i, j);
+            for prefix in modes {
+                let backward = span(&prefix.backward, i, j);
+                if backward > 0.0 {
+                    most = most.max(if params > 0.0 {
+                        backward / params
+                    } else {
+                        f64::INFINITY
+                    });
+                }
+            }
+        }
+        most
+    }
+}
