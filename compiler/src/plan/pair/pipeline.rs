@@ -249,7 +249,7 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
             Some(OpKind::Mlp | OpKind::Loss) => false,
         })
         .collect();
-    let cuttable = coarsened(cuttable, &kinds);
+    let chain = Chain::new(params, coarsened(cuttable, &kinds), spec.graph);
     let mut sides = BTreeMap::new();
     for (g, group) in [spec.first, spec.second].iter().enumerate() {
         let c = group.cluster;
@@ -293,18 +293,13 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                 let side = Side {
                     group: *group,
                     tensor: t,
+                    backward_per_param: chain.most_backward_per_param(&modes),
                     modes,
                     usable: usable_memory(&c.device),
-                    // Set below, once the chain's cuts are known.
-                    backward_per_param: f64::INFINITY,
                 };
                 sides.insert((g, t, b), side);
             }
         }
-    }
-    let chain = Chain::new(params, cuttable, spec.graph);
-    for side in sides.values_mut() {
-        side.backward_per_param = chain.most_backward_per_param(&side.modes);
     }
     Prepared {
         chain,
