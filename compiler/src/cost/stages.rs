@@ -30,7 +30,9 @@ use crate::workload::{
 use loam_ir::types::Recompute;
 
 mod cache;
+mod data;
 pub(crate) use cache::{KernelShare, StageCache};
+use data::Windows;
 
 /// The cost model bound to one model, run and cluster.
 #[derive(Debug, Clone)]
@@ -143,28 +145,14 @@ pub(crate) struct Shape {
 /// A [`Shape`] under one recomputation mode.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Replay {
-    block: BlockTime,
     /// Tensor-parallel bytes per step.
     tp_step: f64,
     steady: f64,
     bubble: f64,
     compute: f64,
     tensor_comm: f64,
-    /// Backward (and replayed forward) seconds that overlap data-parallel reduction.
-    backward_window: f64,
-    /// Forward seconds that overlap ZeRO-2 parameter gathers.
-    forward_window: f64,
-    /// The same for the first model chunk alone, the last whose gradients are final (and the
-    /// first whose weights the next step needs): the whole rank without interleaving.
-    last_backward_window: f64,
-    /// The forward counterpart of `last_backward_window`.
-    last_forward_window: f64,
-    /// Under interleaving, the gradients of every chunk but the first one: backward seconds the
-    /// rank runs after their last micro-batch, which their reduction hides under.
-    early_backward_window: f64,
-    /// The same for the gathers of every chunk but the first one: forward seconds the rank runs
-    /// before it first needs their weights.
-    early_forward_window: f64,
+    /// The compute data-parallel communication hides under.
+    windows: Windows,
     flops: FlopsPerToken,
 }
 
@@ -440,7 +428,7 @@ impl<'a> Costing<'a> {
             ..
         } = per;
         let placement = &shape.placement;
-        let (m, lps) = (shape.m, placement.lps);
+        let m = shape.m;
         // The step runs at the pace of the slowest rank: its blocks, plus the embedding on the
         // first and the head and loss on the last (Narayanan et al. 2021, §2.2: every rank runs
         // each micro-batch at the pace of the slowest).
@@ -455,31 +443,13 @@ impl<'a> Costing<'a> {
         }
         let (stage_mb, blocks, replayed, extra) = pace;
         let flops = self.flops_of(layout, share);
-        // Megatron-Core's interleaved schedule runs micro-batches in groups of `p` per model
-        // chunk (`forward_backward_pipelining_with_interleaving`), so the last group's backward
-        // finishes chunk `v − 1` first and chunk 0 last, `p` chunk-backwards apart: the gradient
-        // reduction of chunk `j` (its DDP buckets, launched at its last micro-batch with
-        // `overlap_grad_reduce`) hides under the `j·p` chunk-backwards that follow. Mirrored in
-        // the next step's forward for the weights the distributed optimizer gathers
-        // (`overlap_param_gather`). Without interleaving, one chunk: the window is the last
-        // micro-batch's backward, bucket by bucket.
-        let chunk_blocks = lps / placement.chunks;
-        let group = placement.stages.min(m);
-        let later_chunk_steps = (placement.chunks - 1.0) * group * chunk_blocks;
         Replay {
-            block,
             tp_step: shape.comm.tp_step(tp_per_layer),
             steady: m * stage_mb,
             bubble: placement.pacing.bubble_share * stage_mb,
             compute: m * (blocks * kept.total() + replayed * kernel.block.forward + extra),
             tensor_comm: m * (blocks * kept_comm + replayed * replay_comm),
-            backward_window: (block.backward + block.recompute) * (lps - 1.0),
-            forward_window: block.forward * (lps - 1.0),
-            last_backward_window: (block.backward + block.recompute)
-                * (chunk_blocks - 1.0).max(0.0),
-            last_forward_window: block.forward * (chunk_blocks - 1.0).max(0.0),
-            early_backward_window: later_chunk_steps * (block.backward + block.recompute),
-            early_forward_window: later_chunk_steps * block.forward,
+            windows: Windows::new(&block, placement, m),
             flops,
         }
     }
@@ -616,84 +586,17 @@ impl<'a> Costing<'a> {
         memory: MemoryBreakdown,
         out: &mut StepEstimate,
     ) {
-        let block = &replay.block;
         let placement = &shape.placement;
-        let (m, lps, grad_rs) = (shape.m, placement.lps, placement.grad_rs);
-        let contention = self.cluster.fitted.overlap_contention;
-        let hide = |comm: f64, window: f64| exposed(comm, window, contention);
-        let (dp_per_mb, dp_step) = match layout.zero {
-            0 | 1 => {
-                // Bucketed reduction overlaps the last micro-batch's backward except its last
-                // bucket: an all-reduce (ZeRO-0), or a reduce-scatter of gradients (ZeRO-1),
-                // whose updated weights are gathered under the next step's forward, bucket by
-                // bucket as it reaches them (Megatron-Core's `overlap_param_gather`, on in NeMo
-                // and Megatron-Bridge recipes). Under interleaving every chunk but the first
-                // has the later chunks' backwards (forwards) to hide under (see `replay`).
-                let reduce = if layout.zero == 0 {
-                    2.0 * grad_rs
-                } else {
-                    grad_rs
-                };
-                let early = (placement.chunks - 1.0) / placement.chunks;
-                let by_chunk = |total: f64, early_window: f64, last_window: f64| {
-                    hide(early * total, early_window) + hide(total - early * total, last_window)
-                };
-                let grads = by_chunk(
-                    reduce,
-                    replay.early_backward_window,
-                    replay.last_backward_window,
-                );
-                let weights = if layout.zero == 0 {
-                    0.0
-                } else {
-                    by_chunk(
-                        placement.param_ag,
-                        replay.early_forward_window,
-                        replay.last_forward_window,
-                    )
-                };
-                (0.0, (grads + weights).max(placement.reduce_share))
-            }
-            2 => {
-                // Gradients are reduce-scattered every micro-batch under its backward. On a
-                // pipeline the steady 1F1B state runs the next micro-batch's forward right after
-                // a backward (Megatron-Core's `forward_backward_pipelining_*` loops: one forward,
-                // one backward), so the reduce-scatter also hides under that forward, and no
-                // bucket waits on the end of its backward but the step's last.
-                let window = if layout.pipeline > 1 {
-                    replay.backward_window + replay.forward_window + block.forward
-                } else {
-                    replay.backward_window
-                };
-                let last = if layout.pipeline > 1 {
-                    placement.grad_share / m.max(1.0)
-                } else {
-                    placement.grad_share
-                };
-                let exposed = hide(grad_rs, window).max(last);
-                (
-                    exposed,
-                    hide(placement.param_ag, replay.forward_window).max(placement.grad_share),
-                )
-            }
-            _ => {
-                // FSDP: per block, gather weights before forward and backward (prefetched under
-                // the previous block) and reduce-scatter gradients under the backward.
-                let ag_layer = placement.weight_ag / lps;
-                let fwd = hide(ag_layer, block.forward);
-                let bwd = hide(
-                    ag_layer + placement.grad_share,
-                    block.backward + block.recompute,
-                );
-                ((fwd + bwd) * lps + ag_layer, 0.0)
-            }
-        };
-        let data_comm = m * dp_per_mb + dp_step;
-        let optimizer = if layout.zero >= 1 {
-            placement.optimizer_sharded
-        } else {
-            placement.optimizer_whole
-        };
+        let m = shape.m;
+        let dp = self.data_seconds(
+            placement,
+            &replay.windows,
+            m,
+            layout.zero,
+            layout.pipeline > 1,
+        );
+        let data_comm = m * dp.per_micro_batch + dp.per_step;
+        let optimizer = dp.optimizer;
         let pp_comm = shape.pp_comm;
         // A site's fixed cost per step (zero in the shipped model), added once.
         let fixed = self.cluster.fitted.step_overhead_s;

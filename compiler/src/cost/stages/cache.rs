@@ -313,6 +313,24 @@ impl Costing<'_> {
             + expert
     }
 
+    /// Seconds no step of `shape` spends on data-parallel communication and the optimizer
+    /// under ZeRO stage `zero` and any recomputation ([`Costing::data_floor_of`]), through
+    /// `cache`: its placement, worked out from `params` when no shape of it was costed yet,
+    /// stays there for the shapes that are.
+    pub(crate) fn data_floor(
+        &self,
+        cache: &mut StageCache,
+        shape: &Layout,
+        params: &HeldParams,
+        zero: u8,
+    ) -> f64 {
+        let kernel = *cache.kernels.get(self, shape);
+        let placement = cache
+            .placement
+            .get_or_insert_with(|| self.placement(shape, params));
+        self.data_floor_of(&kernel, placement, shape, zero)
+    }
+
     /// [`Costing::block_floor`] of `shape`, a shape of the current tensor and context degree,
     /// through `cache`'s kernels.
     #[inline]

@@ -90,6 +90,9 @@ pub(super) struct Ranker<'a> {
     /// The floor [`Ranker::shape_cannot_rank`] worked out for the shape being costed, if it
     /// did: the debug check of each candidate tests that floor, as the walk used it.
     walked_shape_floor_s: Option<f64>,
+    /// The step floor [`Ranker::shape_cannot_rank`] worked out for the shape being walked,
+    /// when it did: each ZeRO stage adds its data-parallel floor to it.
+    shape_step_s: Option<f64>,
     /// By objective, the score of the candidate just costed: the debug check of what skipping
     /// by floors rests on reads it rather than scoring again (scoring is most of its work).
     costed_scores: Vec<f64>,
@@ -216,6 +219,7 @@ impl<'a> Ranker<'a> {
             },
             refused_from_s: BTreeMap::new(),
             walked_shape_floor_s: None,
+            shape_step_s: None,
             costed_scores: vec![f64::NAN; objective_count],
         }
     }
@@ -404,7 +408,10 @@ impl<'a> Ranker<'a> {
         };
         for (objective, &score) in self.objectives.iter().zip(&self.costed_scores) {
             assert_eq!(score.to_bits(), objective.score(&as_time).to_bits());
-            let floor_s = shape_s.min(cand.train_time_s);
+            // With the margin skipping leaves for rounding ([`Ranker::floor_cannot_rank`]): a
+            // floor that is the candidate's own time to the last bits (the data-parallel floor
+            // of a fully recomputed shape is) may score a few bits above it.
+            let floor_s = shape_s.min(cand.train_time_s) * (1.0 - 1e-9);
             as_time.train_time_s = floor_s;
             as_time.device_hours = floor_s / 3600.0 * cand.devices as f64;
             let floor = objective.score(&as_time);
@@ -530,16 +537,48 @@ impl Ranker<'_> {
     /// Seconds any ZeRO stage and recomputation of `shape` trains the run in at least: the
     /// run's steps of [`Costing::step_floor`]; `None` when the walk skips nothing.
     fn shape_floor_s(&mut self, shape: &Layout) -> Option<f64> {
+        let step_s = self.shape_step_floor_s(shape)?;
+        Some(self.costing.as_ref()?.train_seconds(step_s))
+    }
+
+    /// [`Costing::step_floor`] of `shape`; `None` when the walk skips nothing.
+    fn shape_step_floor_s(&mut self, shape: &Layout) -> Option<f64> {
         self.floor_device_s?;
         let costing = self.costing.as_ref()?;
-        Some(costing.train_seconds(costing.step_floor(&mut self.stages, shape)))
+        Some(costing.step_floor(&mut self.stages, shape))
     }
 
     /// Whether no ZeRO stage and recomputation of `shape` can be kept ([`Ranker::shape_floor_s`]).
+    /// Remembers the step floor for the ZeRO stages ([`Ranker::zero_cannot_rank`]).
     fn shape_cannot_rank(&mut self, shape: &Layout, devices: u64) -> bool {
-        self.walked_shape_floor_s = self.shape_floor_s(shape);
+        self.shape_step_s = self.shape_step_floor_s(shape);
+        self.walked_shape_floor_s = match (self.shape_step_s, &self.costing) {
+            (Some(step_s), Some(costing)) => Some(costing.train_seconds(step_s)),
+            _ => None,
+        };
         self.walked_shape_floor_s
             .is_some_and(|floor_s| self.floor_cannot_rank(shape, devices, floor_s))
+    }
+
+    /// Whether no recomputation of `shape` under ZeRO stage `zero` can be kept: its step floor
+    /// ([`Ranker::shape_cannot_rank`], `false` without one) and its data-parallel floor
+    /// ([`Costing::data_floor`]). When it can, that floor is the one the debug check holds the
+    /// stage's candidate to.
+    fn zero_cannot_rank(&mut self, shape: &Layout, devices: u64, zero: u8) -> bool {
+        let (Some(step_s), Some(costing)) = (self.shape_step_s, self.costing.as_ref()) else {
+            return false;
+        };
+        // The shape's placement fields are its placement's, all `held_params` reads.
+        let params = self
+            .params
+            .get_or_insert_with(|| held_params(self.model, self.memory.count(), shape));
+        let data_s = costing.data_floor(&mut self.stages, shape, params, zero);
+        let floor_s = costing.train_seconds(step_s + data_s);
+        if self.floor_cannot_rank(shape, devices, floor_s) {
+            return true;
+        }
+        self.walked_shape_floor_s = Some(floor_s);
+        false
     }
 }
 
@@ -613,6 +652,7 @@ impl Visitor for Ranker<'_> {
         let mut cannot_rank: Option<bool> = None;
         self.stages.new_micro_batch();
         self.walked_shape_floor_s = None;
+        self.shape_step_s = None;
         if !self.record_rejections && self.shape_cannot_rank(shape, devices) {
             // A larger micro-batch may fit and rank.
             self.last_shape_fitted = true;
@@ -638,6 +678,12 @@ impl Visitor for Ranker<'_> {
                 && (!self.record_rejections || self.rejections.no_closer_memory_miss(floor - have))
             {
                 self.rejections.count_memory(tries);
+                continue;
+            }
+            // A stage whose own floor cannot rank needs no memory: a larger micro-batch may
+            // still fit and rank.
+            if !self.record_rejections && self.zero_cannot_rank(shape, devices, zero) {
+                self.last_shape_fitted = true;
                 continue;
             }
             let memory = memory.get_or_insert_with(|| self.memory.of_shape(shape));
