@@ -427,12 +427,12 @@ impl<'a> Ranker<'a> {
 }
 
 impl Ranker<'_> {
-    /// Whether no candidate of `layout` on `devices` devices that trains for at least
+    /// Whether no candidate on `devices` devices that trains for at least
     /// `floor_s` seconds can be kept. The objectives score a candidate by its training time and
     /// devices alone, never lower for a longer time ([`Scores::ByTimeAndDevices`]), so the
     /// floor's score is at most every such candidate's; when it is above the worst kept
     /// candidate of every cap the devices fit, none is kept.
-    fn floor_cannot_rank(&mut self, layout: &Layout, devices: u64, floor_s: f64) -> bool {
+    fn floor_cannot_rank(&mut self, devices: u64, floor_s: f64) -> bool {
         // Rounding in the step's own arithmetic stays far inside this margin.
         let floor_s = floor_s * (1.0 - 1e-9);
         if self
@@ -442,8 +442,9 @@ impl Ranker<'_> {
         {
             return true;
         }
+        // The objectives read the probe's time and devices alone: its layout stays a blank one
+        // (copying a layout was a twentieth of this check).
         let probe = &mut self.floor_probe;
-        probe.layout = *layout;
         probe.devices = devices;
         probe.train_time_s = floor_s;
         probe.device_hours = floor_s / 3600.0 * devices as f64;
@@ -557,7 +558,7 @@ impl Ranker<'_> {
             _ => None,
         };
         self.walked_shape_floor_s
-            .is_some_and(|floor_s| self.floor_cannot_rank(shape, devices, floor_s))
+            .is_some_and(|floor_s| self.floor_cannot_rank(devices, floor_s))
     }
 
     /// Whether no recomputation of `shape` under ZeRO stage `zero` can be kept: its step floor
@@ -574,7 +575,7 @@ impl Ranker<'_> {
             .get_or_insert_with(|| held_params(self.model, self.memory.count(), shape));
         let data_s = costing.data_floor(&mut self.stages, shape, params, zero);
         let floor_s = costing.train_seconds(step_s + data_s);
-        if self.floor_cannot_rank(shape, devices, floor_s) {
+        if self.floor_cannot_rank(devices, floor_s) {
             return true;
         }
         self.walked_shape_floor_s = Some(floor_s);
@@ -631,7 +632,7 @@ impl Visitor for Ranker<'_> {
             return false;
         }
         let floor_s = flops_s.max(self.placement_shapes_floor_s(placement).unwrap_or(0.0));
-        self.floor_cannot_rank(placement, devices, floor_s)
+        self.floor_cannot_rank(devices, floor_s)
     }
 
     fn enter_placement(&mut self, placement: &Layout) {
