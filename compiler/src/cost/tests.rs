@@ -258,19 +258,25 @@ fn gemms_run_at_the_devices_measured_share_of_peak() {
     );
 }
 
-/// Exposed data-parallel seconds of Llama-3-70B at TP8 PP4 DP4 (80 blocks, 20 per rank), batch
-/// 128 (32 micro-batches of one sequence), on 16 nodes whose NICs give `nic_gbps`.
-fn data_comm_70b(nic_gbps: f64, zero: u8, virtual_stages: u32) -> f64 {
-    let layout = Layout {
+/// Llama-3-70B at TP8 PP4 DP4 (80 blocks, 20 per rank) with sequence parallelism, under ZeRO
+/// stage `zero`, `virtual_stages` chunks per rank and `recompute`.
+pub(super) fn layout_70b(zero: u8, virtual_stages: u32, recompute: Recompute) -> Layout {
+    Layout {
         tensor: 8,
         pipeline: 4,
         data: 4,
         virtual_stages,
         zero,
-        recompute: Recompute::Full,
+        recompute,
         sequence_parallel: true,
         ..Layout::single()
-    };
+    }
+}
+
+/// Exposed data-parallel seconds of [`layout_70b`] under full recomputation, batch 128 (32
+/// micro-batches of one sequence), on 16 nodes whose NICs give `nic_gbps`.
+fn data_comm_70b(nic_gbps: f64, zero: u8, virtual_stages: u32) -> f64 {
+    let layout = layout_70b(zero, virtual_stages, Recompute::Full);
     let c = cluster("H100_SXM", 16, nic_gbps);
     estimate(&llama70b(), &setup(128, Precision::Bf16), &layout, &c)
         .unwrap()

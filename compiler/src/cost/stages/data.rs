@@ -204,8 +204,8 @@ impl Costing<'_> {
 mod tests {
     use crate::cost::StepEstimate;
     use crate::cost::stages::Costing;
-    use crate::cost::tests::{cluster, llama70b, setup};
-    use crate::workload::{Layout, MemoryBreakdown, held_params, param_count};
+    use crate::cost::tests::{cluster, layout_70b, llama70b, setup};
+    use crate::workload::{MemoryBreakdown, held_params, param_count};
     use loam_ir::types::{Precision, Recompute};
 
     #[test]
@@ -228,16 +228,7 @@ mod tests {
             for virtual_stages in [1, 5] {
                 let mut beside_by_mode = Vec::new();
                 for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
-                    let layout = Layout {
-                        tensor: 8,
-                        pipeline: 4,
-                        data: 4,
-                        virtual_stages,
-                        zero,
-                        recompute,
-                        sequence_parallel: true,
-                        ..Layout::single()
-                    };
+                    let layout = layout_70b(zero, virtual_stages, recompute);
                     let params = held_params(&model, &count, &layout);
                     let kernel = costing.kernel(&layout);
                     let placement = costing.placement(&layout, &params);
