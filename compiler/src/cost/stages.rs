@@ -595,7 +595,7 @@ impl<'a> Costing<'a> {
             layout.zero,
             layout.pipeline > 1,
         );
-        let data_comm = m * dp.per_micro_batch + dp.per_step;
+        let data_comm = dp.communication(m);
         let optimizer = dp.optimizer;
         let pp_comm = shape.pp_comm;
         // A site's fixed cost per step (zero in the shipped model), added once.

@@ -71,9 +71,14 @@ pub(crate) struct DataSeconds {
 }
 
 impl DataSeconds {
+    /// The exposed communication of a step of `m` micro-batches (the step's `data_comm`).
+    pub(crate) fn communication(&self, m: f64) -> f64 {
+        m * self.per_micro_batch + self.per_step
+    }
+
     /// All of it over a step of `m` micro-batches.
     pub(crate) fn total(&self, m: f64) -> f64 {
-        m * self.per_micro_batch + self.per_step + self.optimizer
+        self.communication(m) + self.optimizer
     }
 }
 

@@ -553,10 +553,10 @@ impl Ranker<'_> {
     /// Remembers the step floor for the ZeRO stages ([`Ranker::zero_cannot_rank`]).
     fn shape_cannot_rank(&mut self, shape: &Layout, devices: u64) -> bool {
         self.shape_step_s = self.shape_step_floor_s(shape);
-        self.walked_shape_floor_s = match (self.shape_step_s, &self.costing) {
-            (Some(step_s), Some(costing)) => Some(costing.train_seconds(step_s)),
-            _ => None,
-        };
+        self.walked_shape_floor_s = self
+            .shape_step_s
+            .zip(self.costing.as_ref())
+            .map(|(step_s, costing)| costing.train_seconds(step_s));
         self.walked_shape_floor_s
             .is_some_and(|floor_s| self.floor_cannot_rank(devices, floor_s))
     }
