@@ -485,6 +485,11 @@ pub(super) fn cost_staged(
     let fixed = stager.per_side.iter().map(|p| p.fixed).fold(0.0, f64::max);
     let cuts = match cuts {
         None => {
+            // A configuration none of whose partitions holds its stages is not partitioned; the
+            // check takes a unit of the job's budget per stage, as the partition's cells do.
+            if !(costing.budget.spend(stager.stage_count() as u64) && stager.may_hold_stages()) {
+                return None;
+            }
             let per_pace = stager.slots * costing.steps;
             let cap = match costing.beats {
                 Some(beats) => {

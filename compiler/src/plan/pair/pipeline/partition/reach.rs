@@ -1,6 +1,8 @@
 //! Whether a two-group configuration could hold its stages in memory at all: how far each
 //! group's stages reach along the chain, each holding its ops with one micro-batch in flight,
-//! so that a configuration no split of which fits is refused before it is partitioned.
+//! so that a configuration no split of which fits is refused before it is partitioned; and,
+//! for one configuration, the same with each stage holding the micro-batches it holds at its
+//! peak, before its partition.
 
 use super::{Stager, last_index, minmax};
 
@@ -91,5 +93,51 @@ impl Stager<'_, '_> {
             reach.end_settled = next == to;
             reach.from_end.push(next);
         }
+    }
+}
+
+impl Stager<'_, '_> {
+    /// Whether some partition of this configuration could hold every stage in memory with the
+    /// micro-batches it holds at its peak under 1F1B ([`crate::workload::Layout::in_flight`]:
+    /// the first stage the most, the last one): `false` only when none can, so that a
+    /// configuration is not partitioned to find nothing. [`MemoryReach`] asks the same with
+    /// one micro-batch in every stage, which serves every stage count at once but lets through
+    /// the configurations whose early stages hold too many: a 278-block job of 81,921-token
+    /// sequences partitioned thousands of them, each in hundreds of stage costings.
+    ///
+    /// The greedy cuts of [`Stager::reach_further`], stage by stage: the first group's stages
+    /// cut from the chain's start, each as far as it fits holding its own micro-batches, and
+    /// the second group's from the end. Every partition whose stages fit ends each of the first
+    /// group's stages at or before the greedy reach of that many stages, and starts each of the
+    /// second group's at or after the greedy start, so its boundary between the groups lies
+    /// between the two; with its stages non-empty, it also leaves a cut per stage on each side.
+    /// A few stage memories per stage, no stage costing.
+    pub(in crate::plan::pair::pipeline) fn may_hold_stages(&self) -> bool {
+        let cuts = self.cuts();
+        let m = cuts.len();
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        if m < s0 + s1 + 1 {
+            return false;
+        }
+        let at = |c: usize| cuts.get(c).copied().unwrap_or(usize::MAX);
+        let fits = |k: usize, from: usize, to: usize| {
+            let g = usize::from(k >= s0);
+            let Some(per) = self.per_side.get(g) else {
+                return false;
+            };
+            let in_flight = per.layout.in_flight(k as u32, self.micro_batches);
+            self.least_fitting(g, at(from), at(to), in_flight).is_some()
+        };
+        let mut reach = 0;
+        for k in 0..s0 {
+            let next = last_index(reach + 1, m, |j| fits(k, reach, j));
+            reach = reach.max(next);
+        }
+        let mut start = m - 1;
+        for k in (s0..s0 + s1).rev() {
+            let next = minmax::first_index(0, start, |c| fits(k, c, start));
+            start = start.min(next);
+        }
+        start.max(s0) <= reach.min(m - 1 - s1)
     }
 }
