@@ -197,8 +197,8 @@ impl Kept {
     }
 
     /// Keeps a copy of `cand`, scored `score`, if it is among the best by (score, layout field
-    /// order).
-    pub(super) fn offer(&mut self, score: f64, cand: &Candidate) {
+    /// order); whether it did.
+    pub(super) fn offer(&mut self, score: f64, cand: &Candidate) -> bool {
         let ranked = &mut self.ranked;
         let keep = self.keep;
         let before = |s: &f64, c: &Candidate| {
@@ -209,7 +209,7 @@ impl Kept {
         };
         // Most candidates lose to the worst kept one; `ranked` is sorted, so that settles it.
         if ranked.len() >= keep && ranked.last().is_some_and(|(s, c)| !before(s, c)) {
-            return;
+            return false;
         }
         let pos = ranked
             .iter()
@@ -219,6 +219,7 @@ impl Kept {
             ranked.insert(pos, (score, cand.clone()));
             ranked.truncate(keep);
         }
+        pos < keep
     }
 
     /// Whether `keep` candidates are kept, so that a score can be refused

@@ -83,10 +83,12 @@ pub(super) struct Ranker<'a> {
     floor_device_s: Option<f64>,
     /// The candidate a placement's floor is scored as: its devices, the floor's time.
     floor_probe: Candidate,
-    /// By device count, the least floor time [`Ranker::floor_cannot_rank`] has refused. The
-    /// kept lists only get better and no score falls as the time grows, so every floor at or
-    /// above it on as many devices is refused without scoring it again.
-    refused_from_s: BTreeMap<u64, f64>,
+    /// By device count, what [`Ranker::floor_cannot_rank`] has answered, so that a floor it
+    /// settles is not scored again.
+    floor_marks: BTreeMap<u64, FloorMarks>,
+    /// How many times a costed candidate has joined a kept list: a floor let through under
+    /// the lists as they were may be refused under better ones.
+    kept_changes: u64,
     /// The floor [`Ranker::shape_cannot_rank`] worked out for the shape being costed, if it
     /// did: the debug check of each candidate tests that floor, as the walk used it.
     walked_shape_floor_s: Option<f64>,
@@ -217,7 +219,8 @@ impl<'a> Ranker<'a> {
                 train_time_s: 0.0,
                 device_hours: 0.0,
             },
-            refused_from_s: BTreeMap::new(),
+            floor_marks: BTreeMap::new(),
+            kept_changes: 0,
             walked_shape_floor_s: None,
             shape_step_s: None,
             costed_scores: vec![f64::NAN; objective_count],
@@ -357,8 +360,8 @@ impl<'a> Ranker<'a> {
             let score = objective.score(cand);
             *costed = score;
             for (cap, kept) in caps {
-                if cand.devices <= *cap {
-                    kept.offer(score, cand);
+                if cand.devices <= *cap && kept.offer(score, cand) {
+                    self.kept_changes += 1;
                 }
             }
         }
@@ -426,6 +429,28 @@ impl<'a> Ranker<'a> {
     }
 }
 
+/// What [`Ranker::floor_cannot_rank`] has answered for one device count. No score falls as
+/// the time grows, so a floor at or above one it refused is refused too (the kept lists only
+/// get better), and a floor at or below one it let through is let through while no candidate
+/// has joined a kept list since.
+#[derive(Debug, Clone, Copy)]
+struct FloorMarks {
+    /// The least floor time refused.
+    refused_from_s: f64,
+    /// The greatest floor time let through since the kept lists last changed.
+    let_through_upto_s: f64,
+    /// [`Ranker::kept_changes`] when `let_through_upto_s` was let through.
+    let_through_at: u64,
+}
+
+impl FloorMarks {
+    const NONE: FloorMarks = FloorMarks {
+        refused_from_s: f64::INFINITY,
+        let_through_upto_s: f64::NEG_INFINITY,
+        let_through_at: 0,
+    };
+}
+
 impl Ranker<'_> {
     /// Whether no candidate on `devices` devices that trains for at least
     /// `floor_s` seconds can be kept. The objectives score a candidate by its training time and
@@ -435,12 +460,12 @@ impl Ranker<'_> {
     fn floor_cannot_rank(&mut self, devices: u64, floor_s: f64) -> bool {
         // Rounding in the step's own arithmetic stays far inside this margin.
         let floor_s = floor_s * (1.0 - 1e-9);
-        if self
-            .refused_from_s
-            .get(&devices)
-            .is_some_and(|&refused_s| floor_s >= refused_s)
-        {
+        let marks = self.floor_marks.entry(devices).or_insert(FloorMarks::NONE);
+        if floor_s >= marks.refused_from_s {
             return true;
+        }
+        if marks.let_through_at == self.kept_changes && floor_s <= marks.let_through_upto_s {
+            return false;
         }
         // The objectives read the probe's time and devices alone: its layout stays a blank one
         // (copying a layout was a twentieth of this check).
@@ -459,8 +484,12 @@ impl Ranker<'_> {
                     .all(|(cap, kept)| devices > *cap || kept.refuses_from(floor))
             });
         if refused {
-            let least = self.refused_from_s.entry(devices).or_insert(floor_s);
-            *least = least.min(floor_s);
+            marks.refused_from_s = marks.refused_from_s.min(floor_s);
+        } else if marks.let_through_at == self.kept_changes {
+            marks.let_through_upto_s = marks.let_through_upto_s.max(floor_s);
+        } else {
+            marks.let_through_at = self.kept_changes;
+            marks.let_through_upto_s = floor_s;
         }
         refused
     }
