@@ -2,7 +2,7 @@
 //! partition skips ends and starts by, and what decides whether a configuration's partition can
 //! be of use before any stage is costed ([`Stager::least_slowest_if`]).
 
-use super::{Chain, PerSide, Prefix, Side, Stager, last_index, minmax, span};
+use super::{Chain, PerSide, Prefix, Side, Stager, reach, span};
 
 impl Stager<'_, '_> {
     /// A lower bound on the pace of ops `[i, j)` as stage `k` that never decreases as `j` grows
@@ -162,27 +162,11 @@ impl Stager<'_, '_> {
         }
         Some(move |x: f64| {
             let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
-            let floor =
-                |g: usize, from: usize, to: usize| self.group_floor(g, at(from), at(to), 0.0, 0);
-            // The farthest cut the first group reaches in s0 stages of at most x each.
-            let mut reach = 0;
-            for _ in 0..s0 {
-                let next = last_index(reach + 1, m, |j| floor(0, reach, j) <= x);
-                if next <= reach {
-                    break;
-                }
-                reach = next;
-            }
-            // The earliest cut from which the second group covers the rest in s1 stages.
-            let mut start = m - 1;
-            for _ in 0..s1 {
-                let next = minmax::first_index(0, start, |c| floor(1, c, start) <= x);
-                if next >= start {
-                    break;
-                }
-                start = next;
-            }
-            start.max(s0) <= reach.min(m - 1 - s1)
+            // A floor without sends depends on a stage through its group alone.
+            let fits = |k: usize, from: usize, to: usize| {
+                self.group_floor(usize::from(k >= s0), at(from), at(to), 0.0, 0) <= x
+            };
+            reach::boundary_between_greedy_cuts(m, [s0, s1], fits, true)
         })
     }
 }

@@ -105,20 +105,13 @@ impl Stager<'_, '_> {
     /// the configurations whose early stages hold too many: a 278-block job of 81,921-token
     /// sequences partitioned thousands of them, each in hundreds of stage costings.
     ///
-    /// The greedy cuts of [`Stager::reach_further`], stage by stage: the first group's stages
-    /// cut from the chain's start, each as far as it fits holding its own micro-batches, and
-    /// the second group's from the end. Every partition whose stages fit ends each of the first
-    /// group's stages at or before the greedy reach of that many stages, and starts each of the
-    /// second group's at or after the greedy start, so its boundary between the groups lies
-    /// between the two; with its stages non-empty, it also leaves a cut per stage on each side.
-    /// A few stage memories per stage, no stage costing.
+    /// The greedy cuts of [`Stager::reach_further`], stage by stage, each stage holding its own
+    /// micro-batches ([`boundary_between_greedy_cuts`]): a few stage memories per stage, no
+    /// stage costing.
     pub(in crate::plan::pair::pipeline) fn may_hold_stages(&self) -> bool {
         let cuts = self.cuts();
         let m = cuts.len();
         let [s0, s1] = self.shape.stages.map(|s| s as usize);
-        if m < s0 + s1 + 1 {
-            return false;
-        }
         let at = |c: usize| cuts.get(c).copied().unwrap_or(usize::MAX);
         let fits = |k: usize, from: usize, to: usize| {
             let g = usize::from(k >= s0);
@@ -128,16 +121,50 @@ impl Stager<'_, '_> {
             let in_flight = per.layout.in_flight(k as u32, self.micro_batches);
             self.least_fitting(g, at(from), at(to), in_flight).is_some()
         };
-        let mut reach = 0;
-        for k in 0..s0 {
-            let next = last_index(reach + 1, m, |j| fits(k, reach, j));
-            reach = reach.max(next);
-        }
-        let mut start = m - 1;
-        for k in (s0..s0 + s1).rev() {
-            let next = minmax::first_index(0, start, |c| fits(k, c, start));
-            start = start.min(next);
-        }
-        start.max(s0) <= reach.min(m - 1 - s1)
+        // Each stage holds its own micro-batches: one that cannot reach past the last cut
+        // leaves the next, which holds fewer, its chance.
+        boundary_between_greedy_cuts(m, [s0, s1], fits, false)
     }
+}
+
+/// Whether `m` cuts could be partitioned into `s0` stages of the first group then `s1` of the
+/// second with every stage passing `fits(k, from, to)` (stage `k` over cuts `[from, to)`), a
+/// test that holds for any part of the ops it holds for: the first group's stages cut greedily
+/// from the chain's start, each as far as it passes, the second group's from the end, and the
+/// boundary between the groups must lie between the two with a cut left for every stage.
+/// Every passing partition ends each first-group stage at or before the greedy reach of that
+/// many stages and starts each second-group stage at or after the greedy start, so `false` only
+/// when none passes. `alike` says every stage of a group is tested alike, so that a stage that
+/// reaches no farther than the one before ends the group's greedy cuts.
+// Inlined: the floor bound's bisection calls it with its own test many times a configuration
+// (1 % more instructions on the slowest pipeline inputs as a call).
+#[inline]
+pub(super) fn boundary_between_greedy_cuts(
+    m: usize,
+    [s0, s1]: [usize; 2],
+    fits: impl Fn(usize, usize, usize) -> bool,
+    alike: bool,
+) -> bool {
+    if m < s0 + s1 + 1 {
+        return false;
+    }
+    // The farthest cut the first group's stages reach from the chain's start.
+    let mut reach = 0;
+    for k in 0..s0 {
+        let next = last_index(reach + 1, m, |j| fits(k, reach, j));
+        if next <= reach && alike {
+            break;
+        }
+        reach = reach.max(next);
+    }
+    // The earliest cut from which the second group's stages cover the rest.
+    let mut start = m - 1;
+    for k in (s0..s0 + s1).rev() {
+        let next = minmax::first_index(0, start, |c| fits(k, c, start));
+        if next >= start && alike {
+            break;
+        }
+        start = start.min(next);
+    }
+    start.max(s0) <= reach.min(m - 1 - s1)
 }
