@@ -485,9 +485,10 @@ pub(super) fn cost_staged(
     let fixed = stager.per_side.iter().map(|p| p.fixed).fold(0.0, f64::max);
     let cuts = match cuts {
         None => {
-            // A configuration none of whose partitions holds its stages is not partitioned; the
-            // check takes a unit of the job's budget per stage, as the partition's cells do.
-            if !(costing.budget.spend(stager.stage_count() as u64) && stager.may_hold_stages()) {
+            // A configuration none of whose partitions holds its stages within the pace of use
+            // is not partitioned; the check takes a unit of the job's budget per stage, as the
+            // partition's cells do.
+            if !costing.budget.spend(stager.stage_count() as u64) {
                 return None;
             }
             let per_pace = stager.slots * costing.steps;
@@ -499,6 +500,9 @@ pub(super) fn cost_staged(
                 }
                 None => f64::INFINITY,
             };
+            if !stager.may_hold_stages(cap) {
+                return None;
+            }
             stager.partition(cap)?
         }
         Some(ends) => {

@@ -105,10 +105,21 @@ impl Stager<'_, '_> {
     /// the configurations whose early stages hold too many: a 278-block job of 81,921-token
     /// sequences partitioned thousands of them, each in hundreds of stage costings.
     ///
+    /// With a finite `cap` (the slowest pace a partition may have and be of use), each stage
+    /// must also have its floor under the recomputation it needs to fit ([`Stager::floor`]
+    /// at that rank) at or below the cap: a partition under the cap has every stage's pace
+    /// there, and the floor is below the pace. The cap-free floor bound
+    /// ([`Stager::least_slowest_if`]) counts neither memory nor the recomputation it forces:
+    /// a 278-block cost-goal job of 4,096-wide blocks let through 25,000 configurations that
+    /// the min-max programme then partitioned to find none under the cap, 1,400 stage costings
+    /// each. A stage that needs a recomputation needs it, or more, with more ops, and the
+    /// floor never falls as a stage grows, so the test holds for any part of what it holds
+    /// for, as the greedy cuts need.
+    ///
     /// The greedy cuts of [`Stager::reach_further`], stage by stage, each stage holding its own
     /// micro-batches ([`boundary_between_greedy_cuts`]): a few stage memories per stage, no
     /// stage costing.
-    pub(in crate::plan::pair::pipeline) fn may_hold_stages(&self) -> bool {
+    pub(in crate::plan::pair::pipeline) fn may_hold_stages(&self, cap: f64) -> bool {
         let cuts = self.cuts();
         let m = cuts.len();
         let [s0, s1] = self.shape.stages.map(|s| s as usize);
@@ -119,7 +130,9 @@ impl Stager<'_, '_> {
                 return false;
             };
             let in_flight = per.layout.in_flight(k as u32, self.micro_batches);
-            self.least_fitting(g, at(from), at(to), in_flight).is_some()
+            let (i, j) = (at(from), at(to));
+            self.least_fitting(g, i, j, in_flight)
+                .is_some_and(|(rank, _)| !cap.is_finite() || self.floor(k, i, j, rank) <= cap)
         };
         // Each stage holds its own micro-batches: one that cannot reach past the last cut
         // leaves the next, which holds fewer, its chance.
