@@ -294,6 +294,7 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                     group: *group,
                     tensor: t,
                     backward_per_param: chain.most_backward_per_param(&modes),
+                    most_backward: Chain::most_backward(&modes),
                     modes,
                     usable: usable_memory(&c.device),
                 };

@@ -155,7 +155,10 @@ fn the_partition_is_the_exhaustive_programmes_on_every_configuration_of_real_cha
 fn stage_floors_hold_and_grow_with_the_stage_where_reductions_outweigh_the_backward() {
     // Sequences of 4 tokens: a stage's backward is microseconds while its gradient reduction
     // over 8 or 16 data ranks is milliseconds, so the floor counts `reduce − (1 − contention)
-    // × backward` (the part no overlap hides); with 2,048 tokens it does not. In both, every
+    // × backward` (the part no overlap hides) on every stage. With 2,048 tokens some stretch of
+    // the chain adds more backward than its reduction, so that rule does not hold for every
+    // stage; the reduction's lower hull (`floor::ReduceHull`) still counts the backward on some
+    // stages of configurations whose whole reduction outweighs their backward. In both, every
     // floor is at most its stage's time and never falls as the stage grows, and the partition
     // the floors prune is the exhaustive programme's.
     let (mut checked, mut tight, mut compared) = ([0; 2], [0; 2], 0);
@@ -195,7 +198,10 @@ fn stage_floors_hold_and_grow_with_the_stage_where_reductions_outweigh_the_backw
         tight[0] * 10 > checked[0],
         "{tight:?} of {checked:?} counted the backward"
     );
-    assert_eq!(tight[1], 0, "{tight:?} of {checked:?} counted the backward");
+    assert!(
+        tight[1] > 0 && tight[1] < tight[0],
+        "{tight:?} of {checked:?} counted the backward"
+    );
     assert!(compared > 100, "only {compared} partitions compared");
 }
 
