@@ -295,6 +295,7 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                     tensor: t,
                     backward_per_param: chain.most_backward_per_param(&modes),
                     most_backward: Chain::most_backward(&modes),
+                    least_seconds: Chain::least_seconds(&modes),
                     modes,
                     usable: usable_memory(&c.device),
                 };

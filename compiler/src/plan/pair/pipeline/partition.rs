@@ -81,6 +81,9 @@ pub(super) struct Side<'a> {
     /// stretch exceeds this one's span, for the reduction floor's hull
     /// ([`floor::ReduceHull`]).
     pub(super) most_backward: Vec<f64>,
+    /// By op, the seconds of the ops before it, each op under its fastest recomputation mode
+    /// ([`Chain::least_seconds`]), for the spread bound ([`Stager::spread_floor`]).
+    pub(super) least_seconds: Vec<f64>,
 }
 
 /// What a stage on one group costs per parameter it holds, in one configuration.
@@ -544,14 +547,25 @@ pub(super) fn cost_staged(
             let cap = match costing.beats {
                 Some(beats) => {
                     let useful = |pace: f64| beats(pace * per_pace + fixed * costing.steps);
+                    // The cheap tests first: the spread bound, then the stages' memory and
+                    // floors held to the cap found from it. The cap is the least pace `useful`
+                    // refuses, whatever pace it is found from (`useful_pace`), unless the
+                    // threshold is 2⁶⁴ times that pace: then it is `+∞` from the lower one
+                    // and the memory test only weaker. What is left is the greedy bound's.
+                    let spread = stager.spread_floor();
+                    if !useful(spread) || !stager.may_hold_stages(useful_pace(spread, useful)) {
+                        return None;
+                    }
                     let from = stager.least_slowest_if(useful)?;
                     useful_pace(from, useful)
                 }
-                None => f64::INFINITY,
+                None => {
+                    if !stager.may_hold_stages(f64::INFINITY) {
+                        return None;
+                    }
+                    f64::INFINITY
+                }
             };
-            if !stager.may_hold_stages(cap) {
-                return None;
-            }
             stager.partition(cap)?
         }
         Some(ends) => {

@@ -295,8 +295,9 @@ fn the_partitions_bound_answers_early_as_the_whole_bisection_would() {
     // Whether a configuration's floor bound is of use, and the cap found from the pace it
     // answers with, are those of the bound found by the whole bisection, on every configuration
     // of real chains and for limits at, next to and far from the bound
-    // (`partition::check_least_slowest` asserts each).
-    let mut checked = 0;
+    // (`partition::check_least_slowest` asserts each). The spread bound the search asks first
+    // is never above it, and within a fifth of it on most configurations.
+    let (mut checked, mut close) = (0, 0);
     for layers in [1, 5, 17, 40, 96] {
         let model = small_model(layers);
         for extra in [Vec::new(), vec!["attention".to_string()]] {
@@ -310,15 +311,17 @@ fn the_partitions_bound_answers_early_as_the_whole_bisection_would() {
                 let Some(costing) = prepared.costing(&shape, &budget) else {
                     continue;
                 };
-                if partition::check_least_slowest(&spec, &costing, shape).is_finite() {
+                let (least, spread) = partition::check_least_slowest(&spec, &costing, shape);
+                if least.is_finite() {
                     checked += 1;
+                    close += usize::from(spread >= 0.8 * least);
                 }
             }
         }
     }
     assert!(
-        checked > 1000,
-        "only {checked} configurations with a finite bound"
+        checked > 1000 && close * 2 > checked,
+        "only {checked} configurations with a finite bound, {close} of them spread within a fifth"
     );
 }
 

@@ -123,6 +123,53 @@ impl Stager<'_, '_> {
         Some(low)
     }
 
+    /// A lower bound on the slowest stage of every partition that needs no cut: the parts of
+    /// [`Stager::group_floor`] that add up along the chain (compute under each op's fastest
+    /// recomputation mode, the `contention` share of the reduction and the optimizer; sends,
+    /// the rest of the reduction and the mode a stage's memory forces left out), spread evenly
+    /// over each group's stages. Some stage of a group is at least the group's mean, so a
+    /// partition whose groups meet at cut `b` is at least `max(A(b) / s0, B(b) / s1)`, with
+    /// `A` the first group's sum over the ops before `b` and `B` the second's over those after;
+    /// `A` grows and `B` falls with `b`, so the least of that over the boundaries is found by
+    /// bisection. Below the greedy bound by less than a stage's share where blocks are alike:
+    /// it refuses most configurations that bound refuses, in a few lookups.
+    pub(super) fn spread_floor(&self) -> f64 {
+        let cuts = self.cuts();
+        let m = cuts.len();
+        let [s0, s1] = self.shape.stages.map(|s| s as usize);
+        let n = self.params.len().saturating_sub(1);
+        if m < s0 + s1 + 1 || s0 == 0 || s1 == 0 {
+            return 0.0;
+        }
+        let additive = |g: usize, i: usize, j: usize| {
+            let (Some(side), Some(per)) = (self.sides.get(g), self.per_side.get(g)) else {
+                return 0.0;
+            };
+            let params = span(self.params, i, j);
+            let per_param =
+                per.reduce_per_param * per.contention.clamp(0.0, 1.0) + per.optimizer_per_param;
+            (span(&side.least_seconds, i, j) + params * per_param / self.slots) * (1.0 - 1e-9)
+        };
+        let at = |c: usize| cuts.get(c).copied().unwrap_or(n);
+        let first = |c: usize| additive(0, 0, at(c)) / s0 as f64;
+        let second = |c: usize| additive(1, at(c), n) / s1 as f64;
+        // The boundary leaves a cut for each stage on either side: cuts `s0 ..= m − 1 − s1`.
+        let (lo, hi) = (s0, m - 1 - s1);
+        // The first boundary at which the first group's mean reaches the second's.
+        let cross = super::minmax::first_index(lo, hi + 1, |c| first(c) >= second(c));
+        let at_cross = if cross <= hi {
+            first(cross).max(second(cross))
+        } else {
+            f64::INFINITY
+        };
+        let before = if cross > lo {
+            first(cross - 1).max(second(cross - 1))
+        } else {
+            f64::INFINITY
+        };
+        at_cross.min(before)
+    }
+
     /// The whole bisection of [`Stager::least_slowest_if`]: the bound itself, for the tests
     /// that check the early answers against it.
     #[cfg(test)]
@@ -249,19 +296,14 @@ impl Chain {
     /// By op, the backward seconds of the ops before it, each op under the mode of `modes`
     /// whose backward is longest there: at least any one mode's backward over any stretch.
     pub(in crate::plan::pair::pipeline) fn most_backward(modes: &[Prefix; 3]) -> Vec<f64> {
-        let ops = modes.iter().map(|m| m.backward.len()).min().unwrap_or(0);
-        let mut sum = 0.0;
-        let mut prefix = Vec::with_capacity(ops);
-        prefix.push(0.0);
-        for op in 1..ops {
-            let longest = modes
-                .iter()
-                .map(|m| span(&m.backward, op - 1, op))
-                .fold(0.0, f64::max);
-            sum += longest;
-            prefix.push(sum);
-        }
-        prefix
+        per_op_prefix(modes, |m| &m.backward, f64::max)
+    }
+
+    /// By op, the seconds of the ops before it, each op under the mode of `modes` whose
+    /// seconds are fewest there: at most any one mode's seconds over any stretch, and the sum
+    /// of any stretches' is that of the stretch they make up.
+    pub(in crate::plan::pair::pipeline) fn least_seconds(modes: &[Prefix; 3]) -> Vec<f64> {
+        per_op_prefix(modes, |m| &m.seconds, f64::min)
     }
 
     /// The most backward seconds per parameter of any stretch between two consecutive cuts
@@ -291,4 +333,27 @@ impl Chain {
         }
         most
     }
+}
+
+/// By op, the sum over the ops before it of each op's `pick` seconds under the mode `keep`
+/// chooses among `modes` (`f64::max` the longest, `f64::min` the fewest).
+fn per_op_prefix(
+    modes: &[Prefix; 3],
+    pick: impl Fn(&Prefix) -> &[f64],
+    keep: fn(f64, f64) -> f64,
+) -> Vec<f64> {
+    let ops = modes.iter().map(|m| pick(m).len()).min().unwrap_or(0);
+    let mut sum = 0.0;
+    let mut prefix = Vec::with_capacity(ops);
+    prefix.push(0.0);
+    for op in 1..ops {
+        let chosen = modes
+            .iter()
+            .map(|m| span(pick(m), op - 1, op))
+            .reduce(keep)
+            .unwrap_or(0.0);
+        sum += chosen;
+        prefix.push(sum);
+    }
+    prefix
 }

@@ -48,14 +48,21 @@ pub(in crate::plan::pair::pipeline) fn compare_partitions(
 
 /// Checks [`Stager::least_slowest_if`] on one configuration against the whole bisection, for
 /// paces that `useful` accepts up to: the bound itself, its neighbouring floats, a millionth and
-/// a tenth either side, twice and half of it, and none. Returns the bound.
+/// a tenth either side, twice and half of it, and none; and that the spread bound
+/// ([`super::Stager::spread_floor`]) is at most the bound. Returns the bound and the spread
+/// bound.
 pub(in crate::plan::pair::pipeline) fn check_least_slowest(
     spec: &PipelineSpec<'_>,
     costing: &Costing<'_, '_>,
     shape: PipelineShape,
-) -> f64 {
+) -> (f64, f64) {
     let stager = stager(spec, costing, shape);
     let least = stager.least_slowest();
+    let spread = stager.spread_floor();
+    assert!(
+        spread <= least,
+        "{shape:?}: spread {spread} above the bound {least}"
+    );
     let limits = [
         least,
         least.next_up(),
@@ -91,7 +98,7 @@ pub(in crate::plan::pair::pipeline) fn check_least_slowest(
             );
         }
     }
-    least
+    (least, spread)
 }
 
 /// Checks every stage floor of one configuration against the stage costs: for each stage
