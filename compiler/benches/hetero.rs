@@ -2,7 +2,8 @@
 //! devices, heterogeneous pipelines included (the job's quota makes one group too small, so the
 //! planner pairs groups). Goal: under 1 s; docs/performance.md records the figure. Also a dense
 //! model of 1,000 layers on the shipped `xirang` pool (the reliability review's M2: its pipelines
-//! over two groups cut a chain of 2,003 ops), goal under 1 s, and of 4,096 layers.
+//! over two groups cut a chain of 2,003 ops), goal under 1 s, and of 4,096 layers; and the two
+//! slowest jobs of the grid docs/performance.md plans to find the slowest (issue 26).
 
 // criterion_group! generates undocumented public items; a benchmark reports what it measured.
 #![allow(missing_docs, clippy::print_stdout)]
@@ -168,5 +169,88 @@ fn thousand_layers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, thousand_layers);
+/// A job of the grid docs/performance.md plans to find the slowest (issue 26): `layers`
+/// blocks of `widths` (hidden, FFN, heads, vocabulary) on all of `xirang`, under `goal`.
+fn grid_job(
+    layers: u32,
+    widths: [u32; 4],
+    seq_len: u32,
+    batch: u32,
+    precision: &str,
+    goal: &str,
+) -> String {
+    let [hidden, ffn, heads, vocab] = widths;
+    format!(
+        r#"job "g" {{
+  tenant = "nlp"
+  model {{
+    layers   = {layers}
+    hidden   = {hidden}
+    ffn      = {ffn}
+    heads    = {heads}
+    kv_heads = 8
+    vocab    = {vocab}
+    seq_len  = {seq_len}
+  }}
+  train {{
+    tokens       = 2T
+    global_batch = {batch}
+    precision    = {precision}
+  }}
+  resources {{
+    pool = xirang
+  }}
+  goal {{
+    {goal}
+  }}
+}}
+"#
+    )
+}
+
+/// The slowest jobs of that grid: 278 blocks 4,096 wide with a 77,219 FFN under a budget no
+/// plan meets (every search runs to its end), and 926 blocks of Llama 3 8B's widths with
+/// 45-token sequences, whose stages' reductions outweigh their compute.
+fn slowest_of_the_grid(c: &mut Criterion) {
+    let catalogue = builtin();
+    let mut group = c.benchmark_group("slowest_of_the_grid");
+    group.sample_size(10);
+    let jobs = [
+        (
+            "plan_278_layers_4096_wide_cost_goal_xirang",
+            grid_job(
+                278,
+                [4096, 77219, 32, 402_790],
+                8192,
+                4096,
+                "bf16",
+                "optimize = cost\n    budget   = 1M CNY",
+            ),
+        ),
+        (
+            "plan_926_layers_45_tokens_xirang",
+            grid_job(
+                926,
+                [4096, 14336, 32, 128_256],
+                45,
+                1024,
+                "fp8",
+                "optimize = time\n    deadline = 40d",
+            ),
+        ),
+    ];
+    for (name, text) in jobs {
+        let parsed = parse(FileId(0), &text);
+        let Some(file) = parsed.file else { return };
+        let Some(job) = check_file(&file).jobs.into_iter().next() else {
+            return;
+        };
+        group.bench_function(name, |b| {
+            b.iter(|| plan_job(black_box(&job), "g.loam", black_box(&catalogue)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, thousand_layers, slowest_of_the_grid);
 criterion_main!(benches);

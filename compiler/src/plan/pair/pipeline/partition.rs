@@ -176,7 +176,7 @@ impl PerSide {
         let hidden_per_backward = ((0.0..=1.0).contains(&contention)
             && reduce_per_param >= hides * side.backward_per_param * (1.0 + 1e-6))
             .then_some(hides);
-        // The hull, a pass over the cuts, is worked out once per group, tensor degree,
+        // The hull, a pass over the chain, is worked out once per group, tensor degree,
         // micro-batch and reduction per parameter ([`Chain::hulls`]), and only where the
         // whole chain's reduction outweighs its longest backward, so that some stage's exposed
         // reduction may exceed the `contention` share the floor counts anyway.
