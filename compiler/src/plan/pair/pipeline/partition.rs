@@ -551,7 +551,8 @@ pub(super) fn cost_staged(
                     // floors held to the cap found from it. The cap is the least pace `useful`
                     // refuses, whatever pace it is found from (`useful_pace`), unless the
                     // threshold is 2⁶⁴ times that pace: then it is `+∞` from the lower one
-                    // and the memory test only weaker. What is left is the greedy bound's.
+                    // and the memory test only weaker. The greedy bound's bisection then runs
+                    // for what passes, so that it answers, and the cap is, as before.
                     let spread = stager.spread_floor();
                     if !useful(spread) || !stager.may_hold_stages(useful_pace(spread, useful)) {
                         return None;
