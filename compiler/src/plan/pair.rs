@@ -133,6 +133,9 @@ pub(crate) struct PairInput<'p, 'a> {
     pub(crate) incumbent: f64,
     /// The job's cap on the search; once reached, no further pair is searched.
     pub(crate) budget: &'p super::search::budget::WorkBudget,
+    /// The job's cap on its layout walks, which the data split's searches share with the
+    /// single-type ones.
+    pub(crate) walks: &'p super::search::budget::WalkBudget,
     /// Threads the independent searches of one group may spread over (the plan is the same on
     /// any number).
     pub(crate) threads: usize,

@@ -21,10 +21,8 @@ use super::pair::{PairInput, fill_pair_pipeline, pair_pipelines};
 use super::placement::{self, Placement};
 use super::plausibility::extrapolations;
 use super::request::{PlanRequest, Unplannable};
-use super::search::budget::{SEARCH_CAP, WorkBudget};
-use super::search::{
-    RejectedRegion, Scores, SearchResult, SearchSpec, search_ranked, search_scored, setup_on,
-};
+use super::search::budget::{SEARCH_CAP, WALK_CAP, WalkBudget, WorkBudget, walk_in_rounds};
+use super::search::{RejectedRegion, Scores, SearchResult, SearchSpec, search_within, setup_on};
 use super::single::{self, Ranked};
 use super::slices::{apply_slice, fit_slice};
 use super::stages::job_graph;
@@ -32,7 +30,6 @@ use super::uncertainty;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
 use crate::check::model_dims;
-use crate::parallel::map_ordered;
 use crate::workload::Pins;
 use crate::workload::param_count;
 use loam_ir::diagnostics::codes;
@@ -99,6 +96,18 @@ pub fn plan_job(job: &Job, file: &str, catalogue: &Catalogue) -> Plan {
 /// [`plan_job`], spreading the job's independent searches (one per node group, one per group
 /// and batch share) over up to `threads` threads; the plan is the same on any number.
 pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize) -> Plan {
+    plan_job_walking(job, file, catalogue, threads, &WalkBudget::new(WALK_CAP))
+}
+
+/// [`plan_job_on`] with every layout walk of the job (its single-type searches and its data
+/// split's) under `walks`, which says afterwards what they spent.
+pub(crate) fn plan_job_walking(
+    job: &Job,
+    file: &str,
+    catalogue: &Catalogue,
+    threads: usize,
+    walks: &WalkBudget,
+) -> Plan {
     let mut plan = skeleton(job, file);
     let request = match PlanRequest::new(job, catalogue) {
         Ok(request) => request,
@@ -130,39 +139,49 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
     // The single-type search of each node group, independent of the others.
     let indices: Vec<usize> = (0..options.len()).collect();
-    let single_search = |i: usize, regions_throughout: bool| -> Option<SearchResult> {
-        let (Some(option), Some(objective)) = (options.get(i), objectives.get(i)) else {
-            return None;
+    // Every layout walk of the job (these, and the data split's) shares one cap.
+    let single_search =
+        |i: usize, regions_throughout: bool, allowance: u64| -> Option<SearchResult> {
+            let (Some(option), Some(objective)) = (options.get(i), objectives.get(i)) else {
+                return None;
+            };
+            if !option.hosts_job_precision {
+                return None;
+            }
+            let setup = setup_on(base_setup, option.device);
+            let spec = SearchSpec {
+                model,
+                setup: &setup,
+                cluster: &option.cluster,
+                pins,
+                max_devices: option.available,
+                keep: KEEP_PER_GROUP,
+            };
+            // A group's objective scores a layout's totals (its time and devices with their
+            // failures) against the goal and the limits, and none falls as the time grows.
+            Some(search_within(
+                &spec,
+                objective,
+                Scores::ByTimeAndDevices,
+                regions_throughout,
+                allowance,
+            ))
         };
-        if !option.hosts_job_precision {
-            return None;
-        }
-        let setup = setup_on(base_setup, option.device);
-        let spec = SearchSpec {
-            model,
-            setup: &setup,
-            cluster: &option.cluster,
-            pins,
-            max_devices: option.available,
-            keep: KEEP_PER_GROUP,
-        };
-        // A group's objective scores a layout's totals (its time and devices with their
-        // failures) against the goal and the limits, and none falls as the time grows.
-        Some(if regions_throughout {
-            search_scored(&spec, objective, Scores::ByTimeAndDevices)
-        } else {
-            search_ranked(&spec, objective, Scores::ByTimeAndDevices)
-        })
+    let walked = |result: Option<SearchResult>| {
+        let stats = result.as_ref().map(|r| r.stats);
+        (result, stats)
     };
     // With the rejected regions only until a first layout is kept: a job with no plan reports
     // them (below), and the memory of every layout that cannot rank was most of a large job's
     // single-type searches. A search that keeps nothing has them all.
-    let results = map_ordered(&indices, threads, |&i| single_search(i, false));
+    let results = walk_in_rounds(&indices, threads, walks, |&i, allowance| {
+        walked(single_search(i, false, allowance))
+    });
     // By group: the regions of a search that kept nothing; `None` for one that kept some, or
     // a group that was not searched (asked again below, it returns at once with none).
     let mut complete_regions: Vec<Option<Vec<RejectedRegion>>> = vec![None; options.len()];
     for (i, (option, result)) in options.iter().zip(results).enumerate() {
-        let Some(result) = result else {
+        let Some(result) = result.flatten() else {
             continue;
         };
         if result.ranked.is_empty()
@@ -212,6 +231,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
         convert: &convert,
         incumbent: ranked.first().map_or(f64::INFINITY, |r| r.score),
         budget: &budget,
+        walks,
         threads,
     };
     let (mixed, splits, mut ruled_out) = if needs_pairs(job, &ranked, options, pins) {
@@ -226,16 +246,22 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     let Some(best) = entries.first() else {
         // A group whose layouts were all kept out by its node shape searches again, recording
         // what it rejects throughout.
-        let regions = map_ordered(&indices, threads, |&i| {
-            match complete_regions.get(i).cloned().flatten() {
-                Some(regions) => regions,
-                None => single_search(i, true)
-                    .map(|r| r.rejected)
-                    .unwrap_or_default(),
-            }
-        });
+        let regions =
+            walk_in_rounds(
+                &indices,
+                threads,
+                walks,
+                |&i, allowance| match complete_regions.get(i).cloned().flatten() {
+                    Some(regions) => (regions, None),
+                    None => {
+                        let (result, stats) = walked(single_search(i, true, allowance));
+                        (result.map(|r| r.rejected).unwrap_or_default(), stats)
+                    }
+                },
+            );
         let rejected: Vec<(usize, RejectedRegion)> = regions
             .into_iter()
+            .map(Option::unwrap_or_default)
             .enumerate()
             .flat_map(|(i, regions)| regions.into_iter().map(move |r| (i, r)))
             .collect();
@@ -256,7 +282,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
             .push(no_layout(job, pins, cause, &plan.reasons));
         // The search may have stopped before the first plan that fits (L3010, an error).
         plan.diagnostics
-            .extend(budget.finding(&job.name.value, false));
+            .extend(budget.finding_with(&job.name.value, false, walks));
         return plan;
     };
     if best.score >= PENALTY {
@@ -348,7 +374,7 @@ pub fn plan_job_on(job: &Job, file: &str, catalogue: &Catalogue, threads: usize)
     }
     plan.diagnostics.extend(found);
     // The plan is the best of what was costed when the search stopped at its cap (L3010).
-    if let Some(capped) = budget.finding(&job.name.value, true) {
+    if let Some(capped) = budget.finding_with(&job.name.value, true, walks) {
         plan.notes.push(capped.message.clone());
         plan.diagnostics.push(capped);
     }

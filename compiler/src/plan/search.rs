@@ -241,6 +241,18 @@ pub struct SearchStats {
     pub enumerated: u64,
     /// Layouts costed by the cost model.
     pub evaluated: u64,
+    /// Shapes the walk visited (every field but ZeRO and recomputation): with the layouts
+    /// costed, the walk's units of [`budget::WALK_CAP`].
+    pub shapes: u64,
+    /// Whether the walk stopped at its allowance of units before the end of the space.
+    pub stopped: bool,
+}
+
+impl SearchStats {
+    /// The walk's units ([`budget::WALK_CAP`]): shapes visited and layouts costed.
+    pub fn units(&self) -> u64 {
+        self.shapes.saturating_add(self.evaluated)
+    }
 }
 
 /// The outcome of a search.
@@ -272,7 +284,7 @@ pub fn search_scored(
     objective: &dyn Objective,
     scores: Scores,
 ) -> SearchResult {
-    search_recording(spec, objective, scores, Recording::Throughout)
+    search_recording(spec, objective, scores, Recording::Throughout, u64::MAX)
 }
 
 /// [`search_scored`] with the rejected regions only while it has kept no candidate: the same
@@ -281,20 +293,42 @@ pub fn search_scored(
 /// or shape that cannot rank is worked out, as in [`search_capped`]. A search that keeps none
 /// returns the regions of [`search_scored`]; one that keeps some returns part of them (a plan
 /// reports them only when none is found). The statistics count what this walk did.
+#[cfg(test)]
 pub(crate) fn search_ranked(
     spec: &SearchSpec<'_>,
     objective: &dyn Objective,
     scores: Scores,
 ) -> SearchResult {
-    search_recording(spec, objective, scores, Recording::UntilKept)
+    search_recording(spec, objective, scores, Recording::UntilKept, u64::MAX)
 }
 
-/// A plain search of `spec` by `objective`, recording the rejected regions as `recording` says.
+/// The planner's plain search, under a job's [`budget::WalkBudget`]: [`search_scored`] when
+/// `throughout`, else the search that records the rejected regions only until it keeps a first
+/// candidate, stopping after `allowance` units of its walk ([`SearchStats::units`]) with what it
+/// had kept and recorded by then; [`SearchStats::stopped`] says it did.
+pub(crate) fn search_within(
+    spec: &SearchSpec<'_>,
+    objective: &dyn Objective,
+    scores: Scores,
+    throughout: bool,
+    allowance: u64,
+) -> SearchResult {
+    let recording = if throughout {
+        Recording::Throughout
+    } else {
+        Recording::UntilKept
+    };
+    search_recording(spec, objective, scores, recording, allowance)
+}
+
+/// A plain search of `spec` by `objective`, recording the rejected regions as `recording` says,
+/// stopping after `allowance` units.
 fn search_recording(
     spec: &SearchSpec<'_>,
     objective: &dyn Objective,
     scores: Scores,
     recording: Recording,
+    allowance: u64,
 ) -> SearchResult {
     let bounds = Bounds::of_search(spec);
     let axes = Axes::new(&bounds);
@@ -304,7 +338,9 @@ fn search_recording(
         ..SearchStats::default()
     };
     let mut ranker = Ranker::new(spec, objective, &axes, stats, scores, recording);
-    // A break is the device lacking the precision: what was found up to there is the result.
+    ranker.allow(allowance);
+    // A break is the device lacking the precision, or the allowance spent: what was found up
+    // to there is the result.
     let _ = space.walk(&mut ranker);
     ranker.finish()
 }
@@ -330,20 +366,23 @@ pub enum Scores {
 /// one's layouts and costs each the same (nothing of the cost model reads the cap), so its best
 /// are the best of the wider walk's candidates within the cap; and nothing the walk visits or
 /// costs reads the objective, so each objective's best are those of a walk of its own. The
-/// rejected regions and the statistics, which do depend on the cap, are not returned. One list
-/// per objective and cap, in the order of `objectives`, then of `caps`. Objectives that
-/// score by time and devices alone ([`Scores::ByTimeAndDevices`]) let the walk skip what
-/// cannot rank. The walk starts with the kernels `kernels` holds for its inputs, when given,
-/// and leaves its own there: they are the same whichever walk works them out.
+/// rejected regions, which do depend on the cap, are not returned. One list per objective and
+/// cap, in the order of `objectives`, then of `caps`, and the walk's statistics (its units,
+/// and whether it stopped). Objectives that score by time and devices alone
+/// ([`Scores::ByTimeAndDevices`]) let the walk skip what cannot rank. The walk starts with the
+/// kernels `kernels` holds for its inputs, when given, and leaves its own there: they are the
+/// same whichever walk works them out. It stops after `allowance` units ([`SearchStats::units`])
+/// with the candidates kept by then (`u64::MAX`: never).
 pub(crate) fn search_capped(
     spec: &SearchSpec<'_>,
     objectives: &[&dyn Objective],
     caps: &[u64],
     scores: Scores,
     kernels: Option<&KernelShare>,
-) -> Vec<Vec<Vec<Candidate>>> {
+    allowance: u64,
+) -> (Vec<Vec<Vec<Candidate>>>, SearchStats) {
     let Some(&widest) = caps.iter().max() else {
-        return vec![Vec::new(); objectives.len()];
+        return (vec![Vec::new(); objectives.len()], SearchStats::default());
     };
     let wide = SearchSpec {
         max_devices: widest,
@@ -358,7 +397,9 @@ pub(crate) fn search_capped(
         .map(|&cap| cap.min(spec.cluster.devices()).max(1))
         .collect();
     let mut ranker = Ranker::capped(&wide, objectives.to_vec(), &axes, &allowed, scores, kernels);
-    // A break is the device lacking the precision: nothing was kept for any cap.
+    ranker.allow(allowance);
+    // A break is the device lacking the precision (nothing was kept for any cap), or the
+    // allowance spent (what was kept by then is the result).
     let _ = space.walk(&mut ranker);
     ranker.finish_capped()
 }

@@ -20,11 +20,13 @@ use super::{
 };
 use crate::check::Job;
 use crate::cost::{KernelShare, LINK_EFFICIENCY};
-use crate::parallel::map_ordered;
 use crate::plan::objective::Constrained;
 use crate::plan::objective::{Limits, Outcome, PairObjective};
 use crate::plan::placement::Placement;
-use crate::plan::search::{Candidate, Objective, Scores, SearchSpec, search_capped, setup_on};
+use crate::plan::search::budget::walk_in_rounds;
+use crate::plan::search::{
+    Candidate, Objective, Scores, SearchSpec, SearchStats, search_capped, setup_on,
+};
 use crate::plan::single::{layout_ir, round};
 use crate::plan::stages::{StageTiming, homogeneous_stages};
 use crate::workload::ModelDims;
@@ -163,8 +165,9 @@ impl ShareSearch<'_, '_, '_> {
     }
 
     /// Runs the searches of every (option, sequences) in `wanted` not yet found, on up to
-    /// `threads` threads: each is a pure function of its key, and the results are stored in
-    /// key order, so the plan is the same on any number of threads.
+    /// `threads` threads, under the job's walk cap ([`walk_in_rounds`]): each is a pure function
+    /// of its key and its allowance, and the results are stored in key order, so the plan is
+    /// the same on any number of threads.
     fn prefetch(&mut self, wanted: &BTreeSet<(usize, u32)>, threads: usize) {
         let missing: Vec<(usize, u32, Vec<u64>)> = wanted
             .iter()
@@ -177,11 +180,21 @@ impl ShareSearch<'_, '_, '_> {
             .collect();
         let view = GroupInputs::of(self.input);
         let (keep, limits, kernels) = (self.keep, self.limits, &self.kernels);
-        let results = map_ordered(&missing, threads, |(option, sequences, caps)| {
-            let kernels = kernels.get(*option);
-            group_layouts(&view, *option, *sequences, caps, keep, limits, kernels)
-        });
+        let walks = self.input.walks;
+        let results = walk_in_rounds(
+            &missing,
+            threads,
+            walks,
+            |(option, sequences, caps), allowance| {
+                let kernels = kernels.get(*option);
+                group_layouts(
+                    &view, *option, *sequences, caps, keep, limits, kernels, allowance,
+                )
+            },
+        );
         for ((option, sequences, caps), layouts) in missing.into_iter().zip(results) {
+            // A search the job's walk cap left out keeps nothing for any cap.
+            let layouts = layouts.unwrap_or_else(|| vec![Vec::new(); caps.len()]);
             for (cap, kept) in caps.into_iter().zip(layouts) {
                 self.found.entry((option, sequences, cap)).or_insert(kept);
             }
@@ -225,7 +238,9 @@ fn exchanged_gradient_bytes(model: &ModelDims, setup: &TrainSetup) -> f64 {
 /// holds for the pair only). When a pair's device cap is below what both groups have, the same
 /// for a half and a quarter of the group's cap. Every cap of every pair cap comes from one walk
 /// per objective: nothing the search costs or scores reads the cap, so a cap's best are the
-/// widest walk's best within it ([`search_capped`]).
+/// widest walk's best within it ([`search_capped`]). The walk stops after `allowance` units
+/// ([`search_capped`]); its statistics come back beside the layouts.
+#[allow(clippy::too_many_arguments)]
 fn group_layouts(
     input: &GroupInputs<'_, '_>,
     option: usize,
@@ -234,9 +249,10 @@ fn group_layouts(
     keep: usize,
     limits: Limits,
     kernels: Option<&KernelShare>,
-) -> Vec<Vec<Candidate>> {
+    allowance: u64,
+) -> (Vec<Vec<Candidate>>, Option<SearchStats>) {
     let (Some(p), Some(o)) = (input.options.get(option), input.objectives.get(option)) else {
-        return vec![Vec::new(); max_devices.len()];
+        return (vec![Vec::new(); max_devices.len()], None);
     };
     let share = f64::from(sequences) / f64::from(input.setup.global_batch.max(1));
     let setup = TrainSetup {
@@ -303,14 +319,15 @@ fn group_layouts(
     }
     // Both objectives read a candidate's time, devices and device-hours alone (the exchange
     // its devices, the outcome its run), and neither falls as the time grows.
-    let mut ranked = search_capped(
+    let (lists, stats) = search_capped(
         &spec,
         &objectives,
         &walked,
         Scores::ByTimeAndDevices,
         kernels,
-    )
-    .into_iter();
+        allowance,
+    );
+    let mut ranked = lists.into_iter();
     let in_pair = ranked.next().unwrap_or_default();
     let on_its_own = ranked.next().unwrap_or_default();
     let of_cap = |lists: &[Vec<Candidate>], cap: u64| -> Vec<Candidate> {
@@ -321,7 +338,7 @@ fn group_layouts(
             .cloned()
             .unwrap_or_default()
     };
-    per_pair_cap
+    let layouts = per_pair_cap
         .iter()
         .map(|caps| {
             let mut kept: Vec<Candidate> = Vec::new();
@@ -344,7 +361,8 @@ fn group_layouts(
             }
             kept
         })
-        .collect()
+        .collect();
+    (layouts, Some(stats))
 }
 
 /// Every data-parallel plan over a pair of candidate groups that both train in the job's
@@ -487,7 +505,9 @@ fn search_splits<'a>(
     // searches run together on the threads. The first round takes at least two shares per pair
     // (four searches); each round after four times as many, since the first shares set the
     // bar, and fewer rounds keep the threads busier.
-    let mut per_round = input.threads.max(2);
+    // Two shares per pair first whatever the threads, so the rounds, and where the job's walk
+    // cap stops them, do not depend on the machine.
+    let mut per_round: usize = 2;
     loop {
         let rounds: Vec<Vec<(u32, f64)>> = pairings
             .iter_mut()

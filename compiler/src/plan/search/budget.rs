@@ -1,8 +1,11 @@
-//! A cap on how much a job's plan may search, counted in units of work (an op costed in one
-//! setting, a pipeline stage costed over one range of ops, a cell of a partition's programme),
-//! never in time: the same spec stops at the same place on every machine, so plans stay
-//! deterministic.
+//! Caps on how much a job's plan may search, counted in units of work, never in time: the same
+//! spec stops at the same place on every machine, so plans stay deterministic. Two counts, since
+//! their units cost different amounts: the heterogeneous pipeline search's (an op costed in one
+//! setting, a pipeline stage costed over one range of ops, a cell of a partition's programme,
+//! [`WorkBudget`]) and the layout walks' (a shape visited or a layout costed, [`WalkBudget`]).
 
+use super::SearchStats;
+use crate::parallel::map_ordered;
 use loam_ir::diagnostics::codes;
 use loam_ir::display::thousands;
 use loam_ir::findings::{PlanDiagnosticIr, SpecField};
@@ -13,6 +16,104 @@ use std::cell::Cell;
 /// million (`llama3-405b-pretrain`), a dense model of 1,000 layers on the shipped `xirang` pool
 /// less; one of 8,192 layers there reaches it after about 13 s (docs/performance.md).
 pub const SEARCH_CAP: u64 = 60_000_000;
+
+/// Units the layout walks of one job may spend: its single-type search on each node group and
+/// its data-parallel split's search of each group on each batch share (counted: each shape a walk
+/// visits and each layout it costs is one). Measured on a release build, a unit is 0.2–0.25 µs
+/// of one core (docs/performance.md), so the cap is about 2–2.5 s of walking; the slowest job
+/// of the planner's grid of 1,728 realistic jobs spends 2.4 million, every shipped example far
+/// less. A valid spec of a few lines with a batch of many divisors and hundreds of layers spent
+/// 27 million (7 s) before the cap.
+pub const WALK_CAP: u64 = 10_000_000;
+
+/// Walks that share one part of what is left of [`WALK_CAP`]: the walks of a job run in rounds
+/// of at most this many, each walk of a round may spend what is left divided by the round's
+/// walks, and each round is charged, in order, when its walks are done. The rounds do not depend
+/// on the number of threads, so neither does where a job stops.
+pub const WALKS_PER_ROUND: usize = 8;
+
+/// What is left of a job's [`WALK_CAP`].
+#[derive(Debug)]
+pub struct WalkBudget {
+    cap: u64,
+    spent: Cell<u64>,
+    stopped: Cell<bool>,
+}
+
+impl WalkBudget {
+    /// A budget of `cap` walk units.
+    pub fn new(cap: u64) -> WalkBudget {
+        WalkBudget {
+            cap,
+            spent: Cell::new(0),
+            stopped: Cell::new(false),
+        }
+    }
+
+    /// Units each of a round of `walks` walks may spend: an equal part of what is left, so the
+    /// round together never passes the cap; 0 when nothing is left.
+    pub fn allowance(&self, walks: usize) -> u64 {
+        let left = self.cap.saturating_sub(self.spent.get());
+        left / (walks.max(1) as u64)
+    }
+
+    /// Charges a finished walk's `units`; `stopped` says it ended at its allowance.
+    pub fn charge(&self, units: u64, stopped: bool) {
+        self.spent.set(self.spent.get().saturating_add(units));
+        if stopped {
+            self.stopped.set(true);
+        }
+    }
+
+    /// Marks that a walk was not run for want of units.
+    pub fn skip(&self) {
+        self.stopped.set(true);
+    }
+
+    /// Whether some walk stopped at its allowance or was not run.
+    pub fn reached(&self) -> bool {
+        self.stopped.get()
+    }
+
+    /// Units spent so far.
+    pub fn spent(&self) -> u64 {
+        self.spent.get()
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+}
+
+/// Runs `work` on each of `items` as walks under `budget`: in rounds of at most
+/// [`WALKS_PER_ROUND`] in item order, each walk of a round given its [`WalkBudget::allowance`]
+/// as `work`'s second argument, on up to `threads` threads. Each round is charged, in order,
+/// when it is done, with the statistics `work` returns (none for an item that walked nothing);
+/// once nothing is left the remaining items are not run (`None`), and the budget says so.
+pub(crate) fn walk_in_rounds<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    budget: &WalkBudget,
+    work: impl Fn(&T, u64) -> (R, Option<SearchStats>) + Sync,
+) -> Vec<Option<R>> {
+    let mut done = Vec::with_capacity(items.len());
+    for round in items.chunks(WALKS_PER_ROUND) {
+        let allowance = budget.allowance(round.len());
+        if allowance == 0 {
+            budget.skip();
+            done.extend(round.iter().map(|_| None));
+            continue;
+        }
+        for (result, stats) in map_ordered(round, threads, |item| work(item, allowance)) {
+            if let Some(stats) = stats {
+                budget.charge(stats.units(), stats.stopped);
+            }
+            done.push(Some(result));
+        }
+    }
+    done
+}
 
 /// What is left of a job's cap.
 #[derive(Debug)]
@@ -61,14 +162,43 @@ impl WorkBudget {
     /// `found_plan` (the best of what was costed), an error when it found none (the search may
     /// have stopped before the first plan that fits).
     pub fn finding(&self, job: &str, found_plan: bool) -> Option<PlanDiagnosticIr> {
-        if !self.reached() {
-            return None;
-        }
-        let stopped = format!(
-            "the search of job `{job}` stopped at its cap of {} costings before it costed every pipeline over two node groups",
-            thousands(self.cap as f64)
-        );
-        let help = "pin a layout field in `parallel { … }` to plan on one node group, or allow fewer device types in `resources.devices`";
+        self.finding_with(job, found_plan, &WalkBudget::new(u64::MAX))
+    }
+
+    /// [`WorkBudget::finding`], saying also when the layout walks of `walks` stopped at their
+    /// cap.
+    pub fn finding_with(
+        &self,
+        job: &str,
+        found_plan: bool,
+        walks: &WalkBudget,
+    ) -> Option<PlanDiagnosticIr> {
+        let pipelines = self.reached().then(|| {
+            format!(
+                "its cap of {} costings before it costed every pipeline over two node groups",
+                thousands(self.cap as f64)
+            )
+        });
+        let layouts = walks.reached().then(|| {
+            format!(
+                "its cap of {} layouts visited before it visited every layout of its node groups",
+                thousands(walks.cap() as f64)
+            )
+        });
+        let stopped = match (layouts, pipelines) {
+            (None, None) => return None,
+            (Some(one), None) | (None, Some(one)) => {
+                format!("the search of job `{job}` stopped at {one}")
+            }
+            (Some(layouts), Some(pipelines)) => {
+                format!("the search of job `{job}` stopped at {layouts}, and at {pipelines}")
+            }
+        };
+        let help = if walks.reached() {
+            "pin layout fields in `parallel { … }` (a micro-batch, a data or pipeline degree) to narrow the search, or allow fewer device types in `resources.devices`"
+        } else {
+            "pin a layout field in `parallel { … }` to plan on one node group, or allow fewer device types in `resources.devices`"
+        };
         Some(if found_plan {
             PlanDiagnosticIr::warning(
                 codes::plan::SEARCH_CAPPED,
@@ -89,7 +219,7 @@ impl WorkBudget {
 
 #[cfg(test)]
 mod tests {
-    use super::WorkBudget;
+    use super::{WalkBudget, WorkBudget};
 
     #[test]
     fn a_budget_refuses_what_would_pass_its_cap_and_stays_reached() {
@@ -109,6 +239,40 @@ mod tests {
         assert!(budget.finding("h", true).is_none());
         assert!(!budget.spend(4));
         let findings = [budget.finding("h", true), budget.finding("h", false)];
+        insta::assert_snapshot!(format!("{findings:#?}"));
+    }
+
+    #[test]
+    fn a_walk_budget_shares_what_is_left_among_a_round_and_never_passes_its_cap() {
+        let budget = WalkBudget::new(100);
+        // A round of three walks: 33 each, 99 at most together.
+        assert_eq!(budget.allowance(3), 33);
+        budget.charge(33, true);
+        budget.charge(20, false);
+        budget.charge(33, true);
+        assert!(budget.reached());
+        assert_eq!(budget.spent(), 86);
+        // What is left, 14, split over a round of eight: 1 each.
+        assert_eq!(budget.allowance(8), 1);
+        assert_eq!(budget.allowance(0), 14);
+        budget.charge(14, false);
+        assert_eq!(budget.allowance(1), 0);
+        let fresh = WalkBudget::new(10);
+        assert!(!fresh.reached());
+        fresh.skip();
+        assert!(fresh.reached());
+    }
+
+    #[test]
+    fn the_finding_names_the_walks_the_pipelines_or_both() {
+        let walks = WalkBudget::new(7);
+        let pipelines = WorkBudget::new(3);
+        assert!(pipelines.finding_with("h", true, &walks).is_none());
+        walks.charge(7, true);
+        let only_walks = pipelines.finding_with("h", true, &walks);
+        assert!(!pipelines.spend(4));
+        let both = pipelines.finding_with("h", false, &walks);
+        let findings = [only_walks, both];
         insta::assert_snapshot!(format!("{findings:#?}"));
     }
 }

@@ -75,7 +75,7 @@ proptest! {
         caps.retain(|&c| c >= 1);
         caps.dedup();
         let spec = super::tests::search_of(&model, &setup, &cluster, keep);
-        let lists = search_capped(&spec, &objectives, &caps, Scores::ByTimeAndDevices, None);
+        let lists = search_capped(&spec, &objectives, &caps, Scores::ByTimeAndDevices, None, u64::MAX).0;
         prop_assert_eq!(lists.len(), objectives.len());
         for (objective, by_cap) in objectives.iter().zip(&lists) {
             for (&cap, kept) in caps.iter().zip(by_cap) {

@@ -30,7 +30,7 @@ proptest! {
         let max_devices = cluster.devices();
         let spec = super::tests::search_of(&model, &setup, &cluster, keep);
         let full = search(&spec, &time);
-        let capped = search_capped(&spec, &[&time], &[max_devices], Scores::Any, None);
+        let capped = search_capped(&spec, &[&time], &[max_devices], Scores::Any, None, u64::MAX).0;
         let layouts = |c: &[super::Candidate]| c.iter().map(|c| c.layout).collect::<Vec<_>>();
         let kept = capped.first().and_then(|caps| caps.first()).cloned().unwrap_or_default();
         prop_assert_eq!(layouts(&full.ranked), layouts(&kept));

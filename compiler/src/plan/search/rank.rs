@@ -98,6 +98,8 @@ pub(super) struct Ranker<'a> {
     /// By objective, the score of the candidate just costed: the debug check of what skipping
     /// by floors rests on reads it rather than scoring again (scoring is most of its work).
     costed_scores: Vec<f64>,
+    /// Units the walk may spend ([`SearchStats::units`]) before it stops.
+    allowance: u64,
 }
 
 impl<'a> Ranker<'a> {
@@ -224,7 +226,13 @@ impl<'a> Ranker<'a> {
             walked_shape_floor_s: None,
             shape_step_s: None,
             costed_scores: vec![f64::NAN; objective_count],
+            allowance: u64::MAX,
         }
+    }
+
+    /// Stops the walk once it has spent `allowance` units ([`SearchStats::units`]).
+    pub(super) fn allow(&mut self, allowance: u64) {
+        self.allowance = allowance;
     }
 
     /// The kept candidates, the rejected regions and the statistics, of the first objective
@@ -246,19 +254,21 @@ impl<'a> Ranker<'a> {
     }
 
     /// The kept candidates of every objective and cap, in the order of the objectives, then
-    /// of the caps.
-    pub(super) fn finish_capped(self) -> Vec<Vec<Vec<Candidate>>> {
+    /// of the caps, and the walk's statistics (its units, whether it stopped).
+    pub(super) fn finish_capped(self) -> (Vec<Vec<Vec<Candidate>>>, SearchStats) {
         if let Some(share) = self.kernel_share {
             self.stages.leave_kernels(share);
         }
-        self.kept
+        let kept = self
+            .kept
             .into_iter()
             .map(|caps| {
                 caps.into_iter()
                     .map(|(_, kept)| kept.into_ranked().1)
                     .collect()
             })
-            .collect()
+            .collect();
+        (kept, self.stats)
     }
 
     /// The least recomputation under which `shape` at ZeRO `zero` fits in memory, and its
@@ -676,6 +686,12 @@ impl Visitor for Ranker<'_> {
     // into the walk, as when the walk was one function.
     #[inline]
     fn shape(&mut self, shape: &Layout, devices: u64) -> ControlFlow<()> {
+        // The walk's units are its shapes and costings; it stops once its allowance is spent.
+        if self.stats.units() >= self.allowance {
+            self.stats.stopped = true;
+            return ControlFlow::Break(());
+        }
+        self.stats.shapes += 1;
         let have = self.have_bytes;
         let tries = self.recomputes.len() as u64;
         let mut memory: Option<LayoutMemory> = None;

@@ -396,7 +396,7 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
     };
     let caps = [128, 64, 24, 8];
     let objectives: [&dyn Objective; 2] = [&time, &scattered];
-    let lists = search_capped(&spec, &objectives, &caps, Scores::Any, None);
+    let lists = search_capped(&spec, &objectives, &caps, Scores::Any, None, u64::MAX).0;
     assert_eq!(lists.len(), 2);
     for (objective, by_cap) in objectives.iter().zip(&lists) {
         assert_eq!(by_cap.len(), caps.len());
@@ -416,11 +416,63 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
         }
     }
     // No objective, no lists; no cap, an empty list per objective.
-    assert!(search_capped(&spec, &[], &caps, Scores::Any, None).is_empty());
+    assert!(
+        search_capped(&spec, &[], &caps, Scores::Any, None, u64::MAX)
+            .0
+            .is_empty()
+    );
     assert_eq!(
-        search_capped(&spec, &objectives, &[], Scores::Any, None),
+        search_capped(&spec, &objectives, &[], Scores::Any, None, u64::MAX).0,
         vec![Vec::<Vec<Candidate>>::new(); 2]
     );
+}
+
+#[test]
+fn a_walk_stops_at_its_allowance_with_what_it_kept_by_then() {
+    // The 13B job of the test above, on 128 H100 under two caps. Its whole walk spends some
+    // units (shapes visited and layouts costed); given exactly that many it keeps the same and
+    // does not stop; given half it stops within a shape's costings of half (a shape costs at
+    // most one layout per ZeRO stage), and keeps no candidate the whole walk would not have
+    // offered: each of its lists is at best as good as the whole walk's.
+    let model = ModelDims::dense(40, 5120, 13824, 40, 40, 32_000, 4096, Mlp::Swiglu);
+    let train = setup(512);
+    let cluster = h100s(16);
+    let spec = SearchSpec {
+        model: &model,
+        setup: &train,
+        cluster: &cluster,
+        pins: Pins::default(),
+        max_devices: 128,
+        keep: 4,
+    };
+    let caps = [128, 16];
+    let walk = |allowance| search_capped(&spec, &[&time], &caps, Scores::Any, None, allowance);
+    let (whole, all) = walk(u64::MAX);
+    assert!(!all.stopped);
+    assert!(all.units() > 1_000, "{all:?}");
+    assert_eq!(all.units(), all.shapes + all.evaluated);
+    let (same, exact) = walk(all.units());
+    assert_eq!(same, whole);
+    assert!(!exact.stopped);
+    let half = all.units() / 2;
+    let (part, cut) = walk(half);
+    assert!(cut.stopped);
+    assert!(
+        (half..=half + 4).contains(&cut.units()),
+        "{} units of {half}",
+        cut.units()
+    );
+    for (kept, best) in part[0].iter().zip(&whole[0]) {
+        let (Some(k), Some(b)) = (kept.first(), best.first()) else {
+            continue;
+        };
+        assert!(k.train_time_s >= b.train_time_s);
+    }
+    // Nothing to spend: it stops at its first shape, with nothing kept.
+    let (none, at_once) = walk(0);
+    assert!(at_once.stopped);
+    assert_eq!(at_once.units(), 0);
+    assert!(none.iter().flatten().all(Vec::is_empty));
 }
 
 #[test]
@@ -443,7 +495,15 @@ fn walks_that_share_their_kernels_keep_what_walks_of_their_own_keep() {
             max_devices: 64,
             keep: 3,
         };
-        search_capped(&spec, &[&time], &caps, Scores::ByTimeAndDevices, kernels)
+        search_capped(
+            &spec,
+            &[&time],
+            &caps,
+            Scores::ByTimeAndDevices,
+            kernels,
+            u64::MAX,
+        )
+        .0
     };
     let mut kept = 0;
     for sequences in [64, 128, 192, 32, 256] {

@@ -96,6 +96,7 @@ fn with_input<T>(
     let graph = job_graph(&job);
     let convert = |x: f64| x;
     let budget = crate::plan::search::budget::WorkBudget::new(u64::MAX);
+    let walks = crate::plan::search::budget::WalkBudget::new(u64::MAX);
     f(&PairInput {
         job: &job,
         pool,
@@ -110,6 +111,7 @@ fn with_input<T>(
         convert: &convert,
         incumbent: f64::INFINITY,
         budget: &budget,
+        walks: &walks,
         threads: 2,
     })
 }
@@ -232,4 +234,74 @@ proptest! {
         });
         prop_assert!(checked.is_some());
     }
+}
+
+#[test]
+fn a_job_past_its_walk_cap_stops_at_the_same_place_on_any_number_of_threads() {
+    // A job over the small pool's three device types: its single-type search of each node group
+    // and its data split's search of each group on each batch share are layout walks under one
+    // cap. Planned without a cap it spends some units and says nothing of a cap; under a third
+    // of them it stops, says so (L3010, naming the layouts visited), spends at most the cap and
+    // a shape's costings per walk over it, and gives the same plan on one, two or three threads
+    // (the walks run in rounds that do not depend on the threads, each charged in order).
+    use crate::plan::planner::plan_job_walking;
+    use crate::plan::search::budget::WalkBudget;
+    let catalogue = small_catalogue();
+    // A budget no plan meets: the pairs are searched, the data split's shares each walked.
+    let text = lab_job(
+        16,
+        2048,
+        16,
+        256,
+        "optimize = cost\n    budget = 10 CNY",
+        "",
+    );
+    let parsed = parse(FileId(0), &text);
+    let job = check_file(&parsed.file.unwrap())
+        .jobs
+        .into_iter()
+        .next()
+        .unwrap();
+    let walks = WalkBudget::new(u64::MAX);
+    let whole = plan_job_walking(&job, "split.loam", &catalogue, 2, &walks);
+    let needed = walks.spent();
+    assert!(!walks.reached());
+    // Measured: 39,820 units, and data splits among the alternatives.
+    assert!(needed > 20_000, "{needed} units");
+    assert!(
+        whole
+            .alternatives
+            .iter()
+            .any(|a| a.shape == "heterogeneous-data")
+    );
+    let capped_codes = |plan: &loam_ir::plan::Plan| -> Vec<String> {
+        plan.diagnostics
+            .iter()
+            .filter(|d| d.code.as_str() == "L3010")
+            .map(|d| d.message.clone())
+            .collect()
+    };
+    assert!(
+        capped_codes(&whole).is_empty(),
+        "{:?}",
+        capped_codes(&whole)
+    );
+    let cap = needed / 3;
+    let runs: Vec<(String, u64)> = [1, 2, 3]
+        .into_iter()
+        .map(|threads| {
+            let walks = WalkBudget::new(cap);
+            let plan = plan_job_walking(&job, "split.loam", &catalogue, threads, &walks);
+            assert!(walks.reached());
+            // Three groups, fifteen shares each, and the regions of each group once more: at
+            // most 48 walks, each over its allowance by at most a shape's four ZeRO stages.
+            assert!(walks.spent() <= cap + 4 * 48, "{} of {cap}", walks.spent());
+            let said = capped_codes(&plan);
+            assert_eq!(said.len(), 1, "{said:?}");
+            assert!(said[0].contains("layouts visited"), "{said:?}");
+            (serde_json::to_string(&plan).unwrap(), walks.spent())
+        })
+        .collect();
+    assert!(runs.windows(2).all(|w| w[0] == w[1]));
+    assert_ne!(runs[0].0, serde_json::to_string(&whole).unwrap());
 }
