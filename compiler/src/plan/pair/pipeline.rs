@@ -363,6 +363,9 @@ fn listed_configurations(
     let batch_divisors = divisors_u32(batch);
     let n = prepared.chain.params.len().saturating_sub(1);
     let mut configs = Vec::new();
+    // Each configuration's bound is an evaluation of the plan's objective: a unit of the job's
+    // budget each, charged when the listing is done.
+    let mut evaluations: u64 = 0;
     for (&(_, t0, b0), a) in prepared.sides.range((0, 0, 0)..(1, 0, 0)) {
         for (&(_, t1, b1), z) in prepared.sides.range((1, 0, 0)..(2, 0, 0)) {
             if b0 != b1 {
@@ -507,6 +510,7 @@ fn listed_configurations(
                         let seconds = prepared.steps * (m + p as f64 - 1.0) * bottleneck
                             + prepared.steps * fixed * SHAVED;
                         let bound = objective(devices, seconds);
+                        evaluations = evaluations.saturating_add(1);
                         if bound < cutoff {
                             for (zero, reach) in [0u8, 1].into_iter().zip(&mut reaches) {
                                 let shape = PipelineShape { zero, ..shape };
@@ -521,6 +525,10 @@ fn listed_configurations(
                 }
             }
         }
+    }
+    if let Some(budget) = memory {
+        // Refused past the cap, the budget then says it was reached.
+        budget.spend(evaluations);
     }
     configs
 }
@@ -592,6 +600,9 @@ pub fn search_pipelines(
     // sorted and partitioned: a job of hundreds of wide blocks has tens of thousands, each
     // partitioned to find nothing.
     let mut configs = listed_configurations(spec, &prepared, objective, shown, Some(budget));
+    if budget.reached() {
+        return found;
+    }
     sort_configurations(&mut configs);
     for (bound, shape) in configs {
         let worst_kept = if found.len() >= keep {

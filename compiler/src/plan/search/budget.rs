@@ -11,11 +11,15 @@ use loam_ir::display::thousands;
 use loam_ir::findings::{PlanDiagnosticIr, SpecField};
 use std::cell::Cell;
 
-/// Costings one job's heterogeneous-pipeline search may spend (counted). At about 100 ns a
-/// costing this is a few seconds of one core: the shipped examples need at most about 42
-/// million (`llama3-405b-pretrain`), a dense model of 1,000 layers on the shipped `xirang` pool
-/// less; one of 8,192 layers there reaches it after about 13 s (docs/performance.md).
-pub const SEARCH_CAP: u64 = 60_000_000;
+/// Units one job's heterogeneous-pipeline search may spend (counted: an op costed in one
+/// setting, a stage partition's cell, a stage costed over a range of ops, and each evaluation of
+/// the plan's objective the search makes to bound a configuration or bisect its pace). Measured
+/// on release builds (docs/performance.md): the shipped examples spend at most 0.36 million, the
+/// slowest of a grid of 1,728 realistic jobs 6.5 million, a dense model of 8,192 layers on the
+/// shipped `xirang` pool 10.2 million in 0.4 s; one of 65,536 layers reaches the cap, as does a
+/// spec whose batch has many divisors (55,440 sequences) over hundreds of narrow layers, after
+/// about 2 s of one core.
+pub const SEARCH_CAP: u64 = 30_000_000;
 
 /// Units the layout walks of one job may spend: its single-type search on each node group and
 /// its data-parallel split's search of each group on each batch share (counted: each shape a walk

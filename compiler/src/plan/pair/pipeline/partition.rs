@@ -546,19 +546,33 @@ pub(super) fn cost_staged(
             let per_pace = stager.slots * costing.steps;
             let cap = match costing.beats {
                 Some(beats) => {
-                    let useful = |pace: f64| beats(pace * per_pace + fixed * costing.steps);
+                    // Each evaluation of the plan's objective (its goodput model) the checks
+                    // and bisections below make is a unit of the job's budget too: a job with
+                    // hundreds of thousands of configurations spends most of its search here.
+                    let evaluations = std::cell::Cell::new(0u64);
+                    let useful = |pace: f64| {
+                        evaluations.set(evaluations.get().saturating_add(1));
+                        beats(pace * per_pace + fixed * costing.steps)
+                    };
                     // The cheap tests first: the spread bound, then the stages' memory and
                     // floors held to the cap found from it. The cap is the least pace `useful`
                     // refuses, whatever pace it is found from (`useful_pace`), unless the
                     // threshold is 2⁶⁴ times that pace: then it is `+∞` from the lower one
                     // and the memory test only weaker. The greedy bound's bisection then runs
                     // for what passes, so that it answers, and the cap is, as before.
-                    let spread = stager.spread_floor();
-                    if !useful(spread) || !stager.may_hold_stages(useful_pace(spread, useful)) {
+                    let checked = (|| {
+                        let spread = stager.spread_floor();
+                        if !useful(spread) || !stager.may_hold_stages(useful_pace(spread, &useful))
+                        {
+                            return None;
+                        }
+                        let from = stager.least_slowest_if(&useful)?;
+                        Some(useful_pace(from, &useful))
+                    })();
+                    if !costing.budget.spend(evaluations.get()) {
                         return None;
                     }
-                    let from = stager.least_slowest_if(useful)?;
-                    useful_pace(from, useful)
+                    checked?
                 }
                 None => {
                     if !stager.may_hold_stages(f64::INFINITY) {

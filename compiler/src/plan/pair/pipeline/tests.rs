@@ -435,6 +435,35 @@ fn a_search_that_reaches_its_budget_stops_with_what_it_found() {
 }
 
 #[test]
+fn the_budget_counts_every_evaluation_of_the_objective() {
+    // Listing configurations bounds each with the plan's objective, and the checks before a
+    // partition bisect the pace with it: a job of many configurations spends most of its
+    // search there, so each evaluation is a unit of the budget, and the budget covers them all
+    // (the objective is also asked once more for each plan kept, outside the count). A shallow
+    // model with many stage counts to try is such a job: measured, 73,189 evaluations beside
+    // 28,362 other units, so a budget that left them out would fall far below the count.
+    let model = small_model(8);
+    let graph = op_graph(&model, &[]);
+    let setup = setup(256, Precision::Bf16);
+    let (a, b) = (cluster(fast(), 4), cluster(steady(), 8));
+    let spec = pair_spec(&model, &setup, &graph, [&a, &b], true);
+    let calls = std::cell::Cell::new(0u64);
+    let counted = |devices: [u64; 2], train_s: f64| {
+        calls.set(calls.get() + 1);
+        by_cost(devices, train_s)
+    };
+    let budget = unbounded();
+    let found = search_pipelines(&spec, &counted, f64::INFINITY, 1.0, &budget);
+    let kept = found.len() as u64;
+    assert!(kept > 0);
+    let evaluations = calls.get();
+    assert!(evaluations > 10_000, "{evaluations} evaluations");
+    assert!(budget.spent() >= evaluations - kept);
+    // Most of this search is evaluations: the other units are fewer.
+    assert!(budget.spent() - (evaluations - kept) < evaluations);
+}
+
+#[test]
 fn pairs_that_share_op_costs_find_what_each_finds_alone() {
     // Three groups in every order, as a job's pair search runs them: with op costs shared
     // (each group's worked out at its first pair), every pair finds what it finds on its own,
