@@ -562,12 +562,14 @@ pub(super) fn cost_staged(
                     // for what passes, so that it answers, and the cap is, as before.
                     let checked = (|| {
                         let spread = stager.spread_floor();
-                        if !useful(spread) || !stager.may_hold_stages(useful_pace(spread, &useful))
-                        {
+                        if !useful(spread) {
                             return None;
                         }
-                        let from = stager.least_slowest_if(&useful)?;
-                        Some(useful_pace(from, &useful))
+                        if !stager.may_hold_stages(useful_pace(spread, useful)) {
+                            return None;
+                        }
+                        let from = stager.least_slowest_if(useful)?;
+                        Some(useful_pace(from, useful))
                     })();
                     if !costing.budget.spend(evaluations.get()) {
                         return None;
