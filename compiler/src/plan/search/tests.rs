@@ -376,6 +376,11 @@ fn expert_parallelism_folds_onto_tensor_context_and_data() {
     }
 }
 
+/// A 13B dense model (40 blocks of 5,120 with a 13,824 SwiGLU FFN, 4,096-token sequences).
+fn thirteen_b() -> ModelDims {
+    ModelDims::dense(40, 5120, 13824, 40, 40, 32_000, 4096, Mlp::Swiglu)
+}
+
 #[test]
 fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
     // A 13B model on 16 nodes of 8 H100 (128 devices), ranked by time and by a score unrelated
@@ -383,17 +388,9 @@ fn one_capped_walk_ranks_each_objective_and_cap_as_its_own_search() {
     // list must be exactly what a plain search of that objective with that `max_devices` keeps:
     // the walk skips the memory of shapes whose model states alone overflow and records no
     // rejected regions, neither of which may change a kept candidate.
-    let model = ModelDims::dense(40, 5120, 13824, 40, 40, 32_000, 4096, Mlp::Swiglu);
-    let train = setup(512);
-    let cluster = h100s(16);
-    let spec = SearchSpec {
-        model: &model,
-        setup: &train,
-        cluster: &cluster,
-        pins: Pins::default(),
-        max_devices: 128,
-        keep: 4,
-    };
+    let model = thirteen_b();
+    let (train, cluster) = (setup(512), h100s(16));
+    let spec = search_of(&model, &train, &cluster, 4);
     let caps = [128, 64, 24, 8];
     let objectives: [&dyn Objective; 2] = [&time, &scattered];
     let lists = search_capped(&spec, &objectives, &caps, Scores::Any, None, u64::MAX).0;
@@ -434,17 +431,9 @@ fn a_walk_stops_at_its_allowance_with_what_it_kept_by_then() {
     // does not stop; given half it stops within a shape's costings of half (a shape costs at
     // most one layout per ZeRO stage), and keeps no candidate the whole walk would not have
     // offered: each of its lists is at best as good as the whole walk's.
-    let model = ModelDims::dense(40, 5120, 13824, 40, 40, 32_000, 4096, Mlp::Swiglu);
-    let train = setup(512);
-    let cluster = h100s(16);
-    let spec = SearchSpec {
-        model: &model,
-        setup: &train,
-        cluster: &cluster,
-        pins: Pins::default(),
-        max_devices: 128,
-        keep: 4,
-    };
+    let model = thirteen_b();
+    let (train, cluster) = (setup(512), h100s(16));
+    let spec = search_of(&model, &train, &cluster, 4);
     let caps = [128, 16];
     let walk = |allowance| search_capped(&spec, &[&time], &caps, Scores::Any, None, allowance);
     let (whole, all) = walk(u64::MAX);
