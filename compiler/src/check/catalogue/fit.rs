@@ -7,7 +7,8 @@
 //! included) with the node size of the type's largest node group and every device of the type
 //! the job may use, and asks the search's own memory function ([`ShapeMemory`]) about every ZeRO
 //! stage and recomputation mode the search would try. It stops at the first layout that fits;
-//! when none does it keeps the one needing the least memory per device, which L2108 reports. The
+//! when none does it keeps the one needing the least memory per device, which L2108 reports
+//! (of each placement only the smallest micro-batch the rules allow: memory grows with it). The
 //! job is rejected only when no allowed device type fits; the planner picks among those that do.
 //!
 //! On one node group without a tenant quota the pre-check accepts exactly when the planner's
@@ -70,6 +71,18 @@ impl Visitor for LeastMemory<'_> {
 
     fn enter_placement(&mut self, placement: &Layout) {
         self.memory.enter_placement(placement);
+    }
+
+    /// A rank's memory never shrinks as its micro-batch grows (activations, the pipeline's
+    /// stash of `min(p·b, per-rank batch)` sequences, logits and buffers all grow with it; the
+    /// model states do not change: the search's own rule, `Ranker`'s), under every ZeRO stage
+    /// and recomputation mode alike. So once a shape has not fitted, no larger micro-batch of
+    /// its placement fits, nor needs less than the least so far (which is at most that shape's
+    /// every total): the walk leaves them, and the verdict, the least layout and its bytes are
+    /// those of the whole walk. A walk of a model too large for every device took seconds over
+    /// a batch of many divisors.
+    fn larger_micro_batches_overflow(&self) -> bool {
+        !self.fits
     }
 
     /// Every ZeRO stage and recomputation mode of `shape` the search tries, as the search's
