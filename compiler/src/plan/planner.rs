@@ -282,7 +282,7 @@ pub(crate) fn plan_job_walking(
             .push(no_layout(job, pins, cause, &plan.reasons));
         // The search may have stopped before the first plan that fits (L3010, an error).
         plan.diagnostics
-            .extend(budget.finding_with(&job.name.value, false, walks));
+            .extend(budget.finding(&job.name.value, false, walks));
         return plan;
     };
     if best.score >= PENALTY {
@@ -374,7 +374,7 @@ pub(crate) fn plan_job_walking(
     }
     plan.diagnostics.extend(found);
     // The plan is the best of what was costed when the search stopped at its cap (L3010).
-    if let Some(capped) = budget.finding_with(&job.name.value, true, walks) {
+    if let Some(capped) = budget.finding(&job.name.value, true, walks) {
         plan.notes.push(capped.message.clone());
         plan.diagnostics.push(capped);
     }

@@ -238,8 +238,8 @@ fn exchanged_gradient_bytes(model: &ModelDims, setup: &TrainSetup) -> f64 {
 /// holds for the pair only). When a pair's device cap is below what both groups have, the same
 /// for a half and a quarter of the group's cap. Every cap of every pair cap comes from one walk
 /// per objective: nothing the search costs or scores reads the cap, so a cap's best are the
-/// widest walk's best within it ([`search_capped`]). The walk stops after `allowance` units
-/// ([`search_capped`]); its statistics come back beside the layouts.
+/// widest walk's best within it ([`search_capped`]), which stops after `allowance` units; its
+/// statistics come back beside the layouts.
 #[allow(clippy::too_many_arguments)]
 fn group_layouts(
     input: &GroupInputs<'_, '_>,

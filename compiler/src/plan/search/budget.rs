@@ -162,16 +162,10 @@ impl WorkBudget {
         self.cap
     }
 
-    /// L3010 when the cap was reached: a warning on the plan of job `job` when the search
-    /// `found_plan` (the best of what was costed), an error when it found none (the search may
-    /// have stopped before the first plan that fits).
-    pub fn finding(&self, job: &str, found_plan: bool) -> Option<PlanDiagnosticIr> {
-        self.finding_with(job, found_plan, &WalkBudget::new(u64::MAX))
-    }
-
-    /// [`WorkBudget::finding`], saying also when the layout walks of `walks` stopped at their
-    /// cap.
-    pub fn finding_with(
+    /// L3010 when this cap or the layout walks' (`walks`) was reached, naming which: a warning
+    /// on the plan of job `job` when the search `found_plan` (the best of what was costed), an
+    /// error when it found none (the search may have stopped before the first plan that fits).
+    pub fn finding(
         &self,
         job: &str,
         found_plan: bool,
@@ -240,9 +234,13 @@ mod tests {
     #[test]
     fn the_finding_is_a_warning_with_a_plan_and_an_error_without() {
         let budget = WorkBudget::new(3);
-        assert!(budget.finding("h", true).is_none());
+        let walks = WalkBudget::new(u64::MAX);
+        assert!(budget.finding("h", true, &walks).is_none());
         assert!(!budget.spend(4));
-        let findings = [budget.finding("h", true), budget.finding("h", false)];
+        let findings = [
+            budget.finding("h", true, &walks),
+            budget.finding("h", false, &walks),
+        ];
         insta::assert_snapshot!(format!("{findings:#?}"));
     }
 
@@ -271,11 +269,11 @@ mod tests {
     fn the_finding_names_the_walks_the_pipelines_or_both() {
         let walks = WalkBudget::new(7);
         let pipelines = WorkBudget::new(3);
-        assert!(pipelines.finding_with("h", true, &walks).is_none());
+        assert!(pipelines.finding("h", true, &walks).is_none());
         walks.charge(7, true);
-        let only_walks = pipelines.finding_with("h", true, &walks);
+        let only_walks = pipelines.finding("h", true, &walks);
         assert!(!pipelines.spend(4));
-        let both = pipelines.finding_with("h", false, &walks);
+        let both = pipelines.finding("h", false, &walks);
         let findings = [only_walks, both];
         insta::assert_snapshot!(format!("{findings:#?}"));
     }
