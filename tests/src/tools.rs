@@ -94,17 +94,57 @@ pub fn ssh_config() -> PathBuf {
     ci_dir().join("ssh/ssh_config")
 }
 
-/// Whether the private sshd answers.
+/// Whether the private sshd answers. It is asked up to three times, a second apart: on a
+/// loaded two-core machine one handshake may outlast the client's five-second `ConnectTimeout`,
+/// and a test should not fail for that alone.
 pub fn have_ssh() -> bool {
     let config = ssh_config();
-    have(
-        "the private sshd",
-        config.is_file()
-            && runs(
-                "ssh",
-                &["-F", config.to_str().unwrap(), "127.0.0.2", "true"],
-            ),
-    )
+    let answers = || {
+        runs(
+            "ssh",
+            &["-F", config.to_str().unwrap(), "127.0.0.2", "true"],
+        )
+    };
+    let up = config.is_file()
+        && (0..3).any(|attempt| {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            answers()
+        });
+    have("the private sshd", up)
+}
+
+/// The first port of the band [`rendezvous_port`] hands out: above the Slurm nodes' ports
+/// (`tests/backends/slurm-cluster.sh` numbers its nodes up to 23,958), so that no slurmd a test
+/// starts takes it.
+const RENDEZVOUS_PORTS_FROM: u16 = 24_000;
+/// The end of that band: where Linux's default ephemeral range begins
+/// (`net.ipv4.ip_local_port_range`, 32768–60999), so that no outgoing connection (an ssh client,
+/// slurmd talking to slurmctld) and no port bound to 0 (srun, slurmstepd) holds it.
+const RENDEZVOUS_PORTS_TO: u16 = 32_768;
+
+/// A TCP port for a launched job's rendezvous (`MASTER_PORT`), free on every local address
+/// when asked for. Each call in a process gets another port; the test processes of one run
+/// start at different places (after their process id) and skip a port another one holds.
+/// Rank 0 binds it moments later, so a port anything else binds in between is the one race
+/// left; the band keeps Slurm's daemons and the kernel's ephemeral ports out of it.
+pub fn rendezvous_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let band = u32::from(RENDEZVOUS_PORTS_TO - RENDEZVOUS_PORTS_FROM);
+    let start = (std::process::id() % 64) * (band / 64);
+    for _ in 0..band {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % band;
+        let port = RENDEZVOUS_PORTS_FROM + u16::try_from(offset).unwrap();
+        // Bound on the wildcard address with SO_REUSEADDR (the standard library sets it on
+        // Unix), as the payload's rank 0 binds: fails while anything listens on the port, on any
+        // address, or holds it in a connection of its own.
+        if std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {RENDEZVOUS_PORTS_FROM} and {RENDEZVOUS_PORTS_TO}");
 }
 
 /// An empty scratch folder `loam-<kind>-<pid>-<name>` in the temporary folder.

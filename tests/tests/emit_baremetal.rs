@@ -13,20 +13,18 @@
 use loam_backends::{Target, render};
 use loam_ir::plan::{PlanDocument, ScheduleIr};
 use loam_tests::repo_root;
-use loam_tests::tools::{have_ssh, nlp_tenancy, plan_fixture, ssh_config, text};
+use loam_tests::tools::{have_ssh, nlp_tenancy, plan_fixture, rendezvous_port, ssh_config, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Whether the private sshd answers; when not, fails under CI and skips elsewhere.
-#[allow(clippy::print_stderr)] // the skip message is for the person running the tests
 /// One emitted job with its checkpoints under a scratch folder.
 struct Job {
     dir: PathBuf,
     launcher: PathBuf,
     ckpt: PathBuf,
-    port: u32,
+    port: u16,
 }
 
 impl Job {
@@ -55,9 +53,7 @@ impl Job {
         }
         let ckpt = PathBuf::from(&doc.plans[0].checkpoint.as_ref().unwrap().path);
         // A port per launch: the tests run in parallel.
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let port = 24_000 + (std::process::id() % 4_000) * 8 + n % 8;
+        let port = rendezvous_port();
         Job {
             dir,
             launcher,

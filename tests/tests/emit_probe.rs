@@ -9,7 +9,9 @@
 
 use loam_backends::{Target, probe, render};
 use loam_ir::plan::PlanDocument;
-use loam_tests::tools::{have_slurm, have_ssh, nlp_tenancy, plan_fixture, run, ssh_config, text};
+use loam_tests::tools::{
+    have_slurm, have_ssh, nlp_tenancy, plan_fixture, rendezvous_port, run, ssh_config, text,
+};
 use loam_tests::{repo_root, run_cli};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -327,7 +329,7 @@ fn a_probe_runs_over_ssh_and_the_last_nodes_log_reads_back() {
     }
     let hosts = dir.join("hosts");
     std::fs::write(&hosts, "127.0.0.1 0 8\n127.0.0.2 0 8\n").unwrap();
-    let port = 28_000 + (std::process::id() % 4_000);
+    let port = rendezvous_port();
     let o = Command::new("timeout")
         .args(["120", "bash", launcher.to_str().unwrap()])
         .env("HOSTFILE", &hosts)

@@ -15,8 +15,8 @@ use loam_backends::{Options, Target, render};
 use loam_ir::plan::PlanDocument;
 use loam_tests::repo_root;
 use loam_tests::tools::{
-    ci_dir, have, have_python, have_slurm, have_ssh, nlp_tenancy, plan_fixture, python, run, runs,
-    text,
+    ci_dir, have, have_python, have_slurm, have_ssh, nlp_tenancy, plan_fixture, python,
+    rendezvous_port, run, runs, text,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -501,9 +501,7 @@ fn launch(
     let lines: String = hosts.iter().map(|h| format!("{h} 0 {slots}\n")).collect();
     std::fs::write(&hostfile, lines).unwrap();
     // A port per launch: the launcher tests run in parallel.
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let port = 20_000 + (std::process::id() % 4_000) * 8 + n % 8;
+    let port = rendezvous_port();
     let started = Instant::now();
     let o = Command::new("timeout")
         .args(["120", "bash", launcher.to_str().unwrap()])
@@ -528,6 +526,19 @@ fn launch(
     )
 }
 
+/// The first `nodes` hosts' logs of a launch in `job_dir`, each under its name, for a failed
+/// assertion to show.
+fn node_logs(job_dir: &Path, nodes: usize) -> String {
+    (0..nodes)
+        .map(|i| {
+            let log = std::fs::read_to_string(job_dir.join(format!("logs/node{i}.log")))
+                .unwrap_or_else(|e| format!("({e})"));
+            format!("node{i}.log:\n{log}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn the_launcher_runs_a_payload_on_two_loopback_hosts() {
     if !(have_ssh() && have_python()) {
@@ -546,10 +557,9 @@ fn the_launcher_runs_a_payload_on_two_loopback_hosts() {
         };
         assert!(
             o.status.success(),
-            "{}\nnode0: {}\nnode1: {}",
+            "{}\n{}",
             text(&o),
-            logs(0),
-            logs(1)
+            node_logs(&job_dir, 2)
         );
         assert!(
             logs(0).contains("rank 0 of 2: reached by ranks [1]"),
@@ -582,18 +592,18 @@ fn the_launcher_fails_fast_when_a_host_is_unreachable() {
         return;
     }
     // Nothing listens on 127.0.0.3; rank 0 on 127.0.0.1 would wait forever for rank 1.
-    let (o, took, _, _) = launch(
+    let (o, took, _, job_dir) = launch(
         "two-node-lab",
         &["127.0.0.1", "127.0.0.3"],
         "hang",
         "ssh-unreachable",
     );
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
-    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let all = format!("{}\n{}", text(&o), node_logs(&job_dir, 2));
+    assert_eq!(o.status.code(), Some(5), "{all}");
+    assert!(took < Duration::from_secs(30), "took {took:?}\n{all}");
     assert!(
         text(&o).contains("node 1 (127.0.0.3) exited with status 255"),
-        "{}",
-        text(&o)
+        "{all}"
     );
 }
 
@@ -603,18 +613,18 @@ fn the_launcher_stops_the_other_hosts_when_one_fails() {
         return;
     }
     // Rank 1 fails after 2 s; rank 0 would wait for it forever.
-    let (o, took, out, _) = launch(
+    let (o, took, out, job_dir) = launch(
         "two-node-lab",
         &["127.0.0.1", "127.0.0.2"],
         "hang",
         "ssh-failing",
     );
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
-    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let all = format!("{}\n{}", text(&o), node_logs(&job_dir, 2));
+    assert_eq!(o.status.code(), Some(5), "{all}");
+    assert!(took < Duration::from_secs(30), "took {took:?}\n{all}");
     assert!(
         text(&o).contains("node 1 (127.0.0.2) exited with status 3"),
-        "{}",
-        text(&o)
+        "{all}"
     );
     let pid = record(&out, 0)["pid"].as_u64().unwrap();
     let gone = || {
