@@ -277,7 +277,8 @@ fn a_second_launcher_of_the_same_job_is_refused() {
         "{}",
         text(&o)
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}\n{}", text(&o));
     // As if from another machine (its own lock file): each host's lock for the node.
     let other = job.dir.join("other.lock");
     let o = job
@@ -339,7 +340,11 @@ fn a_trainer_that_always_fails_uses_up_the_restart_budget() {
             "{logs:?}"
         );
     }
-    assert!(started.elapsed() < Duration::from_secs(20));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?}\n{out}\n{logs:?}"
+    );
 }
 
 /// The environment and arguments the trainer got on each node.
