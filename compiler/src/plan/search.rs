@@ -287,25 +287,15 @@ pub fn search_scored(
     search_recording(spec, objective, scores, Recording::Throughout, u64::MAX)
 }
 
-/// [`search_scored`] with the rejected regions only while it has kept no candidate: the same
-/// ranked candidates and scores, for less work where the objective scores by time and devices
-/// alone ([`Scores::ByTimeAndDevices`]), since once a candidate is kept no memory of a placement
-/// or shape that cannot rank is worked out, as in [`search_capped`]. A search that keeps none
-/// returns the regions of [`search_scored`]; one that keeps some returns part of them (a plan
-/// reports them only when none is found). The statistics count what this walk did.
-#[cfg(test)]
-pub(crate) fn search_ranked(
-    spec: &SearchSpec<'_>,
-    objective: &dyn Objective,
-    scores: Scores,
-) -> SearchResult {
-    search_recording(spec, objective, scores, Recording::UntilKept, u64::MAX)
-}
-
 /// The planner's plain search, under a job's [`budget::WalkBudget`]: [`search_scored`] when
-/// `throughout`, else the search that records the rejected regions only until it keeps a first
-/// candidate, stopping after `allowance` units of its walk ([`SearchStats::units`]) with what it
-/// had kept and recorded by then; [`SearchStats::stopped`] says it did.
+/// `throughout`, else the search that records the rejected regions only while it has kept no
+/// candidate: the same ranked candidates and scores, for less work where the objective scores
+/// by time and devices alone ([`Scores::ByTimeAndDevices`]), since once a candidate is kept no
+/// memory of a placement or shape that cannot rank is worked out, as in [`search_capped`]. Such
+/// a search that keeps none returns the regions of [`search_scored`]; one that keeps some
+/// returns part of them (a plan reports them only when none is found). Either stops after
+/// `allowance` units of its walk ([`SearchStats::units`]) with what it had kept and recorded by
+/// then; [`SearchStats::stopped`] says it did. The statistics count what this walk did.
 pub(crate) fn search_within(
     spec: &SearchSpec<'_>,
     objective: &dyn Objective,

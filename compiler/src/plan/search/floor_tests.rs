@@ -6,15 +6,15 @@
 //! counts at their least exposed). A plain search of such an objective skips costing the
 //! shapes that cannot rank: it must keep what it keeps without skipping, with the same scores
 //! and the same rejected regions; one that records the regions only until it keeps a candidate
-//! (the planner's, [`search_ranked`]) skips placements and shapes from there as the capped
+//! (the planner's, [`search_within`]) skips placements and shapes from there as the capped
 //! search does, and must keep the same, with the same scores, and the same regions when it
 //! keeps none. A placement is skipped on the larger of two floors: its model
 //! FLOPs at the fastest kernel, and its blocks' least floor per sequence over its micro-batches
 //! (`Costing::placement_step_floor`); inflating the second by a tenth makes this test fail.
 
 use super::{
-    Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped, search_ranked,
-    search_scored,
+    Candidate, Economics, Objective, Scores, SearchSpec, search, search_capped, search_scored,
+    search_within,
 };
 use crate::plan::goodput::Failures;
 use loam_ir::types::Optimize;
@@ -88,7 +88,13 @@ proptest! {
                 prop_assert_eq!(&scored.rejected, &alone.rejected, "cap {}", cap);
                 prop_assert_eq!(scored.stats.enumerated, alone.stats.enumerated);
                 prop_assert!(scored.stats.evaluated <= alone.stats.evaluated);
-                let ranked = search_ranked(&capped, *objective, Scores::ByTimeAndDevices);
+                let ranked = search_within(
+                    &capped,
+                    *objective,
+                    Scores::ByTimeAndDevices,
+                    false,
+                    u64::MAX,
+                );
                 prop_assert_eq!(&ranked.ranked, &alone.ranked, "cap {}", cap);
                 prop_assert_eq!(&ranked.scores, &alone.scores, "cap {}", cap);
                 if alone.ranked.is_empty() {
