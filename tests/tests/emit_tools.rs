@@ -530,13 +530,14 @@ fn launch(
 /// assertion to show.
 fn node_logs(job_dir: &Path, nodes: usize) -> String {
     (0..nodes)
-        .map(|i| {
-            let log = std::fs::read_to_string(job_dir.join(format!("logs/node{i}.log")))
-                .unwrap_or_else(|e| format!("({e})"));
-            format!("node{i}.log:\n{log}")
-        })
+        .map(|i| format!("node{i}.log:\n{}", node_log(job_dir, i)))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Host `i`'s log of a launch in `job_dir` (empty when there is none).
+fn node_log(job_dir: &Path, i: usize) -> String {
+    std::fs::read_to_string(job_dir.join(format!("logs/node{i}.log"))).unwrap_or_default()
 }
 
 #[test]
@@ -552,9 +553,7 @@ fn the_launcher_runs_a_payload_on_two_loopback_hosts() {
             "tcp",
             &format!("ssh-{name}"),
         );
-        let logs = |i: usize| {
-            std::fs::read_to_string(job_dir.join(format!("logs/node{i}.log"))).unwrap_or_default()
-        };
+        let logs = |i: usize| node_log(&job_dir, i);
         assert!(
             o.status.success(),
             "{}\n{}",
