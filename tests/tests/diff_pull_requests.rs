@@ -344,7 +344,10 @@ fn an_interruptible_job_shows_its_window_time_everywhere() {
     let deadline_h = 60.0 * 24.0;
     let spare = deadline_h - window_h - plan["data"]["transfer_h"].as_f64().unwrap_or(0.0);
     let why = plan["why"].as_str().unwrap();
-    let stated = if spare < 48.0 {
+    // Minutes below two hours, hours below two days, else days (`loam_ir::display::duration`).
+    let stated = if spare < 2.0 {
+        format!("({:.0} min to spare)", spare * 60.0)
+    } else if spare < 48.0 {
         format!("({spare:.1} h to spare)")
     } else {
         format!("({:.1} days to spare)", spare / 24.0)
