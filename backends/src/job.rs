@@ -386,6 +386,15 @@ fn group_trainer_args(
         format!("--sequence-parallel={}", own.sequence_parallel_at(tensor)),
         format!("--precision={}", plan.workload.precision),
     ]);
+    if own.tensor_overlap && own.sequence_parallel_at(tensor) {
+        // The plan's time hides this group's tensor-parallel collectives under its GEMMs: a
+        // Megatron launcher passes `--tp-comm-overlap` (Transformer Engine's userbuffers,
+        // NVIDIA/Megatron-LM `megatron/training/arguments.py`), a torchtitan one
+        // `--compile.enable_async_tensor_parallel` with `--compile.enable` (pytorch/torchtitan
+        // `torchtitan/config/configs.py`). Written only where it runs, so a plan without it
+        // keeps its arguments.
+        args.push("--tensor-overlap=true".to_string());
+    }
     if let (Recompute::Full, Some(blocks)) = (own.recompute, own.recompute_layers) {
         // Partial recomputation: the first blocks of each model chunk are replayed whole, the
         // rest keep their activations, as the plan's memory and time assume. A Megatron launcher

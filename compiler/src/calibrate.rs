@@ -618,6 +618,7 @@ fn calibrate_row(
         recompute,
         recompute_layers: None,
         sequence_parallel,
+        tensor_overlap: Some(row.states_tensor_overlap()),
         // The stack's own split where its defaults are known, else the split the source
         // names; blank or unstated leaves it to the search (the faster rule is theirs).
         pipeline_split: match (published.split, &defaults) {

@@ -131,6 +131,7 @@ const PARALLEL: BlockSpec = BlockSpec {
         "recompute",
         "recompute_layers",
         "sequence_parallel",
+        "tensor_overlap",
     ],
     blocks: &[],
     label: LabelRule::None,

@@ -240,6 +240,7 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
             "layout.sequence_parallel",
             Value::Bool(l.sequence_parallel_at(l.tensor)),
         );
+        push("layout.tensor_overlap", Value::Bool(l.tensor_overlap));
     }
     // Each group's own tensor degree, in plans over two device types.
     for g in plan.groups.iter().filter(|_| plan.groups.len() > 1) {

@@ -456,6 +456,7 @@ mod tests {
             recompute: Recompute::Selective,
             recompute_layers: None,
             sequence_parallel: Some(true),
+            tensor_overlap: false,
         }
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.15";
+pub const FORMAT_VERSION: &str = "1.16";
 
 pub mod json;
 mod nodes;
@@ -188,6 +188,13 @@ pub struct LayoutIr {
     /// wherever the tensor degree was above 1, which is how an absent value reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence_parallel: Option<bool>,
+    /// Whether the tensor-parallel collectives overlap the GEMMs they feed and drain, as the
+    /// plan's time assumes ([`tensor_overlap_runs`]): Megatron-Core's `--tp-comm-overlap`
+    /// (Transformer Engine's userbuffers) or torchtitan's async tensor parallelism. Only
+    /// written when true (a spec asks for it with `parallel { tensor_overlap = true }`); added
+    /// in format 1.16.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tensor_overlap: bool,
 }
 
 impl LayoutIr {
@@ -205,6 +212,17 @@ impl LayoutIr {
 /// Activation Recomputation in Large Transformer Models").
 pub fn sequence_parallel_runs(setting: Option<bool>, tensor: u64) -> bool {
     tensor > 1 && setting.unwrap_or(true)
+}
+
+/// The one rule of tensor-parallel overlap (`None`: not stated): only where a spec asks for it,
+/// since the stack must be set up for it, and only over sequence parallelism, the all-gathers
+/// and reduce-scatters it splits into chunks to run beside the GEMMs (Megatron-Core refuses
+/// `--tp-comm-overlap` without `--sequence-parallel`, NVIDIA/Megatron-LM
+/// `megatron/training/arguments.py`; torchtitan's async tensor parallelism has the compiler
+/// fuse the sequence-parallel plan's all-gather + matmul and matmul + reduce-scatter pairs,
+/// inductor's `_micro_pipeline_tp`, pytorch/torchtitan `torchtitan/distributed/compile.py`).
+pub fn tensor_overlap_runs(setting: Option<bool>, sequence_parallel: bool) -> bool {
+    sequence_parallel && setting == Some(true)
 }
 
 /// One group of identical devices at one site.
@@ -600,6 +618,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(group.throughput_uncertainty, None);
+    }
+
+    #[test]
+    fn tensor_overlap_runs_only_where_asked_for_and_over_sequence_parallelism() {
+        assert!(tensor_overlap_runs(Some(true), true));
+        assert!(!tensor_overlap_runs(Some(true), false));
+        assert!(!tensor_overlap_runs(None, true));
+        assert!(!tensor_overlap_runs(Some(false), true));
+        // Written only when it runs: a plan without it has no such field, and reads back off.
+        let off: LayoutIr = serde_json::from_str(
+            r#"{"tensor": 8, "pipeline": 1, "data": 1, "context": 1, "expert": 1,
+                "virtual_stages": 1, "micro_batch": 1, "zero": 1, "recompute": "none"}"#,
+        )
+        .unwrap();
+        assert!(!off.tensor_overlap);
+        assert!(
+            serde_json::to_value(off)
+                .unwrap()
+                .get("tensor_overlap")
+                .is_none()
+        );
+        let on = LayoutIr {
+            tensor_overlap: true,
+            ..off
+        };
+        assert_eq!(serde_json::to_value(on).unwrap()["tensor_overlap"], true);
     }
 
     #[test]

@@ -113,6 +113,23 @@ impl Row {
             ..StateOverrides::NONE
         }
     }
+
+    /// Whether the run overlapped its tensor-parallel collectives with the GEMMs, as its row
+    /// states: the sharding note names torchtitan's async tensor parallelism (`+ AsyncTP`,
+    /// `enable_async_tensor_parallel`, pytorch/torchtitan
+    /// `benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md` and
+    /// `benchmarks/llama3_h100_202412_torchtitan.md`). A row that does not say so ran its
+    /// collectives blocking, as far as the file tells.
+    pub(super) fn states_tensor_overlap(&self) -> bool {
+        self.notes
+            .as_deref()
+            .unwrap_or("")
+            .split(" | ")
+            .any(|part| {
+                part.strip_prefix("dp_sharding_note:")
+                    .is_some_and(|note| note.contains("AsyncTP"))
+            })
+    }
 }
 
 /// Architecture details read from the `notes` column.
@@ -236,6 +253,25 @@ measured_tokens_per_s_per_device,source";
         let text = format!("{header}\n{line}\n");
         let mut reader = csv::Reader::from_reader(text.as_bytes());
         reader.deserialize().next().unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_row_overlaps_its_tensor_collectives_only_where_its_sharding_note_says_async_tp() {
+        let with_notes = |notes: &str| Row {
+            notes: Some(notes.to_string()),
+            ..row_from("torchtitan")
+        };
+        let async_tp = "dp_sharding_note: FSDP8 x TP8 x PP8 (3D) + AsyncTP | nic_note: stated";
+        assert!(with_notes(async_tp).states_tensor_overlap());
+        assert!(
+            !with_notes("dp_sharding_note: FSDP32 x TP8 (2D) | notes: x").states_tensor_overlap()
+        );
+        // Named elsewhere than the sharding note, it is not the run's setting.
+        assert!(
+            !with_notes("notes: compare with AsyncTP | dp_sharding_note: FSDP")
+                .states_tensor_overlap()
+        );
+        assert!(!row_from("torchtitan").states_tensor_overlap());
     }
 
     #[test]

@@ -176,6 +176,8 @@ pub struct ParallelSpec {
     pub recompute_layers: Option<Spanned<u64>>,
     /// Megatron sequence parallelism alongside tensor parallelism.
     pub sequence_parallel: Option<Spanned<bool>>,
+    /// Tensor-parallel collectives overlapped with the GEMMs (the stack runs it).
+    pub tensor_overlap: Option<Spanned<bool>>,
     /// The `parallel` block, if written.
     #[serde(skip)]
     pub span: Option<Span>,

@@ -44,6 +44,7 @@ pub(super) fn read_parallel(
     );
     let recompute_layers = f.integer("recompute_layers", 1, MAX_DIM, true);
     let sequence_parallel = f.boolean("sequence_parallel");
+    let tensor_overlap = f.boolean("tensor_overlap");
     ParallelSpec {
         tensor,
         pipeline,
@@ -58,6 +59,7 @@ pub(super) fn read_parallel(
         recompute,
         recompute_layers,
         sequence_parallel,
+        tensor_overlap,
         span: Some(block.span),
     }
 }
@@ -89,6 +91,26 @@ pub(super) fn check_consistency(
             "the interleaved schedule splits pipeline stages",
             "set `pipeline` above 1 or `virtual_stages = 1`",
         ));
+    }
+    if let Some(o) = &parallel.tensor_overlap
+        && o.value
+    {
+        let off = parallel.sequence_parallel.as_ref().filter(|s| !s.value);
+        let single = parallel.tensor.as_ref().filter(|t| t.value == 1);
+        if let Some(reason) = off
+            .map(|s| (s.span, "sequence parallelism is switched off here"))
+            .or(single.map(|t| (t.span, "tensor parallelism is pinned to 1 here")))
+        {
+            found.push(
+                inconsistent(
+                    "tensor overlap needs tensor and sequence parallelism".to_string(),
+                    o.span,
+                    "the overlap splits the sequence-parallel all-gathers and reduce-scatters",
+                    "remove `tensor_overlap`, or let the tensor group run sequence parallelism",
+                )
+                .with_related(reason.0, reason.1),
+            );
+        }
     }
     if let Some(c) = &parallel.context
         && rules::context(model.seq_len, c.value).is_err()

@@ -121,6 +121,11 @@ pub(crate) struct BlockTime {
     pub recompute: f64,
     /// Attention-core forward seconds (what context-parallel rings hide under).
     pub attention_forward: f64,
+    /// Of `forward`, the GEMMs of the matrices split over the tensor group (every matrix but
+    /// the routed experts'): what overlapped tensor-parallel collectives run beside.
+    pub tensor_gemm_forward: f64,
+    /// Of `backward`, the same matrices' input- and weight-gradient GEMMs.
+    pub tensor_gemm_backward: f64,
 }
 
 impl BlockTime {
@@ -170,6 +175,8 @@ pub(crate) fn block_time(
         mean.forward += share * b.forward;
         mean.backward += share * b.backward;
         mean.attention_forward += share * b.attention_forward;
+        mean.tensor_gemm_forward += share * b.tensor_gemm_forward;
+        mean.tensor_gemm_backward += share * b.tensor_gemm_backward;
     }
     mean.replaying(layout.recompute, layout.recomputed_share(model.layers))
 }
@@ -197,6 +204,7 @@ fn kind_time(
     let rank = |part| trainable.lora_rank(part);
     let mut gemm_fwd = 0.0;
     let mut gemm_bwd = 0.0;
+    let (mut tensor_gemm_fwd, mut tensor_gemm_bwd) = (0.0, 0.0);
     for m in block_matrices(model, kind) {
         // A routed matrix runs once per local expert on that expert's tokens; any other (shared
         // experts included) once per copy on every token.
@@ -220,7 +228,12 @@ fn kind_time(
         gemm_fwd += fwd;
         // Input gradients always; weight gradients only for the weights that train.
         let wgrad = if trainable.trains(m.part) { one } else { 0.0 };
-        gemm_bwd += copies * (one + wgrad + 2.0 * adapter);
+        let bwd = copies * (one + wgrad + 2.0 * adapter);
+        gemm_bwd += bwd;
+        if !m.routed {
+            tensor_gemm_fwd += fwd;
+            tensor_gemm_bwd += bwd;
+        }
     }
     let (qk, v) = model.attention_head_dims();
     let heads = f64::from(model.heads) / t;
@@ -268,6 +281,8 @@ fn kind_time(
         backward: gemm_bwd + attn_bwd + 2.0 * nongemm_fwd,
         recompute: 0.0,
         attention_forward: attn_fwd,
+        tensor_gemm_forward: tensor_gemm_fwd,
+        tensor_gemm_backward: tensor_gemm_bwd,
     }
 }
 

@@ -9,6 +9,7 @@
 
 use super::compute::{HeadTime, Rates, block_time, embedding_time};
 use super::network::tensor_comm_per_layer;
+use super::stages::tensor_exposed;
 use crate::hardware::ClusterFigures;
 use crate::workload::{
     FULL_REPLAY_TP_COLLECTIVES, GemmInputs, Layout, ModelDims, OpGraph, OpKind, TrainSetup,
@@ -146,9 +147,30 @@ pub(crate) fn op_costs_of_layout(
                         Recompute::Selective => 0.0,
                         _ => block.recompute * share,
                     };
-                    tensor_comm = tp / 2.0;
+                    // The op's share of the block's collectives, each pass's beside its share
+                    // of the tensor-split GEMMs when they overlap (a whole replay repeats the
+                    // forward's, beside its GEMMs again).
+                    let contention = cluster.fitted.overlap_contention;
+                    let forward_tp = tensor_exposed(
+                        &layout,
+                        tp_forward / 2.0,
+                        block.tensor_gemm_forward * share,
+                        contention,
+                    );
+                    let replayed_gemms = if layout.recompute == Recompute::Full {
+                        block.tensor_gemm_forward
+                    } else {
+                        0.0
+                    };
+                    let backward_tp = tensor_exposed(
+                        &layout,
+                        (tp - tp_forward) / 2.0,
+                        (block.tensor_gemm_backward + replayed_gemms) * share,
+                        contention,
+                    );
+                    tensor_comm = forward_tp + backward_tp;
                     let seconds = (block.forward + block.backward) * share + replay + tensor_comm;
-                    let forward = block.forward * share + tp_forward / 2.0;
+                    let forward = block.forward * share + forward_tp;
                     (seconds, block.backward * share, forward, stash / 2.0)
                 }
                 // A gather forward and a scatter-add backward of one row per token.

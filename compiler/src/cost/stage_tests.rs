@@ -131,3 +131,53 @@ fn interleaved_chunks_add_up_to_their_rank() {
         rank_head.seconds
     );
 }
+
+#[test]
+fn overlapped_tensor_collectives_expose_one_chunk_and_the_contention_of_the_rest() {
+    // Llama 70B at tensor degree 8 with sequence parallelism and no recomputation, a rank of 20
+    // blocks that neither embeds nor ends the model. Blocking, each block's four collectives
+    // are its tensor communication. Overlapped, each pass's collectives run in eight chunks
+    // beside that pass's tensor-split GEMMs, which on this shape outlast them (checked below):
+    // one chunk stays exposed and the other seven slow the GEMMs by the contention, so the
+    // communication is 1/8 + contention × 7/8 of the blocking one, and nothing else changes.
+    let (model, c, s) = (llama70b(), cluster(), setup(128));
+    let blocking = Layout {
+        tensor: 8,
+        data: 16,
+        sequence_parallel: true,
+        ..Layout::single()
+    };
+    let overlapped = Layout {
+        tensor_overlap: true,
+        ..blocking
+    };
+    let off = stage_seconds(&model, &s, &blocking, &c, 20, false, false).unwrap();
+    let on = stage_seconds(&model, &s, &overlapped, &c, 20, false, false).unwrap();
+    let contention = c.fitted.overlap_contention;
+    let share = 1.0 / 8.0 + contention * 7.0 / 8.0;
+    assert!(
+        (on.tensor_comm / off.tensor_comm - share).abs() < 1e-12,
+        "{} of {} against {share}",
+        on.tensor_comm,
+        off.tensor_comm
+    );
+    assert!(((off.seconds - on.seconds) - (off.tensor_comm - on.tensor_comm)).abs() < 1e-12);
+    // The forward pass runs half of the collectives, and saves half of it.
+    let forward_saving = off.forward - on.forward;
+    assert!((forward_saving / (off.tensor_comm - on.tensor_comm) - 0.5).abs() < 1e-12);
+    // The regime the share holds in: each pass's collectives are shorter than its GEMMs.
+    let rates = super::compute::Rates::new(&c, s.precision).unwrap();
+    let block = super::compute::block_time(&model, &blocking, &rates, s.flash_attention);
+    let per_pass = off.tensor_comm / 20.0 / 2.0;
+    assert!(per_pass < block.tensor_gemm_forward, "{per_pass} {block:?}");
+    assert!(per_pass < block.tensor_gemm_backward);
+    // Without tensor parallelism there is nothing to overlap.
+    let alone = Layout {
+        tensor: 1,
+        data: 128,
+        sequence_parallel: false,
+        ..Layout::single()
+    };
+    let a = stage_seconds(&model, &s, &alone, &c, 20, false, false).unwrap();
+    assert_eq!(a.tensor_comm, 0.0);
+}

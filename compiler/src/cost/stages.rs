@@ -214,6 +214,22 @@ pub(crate) fn exposed(comm: f64, window: f64, contention: f64) -> f64 {
     (comm - hidden) + contention * hidden
 }
 
+/// Seconds `comm` of tensor-parallel collectives add to a pass of a block whose tensor-split
+/// GEMMs take `gemms` seconds: all of it when they block; under `layout.tensor_overlap` (the
+/// collectives cut into chunks that run beside the GEMMs they feed and drain: Transformer
+/// Engine's userbuffers behind Megatron-Core's `--tp-comm-overlap`, Wang et al. 2022,
+/// "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning
+/// Models"; torchtitan's async tensor parallelism) what [`exposed`] leaves beside them, with
+/// the contention every overlap in the model pays.
+pub(crate) fn tensor_exposed(layout: &Layout, comm: f64, gemms: f64, contention: f64) -> f64 {
+    if layout.tensor_overlap {
+        let t = f64::from(layout.tensor.max(1));
+        comm / t + exposed(comm - comm / t, gemms, contention)
+    } else {
+        comm
+    }
+}
+
 impl<'a> Costing<'a> {
     /// The cost model of `model` and `setup` on `cluster`; an error when the device has no peak
     /// figure for the run's precision.
@@ -492,12 +508,27 @@ impl<'a> Costing<'a> {
         } else {
             kernel.ep_layer
         };
-        let kept_comm = kept_tp * kernel.tp_one + cp_kept + ep_layer;
-        let replay_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one + cp_replay;
         // The forward runs the two tensor-parallel collectives a full replay repeats (after the
-        // attention and after the MLP; the backward mirrors them), its context-parallel ring
-        // and half of the expert all-to-alls (dispatch and combine; the backward mirrors them).
-        let forward_comm = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one
+        // attention and after the MLP; the backward mirrors them), each pass beside its own
+        // tensor-split GEMMs when they overlap.
+        let tp_forward = tensor_exposed(
+            layout,
+            FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one,
+            kept.tensor_gemm_forward,
+            contention,
+        );
+        let tp_backward = tensor_exposed(
+            layout,
+            (kept_tp - FULL_REPLAY_TP_COLLECTIVES) * kernel.tp_one,
+            kept.tensor_gemm_backward,
+            contention,
+        );
+        let kept_comm = tp_forward + tp_backward + cp_kept + ep_layer;
+        // A whole replay repeats the forward, collectives and GEMMs alike.
+        let replay_comm = tp_forward + cp_replay;
+        // The forward's context-parallel ring and half of the expert all-to-alls (dispatch and
+        // combine; the backward mirrors them) join its tensor-parallel collectives.
+        let forward_comm = tp_forward
             + if layout.context > 1 {
                 kernel.cp_forward
             } else {

@@ -18,7 +18,9 @@ use super::stages::stage_ir;
 use crate::catalogue::{Pool, route};
 use crate::check::Job;
 use crate::workload::{MemoryBreakdown, ModelDims, OpGraph, TrainSetup, flops_per_token};
-use loam_ir::plan::{BreakdownIr, EstimateIr, LayoutIr, Plan, sequence_parallel_runs};
+use loam_ir::plan::{
+    BreakdownIr, EstimateIr, LayoutIr, Plan, sequence_parallel_runs, tensor_overlap_runs,
+};
 use loam_ir::types::{Hetero, Recompute};
 
 pub mod data;
@@ -270,6 +272,7 @@ pub(crate) fn pair_pipelines<'a>(
                 max_devices: link.max_devices,
                 keep: KEEP_PER_PAIR,
                 sequence_parallel: input.pins.sequence_parallel,
+                tensor_overlap: input.pins.tensor_overlap,
                 side_costs: Some(&side_costs),
             };
             let objective =
@@ -344,6 +347,12 @@ pub(crate) fn fill_pair_pipeline(
                 .iter()
                 .any(|t| sequence_parallel_runs(input.pins.sequence_parallel, (*t).into())),
         ),
+        tensor_overlap: shape.tensor.iter().any(|t| {
+            tensor_overlap_runs(
+                input.pins.tensor_overlap,
+                sequence_parallel_runs(input.pins.sequence_parallel, (*t).into()),
+            )
+        }),
     });
     let [leader, _] = m.placements;
     let stages_on = |o: &Placement<'_>| {

@@ -488,13 +488,14 @@ fn brief(reasons: &[String]) -> String {
 /// run the sensitive ops. A spec that pins any layout field asked for a single-type shape.
 fn needs_pairs(job: &Job, ranked: &[Ranked<'_>], options: &[Placement<'_>], pins: Pins) -> bool {
     // Pipelines over two groups run without context or expert parallelism, honour a pinned
-    // sequence parallelism and pick every other field themselves; a spec that pins any of
+    // sequence parallelism and tensor overlap, and pick every other field themselves; a spec that pins any of
     // those asked for a single-type shape.
     let one = |v: Option<u32>| v.is_none_or(|v| v == 1);
     let compatible = Pins {
         context: None,
         expert: None,
         sequence_parallel: None,
+        tensor_overlap: None,
         ..pins
     } == Pins::default();
     if !(compatible && one(pins.context) && one(pins.expert)) {

@@ -108,6 +108,7 @@ impl Pins {
                 .or(p.recompute_layers.as_ref().map(|_| Recompute::Full)),
             recompute_layers: narrow(&p.recompute_layers),
             sequence_parallel: p.sequence_parallel.as_ref().map(|s| s.value),
+            tensor_overlap: p.tensor_overlap.as_ref().map(|s| s.value),
             pipeline_split,
             stages,
         }

@@ -39,6 +39,9 @@ pub struct Layout {
     pub recompute_layers: Option<u32>,
     /// Megatron sequence parallelism (norms and dropout split over the tensor group).
     pub sequence_parallel: bool,
+    /// Tensor-parallel collectives overlapped with the GEMMs they feed and drain
+    /// ([`loam_ir::plan::tensor_overlap_runs`]).
+    pub tensor_overlap: bool,
     /// How the pipeline's chunks divide the blocks; [`StageSplit::UNRESOLVED`] means the
     /// balanced split, worked out from the model when asked for ([`Layout::stage_split`]).
     /// Last, so it breaks ties after every degree.
@@ -60,6 +63,7 @@ impl Layout {
             recompute: Recompute::None,
             recompute_layers: None,
             sequence_parallel: false,
+            tensor_overlap: false,
             split: StageSplit::UNRESOLVED,
         }
     }
@@ -178,6 +182,8 @@ pub struct Pins {
     pub recompute_layers: Option<u32>,
     /// Sequence parallelism (auto: on whenever tensor > 1).
     pub sequence_parallel: Option<bool>,
+    /// Tensor-parallel overlap (auto: off; the spec's stack must run it).
+    pub tensor_overlap: Option<bool>,
     /// How the pipeline's chunks divide the blocks (auto: the faster of the balanced and the
     /// embedding-and-loss splits).
     pub pipeline_split: Option<SplitRule>,
@@ -203,6 +209,7 @@ impl From<&Layout> for LayoutIr {
             recompute: l.recompute,
             recompute_layers: l.recompute_layers.map(u64::from),
             sequence_parallel: Some(l.sequence_parallel),
+            tensor_overlap: l.tensor_overlap,
         }
     }
 }
@@ -238,6 +245,7 @@ mod tests {
             recompute: Recompute::Selective,
             recompute_layers: None,
             sequence_parallel: Some(true),
+            tensor_overlap: false,
         };
         assert_eq!(LayoutIr::from(&l), ir);
         assert_eq!(layout_line(ir), layout_line(&l));

@@ -170,17 +170,19 @@ fn few_shot_table(slowdown: f64) -> (f64, f64, usize) {
     (left_out, few_shot, families_met)
 }
 
-/// The published runs as they are. Measured when written (docs/calibration.md): the left-out
-/// model is already within 5.6 % pooled, and three runs cannot tell a family's shift from its
-/// layouts' spread, so the fit costs 0.4 points (6.0 %); two of the four families meet the 5 % goal
-/// (korthikanti, sc21), nemo2407 and tt2412 do not.
+/// The published runs as they are. Measured (docs/calibration.md): the left-out model is
+/// within 3.4 % pooled, and three runs cannot tell a family's shift from its layouts' spread,
+/// so the fit costs 2.2 points (5.6 %); two of the four families meet the 5 % goal
+/// (korthikanti, sc21), nemo2407 and tt2412 do not. Pooled it stays at most 6 %, what it was
+/// before tensor-parallel overlap (then 5.3 % left out, 6.0 % few-shot).
 #[test]
 fn few_shot_on_the_published_runs_costs_little_where_there_is_no_shift() {
     let (left_out, few_shot, met) = few_shot_table(1.0);
     assert!(
-        few_shot <= left_out + 1.5,
+        few_shot <= left_out + 2.5,
         "few-shot {few_shot:.1}% vs left-out {left_out:.1}%"
     );
+    assert!(few_shot <= 6.0, "few-shot {few_shot:.1}%");
     assert!(met >= 2);
 }
 

@@ -2,9 +2,9 @@
 //! the layouts around the current one, a layout's step through them, and the floor under every
 //! step of a shape that lets a search skip the shapes that cannot rank.
 
-use super::{Costing, Kernel, Pacing, Placement, Replay, Shape, exposed};
+use super::{Costing, Kernel, Pacing, Placement, Replay, Shape, exposed, tensor_exposed};
 use crate::cost::StepEstimate;
-use crate::workload::tp_collectives;
+use crate::workload::{FULL_REPLAY_TP_COLLECTIVES, tp_collectives};
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
 use std::sync::Mutex;
@@ -307,8 +307,15 @@ impl Costing<'_> {
         } else {
             0.0
         };
-        kernel.block.with_recompute(Recompute::None).total()
-            + tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one
+        // The fewest tensor-parallel collectives, each pass's beside its GEMMs as
+        // `Costing::per_block` exposes them (more collectives never expose less).
+        let none = kernel.block.with_recompute(Recompute::None);
+        let forward_tp = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one;
+        let backward_tp =
+            tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one - forward_tp;
+        none.total()
+            + tensor_exposed(layout, forward_tp, none.tensor_gemm_forward, contention)
+            + tensor_exposed(layout, backward_tp, none.tensor_gemm_backward, contention)
             + context
             + expert
     }

@@ -21,7 +21,7 @@ use crate::hardware::ClusterFigures;
 use crate::plan::search::budget::WorkBudget;
 use crate::plan::search::divisors_u32;
 use crate::workload::{Layout, MemoryBreakdown, ModelDims, OpGraph, OpKind, TrainSetup};
-use loam_ir::plan::{NodeShape, sequence_parallel_runs};
+use loam_ir::plan::{NodeShape, sequence_parallel_runs, tensor_overlap_runs};
 use loam_ir::types::Recompute;
 #[cfg(test)]
 use partition::cost_shape;
@@ -86,6 +86,9 @@ pub struct PipelineSpec<'a> {
     /// Sequence parallelism as the spec pins it (`None`: auto); each group runs it by
     /// [`loam_ir::plan::sequence_parallel_runs`] under its own tensor degree.
     pub sequence_parallel: Option<bool>,
+    /// Tensor-parallel overlap as the spec pins it; each group runs it by
+    /// [`loam_ir::plan::tensor_overlap_runs`] over its own sequence parallelism.
+    pub tensor_overlap: Option<bool>,
     /// Op costs shared with the searches of the job's other pairs, when there are any.
     pub side_costs: Option<&'a SideCosts>,
 }
@@ -267,13 +270,16 @@ fn prepare<'a>(spec: &PipelineSpec<'a>, budget: &WorkBudget) -> Prepared<'a> {
                 }
                 let work = || {
                     MODES.map(|recompute| {
+                        let sequence_parallel =
+                            sequence_parallel_runs(spec.sequence_parallel, t.into());
                         let layout = Layout {
                             tensor: t,
                             micro_batch: b,
                             recompute,
-                            sequence_parallel: sequence_parallel_runs(
-                                spec.sequence_parallel,
-                                t.into(),
+                            sequence_parallel,
+                            tensor_overlap: tensor_overlap_runs(
+                                spec.tensor_overlap,
+                                sequence_parallel,
                             ),
                             ..Layout::single()
                         };

@@ -53,6 +53,8 @@ pub(super) struct Ranker<'a> {
     /// Whether the current tensor degree runs sequence parallelism: a placement's kernels need
     /// it before the walk sets it on the placement's shapes.
     sequence_parallel: bool,
+    /// Whether it overlaps its collectives with the GEMMs, likewise.
+    tensor_overlap: bool,
     /// Under the current tensor and context degree, by expert degree and whether the layout
     /// pipelines: [`Costing::shape_block_floor`] at each of `batch_divisors` (NaN until asked),
     /// which [`Ranker::placement_shapes_floor_s`] takes the least of per placement.
@@ -197,6 +199,7 @@ impl<'a> Ranker<'a> {
             micro_batch_pin: spec.pins.micro_batch,
             batch_divisors: &axes.batch_divisors,
             sequence_parallel: false,
+            tensor_overlap: false,
             block_floors: Vec::new(),
             recompute_layers: axes.recompute_layers,
             have_bytes: usable_memory(&cluster.device),
@@ -536,6 +539,7 @@ impl Ranker<'_> {
             None => {
                 let mut shape = Layout {
                     sequence_parallel: self.sequence_parallel,
+                    tensor_overlap: self.tensor_overlap,
                     ..*placement
                 };
                 let per_rank = u64::from(self.setup.global_batch) / u64::from(data.max(1));
@@ -632,6 +636,7 @@ impl Visitor for Ranker<'_> {
 
     fn enter_tensor(&mut self, tensor: &Layout) {
         self.sequence_parallel = tensor.sequence_parallel;
+        self.tensor_overlap = tensor.tensor_overlap;
         self.memory.enter_tensor(tensor);
     }
 

@@ -12,7 +12,7 @@ use super::{Rejection, SearchSpec};
 use crate::workload::Pins;
 use crate::workload::layout::rules;
 use crate::workload::{Layout, ModelDims, StageSplit};
-use loam_ir::plan::{NodeShape, sequence_parallel_runs};
+use loam_ir::plan::{NodeShape, sequence_parallel_runs, tensor_overlap_runs};
 use loam_ir::types::{Arch, Recompute, SplitRule};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -324,6 +324,7 @@ impl<'a> Space<'a> {
                 Ok(()) => {
                     visitor.enter_tensor(&Layout {
                         sequence_parallel: self.sequence_parallel(t),
+                        tensor_overlap: self.tensor_overlap(t),
                         ..probe
                     });
                     self.contexts(probe, visitor)?;
@@ -496,6 +497,7 @@ impl<'a> Space<'a> {
         // the innermost loop.
         let mut shape = Layout {
             sequence_parallel: self.sequence_parallel(probe.tensor),
+            tensor_overlap: self.tensor_overlap(probe.tensor),
             ..probe
         };
         for &b in values(self.pins.micro_batch.as_ref(), &self.axes.batch_divisors) {
@@ -527,6 +529,12 @@ impl<'a> Space<'a> {
     /// tensor parallelism.
     fn sequence_parallel(&self, t: u32) -> bool {
         sequence_parallel_runs(self.pins.sequence_parallel, t.into())
+    }
+
+    /// Tensor-parallel overlap under tensor degree `t`: only as pinned, over sequence
+    /// parallelism.
+    fn tensor_overlap(&self, t: u32) -> bool {
+        tensor_overlap_runs(self.pins.tensor_overlap, self.sequence_parallel(t))
     }
 
     /// The tensor degree splits the heads and the KV heads, inside one node.

@@ -12,7 +12,7 @@ use crate::workload::{
     Layout, MemoryBreakdown, OpGraph, OpKind, ParamCount, StageHolding, StageMemory, StageStates,
     layer_bytes_per_token, param_count,
 };
-use loam_ir::plan::sequence_parallel_runs;
+use loam_ir::plan::{sequence_parallel_runs, tensor_overlap_runs};
 use loam_ir::types::Recompute;
 
 mod floor;
@@ -140,6 +140,10 @@ impl PerSide {
             micro_batch: shape.micro_batch,
             zero: shape.zero,
             sequence_parallel: sequence_parallel_runs(spec.sequence_parallel, side.tensor.into()),
+            tensor_overlap: tensor_overlap_runs(
+                spec.tensor_overlap,
+                sequence_parallel_runs(spec.sequence_parallel, side.tensor.into()),
+            ),
             ..Layout::single()
         };
         let per_token = layer_bytes_per_token(spec.model, setup.precision, &layout);

@@ -113,6 +113,7 @@ fn pair_spec<'a>(
         max_devices: 256,
         keep: 2,
         sequence_parallel: None,
+        tensor_overlap: None,
         side_costs: None,
     }
 }
@@ -534,6 +535,7 @@ fn the_search_is_within_one_percent_of_exhaustive_search_on_small_pools() {
                     max_devices: 64,
                     keep: 1,
                     sequence_parallel: None,
+                    tensor_overlap: None,
                     side_costs: None,
                 };
                 for objective in [&by_time as &dyn Fn([u64; 2], f64) -> f64, &by_cost] {
@@ -587,6 +589,7 @@ fn sensitive_ops_stay_on_devices_that_run_them_at_their_precision() {
         max_devices: 64,
         keep: 3,
         sequence_parallel: None,
+        tensor_overlap: None,
         side_costs: None,
     };
     let found = search_pipelines(&spec, &by_time, f64::INFINITY, 1.0, &unbounded());
@@ -635,6 +638,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
             sequence_parallel: None,
+            tensor_overlap: None,
             side_costs: None,
         };
         for (_, plan) in search_pipelines(&spec, &by_cost, f64::INFINITY, 1.0, &unbounded()) {
@@ -681,6 +685,7 @@ proptest! {
             max_devices: 48,
             keep: 4,
             sequence_parallel: None,
+            tensor_overlap: None,
             side_costs: None,
         };
         let ops: Vec<&crate::workload::Op> = graph.ops().collect();
