@@ -205,12 +205,27 @@ pub fn layout_degrees(l: impl Into<LayoutIr>) -> String {
 pub fn layout_short(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
-        "{} mb{} ZeRO-{} recompute {}",
+        "{} mb{} ZeRO-{} recompute {}{}",
         layout_degrees(l),
         l.micro_batch,
         l.zero,
-        recompute_text(&l)
+        recompute_text(&l),
+        if l.tensor_overlap {
+            " tensor-overlap"
+        } else {
+            ""
+        }
     )
+}
+
+/// What a layout line adds when the tensor-parallel collectives overlap the GEMMs (the plan's
+/// time assumes it, so a reader comparing two plans sees why one is faster); nothing otherwise.
+fn overlap_text(l: &LayoutIr) -> &'static str {
+    if l.tensor_overlap {
+        " · tensor overlap"
+    } else {
+        ""
+    }
 }
 
 /// The layout as the plan table and markdown write it:
@@ -218,11 +233,12 @@ pub fn layout_short(l: impl Into<LayoutIr>) -> String {
 pub fn layout_line(l: impl Into<LayoutIr>) -> String {
     let l = l.into();
     format!(
-        "{} · micro-batch {} · ZeRO-{} · recompute {}",
+        "{} · micro-batch {} · ZeRO-{} · recompute {}{}",
         layout_degrees(l),
         l.micro_batch,
         l.zero,
-        recompute_text(&l)
+        recompute_text(&l),
+        overlap_text(&l)
     )
 }
 
@@ -249,12 +265,13 @@ pub fn plan_layout_line(plan: &Plan) -> String {
             })
             .collect();
         return format!(
-            "{} · DP{} · micro-batch {} · ZeRO-{} · recompute {}",
+            "{} · DP{} · micro-batch {} · ZeRO-{} · recompute {}{}",
             groups.join(" + "),
             l.data,
             l.micro_batch,
             l.zero,
-            l.recompute
+            l.recompute,
+            overlap_text(l)
         );
     }
     plan.layout.as_ref().map_or_else(|| "-".into(), layout_line)
@@ -473,6 +490,19 @@ mod tests {
             "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective"
         );
         assert_eq!(layout_compact(l), "t8 p4 d16 c1 v1 b1 z1 selective");
+        // A layout whose tensor collectives overlap the GEMMs says so in its lines.
+        let overlapped = LayoutIr {
+            tensor_overlap: true,
+            ..l
+        };
+        assert_eq!(
+            layout_short(overlapped),
+            "TP8 PP4 DP16 mb1 ZeRO-1 recompute selective tensor-overlap"
+        );
+        assert_eq!(
+            layout_line(overlapped),
+            "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective · tensor overlap"
+        );
     }
 
     #[test]
