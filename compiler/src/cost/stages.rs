@@ -215,12 +215,14 @@ pub(crate) fn exposed(comm: f64, window: f64, contention: f64) -> f64 {
 }
 
 /// Seconds `comm` of tensor-parallel collectives add to a pass of a block whose tensor-split
-/// GEMMs take `gemms` seconds: all of it when they block; under `layout.tensor_overlap` (the
-/// collectives cut into chunks that run beside the GEMMs they feed and drain: Transformer
-/// Engine's userbuffers behind Megatron-Core's `--tp-comm-overlap`, Wang et al. 2022,
-/// "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning
-/// Models"; torchtitan's async tensor parallelism) what [`exposed`] leaves beside them, with
-/// the contention every overlap in the model pays.
+/// GEMMs take `gemms` seconds: all of it when they block. Under `layout.tensor_overlap` the
+/// collectives are cut into `t` chunks (the tensor degree) that run beside the GEMMs they feed
+/// and drain (Transformer Engine's userbuffers behind Megatron-Core's `--tp-comm-overlap`,
+/// Wang et al. 2022, "Overlap Communication with Dependent Computation via Decomposition in
+/// Large Deep Learning Models"; torchtitan's async tensor parallelism): one chunk stays exposed
+/// (counted: the first all-gather chunk has no GEMM before it, the last reduce-scatter chunk
+/// none after it), and of the other `t − 1` what [`exposed`] leaves beside the GEMMs, with the
+/// contention every overlap in the model pays.
 pub(crate) fn tensor_exposed(layout: &Layout, comm: f64, gemms: f64, contention: f64) -> f64 {
     if layout.tensor_overlap {
         let t = f64::from(layout.tensor.max(1));
