@@ -72,6 +72,27 @@ pub(crate) struct Kernel {
 }
 
 impl Kernel {
+    /// Seconds a block's tensor-parallel collectives add to its forward and to its backward
+    /// under whole-block recomputation `mode` ([`tp_collectives`]): the forward runs the two a
+    /// full replay repeats (after the attention and after the MLP), the backward the rest,
+    /// each pass beside its own tensor-split GEMMs ([`tensor_exposed`]).
+    fn tensor_passes(&self, layout: &Layout, mode: Recompute, contention: f64) -> (f64, f64) {
+        let collectives = tp_collectives(mode, layout.sequence_parallel);
+        let forward = tensor_exposed(
+            layout,
+            FULL_REPLAY_TP_COLLECTIVES * self.tp_one,
+            self.block.tensor_gemm_forward,
+            contention,
+        );
+        let backward = tensor_exposed(
+            layout,
+            (collectives - FULL_REPLAY_TP_COLLECTIVES) * self.tp_one,
+            self.block.tensor_gemm_backward,
+            contention,
+        );
+        (forward, backward)
+    }
+
     /// Seconds of the embedding and of the head and loss per micro-batch, on a rank that holds
     /// them as `embedding` and `head` say.
     fn ends(&self, embedding: bool, head: bool) -> f64 {
@@ -487,7 +508,6 @@ impl<'a> Costing<'a> {
             mode
         };
         let kept = kernel.block.with_recompute(kept_mode);
-        let kept_tp = tp_collectives(kept_mode, layout.sequence_parallel);
         let (cp_kept, cp_replay) = if layout.context > 1 {
             let forward_ring = kernel.cp_forward;
             let selective = if kept_mode == Recompute::Selective {
@@ -510,21 +530,7 @@ impl<'a> Costing<'a> {
         } else {
             kernel.ep_layer
         };
-        // The forward runs the two tensor-parallel collectives a full replay repeats (after the
-        // attention and after the MLP; the backward mirrors them), each pass beside its own
-        // tensor-split GEMMs when they overlap.
-        let tp_forward = tensor_exposed(
-            layout,
-            FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one,
-            kept.tensor_gemm_forward,
-            contention,
-        );
-        let tp_backward = tensor_exposed(
-            layout,
-            (kept_tp - FULL_REPLAY_TP_COLLECTIVES) * kernel.tp_one,
-            kept.tensor_gemm_backward,
-            contention,
-        );
+        let (tp_forward, tp_backward) = kernel.tensor_passes(layout, kept_mode, contention);
         let kept_comm = tp_forward + tp_backward + cp_kept + ep_layer;
         // A whole replay repeats the forward, collectives and GEMMs alike.
         let replay_comm = tp_forward + cp_replay;

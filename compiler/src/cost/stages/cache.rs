@@ -2,9 +2,8 @@
 //! the layouts around the current one, a layout's step through them, and the floor under every
 //! step of a shape that lets a search skip the shapes that cannot rank.
 
-use super::{Costing, Kernel, Pacing, Placement, Replay, Shape, exposed, tensor_exposed};
+use super::{Costing, Kernel, Pacing, Placement, Replay, Shape, exposed};
 use crate::cost::StepEstimate;
-use crate::workload::{FULL_REPLAY_TP_COLLECTIVES, tp_collectives};
 use crate::workload::{HeldParams, Layout, MemoryBreakdown};
 use loam_ir::types::Recompute;
 use std::sync::Mutex;
@@ -307,15 +306,12 @@ impl Costing<'_> {
         } else {
             0.0
         };
-        // The fewest tensor-parallel collectives, each pass's beside its GEMMs as
-        // `Costing::per_block` exposes them (more collectives never expose less).
-        let none = kernel.block.with_recompute(Recompute::None);
-        let forward_tp = FULL_REPLAY_TP_COLLECTIVES * kernel.tp_one;
-        let backward_tp =
-            tp_collectives(Recompute::None, layout.sequence_parallel) * kernel.tp_one - forward_tp;
-        none.total()
-            + tensor_exposed(layout, forward_tp, none.tensor_gemm_forward, contention)
-            + tensor_exposed(layout, backward_tp, none.tensor_gemm_backward, contention)
+        // The fewest tensor-parallel collectives, as `Costing::per_block` exposes them (more
+        // collectives never expose less).
+        let (forward_tp, backward_tp) = kernel.tensor_passes(layout, Recompute::None, contention);
+        kernel.block.with_recompute(Recompute::None).total()
+            + forward_tp
+            + backward_tp
             + context
             + expert
     }
