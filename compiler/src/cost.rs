@@ -9,6 +9,7 @@
 //! how it was set. Everything else comes from datasheets ([`DeviceFigures`], [`ClusterFigures`]).
 
 mod compute;
+mod nccl;
 mod network;
 pub mod ops;
 pub(crate) mod pipeline_step;
@@ -89,7 +90,8 @@ impl Default for FittedConstants {
 /// Physical (nccl-tests): achieved bus bandwidth as a share of the datasheet link bandwidth.
 pub const LINK_EFFICIENCY: f64 = 0.8;
 
-/// Physical (nccl-tests small-message latency): seconds per ring step on the scale-up fabric.
+/// Physical (nccl-tests small-message latency): seconds of a send over the scale-up fabric
+/// (point-to-point and all-to-all; collectives take NCCL's own step latencies, [`nccl`]).
 pub const SCALE_UP_HOP_LATENCY_S: f64 = 2e-6;
 
 /// Counted, not fitted: elements of `hidden` width read or written per token per block by

@@ -3,7 +3,9 @@
 //! A group of `g` ranks laid out with stride `st` (ranks `st` apart in the global order, tensor
 //! ranks innermost) keeps `k = min(g, devices_per_node / st)` members in each node. Collectives
 //! are hierarchical (reduce-scatter inside the node over the scale-up fabric, across nodes over
-//! the NICs, all-gather back), as NCCL does on multi-node rings and trees.
+//! the NICs, all-gather back), as NCCL does on multi-node rings and trees; what each costs before
+//! its bytes move, and at which share of the links they move, is NCCL's own model of its
+//! algorithms and protocols ([`super::nccl`]).
 //!
 //! The scale-up tier is the device's fabric: one node on most devices, several on a rack-scale
 //! fabric (GB200 NVL72 joins the 72 GPUs of 18 four-GPU trays over NVLink 5), so a group's
@@ -17,6 +19,7 @@
 //! the uplink carries `block nodes × NIC bandwidth / r`; past the uplink's bandwidth the
 //! inter-node tier slows by that ratio ([`uplink_slowdown`]).
 
+use super::nccl::{Span, collective_seconds};
 use super::{LINK_EFFICIENCY, SCALE_UP_HOP_LATENCY_S};
 use crate::hardware::ClusterFigures;
 use crate::workload::{Layout, tp_per_layer};
@@ -103,12 +106,6 @@ pub(crate) fn uplink_slowdown(kind: Collective, group: Group, cluster: &ClusterF
     (demand / block.uplink.max(1.0)).max(1.0)
 }
 
-/// `ceil(log2(n))` for tree depths, on integers so the result is identical everywhere.
-fn ceil_log2(n: f64) -> f64 {
-    let n = n.max(1.0) as u64;
-    f64::from(u64::BITS - n.saturating_sub(1).leading_zeros())
-}
-
 /// Seconds one collective over `group` on a buffer of `bytes` takes.
 pub(crate) fn collective_time(
     kind: Collective,
@@ -137,8 +134,12 @@ pub(crate) fn collective_time(
             } else {
                 0.0
             };
-            let latency = (k - 1.0) * SCALE_UP_HOP_LATENCY_S + 2.0 * ceil_log2(nodes) * alpha_net;
-            passes * (intra + inter + latency)
+            let span = Span {
+                ranks: group.size,
+                nodes,
+                all_reduce: kind == Collective::AllReduce,
+            };
+            collective_seconds(span, passes * (intra + inter), alpha_net)
         }
         Collective::AllToAll => {
             let g = group.size;
@@ -197,14 +198,6 @@ pub(crate) fn p2p_time(bytes: f64, stride: f64, cluster: &ClusterFigures) -> f64
 mod tests {
     use super::*;
     use crate::hardware::DeviceFigures;
-
-    #[test]
-    fn log2_is_exact_on_integers() {
-        assert_eq!(ceil_log2(1.0), 0.0);
-        assert_eq!(ceil_log2(2.0), 1.0);
-        assert_eq!(ceil_log2(3.0), 2.0);
-        assert_eq!(ceil_log2(2048.0), 11.0);
-    }
 
     /// 64 nodes of 8 devices with 8 × 400 Gb/s NICs, in blocks of 32 nodes whose uplink carries
     /// `uplink_tbps` (102.4 Tb/s would be full bisection).
@@ -282,9 +275,11 @@ mod tests {
     fn a_rack_scale_fabric_keeps_a_racks_collectives_off_the_nics() {
         // GB200 NVL72: trays of 4 GPUs, 72 on one NVLink 5 domain at 900 GB/s one way, 4 ×
         // 400 Gb/s NICs per tray. An all-reduce of 1 GB over 64 consecutive ranks stays in the
-        // rack: 2 × (63/64 · 1 GB / (0.8 · 900 GB/s) + 63 hops of 2 µs) = 2.9861 ms. Counted by
-        // tray it would cross the NICs: 2 × (3/4 · 1 GB / 720 GB/s + 15/16 · 1 GB / 4 / 40 GB/s
-        // + 3 hops + 2 · 4 · 5 µs) = 2 × (1.0417 + 5.8594 + 0.006 + 0.04) ms = 13.894 ms.
+        // rack: 2 × 63/64 · 1 GB / (0.8 · 900 GB/s) = 2.7344 ms, plus a ring of 126 NVLink
+        // steps under Simple (cost::nccl: 8.4 + 126 × 3.4 = 436.8 µs) = 3.1712 ms. Counted by
+        // tray it would cross the NICs: 2 × (3/4 · 1 GB / 720 GB/s + 15/16 · 1 GB / 4 / 40 GB/s)
+        // = 2 × (1.0417 + 5.8594) ms = 13.8021 ms, plus the ring's 96 steps inside trays and 30
+        // across them (8.4 + 96 × 3.4 + 30 × 14 = 754.8 µs) = 14.5569 ms.
         let mut nvl72 = blocked(102.4);
         nvl72.block = None;
         nvl72.devices_per_node = 4;
@@ -306,8 +301,8 @@ mod tests {
         nvl72.device.scale_up_domain = 72;
         let in_rack = collective_time(Collective::AllReduce, 1e9, rack, &nvl72);
         let over_nics = collective_time(Collective::AllReduce, 1e9, rack, &by_tray);
-        assert!((in_rack * 1e3 - 2.9861).abs() < 1e-3, "{in_rack}");
-        assert!((over_nics * 1e3 - 13.894).abs() < 1e-2, "{over_nics}");
+        assert!((in_rack * 1e3 - 3.1712).abs() < 1e-3, "{in_rack}");
+        assert!((over_nics * 1e3 - 14.5569).abs() < 1e-3, "{over_nics}");
         // A point-to-point send to a rank in another tray of the rack rides NVLink too.
         assert!(p2p_time(1e9, 8.0, &nvl72) < p2p_time(1e9, 8.0, &by_tray) / 10.0);
     }

@@ -130,8 +130,11 @@ pub(crate) struct Placement {
     /// Gradient reduce-scatter: dense gradients over the data-parallel group, routed-expert
     /// gradients over the expert-data-parallel group.
     grad_rs: f64,
-    /// All-gather of every weight the device holds, frozen ones included (ZeRO-3).
-    weight_ag: f64,
+    /// All-gather of one block's weights, frozen ones included (ZeRO-3, before its forward and
+    /// its backward).
+    block_ag: f64,
+    /// Reduce-scatter of one block's gradients (ZeRO-3, under its backward).
+    block_rs: f64,
     /// All-gather of the updated trainable weights after a sharded optimizer step (ZeRO-1/2).
     param_ag: f64,
     /// `grad_rs / lps`.
@@ -225,6 +228,15 @@ fn moe_share(model: &ModelDims) -> f64 {
         .map(|(n, _)| n)
         .sum();
     f64::from(moe) / f64::from(model.layers.max(1))
+}
+
+/// Parameters in one of Megatron-Core's gradient buckets over `data_ranks` data-parallel ranks:
+/// `max(40,000,000, 1,000,000 × dp_size)`, "larger DP sizes need larger buckets to ensure
+/// collectives do not become latency-bound" (NVIDIA/Megatron-LM
+/// `megatron/core/distributed/distributed_data_parallel_config.py`, `bucket_size`). Counted, not
+/// fitted; each bucket is one reduce-scatter (and, under a sharded optimizer, one all-gather).
+pub(crate) fn ddp_bucket_params(data_ranks: f64) -> f64 {
+    (1e6 * data_ranks).max(4e7)
 }
 
 /// Seconds `comm` adds to a step when it runs beside `window` seconds of compute: whatever does
@@ -379,17 +391,35 @@ impl<'a> Costing<'a> {
             stride: f64::from(layout.expert.max(1)) * f64::from(expert_tensor(layout)),
         };
         let dense_weights = params.total - params.routed;
-        let gather = |dense: f64, routed: f64| {
-            collective_time(Collective::Gather, dense * elt, dp_group, cluster)
-                + collective_time(Collective::Gather, routed * elt, edp_group, cluster)
-        };
         // Gradients are reduced in the recipe's format (fp32 for bf16 and fp8: Megatron-Core's
         // `grad_reduce_in_fp32`, FSDP's `reduce_dtype=float32`), the same bytes its memory
         // counts; weights are gathered in the training precision.
-        let grad_rs = StateRecipe::reduced_gradient_bytes(self.setup) / elt
-            * gather(params.trainable_dense, params.trainable_routed);
-        let weight_ag = gather(dense_weights, params.routed);
-        let param_ag = gather(params.trainable_dense, params.trainable_routed);
+        let grad_elt = StateRecipe::reduced_gradient_bytes(self.setup);
+        // Each collective pays NCCL's latency for its ranks, so what one collective carries
+        // matters: ZeRO-0 to 2 reduce and gather in Megatron-Core's buckets, ZeRO-3 block by
+        // block.
+        let bucket = ddp_bucket_params(dense_ranks);
+        let bucketed = |params: f64, group: Group, bytes: f64| {
+            let full = (params / bucket).floor();
+            let rest = params - full * bucket;
+            let whole = if full > 0.0 {
+                full * collective_time(Collective::Gather, bucket * bytes, group, cluster)
+            } else {
+                0.0
+            };
+            whole + collective_time(Collective::Gather, rest * bytes, group, cluster)
+        };
+        let in_buckets = |dense: f64, routed: f64, bytes: f64| {
+            bucketed(dense, dp_group, bytes) + bucketed(routed, edp_group, bytes)
+        };
+        let per_block = |dense: f64, routed: f64, bytes: f64| {
+            collective_time(Collective::Gather, dense / lps * bytes, dp_group, cluster)
+                + collective_time(Collective::Gather, routed / lps * bytes, edp_group, cluster)
+        };
+        let grad_rs = in_buckets(params.trainable_dense, params.trainable_routed, grad_elt);
+        let param_ag = in_buckets(params.trainable_dense, params.trainable_routed, elt);
+        let block_ag = per_block(dense_weights, params.routed, elt);
+        let block_rs = per_block(params.trainable_dense, params.trainable_routed, grad_elt);
         // Only the weights that train are updated.
         let update = |dense: f64, routed: f64| {
             optimizer_seconds(dense + routed, elt, cluster.device.memory_bandwidth)
@@ -398,7 +428,8 @@ impl<'a> Costing<'a> {
             pacing: self.pacing(layout),
             lps,
             grad_rs,
-            weight_ag,
+            block_ag,
+            block_rs,
             param_ag,
             grad_share: grad_rs / lps,
             reduce_share: grad_rs / lps,

@@ -150,9 +150,9 @@ impl Costing<'_> {
             _ => {
                 // FSDP: per block, gather weights before forward and backward (prefetched under
                 // the previous block) and reduce-scatter gradients under the backward.
-                let ag_layer = placement.weight_ag / placement.lps;
+                let ag_layer = placement.block_ag;
                 let fwd = hide(ag_layer, windows.block_forward);
-                let bwd = hide(ag_layer + placement.grad_share, windows.block_backward);
+                let bwd = hide(ag_layer + placement.block_rs, windows.block_backward);
                 ((fwd + bwd) * placement.lps + ag_layer, 0.0)
             }
         };
@@ -207,11 +207,51 @@ impl Costing<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::cost::StepEstimate;
     use crate::cost::stages::Costing;
     use crate::cost::tests::{cluster, layout_70b, llama70b, setup};
-    use crate::workload::{MemoryBreakdown, held_params, param_count};
-    use loam_ir::types::{Precision, Recompute};
+    use crate::cost::{StepEstimate, estimate};
+    use crate::workload::{Layout, MemoryBreakdown, ModelDims, held_params, param_count};
+    use loam_ir::types::{Mlp, Precision, Recompute};
+
+    /// Exposed data-parallel seconds of a model too small to hide anything (4 blocks of width
+    /// 256, 128-token sequences, one per micro-batch, 2 micro-batches a step) on `data` ranks of
+    /// H100 under ZeRO stage `zero`.
+    fn tiny_data_comm(data: u32, zero: u8) -> f64 {
+        let model = ModelDims::dense(4, 256, 1024, 4, 4, 1024, 128, Mlp::Gelu);
+        let layout = Layout {
+            data,
+            zero,
+            ..Layout::single()
+        };
+        let nodes = data.div_ceil(8);
+        let c = cluster("H100_SXM", nodes, 3200.0);
+        estimate(&model, &setup(2 * data, Precision::Bf16), &layout, &c)
+            .unwrap()
+            .breakdown
+            .data_comm
+    }
+
+    #[test]
+    fn each_block_and_bucket_pays_its_rings_latency() {
+        // A 4-block model of 0.8 M parameters a block: every collective carries a few MB and
+        // NCCL runs it under LL, whose ring latency grows with the ranks (cost::nccl): over
+        // 1,024 ranks on 128 nodes 6.6 + 896 × 1.0 + 127 × 5 = 1,537.6 µs (the site's 5 µs
+        // between nodes above LL's 2.7), over 128 ranks on 16 nodes 6.6 + 112 + 15 × 5 =
+        // 193.6 µs: 1,344 µs more per collective. Nothing hides it (the blocks compute in
+        // microseconds), so the step pays every collective's latency.
+        let latency_gap = 1.344e-3;
+        // ZeRO-3 (FSDP): each block's gather before its forward and again before its backward,
+        // its reduce-scatter under the backward, and the first block's gather for the next
+        // micro-batch: 3 × 4 + 1 = 13 collectives a micro-batch, 2 micro-batches.
+        let fsdp = tiny_data_comm(1024, 3) - tiny_data_comm(128, 3);
+        let want = 26.0 * latency_gap;
+        assert!((fsdp - want).abs() < 0.03 * want, "{fsdp} vs {want}");
+        // ZeRO-1: one Megatron-Core bucket (3.4 M parameters under 40 M): its reduce-scatter
+        // after the step's last backward and its all-gather before the next forward.
+        let zero1 = tiny_data_comm(1024, 1) - tiny_data_comm(128, 1);
+        let want = 2.0 * latency_gap;
+        assert!((zero1 - want).abs() < 0.03 * want, "{zero1} vs {want}");
+    }
 
     #[test]
     fn a_zero_stages_data_floor_is_its_step_under_full_recomputation_and_bounds_every_mode() {
