@@ -148,6 +148,14 @@ pub(crate) fn collective_seconds(span: Span, transfer: f64, network: f64) -> f64
 mod tests {
     use super::*;
 
+    fn group(ranks: f64, nodes: f64, all_reduce: bool) -> Span {
+        Span {
+            ranks,
+            nodes,
+            all_reduce,
+        }
+    }
+
     fn close(got: f64, want_us: f64) -> bool {
         (got * 1e6 - want_us).abs() < 1e-6
     }
@@ -159,11 +167,7 @@ mod tests {
         // would take 1 µs at full bandwidth: 6.6 + 896 × max(0.6, 1.0 proxy overhead) +
         // 127 × 2.7 = 1,245.5 µs, plus 2 µs at half the bandwidth. LL128 would take
         // 14 + 896 × 1.9 + 127 × 4.0 = 2,224.4 µs, Simple 8.4 + 896 × 3.4 + 127 × 14 = 4,832.8.
-        let span = Span {
-            ranks: 1024.0,
-            nodes: 128.0,
-            all_reduce: false,
-        };
+        let span = group(1024.0, 128.0, false);
         let [ll, ll128, simple] = PROTOCOLS;
         assert!(close(ll.ring_latency(span, 0.0), 1245.5));
         assert!(close(ll128.ring_latency(span, 0.0), 2224.4));
@@ -182,11 +186,7 @@ mod tests {
         // 1,024 ranks on 128 nodes: the double binary tree has 7 levels across nodes and a
         // chain of 7 hops inside each, both ways: LL 6.8 + 2 × (7 × 0.6 + 7 × 5.0) = 85.2 µs,
         // where the ring's 2,046 steps would take 6.6 + 1,792 × 1.0 + 254 × 2.7 = 2,484.4 µs.
-        let span = Span {
-            ranks: 1024.0,
-            nodes: 128.0,
-            all_reduce: true,
-        };
+        let span = group(1024.0, 128.0, true);
         let ll = PROTOCOLS[0];
         assert!(close(ll.tree_latency(span, 0.0), 85.2));
         assert!(close(ll.ring_latency(span, 0.0), 2484.4));
@@ -198,11 +198,7 @@ mod tests {
         ));
         // Inside one node there is no tree: a ring of 8 under Simple for a large payload,
         // 8.4 + 14 × 3.4 = 56 µs on top of the bytes.
-        let node = Span {
-            ranks: 8.0,
-            nodes: 1.0,
-            all_reduce: true,
-        };
+        let node = group(8.0, 1.0, true);
         assert!(close(collective_seconds(node, 0.01, 0.0), 10_056.0));
     }
 
@@ -211,18 +207,10 @@ mod tests {
         // 16 ranks on 16 nodes, all-gather: every step crosses the network, and NCCL costs
         // those steps at its tree latency ("latencies are fully exposed"): LL
         // 6.6 + 15 × 5.0 = 81.6 µs where 8 ranks per node would pay 2.7 per crossing.
-        let span = Span {
-            ranks: 16.0,
-            nodes: 16.0,
-            all_reduce: false,
-        };
+        let span = group(16.0, 16.0, false);
         assert!(close(PROTOCOLS[0].ring_latency(span, 0.0), 81.6));
         // A lone rank has nothing to exchange.
-        let alone = Span {
-            ranks: 1.0,
-            nodes: 1.0,
-            all_reduce: true,
-        };
+        let alone = group(1.0, 1.0, true);
         assert_eq!(collective_seconds(alone, 1.0, 0.0), 0.0);
     }
 }
