@@ -25,7 +25,8 @@ use crate::workload::{
     comm_shape, flops_per_token, param_count, tp_collectives, tp_per_layer,
 };
 use crate::workload::{
-    HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor, held_params,
+    DEEPSPEED_REDUCE_BUCKET, Framework, HeldParams, block_kinds, dense_data_ranks,
+    expert_data_ranks, expert_tensor, held_params,
 };
 use loam_ir::types::Recompute;
 
@@ -127,15 +128,17 @@ pub(crate) struct Placement {
     pacing: Pacing,
     /// The most blocks a rank holds, at least 1.
     lps: f64,
-    /// Gradient reduce-scatter: dense gradients over the data-parallel group, routed-expert
-    /// gradients over the expert-data-parallel group.
+    /// Gradient reduce-scatter in buckets (Megatron-Core's, or DeepSpeed's where the spec names
+    /// it): dense gradients over the data-parallel group, routed-expert gradients over the
+    /// expert-data-parallel group.
     grad_rs: f64,
     /// All-gather of one block's weights, frozen ones included (ZeRO-3, before its forward and
     /// its backward).
     block_ag: f64,
     /// Reduce-scatter of one block's gradients (ZeRO-3, under its backward).
     block_rs: f64,
-    /// All-gather of the updated trainable weights after a sharded optimizer step (ZeRO-1/2).
+    /// All-gather of the updated trainable weights after a sharded optimizer step (ZeRO-1/2),
+    /// in the same buckets as `grad_rs`.
     param_ag: f64,
     /// `grad_rs / lps`.
     grad_share: f64,
@@ -396,9 +399,14 @@ impl<'a> Costing<'a> {
         // counts; weights are gathered in the training precision.
         let grad_elt = StateRecipe::reduced_gradient_bytes(self.setup);
         // Each collective pays NCCL's latency for its ranks, so what one collective carries
-        // matters: ZeRO-0 to 2 reduce and gather in Megatron-Core's buckets, ZeRO-3 block by
-        // block.
-        let bucket = ddp_bucket_params(dense_ranks);
+        // matters: Megatron-Core reduces and gathers in its DDP buckets, DeepSpeed in its reduce
+        // bucket, FSDP one wrapped block at a time (`Costing::data_seconds` picks by the
+        // framework each ZeRO stage runs under).
+        let bucket = if self.setup.states.framework == Some(Framework::DeepSpeed) {
+            DEEPSPEED_REDUCE_BUCKET
+        } else {
+            ddp_bucket_params(dense_ranks)
+        };
         let bucketed = |params: f64, group: Group, bytes: f64| {
             let full = (params / bucket).floor();
             let rest = params - full * bucket;

@@ -119,7 +119,7 @@ pub const DEEPSPEED_PREFETCH_BUCKET: f64 = 5e7;
 pub const DEEPSPEED_MAX_LIVE_PARAMETERS: f64 = 1e9;
 
 /// Physical: DeepSpeed's `reduce_bucket_size` default, elements (`deepspeed/runtime/zero/config.py`,
-/// 5e8).
+/// 5e8): the gradient buffer it holds, and what one of its reduce collectives carries.
 pub const DEEPSPEED_REDUCE_BUCKET: f64 = 5e8;
 
 impl StateRecipe {

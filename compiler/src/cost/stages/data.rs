@@ -5,7 +5,7 @@
 
 use super::{Costing, Kernel, Placement, exposed};
 use crate::cost::compute::BlockTime;
-use crate::workload::Layout;
+use crate::workload::{Framework, Layout};
 use loam_ir::types::Recompute;
 
 /// The compute a step's data-parallel communication can hide under, per micro-batch of one
@@ -96,6 +96,22 @@ impl Costing<'_> {
     ) -> DataSeconds {
         let contention = self.cluster.fitted.overlap_contention;
         let hide = |comm: f64, window: f64| exposed(comm, window, contention);
+        // What one collective carries follows the framework the stage runs under: FSDP reduces
+        // and gathers one wrapped block at a time, Megatron-Core and DeepSpeed in their buckets
+        // (`Costing::placement`); each collective pays its ring's latency.
+        let by_block = Framework::of_setup(self.setup, zero) == Framework::Fsdp;
+        let (grad_rs, param_ag, grad_share, reduce_share) = if by_block {
+            let lps = placement.lps;
+            let block = placement.block_rs;
+            (block * lps, placement.block_ag * lps, block, block)
+        } else {
+            (
+                placement.grad_rs,
+                placement.param_ag,
+                placement.grad_share,
+                placement.reduce_share,
+            )
+        };
         let (per_micro_batch, per_step) = match zero {
             0 | 1 => {
                 // Bucketed reduction overlaps the last micro-batch's backward except its last
@@ -104,11 +120,7 @@ impl Costing<'_> {
                 // bucket as it reaches them (Megatron-Core's `overlap_param_gather`, on in NeMo
                 // and Megatron-Bridge recipes). Under interleaving every chunk but the first
                 // has the later chunks' backwards (forwards) to hide under ([`Windows::new`]).
-                let reduce = if zero == 0 {
-                    2.0 * placement.grad_rs
-                } else {
-                    placement.grad_rs
-                };
+                let reduce = if zero == 0 { 2.0 * grad_rs } else { grad_rs };
                 let early = (placement.chunks - 1.0) / placement.chunks;
                 let by_chunk = |total: f64, early_window: f64, last_window: f64| {
                     hide(early * total, early_window) + hide(total - early * total, last_window)
@@ -117,13 +129,9 @@ impl Costing<'_> {
                 let weights = if zero == 0 {
                     0.0
                 } else {
-                    by_chunk(
-                        placement.param_ag,
-                        windows.early_forward,
-                        windows.last_forward,
-                    )
+                    by_chunk(param_ag, windows.early_forward, windows.last_forward)
                 };
-                (0.0, (grads + weights).max(placement.reduce_share))
+                (0.0, (grads + weights).max(reduce_share))
             }
             2 => {
                 // Gradients are reduce-scattered every micro-batch under its backward. On a
@@ -137,15 +145,12 @@ impl Costing<'_> {
                     windows.backward
                 };
                 let last = if pipelined {
-                    placement.grad_share / m.max(1.0)
+                    grad_share / m.max(1.0)
                 } else {
-                    placement.grad_share
+                    grad_share
                 };
-                let exposed = hide(placement.grad_rs, window).max(last);
-                (
-                    exposed,
-                    hide(placement.param_ag, windows.forward).max(placement.grad_share),
-                )
+                let exposed = hide(grad_rs, window).max(last);
+                (exposed, hide(param_ag, windows.forward).max(grad_share))
             }
             _ => {
                 // FSDP: per block, gather weights before forward and backward (prefetched under
@@ -251,6 +256,13 @@ mod tests {
         let zero1 = tiny_data_comm(1024, 1) - tiny_data_comm(128, 1);
         let want = 2.0 * latency_gap;
         assert!((zero1 - want).abs() < 0.03 * want, "{zero1} vs {want}");
+        // ZeRO-2 runs under FSDP (its `SHARD_GRAD_OP`) unless the spec names another
+        // framework, so it reduces block by block: each block's reduce-scatter every
+        // micro-batch (4 × 2) and each block's gather before the next step (4), 12 collectives
+        // where Megatron-Core's one bucket would make 3.
+        let zero2 = tiny_data_comm(1024, 2) - tiny_data_comm(128, 2);
+        let want = 12.0 * latency_gap;
+        assert!((zero2 - want).abs() < 0.03 * want, "{zero2} vs {want}");
     }
 
     #[test]
