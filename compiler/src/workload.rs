@@ -40,7 +40,7 @@ pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
-pub use states::{DEEPSPEED_REDUCE_BUCKET, Framework, StateOverrides, StateRecipe};
+pub use states::{Framework, StateOverrides, StateRecipe};
 
 use loam_ir::types::{Arch, Mlp, Optimizer, Precision};
 use serde::Serialize;

@@ -25,8 +25,8 @@ use crate::workload::{
     comm_shape, flops_per_token, param_count, tp_collectives, tp_per_layer,
 };
 use crate::workload::{
-    DEEPSPEED_REDUCE_BUCKET, Framework, HeldParams, block_kinds, dense_data_ranks,
-    expert_data_ranks, expert_tensor, held_params,
+    Framework, HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor,
+    held_params,
 };
 use loam_ir::types::Recompute;
 
@@ -128,9 +128,9 @@ pub(crate) struct Placement {
     pacing: Pacing,
     /// The most blocks a rank holds, at least 1.
     lps: f64,
-    /// Gradient reduce-scatter in buckets (Megatron-Core's, or DeepSpeed's where the spec names
-    /// it): dense gradients over the data-parallel group, routed-expert gradients over the
-    /// expert-data-parallel group.
+    /// Gradient reduce-scatter in buckets (`Framework::collective_params`: Megatron-Core's, or
+    /// DeepSpeed's where the spec names it): dense gradients over the data-parallel group,
+    /// routed-expert gradients over the expert-data-parallel group.
     grad_rs: f64,
     /// All-gather of one block's weights, frozen ones included (ZeRO-3, before its forward and
     /// its backward).
@@ -140,10 +140,6 @@ pub(crate) struct Placement {
     /// All-gather of the updated trainable weights after a sharded optimizer step (ZeRO-1/2),
     /// in the same buckets as `grad_rs`.
     param_ag: f64,
-    /// `grad_rs / lps`.
-    grad_share: f64,
-    /// `grad_rs / lps`: the last bucket, which nothing hides.
-    reduce_share: f64,
     /// Pipeline ranks `p`.
     stages: f64,
     /// Model chunks per rank `v`.
@@ -231,15 +227,6 @@ fn moe_share(model: &ModelDims) -> f64 {
         .map(|(n, _)| n)
         .sum();
     f64::from(moe) / f64::from(model.layers.max(1))
-}
-
-/// Parameters in one of Megatron-Core's gradient buckets over `data_ranks` data-parallel ranks:
-/// `max(40,000,000, 1,000,000 × dp_size)`, "larger DP sizes need larger buckets to ensure
-/// collectives do not become latency-bound" (NVIDIA/Megatron-LM
-/// `megatron/core/distributed/distributed_data_parallel_config.py`, `bucket_size`). Counted, not
-/// fitted; each bucket is one reduce-scatter (and, under a sharded optimizer, one all-gather).
-pub(crate) fn ddp_bucket_params(data_ranks: f64) -> f64 {
-    (1e6 * data_ranks).max(4e7)
 }
 
 /// Seconds `comm` adds to a step when it runs beside `window` seconds of compute: whatever does
@@ -399,14 +386,16 @@ impl<'a> Costing<'a> {
         // counts; weights are gathered in the training precision.
         let grad_elt = StateRecipe::reduced_gradient_bytes(self.setup);
         // Each collective pays NCCL's latency for its ranks, so what one collective carries
-        // matters: Megatron-Core reduces and gathers in its DDP buckets, DeepSpeed in its reduce
-        // bucket, FSDP one wrapped block at a time (`Costing::data_seconds` picks by the
-        // framework each ZeRO stage runs under).
-        let bucket = if self.setup.states.framework == Some(Framework::DeepSpeed) {
-            DEEPSPEED_REDUCE_BUCKET
-        } else {
-            ddp_bucket_params(dense_ranks)
-        };
+        // matters (`Framework::collective_params`): buckets as the spec's framework, else
+        // Megatron-Core, cuts them, and FSDP's blocks; `Costing::data_seconds` takes the one the
+        // framework of each ZeRO stage uses.
+        let bucket = self
+            .setup
+            .states
+            .framework
+            .and_then(|f| f.collective_params(dense_ranks))
+            .or_else(|| Framework::MegatronCore.collective_params(dense_ranks))
+            .unwrap_or(f64::INFINITY);
         let bucketed = |params: f64, group: Group, bytes: f64| {
             let full = (params / bucket).floor();
             let rest = params - full * bucket;
@@ -439,8 +428,6 @@ impl<'a> Costing<'a> {
             block_ag,
             block_rs,
             param_ag,
-            grad_share: grad_rs / lps,
-            reduce_share: grad_rs / lps,
             stages: p,
             chunks: v,
             optimizer_whole: update(params.trainable_dense, params.trainable_routed),

@@ -59,6 +59,27 @@ impl Framework {
             .framework
             .unwrap_or_else(|| Framework::for_zero(zero))
     }
+
+    /// Parameters one of the framework's data-parallel collectives carries over `data_ranks`
+    /// ranks, each paying its ring's latency; `None` where it reduces and gathers one wrapped
+    /// block at a time (FSDP). Megatron-Core's DDP buckets hold `max(40,000,000, 1,000,000 ×
+    /// dp_size)` parameters, "larger DP sizes need larger buckets to ensure collectives do not
+    /// become latency-bound" (NVIDIA/Megatron-LM
+    /// `megatron/core/distributed/distributed_data_parallel_config.py`, `bucket_size`); DeepSpeed
+    /// reduces in its [`DEEPSPEED_REDUCE_BUCKET`].
+    pub fn collective_params(self, data_ranks: f64) -> Option<f64> {
+        match self {
+            Framework::MegatronCore => Some((1e6 * data_ranks).max(4e7)),
+            Framework::DeepSpeed => Some(DEEPSPEED_REDUCE_BUCKET),
+            Framework::Fsdp => None,
+        }
+    }
+
+    /// Whether the framework's data-parallel collectives go one wrapped block at a time
+    /// ([`Framework::collective_params`] has no bucket for it).
+    pub fn collects_by_block(self) -> bool {
+        self.collective_params(1.0).is_none()
+    }
 }
 
 /// The state formats a spec pins in its `train` block; `None` keeps the recipe's.

@@ -96,22 +96,17 @@ impl Costing<'_> {
     ) -> DataSeconds {
         let contention = self.cluster.fitted.overlap_contention;
         let hide = |comm: f64, window: f64| exposed(comm, window, contention);
-        // What one collective carries follows the framework the stage runs under: FSDP reduces
-        // and gathers one wrapped block at a time, Megatron-Core and DeepSpeed in their buckets
-        // (`Costing::placement`); each collective pays its ring's latency.
-        let by_block = Framework::of_setup(self.setup, zero) == Framework::Fsdp;
-        let (grad_rs, param_ag, grad_share, reduce_share) = if by_block {
-            let lps = placement.lps;
-            let block = placement.block_rs;
-            (block * lps, placement.block_ag * lps, block, block)
+        // What one collective carries follows the framework the stage runs under
+        // (`Framework::collective_params`): FSDP reduces and gathers one wrapped block at a
+        // time, Megatron-Core and DeepSpeed in their buckets (`Costing::placement`).
+        let lps = placement.lps;
+        let (grad_rs, param_ag) = if Framework::of_setup(self.setup, zero).collects_by_block() {
+            (placement.block_rs * lps, placement.block_ag * lps)
         } else {
-            (
-                placement.grad_rs,
-                placement.param_ag,
-                placement.grad_share,
-                placement.reduce_share,
-            )
+            (placement.grad_rs, placement.param_ag)
         };
+        // A block's share of the reduction: the last of it, which nothing hides.
+        let grad_share = grad_rs / lps;
         let (per_micro_batch, per_step) = match zero {
             0 | 1 => {
                 // Bucketed reduction overlaps the last micro-batch's backward except its last
@@ -131,7 +126,7 @@ impl Costing<'_> {
                 } else {
                     by_chunk(param_ag, windows.early_forward, windows.last_forward)
                 };
-                (0.0, (grads + weights).max(reduce_share))
+                (0.0, (grads + weights).max(grad_share))
             }
             2 => {
                 // Gradients are reduce-scattered every micro-batch under its backward. On a
