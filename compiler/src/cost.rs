@@ -99,6 +99,24 @@ pub const SCALE_UP_HOP_LATENCY_S: f64 = 2e-6;
 /// rotary/bias epilogues; forward 14, backward 28).
 pub const NONGEMM_H_ELEMENTS: f64 = 42.0;
 
+/// Physical (facebookresearch/HolisticTraceAnalysis, `docs/source/features/cuda_kernel_launch_stats.rst`:
+/// "the launch time on the CPU side is between 5-20 microseconds" in PyTorch training traces):
+/// host seconds one kernel launch takes, the lower end. An eager trainer launches each kernel of
+/// a block from the CPU, so a pass over a block takes at least its kernels times this.
+pub const KERNEL_LAUNCH_S: f64 = 5e-6;
+
+/// Counted (the kernels of one dense block's forward pass as Megatron-Core's Transformer Engine
+/// layer runs it, 16-bit, tensor degree 1, no dropout): the norm and QKV GEMM, rotary embedding
+/// of the queries and of the keys, the fused attention core, the output projection, the residual
+/// add, the second norm, FC1, the activation, FC2 and the residual add.
+pub const BLOCK_KERNELS_FORWARD: f64 = 12.0;
+
+/// Counted (the same block's backward pass): input- and weight-gradient GEMMs of FC2, FC1, the
+/// output projection and QKV (eight), the activation's backward, each norm's backward and its
+/// weight-gradient reduction (four), the attention core's preprocess and main kernels (two),
+/// the rotary embedding's backward for queries and keys (two) and the two residual gradient adds.
+pub const BLOCK_KERNELS_BACKWARD: f64 = 19.0;
+
 /// Counted: bytes the optimizer step reads and writes per parameter it updates, besides the
 /// gradient read and weight write (fp32 master, m and v, each read and written).
 pub const OPTIMIZER_STATE_TRAFFIC: f64 = 24.0;

@@ -5,9 +5,10 @@
 //! over a step by [`FittedConstants::gemm_sustained`]), plus reading its operands once, plus,
 //! under FP8, casting its 16-bit input to FP8 with its scale. Attention runs at the device's
 //! measured flash-attention throughput, forward and backward apart. Work outside GEMMs (norms,
-//! activations, residuals, dropout, expert permutation) is memory-bound.
+//! activations, residuals, dropout, expert permutation) is memory-bound. A pass over a block
+//! takes at least the host's time to launch its kernels ([`launched`]).
 
-use super::NONGEMM_H_ELEMENTS;
+use super::{BLOCK_KERNELS_BACKWARD, BLOCK_KERNELS_FORWARD, KERNEL_LAUNCH_S, NONGEMM_H_ELEMENTS};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency};
 use crate::workload::{
@@ -277,13 +278,24 @@ fn kind_time(
     let nongemm_total = nongemm_total + permute;
     let nongemm_fwd = nongemm_total / 3.0;
     BlockTime {
-        forward: gemm_fwd + attn_fwd + nongemm_fwd,
-        backward: gemm_bwd + attn_bwd + 2.0 * nongemm_fwd,
+        forward: launched(gemm_fwd + attn_fwd + nongemm_fwd, BLOCK_KERNELS_FORWARD),
+        backward: launched(
+            gemm_bwd + attn_bwd + 2.0 * nongemm_fwd,
+            BLOCK_KERNELS_BACKWARD,
+        ),
         recompute: 0.0,
         attention_forward: attn_fwd,
         tensor_gemm_forward: tensor_gemm_fwd,
         tensor_gemm_backward: tensor_gemm_bwd,
     }
+}
+
+/// Seconds of a pass whose kernels take `gpu` seconds on the device and number `kernels`: the
+/// device runs them no faster than the host launches them ([`KERNEL_LAUNCH_S`] each). Above
+/// that floor the host launches ahead of the device and the pass takes the device's time, so a
+/// block of realistic size is unchanged; a small block at a small micro-batch is launch-bound.
+pub(crate) fn launched(gpu: f64, kernels: f64) -> f64 {
+    gpu.max(kernels * KERNEL_LAUNCH_S)
 }
 
 /// The output head of one micro-batch on one device: the logits GEMM and the softmax

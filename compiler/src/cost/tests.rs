@@ -342,3 +342,64 @@ fn a_sites_fixed_step_cost_is_added_once_in_other() {
     let expect = a.tokens_per_s * a.step_time_s / (a.step_time_s + 0.5);
     assert!((b.tokens_per_s - expect).abs() < 1e-9 * expect);
 }
+
+/// GPT-2 small (124M: 12 blocks of 768 wide, 12 heads, GeLU MLP of 3,072, 1,024 tokens).
+fn gpt2_small() -> ModelDims {
+    ModelDims::dense(12, 768, 3072, 12, 12, 50_257, 1024, Mlp::Gelu)
+}
+
+#[test]
+fn a_small_block_at_one_sequence_waits_for_the_hosts_launches() {
+    // On an H100 (bf16 GEMMs at 989 × 0.803 × 0.86 = 683 TFLOP/s), one block of GPT-2 small
+    // forward on 1,024 tokens runs 2 · 1,024 · (4 · 768² + 2 · 768 · 3,072) = 14.5 GFLOP of GEMMs
+    // (21 µs, 33 µs with reading their operands and writing their outputs), 1.6 GFLOP of causal
+    // attention at 346 TFLOP/s (5 µs) and a few µs of norms and activations: under the 60 µs the
+    // host takes to launch its 12 kernels, so the forward takes the launches' time. Its backward
+    // (twice the GEMMs, 66 µs, and 2.5 times the attention) passes the 95 µs of its 19 launches.
+    let c = cluster("H100_SXM", 1, 3200.0);
+    let rates = compute::Rates::new(&c, Precision::Bf16).unwrap();
+    let one = Layout::single();
+    let block = compute::block_time(&gpt2_small(), &one, &rates, true);
+    assert_eq!(block.forward, 12.0 * 5e-6, "{block:?}");
+    assert!(block.backward > 19.0 * 5e-6, "{block:?}");
+    assert!(block.tensor_gemm_forward < 40e-6, "{block:?}");
+    // Sixteen sequences per micro-batch give the device about sixteen times the forward work,
+    // well above the launches: the device's time, and far less per token.
+    let sixteen = Layout {
+        micro_batch: 16,
+        ..one
+    };
+    let wide = compute::block_time(&gpt2_small(), &sixteen, &rates, true);
+    assert!(wide.forward > 5.0 * 12.0 * 5e-6, "{wide:?}");
+    assert!(
+        wide.forward / 16.0 < 0.8 * block.forward,
+        "{wide:?} {block:?}"
+    );
+    // A block of realistic size never meets the floor: Llama 3 70B's forward on 8,192 tokens
+    // takes tens of milliseconds.
+    let big = compute::block_time(&llama70b(), &one, &rates, true);
+    assert!(big.forward > 100.0 * 12.0 * 5e-6, "{big:?}");
+}
+
+#[test]
+fn a_launch_bound_model_trains_faster_on_larger_micro_batches() {
+    // A model of 8 blocks 512 wide on 512 tokens: a block's forward is about 8 µs of device work
+    // (2 · 512 · 3.1 M = 3.2 GFLOP of GEMMs at 683 TFLOP/s, and its weights read once), its
+    // backward about twice that, against 60 and 95 µs of launches: at one sequence per
+    // micro-batch the step runs at the host's pace, 155 µs a block, where the device alone would
+    // take about 25. At 32 sequences the device's work passes the launches. So a step of the same
+    // 64 sequences runs several times faster, where the device's work alone would differ only by
+    // what a micro-batch pays once (the head's weight reads).
+    let model = ModelDims::dense(8, 512, 2048, 8, 8, 8192, 512, Mlp::Gelu);
+    let c = cluster("H100_SXM", 1, 3200.0);
+    let s = setup(64, Precision::Bf16);
+    let at = |micro_batch: u32| {
+        let layout = Layout {
+            micro_batch,
+            ..Layout::single()
+        };
+        estimate(&model, &s, &layout, &c).unwrap().tokens_per_s
+    };
+    let (one, wide) = (at(1), at(32));
+    assert!(wide > 3.0 * one, "{one} tokens/s at 1, {wide} at 32");
+}
