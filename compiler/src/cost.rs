@@ -117,6 +117,33 @@ pub const BLOCK_KERNELS_FORWARD: f64 = 12.0;
 /// the rotary embedding's backward for queries and keys (two) and the two residual gradient adds.
 pub const BLOCK_KERNELS_BACKWARD: f64 = 19.0;
 
+/// Counted (Megatron-Core's MoE layer with its all-to-all dispatcher and grouped GEMMs, at
+/// least): kernels an MoE block's forward launches beyond a dense block's. Its MLP runs the router
+/// GEMM, the top-k softmax, the permutation, the dispatch all-to-all, grouped FC1, the
+/// activation, grouped FC2, the combine all-to-all and the unpermutation: 9 for the dense FC1,
+/// activation and FC2.
+pub const MOE_EXTRA_KERNELS_FORWARD: f64 = 6.0;
+
+/// Counted (the same, backward): the router GEMM's two gradients, the softmax's, the
+/// permutation's, two all-to-alls, the grouped GEMMs' four and the activation's, the
+/// unpermutation's: 12 for the dense MLP's five.
+pub const MOE_EXTRA_KERNELS_BACKWARD: f64 = 7.0;
+
+/// Counted (Megatron-Core's tensor-parallel layers): collectives one pass of a block launches
+/// over the tensor group, two all-reduces (after the output projection and FC2 forward, of the
+/// QKV and FC1 input gradients backward), each an all-gather and a reduce-scatter under sequence
+/// parallelism.
+pub const TENSOR_COLLECTIVES_PER_PASS: f64 = 2.0;
+
+/// Counted (Transformer Engine's FP8 linears): cast kernels an FP8 block's forward adds, the
+/// inputs of the output projection and FC2 (the QKV and FC1 inputs are cast by the norm kernel
+/// before them).
+pub const FP8_CAST_KERNELS_FORWARD: f64 = 2.0;
+
+/// Counted (the same, backward): the output gradient of each of the four linears, cast and
+/// transposed in one kernel each.
+pub const FP8_CAST_KERNELS_BACKWARD: f64 = 4.0;
+
 /// Counted: bytes the optimizer step reads and writes per parameter it updates, besides the
 /// gradient read and weight write (fp32 master, m and v, each read and written).
 pub const OPTIMIZER_STATE_TRAFFIC: f64 = 24.0;

@@ -8,7 +8,11 @@
 //! activations, residuals, dropout, expert permutation) is memory-bound. A pass over a block
 //! takes at least the host's time to launch its kernels ([`launched`]).
 
-use super::{BLOCK_KERNELS_BACKWARD, BLOCK_KERNELS_FORWARD, KERNEL_LAUNCH_S, NONGEMM_H_ELEMENTS};
+use super::{
+    BLOCK_KERNELS_BACKWARD, BLOCK_KERNELS_FORWARD, FP8_CAST_KERNELS_BACKWARD,
+    FP8_CAST_KERNELS_FORWARD, KERNEL_LAUNCH_S, MOE_EXTRA_KERNELS_BACKWARD,
+    MOE_EXTRA_KERNELS_FORWARD, NONGEMM_H_ELEMENTS, TENSOR_COLLECTIVES_PER_PASS,
+};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures, Efficiency};
 use crate::workload::{
@@ -277,17 +281,38 @@ fn kind_time(
     };
     let nongemm_total = nongemm_total + permute;
     let nongemm_fwd = nongemm_total / 3.0;
+    let (kernels_fwd, kernels_bwd) = block_kernels(kind, layout, rates.cast_bytes > 0.0);
     BlockTime {
-        forward: launched(gemm_fwd + attn_fwd + nongemm_fwd, BLOCK_KERNELS_FORWARD),
-        backward: launched(
-            gemm_bwd + attn_bwd + 2.0 * nongemm_fwd,
-            BLOCK_KERNELS_BACKWARD,
-        ),
+        forward: launched(gemm_fwd + attn_fwd + nongemm_fwd, kernels_fwd),
+        backward: launched(gemm_bwd + attn_bwd + 2.0 * nongemm_fwd, kernels_bwd),
         recompute: 0.0,
         attention_forward: attn_fwd,
         tensor_gemm_forward: tensor_gemm_fwd,
         tensor_gemm_backward: tensor_gemm_bwd,
     }
+}
+
+/// Kernels the forward and the backward pass of a block of `kind` launch under `layout`, with
+/// FP8 GEMMs when `fp8`: a dense block's, plus an MoE MLP's, the tensor-parallel collectives
+/// (doubled under sequence parallelism) and FP8's casts. A lower bound: Python's own time per op
+/// and the kernels of less common paths are not counted.
+pub(crate) fn block_kernels(kind: BlockKind, layout: &Layout, fp8: bool) -> (f64, f64) {
+    let mut forward = BLOCK_KERNELS_FORWARD;
+    let mut backward = BLOCK_KERNELS_BACKWARD;
+    if kind.moe {
+        forward += MOE_EXTRA_KERNELS_FORWARD;
+        backward += MOE_EXTRA_KERNELS_BACKWARD;
+    }
+    if layout.tensor > 1 {
+        let split = if layout.sequence_parallel { 2.0 } else { 1.0 };
+        forward += TENSOR_COLLECTIVES_PER_PASS * split;
+        backward += TENSOR_COLLECTIVES_PER_PASS * split;
+    }
+    if fp8 {
+        forward += FP8_CAST_KERNELS_FORWARD;
+        backward += FP8_CAST_KERNELS_BACKWARD;
+    }
+    (forward, backward)
 }
 
 /// Seconds of a pass whose kernels take `gpu` seconds on the device and number `kernels`: the

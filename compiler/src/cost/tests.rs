@@ -403,3 +403,33 @@ fn a_launch_bound_model_trains_faster_on_larger_micro_batches() {
     let (one, wide) = (at(1), at(32));
     assert!(wide > 3.0 * one, "{one} tokens/s at 1, {wide} at 32");
 }
+
+#[test]
+fn a_blocks_launches_count_its_experts_collectives_and_casts() {
+    // Counted by hand: a dense block launches 12 kernels forward and 19 backward. An MoE block
+    // at tensor degree 2 with sequence parallelism under FP8 adds the MoE MLP's 6 and 7, two
+    // all-gathers and two reduce-scatters each way, and the casts of 2 inputs forward and of 4
+    // output gradients backward: 24 and 34.
+    let dense = crate::workload::BlockKind {
+        moe: false,
+        sliding: false,
+    };
+    let moe = crate::workload::BlockKind {
+        moe: true,
+        sliding: false,
+    };
+    let one = Layout::single();
+    assert_eq!(compute::block_kernels(dense, &one, false), (12.0, 19.0));
+    let split = Layout {
+        tensor: 2,
+        sequence_parallel: true,
+        ..one
+    };
+    assert_eq!(compute::block_kernels(moe, &split, true), (24.0, 34.0));
+    // Without sequence parallelism the two collectives of each pass are all-reduces.
+    let reduced = Layout {
+        sequence_parallel: false,
+        ..split
+    };
+    assert_eq!(compute::block_kernels(dense, &reduced, false), (14.0, 21.0));
+}
