@@ -478,3 +478,36 @@ fn a_plan_is_the_same_on_any_number_of_threads() {
         }
     }
 }
+
+#[test]
+fn a_job_of_short_sequences_plans_without_context_parallelism() {
+    // Context parallelism keeps at least 1,024 tokens a rank; one rank is no context
+    // parallelism and needs none. Sequences of 256 tokens once left the search no context
+    // degree at all, and every such job was refused as fitting no layout.
+    let plan = plan_text(
+        r#"job "short" {
+  tenant = "nlp"
+  model {
+    layers   = 12
+    hidden   = 768
+    ffn      = 3072
+    heads    = 12
+    vocab    = 50257
+    seq_len  = 256
+  }
+  train {
+    tokens       = 20B
+    global_batch = 512
+    precision    = bf16
+  }
+  resources {
+    pool        = xirang
+    devices     = [H100_SXM]
+    max_devices = 8
+  }
+}
+"#,
+    );
+    assert!(plan.feasible, "{:?}", plan.reasons);
+    assert_eq!(plan.layout.expect("a layout").context, 1);
+}

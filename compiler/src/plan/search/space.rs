@@ -180,10 +180,12 @@ impl Axes {
             },
             contexts: match pins.context {
                 Some(c) => vec![c],
-                // Powers of two that leave each rank at least 1024 tokens in two balanced chunks.
+                // Powers of two that leave each rank at least 1024 tokens in two balanced chunks;
+                // one rank (no context parallelism) whatever the sequence, so a job of short
+                // sequences has layouts too.
                 None => (0..8)
                     .map(|i| 1u32 << i)
-                    .filter(|c| model.seq_len / c >= 1024)
+                    .filter(|&c| c == 1 || model.seq_len / c >= 1024)
                     .collect(),
             },
             pipelines: match pins.pipeline {
