@@ -28,6 +28,19 @@ use serde::Serialize;
 pub use stages::StageSeconds;
 pub(crate) use stages::{Costing, KernelShare, StageCache};
 
+/// Kernels a forward pass of `layout`'s blocks launches on `cluster` when every block waits for
+/// its launches there rather than for the device ([`KERNEL_LAUNCH_S`] each); `None` when the
+/// device's work is longer or the device lacks the precision.
+pub(crate) fn launch_bound(
+    model: &ModelDims,
+    setup: &TrainSetup,
+    layout: &Layout,
+    cluster: &ClusterFigures,
+) -> Option<f64> {
+    let rates = compute::Rates::new(cluster, setup.precision)?;
+    compute::launch_bound_forward(model, layout, &rates, setup.flash_attention)
+}
+
 /// The fastest FLOP/s any kernel of the cost model runs at on `cluster` under `precision`
 /// (`None` when the device has no peak for it): no costed step does its model FLOPs faster, so
 /// it bounds a step from below.

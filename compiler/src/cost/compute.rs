@@ -315,6 +315,30 @@ pub(crate) fn block_kernels(kind: BlockKind, layout: &Layout, fp8: bool) -> (f64
     (forward, backward)
 }
 
+/// The most kernels a forward pass of one of `model`'s block kinds launches under `layout`, when
+/// every kind's forward waits for its launches ([`launched`] at its floor); `None` when some
+/// block's device work is longer.
+pub(crate) fn launch_bound_forward(
+    model: &ModelDims,
+    layout: &Layout,
+    rates: &Rates,
+    flash_attention: bool,
+) -> Option<f64> {
+    let mut most: Option<f64> = None;
+    for (count, kind) in block_kinds(model) {
+        if count == 0 {
+            continue;
+        }
+        let (kernels, _) = block_kernels(kind, layout, rates.cast_bytes > 0.0);
+        let forward = kind_time(model, kind, layout, rates, flash_attention).forward;
+        if forward > kernels * KERNEL_LAUNCH_S {
+            return None;
+        }
+        most = Some(most.map_or(kernels, |m: f64| m.max(kernels)));
+    }
+    most
+}
+
 /// Seconds of a pass whose kernels take `gpu` seconds on the device and number `kernels`: the
 /// device runs them no faster than the host launches them ([`KERNEL_LAUNCH_S`] each). Above
 /// that floor the host launches ahead of the device and the pass takes the device's time, so a

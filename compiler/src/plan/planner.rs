@@ -319,6 +319,10 @@ pub(crate) fn plan_job_walking(
             };
             single::fill(&mut plan, job, pool, run, r, totals);
             let c = &r.candidate;
+            let setup = setup_on(&request.setup, r.placement.device);
+            if let Some(note) = launch_note(&request.model, &setup, &c.layout, r.placement) {
+                plan.notes.push(note);
+            }
             if plan.feasible && c.devices == 1 {
                 let wall_s = objectives
                     .get(r.option)
@@ -395,6 +399,24 @@ pub(crate) fn plan_job_walking(
         plan.diagnostics.extend(guarded);
     }
     plan
+}
+
+/// The plan's note when its blocks' forward passes wait for their kernel launches
+/// (`cost::launch_bound`): what they wait for, and what would keep the devices busier.
+fn launch_note(
+    model: &crate::workload::ModelDims,
+    setup: &crate::workload::TrainSetup,
+    layout: &crate::workload::Layout,
+    placement: &Placement<'_>,
+) -> Option<String> {
+    let kernels = crate::cost::launch_bound(model, setup, layout, &placement.cluster)?;
+    let launch_us = crate::cost::KERNEL_LAUNCH_S * 1e6;
+    Some(format!(
+        "each block's forward pass waits for its {kernels:.0} kernel launches ({:.0} µs at {launch_us:.0} µs each), longer than the device's work at {} sequence{} per micro-batch: a larger micro-batch, fewer data-parallel ranks or a stack that captures blocks as CUDA graphs would keep the devices busier (docs/cost-model.md, \"Kernel launches\")",
+        kernels * launch_us,
+        layout.micro_batch,
+        if layout.micro_batch == 1 { "" } else { "s" },
+    ))
 }
 
 /// L3002: no node group of the pool may run the job; `headline` says so, `skipped` says why

@@ -480,6 +480,60 @@ fn a_plan_is_the_same_on_any_number_of_threads() {
 }
 
 #[test]
+fn a_plan_whose_blocks_wait_for_their_launches_says_so() {
+    // 8 blocks 512 wide on 512 tokens: a block's forward is about 8 µs of an H100's work at one
+    // sequence per micro-batch, under the 60 µs of its 12 launches (cost::tests).
+    let job = |parallel: &str| {
+        format!(
+            r#"job "small" {{
+  tenant = "nlp"
+  model {{
+    layers   = 8
+    hidden   = 512
+    ffn      = 2048
+    heads    = 8
+    vocab    = 8192
+    seq_len  = 512
+  }}
+  train {{
+    tokens       = 2B
+    global_batch = 64
+    precision    = bf16
+  }}
+  {parallel}
+  resources {{
+    pool        = xirang
+    devices     = [H100_SXM]
+    max_devices = 8
+  }}
+}}
+"#
+        )
+    };
+    let pinned = plan_text(&job("parallel {\n    micro_batch = 1\n  }"));
+    let note = pinned
+        .notes
+        .iter()
+        .find(|n| n.contains("kernel launches"))
+        .expect("a note on the launches");
+    assert!(
+        note.contains("12 kernel launches (60 µs at 5 µs each)"),
+        "{note}"
+    );
+    assert!(note.contains("at 1 sequence per micro-batch"), "{note}");
+    // On auto the search takes micro-batches whose work outlasts the launches, and says
+    // nothing.
+    let auto = plan_text(&job(""));
+    let layout = auto.layout.expect("a layout");
+    assert!(layout.micro_batch > 1, "{layout:?}");
+    assert!(
+        !auto.notes.iter().any(|n| n.contains("kernel launches")),
+        "{:?}",
+        auto.notes
+    );
+}
+
+#[test]
 fn a_job_of_short_sequences_plans_without_context_parallelism() {
     // Context parallelism keeps at least 1,024 tokens a rank; one rank is no context
     // parallelism and needs none. Sequences of 256 tokens once left the search no context
