@@ -236,39 +236,49 @@ fn a_pipeline_crosses_sites_only_within_the_latency_budget() {
     assert!(data.options.iter().any(|o| o.strategy == "move-compute"));
 }
 
+/// A dense bf16 job `name` of `tenant` with `model`'s layers, hidden, ffn, heads, vocab and
+/// seq_len, `tokens` and `batch`, and `rest` (its further blocks) after its `train` block.
+fn dense_job(
+    name: &str,
+    tenant: &str,
+    model: [u64; 6],
+    tokens: &str,
+    batch: u32,
+    rest: &str,
+) -> String {
+    let [layers, hidden, ffn, heads, vocab, seq_len] = model;
+    format!(
+        r#"job "{name}" {{
+  tenant = "{tenant}"
+  model {{
+    layers   = {layers}
+    hidden   = {hidden}
+    ffn      = {ffn}
+    heads    = {heads}
+    vocab    = {vocab}
+    seq_len  = {seq_len}
+  }}
+  train {{
+    tokens       = {tokens}
+    global_batch = {batch}
+    precision    = bf16
+  }}
+{rest}}}
+"#
+    )
+}
+
+/// A `resources` block of at most 8 H100 on `xirang`.
+const ON_EIGHT_H100: &str = "  resources {\n    pool        = xirang\n    devices     = [H100_SXM]\n    max_devices = 8\n  }\n";
+
 #[test]
 fn a_one_device_cost_job_runs_on_a_slice_and_a_time_job_does_not() {
     let job = |goal: &str| {
-        format!(
-            r#"job "tiny" {{
-  tenant = "vision"
-  model {{
-    layers   = 12
-    hidden   = 768
-    ffn      = 3072
-    heads    = 12
-    vocab    = 50257
-    seq_len  = 1024
-  }}
-  train {{
-    tokens       = 200M
-    global_batch = 32
-    precision    = bf16
-  }}
-  resources {{
-    pool    = xirang
-    devices = [A100_SXM_80GB]
-    max_devices = 1
-  }}
-  goal {{
-    {goal}
-  }}
-  checkpoint {{
-    path = "/ckpt/vision/tiny"
-  }}
-}}
-"#
-        )
+        let rest = format!(
+            "  resources {{\n    pool    = xirang\n    devices = [A100_SXM_80GB]\n    max_devices = 1\n  }}\n  goal {{\n    {goal}\n  }}\n  checkpoint {{\n    path = \"/ckpt/vision/tiny\"\n  }}\n"
+        );
+        let gpt2_small = [12, 768, 3072, 12, 50257, 1024];
+        dense_job("tiny", "vision", gpt2_small, "200M", 32, &rest)
     };
     let whole = plan_text(&job("optimize = time"));
     let sliced = plan_text(&job("optimize = cost\n    deadline = 3d"));
@@ -304,14 +314,18 @@ fn an_interruptible_job_gets_its_cheapest_hours_within_the_deadline() {
     assert_eq!(steady.schedule, None);
 }
 
+/// The note of `plan` that contains `text`.
+fn note_with<'p>(plan: &'p Plan, text: &str) -> &'p str {
+    plan.notes
+        .iter()
+        .find(|n| n.contains(text))
+        .unwrap_or_else(|| panic!("no note with {text:?} in {:?}", plan.notes))
+}
+
 #[test]
 fn borrowed_devices_say_who_may_take_them() {
     let plan = plan_text(&example("hetero-70b-guiyang.loam"));
-    let borrowed = plan
-        .notes
-        .iter()
-        .find(|n| n.contains("above the tenant's guaranteed quota"))
-        .expect("a note on borrowed devices");
+    let borrowed = note_with(&plan, "above the tenant's guaranteed quota");
     // The example is `high`: only `critical` jobs outrank it.
     assert!(borrowed.contains("critical jobs may preempt"), "{borrowed}");
     assert!(!borrowed.contains("normal"), "{borrowed}");
@@ -484,38 +498,12 @@ fn a_plan_whose_blocks_wait_for_their_launches_says_so() {
     // 8 blocks 512 wide on 512 tokens: a block's forward is about 8 µs of an H100's work at one
     // sequence per micro-batch, under the 60 µs of its 12 launches (cost::tests).
     let job = |parallel: &str| {
-        format!(
-            r#"job "small" {{
-  tenant = "nlp"
-  model {{
-    layers   = 8
-    hidden   = 512
-    ffn      = 2048
-    heads    = 8
-    vocab    = 8192
-    seq_len  = 512
-  }}
-  train {{
-    tokens       = 2B
-    global_batch = 64
-    precision    = bf16
-  }}
-  {parallel}
-  resources {{
-    pool        = xirang
-    devices     = [H100_SXM]
-    max_devices = 8
-  }}
-}}
-"#
-        )
+        let rest = format!("{parallel}{ON_EIGHT_H100}");
+        let model = [8, 512, 2048, 8, 8192, 512];
+        dense_job("small", "nlp", model, "2B", 64, &rest)
     };
-    let pinned = plan_text(&job("parallel {\n    micro_batch = 1\n  }"));
-    let note = pinned
-        .notes
-        .iter()
-        .find(|n| n.contains("kernel launches"))
-        .expect("a note on the launches");
+    let pinned = plan_text(&job("  parallel {\n    micro_batch = 1\n  }\n"));
+    let note = note_with(&pinned, "kernel launches");
     assert!(
         note.contains("12 kernel launches (60 µs at 5 µs each)"),
         "{note}"
@@ -538,30 +526,8 @@ fn a_job_of_short_sequences_plans_without_context_parallelism() {
     // Context parallelism keeps at least 1,024 tokens a rank; one rank is no context
     // parallelism and needs none. Sequences of 256 tokens once left the search no context
     // degree at all, and every such job was refused as fitting no layout.
-    let plan = plan_text(
-        r#"job "short" {
-  tenant = "nlp"
-  model {
-    layers   = 12
-    hidden   = 768
-    ffn      = 3072
-    heads    = 12
-    vocab    = 50257
-    seq_len  = 256
-  }
-  train {
-    tokens       = 20B
-    global_batch = 512
-    precision    = bf16
-  }
-  resources {
-    pool        = xirang
-    devices     = [H100_SXM]
-    max_devices = 8
-  }
-}
-"#,
-    );
+    let model = [12, 768, 3072, 12, 50257, 256];
+    let plan = plan_text(&dense_job("short", "nlp", model, "20B", 512, ON_EIGHT_H100));
     assert!(plan.feasible, "{:?}", plan.reasons);
     assert_eq!(plan.layout.expect("a layout").context, 1);
 }
