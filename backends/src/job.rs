@@ -395,6 +395,17 @@ fn group_trainer_args(
         // keeps its arguments.
         args.push("--tensor-overlap=true".to_string());
     }
+    if let Some(dispatch) = plan.workload.expert_dispatch
+        && own.expert > 1
+    {
+        // The plan's time sends each token once to every node holding one of its experts: a
+        // Megatron launcher passes `--moe-token-dispatcher-type flex
+        // --moe-flex-dispatcher-backend deepep` (or `hybridep`; NVIDIA/Megatron-LM
+        // `megatron/core/transformer/transformer_config.py`, `moe_token_dispatcher_type`,
+        // `moe_flex_dispatcher_backend`), a NeMo AutoModel one `dispatcher: deepep`. Written
+        // only where the experts are split, so a plan of the all-to-all keeps its arguments.
+        args.push(format!("--expert-dispatch={dispatch}"));
+    }
     if let (Recompute::Full, Some(blocks)) = (own.recompute, own.recompute_layers) {
         // Partial recomputation: the first blocks of each model chunk are replayed whole, the
         // rest keep their activations, as the plan's memory and time assume. A Megatron launcher

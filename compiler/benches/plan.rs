@@ -40,6 +40,7 @@ fn bench(c: &mut Criterion) {
         optimizer: Optimizer::Adamw,
         tokens: 15.6e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: loam_compiler::workload::StateOverrides::NONE,
     };
     let cluster = ClusterFigures {

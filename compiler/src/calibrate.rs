@@ -52,7 +52,7 @@ use crate::check::{MAX_DIM, MAX_LAYERS};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
-use crate::workload::{Layout, ModelDims, TrainSetup};
+use crate::workload::{ExpertDispatch, Layout, ModelDims, TrainSetup};
 use crate::workload::{Pins, StageSplit};
 use loam_ir::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
@@ -585,6 +585,7 @@ fn calibrate_row(
         tokens: 1e12,
         flash_attention: !model.dropout,
         states: row.published_states(published.precision),
+        expert_dispatch: ExpertDispatch::AllToAll,
     };
     let dpn = device.devices_per_node.max(1);
     let cluster = ClusterFigures {

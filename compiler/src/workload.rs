@@ -11,6 +11,7 @@ pub mod layout;
 mod memory;
 pub mod ops;
 mod params;
+pub mod routing;
 pub mod schedule;
 mod split;
 mod states;
@@ -39,6 +40,7 @@ pub use params::{
 pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
+pub use routing::{ExpertDispatch, ExpertGroups};
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 
@@ -95,6 +97,10 @@ pub struct ModelDims {
     /// Expert capacity factor: each expert computes (and exchanges) `capacity_factor ×` its
     /// balanced share of tokens, padding included; `None` = dropless, balanced routing.
     pub capacity_factor: Option<f64>,
+    /// Group-limited routing (`expert_groups`, `groups_per_token`); `None` = a token may pick
+    /// any of the experts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_groups: Option<ExpertGroups>,
     /// Which weights train (all of them unless frozen or under LoRA).
     pub trainable: Trainable,
 }
@@ -133,6 +139,7 @@ impl ModelDims {
             expert_ffn: None,
             shared_experts: 0,
             dense_layers: 0,
+            expert_groups: None,
             capacity_factor: None,
             trainable: Trainable::default(),
         }
@@ -253,6 +260,9 @@ pub struct TrainSetup {
     pub flash_attention: bool,
     /// State formats the spec pins over its framework's recipe ([`StateRecipe`]).
     pub states: StateOverrides,
+    /// How the stack sends an MoE layer's tokens to their experts' ranks.
+    #[serde(skip_serializing_if = "ExpertDispatch::is_all_to_all")]
+    pub expert_dispatch: ExpertDispatch,
 }
 
 impl TrainSetup {

@@ -245,6 +245,26 @@ pub fn layout_line(l: impl Into<LayoutIr>) -> String {
 /// The layout in one line: `TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective`; for
 /// a heterogeneous data-parallel plan, each group's joined by ` + `.
 pub fn plan_layout_line(plan: &Plan) -> String {
+    format!("{}{}", plan_layout_degrees(plan), dispatch_text(plan))
+}
+
+/// What a plan's layout line adds when its experts' tokens go once to each node that holds one
+/// of a token's experts (the plan's time assumes it, `workload.expert_dispatch`); nothing for
+/// the all-to-all or where the experts are not split.
+fn dispatch_text(plan: &Plan) -> String {
+    let split = plan.layout.as_ref().is_some_and(|l| l.expert > 1)
+        || plan
+            .groups
+            .iter()
+            .any(|g| g.layout.is_some_and(|l| l.expert > 1));
+    match plan.workload.expert_dispatch {
+        Some(dispatch) if split && !dispatch.is_all_to_all() => format!(" · {dispatch} dispatch"),
+        _ => String::new(),
+    }
+}
+
+/// [`plan_layout_line`] without what it says of the expert dispatch.
+fn plan_layout_degrees(plan: &Plan) -> String {
     if is_data_split(plan) {
         return group_layout_lines(plan).join(" + ");
     }

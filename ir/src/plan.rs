@@ -5,13 +5,13 @@
 //! (tenant, node-group labels, checkpoint path …) are what backends need to write manifests
 //! without seeing the spec or the catalogue.
 
-use crate::types::{Hetero, Optimize, Precision, Priority, Recompute, SplitRule};
+use crate::types::{ExpertDispatch, Hetero, Optimize, Precision, Priority, Recompute, SplitRule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.16";
+pub const FORMAT_VERSION: &str = "1.17";
 
 pub mod json;
 mod nodes;
@@ -149,6 +149,12 @@ pub struct WorkloadIr {
     pub tokens: f64,
     /// Arithmetic precision keyword (`fp32`, `tf32`, `bf16`, `fp16`, `fp8`).
     pub precision: Precision,
+    /// How the trainer sends a mixture of experts' tokens to their experts, as the plan's time
+    /// assumes: `deduplicated` (one copy per destination node, DeepEP or HybridEP) when the spec
+    /// asks for it (`train { expert_dispatch = deduplicated }`), absent for the all-to-all. Added
+    /// in format 1.17.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_dispatch: Option<ExpertDispatch>,
 }
 
 /// The parallel layout (contract field `layout`).

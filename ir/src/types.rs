@@ -51,6 +51,32 @@ macro_rules! keyword_enum {
 }
 
 keyword_enum! {
+    /// How a training stack sends a mixture of experts' tokens to their experts' ranks.
+    ExpertDispatch {
+        /// One copy of a token per selected expert, each to its expert's rank (Megatron-Core's
+        /// `alltoall` token dispatcher).
+        AllToAll = "all_to_all",
+        /// One copy of a token per destination node (scale-up domain), forwarded there to each
+        /// selected expert: DeepEP, HybridEP, DeepSeek-V3's own dispatch.
+        Deduplicated = "deduplicated",
+    }
+}
+
+impl Default for ExpertDispatch {
+    /// The all-to-all: what a stack runs unless it says otherwise.
+    fn default() -> Self {
+        ExpertDispatch::AllToAll
+    }
+}
+
+impl ExpertDispatch {
+    /// Whether this is the default all-to-all (which specs and plans need not write).
+    pub fn is_all_to_all(&self) -> bool {
+        *self == ExpertDispatch::AllToAll
+    }
+}
+
+keyword_enum! {
     /// Numeric precision of training arithmetic.
     Precision {
         /// IEEE single precision.

@@ -442,6 +442,7 @@ fn read_costable(
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: !model.dropout,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     Ok(Costable {

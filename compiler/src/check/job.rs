@@ -2,7 +2,7 @@
 //!
 //! `None` in a parallel or planner-facing field means `auto`: the planner chooses.
 
-use crate::workload::StateOverrides;
+use crate::workload::{ExpertDispatch, ExpertGroups, StateOverrides};
 use loam_ir::span::{FileId, Span, Spanned};
 use loam_ir::types::{Arch, Mlp, Optimize, Optimizer, Precision, Priority, Recompute, SplitRule};
 use serde::Serialize;
@@ -85,6 +85,10 @@ pub struct ModelSpec {
     pub dense_layers: u64,
     /// Expert capacity factor (MoE only); absent = dropless.
     pub capacity_factor: Option<f64>,
+    /// Group-limited routing (MoE only): the groups the experts form and how many of them a
+    /// token picks from (`expert_groups`, `groups_per_token`); absent = no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_groups: Option<ExpertGroups>,
     /// Whether input embedding and LM head share weights.
     pub tie_embeddings: bool,
     /// Extra operations to keep on high-precision devices (`sensitive = [attention]`).
@@ -142,6 +146,9 @@ pub struct TrainSpec {
     /// State formats pinned over the framework's recipe (`gradients`, `master_weights`,
     /// `moments`).
     pub states: StateOverrides,
+    /// How the stack sends an MoE model's tokens to their experts (`expert_dispatch`).
+    #[serde(skip_serializing_if = "ExpertDispatch::is_all_to_all")]
+    pub expert_dispatch: ExpertDispatch,
     /// The `train` block.
     #[serde(skip)]
     pub span: Span,

@@ -4,6 +4,7 @@ use super::reader::{BlockSpec, read_block};
 use super::{MAX_DIM, MAX_LAYERS, MlaSpec, ModelSpec, OPERATIONS, single_block};
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
+use crate::workload::ExpertGroups;
 use loam_ir::diagnostics::codes;
 use loam_ir::diagnostics::{Diagnostic, Diagnostics};
 use loam_ir::span::Spanned;
@@ -51,6 +52,8 @@ pub(super) fn check_model(
         shared_experts: f.integer("shared_experts", 0, 4096, false),
         dense_layers: f.integer("dense_layers", 0, MAX_DIM, false),
         capacity_factor: f.number("capacity_factor", 1.0, 64.0),
+        expert_groups: f.integer("expert_groups", 1, 4096, false),
+        groups_per_token: f.integer("groups_per_token", 1, 4096, false),
     };
     let sensitive = f.names("sensitive");
     for op in &sensitive {
@@ -102,6 +105,13 @@ pub(super) fn check_model(
         shared_experts: moe.shared_experts.as_ref().map_or(0, |s| s.value),
         dense_layers: moe.dense_layers.as_ref().map_or(0, |d| d.value),
         capacity_factor: moe.capacity_factor.as_ref().map(|c| c.value),
+        expert_groups: match (&moe.expert_groups, &moe.groups_per_token) {
+            (Some(g), Some(m)) => Some(ExpertGroups {
+                groups: u32::try_from(g.value).unwrap_or(u32::MAX),
+                per_token: u32::try_from(m.value).unwrap_or(u32::MAX),
+            }),
+            _ => None,
+        },
         tie_embeddings,
         sensitive,
         span: block.span,
@@ -185,6 +195,8 @@ struct MoeFields {
     shared_experts: Option<Spanned<u64>>,
     dense_layers: Option<Spanned<u64>>,
     capacity_factor: Option<Spanned<f64>>,
+    expert_groups: Option<Spanned<u64>>,
+    groups_per_token: Option<Spanned<u64>>,
 }
 
 fn moe_error(message: String, span: loam_ir::span::Span, label: &str, help: &str) -> Diagnostic {
@@ -207,6 +219,11 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
                 (
                     "capacity_factor",
                     moe.capacity_factor.as_ref().map(|f| f.span),
+                ),
+                ("expert_groups", moe.expert_groups.as_ref().map(|f| f.span)),
+                (
+                    "groups_per_token",
+                    moe.groups_per_token.as_ref().map(|f| f.span),
                 ),
             ];
             for (name, span) in spans {
@@ -246,6 +263,7 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
                     .with_related(e.span, "experts set here"),
                 );
             }
+            check_expert_groups(block, moe, diags);
             if let Some(d) = &moe.dense_layers
                 && d.value >= model.layers
             {
@@ -260,6 +278,60 @@ fn check_moe_fields(model: &ModelSpec, block: &Block, moe: &MoeFields, diags: &m
                 ));
             }
         }
+    }
+}
+
+/// Group-limited routing: both fields or neither, groups that divide the experts, and no more
+/// groups per token than there are groups.
+fn check_expert_groups(block: &Block, moe: &MoeFields, diags: &mut Diagnostics) {
+    let (groups, per_token) = (moe.expert_groups.as_ref(), moe.groups_per_token.as_ref());
+    let written = |name: &str| block.attributes().any(|a| a.name.name == name);
+    match (groups, per_token) {
+        (Some(g), None) if !written("groups_per_token") => diags.push(moe_error(
+            "`expert_groups` without `groups_per_token`".to_string(),
+            g.span,
+            "the experts form groups, but how many a token picks from is missing",
+            "add `groups_per_token` (DeepSeek-V3: `expert_groups = 8`, `groups_per_token = 4`)",
+        )),
+        (None, Some(m)) if !written("expert_groups") => diags.push(moe_error(
+            "`groups_per_token` without `expert_groups`".to_string(),
+            m.span,
+            "a token picks from groups the model does not define",
+            "add `expert_groups`, the number of groups the experts form",
+        )),
+        (Some(g), Some(m)) => {
+            if let Some(e) = &moe.experts
+                && !e.value.is_multiple_of(g.value)
+            {
+                diags.push(
+                    moe_error(
+                        format!(
+                            "`expert_groups` ({}) does not divide `experts` ({})",
+                            g.value, e.value
+                        ),
+                        g.span,
+                        "each group holds an equal share of the experts",
+                        "choose a group count that divides the experts",
+                    )
+                    .with_related(e.span, "experts set here"),
+                );
+            }
+            if m.value > g.value {
+                diags.push(
+                    moe_error(
+                        format!(
+                            "`groups_per_token` ({}) is more than `expert_groups` ({})",
+                            m.value, g.value
+                        ),
+                        m.span,
+                        "a token cannot pick from more groups than there are",
+                        "make groups_per_token at most expert_groups",
+                    )
+                    .with_related(g.span, "groups set here"),
+                );
+            }
+        }
+        _ => {}
     }
 }
 

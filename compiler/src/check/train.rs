@@ -1,11 +1,13 @@
 //! The `train` block: tokens, batch, precision, optimizer, the framework and the formats of the
-//! training states (`framework`, `gradients`, `master_weights`, `moments`), and which weights train (`freeze`, `lora { … }`).
+//! training states (`framework`, `gradients`, `master_weights`, `moments`), how an MoE model's
+//! tokens reach their experts (`expert_dispatch`), and which weights train (`freeze`,
+//! `lora { … }`).
 
 use super::reader::read_block;
 use super::{LORA, LoraSpec, MAX_DIM, TRAIN, TrainSpec, single_block};
 use crate::suggest::closest;
 use crate::syntax::ast::Block;
-use crate::workload::{Framework, Part, StateOverrides};
+use crate::workload::{ExpertDispatch, Framework, Part, StateOverrides};
 use loam_ir::diagnostics::codes;
 use loam_ir::diagnostics::{Diagnostic, Diagnostics};
 use loam_ir::span::Spanned;
@@ -49,6 +51,24 @@ pub(super) fn check_train(
             false,
         )
         .map(|v| v.value);
+    let expert_dispatch = f.keyword(
+        "expert_dispatch",
+        ExpertDispatch::from_keyword,
+        &ExpertDispatch::keywords(),
+        false,
+    );
+    if let (Some(dispatch), Some(Arch::Dense)) = (&expert_dispatch, arch) {
+        f.diags.push(
+            Diagnostic::error(
+                codes::check::MOE_FIELDS,
+                "`expert_dispatch` is only for `arch = moe`",
+                dispatch.span,
+                "this model is dense: it has no experts to send tokens to",
+            )
+            .with_help("remove `expert_dispatch`, or set `arch = moe` in the model block"),
+        );
+    }
+    let expert_dispatch = expert_dispatch.map_or(ExpertDispatch::AllToAll, |d| d.value);
     let mut format = |name: &str| {
         f.keyword(
             name,
@@ -115,6 +135,7 @@ pub(super) fn check_train(
         lora,
         freeze,
         states,
+        expert_dispatch,
         span: block.span,
     })
 }

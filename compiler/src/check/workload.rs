@@ -48,6 +48,10 @@ pub fn model_dims(model: &ModelSpec) -> ModelDims {
         expert_ffn: model.expert_ffn.map(narrow),
         shared_experts: narrow(model.shared_experts),
         dense_layers: narrow(model.dense_layers),
+        expert_groups: match model.arch {
+            Arch::Dense => None,
+            Arch::Moe => model.expert_groups,
+        },
         capacity_factor: model.capacity_factor,
         trainable: Trainable::full(),
     }
@@ -86,5 +90,6 @@ pub fn train_setup(job: &Job) -> TrainSetup {
         tokens: job.train.tokens,
         flash_attention: true,
         states: job.train.states,
+        expert_dispatch: job.train.expert_dispatch,
     }
 }

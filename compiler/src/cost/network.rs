@@ -22,7 +22,8 @@
 use super::nccl::{Span, collective_seconds};
 use super::{LINK_EFFICIENCY, SCALE_UP_HOP_LATENCY_S};
 use crate::hardware::ClusterFigures;
-use crate::workload::{Layout, tp_per_layer};
+use crate::workload::routing::remote_copies_per_token;
+use crate::workload::{ExpertDispatch, Layout, ModelDims, tp_per_layer};
 
 /// The kind of a collective operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +154,46 @@ pub(crate) fn collective_time(
             intra + inter + latency
         }
     }
+}
+
+/// Seconds of one expert exchange (a dispatch or a combine) of `bytes` — the rank's tokens,
+/// one copy per selected expert, as [`crate::workload::CommSizes::ep_buffer`] counts them —
+/// over the expert `group`, as `dispatch` sends them. An all-to-all sends each copy to its
+/// expert's rank ([`Collective::AllToAll`]). A deduplicated dispatch sends each token once to
+/// every other scale-up domain that holds one of its experts
+/// ([`remote_copies_per_token`] of its `top_k` copies cross) and forwards it there over the
+/// domain's links to each expert not on the receiving rank (`(k − 1)/k` of the copies); the
+/// combine returns the same way, reduced inside the domain first.
+pub(crate) fn expert_exchange_time(
+    bytes: f64,
+    group: Group,
+    cluster: &ClusterFigures,
+    model: &ModelDims,
+    dispatch: ExpertDispatch,
+) -> f64 {
+    if dispatch == ExpertDispatch::AllToAll || group.size <= 1.0 || bytes <= 0.0 {
+        return collective_time(Collective::AllToAll, bytes, group, cluster);
+    }
+    let (up, net) = tier_bandwidths(cluster);
+    let k = group.per_node(scale_up_devices(cluster));
+    let domains = (group.size / k).ceil();
+    let top_k = model.active_experts();
+    let remote = remote_copies_per_token(
+        dispatch,
+        model.top_k,
+        model.experts,
+        model.expert_groups,
+        domains,
+    );
+    let intra = (k - 1.0) / k * bytes / up;
+    let inter =
+        remote / top_k * bytes / net * uplink_slowdown(Collective::AllToAll, group, cluster);
+    let latency = if domains > 1.0 {
+        cluster.network_latency_s
+    } else {
+        SCALE_UP_HOP_LATENCY_S
+    };
+    intra + inter + latency
 }
 
 /// Seconds of one tensor-parallel collective of a block over `layout`'s tensor group (the

@@ -15,7 +15,9 @@
 //! one straight pass: results are bit-identical whichever way they are reached.
 
 use super::compute::{BlockTime, HeadTime, Rates, block_time, embedding_time, sixteen_bit};
-use super::network::{Collective, Group, collective_time, p2p_time, tensor_collective_time};
+use super::network::{
+    Collective, Group, collective_time, expert_exchange_time, p2p_time, tensor_collective_time,
+};
 use super::pipeline_step::optimizer_seconds;
 use super::{CostError, StepBreakdown, StepEstimate};
 use crate::hardware::ClusterFigures;
@@ -328,9 +330,14 @@ impl<'a> Costing<'a> {
             size: ep,
             stride: f64::from(expert_tensor(layout)),
         };
-        let ep_layer = 4.0
-            * collective_time(Collective::AllToAll, buffers.ep, ep_group, cluster)
-            * moe_share(model);
+        let ep_layer =
+            4.0 * expert_exchange_time(
+                buffers.ep,
+                ep_group,
+                cluster,
+                model,
+                self.setup.expert_dispatch,
+            ) * moe_share(model);
         Kernel {
             block,
             head,

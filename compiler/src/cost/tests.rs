@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::calibrate::tests::test_device;
+use crate::workload::ExpertDispatch;
 use loam_ir::types::{Mlp, Optimizer, Recompute};
 
 pub(super) fn cluster(device: &str, nodes: u32, nic_gbps: f64) -> ClusterFigures {
@@ -24,6 +25,7 @@ pub(super) fn setup(batch: u32, precision: Precision) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }
@@ -204,6 +206,70 @@ fn expert_all_to_all_runs_on_the_tier_it_crosses() {
     assert!((exposed(8) / inside - 1.0).abs() < 1e-9, "{}", exposed(8));
     assert!((exposed(16) / across - 1.0).abs() < 1e-9, "{}", exposed(16));
     assert!(exposed(16) > 5.0 * exposed(8));
+}
+
+#[test]
+fn a_deduplicated_dispatch_sends_a_token_once_to_each_node_it_reaches() {
+    // DeepSeek-V3's routing on a 64-expert-rank group over eight 8-GPU nodes: 256 experts, top-8,
+    // 8 groups (one per node's 32 experts) of which a token picks 4. The all-to-all sends 7 of
+    // its 8 copies over the NICs; the deduplicated dispatch one per node reached, `8 · (1 −
+    // C(7,4)/C(8,4)) = 4` nodes of which 3.5 remote (`workload::routing`), and forwards every
+    // copy not on the receiving GPU over NVLink: 7/8 of them.
+    let mut model =
+        ModelDims::dense(8, 7168, 18432, 128, 128, 129280, 4096, Mlp::Swiglu).with_experts(256, 8);
+    model.expert_groups = Some(crate::workload::ExpertGroups {
+        groups: 8,
+        per_token: 4,
+    });
+    let c = cluster("H100_SXM", 8, 400.0);
+    let layout = |expert, dispatch| {
+        let mut s = setup(512, Precision::Bf16);
+        s.expert_dispatch = dispatch;
+        let l = Layout {
+            data: 64,
+            expert,
+            micro_batch: 1,
+            recompute: Recompute::Full,
+            zero: 1,
+            ..Layout::single()
+        };
+        (s, l)
+    };
+    let exposed = |dispatch| {
+        let (s, with) = layout(64, dispatch);
+        let (s1, without) = layout(1, dispatch);
+        estimate(&model, &s, &with, &c)
+            .unwrap()
+            .breakdown
+            .tensor_comm
+            - estimate(&model, &s1, &without, &c)
+                .unwrap()
+                .breakdown
+                .tensor_comm
+    };
+    // Dispatch and combine, forward and backward, of 4096 tokens · 8 copies · 7168 · 2 bytes, in
+    // each of 8 blocks and 8 micro-batches, fully exposed (no pipeline).
+    let bytes = 4096.0 * 8.0 * 7168.0 * 2.0;
+    let up = c.device.scale_up_bandwidth * LINK_EFFICIENCY;
+    let net = c.node_network_bandwidth * LINK_EFFICIENCY / 8.0;
+    let rounds = 8.0 * 8.0 * 4.0;
+    let all_to_all = rounds * (7.0 / 64.0 * bytes / up + 56.0 / 64.0 * bytes / net + 5e-6);
+    let deduplicated = rounds * (7.0 / 8.0 * bytes / up + 3.5 / 8.0 * bytes / net + 5e-6);
+    let a = exposed(ExpertDispatch::AllToAll);
+    let d = exposed(ExpertDispatch::Deduplicated);
+    assert!((a / all_to_all - 1.0).abs() < 1e-9, "{a} {all_to_all}");
+    assert!((d / deduplicated - 1.0).abs() < 1e-9, "{d} {deduplicated}");
+    // The NICs carry half the bytes: about half the time, since they are the bottleneck.
+    assert!(d < 0.55 * a && d > 0.45 * a, "{d} {a}");
+    // Inside one node both send the same copies over NVLink.
+    let inside = |dispatch| {
+        let (s, l) = layout(8, dispatch);
+        estimate(&model, &s, &l, &c).unwrap().breakdown.tensor_comm
+    };
+    assert_eq!(
+        inside(ExpertDispatch::AllToAll),
+        inside(ExpertDispatch::Deduplicated)
+    );
 }
 
 #[test]

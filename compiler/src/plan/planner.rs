@@ -51,6 +51,9 @@ fn workload_ir(job: &Job) -> WorkloadIr {
         global_batch: job.train.global_batch,
         tokens: job.train.tokens,
         precision: job.train.precision.value,
+        expert_dispatch: (m.arch == loam_ir::types::Arch::Moe
+            && !job.train.expert_dispatch.is_all_to_all())
+        .then_some(job.train.expert_dispatch),
     }
 }
 

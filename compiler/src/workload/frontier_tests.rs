@@ -251,6 +251,7 @@ fn lora_70b_keeps_only_its_weights_and_the_adapters_state() {
         optimizer: Optimizer::Adamw,
         tokens: 1e9,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -303,6 +304,7 @@ fn mixtral_ep8_zero1_shards_expert_state_over_the_expert_data_group() {
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -340,6 +342,7 @@ fn expert_all_to_all_buffer_grows_with_the_capacity_factor() {
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

@@ -16,6 +16,7 @@ fn setup() -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: StateOverrides::NONE,
     }
 }

@@ -148,6 +148,7 @@ fn korthikanti_175b_fits_on_80gb_with_seqpar_selective() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -187,6 +188,7 @@ fn comm_sizes_follow_sc21() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -217,6 +219,7 @@ fn the_405b_h800_stage_holds_every_micro_batch_in_flight_at_full_size() {
         optimizer: Optimizer::Adamw,
         tokens: 0.0,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

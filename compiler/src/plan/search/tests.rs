@@ -83,6 +83,7 @@ pub(super) fn setup(batch: u32) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 15e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }

@@ -261,6 +261,7 @@ mod tests {
             optimizer: Optimizer::Adamw,
             tokens: 0.0,
             flash_attention: true,
+            expert_dispatch: Default::default(),
             states: StateOverrides {
                 framework,
                 ..StateOverrides::NONE

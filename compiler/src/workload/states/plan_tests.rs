@@ -96,6 +96,7 @@ fn the_7b_on_l40s_leaves_the_layout_whose_fp32_gradients_overflow() {
         optimizer: loam_ir::types::Optimizer::Adamw,
         tokens: 200e9,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

@@ -18,6 +18,7 @@ fn setup(precision: Precision, states: StateOverrides) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 1e12,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states,
     }
 }

@@ -33,6 +33,7 @@ fn setup(global_batch: u32, flash_attention: bool) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 1e9,
         flash_attention,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }

@@ -68,6 +68,7 @@ fn setup(batch: u32, precision: Precision) -> TrainSetup {
         optimizer: Optimizer::Adamw,
         tokens: 5e9,
         flash_attention: true,
+        expert_dispatch: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }
