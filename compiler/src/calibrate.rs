@@ -16,6 +16,7 @@ mod csv_errors;
 pub mod fit;
 mod hetero;
 mod hetero_row;
+mod moe_stack;
 mod regime;
 mod row;
 mod serving;
@@ -108,6 +109,10 @@ pub struct CalibrationRow {
     /// The blank layout fields taken from the row's software stack's defaults, in a sentence
     /// (`None` when the search chose them or the row states them).
     pub stack_defaults: Option<String>,
+    /// How the row's stack sent its MoE tokens (dispatch and routing), in a sentence, when its
+    /// source documents it (`None` for dense models and sources that do not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_stack: Option<String>,
 }
 
 /// The whole comparison.
@@ -493,6 +498,7 @@ fn not_costed(
         auto_layout: None,
         auto_at_least_as_fast: false,
         stack_defaults: None,
+        moe_stack: None,
     }
 }
 
@@ -556,10 +562,16 @@ fn calibrate_row(
     device_lookup: &impl Fn(&str) -> Option<DeviceFigures>,
 ) -> Result<(CalibrationRow, Option<Prepared>), CalibrationError> {
     let published = read_published(row, line)?;
-    let model = match published_model(row, &published) {
+    let mut model = match published_model(row, &published) {
         Ok(model) => model,
         Err(reason) => return Ok((not_costed(row, &published, None, reason), None)),
     };
+    // The dispatch and routing the row's stack documents; a routing limit is the model's as it
+    // ran (a benchmark's fake gate included).
+    let moe = moe_stack::moe_stack(row, &model);
+    if let Some(m) = &moe {
+        model.expert_groups = m.groups;
+    }
     if row.node_nic_gbps <= 0.0 {
         let reason = format!(
             "`node_nic_gbps` is {}: the run states no scale-out bandwidth",
@@ -585,7 +597,9 @@ fn calibrate_row(
         tokens: 1e12,
         flash_attention: !model.dropout,
         states: row.published_states(published.precision),
-        expert_dispatch: ExpertDispatch::AllToAll,
+        expert_dispatch: moe
+            .as_ref()
+            .map_or(ExpertDispatch::AllToAll, |m| m.dispatch),
     };
     let dpn = device.devices_per_node.max(1);
     let cluster = ClusterFigures {
@@ -686,6 +700,7 @@ fn calibrate_row(
         auto_layout: own.map(|c| c.layout),
         auto_at_least_as_fast: auto_total >= best.estimate.tokens_per_s * (1.0 - 1e-9),
         stack_defaults: defaults.map(|d| d.text),
+        moe_stack: moe.map(|m| m.text),
     };
     let prepared = Prepared {
         run_id: row.run_id.clone(),

@@ -61,6 +61,20 @@ pub fn render_table(report: &CalibrationReport) -> String {
             let _ = writeln!(out, "  {run}: {text}");
         }
     }
+    let dispatched: Vec<_> = report
+        .rows
+        .iter()
+        .filter_map(|r| Some((&r.run_id, r.moe_stack.as_ref()?)))
+        .collect();
+    if !dispatched.is_empty() {
+        let _ = writeln!(
+            out,
+            "expert dispatch and routing taken from the stack's source:"
+        );
+        for (run, text) in dispatched {
+            let _ = writeln!(out, "  {run}: {text}");
+        }
+    }
     out
 }
 

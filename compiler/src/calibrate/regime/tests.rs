@@ -22,6 +22,7 @@ fn training_row(run_id: &str, error_pct: Option<f64>) -> CalibrationRow {
         auto_layout: None,
         auto_at_least_as_fast: true,
         stack_defaults: None,
+        moe_stack: None,
     }
 }
 
