@@ -224,6 +224,11 @@ pub fn attributes(plan: &Plan) -> Vec<Attr> {
     push("workload.tokens", Value::Number(w.tokens, Metric::Tokens));
     push("workload.global_batch", Value::Count(w.global_batch));
     push("workload.precision", text(w.precision.to_string()));
+    // Only where a plan names one (a deduplicated dispatch): the all-to-all is every other
+    // plan's, so a switch reads `(none) -> deduplicated`.
+    if let Some(dispatch) = w.expert_dispatch {
+        push("workload.expert_dispatch", text(dispatch.to_string()));
+    }
     if let Some(l) = &plan.layout {
         push("layout.tensor", Value::Count(l.tensor));
         push("layout.pipeline", Value::Count(l.pipeline));
