@@ -27,7 +27,9 @@ pub use service::{
     DATASETS, DatasetShape, LengthSpec, LoadSpec, ServeSpec, Service, TargetsSpec, TrafficSpec,
     dataset_shape,
 };
-pub use workload::{job_model_dims, model_dims, train_setup, trainable};
+pub use workload::{
+    expert_dispatch_on, job_model_dims, model_dims, train_setup, train_setup_on, trainable,
+};
 
 use crate::suggest::closest;
 use crate::syntax::ast::{Block, File};

@@ -489,3 +489,53 @@ fn a_deduplicated_dispatch_reaches_the_trainer_and_shortens_the_step() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&plain_dir);
 }
+
+#[test]
+fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
+    // The pool's nodes run DeepEP (`stack.expert_dispatch: deduplicated` in its file): a spec
+    // that says nothing is planned with it, one that names the all-to-all keeps that.
+    let catalogue = tempfile::tempdir().unwrap();
+    loam_tests::copy_shipped_catalogue(catalogue.path());
+    let pool = catalogue.path().join("pools/xirang.yaml");
+    let text = std::fs::read_to_string(&pool).unwrap();
+    std::fs::write(
+        &pool,
+        format!("{text}stack:\n  expert_dispatch: deduplicated\n"),
+    )
+    .unwrap();
+    let dir = scratch("pool-stack");
+    let plan_with = |train_extra: &str| {
+        let path = dir.join("job.loam");
+        std::fs::write(&path, grouped_moe(train_extra)).unwrap();
+        let (code, out, err) = run_cli(
+            &[
+                "--catalogue",
+                catalogue.path().to_str().unwrap(),
+                "plan",
+                path.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+            "",
+        );
+        assert_eq!(code, 0, "{err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        doc["plans"][0].clone()
+    };
+    let defaulted = plan_with("");
+    assert_eq!(
+        defaulted["workload"]["expert_dispatch"], "deduplicated",
+        "{defaulted}"
+    );
+    let named = plan_with("    expert_dispatch = all_to_all\n");
+    assert!(
+        named["workload"].get("expert_dispatch").is_none(),
+        "{named}"
+    );
+    let step = |p: &serde_json::Value| p["estimate"]["step_time_s"].as_f64().unwrap();
+    assert!(step(&defaulted) < step(&named));
+    // Without the pool's default the same spec is the all-to-all's.
+    let (_, builtin) = plan(&dir, &grouped_moe(""));
+    assert_eq!(step(&builtin["plans"][0]), step(&named));
+    let _ = std::fs::remove_dir_all(&dir);
+}

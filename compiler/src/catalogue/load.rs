@@ -23,6 +23,7 @@ mod file;
 mod numbers;
 mod published;
 mod run;
+mod stack;
 mod vendor;
 
 /// What a catalogue file describes, decided by the folder it is in.
@@ -459,12 +460,14 @@ impl Cx<'_, '_> {
             .filter_map(|l| self.link(l, &money))
             .collect();
         let tenants: Vec<_> = raw.tenants.iter().filter_map(|t| self.tenant(t)).collect();
+        let stack = self.pool_stack(raw.stack.as_ref());
         if sites.len() != raw.sites.len()
             || links.len() != raw.links.len()
             || tenants.len() != raw.tenants.len()
         {
             return None;
         }
+        let stack = stack?;
         Some(Pool {
             id: self.spanned(&raw.id),
             name: raw.name.value,
@@ -473,6 +476,7 @@ impl Cx<'_, '_> {
             sites,
             links,
             tenants,
+            stack,
             file: self.source.path.to_string(),
         })
     }

@@ -404,8 +404,19 @@ pub struct Pool {
     pub links: Vec<Link>,
     /// Tenants.
     pub tenants: Vec<Tenant>,
+    /// The software stack its nodes run: defaults for what a spec planned on it leaves out.
+    pub stack: PoolStack,
     /// The file it was read from.
     pub file: String,
+}
+
+/// What a pool's nodes run that changes a plan's time: a spec planned on the pool takes these
+/// where it says nothing itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PoolStack {
+    /// How an MoE layer's tokens reach their experts (`stack.expert_dispatch`); `None` = the
+    /// all-to-all.
+    pub expert_dispatch: Option<loam_ir::types::ExpertDispatch>,
 }
 
 /// The whole catalogue: every device and pool, keyed by id.

@@ -139,6 +139,16 @@ pub(crate) struct PoolFile {
     pub links: Vec<Link>,
     #[serde(default)]
     pub tenants: Vec<Tenant>,
+    #[serde(default)]
+    pub stack: Option<PoolStack>,
+}
+
+/// The software stack a pool's nodes run, as defaults for the specs planned on it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PoolStack {
+    #[serde(default)]
+    pub expert_dispatch: Option<Loc<String>>,
 }
 
 /// Base currency and exchange rates.

@@ -146,9 +146,10 @@ pub struct TrainSpec {
     /// State formats pinned over the framework's recipe (`gradients`, `master_weights`,
     /// `moments`).
     pub states: StateOverrides,
-    /// How the stack sends an MoE model's tokens to their experts (`expert_dispatch`).
-    #[serde(skip_serializing_if = "ExpertDispatch::is_all_to_all")]
-    pub expert_dispatch: ExpertDispatch,
+    /// How the stack sends an MoE model's tokens to their experts (`expert_dispatch`); `None` =
+    /// the pool's default (`stack.expert_dispatch`), else the all-to-all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_dispatch: Option<ExpertDispatch>,
     /// The `train` block.
     #[serde(skip)]
     pub span: Span,

@@ -68,7 +68,7 @@ pub(super) fn check_train(
             .with_help("remove `expert_dispatch`, or set `arch = moe` in the model block"),
         );
     }
-    let expert_dispatch = expert_dispatch.map_or(ExpertDispatch::AllToAll, |d| d.value);
+    let expert_dispatch = expert_dispatch.map(|d| d.value);
     let mut format = |name: &str| {
         f.keyword(
             name,

@@ -2,7 +2,8 @@
 //! reads them. The one place a `check::Job` becomes `ModelDims` and `TrainSetup`.
 
 use super::{Job, ModelSpec, TrainSpec};
-use crate::workload::{Lora, Mla, ModelDims, Part, TrainSetup, Trainable};
+use crate::catalogue::Pool;
+use crate::workload::{ExpertDispatch, Lora, Mla, ModelDims, Part, TrainSetup, Trainable};
 use loam_ir::types::Arch;
 
 /// Narrows a checked dimension; the checker bounds every dimension by 2²⁴, so this never
@@ -81,7 +82,25 @@ pub fn trainable(train: &TrainSpec) -> Trainable {
     Trainable::freezing(&parts)
 }
 
-/// The training setup of a job. Every device loam plans for runs fused (flash) attention.
+/// How `job`'s stack sends its MoE tokens on `pool`: the spec's `expert_dispatch`, else the
+/// pool's default (`stack.expert_dispatch`), else the all-to-all. The one reading of both.
+pub fn expert_dispatch_on(job: &Job, pool: Option<&Pool>) -> ExpertDispatch {
+    job.train
+        .expert_dispatch
+        .or_else(|| pool.and_then(|p| p.stack.expert_dispatch))
+        .unwrap_or_default()
+}
+
+/// The training setup of `job` on `pool`: [`train_setup`] with the pool's stack defaults.
+pub fn train_setup_on(job: &Job, pool: &Pool) -> TrainSetup {
+    TrainSetup {
+        expert_dispatch: expert_dispatch_on(job, Some(pool)),
+        ..train_setup(job)
+    }
+}
+
+/// The training setup of a job as its spec states it (no pool's defaults). Every device loam
+/// plans for runs fused (flash) attention.
 pub fn train_setup(job: &Job) -> TrainSetup {
     TrainSetup {
         global_batch: narrow(job.train.global_batch),
@@ -90,6 +109,6 @@ pub fn train_setup(job: &Job) -> TrainSetup {
         tokens: job.train.tokens,
         flash_attention: true,
         states: job.train.states,
-        expert_dispatch: job.train.expert_dispatch,
+        expert_dispatch: expert_dispatch_on(job, None),
     }
 }

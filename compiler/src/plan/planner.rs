@@ -29,7 +29,8 @@ use super::stages::job_graph;
 use super::uncertainty;
 use crate::catalogue::{Catalogue, Pool};
 use crate::check::Job;
-use crate::check::model_dims;
+use crate::check::{expert_dispatch_on, model_dims};
+use crate::workload::ExpertDispatch;
 use crate::workload::Pins;
 use crate::workload::param_count;
 use loam_ir::diagnostics::codes;
@@ -39,8 +40,8 @@ use loam_ir::plan::{GoalIr, Plan, WorkloadIr};
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
 
-/// The workload section of the IR.
-fn workload_ir(job: &Job) -> WorkloadIr {
+/// The workload section of the IR, with the expert dispatch its time assumes (`dispatch`).
+fn workload_ir(job: &Job, dispatch: ExpertDispatch) -> WorkloadIr {
     let m = &job.model;
     WorkloadIr {
         params: param_count(&model_dims(m)).total,
@@ -51,9 +52,8 @@ fn workload_ir(job: &Job) -> WorkloadIr {
         global_batch: job.train.global_batch,
         tokens: job.train.tokens,
         precision: job.train.precision.value,
-        expert_dispatch: (m.arch == loam_ir::types::Arch::Moe
-            && !job.train.expert_dispatch.is_all_to_all())
-        .then_some(job.train.expert_dispatch),
+        expert_dispatch: (m.arch == loam_ir::types::Arch::Moe && !dispatch.is_all_to_all())
+            .then_some(dispatch),
     }
 }
 
@@ -68,7 +68,7 @@ fn skeleton(job: &Job, file: &str) -> Plan {
         priority: job.priority,
         interruptible: job.resources.interruptible,
         pool: job.resources.pool.value.clone(),
-        workload: workload_ir(job),
+        workload: workload_ir(job, expert_dispatch_on(job, None)),
         hetero: None,
         layout: None,
         groups: Vec::new(),
@@ -137,6 +137,8 @@ pub(crate) fn plan_job_walking(
         ..
     } = &request;
     let (pool, pins) = (*pool, *pins);
+    // With the pool's stack defaults, as the request's setup costs it.
+    plan.workload = workload_ir(job, base_setup.expert_dispatch);
     let mut skipped = request.skipped.clone();
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];

@@ -10,7 +10,7 @@ use super::placement::{self, Placement};
 use super::search::Economics;
 use super::single::CheckpointNeeds;
 use crate::catalogue::{Catalogue, Pool};
-use crate::check::{Job, job_model_dims, train_setup};
+use crate::check::{Job, job_model_dims, train_setup_on};
 use crate::workload::Pins;
 use crate::workload::{ModelDims, TrainSetup};
 use loam_ir::types::Recompute;
@@ -67,7 +67,7 @@ impl<'a> PlanRequest<'a> {
             skipped,
             objectives,
             model: job_model_dims(job),
-            setup: train_setup(job),
+            setup: train_setup_on(job, pool),
             pins: Pins::of(job),
             limits: limits(job),
             currency: placement::currency(job, pool),
