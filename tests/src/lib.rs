@@ -165,6 +165,18 @@ pub fn copy_shipped_catalogue(dir: &std::path::Path) {
     }
 }
 
+/// The MoE job of `tests/cases/plan/moe-deduplicated-dispatch-over-nodes.loam` (64 experts in 8
+/// groups, a token picking from 2, its 32 expert ranks pinned over 4 H100 nodes) with its
+/// `expert_dispatch` set to `dispatch`, or left out for `None`.
+pub fn routed_moe(dispatch: Option<&str>) -> String {
+    let path = repo_root().join("tests/cases/plan/moe-deduplicated-dispatch-over-nodes.loam");
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = "    expert_dispatch = deduplicated\n";
+    assert!(text.contains(line), "{text}");
+    let with = dispatch.map_or(String::new(), |d| format!("    expert_dispatch = {d}\n"));
+    text.replace(line, &with)
+}
+
 /// The backends' options with the shipped catalogue's vendor facts, loaded once: what the emit
 /// tests render with unless they say otherwise.
 pub fn shipped_options() -> loam_backends::Options {

@@ -235,53 +235,6 @@ fn sequence_parallelism_and_partial_recomputation_are_layout_changes() {
     assert!(text.contains("-/+ job \"job-a\" {"), "{text}");
 }
 
-/// A mixture of experts on 32 H100 with its 32 expert ranks pinned over 4 nodes, its `train`
-/// block ending with `extra`.
-fn routed_moe(extra: &str) -> String {
-    format!(
-        r#"job "routed" {{
-  tenant = "nlp"
-
-  model {{
-    arch       = moe
-    layers     = 4
-    hidden     = 2048
-    ffn        = 8192
-    heads      = 16
-    vocab      = 32000
-    seq_len    = 4096
-    experts    = 64
-    top_k      = 8
-    expert_ffn = 1024
-  }}
-
-  train {{
-    tokens       = 2B
-    global_batch = 256
-    precision    = bf16
-{extra}  }}
-
-  parallel {{
-    tensor   = 1
-    pipeline = 1
-    data     = 32
-    expert   = 32
-  }}
-
-  resources {{
-    pool        = xirang
-    devices     = [H100_SXM]
-    max_devices = 32
-  }}
-
-  checkpoint {{
-    path = "/ckpt/nlp/routed"
-  }}
-}}
-"#
-    )
-}
-
 #[test]
 fn a_new_expert_dispatch_is_a_workload_change_that_replaces_the_job() {
     // Sending each token once per node changes the plan's time and the trainer's
@@ -289,11 +242,11 @@ fn a_new_expert_dispatch_is_a_workload_change_that_replaces_the_job() {
     // step shortens and the job is replaced.
     let mut repo = TempRepo::new();
     repo.add_catalogue();
-    repo.write("jobs/routed.loam", routed_moe(""));
+    repo.write("jobs/routed.loam", loam_tests::routed_moe(None));
     repo.commit("first");
     repo.write(
         "jobs/routed.loam",
-        routed_moe("    expert_dispatch = deduplicated\n"),
+        loam_tests::routed_moe(Some("deduplicated")),
     );
     let text = diff(&repo, "kubernetes");
     assert!(

@@ -4,7 +4,7 @@
 //! do not fill whole nodes plans into equal nodes that emit accepts, at every device count.
 
 use loam_ir::plan::NodeShape;
-use loam_tests::run_cli;
+use loam_tests::{routed_moe, run_cli};
 use std::path::{Path, PathBuf};
 
 /// A fresh, empty scratch folder for one test.
@@ -391,62 +391,15 @@ fn a_pinned_tensor_overlap_reaches_the_trainer_and_shortens_the_step() {
     let _ = std::fs::remove_dir_all(&plain_dir);
 }
 
-/// A DeepSeek-shaped mixture of experts (64 experts, top-8, in 8 groups of which a token picks
-/// 2) on 32 H100, its 32 expert ranks pinned over 4 nodes, sent by `dispatch`.
-fn grouped_moe(dispatch: &str) -> String {
-    format!(
-        r#"job "routed" {{
-  tenant = "nlp"
-  model {{
-    arch             = moe
-    layers           = 8
-    hidden           = 4096
-    ffn              = 14336
-    heads            = 32
-    kv_heads         = 8
-    vocab            = 32000
-    seq_len          = 4096
-    experts          = 64
-    top_k            = 8
-    expert_ffn       = 1536
-    expert_groups    = 8
-    groups_per_token = 2
-  }}
-  train {{
-    tokens       = 2B
-    global_batch = 256
-    precision    = bf16
-{dispatch}  }}
-  resources {{
-    pool        = xirang
-    devices     = [H100_SXM]
-    max_devices = 32
-  }}
-  parallel {{
-    tensor   = 1
-    pipeline = 1
-    data     = 32
-    expert   = 32
-  }}
-  goal {{
-    optimize = time
-  }}
-  checkpoint {{
-    path = "/ckpt/nlp/routed"
-  }}
-}}
-"#
-    )
-}
-
 #[test]
 fn a_deduplicated_dispatch_reaches_the_trainer_and_shortens_the_step() {
-    // Each token's 8 experts lie in 2 of 8 groups, 2 groups to a node: a deduplicated dispatch
-    // sends it to at most 2 of the 4 nodes, where the all-to-all sends 6 of its 8 copies over the
-    // NICs. The plan says which it assumed, every trainer is told, and the same pinned layout
-    // runs faster; the all-to-all plan never mentions it.
+    // The plan fixture's MoE job: each token's 8 experts lie in 2 of 8 groups, 2 groups to a
+    // node, so a deduplicated dispatch sends it to at most 2 of the 4 nodes, where the
+    // all-to-all sends 6 of its 8 copies over the NICs. The plan says which it assumed, every
+    // trainer is told, and the same pinned layout runs faster; the all-to-all plan never
+    // mentions it.
     let dir = scratch("dispatch");
-    let (path, doc) = plan(&dir, &grouped_moe("    expert_dispatch = deduplicated\n"));
+    let (path, doc) = plan(&dir, &routed_moe(Some("deduplicated")));
     let with = &doc["plans"][0];
     assert_eq!(with["feasible"], true, "{with}");
     assert_eq!(
@@ -465,7 +418,7 @@ fn a_deduplicated_dispatch_reaches_the_trainer_and_shortens_the_step() {
         assert!(text.contains("--expert-dispatch=deduplicated"), "{backend}");
     }
     let plain_dir = scratch("dispatch-all-to-all");
-    let (plain_path, plain_doc) = plan(&plain_dir, &grouped_moe(""));
+    let (plain_path, plain_doc) = plan(&plain_dir, &routed_moe(None));
     let without = &plain_doc["plans"][0];
     assert!(
         without["workload"].get("expert_dispatch").is_none(),
@@ -504,9 +457,9 @@ fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
     )
     .unwrap();
     let dir = scratch("pool-stack");
-    let plan_with = |train_extra: &str| {
+    let plan_with = |train_extra: Option<&str>| {
         let path = dir.join("job.loam");
-        std::fs::write(&path, grouped_moe(train_extra)).unwrap();
+        std::fs::write(&path, routed_moe(train_extra)).unwrap();
         let (code, out, err) = run_cli(
             &[
                 "--catalogue",
@@ -522,12 +475,12 @@ fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
         doc["plans"][0].clone()
     };
-    let defaulted = plan_with("");
+    let defaulted = plan_with(None);
     assert_eq!(
         defaulted["workload"]["expert_dispatch"], "deduplicated",
         "{defaulted}"
     );
-    let named = plan_with("    expert_dispatch = all_to_all\n");
+    let named = plan_with(Some("all_to_all"));
     assert!(
         named["workload"].get("expert_dispatch").is_none(),
         "{named}"
@@ -535,7 +488,7 @@ fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
     let step = |p: &serde_json::Value| p["estimate"]["step_time_s"].as_f64().unwrap();
     assert!(step(&defaulted) < step(&named));
     // Without the pool's default the same spec is the all-to-all's.
-    let (_, builtin) = plan(&dir, &grouped_moe(""));
+    let (_, builtin) = plan(&dir, &routed_moe(None));
     assert_eq!(step(&builtin["plans"][0]), step(&named));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,6 @@
 //! Plain-text rendering of a calibration report.
 
-use super::CalibrationReport;
+use super::{CalibrationReport, CalibrationRow};
 use crate::workload::Layout;
 use std::fmt::Write;
 
@@ -50,32 +50,35 @@ pub fn render_table(report: &CalibrationReport) -> String {
         (report.costed_rows, report.rows.len()),
         "tokens/s per device",
     );
-    let defaulted: Vec<_> = report
-        .rows
-        .iter()
-        .filter_map(|r| Some((&r.run_id, r.stack_defaults.as_ref()?)))
-        .collect();
-    if !defaulted.is_empty() {
-        let _ = writeln!(out, "blank layout fields taken from the stack's defaults:");
-        for (run, text) in defaulted {
-            let _ = writeln!(out, "  {run}: {text}");
-        }
-    }
-    let dispatched: Vec<_> = report
-        .rows
-        .iter()
-        .filter_map(|r| Some((&r.run_id, r.moe_stack.as_ref()?)))
-        .collect();
-    if !dispatched.is_empty() {
-        let _ = writeln!(
-            out,
-            "expert dispatch and routing taken from the stack's source:"
-        );
-        for (run, text) in dispatched {
-            let _ = writeln!(out, "  {run}: {text}");
-        }
-    }
+    let listed = |pick: fn(&CalibrationRow) -> Option<&String>| -> Vec<(&str, &str)> {
+        report
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.run_id.as_str(), pick(r)?.as_str())))
+            .collect()
+    };
+    write_listed(
+        &mut out,
+        "blank layout fields taken from the stack's defaults:",
+        &listed(|r| r.stack_defaults.as_ref()),
+    );
+    write_listed(
+        &mut out,
+        "expert dispatch and routing taken from the stack's source:",
+        &listed(|r| r.moe_stack.as_ref()),
+    );
     out
+}
+
+/// `title` and one indented `run: text` line per entry of `rows`; nothing when there is none.
+fn write_listed(out: &mut String, title: &str, rows: &[(&str, &str)]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{title}");
+    for (run, text) in rows {
+        let _ = writeln!(out, "  {run}: {text}");
+    }
 }
 
 /// The summary lines under a calibration table: the error statistics over the `costed` of
