@@ -490,5 +490,30 @@ fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
     // Without the pool's default the same spec is the all-to-all's.
     let (_, builtin) = plan(&dir, &routed_moe(None));
     assert_eq!(step(&builtin["plans"][0]), step(&named));
+    // `loam catalogue show` says what the pool gives its specs; the shipped pool names nothing.
+    let show = |catalogue: Option<&str>, json: bool| {
+        let mut args = vec!["catalogue", "show", "xirang"];
+        args.extend(catalogue.map(|c| ["--catalogue", c]).into_iter().flatten());
+        if json {
+            args.extend(["--format", "json"]);
+        }
+        let (code, out, err) = run_cli(&args, "");
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let copied = catalogue.path().to_str();
+    assert!(
+        show(copied, false).contains("expert dispatch deduplicated"),
+        "{}",
+        show(copied, false)
+    );
+    let doc: serde_json::Value = serde_json::from_str(&show(copied, true)).unwrap();
+    assert_eq!(
+        doc["pool"]["stack"]["expert_dispatch"], "deduplicated",
+        "{doc}"
+    );
+    assert!(!show(None, false).contains("expert dispatch"));
+    let doc: serde_json::Value = serde_json::from_str(&show(None, true)).unwrap();
+    assert!(doc["pool"].get("stack").is_none(), "{doc}");
     let _ = std::fs::remove_dir_all(&dir);
 }

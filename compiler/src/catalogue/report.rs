@@ -304,7 +304,7 @@ fn device_text(catalogue: &Catalogue, d: &Device) -> String {
 }
 
 fn pool_json(p: &Pool) -> Value {
-    json!({
+    let mut value = json!({
         "id": p.id.value,
         "name": p.name,
         "currency": p.currency.value,
@@ -323,7 +323,15 @@ fn pool_json(p: &Pool) -> Value {
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "file": p.file,
-    })
+    });
+    // Only a pool that names a stack default has the key, so other pools read as before.
+    if let (Some(dispatch), Some(map)) = (p.stack.expert_dispatch, value.as_object_mut()) {
+        map.insert(
+            "stack".into(),
+            json!({ "expert_dispatch": dispatch.as_str() }),
+        );
+    }
+    value
 }
 
 fn site_json(s: &Site) -> Value {
@@ -424,6 +432,13 @@ fn pool_text(p: &Pool) -> String {
                 quota.join(", ")
             );
         }
+    }
+    if let Some(dispatch) = p.stack.expert_dispatch {
+        let _ = writeln!(out, "stack");
+        let _ = writeln!(
+            out,
+            "  expert dispatch {dispatch} (for every MoE spec planned here that names none)"
+        );
     }
     out
 }
