@@ -439,6 +439,19 @@ fn a_deduplicated_dispatch_reaches_the_trainer_and_shortens_the_step() {
         field(without, "step_time_s")
     );
     assert!(tensor_comm(with) < 0.6 * tensor_comm(without), "{with}");
+    // The all-to-all plan's note names what the other dispatch would save, with the two plans'
+    // own steps; the plan that runs it has no such note.
+    let notes = |p: &serde_json::Value| p["notes"].to_string();
+    let expected = format!(
+        "would take the step from {:.2} s to {:.2} s",
+        field(without, "step_time_s"),
+        field(with, "step_time_s")
+    );
+    assert!(notes(without).contains(&expected), "{expected}: {without}");
+    assert!(
+        !notes(with).contains("all-to-all crosses the NICs"),
+        "{with}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&plain_dir);
 }

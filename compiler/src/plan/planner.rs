@@ -328,6 +328,9 @@ pub(crate) fn plan_job_walking(
             if let Some(note) = launch_note(&request.model, &setup, &c.layout, r.placement) {
                 plan.notes.push(note);
             }
+            if let Some(note) = dispatch_note(&request.model, &setup, &c.layout, r.placement) {
+                plan.notes.push(note);
+            }
             if plan.feasible && c.devices == 1 {
                 let wall_s = objectives
                     .get(r.option)
@@ -422,6 +425,43 @@ fn launch_note(
         layout.micro_batch,
         if layout.micro_batch == 1 { "" } else { "s" },
     ))
+}
+
+/// Least share of a step a deduplicated dispatch must save before the plan of an all-to-all
+/// says so: a smaller gain is within the model's stated uncertainty and not worth a stack change.
+const DISPATCH_NOTE_SHARE: f64 = 0.05;
+
+/// The plan's note when its MoE layers' all-to-all crosses the NICs and a deduplicated dispatch
+/// (DeepEP, HybridEP) would shorten the step by at least [`DISPATCH_NOTE_SHARE`]: the step with
+/// each, from the one step function.
+fn dispatch_note(
+    model: &crate::workload::ModelDims,
+    setup: &crate::workload::TrainSetup,
+    layout: &crate::workload::Layout,
+    placement: &Placement<'_>,
+) -> Option<String> {
+    if layout.expert <= 1 || setup.expert_dispatch != ExpertDispatch::AllToAll {
+        return None;
+    }
+    let step = |dispatch| {
+        let setup = crate::workload::TrainSetup {
+            expert_dispatch: dispatch,
+            ..setup.clone()
+        };
+        crate::cost::estimate(model, &setup, layout, &placement.cluster)
+            .ok()
+            .map(|e| e.step_time_s)
+    };
+    let (all, dedup) = (
+        step(ExpertDispatch::AllToAll)?,
+        step(ExpertDispatch::Deduplicated)?,
+    );
+    (dedup < all * (1.0 - DISPATCH_NOTE_SHARE)).then(|| {
+        format!(
+            "the experts' all-to-all crosses the NICs with one copy of a token per selected expert: a stack that sends each token once per node (DeepEP, HybridEP; `train {{ expert_dispatch = deduplicated }}`) would take the step from {all:.2} s to {dedup:.2} s ({:.0} % shorter; docs/cost-model.md, \"Expert dispatch\")",
+            100.0 * (1.0 - dedup / all)
+        )
+    })
 }
 
 /// L3002: no node group of the pool may run the job; `headline` says so, `skipped` says why
