@@ -40,6 +40,12 @@ use loam_ir::plan::{GoalIr, Plan, WorkloadIr};
 /// Layouts kept per node group (the best and the next few, for alternatives).
 const KEEP_PER_GROUP: usize = 4;
 
+/// What the workload section says of the expert dispatch its time assumes: `dispatch` for an
+/// MoE model unless it is the all-to-all every other plan runs.
+fn workload_dispatch(job: &Job, dispatch: ExpertDispatch) -> Option<ExpertDispatch> {
+    (job.model.arch == loam_ir::types::Arch::Moe && !dispatch.is_all_to_all()).then_some(dispatch)
+}
+
 /// The workload section of the IR, with the expert dispatch its time assumes (`dispatch`).
 fn workload_ir(job: &Job, dispatch: ExpertDispatch) -> WorkloadIr {
     let m = &job.model;
@@ -52,8 +58,7 @@ fn workload_ir(job: &Job, dispatch: ExpertDispatch) -> WorkloadIr {
         global_batch: job.train.global_batch,
         tokens: job.train.tokens,
         precision: job.train.precision.value,
-        expert_dispatch: (m.arch == loam_ir::types::Arch::Moe && !dispatch.is_all_to_all())
-            .then_some(dispatch),
+        expert_dispatch: workload_dispatch(job, dispatch),
     }
 }
 
@@ -138,7 +143,7 @@ pub(crate) fn plan_job_walking(
     } = &request;
     let (pool, pins) = (*pool, *pins);
     // With the pool's stack defaults, as the request's setup costs it.
-    plan.workload = workload_ir(job, base_setup.expert_dispatch);
+    plan.workload.expert_dispatch = workload_dispatch(job, base_setup.expert_dispatch);
     let mut skipped = request.skipped.clone();
     let mut ranked: Vec<Ranked<'_>> = Vec::new();
     let mut single_scores: Vec<Option<f64>> = vec![None; options.len()];
@@ -328,7 +333,10 @@ pub(crate) fn plan_job_walking(
             if let Some(note) = launch_note(&request.model, &setup, &c.layout, r.placement) {
                 plan.notes.push(note);
             }
-            if let Some(note) = dispatch_note(&request.model, &setup, &c.layout, r.placement) {
+            let step_s = c.estimate.step_time_s;
+            if let Some(note) =
+                dispatch_note(&request.model, &setup, &c.layout, r.placement, step_s)
+            {
                 plan.notes.push(note);
             }
             if plan.feasible && c.devices == 1 {
@@ -432,30 +440,25 @@ fn launch_note(
 const DISPATCH_NOTE_SHARE: f64 = 0.05;
 
 /// The plan's note when its MoE layers' all-to-all crosses the NICs and a deduplicated dispatch
-/// (DeepEP, HybridEP) would shorten the step by at least [`DISPATCH_NOTE_SHARE`]: the step with
-/// each, from the one step function.
+/// (DeepEP, HybridEP) would shorten its step (`all`, the plan's own) by at least
+/// [`DISPATCH_NOTE_SHARE`]: the other step from the same step function.
 fn dispatch_note(
     model: &crate::workload::ModelDims,
     setup: &crate::workload::TrainSetup,
     layout: &crate::workload::Layout,
     placement: &Placement<'_>,
+    all: f64,
 ) -> Option<String> {
     if layout.expert <= 1 || setup.expert_dispatch != ExpertDispatch::AllToAll {
         return None;
     }
-    let step = |dispatch| {
-        let setup = crate::workload::TrainSetup {
-            expert_dispatch: dispatch,
-            ..setup.clone()
-        };
-        crate::cost::estimate(model, &setup, layout, &placement.cluster)
-            .ok()
-            .map(|e| e.step_time_s)
+    let deduplicated = crate::workload::TrainSetup {
+        expert_dispatch: ExpertDispatch::Deduplicated,
+        ..setup.clone()
     };
-    let (all, dedup) = (
-        step(ExpertDispatch::AllToAll)?,
-        step(ExpertDispatch::Deduplicated)?,
-    );
+    let dedup = crate::cost::estimate(model, &deduplicated, layout, &placement.cluster)
+        .ok()?
+        .step_time_s;
     (dedup < all * (1.0 - DISPATCH_NOTE_SHARE)).then(|| {
         format!(
             "the experts' all-to-all crosses the NICs with one copy of a token per selected expert: a stack that sends each token once per node (DeepEP, HybridEP; `train {{ expert_dispatch = deduplicated }}`) would take the step from {all:.2} s to {dedup:.2} s ({:.0} % shorter; docs/cost-model.md, \"Expert dispatch\")",
