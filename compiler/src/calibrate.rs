@@ -55,7 +55,7 @@ use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
 use crate::workload::{ExpertDispatch, Layout, ModelDims, TrainSetup};
 use crate::workload::{Pins, StageSplit};
-use loam_ir::types::{Mlp, Optimizer, Precision, Recompute, SplitRule};
+use loam_ir::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
 
 /// Physical: one-way latency between nodes assumed for calibration clusters (InfiniBand / RoCE switch
@@ -443,6 +443,16 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
         ("shared_experts", row.shared_experts),
         ("dense_layers", row.dense_layers),
         ("dense_ffn", row.dense_ffn),
+        ("expert_groups", row.expert_groups),
+        ("groups_per_token", row.groups_per_token),
+        ("head_dim", row.head_dim),
+        ("sliding_window", row.sliding_window),
+        ("global_every", row.global_every),
+        ("q_lora_rank", row.q_lora_rank),
+        ("kv_lora_rank", row.kv_lora_rank),
+        ("qk_nope_head_dim", row.qk_nope_head_dim),
+        ("qk_rope_head_dim", row.qk_rope_head_dim),
+        ("v_head_dim", row.v_head_dim),
     ];
     if let Some((column, _)) = counts
         .iter()
@@ -466,6 +476,9 @@ fn read_published(row: &Row, line: u64) -> Result<Published, CalibrationError> {
     })?;
     let noted = noted_architecture(row.notes.as_deref().unwrap_or(""))
         .map_err(|m| bad(line, "notes", m))?;
+    let noted = row
+        .stated_architecture(noted)
+        .map_err(|(c, m)| bad(line, c, m))?;
     Ok(Published {
         mlp,
         precision,
@@ -547,6 +560,10 @@ fn published_model(row: &Row, published: &Published) -> Result<ModelDims, String
     }
     model.sliding_window = noted.sliding_window;
     model.global_every = noted.global_every;
+    model.tied_embeddings = row.tie_embeddings.unwrap_or(false);
+    if model.arch == Arch::Moe {
+        model.capacity_factor = row.capacity_factor;
+    }
     Ok(model)
 }
 
@@ -593,7 +610,7 @@ fn calibrate_row(
     let setup = TrainSetup {
         global_batch: row.global_batch,
         precision: published.precision,
-        optimizer: Optimizer::Adamw,
+        optimizer: row.stated_optimizer().unwrap_or(Optimizer::Adamw),
         tokens: 1e12,
         flash_attention: !model.dropout,
         states: row.published_states(published.precision),

@@ -222,6 +222,10 @@ pub const OPERATIONS: &[&str] = &[
 /// enough that products of degrees never overflow.
 pub(crate) const MAX_DIM: u64 = 1 << 24;
 
+/// The bounds of a model's expert capacity factor: at least its balanced share, at most 64 ×
+/// it (the spec's `capacity_factor`, and the runs store's column of it).
+pub(crate) const CAPACITY_FACTOR: (f64, f64) = (1.0, 64.0);
+
 /// The most transformer blocks a model may have: about 800 times the deepest published model
 /// (126 blocks, Llama 3.1 405B), and small enough that the checker's memory pre-check, which
 /// splits the blocks for every pipeline degree it tries, stays well under a second (0.32 s for

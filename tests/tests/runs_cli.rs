@@ -334,3 +334,116 @@ fn logs_to_a_calibrated_plan_in_three_commands_and_drift_after() {
     assert!(out.contains("4 run(s) compared"), "{out}");
     assert_eq!(out.matches("DRIFT").count(), 1, "{out}");
 }
+
+/// A mixture-of-experts run keeps in the store what its plan costed — the experts' width, the
+/// routing's group limit, the deduplicated dispatch — so `loam calibrate` costs the stored run
+/// as the plan did; without them it would cost every expert at the dense width with the
+/// all-to-all.
+#[test]
+fn a_stored_moe_run_is_costed_with_its_plans_experts_routing_and_dispatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    loam_tests::copy_shipped_catalogue(&specs);
+    let catalogue = specs.to_string_lossy().into_owned();
+    let spec = dir.path().join("routed.loam");
+    std::fs::write(&spec, loam_tests::routed_moe(Some("deduplicated"))).unwrap();
+    let (code, out, err) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "plan",
+            &spec.to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, &out).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let planned = &doc["plans"][0];
+    assert_eq!(planned["workload"]["expert_dispatch"], "deduplicated");
+    let devices = planned["groups"][0]["devices"].as_f64().unwrap();
+    let predicted = planned["estimate"]["tokens_per_s"].as_f64().unwrap() / devices;
+    let (code, _, err) = append(&catalogue, &plan.to_string_lossy(), "2026-12-07");
+    assert_eq!(code, 0, "{err}");
+    let store = specs.join("runs/shanghai/runs.csv");
+    let text = std::fs::read_to_string(&store).unwrap();
+    let row = text.lines().nth(1).unwrap();
+    // expert_ffn 1536, no shared experts or dense blocks, dropless, 8 groups with 2 per token,
+    // the deduplicated dispatch; plain attention, untied embeddings, AdamW, blocking tensor
+    // collectives.
+    assert!(
+        row.ends_with(",1536,,,,8,2,deduplicated,,,,,,,,,,,"),
+        "{row}"
+    );
+    let costed = |text: &str| {
+        std::fs::write(&store, text).unwrap();
+        let (code, out, err) = run_cli(
+            &["calibrate", &store.to_string_lossy(), "--format", "json"],
+            "",
+        );
+        assert_eq!(code, 0, "{err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        doc["rows"][0]["predicted_tokens_per_s_per_device"]
+            .as_f64()
+            .unwrap()
+    };
+    // The calibration's own network assumptions (one-way latency, NICs per device) are all
+    // that differ from the plan's site: within 1 %.
+    let stored = costed(&text);
+    assert!(
+        (stored / predicted - 1.0).abs() < 0.01,
+        "stored run costed at {stored}, planned at {predicted}"
+    );
+    // The same row with the all-to-all is another, slower step: the column is read.
+    let all_to_all = costed(&text.replace(",deduplicated,", ",all_to_all,"));
+    assert!(all_to_all < 0.8 * stored, "{all_to_all} vs {stored}");
+}
+
+/// The store has no columns for what trains or for pinned state formats: a run of a LoRA job,
+/// or of one that pins its gradients' format, is refused, not stored as a step the fit would
+/// then mis-cost; nothing is written.
+#[test]
+fn a_lora_run_or_one_with_pinned_states_is_not_appended_to_the_store() {
+    let lora =
+        std::fs::read_to_string(repo_root().join("examples/llama2-70b-lora-gaudi2.loam")).unwrap();
+    let pretrain =
+        std::fs::read_to_string(repo_root().join("examples/llama3-70b-pretrain.loam")).unwrap();
+    assert!(pretrain.contains("  train {\n"));
+    let pinned = pretrain.replacen("  train {\n", "  train {\n    gradients = fp32\n", 1);
+    for (text, why) in [
+        (lora, "trains adapters or freezes weights"),
+        (pinned, "pins its state formats"),
+    ] {
+        refused_at_append(&text, why);
+    }
+}
+
+fn refused_at_append(text: &str, why: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    loam_tests::copy_shipped_catalogue(&specs);
+    let catalogue = specs.to_string_lossy().into_owned();
+    let spec = dir.path().join("job.loam");
+    std::fs::write(&spec, text).unwrap();
+    let (code, out, err) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "plan",
+            &spec.to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, &out).unwrap();
+    let (code, _, err) = append(&catalogue, &plan.to_string_lossy(), "2026-12-07");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(why), "{err}");
+    assert!(!specs.join("runs").exists());
+}

@@ -1,7 +1,9 @@
 //! How a calibration row's stack sent its mixture-of-experts tokens: the dispatch and the routing
 //! its source documents, read from the row's `source` and `notes`, with the sentence the
-//! calibration table prints. A row whose source does not say is costed with Megatron-Core's
-//! all-to-all and the model's unrestricted routing, as far as the file tells.
+//! calibration table prints. A row that states them in columns (the runs store's
+//! `expert_dispatch`, `expert_groups`, `groups_per_token`) is costed as they say; a row whose
+//! source does not say is costed with Megatron-Core's all-to-all and the model's unrestricted
+//! routing, as far as the file tells.
 
 use super::row::Row;
 use crate::workload::{ExpertDispatch, ExpertGroups, ModelDims};
@@ -29,6 +31,23 @@ pub(super) struct MoeStack {
 pub(super) fn moe_stack(row: &Row, model: &ModelDims) -> Option<MoeStack> {
     if model.arch != Arch::Moe {
         return None;
+    }
+    // A run of the runs store states both in columns of its own (what its plan costed).
+    let dispatch = row.stated_dispatch().ok().flatten();
+    let groups = row.stated_groups().ok().flatten();
+    if dispatch.is_some() || groups.is_some() {
+        let dispatch = dispatch.unwrap_or_default();
+        let routing = groups.map_or(String::new(), |g| {
+            format!(
+                ", routing within {} of {} expert groups",
+                g.per_token, g.groups
+            )
+        });
+        return Some(MoeStack {
+            dispatch,
+            groups,
+            text: format!("the run's own columns: {dispatch} dispatch{routing}"),
+        });
     }
     if row.source.contains(DEEPSEEK_V3_REPORT) {
         // §2.1.2: "we ensure that each token will be sent to at most M nodes"; §4.2: "each

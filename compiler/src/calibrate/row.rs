@@ -1,15 +1,16 @@
 //! One row of a calibration CSV, and the architecture it describes: the columns, and the
 //! architecture details the file keeps in its `notes` column (head_dim, MLA, sliding windows).
 
-use crate::workload::Mla;
+use crate::check::CAPACITY_FACTOR;
+use crate::workload::{ExpertDispatch, ExpertGroups, Mla};
 use serde::Deserialize;
 
 use crate::workload::StateOverrides;
-use loam_ir::types::{Precision, StateFormat};
+use loam_ir::types::{Optimizer, Precision, StateFormat};
 
 /// One row of the calibration CSV. The MoE, pipeline-split and notes columns were added to the
 /// shared file in December 2026; a CSV without them still reads (every one is blank).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 pub(super) struct Row {
     pub(super) run_id: String,
     pub(super) layers: u32,
@@ -64,6 +65,138 @@ pub(super) struct Row {
     /// Architecture details without a column of their own, `|`-separated.
     #[serde(default)]
     pub(super) notes: Option<String>,
+    // The runs store's model and stack columns (`runs::store::model`): blank in the published
+    // file, whose rows say the same in `notes` and `source`. A column given wins over both.
+    #[serde(default)]
+    pub(super) capacity_factor: Option<f64>,
+    #[serde(default)]
+    pub(super) expert_groups: Option<u32>,
+    #[serde(default)]
+    pub(super) groups_per_token: Option<u32>,
+    #[serde(default)]
+    pub(super) expert_dispatch: Option<String>,
+    #[serde(default)]
+    pub(super) head_dim: Option<u32>,
+    #[serde(default)]
+    pub(super) sliding_window: Option<u32>,
+    #[serde(default)]
+    pub(super) global_every: Option<u32>,
+    #[serde(default)]
+    pub(super) q_lora_rank: Option<u32>,
+    #[serde(default)]
+    pub(super) kv_lora_rank: Option<u32>,
+    #[serde(default)]
+    pub(super) qk_nope_head_dim: Option<u32>,
+    #[serde(default)]
+    pub(super) qk_rope_head_dim: Option<u32>,
+    #[serde(default)]
+    pub(super) v_head_dim: Option<u32>,
+    #[serde(default)]
+    pub(super) tie_embeddings: Option<bool>,
+    #[serde(default)]
+    pub(super) optimizer: Option<String>,
+    #[serde(default)]
+    pub(super) tensor_overlap: Option<bool>,
+}
+
+impl Row {
+    /// `noted` (what the `notes` column says) with the row's own attention columns over it,
+    /// after checking the stack columns: `Err((column, why))` for a dispatch the language does
+    /// not know, a capacity factor outside a spec's bounds, latent attention with some of its
+    /// widths, or a routing limit with one of its two numbers.
+    pub(super) fn stated_architecture(
+        &self,
+        noted: NotedArchitecture,
+    ) -> Result<NotedArchitecture, (&'static str, String)> {
+        self.stated_dispatch()?;
+        self.stated_groups()?;
+        self.stated_optimizer()?;
+        if let Some(c) = self.capacity_factor
+            && !(CAPACITY_FACTOR.0..=CAPACITY_FACTOR.1).contains(&c)
+        {
+            return Err((
+                "capacity_factor",
+                format!(
+                    "expected a factor from {} to {}",
+                    CAPACITY_FACTOR.0, CAPACITY_FACTOR.1
+                ),
+            ));
+        }
+        let widths = (
+            self.q_lora_rank,
+            self.kv_lora_rank,
+            self.qk_nope_head_dim,
+            self.qk_rope_head_dim,
+            self.v_head_dim,
+        );
+        let mla = match widths {
+            (Some(q), Some(kv), Some(nope), Some(rope), Some(v)) => Some(Mla {
+                q_lora_rank: q,
+                kv_lora_rank: kv,
+                qk_nope_head_dim: nope,
+                qk_rope_head_dim: rope,
+                v_head_dim: v,
+            }),
+            (None, None, None, None, None) => noted.mla,
+            _ => {
+                return Err((
+                    "q_lora_rank",
+                    "latent attention states all five of `q_lora_rank`, `kv_lora_rank`, \
+                     `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim`, or none"
+                        .into(),
+                ));
+            }
+        };
+        let sliding_window = self.sliding_window.or(noted.sliding_window);
+        Ok(NotedArchitecture {
+            head_dim: self.head_dim.or(noted.head_dim),
+            mla,
+            sliding_window,
+            global_every: self.global_every.or(noted.global_every),
+        })
+    }
+
+    /// The optimizer the row states in its `optimizer` column, AdamW when blank (what the
+    /// published runs used).
+    pub(super) fn stated_optimizer(&self) -> Result<Optimizer, (&'static str, String)> {
+        match self.optimizer.as_deref().map(str::trim) {
+            None | Some("") => Ok(Optimizer::Adamw),
+            Some(o) => Optimizer::from_keyword(o).ok_or_else(|| {
+                (
+                    "optimizer",
+                    format!("expected one of {:?}", Optimizer::keywords()),
+                )
+            }),
+        }
+    }
+
+    /// The dispatch the row states in its `expert_dispatch` column, `None` when blank.
+    pub(super) fn stated_dispatch(&self) -> Result<Option<ExpertDispatch>, (&'static str, String)> {
+        match self.expert_dispatch.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(d) => ExpertDispatch::from_keyword(d).map(Some).ok_or_else(|| {
+                (
+                    "expert_dispatch",
+                    format!("expected one of {:?}", ExpertDispatch::keywords()),
+                )
+            }),
+        }
+    }
+
+    /// The routing limit the row states in `expert_groups` and `groups_per_token`, `None` when
+    /// both are blank.
+    pub(super) fn stated_groups(&self) -> Result<Option<ExpertGroups>, (&'static str, String)> {
+        match (self.expert_groups, self.groups_per_token) {
+            (None, None) => Ok(None),
+            (Some(groups), Some(per_token)) if groups > 0 && per_token > 0 => {
+                Ok(Some(ExpertGroups { groups, per_token }))
+            }
+            _ => Err((
+                "expert_groups",
+                "`expert_groups` and `groups_per_token` come together, each at least 1".into(),
+            )),
+        }
+    }
 }
 
 /// How the source split the blocks over pipeline stages.
@@ -118,9 +251,13 @@ impl Row {
     /// states: the sharding note names torchtitan's async tensor parallelism (`+ AsyncTP`,
     /// `enable_async_tensor_parallel`, pytorch/torchtitan
     /// `benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md` and
-    /// `benchmarks/llama3_h100_202412_torchtitan.md`). A row that does not say so ran its
-    /// collectives blocking, as far as the file tells.
+    /// `benchmarks/llama3_h100_202412_torchtitan.md`), or its `tensor_overlap` column (the runs
+    /// store's) says so. A row that does not say so ran its collectives blocking, as far as the
+    /// file tells.
     pub(super) fn states_tensor_overlap(&self) -> bool {
+        if let Some(stated) = self.tensor_overlap {
+            return stated;
+        }
         self.notes
             .as_deref()
             .unwrap_or("")

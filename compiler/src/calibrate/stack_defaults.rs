@@ -199,6 +199,7 @@ mod tests {
             dense_ffn: None,
             pipeline_split: Some("uneven_unstated".into()),
             notes: Some(notes.into()),
+            ..Row::default()
         }
     }
 

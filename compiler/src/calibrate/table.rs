@@ -64,7 +64,7 @@ pub fn render_table(report: &CalibrationReport) -> String {
     );
     write_listed(
         &mut out,
-        "expert dispatch and routing taken from the stack's source:",
+        "expert dispatch and routing as each run's source or own columns state them:",
         &listed(|r| r.moe_stack.as_ref()),
     );
     out

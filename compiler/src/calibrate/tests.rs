@@ -339,6 +339,8 @@ fn the_dispatch_a_source_documents_is_the_one_costed() {
     assert!(row("mb2509_deepseek_v3_h100_1024").moe_stack.is_none());
     assert!(row("sc21_t1_1.7B").moe_stack.is_none());
     assert!(
-        render_table(&r).contains("expert dispatch and routing taken from the stack's source:")
+        render_table(&r).contains(
+            "expert dispatch and routing as each run's source or own columns state them:"
+        )
     );
 }

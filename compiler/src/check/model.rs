@@ -51,7 +51,11 @@ pub(super) fn check_model(
         expert_ffn: f.integer("expert_ffn", 1, MAX_DIM, false),
         shared_experts: f.integer("shared_experts", 0, 4096, false),
         dense_layers: f.integer("dense_layers", 0, MAX_DIM, false),
-        capacity_factor: f.number("capacity_factor", 1.0, 64.0),
+        capacity_factor: f.number(
+            "capacity_factor",
+            super::CAPACITY_FACTOR.0,
+            super::CAPACITY_FACTOR.1,
+        ),
         expert_groups: f.integer("expert_groups", 1, 4096, false),
         groups_per_token: f.integer("groups_per_token", 1, 4096, false),
     };

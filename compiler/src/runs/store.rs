@@ -16,10 +16,26 @@ use serde::Deserialize;
 pub const COLUMNS: &str = "run_id,date,pool,site,job,tool,log,layers,hidden,heads,kv_heads,ffn,\
 vocab,mlp,seq_len,device,devices,node_nic_gbps,precision,tp,pp,dp,cp,vpp,zero,recompute,\
 micro_batch,global_batch,ep,experts,top_k,measured_tokens_per_s_per_device,\
+predicted_tokens_per_s_per_device,throughput_uncertainty,source,expert_ffn,shared_experts,\
+dense_layers,capacity_factor,expert_groups,groups_per_token,expert_dispatch,head_dim,\
+sliding_window,global_every,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,\
+v_head_dim,tie_embeddings,optimizer,tensor_overlap";
+
+/// The header of files started before the model's and stack's columns ([`model`]), a prefix of
+/// [`COLUMNS`]. Such a file is read, checked and appended to in its own header, with rows whose
+/// model and stack columns are blank ([`line_for`]); a run that needs them goes to a new file.
+pub const FIRST_COLUMNS: &str = "run_id,date,pool,site,job,tool,log,layers,hidden,heads,\
+kv_heads,ffn,vocab,mlp,seq_len,device,devices,node_nic_gbps,precision,tp,pp,dp,cp,vpp,zero,\
+recompute,micro_batch,global_batch,ep,experts,top_k,measured_tokens_per_s_per_device,\
 predicted_tokens_per_s_per_device,throughput_uncertainty,source";
 
+/// Whether `line` (a file's first line, without its line ending) is a training store header.
+pub fn is_header(line: &str) -> bool {
+    line == COLUMNS || line == FIRST_COLUMNS
+}
+
 /// One measured run as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct StoreRow {
     /// `<site>_<date>_<log stem>`: unique in practice, and its prefix (the site) is the family
     /// the calibration groups runs by.
@@ -92,6 +108,60 @@ pub struct StoreRow {
     pub throughput_uncertainty: Option<f64>,
     /// Free text: where the row came from (the calibration reader takes the stack from it).
     pub source: String,
+    /// Hidden size of one routed expert, when not `ffn` (MoE).
+    #[serde(default)]
+    pub expert_ffn: Option<u32>,
+    /// Experts every token runs besides the routed ones (MoE).
+    #[serde(default)]
+    pub shared_experts: Option<u32>,
+    /// The first blocks that are dense, with an MLP of `ffn` (MoE).
+    #[serde(default)]
+    pub dense_layers: Option<u32>,
+    /// Expert capacity factor; blank = dropless (MoE).
+    #[serde(default)]
+    pub capacity_factor: Option<f64>,
+    /// Groups the experts form for group-limited routing (MoE).
+    #[serde(default)]
+    pub expert_groups: Option<u32>,
+    /// Groups each token picks its experts from (MoE, with `expert_groups`).
+    #[serde(default)]
+    pub groups_per_token: Option<u32>,
+    /// How the stack sent tokens to their experts (`all_to_all`, `deduplicated`; MoE).
+    #[serde(default)]
+    pub expert_dispatch: Option<String>,
+    /// Width of one attention head, when not `hidden / heads`.
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    /// Attention window of the sliding-window blocks, in tokens.
+    #[serde(default)]
+    pub sliding_window: Option<u32>,
+    /// Every `global_every`th block attends globally (with `sliding_window`).
+    #[serde(default)]
+    pub global_every: Option<u32>,
+    /// Multi-head latent attention: query down-projection rank (0: a plain projection).
+    #[serde(default)]
+    pub q_lora_rank: Option<u32>,
+    /// Multi-head latent attention: key/value latent rank.
+    #[serde(default)]
+    pub kv_lora_rank: Option<u32>,
+    /// Multi-head latent attention: per-head query/key width without rotary embedding.
+    #[serde(default)]
+    pub qk_nope_head_dim: Option<u32>,
+    /// Multi-head latent attention: per-head query/key width with rotary embedding.
+    #[serde(default)]
+    pub qk_rope_head_dim: Option<u32>,
+    /// Multi-head latent attention: per-head value width.
+    #[serde(default)]
+    pub v_head_dim: Option<u32>,
+    /// Whether the output head shares the input embedding (blank: it does not).
+    #[serde(default)]
+    pub tie_embeddings: Option<bool>,
+    /// The optimizer keyword, blank for AdamW.
+    #[serde(default)]
+    pub optimizer: Option<String>,
+    /// Whether the tensor-parallel collectives ran under the GEMMs (blank: blocking).
+    #[serde(default)]
+    pub tensor_overlap: Option<bool>,
 }
 
 /// A problem of one store line, located: the 1-based line, the column when one is wrong.
@@ -126,14 +196,14 @@ pub fn check(site_folder: &str, text: &str, catalogue: &Catalogue) -> Vec<StoreP
     let mut problems = Vec::new();
     let first = text.lines().next().unwrap_or("").trim_end_matches('\r');
     let serving_file = serving::is_header(first);
-    if first != COLUMNS && !serving_file {
+    if !is_header(first) && !serving_file {
         problems.push(StoreProblem {
             line: 1,
             column: None,
             message: format!(
                 "a runs store file starts with the header `{COLUMNS}` (training runs) or \
-                 `{}` (serving runs; a file started before the columns after `source` \
-                 keeps the header that ends there)",
+                 `{}` (serving runs); a file started before the columns after `source` \
+                 keeps the header that ends there",
                 serving::COLUMNS
             ),
             kind: ProblemKind::Malformed,
@@ -225,6 +295,7 @@ fn check_row(
         kind,
     };
     check_model_and_numbers(row, &mut out, &problem);
+    model::check(row, &mut out, &problem);
     out
 }
 
@@ -411,9 +482,39 @@ fn is_date(text: &str) -> bool {
 /// The CSV line of `row`, in [`COLUMNS`] order, without its newline; a field with a comma,
 /// quote or line break is quoted, and control characters are refused by the caller before.
 pub fn line(row: &StoreRow) -> String {
+    fields(row).join(",")
+}
+
+/// The CSV line of `row` for a file whose first line is `header` (one of [`is_header`]'s), or
+/// why the row cannot be written there: a file of [`FIRST_COLUMNS`] takes a row whose model and
+/// stack columns are all blank (a dense model of plain attention), and no other.
+pub fn line_for(row: &StoreRow, header: &str) -> Result<String, String> {
+    if header == COLUMNS {
+        return Ok(line(row));
+    }
+    if header != FIRST_COLUMNS {
+        return Err("its first line is not the runs store's header".into());
+    }
+    let columns = FIRST_COLUMNS.split(',').count();
+    let mut fields = fields(row);
+    if fields.iter().skip(columns).any(|f| !f.is_empty()) {
+        return Err(
+            "it has the store's first header, which has no columns for this run's model and \
+             stack (experts' shape, routing, dispatch, attention); rename it (`git mv` it to \
+             another `.csv` name in the same folder: every CSV file of a site's folder is \
+             read) and append again, which starts the file anew with the current header"
+                .into(),
+        );
+    }
+    fields.truncate(columns);
+    Ok(fields.join(","))
+}
+
+/// The fields of `row`, in [`COLUMNS`] order.
+fn fields(row: &StoreRow) -> Vec<String> {
     let opt = |v: Option<u32>| v.map_or(String::new(), |v| v.to_string());
     let optf = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
-    let fields = [
+    vec![
         quoted(&row.run_id),
         quoted(&row.date),
         quoted(&row.pool),
@@ -450,8 +551,26 @@ pub fn line(row: &StoreRow) -> String {
             .map_or(String::new(), |v| format!("{v:.2}")),
         optf(row.throughput_uncertainty),
         quoted(&row.source),
-    ];
-    fields.join(",")
+        opt(row.expert_ffn),
+        opt(row.shared_experts),
+        opt(row.dense_layers),
+        row.capacity_factor
+            .map_or(String::new(), |v| format!("{v}")),
+        opt(row.expert_groups),
+        opt(row.groups_per_token),
+        quoted(row.expert_dispatch.as_deref().unwrap_or("")),
+        opt(row.head_dim),
+        opt(row.sliding_window),
+        opt(row.global_every),
+        opt(row.q_lora_rank),
+        opt(row.kv_lora_rank),
+        opt(row.qk_nope_head_dim),
+        opt(row.qk_rope_head_dim),
+        opt(row.v_head_dim),
+        row.tie_embeddings.map_or(String::new(), |t| t.to_string()),
+        quoted(row.optimizer.as_deref().unwrap_or("")),
+        row.tensor_overlap.map_or(String::new(), |t| t.to_string()),
+    ]
 }
 
 fn quoted(text: &str) -> String {
@@ -462,6 +581,7 @@ fn quoted(text: &str) -> String {
     }
 }
 
+pub mod model;
 pub mod serving;
 #[cfg(test)]
 mod tests;

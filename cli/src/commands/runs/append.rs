@@ -9,6 +9,7 @@ use loam_compiler::catalogue::Catalogue;
 use loam_compiler::check::Job;
 use loam_compiler::runs::TrainingMeasure;
 use loam_compiler::runs::store::{self, COLUMNS, StoreRow};
+use loam_compiler::workload::ExpertDispatch;
 use serde_json::Value;
 use std::fs;
 use std::io::Write as _;
@@ -107,7 +108,32 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
         .and_then(Value::as_str)
         .map(str::to_string);
     let moe = model.experts.filter(|e| *e > 1);
-    Ok(StoreRow {
+    let dims = loam_compiler::check::job_model_dims(ran.job);
+    if !dims.trainable.is_full() {
+        return Err(
+            "the job trains adapters or freezes weights: the runs store keeps runs that train \
+             every weight (it has no columns for what trains), so the fit would cost this run \
+             as a full training step"
+                .into(),
+        );
+    }
+    if ran.job.train.states != loam_compiler::workload::StateOverrides::NONE {
+        return Err(
+            "the job pins its state formats or framework (`train { gradients, master_weights, \
+             moments, framework }`): the runs store has no columns for them, so the fit would \
+             cost this run with the recipe's"
+                .into(),
+        );
+    }
+    // The dispatch the plan costed (Plan JSON `workload.expert_dispatch`, absent for the
+    // all-to-all).
+    let dispatch = plan
+        .get("workload")
+        .and_then(|w| w.get("expert_dispatch"))
+        .and_then(Value::as_str)
+        .and_then(ExpertDispatch::from_keyword)
+        .unwrap_or_default();
+    let mut row = StoreRow {
         run_id: format!("{site}_{}_{stem}", ran.date),
         date: ran.date.to_string(),
         pool,
@@ -148,7 +174,18 @@ pub fn row(log: &str, measured: &TrainingMeasure, ran: &RanWith<'_>) -> Result<S
         predicted_tokens_per_s_per_device: predicted,
         throughput_uncertainty: uncertainty,
         source: format!("runs store: {}", measured.tool),
-    })
+        ..StoreRow::default()
+    };
+    let stack = store::model::Stack {
+        dispatch,
+        optimizer: ran.job.train.optimizer,
+        tensor_overlap: layout
+            .get("tensor_overlap")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
+    store::model::set(&mut row, &dims, stack);
+    Ok(row)
 }
 
 /// The plan's site and pool become folder names of the store: plain names only (no path
@@ -172,13 +209,8 @@ pub fn folder_names(site: &str, pool: &str) -> Result<(), String> {
 /// Appends training `rows` (each already checked) to the site's store file,
 /// `<catalogue_dir>/runs/<site>/runs.csv` ([`append_lines`]).
 pub fn append(catalogue_dir: &Path, site: &str, rows: &[StoreRow]) -> Result<PathBuf, IoError> {
-    let lines: Vec<String> = rows.iter().map(store::line).collect();
     append_lines(catalogue_dir, site, STORE_FILE, COLUMNS, &|header| {
-        if header == COLUMNS {
-            Ok(lines.clone())
-        } else {
-            Err("its first line is not the runs store's header".into())
-        }
+        rows.iter().map(|r| store::line_for(r, header)).collect()
     })
 }
 

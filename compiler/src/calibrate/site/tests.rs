@@ -42,6 +42,7 @@ fn row(id: &str, tp: u32, pp: u32, dp: u32, measured: f64) -> StoreRow {
         predicted_tokens_per_s_per_device: None,
         throughput_uncertainty: None,
         source: "runs store: megatron-lm".into(),
+        ..StoreRow::default()
     }
 }
 

@@ -5,7 +5,7 @@ use crate::catalogue::builtin;
 /// 3,200 Gbps per node), t4 p4 d4: 4 × 4 × 4 = 64 devices.
 const GOOD: &str = "shanghai_2026-12-04_megatron-70b,2026-12-04,xirang,shanghai,llama3-70b-pretrain,\
 megatron-lm,megatron-70b.log,80,8192,64,8,28672,128256,swiglu,8192,H100_SXM,64,3200,bf16,4,4,4,1,\
-5,1,,1,256,,,,520.00,610.00,0.3000,runs store: megatron-lm\n";
+5,1,,1,256,,,,520.00,610.00,0.3000,runs store: megatron-lm,,,,,,,,,,,,,,,,,,\n";
 
 /// Each problem's line, column and kind, in order.
 fn located(problems: &[StoreProblem]) -> Vec<(usize, Option<&'static str>, ProblemKind)> {
@@ -264,4 +264,108 @@ fn serving_rows_are_checked_like_training_rows_each_at_its_line() {
         ],
         "{problems:#?}"
     );
+}
+
+/// A mixture-of-experts row of the current header: DeepSeek-V3-like routing (8 groups, 4 per
+/// token) with the deduplicated dispatch, on 64 H100 at shanghai.
+const MOE: &str = "shanghai_2026-12-05_moe,2026-12-05,xirang,shanghai,moe-pretrain,megatron-lm,\
+moe.log,24,2048,16,16,8192,32000,swiglu,4096,H100_SXM,64,3200,bf16,1,1,64,1,1,1,,1,512,8,64,6,\
+3000.00,3100.00,0.3000,runs store: megatron-lm,1024,1,1,,8,4,deduplicated,,,,,,,,,,,\n";
+
+#[test]
+fn a_moe_row_keeps_its_routing_and_dispatch_and_reads_back_as_written() {
+    let catalogue = builtin();
+    let text = file(&[MOE]);
+    assert_eq!(check("shanghai", &text, &catalogue), vec![]);
+    let row = &read_rows(&text)[0];
+    assert_eq!(
+        (row.expert_groups, row.groups_per_token),
+        (Some(8), Some(4))
+    );
+    assert_eq!(row.expert_dispatch.as_deref(), Some("deduplicated"));
+    assert_eq!(format!("{}\n", line(row)), MOE);
+}
+
+#[test]
+fn model_and_stack_columns_out_of_their_rules_are_located() {
+    let catalogue = builtin();
+    let cases = [
+        // An unknown dispatch.
+        (
+            MOE.replace(",deduplicated,", ",broadcast,"),
+            "expert_dispatch",
+        ),
+        // 6 groups do not divide 64 experts.
+        (
+            MOE.replace(",8,4,deduplicated,", ",6,4,deduplicated,"),
+            "expert_groups",
+        ),
+        // A group limit without its second number.
+        (
+            MOE.replace(",8,4,deduplicated,", ",8,,deduplicated,"),
+            "groups_per_token",
+        ),
+        // Every block dense.
+        (MOE.replace(",1024,1,1,", ",1024,1,24,"), "dense_layers"),
+        // A capacity factor below the balanced share.
+        (
+            MOE.replace(",1024,1,1,,", ",1024,1,1,0.5,"),
+            "capacity_factor",
+        ),
+        // Latent attention with one width of five: the first missing one is named.
+        (
+            MOE.replace(
+                ",deduplicated,,,,,,,,,,,\n",
+                ",deduplicated,,,,512,,,,,,,\n",
+            ),
+            "kv_lora_rank",
+        ),
+        // A global-block cadence without a window.
+        (
+            MOE.replace(",deduplicated,,,,,,,,,,,\n", ",deduplicated,,,2,,,,,,,,\n"),
+            "global_every",
+        ),
+        // An optimizer the language does not know.
+        (
+            GOOD.replace(
+                "megatron-lm,,,,,,,,,,,,,,,,,,\n",
+                "megatron-lm,,,,,,,,,,,,,,,,,adagrad,\n",
+            ),
+            "optimizer",
+        ),
+        // A dispatch on a dense row.
+        (
+            GOOD.replace(
+                "megatron-lm,,,,,,,,,,,,,,,,,,\n",
+                "megatron-lm,,,,,,,all_to_all,,,,,,,,,,,\n",
+            ),
+            "expert_dispatch",
+        ),
+    ];
+    for (row, column) in cases {
+        let problems = check("shanghai", &file(&[&row]), &catalogue);
+        let located: Vec<(usize, Option<&str>)> =
+            problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(located, vec![(2, Some(column))], "{row}{problems:#?}");
+    }
+}
+
+/// Files started before the model and stack columns are read, checked and appended to in their
+/// own header; a row that needs those columns is refused there with what to do.
+#[test]
+fn a_file_of_the_first_header_reads_and_takes_rows_without_model_columns() {
+    let catalogue = builtin();
+    let old_row = GOOD.replace("megatron-lm,,,,,,,,,,,,,,,,,,\n", "megatron-lm\n");
+    let old = format!("{FIRST_COLUMNS}\n{old_row}");
+    assert_eq!(check("shanghai", &old, &catalogue), vec![]);
+    let rows = read_rows(&old);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].expert_dispatch, None);
+    let line = line_for(&rows[0], FIRST_COLUMNS).unwrap();
+    assert_eq!(format!("{line}\n"), old_row);
+    let moe = &read_rows(&file(&[MOE]))[0];
+    let refused = line_for(moe, FIRST_COLUMNS).unwrap_err();
+    assert!(refused.contains("git mv"), "{refused}");
+    assert_eq!(line_for(moe, COLUMNS).unwrap() + "\n", MOE);
+    assert!(line_for(moe, "run_id,date").is_err());
 }
