@@ -707,3 +707,44 @@ fn a_disaggregated_service_s_heavier_run_is_compared_with_its_own_capacity_point
         "{out}"
     );
 }
+
+/// The serving store keeps a dense model's dimensions: a benchmark of a mixture-of-experts
+/// service (Qwen3-235B-A22B: 128 experts, 8 per token) is refused at `--append`, naming what
+/// `loam calibrate --fit` would read differently, and nothing is written; the dense example's
+/// benchmark goes in.
+#[test]
+fn a_moe_service_s_benchmark_is_not_stored_as_a_dense_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    loam_tests::copy_shipped_catalogue(&specs);
+    let catalogue = specs.to_string_lossy().into_owned();
+    let spec = repo_root().join("examples/qwen3-235b-moe-service.loam");
+    let (code, out, err) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "plan",
+            &spec.to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, out).unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan.to_string_lossy(),
+        &bench("vllm-benchmark-serving.json"),
+        "qwen3-235b-assistant",
+        "2026-12-07",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("would cost this run as another model"),
+        "{err}"
+    );
+    assert!(err.contains("experts, top_k"), "{err}");
+    assert!(!specs.join("runs").exists());
+}

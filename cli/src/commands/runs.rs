@@ -234,6 +234,14 @@ fn append_serving(
         };
         match serving::row(name, m, &planned.plan, &checked.service, catalogue, day) {
             Ok(r) => {
+                let text = format!("{}\n{}\n", store_serving::COLUMNS, store_serving::line(&r));
+                let model = loam_compiler::check::model_dims(&checked.service.model);
+                if let Some(why) =
+                    loam_compiler::calibrate::stored_serving_model_differs(&text, &model)
+                {
+                    cx.eprint(&format!("error: {name}: {why}\n"));
+                    return Ok(Some(1));
+                }
                 site.clone_from(&r.site);
                 rows.push(r);
             }

@@ -274,3 +274,57 @@ pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDi
         mlp,
     ))
 }
+
+/// Why the serving calibration would cost a stored run of a service whose model is `model` as
+/// another model, or `None` when it reads the same one: `store_text` is a serving store file
+/// (its header and the run's line), read as `loam calibrate --fit` reads it ([`model_dims`]).
+/// The serving store keeps a dense model's dimensions and the weights' name (the gated MLP is
+/// read from it), so a mixture of experts, latent attention, a head width of its own, a
+/// sliding window, tied embeddings or an MLP the name does not tell would be costed wrong.
+pub fn stored_serving_model_differs(store_text: &str, model: &ModelDims) -> Option<String> {
+    let rows = super::cells::read_rows(store_text).ok()?;
+    let Some(row) = rows.first() else {
+        return Some("the row does not read back".into());
+    };
+    let read = match model_dims(row, &mut Vec::new()) {
+        Ok(read) => read,
+        Err(why) => return Some(why),
+    };
+    let shape = |d: &ModelDims| {
+        [
+            ("layers", d.layers.to_string()),
+            ("hidden", d.hidden.to_string()),
+            ("ffn", d.ffn.to_string()),
+            ("heads", d.heads.to_string()),
+            ("kv_heads", d.kv_heads.to_string()),
+            ("vocab", d.vocab.to_string()),
+            ("mlp", d.mlp.as_str().to_string()),
+            ("arch", format!("{:?}", d.arch)),
+            ("experts", d.experts.to_string()),
+            ("top_k", d.top_k.to_string()),
+            ("expert_ffn", format!("{:?}", d.expert_ffn)),
+            ("shared_experts", d.shared_experts.to_string()),
+            ("dense_layers", d.dense_layers.to_string()),
+            ("capacity_factor", format!("{:?}", d.capacity_factor)),
+            ("head_dim", format!("{:?}", d.head_dim)),
+            ("mla", format!("{:?}", d.mla.is_some())),
+            ("sliding_window", format!("{:?}", d.sliding_window)),
+            ("global_every", format!("{:?}", d.global_every)),
+            ("tie_embeddings", d.tied_embeddings.to_string()),
+        ]
+    };
+    let differ: Vec<&str> = shape(model)
+        .iter()
+        .zip(shape(&read).iter())
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, _)| a.0)
+        .collect();
+    (!differ.is_empty()).then(|| {
+        format!(
+            "the serving store keeps a dense model's dimensions and reads its MLP from the \
+             weights' name, so `loam calibrate --fit` would cost this run as another model \
+             (it differs in {})",
+            differ.join(", ")
+        )
+    })
+}
