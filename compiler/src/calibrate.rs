@@ -44,7 +44,7 @@ pub use serving::{
     ServingCrossValidation, ServingFold, ServingMetric, ServingMetrics, ThroughputBasis,
     calibrate_serving, calibrate_serving_with, cross_validate_serving, fit_serving,
 };
-pub use serving_row::stored_serving_model_differs;
+pub use serving_row::{mlp_of_weights, stored_serving_model_differs};
 pub use serving_table::{render_serving_cross_validation, render_serving_table};
 pub use table::render_table;
 

@@ -104,11 +104,12 @@ fn a_serving_benchmark_is_appended_to_the_site_s_serving_file_and_checked() {
     // The plan's own prediction at ingest time: 500 tokens/s per device, TTFT p50 185 ms,
     // TPOT p50 33 ms, ±10 % (the example's plan). Then the deployment: nodes of 8 devices
     // (zw-h800-a), 8 NICs of 400 Gb/s shared by 8 devices = 50 GB/s each off the node, the
-    // decode role's 512 sequences, and the prefill role: tp2, pp1, 4 replicas of 64.
+    // decode role's 512 sequences, and the prefill role: tp2, pp1, 4 replicas of 64; a dense
+    // model whose name tells its MLP leaves the model's columns blank.
     assert!(
         lines[1].ends_with(
             ",500.00,185.00,33.00,0.1000,runs store: vllm-benchmark-serving,\
-             8,50.000,512,2,1,4,64"
+             8,50.000,512,2,1,4,64,,,,,,,,,,,,,,,,"
         ),
         "{}",
         lines[1]
@@ -633,7 +634,10 @@ fn a_file_of_the_first_header_is_extended_not_rewritten() {
     assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(&store).unwrap();
     assert!(text.starts_with(&format!("{COLUMNS}\n{old_row}")), "{text}");
-    assert!(text.ends_with(",8,50.000,512,2,1,4,64\n"), "{text}");
+    assert!(
+        text.ends_with(",8,50.000,512,2,1,4,64,,,,,,,,,,,,,,,,\n"),
+        "{text}"
+    );
     let (code, _, err) = run_cli(&["--catalogue", &catalogue, "check", &example()], "");
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = run_cli(&["--catalogue", &catalogue, "calibrate", "--fit"], "");
@@ -708,12 +712,13 @@ fn a_disaggregated_service_s_heavier_run_is_compared_with_its_own_capacity_point
     );
 }
 
-/// The serving store keeps a dense model's dimensions: a benchmark of a mixture-of-experts
-/// service (Qwen3-235B-A22B: 128 experts, 8 per token) is refused at `--append`, naming what
-/// `loam calibrate --fit` would read differently, and nothing is written; the dense example's
-/// benchmark goes in.
+/// A benchmark of a mixture-of-experts service (Qwen3-235B-A22B: 128 experts of 1,536, 8 per
+/// token, heads of 128) keeps its model in the store's model columns, passes `loam check`, and
+/// reads back as the service's model (the append's own guard compares the two). In a file of
+/// the deployment header it is refused with the header to extend to, and nothing is written.
 #[test]
-fn a_moe_service_s_benchmark_is_not_stored_as_a_dense_model() {
+fn a_moe_service_s_benchmark_keeps_its_model_and_needs_the_current_header() {
+    use loam_compiler::runs::store::serving::{COLUMNS, DEPLOYMENT_COLUMNS, read_rows};
     let dir = tempfile::tempdir().unwrap();
     let specs = dir.path().join("specs");
     loam_tests::copy_shipped_catalogue(&specs);
@@ -733,18 +738,45 @@ fn a_moe_service_s_benchmark_is_not_stored_as_a_dense_model() {
     assert_eq!(code, 0, "{err}");
     let plan = dir.path().join("plan.json");
     std::fs::write(&plan, out).unwrap();
+    let plan = plan.to_string_lossy().into_owned();
+    let vllm = bench("vllm-benchmark-serving.json");
+    let store = specs.join("runs/zhongwei/serving.csv");
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    let older = format!("{DEPLOYMENT_COLUMNS}\n");
+    std::fs::write(&store, &older).unwrap();
     let (code, err) = ingest(
         &catalogue,
-        &plan.to_string_lossy(),
-        &bench("vllm-benchmark-serving.json"),
+        &plan,
+        &vllm,
         "qwen3-235b-assistant",
         "2026-12-07",
     );
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("would cost this run as another model"),
+        err.contains("no columns for this service's model") && err.contains(COLUMNS),
         "{err}"
     );
-    assert!(err.contains("experts, top_k"), "{err}");
-    assert!(!specs.join("runs").exists());
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), older);
+    std::fs::remove_file(&store).unwrap();
+    let (code, err) = ingest(
+        &catalogue,
+        &plan,
+        &vllm,
+        "qwen3-235b-assistant",
+        "2026-12-07",
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&store).unwrap();
+    let row = &read_rows(&text)[0];
+    assert_eq!(
+        (row.experts, row.top_k, row.expert_ffn, row.head_dim),
+        (Some(128), Some(8), Some(1536), Some(128))
+    );
+    // Qwen's name tells its gated MLP, so the row leaves `mlp` blank.
+    assert_eq!(row.mlp, None);
+    let (code, _, err) = run_cli(
+        &["--catalogue", &catalogue, "check", &spec.to_string_lossy()],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
 }

@@ -222,13 +222,11 @@ pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDi
     let layers = dim("layers")?;
     let hidden = dim("hidden")?;
     let heads = dim("heads")?;
-    let name = row.text("model").to_ascii_lowercase();
-    let gated = [
-        "llama", "mistral", "mixtral", "qwen", "deepseek", "yi-", "gemma",
-    ]
-    .iter()
-    .any(|m| name.contains(m));
-    let mlp = if gated { Mlp::Swiglu } else { Mlp::Gelu };
+    let named = mlp_of_weights(row.text("model"));
+    let mlp = match row.text("mlp") {
+        "" => named,
+        m => Mlp::from_keyword(m).ok_or_else(|| format!("mlp `{m}` is not an MLP keyword"))?,
+    };
     let kv_heads = row.count("kv_heads").unwrap_or_else(|| {
         notes.push(format!(
             "kv_heads blank: multi-head attention ({heads}) assumed"
@@ -249,7 +247,7 @@ pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDi
             let (h, l) = (f64::from(hidden), f64::from(layers));
             let head = f64::from(hidden / heads.max(1));
             let attention = 2.0 * h * h + 2.0 * h * f64::from(kv_heads) * head;
-            let matrices = if gated { 3.0 } else { 2.0 };
+            let matrices = if mlp == Mlp::Swiglu { 3.0 } else { 2.0 };
             let ffn = (params - 2.0 * f64::from(vocab) * h - l * attention) / (l * matrices * h);
             if !(ffn.is_finite() && ffn >= 1.0) {
                 return Err("ffn blank and params_b too small to solve it from".into());
@@ -263,7 +261,7 @@ pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDi
         }
     };
     let seq = row.number("input_len").unwrap_or(0.0) + row.number("output_len").unwrap_or(0.0);
-    Ok(ModelDims::dense(
+    let dense = ModelDims::dense(
         layers,
         hidden,
         ffn,
@@ -272,15 +270,68 @@ pub(super) fn model_dims(row: &Cells, notes: &mut Vec<String>) -> Result<ModelDi
         vocab,
         seq.max(1.0) as u32,
         mlp,
-    ))
+    );
+    Ok(with_stated_model(row, dense))
+}
+
+/// The MLP a model's weights' name tells: gated (SwiGLU) for the families that use it, GELU
+/// otherwise. The serving fit reads a row's MLP from its `model` column this way when the row
+/// states none (the published file never does); the serving store writes one only where the
+/// served model's differs.
+pub fn mlp_of_weights(name: &str) -> Mlp {
+    let name = name.to_ascii_lowercase();
+    let gated = [
+        "llama", "mistral", "mixtral", "qwen", "deepseek", "yi-", "gemma",
+    ]
+    .iter()
+    .any(|m| name.contains(m));
+    if gated { Mlp::Swiglu } else { Mlp::Gelu }
+}
+
+/// `dense` with what the row's model columns (the serving store's, `runs::store::model`) state
+/// beyond a dense model: experts, the attention's shape, tied embeddings. Blank columns (every
+/// published row) leave it as it is; the store's check has bounded every one.
+fn with_stated_model(row: &Cells, dense: ModelDims) -> ModelDims {
+    let whole = |c: &str| row.text(c).parse::<u32>().ok();
+    let mut model = dense;
+    if let (Some(experts), Some(top_k)) = (row.count("experts"), row.count("top_k"))
+        && experts > 1
+    {
+        model = model.with_experts(experts, top_k);
+        model.expert_ffn = row.count("expert_ffn");
+        model.shared_experts = whole("shared_experts").unwrap_or(0);
+        model.dense_layers = whole("dense_layers").unwrap_or(0);
+        model.capacity_factor = row.number("capacity_factor");
+    }
+    if let Some(head_dim) = row.count("head_dim") {
+        model = model.with_head_dim(head_dim);
+    }
+    if let (Some(q), Some(kv), Some(nope), Some(rope), Some(v)) = (
+        whole("q_lora_rank"),
+        row.count("kv_lora_rank"),
+        row.count("qk_nope_head_dim"),
+        row.count("qk_rope_head_dim"),
+        row.count("v_head_dim"),
+    ) {
+        model = model.with_mla(crate::workload::Mla {
+            q_lora_rank: q,
+            kv_lora_rank: kv,
+            qk_nope_head_dim: nope,
+            qk_rope_head_dim: rope,
+            v_head_dim: v,
+        });
+    }
+    model.sliding_window = row.count("sliding_window");
+    model.global_every = model.sliding_window.and(row.count("global_every"));
+    model.tied_embeddings = row.text("tie_embeddings") == "true";
+    model
 }
 
 /// Why the serving calibration would cost a stored run of a service whose model is `model` as
 /// another model, or `None` when it reads the same one: `store_text` is a serving store file
 /// (its header and the run's line), read as `loam calibrate --fit` reads it ([`model_dims`]).
-/// The serving store keeps a dense model's dimensions and the weights' name (the gated MLP is
-/// read from it), so a mixture of experts, latent attention, a head width of its own, a
-/// sliding window, tied embeddings or an MLP the name does not tell would be costed wrong.
+/// The store's model columns make every model the checker accepts read back whole; this is the
+/// guard that keeps it so (a store of an earlier header, or a model field the columns miss).
 pub fn stored_serving_model_differs(store_text: &str, model: &ModelDims) -> Option<String> {
     let rows = super::cells::read_rows(store_text).ok()?;
     let Some(row) = rows.first() else {
@@ -321,9 +372,8 @@ pub fn stored_serving_model_differs(store_text: &str, model: &ModelDims) -> Opti
         .collect();
     (!differ.is_empty()).then(|| {
         format!(
-            "the serving store keeps a dense model's dimensions and reads its MLP from the \
-             weights' name, so `loam calibrate --fit` would cost this run as another model \
-             (it differs in {})",
+            "the serving store's columns would give `loam calibrate --fit` another model than \
+             the service's (it differs in {})",
             differ.join(", ")
         )
     })

@@ -99,7 +99,7 @@ pub fn row(
         .and_then(|s| s.to_str())
         .unwrap_or("bench")
         .to_string();
-    Ok(ServingRow {
+    let mut row = ServingRow {
         run_id: format!("{site}_{date}_{stem}"),
         date: date.to_string(),
         pool,
@@ -145,5 +145,12 @@ pub fn row(
         prefill_pp: prefill_count("pipeline"),
         prefill_replicas: prefill_count("replicas"),
         prefill_max_batch: prefill_count("max_batch"),
-    })
+        ..ServingRow::default()
+    };
+    loam_compiler::runs::store::model::set_serving(
+        &mut row,
+        &loam_compiler::check::model_dims(model),
+        loam_compiler::calibrate::mlp_of_weights(&service.serve.weights.value),
+    );
+    Ok(row)
 }

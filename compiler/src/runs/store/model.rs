@@ -4,10 +4,11 @@
 //! stored run is costed as its plan was. Written from what the plan costed ([`set`]), checked
 //! like a spec's `model` block ([`check`]), read back by the calibration (`calibrate::row`).
 
+use super::serving::ServingRow;
 use super::{ProblemKind, StoreProblem, StoreRow};
 use crate::check::{CAPACITY_FACTOR, MAX_DIM};
 use crate::workload::{ExpertDispatch, ModelDims};
-use loam_ir::types::{Arch, Optimizer};
+use loam_ir::types::{Arch, Mlp, Optimizer};
 
 /// What a plan costed of a run's stack beyond its layout's degrees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,4 +223,85 @@ fn check_attention(
             ProblemKind::Malformed,
         ));
     }
+}
+
+/// Fills a serving row's model columns from the served `model`: blank where it has the default,
+/// and the MLP only where it is not `named_mlp`, the one the serving fit reads from the weights'
+/// name (`calibrate::mlp_of_weights`), so a dense model of plain attention whose name tells its
+/// MLP leaves them all blank and fits a file of an earlier header.
+pub fn set_serving(row: &mut ServingRow, model: &ModelDims, named_mlp: Mlp) {
+    let mut columns = StoreRow::default();
+    set(
+        &mut columns,
+        model,
+        Stack {
+            dispatch: ExpertDispatch::default(),
+            optimizer: Optimizer::Adamw,
+            tensor_overlap: false,
+        },
+    );
+    let moe = model.arch == Arch::Moe && model.experts > 1;
+    row.mlp = (model.mlp != named_mlp).then(|| model.mlp.as_str().to_string());
+    row.experts = moe.then_some(model.experts);
+    row.top_k = moe.then_some(model.top_k);
+    row.expert_ffn = columns.expert_ffn;
+    row.shared_experts = columns.shared_experts;
+    row.dense_layers = columns.dense_layers;
+    row.capacity_factor = columns.capacity_factor;
+    row.head_dim = columns.head_dim;
+    row.sliding_window = columns.sliding_window;
+    row.global_every = columns.global_every;
+    row.q_lora_rank = columns.q_lora_rank;
+    row.kv_lora_rank = columns.kv_lora_rank;
+    row.qk_nope_head_dim = columns.qk_nope_head_dim;
+    row.qk_rope_head_dim = columns.qk_rope_head_dim;
+    row.v_head_dim = columns.v_head_dim;
+    row.tie_embeddings = columns.tie_embeddings;
+}
+
+/// The checks of a serving row's model columns: an MLP keyword, experts and their count per
+/// token together (at most the experts), and the rest by the training row's rules ([`check`]).
+pub(super) fn check_serving(
+    row: &ServingRow,
+    out: &mut Vec<StoreProblem>,
+    problem: &impl Fn(&'static str, String, ProblemKind) -> StoreProblem,
+) {
+    if let Some(m) = row.mlp.as_deref().filter(|m| !m.is_empty())
+        && Mlp::from_keyword(m).is_none()
+    {
+        out.push(problem(
+            "mlp",
+            format!("expected one of {:?}", Mlp::keywords()),
+            ProblemKind::Malformed,
+        ));
+    }
+    match (row.experts, row.top_k) {
+        (None, None) => {}
+        (Some(experts), Some(top_k)) if experts > 1 && (1..=experts).contains(&top_k) => {}
+        _ => out.push(problem(
+            "top_k",
+            "`experts` (more than 1) and `top_k` (at most the experts) come together".into(),
+            ProblemKind::Malformed,
+        )),
+    }
+    let columns = StoreRow {
+        layers: row.layers,
+        experts: row.experts,
+        top_k: row.top_k,
+        expert_ffn: row.expert_ffn,
+        shared_experts: row.shared_experts,
+        dense_layers: row.dense_layers,
+        capacity_factor: row.capacity_factor,
+        head_dim: row.head_dim,
+        sliding_window: row.sliding_window,
+        global_every: row.global_every,
+        q_lora_rank: row.q_lora_rank,
+        kv_lora_rank: row.kv_lora_rank,
+        qk_nope_head_dim: row.qk_nope_head_dim,
+        qk_rope_head_dim: row.qk_rope_head_dim,
+        v_head_dim: row.v_head_dim,
+        tie_embeddings: row.tie_embeddings,
+        ..StoreRow::default()
+    };
+    check(&columns, out, problem);
 }

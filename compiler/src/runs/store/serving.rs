@@ -16,14 +16,31 @@ use serde::Deserialize;
 /// The file of a site's serving runs inside its store folder.
 pub const FILE: &str = "serving.csv";
 
-/// The header of a serving store file, in order: the first header's columns, then the
-/// deployment's (devices per node, scale-out per device, the generating role's batch limit, and
-/// a disaggregated deployment's prefill role). A new file gets this one.
+/// The header of a serving store file, in order: the first header's columns, the deployment's
+/// (devices per node, scale-out per device, the generating role's batch limit, and a
+/// disaggregated deployment's prefill role), then the model's beyond a dense model's dimensions
+/// ([`MODEL_COLUMNS`]). A new file gets this one.
 pub const COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,engine_version,model,\
 layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,replicas,scenario,\
 input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,ttft_p99_ms,tpot_ms,tpot_p99_ms,\
 predicted_out_tok_s_per_device,predicted_ttft_ms,predicted_tpot_ms,throughput_uncertainty,source,\
-devices_per_node,scale_out_gb_s,max_batch,prefill_tp,prefill_pp,prefill_replicas,prefill_max_batch";
+devices_per_node,scale_out_gb_s,max_batch,prefill_tp,prefill_pp,prefill_replicas,prefill_max_batch,\
+mlp,experts,top_k,expert_ffn,shared_experts,dense_layers,capacity_factor,head_dim,\
+sliding_window,global_every,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,\
+v_head_dim,tie_embeddings";
+
+/// The model's columns at the end of [`COLUMNS`], blank for a dense model of plain attention
+/// whose gated MLP the weights' name tells (`runs::store::model::set_serving`).
+pub const MODEL_COLUMNS: usize = 16;
+
+/// The header of files started before the model's columns: [`COLUMNS`] without its last
+/// [`MODEL_COLUMNS`]. Read, checked and appended to in its own columns, like [`FIRST_COLUMNS`].
+pub const DEPLOYMENT_COLUMNS: &str = "run_id,date,pool,site,service,tool,log,engine,\
+engine_version,model,layers,hidden,heads,kv_heads,ffn,vocab,precision,device,device_count,tp,pp,\
+replicas,scenario,input_len,output_len,request_rate,concurrency,out_tok_s_total,req_s,ttft_ms,\
+ttft_p99_ms,tpot_ms,tpot_p99_ms,predicted_out_tok_s_per_device,predicted_ttft_ms,\
+predicted_tpot_ms,throughput_uncertainty,source,devices_per_node,scale_out_gb_s,max_batch,\
+prefill_tp,prefill_pp,prefill_replicas,prefill_max_batch";
 
 /// The header of files started before the deployment's columns: a prefix of [`COLUMNS`], so a
 /// file of it becomes one of the new header by extending its first line alone (its rows keep
@@ -37,7 +54,7 @@ predicted_tpot_ms,throughput_uncertainty,source";
 
 /// Whether `line` (a file's first line, without its line ending) is a serving store header.
 pub fn is_header(line: &str) -> bool {
-    line == COLUMNS || line == FIRST_COLUMNS
+    line == COLUMNS || line == DEPLOYMENT_COLUMNS || line == FIRST_COLUMNS
 }
 
 /// Whether a store file's `text` holds serving runs: its first line is a serving header.
@@ -80,7 +97,7 @@ pub fn expected_version() -> String {
 pub const MAX_OUTPUT_TOKENS_PER_S: f64 = 1e9;
 
 /// One measured serving run as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct ServingRow {
     /// `<site>_<date>_<file stem>`, as a training run's.
     pub run_id: String,
@@ -182,6 +199,54 @@ pub struct ServingRow {
     /// The prefill role's batch limit.
     #[serde(default)]
     pub prefill_max_batch: Option<u32>,
+    /// The MLP keyword, blank when the weights' name tells it (`calibrate::mlp_of_weights`).
+    #[serde(default)]
+    pub mlp: Option<String>,
+    /// Routed experts of a mixture of experts, blank for a dense model.
+    #[serde(default)]
+    pub experts: Option<u32>,
+    /// Experts each token runs (MoE).
+    #[serde(default)]
+    pub top_k: Option<u32>,
+    /// Hidden size of one routed expert, when not `ffn` (MoE).
+    #[serde(default)]
+    pub expert_ffn: Option<u32>,
+    /// Experts every token runs besides the routed ones (MoE).
+    #[serde(default)]
+    pub shared_experts: Option<u32>,
+    /// The first blocks that are dense, with an MLP of `ffn` (MoE).
+    #[serde(default)]
+    pub dense_layers: Option<u32>,
+    /// Expert capacity factor; blank = dropless (MoE).
+    #[serde(default)]
+    pub capacity_factor: Option<f64>,
+    /// Width of one attention head, when not `hidden / heads`.
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    /// Attention window of the sliding-window blocks, in tokens.
+    #[serde(default)]
+    pub sliding_window: Option<u32>,
+    /// Every `global_every`th block attends globally (with `sliding_window`).
+    #[serde(default)]
+    pub global_every: Option<u32>,
+    /// Multi-head latent attention: query down-projection rank.
+    #[serde(default)]
+    pub q_lora_rank: Option<u32>,
+    /// Multi-head latent attention: key/value latent rank.
+    #[serde(default)]
+    pub kv_lora_rank: Option<u32>,
+    /// Multi-head latent attention: per-head query/key width without rotary embedding.
+    #[serde(default)]
+    pub qk_nope_head_dim: Option<u32>,
+    /// Multi-head latent attention: per-head query/key width with rotary embedding.
+    #[serde(default)]
+    pub qk_rope_head_dim: Option<u32>,
+    /// Multi-head latent attention: per-head value width.
+    #[serde(default)]
+    pub v_head_dim: Option<u32>,
+    /// Whether the output head shares the input embedding (blank: it does not).
+    #[serde(default)]
+    pub tie_embeddings: Option<bool>,
 }
 
 /// A disaggregated deployment's prefill role as a store row states it.
@@ -396,6 +461,7 @@ pub(super) fn check_row(
             ProblemKind::Malformed,
         ));
     }
+    super::model::check_serving(row, &mut out, &problem);
     out
 }
 
@@ -411,8 +477,26 @@ pub fn line_for(row: &ServingRow, header: &str) -> Result<String, String> {
     if header == COLUMNS {
         return Ok(line(row));
     }
-    if header != FIRST_COLUMNS {
+    if header != FIRST_COLUMNS && header != DEPLOYMENT_COLUMNS {
         return Err("its first line is not the serving runs store's header".into());
+    }
+    let all = fields(row);
+    if all
+        .iter()
+        .skip(all.len() - MODEL_COLUMNS)
+        .any(|f| !f.is_empty())
+    {
+        return Err(format!(
+            "it has an earlier header of the store, which has no columns for this service's \
+             model (a mixture of experts, the attention's shape, or an MLP the weights' name \
+             does not tell); extend its first line to the current header (its rows keep \
+             their meaning): `{COLUMNS}`"
+        ));
+    }
+    if header == DEPLOYMENT_COLUMNS {
+        let mut fields = all;
+        fields.truncate(DEPLOYMENT_COLUMNS.split(',').count());
+        return Ok(fields.join(","));
     }
     if row.prefill().is_some() {
         return Err(format!(
@@ -478,6 +562,23 @@ fn fields(row: &ServingRow) -> Vec<String> {
         count(row.prefill_pp),
         count(row.prefill_replicas),
         count(row.prefill_max_batch),
+        q(row.mlp.as_deref().unwrap_or("")),
+        count(row.experts),
+        count(row.top_k),
+        count(row.expert_ffn),
+        count(row.shared_experts),
+        count(row.dense_layers),
+        row.capacity_factor
+            .map_or(String::new(), |v| format!("{v}")),
+        count(row.head_dim),
+        count(row.sliding_window),
+        count(row.global_every),
+        row.q_lora_rank.map_or(String::new(), |v| v.to_string()),
+        count(row.kv_lora_rank),
+        count(row.qk_nope_head_dim),
+        count(row.qk_rope_head_dim),
+        count(row.v_head_dim),
+        row.tie_embeddings.map_or(String::new(), |t| t.to_string()),
     ]
 }
 

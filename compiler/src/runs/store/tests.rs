@@ -140,7 +140,7 @@ const DISAGGREGATED: &str = "zhongwei_2026-12-04_vllm-benchmark-serving,2026-12-
 zhongwei,llama31-70b-chat,vllm-benchmark-serving,vllm-benchmark-serving.json,vllm,,\
 meta-llama/Llama-3.1-70B-Instruct,80,8192,64,8,28672,128256,fp8,H800_SXM,12,2,1,2,poisson,215.3,\
 198.6,8,,1513.70,7.6200,78.20,241.90,30.50,52.70,500.00,185.00,33.00,0.1000,\
-runs store: vllm-benchmark-serving,8,50.000,512,2,1,4,64\n";
+runs store: vllm-benchmark-serving,8,50.000,512,2,1,4,64,,,,,,,,,,,,,,,,\n";
 
 fn serving_file(rows: &[&str]) -> String {
     format!("{}\n{}", serving::COLUMNS, rows.concat())
@@ -198,7 +198,7 @@ fn a_file_of_the_first_header_keeps_its_rows_and_takes_only_aggregated_ones() {
 #[test]
 fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devices() {
     let catalogue = builtin();
-    let partial = DISAGGREGATED.replace(",2,1,4,64\n", ",2,1,,64\n");
+    let partial = DISAGGREGATED.replace(",2,1,4,64,", ",2,1,,64,");
     // 2 × 2 decode and 4 × 2 prefill devices are 12, more than 11.
     let crowded = DISAGGREGATED.replace(",H800_SXM,12,", ",H800_SXM,11,");
     let zero = DISAGGREGATED.replace(",8,50.000,512,", ",8,50.000,0,");
@@ -209,7 +209,7 @@ fn a_disaggregated_row_states_its_whole_prefill_role_and_counts_both_roles_devic
             ",12,2,1,2,poisson,",
             ",12,4000000000,4000000000,4000000000,poisson,",
         )
-        .replace(",2,1,4,64\n", ",4000000000,4000000000,4000000000,64\n");
+        .replace(",2,1,4,64,", ",4000000000,4000000000,4000000000,64,");
     let problems = check(
         "zhongwei",
         &serving_file(&[&partial, &crowded, &zero, &longer, &huge]),
@@ -368,4 +368,74 @@ fn a_file_of_the_first_header_reads_and_takes_rows_without_model_columns() {
     assert!(refused.contains("git mv"), "{refused}");
     assert_eq!(line_for(moe, COLUMNS).unwrap() + "\n", MOE);
     assert!(line_for(moe, "run_id,date").is_err());
+}
+
+/// The aggregated serving row with a mixture of experts' model columns: a GELU MLP the name
+/// does not tell, 128 experts of 1,536 with 8 per token, heads of 128.
+fn serving_moe() -> String {
+    SERVING.replace(
+        "runs store: vllm-benchmark-serving\n",
+        "runs store: vllm-benchmark-serving,,,,,,,,gelu,128,8,1536,,,,128,,,,,,,,\n",
+    )
+}
+
+#[test]
+fn a_serving_row_keeps_its_model_and_its_columns_are_checked() {
+    let catalogue = builtin();
+    let moe = serving_moe();
+    let text = serving_file(&[&moe]);
+    assert_eq!(check("zhongwei", &text, &catalogue), vec![]);
+    let row = &serving::read_rows(&text)[0];
+    assert_eq!(row.mlp.as_deref(), Some("gelu"));
+    assert_eq!((row.experts, row.top_k), (Some(128), Some(8)));
+    assert_eq!(format!("{}\n", serving::line(row)), moe);
+    // An earlier header has no column for them: refused, with the header to extend to.
+    let refused = serving::line_for(row, serving::DEPLOYMENT_COLUMNS).unwrap_err();
+    assert!(refused.contains("extend its first line"), "{refused}");
+    let refused = serving::line_for(row, serving::FIRST_COLUMNS).unwrap_err();
+    assert!(
+        refused.contains("no columns for this service's model"),
+        "{refused}"
+    );
+    let cases = [
+        (moe.replace(",gelu,", ",swish,"), "mlp"),
+        (moe.replace(",gelu,128,8,", ",gelu,128,,"), "top_k"),
+        (moe.replace(",gelu,128,8,", ",gelu,8,128,"), "top_k"),
+        (
+            moe.replace(",gelu,128,8,1536,", ",gelu,,,1536,"),
+            "expert_ffn",
+        ),
+    ];
+    for (row, column) in cases {
+        let problems = check("zhongwei", &serving_file(&[&row]), &catalogue);
+        let located: Vec<(usize, Option<&str>)> =
+            problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(located, vec![(2, Some(column))], "{row}{problems:#?}");
+    }
+}
+
+/// The append's guard reads a row back as the serving fit does: the MoE row's columns give the
+/// served model back whole; without them (an earlier header's row) the fit would read a dense
+/// SwiGLU model and the guard names what differs.
+#[test]
+fn the_serving_fit_reads_a_stored_model_back_whole_and_the_guard_names_a_difference() {
+    use crate::calibrate::stored_serving_model_differs;
+    use crate::workload::ModelDims;
+    use loam_ir::types::Mlp;
+    let served = ModelDims::dense(80, 8192, 28672, 64, 8, 128_256, 8192, Mlp::Gelu)
+        .with_experts(128, 8)
+        .with_head_dim(128);
+    let served = ModelDims {
+        expert_ffn: Some(1536),
+        ..served
+    };
+    assert_eq!(
+        stored_serving_model_differs(&serving_file(&[&serving_moe()]), &served),
+        None
+    );
+    let why = stored_serving_model_differs(&serving_file(&[SERVING]), &served).unwrap();
+    assert!(
+        why.contains("mlp, arch, experts, top_k, expert_ffn, head_dim"),
+        "{why}"
+    );
 }
