@@ -165,6 +165,34 @@ pub fn copy_shipped_catalogue(dir: &std::path::Path) {
     }
 }
 
+/// A copy of the shipped catalogue in `dir/specs` and `spec` planned against it, its Plan JSON
+/// written to `dir/plan.json`: (the catalogue folder, the plan's path, the Plan JSON). What a
+/// runs-store test starts from: a repository's catalogue and the plan a job ran with.
+pub fn planned_on_shipped_catalogue(
+    dir: &std::path::Path,
+    spec: &std::path::Path,
+) -> (String, String, serde_json::Value) {
+    let specs = dir.join("specs");
+    copy_shipped_catalogue(&specs);
+    let catalogue = specs.to_string_lossy().into_owned();
+    let (code, out, err) = run_cli(
+        &[
+            "--catalogue",
+            &catalogue,
+            "plan",
+            &spec.to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let plan = dir.join("plan.json");
+    std::fs::write(&plan, &out).unwrap();
+    let doc = serde_json::from_str(&out).unwrap();
+    (catalogue, plan.to_string_lossy().into_owned(), doc)
+}
+
 /// The MoE job of `tests/cases/plan/moe-deduplicated-dispatch-over-nodes.loam` (64 experts in 8
 /// groups, a token picking from 2, its 32 expert ranks pinned over 4 H100 nodes) with its
 /// `expert_dispatch` set to `dispatch`, or left out for `None`.

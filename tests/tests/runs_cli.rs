@@ -116,25 +116,9 @@ fn an_unreadable_log_fails_the_command_and_prints_no_row() {
 /// A copy of the shipped catalogue (`specs/devices`, `specs/pools`) in `dir/specs`, and the
 /// Plan JSON of the Llama 3 70B example planned against it, in `dir/plan.json`.
 fn catalogue_and_plan(dir: &std::path::Path) -> (String, String) {
-    let specs = dir.join("specs");
-    loam_tests::copy_shipped_catalogue(&specs);
-    let catalogue = specs.to_string_lossy().into_owned();
     let spec = repo_root().join("examples/llama3-70b-pretrain.loam");
-    let (code, out, err) = run_cli(
-        &[
-            "--catalogue",
-            &catalogue,
-            "plan",
-            &spec.to_string_lossy(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "{err}");
-    let plan = dir.join("plan.json");
-    std::fs::write(&plan, out).unwrap();
-    (catalogue, plan.to_string_lossy().into_owned())
+    let (catalogue, plan, _) = loam_tests::planned_on_shipped_catalogue(dir, &spec);
+    (catalogue, plan)
 }
 
 fn append(catalogue: &str, plan: &str, date: &str) -> (u8, String, String) {
@@ -342,31 +326,15 @@ fn logs_to_a_calibrated_plan_in_three_commands_and_drift_after() {
 #[test]
 fn a_stored_moe_run_is_costed_with_its_plans_experts_routing_and_dispatch() {
     let dir = tempfile::tempdir().unwrap();
-    let specs = dir.path().join("specs");
-    loam_tests::copy_shipped_catalogue(&specs);
-    let catalogue = specs.to_string_lossy().into_owned();
     let spec = dir.path().join("routed.loam");
     std::fs::write(&spec, loam_tests::routed_moe(Some("deduplicated"))).unwrap();
-    let (code, out, err) = run_cli(
-        &[
-            "--catalogue",
-            &catalogue,
-            "plan",
-            &spec.to_string_lossy(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "{err}");
-    let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, &out).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (catalogue, plan, doc) = loam_tests::planned_on_shipped_catalogue(dir.path(), &spec);
+    let specs = dir.path().join("specs");
     let planned = &doc["plans"][0];
     assert_eq!(planned["workload"]["expert_dispatch"], "deduplicated");
     let devices = planned["groups"][0]["devices"].as_f64().unwrap();
     let predicted = planned["estimate"]["tokens_per_s"].as_f64().unwrap() / devices;
-    let (code, _, err) = append(&catalogue, &plan.to_string_lossy(), "2026-12-07");
+    let (code, _, err) = append(&catalogue, &plan, "2026-12-07");
     assert_eq!(code, 0, "{err}");
     let store = specs.join("runs/shanghai/runs.csv");
     let text = std::fs::read_to_string(&store).unwrap();
@@ -423,27 +391,11 @@ fn a_lora_run_or_one_with_pinned_states_is_not_appended_to_the_store() {
 
 fn refused_at_append(text: &str, why: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let specs = dir.path().join("specs");
-    loam_tests::copy_shipped_catalogue(&specs);
-    let catalogue = specs.to_string_lossy().into_owned();
     let spec = dir.path().join("job.loam");
     std::fs::write(&spec, text).unwrap();
-    let (code, out, err) = run_cli(
-        &[
-            "--catalogue",
-            &catalogue,
-            "plan",
-            &spec.to_string_lossy(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "{err}");
-    let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, &out).unwrap();
-    let (code, _, err) = append(&catalogue, &plan.to_string_lossy(), "2026-12-07");
+    let (catalogue, plan, _) = loam_tests::planned_on_shipped_catalogue(dir.path(), &spec);
+    let (code, _, err) = append(&catalogue, &plan, "2026-12-07");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains(why), "{err}");
-    assert!(!specs.join("runs").exists());
+    assert!(!dir.path().join("specs/runs").exists());
 }

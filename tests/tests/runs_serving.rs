@@ -17,24 +17,9 @@ fn example() -> String {
 /// A copy of the shipped catalogue in `dir/specs` and the service example's Plan JSON planned
 /// against it, in `dir/plan.json`.
 fn catalogue_and_plan(dir: &std::path::Path) -> (String, String) {
-    let specs = dir.join("specs");
-    loam_tests::copy_shipped_catalogue(&specs);
-    let catalogue = specs.to_string_lossy().into_owned();
-    let (code, out, err) = run_cli(
-        &[
-            "--catalogue",
-            &catalogue,
-            "plan",
-            &example(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "{err}");
-    let plan = dir.join("plan.json");
-    std::fs::write(&plan, out).unwrap();
-    (catalogue, plan.to_string_lossy().into_owned())
+    let (catalogue, plan, _) =
+        loam_tests::planned_on_shipped_catalogue(dir, std::path::Path::new(&example()));
+    (catalogue, plan)
 }
 
 fn ingest(catalogue: &str, plan: &str, bench: &str, job: &str, date: &str) -> (u8, String) {
@@ -720,25 +705,9 @@ fn a_disaggregated_service_s_heavier_run_is_compared_with_its_own_capacity_point
 fn a_moe_service_s_benchmark_keeps_its_model_and_needs_the_current_header() {
     use loam_compiler::runs::store::serving::{COLUMNS, DEPLOYMENT_COLUMNS, read_rows};
     let dir = tempfile::tempdir().unwrap();
-    let specs = dir.path().join("specs");
-    loam_tests::copy_shipped_catalogue(&specs);
-    let catalogue = specs.to_string_lossy().into_owned();
     let spec = repo_root().join("examples/qwen3-235b-moe-service.loam");
-    let (code, out, err) = run_cli(
-        &[
-            "--catalogue",
-            &catalogue,
-            "plan",
-            &spec.to_string_lossy(),
-            "--format",
-            "json",
-        ],
-        "",
-    );
-    assert_eq!(code, 0, "{err}");
-    let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, out).unwrap();
-    let plan = plan.to_string_lossy().into_owned();
+    let (catalogue, plan, _) = loam_tests::planned_on_shipped_catalogue(dir.path(), &spec);
+    let specs = dir.path().join("specs");
     let vllm = bench("vllm-benchmark-serving.json");
     let store = specs.join("runs/zhongwei/serving.csv");
     std::fs::create_dir_all(store.parent().unwrap()).unwrap();
