@@ -184,16 +184,25 @@ impl Row {
     }
 
     /// The routing limit the row states in `expert_groups` and `groups_per_token`, `None` when
-    /// both are blank.
+    /// both are blank; as a spec's: both or neither, groups that divide the experts, at most all
+    /// of them a token.
     pub(super) fn stated_groups(&self) -> Result<Option<ExpertGroups>, (&'static str, String)> {
+        let experts = self.experts.unwrap_or(1);
         match (self.expert_groups, self.groups_per_token) {
             (None, None) => Ok(None),
-            (Some(groups), Some(per_token)) if groups > 0 && per_token > 0 => {
+            (Some(groups), Some(per_token))
+                if groups > 0
+                    && (1..=groups).contains(&per_token)
+                    && experts.is_multiple_of(groups) =>
+            {
                 Ok(Some(ExpertGroups { groups, per_token }))
             }
             _ => Err((
                 "expert_groups",
-                "`expert_groups` and `groups_per_token` come together, each at least 1".into(),
+                format!(
+                    "`expert_groups` and `groups_per_token` come together: groups that divide \
+                     the {experts} experts, and at least 1 and at most all of them a token"
+                ),
             )),
         }
     }
@@ -425,5 +434,57 @@ measured_tokens_per_s_per_device,source";
         assert_eq!(of("NeMo 25.02 container, DGX-B200", Precision::Bf16), None);
         assert_eq!(of("NeMo 24.07 container, DGX-H100", Precision::Fp8), None);
         assert_eq!(of("pytorch/torchtitan benchmarks", Precision::Fp8), None);
+    }
+
+    /// The runs store's own columns win over what `notes` says, and are held to a spec's rules.
+    #[test]
+    fn a_rows_own_model_columns_override_its_notes_and_follow_the_specs_rules() {
+        let moe = Row {
+            experts: Some(64),
+            top_k: Some(8),
+            expert_groups: Some(8),
+            groups_per_token: Some(2),
+            expert_dispatch: Some("deduplicated".into()),
+            head_dim: Some(96),
+            ..row_from("runs store: megatron-lm")
+        };
+        let noted = noted_architecture("head_dim 128").unwrap();
+        assert_eq!(moe.stated_architecture(noted).unwrap().head_dim, Some(96));
+        assert_eq!(
+            moe.stated_groups().unwrap(),
+            Some(ExpertGroups {
+                groups: 8,
+                per_token: 2
+            })
+        );
+        assert_eq!(
+            moe.stated_dispatch().unwrap(),
+            Some(ExpertDispatch::Deduplicated)
+        );
+        // 6 groups do not divide 64 experts; 9 a token is more than 8 groups; one of two.
+        for (groups, per_token) in [(Some(6), Some(2)), (Some(8), Some(9)), (Some(8), None)] {
+            let bad = Row {
+                expert_groups: groups,
+                groups_per_token: per_token,
+                ..moe.clone()
+            };
+            assert_eq!(bad.stated_groups().unwrap_err().0, "expert_groups");
+        }
+        let partial_mla = Row {
+            kv_lora_rank: Some(512),
+            ..moe.clone()
+        };
+        assert_eq!(
+            partial_mla
+                .stated_architecture(NotedArchitecture::default())
+                .unwrap_err()
+                .0,
+            "q_lora_rank"
+        );
+        let unknown = Row {
+            expert_dispatch: Some("broadcast".into()),
+            ..moe
+        };
+        assert_eq!(unknown.stated_dispatch().unwrap_err().0, "expert_dispatch");
     }
 }

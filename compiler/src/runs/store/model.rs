@@ -35,7 +35,7 @@ pub fn set(row: &mut StoreRow, model: &ModelDims, stack: Stack) {
     let groups = moe.then_some(model.expert_groups).flatten();
     row.expert_groups = groups.map(|g| g.groups);
     row.groups_per_token = groups.map(|g| g.per_token);
-    row.expert_dispatch = moe.then(|| dispatch.as_str().to_string());
+    row.expert_dispatch = (moe && !dispatch.is_all_to_all()).then(|| dispatch.as_str().to_string());
     row.head_dim = model.head_dim;
     row.sliding_window = model.sliding_window;
     row.global_every = model.sliding_window.and(model.global_every);
