@@ -358,7 +358,7 @@ pub fn stored_serving_model_differs(store_text: &str, model: &ModelDims) -> Opti
             ("dense_layers", d.dense_layers.to_string()),
             ("capacity_factor", format!("{:?}", d.capacity_factor)),
             ("head_dim", format!("{:?}", d.head_dim)),
-            ("mla", format!("{:?}", d.mla.is_some())),
+            ("mla", format!("{:?}", d.mla)),
             ("sliding_window", format!("{:?}", d.sliding_window)),
             ("global_every", format!("{:?}", d.global_every)),
             ("tie_embeddings", d.tied_embeddings.to_string()),

@@ -438,4 +438,20 @@ fn the_serving_fit_reads_a_stored_model_back_whole_and_the_guard_names_a_differe
         why.contains("mlp, arch, experts, top_k, expert_ffn, head_dim"),
         "{why}"
     );
+    // Latent attention reads back with every width, and one width apart is a difference.
+    let mla_row = serving_moe().replace(",128,,,,,,,,\n", ",128,,,0,512,128,64,128,\n");
+    let mla = |v_head_dim| crate::workload::Mla {
+        q_lora_rank: 0,
+        kv_lora_rank: 512,
+        qk_nope_head_dim: 128,
+        qk_rope_head_dim: 64,
+        v_head_dim,
+    };
+    let file = serving_file(&[&mla_row]);
+    assert_eq!(
+        stored_serving_model_differs(&file, &served.clone().with_mla(mla(128))),
+        None
+    );
+    let why = stored_serving_model_differs(&file, &served.with_mla(mla(96))).unwrap();
+    assert!(why.ends_with("(it differs in mla)"), "{why}");
 }
