@@ -395,6 +395,15 @@ fn group_trainer_args(
         // keeps its arguments.
         args.push("--tensor-overlap=true".to_string());
     }
+    if own.expert_overlap && own.expert > 1 {
+        // The plan's time runs this group's expert all-to-alls beside another micro-batch's
+        // compute on its interleaved pipeline: a Megatron launcher passes
+        // `--overlap-moe-expert-parallel-comm` (NVIDIA/Megatron-LM
+        // `megatron/core/model_parallel_config.py`; its `TransformerConfig` accepts it only with
+        // virtual stages and without full recomputation, as the plan states it). Written only
+        // where it runs, so a plan without it keeps its arguments.
+        args.push("--expert-overlap=true".to_string());
+    }
     if let Some(dispatch) = plan.workload.expert_dispatch
         && own.expert > 1
     {

@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
         tokens: 15.6e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: loam_compiler::workload::StateOverrides::NONE,
     };
     let cluster = ClusterFigures {

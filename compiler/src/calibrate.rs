@@ -54,7 +54,7 @@ use crate::check::{MAX_DIM, MAX_LAYERS};
 use crate::cost::FittedConstants;
 use crate::hardware::{ClusterFigures, DeviceFigures};
 use crate::plan::search::{Candidate, Rejection, SearchSpec, search};
-use crate::workload::{ExpertDispatch, Layout, ModelDims, TrainSetup};
+use crate::workload::{ExpertDispatch, ExpertOverlap, Layout, ModelDims, TrainSetup};
 use crate::workload::{Pins, StageSplit};
 use loam_ir::types::{Arch, Mlp, Optimizer, Precision, Recompute, SplitRule};
 use serde::Serialize;
@@ -618,6 +618,7 @@ fn calibrate_row(
         expert_dispatch: moe
             .as_ref()
             .map_or(ExpertDispatch::AllToAll, |m| m.dispatch),
+        expert_overlap: moe.as_ref().map_or(ExpertOverlap::default(), |m| m.overlap),
     };
     let dpn = device.devices_per_node.max(1);
     let cluster = ClusterFigures {

@@ -40,7 +40,7 @@ pub use params::{
 pub(crate) use params::{
     HeldParams, attended_keys, block_matrices, causal_keys, forward_flops, held_params,
 };
-pub use routing::{ExpertDispatch, ExpertGroups};
+pub use routing::{ExpertDispatch, ExpertGroups, ExpertOverlap, expert_overlap_runs};
 pub use split::{RECORDED_RANKS, RankLoad, StageSplit, chunk_blocks};
 pub use states::{Framework, StateOverrides, StateRecipe};
 
@@ -263,6 +263,10 @@ pub struct TrainSetup {
     /// How the stack sends an MoE layer's tokens to their experts' ranks.
     #[serde(skip_serializing_if = "ExpertDispatch::is_all_to_all")]
     pub expert_dispatch: ExpertDispatch,
+    /// Which schedule hides one micro-batch's expert all-to-alls under another's compute
+    /// ([`expert_overlap_runs`]).
+    #[serde(skip)]
+    pub expert_overlap: ExpertOverlap,
 }
 
 impl TrainSetup {

@@ -210,21 +210,24 @@ pub fn layout_short(l: impl Into<LayoutIr>) -> String {
         l.micro_batch,
         l.zero,
         recompute_text(&l),
-        if l.tensor_overlap {
-            " tensor-overlap"
-        } else {
-            ""
+        match (l.tensor_overlap, l.expert_overlap) {
+            (true, true) => " tensor-overlap expert-overlap",
+            (true, false) => " tensor-overlap",
+            (false, true) => " expert-overlap",
+            (false, false) => "",
         }
     )
 }
 
-/// What a layout line adds when the tensor-parallel collectives overlap the GEMMs (the plan's
-/// time assumes it, so a reader comparing two plans sees why one is faster); nothing otherwise.
+/// What a layout line adds when the tensor-parallel collectives overlap the GEMMs, or the
+/// expert all-to-alls another micro-batch's compute (the plan's time assumes it, so a reader
+/// comparing two plans sees why one is faster); nothing otherwise.
 fn overlap_text(l: &LayoutIr) -> &'static str {
-    if l.tensor_overlap {
-        " · tensor overlap"
-    } else {
-        ""
+    match (l.tensor_overlap, l.expert_overlap) {
+        (true, true) => " · tensor overlap · expert overlap",
+        (true, false) => " · tensor overlap",
+        (false, true) => " · expert overlap",
+        (false, false) => "",
     }
 }
 
@@ -494,6 +497,7 @@ mod tests {
             recompute_layers: None,
             sequence_parallel: Some(true),
             tensor_overlap: false,
+            expert_overlap: false,
         }
     }
 
@@ -522,6 +526,25 @@ mod tests {
         assert_eq!(
             layout_line(overlapped),
             "TP8 PP4 DP16 · micro-batch 1 · ZeRO-1 · recompute selective · tensor overlap"
+        );
+        // So does one whose expert all-to-alls run beside another micro-batch, alone or with it.
+        let experts = LayoutIr {
+            expert: 8,
+            virtual_stages: 2,
+            expert_overlap: true,
+            ..l
+        };
+        assert_eq!(
+            layout_short(experts),
+            "TP8 PP4 DP16 EP8 VP2 mb1 ZeRO-1 recompute selective expert-overlap"
+        );
+        assert_eq!(
+            layout_line(LayoutIr {
+                tensor_overlap: true,
+                ..experts
+            }),
+            "TP8 PP4 DP16 EP8 VP2 · micro-batch 1 · ZeRO-1 · recompute selective · tensor overlap \
+             · expert overlap"
         );
     }
 

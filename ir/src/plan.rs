@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The version of the Plan JSON format.
-pub const FORMAT_VERSION: &str = "1.17";
+pub const FORMAT_VERSION: &str = "1.18";
 
 pub mod json;
 mod nodes;
@@ -201,6 +201,12 @@ pub struct LayoutIr {
     /// in format 1.16.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tensor_overlap: bool,
+    /// Whether the expert all-to-alls of one micro-batch run beside another micro-batch's
+    /// compute, as the plan's time assumes: Megatron-Core's `--overlap-moe-expert-parallel-comm`
+    /// on an interleaved pipeline (docs/cost-model.md, "Mixture of experts"). Only written when
+    /// true; added in format 1.18.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expert_overlap: bool,
 }
 
 impl LayoutIr {

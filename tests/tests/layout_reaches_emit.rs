@@ -457,6 +457,58 @@ fn a_deduplicated_dispatch_reaches_the_trainer_and_shortens_the_step() {
 }
 
 #[test]
+fn an_interleaved_pipeline_overlaps_the_all_to_alls_and_tells_the_trainer() {
+    // The fixture's MoE job on a pipeline of two ranks: with two chunks per rank Megatron-Core's
+    // EP overlap runs a micro-batch's all-to-alls beside another's compute, so the plan says so,
+    // its layout line ends with it, every trainer is told, and its all-to-alls cost less than on
+    // the same pipeline with one chunk per rank, which Megatron-Core refuses the overlap and
+    // whose plan and trainers never mention it.
+    let spec = |chunks: u32| {
+        let text = routed_moe(None)
+            .replace(
+                "    pipeline = 1\n",
+                &format!("    pipeline = 2\n    virtual_stages = {chunks}\n"),
+            )
+            .replace("max_devices = 32", "max_devices = 64");
+        assert!(text.contains("virtual_stages"), "{text}");
+        text
+    };
+    let dir = scratch("expert-overlap");
+    let (path, doc) = plan(&dir, &spec(2));
+    let with = &doc["plans"][0];
+    assert_eq!(with["feasible"], true, "{with}");
+    assert_eq!(with["layout"]["virtual_stages"], 2, "{with}");
+    assert_eq!(with["layout"]["expert_overlap"], true, "{with}");
+    let (code, text, err) = run_cli(&["plan", path.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("· expert overlap"), "{text}");
+    for backend in ["kubernetes", "slurm", "baremetal"] {
+        let text = emit(&dir, &path, backend);
+        assert!(text.contains("--expert-overlap=true"), "{backend}");
+    }
+    let plain_dir = scratch("expert-overlap-one-chunk");
+    let (plain_path, plain_doc) = plan(&plain_dir, &spec(1));
+    let without = &plain_doc["plans"][0];
+    assert_eq!(without["feasible"], true, "{without}");
+    assert!(
+        without["layout"].get("expert_overlap").is_none(),
+        "{without}"
+    );
+    let (code, text, err) = run_cli(&["plan", plain_path.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(!text.contains("expert overlap"), "{text}");
+    assert!(!emit(&plain_dir, &plain_path, "baremetal").contains("--expert-overlap"));
+    let tensor_comm = |p: &serde_json::Value| {
+        p["estimate"]["breakdown_s"]["tensor_comm"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(tensor_comm(with) < tensor_comm(without), "{with} {without}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plain_dir);
+}
+
+#[test]
 fn a_pools_stack_gives_its_specs_their_dispatch_unless_they_name_one() {
     // The pool's nodes run DeepEP (`stack.expert_dispatch: deduplicated` in its file): a spec
     // that says nothing is planned with it, one that names the all-to-all keeps that.

@@ -158,7 +158,7 @@ fn every_example_plans_feasibly_with_every_contract_field() {
         let (code, doc, err) = plan_json(&[&example]);
         assert_eq!(code, 0, "{example}: {err}\n{doc}");
         assert_sorted(&doc);
-        assert_eq!(doc["format_version"], "1.17");
+        assert_eq!(doc["format_version"], "1.18");
         assert!(
             doc["catalogue_digest"]
                 .as_str()

@@ -12,7 +12,7 @@ fn schema() -> serde_json::Value {
 #[test]
 fn the_schema_is_versioned_and_a_valid_schema() {
     let schema = schema();
-    assert_eq!(schema["x-loam-format-version"], "1.17");
+    assert_eq!(schema["x-loam-format-version"], "1.18");
     assert!(
         schema["$schema"].as_str().unwrap().contains("2020-12"),
         "{schema}"

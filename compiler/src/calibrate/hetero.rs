@@ -443,6 +443,7 @@ fn read_costable(
         tokens: 1e12,
         flash_attention: !model.dropout,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     Ok(Costable {

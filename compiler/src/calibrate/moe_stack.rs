@@ -6,7 +6,7 @@
 //! routing, as far as the file tells.
 
 use super::row::Row;
-use crate::workload::{ExpertDispatch, ExpertGroups, ModelDims};
+use crate::workload::{ExpertDispatch, ExpertGroups, ExpertOverlap, ModelDims};
 use loam_ir::types::Arch;
 
 /// The DeepSeek-V3 report, which describes its own dispatch and routing.
@@ -22,6 +22,8 @@ pub(super) struct MoeStack {
     pub(super) dispatch: ExpertDispatch,
     /// The routing's group limit, when the stack routed within groups.
     pub(super) groups: Option<ExpertGroups>,
+    /// The schedule that hid one micro-batch's all-to-alls under another's compute.
+    pub(super) overlap: ExpertOverlap,
     /// What was taken, and from where, in a sentence.
     pub(super) text: String,
 }
@@ -46,6 +48,7 @@ pub(super) fn moe_stack(row: &Row, model: &ModelDims) -> Option<MoeStack> {
         return Some(MoeStack {
             dispatch,
             groups,
+            overlap: ExpertOverlap::default(),
             text: format!("the run's own columns: {dispatch} dispatch{routing}"),
         });
     }
@@ -60,8 +63,12 @@ pub(super) fn moe_stack(row: &Row, model: &ModelDims) -> Option<MoeStack> {
                 groups: 8,
                 per_token: 4,
             }),
+            // §3.2.1: DualPipe pairs a forward and a backward chunk on every pipeline rank and
+            // runs the all-to-alls of one under the other's computation.
+            overlap: ExpertOverlap::DualPipe,
             text: "DeepSeek-V3 report: node-limited routing (at most 4 of 8 nodes, §2.1.2, §4.2), \
-                   each token sent once per node and forwarded over NVLink (§3.2.2)"
+                   each token sent once per node and forwarded over NVLink (§3.2.2), DualPipe \
+                   hiding the all-to-alls under the computation (§3.2.1)"
                 .to_string(),
         });
     }
@@ -88,6 +95,7 @@ pub(super) fn moe_stack(row: &Row, model: &ModelDims) -> Option<MoeStack> {
         return Some(MoeStack {
             dispatch: ExpertDispatch::Deduplicated,
             groups,
+            overlap: ExpertOverlap::default(),
             text: format!("NeMo AutoModel's table: TE + DeepEP (deduplicated dispatch){routing}"),
         });
     }

@@ -95,6 +95,7 @@ pub fn expert_dispatch_on(job: &Job, pool: Option<&Pool>) -> ExpertDispatch {
 pub fn train_setup_on(job: &Job, pool: &Pool) -> TrainSetup {
     TrainSetup {
         expert_dispatch: expert_dispatch_on(job, Some(pool)),
+        expert_overlap: Default::default(),
         ..train_setup(job)
     }
 }
@@ -110,5 +111,6 @@ pub fn train_setup(job: &Job) -> TrainSetup {
         flash_attention: true,
         states: job.train.states,
         expert_dispatch: expert_dispatch_on(job, None),
+        expert_overlap: Default::default(),
     }
 }

@@ -27,8 +27,8 @@ use crate::workload::{
     comm_shape, flops_per_token, param_count, tp_collectives, tp_per_layer,
 };
 use crate::workload::{
-    Framework, HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_tensor,
-    held_params,
+    Framework, HeldParams, block_kinds, dense_data_ranks, expert_data_ranks, expert_overlap_runs,
+    expert_tensor, held_params,
 };
 use loam_ir::types::Recompute;
 
@@ -286,6 +286,25 @@ impl<'a> Costing<'a> {
             ],
             tokens_per_step: setup.tokens_per_step(model),
         })
+    }
+
+    /// Whether `layout`'s expert all-to-alls run beside another micro-batch's compute: the one
+    /// rule the step, the stage times and the search's floors share ([`expert_overlap_runs`]).
+    pub(crate) fn expert_overlap_runs(&self, layout: &Layout) -> bool {
+        self.overlap_schedule_runs(layout) && layout.recompute != Recompute::Full
+    }
+
+    /// [`Costing::expert_overlap_runs`] whatever is recomputed: what a floor over every
+    /// recomputation may assume.
+    pub(crate) fn overlap_schedule_runs(&self, layout: &Layout) -> bool {
+        expert_overlap_runs(
+            self.setup.expert_overlap,
+            self.setup.states.framework,
+            layout.pipeline,
+            layout.virtual_stages,
+            layout.expert,
+            false,
+        )
     }
 
     /// Parameters one device of `layout` holds before ZeRO sharding.
@@ -552,13 +571,13 @@ impl<'a> Costing<'a> {
         } else {
             (0.0, 0.0)
         };
-        // Expert all-to-alls on a pipeline overlap the compute of the other micro-batch the
-        // steady 1F1B state runs (a forward against a backward): DeepSeek-V3's DualPipe
-        // (arXiv:2412.19437 §3.2.1) and Megatron-Core's EP all-to-all overlap
-        // (`--overlap-moe-expert-parallel-comm`) schedule them so; only what exceeds a block's
-        // compute is exposed. Without a pipeline there is no other micro-batch to hide under.
+        // Expert all-to-alls overlap the compute of the other micro-batch the steady state of a
+        // pipeline runs (a forward against a backward) where the schedule does so
+        // ([`expert_overlap_runs`]: Megatron-Core's EP all-to-all overlap on an interleaved
+        // pipeline, DeepSeek-V3's DualPipe); only what exceeds a block's compute is exposed.
+        // Elsewhere they sit between the blocks' kernels.
         let contention = self.cluster.fitted.overlap_contention;
-        let ep_layer = if layout.pipeline > 1 {
+        let ep_layer = if self.expert_overlap_runs(layout) {
             exposed(kernel.ep_layer, block.total(), contention)
         } else {
             kernel.ep_layer

@@ -26,6 +26,7 @@ pub(super) fn setup(batch: u32, precision: Precision) -> TrainSetup {
         tokens: 1e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }
@@ -206,6 +207,63 @@ fn expert_all_to_all_runs_on_the_tier_it_crosses() {
     assert!((exposed(8) / inside - 1.0).abs() < 1e-9, "{}", exposed(8));
     assert!((exposed(16) / across - 1.0).abs() < 1e-9, "{}", exposed(16));
     assert!(exposed(16) > 5.0 * exposed(8));
+}
+
+#[test]
+fn a_pipeline_hides_the_all_to_alls_only_where_its_schedule_overlaps_them() {
+    // The Mixtral-shaped model of the test above at EP16 over four 8-GPU nodes, PP2 DP16: the
+    // expert group is 16 consecutive ranks, two nodes, so every exchange sends half its bytes
+    // over the NICs. Megatron-Core runs its EP overlap only on an interleaved pipeline without
+    // full recomputation (`TransformerConfig.__post_init__`); elsewhere the all-to-alls of the
+    // rank's 16 blocks are exposed whole, in each of 16 micro-batches, dispatch and combine,
+    // forward and backward.
+    let model =
+        ModelDims::dense(32, 4096, 14336, 32, 8, 32000, 4096, Mlp::Swiglu).with_experts(16, 2);
+    let c = cluster("H100_SXM", 4, 400.0);
+    let exposed = |virtual_stages, recompute, overlap, framework| {
+        let mut s = setup(256, Precision::Bf16);
+        s.expert_overlap = overlap;
+        s.states.framework = framework;
+        let layout = |expert| Layout {
+            pipeline: 2,
+            virtual_stages,
+            data: 16,
+            expert,
+            micro_batch: 1,
+            recompute,
+            zero: 1,
+            ..Layout::single()
+        };
+        estimate(&model, &s, &layout(16), &c)
+            .unwrap()
+            .breakdown
+            .tensor_comm
+            - estimate(&model, &s, &layout(1), &c)
+                .unwrap()
+                .breakdown
+                .tensor_comm
+    };
+    let bytes = 4096.0 * 2.0 * 4096.0 * 2.0;
+    let up = c.device.scale_up_bandwidth * LINK_EFFICIENCY;
+    let net = c.node_network_bandwidth * LINK_EFFICIENCY / 8.0;
+    let whole = 16.0 * 16.0 * 4.0 * (7.0 / 16.0 * bytes / up + 8.0 / 16.0 * bytes / net + 5e-6);
+    let megatron = crate::workload::ExpertOverlap::MegatronCore;
+    let dualpipe = crate::workload::ExpertOverlap::DualPipe;
+    let none = Recompute::None;
+    // One chunk per rank: Megatron-Core refuses the overlap, and nothing hides.
+    let plain = exposed(1, none, megatron, None);
+    assert!((plain / whole - 1.0).abs() < 1e-9, "{plain} vs {whole}");
+    // Two chunks per rank: the all-to-alls run beside the other micro-batch's compute.
+    let interleaved = exposed(2, none, megatron, None);
+    assert!(interleaved < 0.9 * whole, "{interleaved} vs {whole}");
+    // ... but not under full recomputation, nor under a framework that has no such schedule.
+    let full = exposed(2, Recompute::Full, megatron, None);
+    assert!((full / whole - 1.0).abs() < 1e-9, "{full} vs {whole}");
+    let fsdp = exposed(2, none, megatron, Some(crate::workload::Framework::Fsdp));
+    assert!((fsdp / whole - 1.0).abs() < 1e-9, "{fsdp} vs {whole}");
+    // DualPipe pairs a forward and a backward chunk on every rank without virtual stages.
+    let paired = exposed(1, none, dualpipe, None);
+    assert!(paired < 0.9 * whole, "{paired} vs {whole}");
 }
 
 #[test]

@@ -353,6 +353,8 @@ pub(crate) fn fill_pair_pipeline(
                 sequence_parallel_runs(input.pins.sequence_parallel, (*t).into()),
             )
         }),
+        // The two-group pipeline's op costs run every expert all-to-all between the blocks.
+        expert_overlap: false,
     });
     let [leader, _] = m.placements;
     let stages_on = |o: &Placement<'_>| {

@@ -454,6 +454,7 @@ fn dispatch_note(
     }
     let deduplicated = crate::workload::TrainSetup {
         expert_dispatch: ExpertDispatch::Deduplicated,
+        expert_overlap: Default::default(),
         ..setup.clone()
     };
     let dedup = crate::cost::estimate(model, &deduplicated, layout, &placement.cluster)

@@ -127,9 +127,21 @@ pub(crate) struct Totals {
     pub(crate) carbon_kg: f64,
 }
 
-/// A layout as the Plan IR writes it.
-pub(crate) fn layout_ir(l: &Layout) -> LayoutIr {
-    LayoutIr::from(l)
+/// A layout as the Plan IR writes it, run under `setup`: whether its expert all-to-alls run
+/// beside another micro-batch's compute is the cost model's rule
+/// ([`crate::workload::expert_overlap_runs`]), so the plan states what its time assumed.
+pub(crate) fn layout_ir(l: &Layout, setup: &crate::workload::TrainSetup) -> LayoutIr {
+    LayoutIr {
+        expert_overlap: crate::workload::expert_overlap_runs(
+            setup.expert_overlap,
+            setup.states.framework,
+            l.pipeline,
+            l.virtual_stages,
+            l.expert,
+            l.recompute == loam_ir::types::Recompute::Full,
+        ),
+        ..LayoutIr::from(l)
+    }
 }
 
 /// What the job's searches ran with: the model, the run (before each device's own setup) and
@@ -154,10 +166,10 @@ pub(crate) fn fill(
     let c = &best.candidate;
     let l = &c.layout;
     let o = best.placement;
-    plan.layout = Some(layout_ir(l));
+    let setup = super::search::setup_on(run.setup, o.device);
+    plan.layout = Some(layout_ir(l, &setup));
     let replica = l.replica_devices();
     plan.groups = vec![group_ir(o, c.devices, replica, l.tensor.into())];
-    let setup = super::search::setup_on(run.setup, o.device);
     let timing = super::stages::StageTiming {
         model: run.model,
         setup: &setup,

@@ -252,6 +252,7 @@ fn lora_70b_keeps_only_its_weights_and_the_adapters_state() {
         tokens: 1e9,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -305,6 +306,7 @@ fn mixtral_ep8_zero1_shards_expert_state_over_the_expert_data_group() {
         tokens: 1e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -343,6 +345,7 @@ fn expert_all_to_all_buffer_grows_with_the_capacity_factor() {
         tokens: 1e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

@@ -210,6 +210,7 @@ impl From<&Layout> for LayoutIr {
             recompute_layers: l.recompute_layers.map(u64::from),
             sequence_parallel: Some(l.sequence_parallel),
             tensor_overlap: l.tensor_overlap,
+            expert_overlap: false,
         }
     }
 }
@@ -246,6 +247,7 @@ mod tests {
             recompute_layers: None,
             sequence_parallel: Some(true),
             tensor_overlap: false,
+            expert_overlap: false,
         };
         assert_eq!(LayoutIr::from(&l), ir);
         assert_eq!(layout_line(ir), layout_line(&l));

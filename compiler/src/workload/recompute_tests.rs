@@ -17,6 +17,7 @@ fn setup() -> TrainSetup {
         tokens: 0.0,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: StateOverrides::NONE,
     }
 }

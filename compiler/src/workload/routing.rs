@@ -29,6 +29,54 @@ pub struct ExpertGroups {
 /// InfiniBand once to each target node and forwarded there over NVLink).
 pub use loam_ir::types::ExpertDispatch;
 
+/// Which schedule runs one micro-batch's expert all-to-alls beside another micro-batch's
+/// compute, so that only what exceeds that compute is exposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpertOverlap {
+    /// Megatron-Core's EP all-to-all overlap (`--overlap-moe-expert-parallel-comm`), which runs a
+    /// forward of one micro-batch against a backward of another in the steady state of an
+    /// interleaved pipeline. Its `TransformerConfig` refuses it on a pipeline without virtual
+    /// stages, with full recomputation (or a number of recomputed layers) and without expert
+    /// parallelism (NVIDIA/Megatron-LM `megatron/core/transformer/transformer_config.py`), so
+    /// it runs only where [`expert_overlap_runs`] says. What every plan gets.
+    #[default]
+    MegatronCore,
+    /// DeepSeek-V3's DualPipe (arXiv:2412.19437 §3.2.1), which pairs a forward and a backward
+    /// chunk on every pipeline rank by design: any pipeline. Only a calibration run whose source
+    /// documents it is costed so.
+    DualPipe,
+}
+
+/// Whether a layout of `pipeline` ranks, `virtual_stages` chunks per rank, `expert` degree and
+/// recomputation `recompute` (`recompute_layers` set: only the first blocks of each chunk are
+/// replayed, Megatron-Core's `--recompute-num-layers`) hides its expert all-to-alls under the
+/// compute of another micro-batch, with `overlap` the schedule and `framework` the spec's
+/// named framework. Megatron-Core's overlap needs its own schedule: a spec that names FSDP or
+/// DeepSpeed runs neither. Without a pipeline there is no other micro-batch in flight that
+/// loam costs (Megatron-Core can interleave consecutive micro-batches of gradient accumulation
+/// at PP=1, which loam does not plan).
+pub fn expert_overlap_runs(
+    overlap: ExpertOverlap,
+    framework: Option<super::Framework>,
+    pipeline: u32,
+    virtual_stages: u32,
+    expert: u32,
+    full_recompute: bool,
+) -> bool {
+    if pipeline <= 1 || expert <= 1 {
+        return false;
+    }
+    match overlap {
+        ExpertOverlap::DualPipe => true,
+        ExpertOverlap::MegatronCore => {
+            matches!(framework, None | Some(super::Framework::MegatronCore))
+                && virtual_stages > 1
+                && !full_recompute
+        }
+    }
+}
+
 /// Most draws [`miss_probability`] multiplies out: `top_k` and `per_token` are bounded by the
 /// checker (4,096), and each factor is one multiplication.
 const MAX_DRAWS: u32 = 4096;

@@ -149,6 +149,7 @@ fn korthikanti_175b_fits_on_80gb_with_seqpar_selective() {
         tokens: 0.0,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -189,6 +190,7 @@ fn comm_sizes_follow_sc21() {
         tokens: 0.0,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {
@@ -220,6 +222,7 @@ fn the_405b_h800_stage_holds_every_micro_batch_in_flight_at_full_size() {
         tokens: 0.0,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

@@ -290,7 +290,7 @@ impl Costing<'_> {
     #[inline]
     fn block_floor(&self, kernel: &Kernel, layout: &Layout) -> f64 {
         let contention = self.cluster.fitted.overlap_contention;
-        let expert = if layout.pipeline <= 1 {
+        let expert = if !self.overlap_schedule_runs(layout) {
             kernel.ep_layer
         } else if contention <= 1.0 {
             exposed(

@@ -674,7 +674,7 @@ pub(crate) fn fill_pair_data_plan(
     plan.hetero = Some(Hetero::Data);
     let devices = d.devices();
     let [ra, rb] = &d.replicas;
-    let mut layout = layout_ir(&ra.layout);
+    let mut layout = layout_ir(&ra.layout, input.setup);
     layout.data = u64::from(ra.layout.data) + u64::from(rb.layout.data);
     plan.layout = Some(layout);
     plan.groups = d
@@ -688,7 +688,7 @@ pub(crate) fn fill_pair_data_plan(
             let replica = l.replica_devices();
             let mut g = crate::plan::single::group_ir(o, r.devices, replica, l.tensor.into());
             g.tensor = Some(l.tensor.into());
-            g.layout = Some(layout_ir(l));
+            g.layout = Some(layout_ir(l, input.setup));
             g.sequences_per_step = Some(batch.into());
             // The group's run as its walk costed it: its share of the batch, on its device.
             let setup = TrainSetup {

@@ -520,7 +520,9 @@ impl Ranker<'_> {
     fn placement_shapes_floor_s(&mut self, placement: &Layout) -> Option<f64> {
         self.floor_device_s?;
         let costing = self.costing.as_ref()?;
-        let key = (placement.expert, placement.pipeline > 1);
+        // The floor hides the expert all-to-alls where a schedule overlaps them, which the
+        // pipeline, its virtual stages and the expert degree decide.
+        let key = (placement.expert, costing.overlap_schedule_runs(placement));
         let slot = match self.block_floors.iter().position(|f| f.key == key) {
             Some(slot) => slot,
             None => {
@@ -757,10 +759,12 @@ impl Visitor for Ranker<'_> {
     }
 }
 
-/// [`Costing::shape_block_floor`] of the shapes of one expert degree, pipelined or not, under
-/// the current tensor and context degree ([`Ranker::placement_shapes_floor_s`]).
+/// [`Costing::shape_block_floor`] of the shapes of one expert degree, with and without a
+/// schedule that overlaps their all-to-alls, under the current tensor and context degree
+/// ([`Ranker::placement_shapes_floor_s`]).
 struct BlockFloors {
-    /// The expert degree and whether the layout pipelines.
+    /// The expert degree and whether a schedule overlaps its all-to-alls
+    /// ([`Costing::overlap_schedule_runs`]).
     key: (u32, bool),
     /// The floor at each of the walk's batch divisors as micro-batch, NaN until asked.
     at: Vec<f64>,

@@ -28,6 +28,7 @@ fn setup(batch: u32) -> TrainSetup {
         tokens: 15e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }

@@ -262,6 +262,7 @@ mod tests {
             tokens: 0.0,
             flash_attention: true,
             expert_dispatch: Default::default(),
+            expert_overlap: Default::default(),
             states: StateOverrides {
                 framework,
                 ..StateOverrides::NONE

@@ -97,6 +97,7 @@ fn the_7b_on_l40s_leaves_the_layout_whose_fp32_gradients_overflow() {
         tokens: 200e9,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     };
     let layout = Layout {

@@ -19,6 +19,7 @@ fn setup(precision: Precision, states: StateOverrides) -> TrainSetup {
         tokens: 1e12,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states,
     }
 }

@@ -34,6 +34,7 @@ fn setup(global_batch: u32, flash_attention: bool) -> TrainSetup {
         tokens: 1e9,
         flash_attention,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }

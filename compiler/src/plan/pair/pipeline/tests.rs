@@ -69,6 +69,7 @@ fn setup(batch: u32, precision: Precision) -> TrainSetup {
         tokens: 5e9,
         flash_attention: true,
         expert_dispatch: Default::default(),
+        expert_overlap: Default::default(),
         states: crate::workload::StateOverrides::NONE,
     }
 }
