@@ -504,6 +504,16 @@ fn an_interleaved_pipeline_overlaps_the_all_to_alls_and_tells_the_trainer() {
             .unwrap()
     };
     assert!(tensor_comm(with) < tensor_comm(without), "{with} {without}");
+    // The plan with one chunk per rank says what hiding its all-to-alls would save, with its
+    // own step; the interleaved plan, which hides them, has no such note.
+    let notes = |p: &serde_json::Value| p["notes"].to_string();
+    let step = without["estimate"]["step_time_s"].as_f64().unwrap();
+    assert!(
+        notes(without).contains("all-to-alls sit between the blocks")
+            && notes(without).contains(&format!("would take the step from {step:.2} s")),
+        "{without}"
+    );
+    assert!(!notes(with).contains("sit between the blocks"), "{with}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&plain_dir);
 }

@@ -339,6 +339,10 @@ pub(crate) fn plan_job_walking(
             {
                 plan.notes.push(note);
             }
+            if let Some(note) = overlap_note(&request.model, &setup, &c.layout, r.placement, step_s)
+            {
+                plan.notes.push(note);
+            }
             if plan.feasible && c.devices == 1 {
                 let wall_s = objectives
                     .get(r.option)
@@ -454,7 +458,6 @@ fn dispatch_note(
     }
     let deduplicated = crate::workload::TrainSetup {
         expert_dispatch: ExpertDispatch::Deduplicated,
-        expert_overlap: Default::default(),
         ..setup.clone()
     };
     let dedup = crate::cost::estimate(model, &deduplicated, layout, &placement.cluster)
@@ -464,6 +467,50 @@ fn dispatch_note(
         format!(
             "the experts' all-to-all crosses the NICs with one copy of a token per selected expert: a stack that sends each token once per node (DeepEP, HybridEP; `train {{ expert_dispatch = deduplicated }}`) would take the step from {all:.2} s to {dedup:.2} s ({:.0} % shorter; docs/cost-model.md, \"Expert dispatch\")",
             100.0 * (1.0 - dedup / all)
+        )
+    })
+}
+
+/// The plan's note when its pipeline leaves its experts' all-to-alls between the blocks (one
+/// chunk per rank, or full recomputation: Megatron-Core refuses its EP overlap there,
+/// [`crate::workload::expert_overlap_runs`]) and hiding them under another micro-batch's
+/// compute would shorten its step (`step`, the plan's own) by at least
+/// [`DISPATCH_NOTE_SHARE`]: the other step from the same step function on the same layout,
+/// with DualPipe's pairing, which hides them on any pipeline. Virtual stages hold more
+/// activations, so the note names them without promising that the layout's memory allows them.
+fn overlap_note(
+    model: &crate::workload::ModelDims,
+    setup: &crate::workload::TrainSetup,
+    layout: &crate::workload::Layout,
+    placement: &Placement<'_>,
+    step: f64,
+) -> Option<String> {
+    let megatron = matches!(
+        setup.states.framework,
+        None | Some(crate::workload::Framework::MegatronCore)
+    );
+    let runs = crate::workload::expert_overlap_runs(
+        setup.expert_overlap,
+        setup.states.framework,
+        layout.pipeline,
+        layout.virtual_stages,
+        layout.expert,
+        layout.recompute == loam_ir::types::Recompute::Full,
+    );
+    if layout.expert <= 1 || layout.pipeline <= 1 || runs || !megatron {
+        return None;
+    }
+    let paired = crate::workload::TrainSetup {
+        expert_overlap: crate::workload::ExpertOverlap::DualPipe,
+        ..setup.clone()
+    };
+    let hidden = crate::cost::estimate(model, &paired, layout, &placement.cluster)
+        .ok()?
+        .step_time_s;
+    (hidden < step * (1.0 - DISPATCH_NOTE_SHARE)).then(|| {
+        format!(
+            "the experts' all-to-alls sit between the blocks: Megatron-Core runs them beside another micro-batch's compute only on an interleaved pipeline (`virtual_stages` of 2 or more, which hold more activations) without full recomputation, and hiding them would take the step from {step:.2} s to {hidden:.2} s ({:.0} % shorter; docs/cost-model.md, \"Mixture of experts\")",
+            100.0 * (1.0 - hidden / step)
         )
     })
 }
