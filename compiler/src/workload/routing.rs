@@ -151,6 +151,32 @@ pub fn remote_copies_per_token(
 mod tests {
     use super::*;
 
+    /// Megatron-Core's `TransformerConfig.__post_init__` accepts its EP overlap with expert
+    /// parallelism, on a pipeline only with virtual stages, never with full recomputation; loam
+    /// costs it on a pipeline only (no other micro-batch is in flight without one), under no
+    /// framework that lacks the schedule; DualPipe pairs chunks on any pipeline.
+    #[test]
+    fn the_expert_overlap_runs_where_megatron_core_accepts_it_on_a_pipeline() {
+        use super::super::Framework;
+        let megatron = ExpertOverlap::MegatronCore;
+        let runs =
+            |framework, p, v, e, full| expert_overlap_runs(megatron, framework, p, v, e, full);
+        assert!(runs(None, 4, 2, 8, false));
+        assert!(runs(Some(Framework::MegatronCore), 4, 2, 8, false));
+        assert!(
+            !runs(None, 4, 1, 8, false),
+            "a pipeline without virtual stages"
+        );
+        assert!(!runs(None, 4, 2, 8, true), "full recomputation");
+        assert!(!runs(None, 4, 2, 1, false), "no expert parallelism");
+        assert!(!runs(None, 1, 1, 8, false), "no pipeline");
+        assert!(!runs(Some(Framework::Fsdp), 4, 2, 8, false));
+        assert!(!runs(Some(Framework::DeepSpeed), 4, 2, 8, false));
+        let dualpipe = |p, v, e| expert_overlap_runs(ExpertOverlap::DualPipe, None, p, v, e, false);
+        assert!(dualpipe(16, 1, 64));
+        assert!(!dualpipe(1, 1, 64) && !dualpipe(16, 1, 1));
+    }
+
     /// DeepSeek-V3 with 64 expert ranks on 8 nodes of 8 (its report's EP64 over 8 nodes), 256
     /// experts, top-8, 8 groups of which a token picks 4: each group is one node's 32 experts,
     /// so a token reaches `8 · (1 − C(7,4)/C(8,4)) = 8 · (1 − 35/70) = 4` of
