@@ -439,13 +439,30 @@ fn launch_note(
     ))
 }
 
-/// Least share of a step a deduplicated dispatch must save before the plan of an all-to-all
-/// says so: a smaller gain is within the model's stated uncertainty and not worth a stack change.
+/// Least share of a step a stack change (a dispatch, an overlap) must save before the plan says
+/// so: a smaller gain is within the model's stated uncertainty and not worth the change.
 const DISPATCH_NOTE_SHARE: f64 = 0.05;
+
+/// The step of `layout` under `other` (a setup differing from the plan's in one stack setting),
+/// from the same step function, when it is at least [`DISPATCH_NOTE_SHARE`] shorter than `step`,
+/// the plan's own: with the share it saves, in percent.
+fn shorter_step(
+    model: &crate::workload::ModelDims,
+    other: &crate::workload::TrainSetup,
+    layout: &crate::workload::Layout,
+    placement: &Placement<'_>,
+    step: f64,
+) -> Option<(f64, f64)> {
+    let shorter = crate::cost::estimate(model, other, layout, &placement.cluster)
+        .ok()?
+        .step_time_s;
+    (shorter < step * (1.0 - DISPATCH_NOTE_SHARE))
+        .then(|| (shorter, 100.0 * (1.0 - shorter / step)))
+}
 
 /// The plan's note when its MoE layers' all-to-all crosses the NICs and a deduplicated dispatch
 /// (DeepEP, HybridEP) would shorten its step (`all`, the plan's own) by at least
-/// [`DISPATCH_NOTE_SHARE`]: the other step from the same step function.
+/// [`DISPATCH_NOTE_SHARE`] ([`shorter_step`]).
 fn dispatch_note(
     model: &crate::workload::ModelDims,
     setup: &crate::workload::TrainSetup,
@@ -460,24 +477,19 @@ fn dispatch_note(
         expert_dispatch: ExpertDispatch::Deduplicated,
         ..setup.clone()
     };
-    let dedup = crate::cost::estimate(model, &deduplicated, layout, &placement.cluster)
-        .ok()?
-        .step_time_s;
-    (dedup < all * (1.0 - DISPATCH_NOTE_SHARE)).then(|| {
-        format!(
-            "the experts' all-to-all crosses the NICs with one copy of a token per selected expert: a stack that sends each token once per node (DeepEP, HybridEP; `train {{ expert_dispatch = deduplicated }}`) would take the step from {all:.2} s to {dedup:.2} s ({:.0} % shorter; docs/cost-model.md, \"Expert dispatch\")",
-            100.0 * (1.0 - dedup / all)
-        )
-    })
+    let (dedup, saved) = shorter_step(model, &deduplicated, layout, placement, all)?;
+    Some(format!(
+        "the experts' all-to-all crosses the NICs with one copy of a token per selected expert: a stack that sends each token once per node (DeepEP, HybridEP; `train {{ expert_dispatch = deduplicated }}`) would take the step from {all:.2} s to {dedup:.2} s ({saved:.0} % shorter; docs/cost-model.md, \"Expert dispatch\")"
+    ))
 }
 
 /// The plan's note when its pipeline leaves its experts' all-to-alls between the blocks (one
 /// chunk per rank, or full recomputation: Megatron-Core refuses its EP overlap there,
 /// [`crate::workload::expert_overlap_runs`]) and hiding them under another micro-batch's
 /// compute would shorten its step (`step`, the plan's own) by at least
-/// [`DISPATCH_NOTE_SHARE`]: the other step from the same step function on the same layout,
-/// with DualPipe's pairing, which hides them on any pipeline. Virtual stages hold more
-/// activations, so the note names them without promising that the layout's memory allows them.
+/// [`DISPATCH_NOTE_SHARE`] ([`shorter_step`] on the same layout, with DualPipe's pairing, which
+/// hides them on any pipeline). Virtual stages hold more activations, so the note names them
+/// without promising that the layout's memory allows them.
 fn overlap_note(
     model: &crate::workload::ModelDims,
     setup: &crate::workload::TrainSetup,
@@ -504,15 +516,10 @@ fn overlap_note(
         expert_overlap: crate::workload::ExpertOverlap::DualPipe,
         ..setup.clone()
     };
-    let hidden = crate::cost::estimate(model, &paired, layout, &placement.cluster)
-        .ok()?
-        .step_time_s;
-    (hidden < step * (1.0 - DISPATCH_NOTE_SHARE)).then(|| {
-        format!(
-            "the experts' all-to-alls sit between the blocks: Megatron-Core runs them beside another micro-batch's compute only on an interleaved pipeline (`virtual_stages` of 2 or more, which hold more activations) without full recomputation, and hiding them would take the step from {step:.2} s to {hidden:.2} s ({:.0} % shorter; docs/cost-model.md, \"Mixture of experts\")",
-            100.0 * (1.0 - hidden / step)
-        )
-    })
+    let (hidden, saved) = shorter_step(model, &paired, layout, placement, step)?;
+    Some(format!(
+        "the experts' all-to-alls sit between the blocks: Megatron-Core runs them beside another micro-batch's compute only on an interleaved pipeline (`virtual_stages` of 2 or more, which hold more activations) without full recomputation, and hiding them would take the step from {step:.2} s to {hidden:.2} s ({saved:.0} % shorter; docs/cost-model.md, \"Mixture of experts\")"
+    ))
 }
 
 /// L3002: no node group of the pool may run the job; `headline` says so, `skipped` says why
