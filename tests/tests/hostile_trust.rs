@@ -85,7 +85,8 @@ fn emit(dir: &Path, doc: &Value) -> (u8, String, String) {
 
 /// Review finding L8: hand edits that `loam emit` wrote into manifests as they were (`tensor: 0`,
 /// `data: 2^63` → `--data-parallel=9223372036854775808`, an unknown pool → `cohort: nope`, a
-/// negative or 1e308 checkpoint interval) are refused with L4012, exit 1, nothing written.
+/// negative or 1e308 checkpoint interval; an expert overlap where Megatron-Core refuses it) are
+/// refused with L4012, exit 1, nothing written.
 #[test]
 fn hand_edited_plans_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -96,7 +97,7 @@ fn hand_edited_plans_are_refused() {
     assert!(err.contains("checked against the catalogue only"), "{err}");
 
     type Edit = fn(&mut Value);
-    let edits: [(&str, Edit, &str); 9] = [
+    let edits: [(&str, Edit, &str); 10] = [
         (
             "tensor 0",
             |p| p["layout"]["tensor"] = json!(0),
@@ -135,6 +136,12 @@ fn hand_edited_plans_are_refused() {
                 p["layout"]["data"] = json!(40);
             },
             "its groups use 40 nodes of node group `lab-h100`, which has 4",
+        ),
+        (
+            "expert overlap",
+            |p| p["layout"]["expert_overlap"] = json!(true),
+            "overlaps the expert all-to-alls (`expert_overlap`), which runs only on a pipeline \
+             with virtual stages",
         ),
         (
             "interval -5",

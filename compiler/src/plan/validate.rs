@@ -10,7 +10,7 @@
 use crate::catalogue::{Catalogue, NodeGroup, Pool};
 use loam_ir::diagnostics::{Diagnostic, codes};
 use loam_ir::plan::{GroupIr, LayoutIr, NodeShape, Plan, PlanDocument, ServicePlan};
-use loam_ir::types::Hetero;
+use loam_ir::types::{Hetero, Recompute};
 use std::collections::BTreeMap;
 
 /// The longest checkpoint interval a plan may have: a year, in minutes. The planner's
@@ -446,6 +446,18 @@ fn degrees(layout: &LayoutIr, devices: u64, what: &str, problems: &mut Problems)
         problems.push((
             Against::Itself,
             format!("{what} has ZeRO stage {}; stages are 0 to 3", layout.zero),
+        ));
+    }
+    // The trainer is told to overlap the expert all-to-alls only where its framework runs the
+    // overlap (`workload::expert_overlap_runs`): Megatron-Core refuses it at start-up otherwise.
+    let interleaved_experts = layout.pipeline > 1 && layout.virtual_stages > 1 && layout.expert > 1;
+    if layout.expert_overlap && (!interleaved_experts || layout.recompute == Recompute::Full) {
+        problems.push((
+            Against::Itself,
+            format!(
+                "{what} overlaps the expert all-to-alls (`expert_overlap`), which runs only on a \
+                 pipeline with virtual stages and expert parallelism, without full recomputation"
+            ),
         ));
     }
     problems.len() == before
