@@ -270,6 +270,20 @@ pub struct TrainSetup {
 }
 
 impl TrainSetup {
+    /// Whether `layout`'s expert all-to-alls run beside another micro-batch's compute under this
+    /// run's schedule and framework ([`expert_overlap_runs`]): what the step, the plan's
+    /// `layout.expert_overlap` and its note read.
+    pub fn expert_overlap_on(&self, layout: &layout::Layout) -> bool {
+        expert_overlap_runs(
+            self.expert_overlap,
+            self.states.framework,
+            layout.pipeline,
+            layout.virtual_stages,
+            layout.expert,
+            layout.recompute == loam_ir::types::Recompute::Full,
+        )
+    }
+
     /// Tokens per optimizer step.
     pub fn tokens_per_step(&self, model: &ModelDims) -> f64 {
         f64::from(self.global_batch) * f64::from(model.seq_len)

@@ -291,7 +291,7 @@ impl<'a> Costing<'a> {
     /// Whether `layout`'s expert all-to-alls run beside another micro-batch's compute: the one
     /// rule the step, the stage times and the search's floors share ([`expert_overlap_runs`]).
     pub(crate) fn expert_overlap_runs(&self, layout: &Layout) -> bool {
-        self.overlap_schedule_runs(layout) && layout.recompute != Recompute::Full
+        self.setup.expert_overlap_on(layout)
     }
 
     /// [`Costing::expert_overlap_runs`] whatever is recomputed: what a floor over every

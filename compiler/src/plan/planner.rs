@@ -441,10 +441,10 @@ fn launch_note(
 
 /// Least share of a step a stack change (a dispatch, an overlap) must save before the plan says
 /// so: a smaller gain is within the model's stated uncertainty and not worth the change.
-const DISPATCH_NOTE_SHARE: f64 = 0.05;
+const STACK_NOTE_SHARE: f64 = 0.05;
 
 /// The step of `layout` under `other` (a setup differing from the plan's in one stack setting),
-/// from the same step function, when it is at least [`DISPATCH_NOTE_SHARE`] shorter than `step`,
+/// from the same step function, when it is at least [`STACK_NOTE_SHARE`] shorter than `step`,
 /// the plan's own: with the share it saves, in percent.
 fn shorter_step(
     model: &crate::workload::ModelDims,
@@ -456,13 +456,12 @@ fn shorter_step(
     let shorter = crate::cost::estimate(model, other, layout, &placement.cluster)
         .ok()?
         .step_time_s;
-    (shorter < step * (1.0 - DISPATCH_NOTE_SHARE))
-        .then(|| (shorter, 100.0 * (1.0 - shorter / step)))
+    (shorter < step * (1.0 - STACK_NOTE_SHARE)).then(|| (shorter, 100.0 * (1.0 - shorter / step)))
 }
 
 /// The plan's note when its MoE layers' all-to-all crosses the NICs and a deduplicated dispatch
 /// (DeepEP, HybridEP) would shorten its step (`all`, the plan's own) by at least
-/// [`DISPATCH_NOTE_SHARE`] ([`shorter_step`]).
+/// [`STACK_NOTE_SHARE`] ([`shorter_step`]).
 fn dispatch_note(
     model: &crate::workload::ModelDims,
     setup: &crate::workload::TrainSetup,
@@ -487,7 +486,7 @@ fn dispatch_note(
 /// chunk per rank, or full recomputation: Megatron-Core refuses its EP overlap there,
 /// [`crate::workload::expert_overlap_runs`]) and hiding them under another micro-batch's
 /// compute would shorten its step (`step`, the plan's own) by at least
-/// [`DISPATCH_NOTE_SHARE`] ([`shorter_step`] on the same layout, with DualPipe's pairing, which
+/// [`STACK_NOTE_SHARE`] ([`shorter_step`] on the same layout, with DualPipe's pairing, which
 /// hides them on any pipeline). Virtual stages hold more activations, so the note names them
 /// without promising that the layout's memory allows them.
 fn overlap_note(
@@ -501,15 +500,7 @@ fn overlap_note(
         setup.states.framework,
         None | Some(crate::workload::Framework::MegatronCore)
     );
-    let runs = crate::workload::expert_overlap_runs(
-        setup.expert_overlap,
-        setup.states.framework,
-        layout.pipeline,
-        layout.virtual_stages,
-        layout.expert,
-        layout.recompute == loam_ir::types::Recompute::Full,
-    );
-    if layout.expert <= 1 || layout.pipeline <= 1 || runs || !megatron {
+    if layout.expert <= 1 || layout.pipeline <= 1 || setup.expert_overlap_on(layout) || !megatron {
         return None;
     }
     let paired = crate::workload::TrainSetup {

@@ -132,14 +132,7 @@ pub(crate) struct Totals {
 /// ([`crate::workload::expert_overlap_runs`]), so the plan states what its time assumed.
 pub(crate) fn layout_ir(l: &Layout, setup: &crate::workload::TrainSetup) -> LayoutIr {
     LayoutIr {
-        expert_overlap: crate::workload::expert_overlap_runs(
-            setup.expert_overlap,
-            setup.states.framework,
-            l.pipeline,
-            l.virtual_stages,
-            l.expert,
-            l.recompute == loam_ir::types::Recompute::Full,
-        ),
+        expert_overlap: setup.expert_overlap_on(l),
         ..LayoutIr::from(l)
     }
 }

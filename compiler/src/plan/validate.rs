@@ -450,8 +450,15 @@ fn degrees(layout: &LayoutIr, devices: u64, what: &str, problems: &mut Problems)
     }
     // The trainer is told to overlap the expert all-to-alls only where its framework runs the
     // overlap (`workload::expert_overlap_runs`): Megatron-Core refuses it at start-up otherwise.
-    let interleaved_experts = layout.pipeline > 1 && layout.virtual_stages > 1 && layout.expert > 1;
-    if layout.expert_overlap && (!interleaved_experts || layout.recompute == Recompute::Full) {
+    let allowed = crate::workload::expert_overlap_runs(
+        crate::workload::ExpertOverlap::MegatronCore,
+        None,
+        u32::try_from(layout.pipeline).unwrap_or(u32::MAX),
+        u32::try_from(layout.virtual_stages).unwrap_or(u32::MAX),
+        u32::try_from(layout.expert).unwrap_or(u32::MAX),
+        layout.recompute == Recompute::Full,
+    );
+    if layout.expert_overlap && !allowed {
         problems.push((
             Against::Itself,
             format!(
